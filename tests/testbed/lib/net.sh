@@ -1,0 +1,218 @@
+# fabriciq-testbed: namespaces, the management network and the leaf-spine
+# fabric (sourced). Addressing, all inside 198.18.0.0/15:
+#   management   198.18.0.0/24     ctl 198.18.0.1, host i 198.18.0.(10+i)
+#   leaf-spine   198.18.(100+l).(2s-2)/31  leaf side even, spine side odd
+#   host rail r  198.19.r.(2i)/31  leaf side 198.19.r.(2i), host 198.19.r.(2i+1)
+# Routing: a host reaches rail r of every other host through its own rail r
+# NIC; a leaf reaches remote hosts over all spines (ECMP, L4 hash); a spine
+# reaches each host /31 through that host's leaf. No default route anywhere.
+
+ns_of() { # ns_of NODE -> namespace name (ctl, nI, leafL, spineS)
+	echo "${TB_PREFIX}-$1"
+}
+
+host_leaf() { echo $((($1 - 1) * TB_LEAVES / TB_HOSTS + 1)); }
+host_ip() { echo "198.19.$2.$((2 * $1 + 1))"; }     # host_ip I RAIL
+host_leaf_ip() { echo "198.19.$2.$((2 * $1))"; }    # leaf side of that link
+mgmt_ip() { echo "198.18.0.$((10 + $1))"; }
+ls_leaf_ip() { echo "198.18.$((100 + $1)).$((2 * $2 - 2))"; }  # L S
+ls_spine_ip() { echo "198.18.$((100 + $1)).$((2 * $2 - 1))"; } # L S
+
+# Router and host sysctls. Routers forward and hash L4 for ECMP
+# (fib_multipath_hash_policy=1), so different source ports take different
+# spines; strict reverse-path filtering would drop asymmetric ECMP returns.
+ns_sysctls() {
+	local ns=$1 kind=$2
+	ip netns exec "$ns" sh -c '
+		sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+		sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
+		if [ "$1" = router ]; then
+			sysctl -qw net.ipv4.ip_forward=1 net.ipv4.fib_multipath_hash_policy=1
+			sysctl -qw net.ipv4.conf.all.ignore_routes_with_linkdown=1
+		fi' sh "$kind"
+}
+
+netns_create() { # netns_create NAME KIND
+	echo "$1" >>"$TB_STATE/netns"
+	ip netns add "$1" || return 1
+	ip -n "$1" link set lo up
+	ns_sysctls "$1" "$2"
+}
+
+# A host (or ctl) = named netns + a holder process owning its UTS, time and
+# mount namespaces (the mount namespace carries that netns's /sys).
+node_start() { # node_start NODE OFFSET_NS
+	local node=$1 ns pid
+	ns=$(ns_of "$node")
+	netns_create "$ns" host || return 1
+	pid=$(ip netns exec "$ns" "$TB_HELPERS/tb-hostns" hold "$node" "$2") || return 1
+	echo "$pid" >"$TB_STATE/nodes/$node.pid"
+	echo "$2" >"$TB_STATE/nodes/$node.offset"
+}
+
+node_pid() { cat "$TB_STATE/nodes/$1.pid" 2>/dev/null; }
+
+# veth_link NAME NS_A IF_A NS_B IF_B: one cable, recorded by name so that
+# `link` and `shape` can find its two ends.
+veth_link() {
+	echo "$1 $2 $3 $4 $5" >>"$TB_STATE/links"
+	ip link add "$3" netns "$2" type veth peer name "$5" netns "$4" || return 1
+	ip -n "$2" link set "$3" up && ip -n "$4" link set "$5" up
+}
+
+link_lookup() { # link_lookup NAME -> "NS_A IF_A NS_B IF_B"
+	local name rest
+	while read -r name rest; do
+		[ "$name" = "$1" ] && { echo "$rest"; return 0; }
+	done <"$TB_STATE/links"
+	return 1
+}
+
+# Static routes of one namespace, all with `replace`: called at `up` and
+# again after any link comes back (an admin-down device loses its routes).
+routes_apply() {
+	local node=$1 ns i r l s nh
+	ns=$(ns_of "$node")
+	case $node in
+	n*)
+		i=${node#n}
+		for ((r = 0; r < TB_RAILS; r++)); do
+			ip -n "$ns" route replace "198.19.$r.0/24" via "$(host_leaf_ip "$i" "$r")" dev "rail$r" \
+				src "$(host_ip "$i" "$r")" 2>/dev/null
+		done
+		;;
+	leaf*)
+		l=${node#leaf}
+		nh=()
+		for ((s = 1; s <= TB_SPINES; s++)); do
+			ip -n "$ns" -br link show "s$s" 2>/dev/null | grep -q ' UP ' &&
+				nh+=(nexthop via "$(ls_spine_ip "$l" "$s")" dev "s$s")
+		done
+		if [ ${#nh[@]} -gt 0 ]; then
+			ip -n "$ns" route replace 198.19.0.0/16 "${nh[@]}"
+		else
+			ip -n "$ns" route del 198.19.0.0/16 2>/dev/null
+		fi
+		;;
+	spine*)
+		s=${node#spine}
+		for ((i = 1; i <= TB_HOSTS; i++)); do
+			l=$(host_leaf "$i")
+			for ((r = 0; r < TB_RAILS; r++)); do
+				ip -n "$ns" route replace "198.19.$r.$((2 * i))/31" via "$(ls_leaf_ip "$l" "$s")" dev "l$l" 2>/dev/null
+			done
+		done
+		;;
+	esac
+	return 0
+}
+
+net_up() {
+	local i r l s ns
+	: >"$TB_STATE/links"
+	mkdir -p "$TB_STATE/nodes"
+
+	# management: ctl holds the bridge; slurmctld, PostgreSQL, munged live there
+	node_start ctl 0 || return 1
+	ns=$(ns_of ctl)
+	ip -n "$ns" link add br0 type bridge && ip -n "$ns" link set br0 up &&
+		ip -n "$ns" addr add 198.18.0.1/24 dev br0 || return 1
+
+	for ((s = 1; s <= TB_SPINES; s++)); do netns_create "$(ns_of "spine$s")" router || return 1; done
+	for ((l = 1; l <= TB_LEAVES; l++)); do
+		netns_create "$(ns_of "leaf$l")" router || return 1
+		for ((s = 1; s <= TB_SPINES; s++)); do
+			veth_link "leaf$l-spine$s" "$(ns_of "leaf$l")" "s$s" "$(ns_of "spine$s")" "l$l" || return 1
+			ip -n "$(ns_of "leaf$l")" addr add "$(ls_leaf_ip "$l" "$s")/31" dev "s$s"
+			ip -n "$(ns_of "spine$s")" addr add "$(ls_spine_ip "$l" "$s")/31" dev "l$l"
+		done
+	done
+
+	for ((i = 1; i <= TB_HOSTS; i++)); do
+		node_start "n$i" "$(offset_of "n$i")" || return 1
+		ns=$(ns_of "n$i")
+		veth_link "n$i-eth0" "$ns" eth0 "$(ns_of ctl)" "n$i" || return 1
+		ip -n "$(ns_of ctl)" link set "n$i" master br0
+		ip -n "$ns" addr add "$(mgmt_ip "$i")/24" dev eth0
+		l=$(host_leaf "$i")
+		for ((r = 0; r < TB_RAILS; r++)); do
+			veth_link "n$i-rail$r" "$ns" "rail$r" "$(ns_of "leaf$l")" "n${i}r$r" || return 1
+			ip -n "$ns" addr add "$(host_ip "$i" "$r")/31" dev "rail$r"
+			ip -n "$(ns_of "leaf$l")" addr add "$(host_leaf_ip "$i" "$r")/31" dev "n${i}r$r"
+		done
+	done
+
+	for ((i = 1; i <= TB_HOSTS; i++)); do routes_apply "n$i"; done
+	for ((l = 1; l <= TB_LEAVES; l++)); do routes_apply "leaf$l"; done
+	for ((s = 1; s <= TB_SPINES; s++)); do routes_apply "spine$s"; done
+
+	[ -n "$TB_HOST_RATE" ] && for ((i = 1; i <= TB_HOSTS; i++)); do
+		for ((r = 0; r < TB_RAILS; r++)); do link_shape "n$i-rail$r" "$TB_HOST_RATE" || return 1; done
+	done
+	[ -n "$TB_SPINE_RATE" ] && for ((l = 1; l <= TB_LEAVES; l++)); do
+		for ((s = 1; s <= TB_SPINES; s++)); do link_shape "leaf$l-spine$s" "$TB_SPINE_RATE" || return 1; done
+	done
+	return 0
+}
+
+# Routers touched by a link, to re-apply their routes when it comes back.
+link_nodes() { # NS_A NS_B -> node names
+	echo "${1#"$TB_PREFIX"-} ${2#"$TB_PREFIX"-}"
+}
+
+# Link down/up. A host link goes down at the switch port (leaf side): the
+# host NIC sees carrier loss, as when an optic dies. A fabric link goes down
+# at both ends, as a routing protocol would withdraw it: the leaf's ECMP
+# route drops that spine and the spine forgets the leaf's hosts.
+link_set() { # link_set NAME up|down
+	local ends nsa ifa nsb ifb n
+	ends=$(link_lookup "$1") || die "unknown link '$1' (see: $TB_PROG status)"
+	read -r nsa ifa nsb ifb <<<"$ends"
+	case $1 in
+	*-eth0) die "'$1' is a management link; only fabric links can be cut" ;;
+	n*-rail*) ip -n "$nsb" link set "$ifb" "$2" ;;
+	*) ip -n "$nsa" link set "$ifa" "$2" && ip -n "$nsb" link set "$ifb" "$2" ;;
+	esac || return 1
+	if [ "$2" = up ]; then
+		for n in $(link_nodes "$nsa" "$nsb"); do routes_apply "$n"; done
+	elif [[ "$1" == leaf* ]]; then
+		routes_apply "${nsa#"$TB_PREFIX"-}"
+	fi
+	echo "$(now_ns) link $2 $1" >>"$TB_STATE/events"
+}
+
+link_state() { # link_state NAME -> up|down (as seen at the switch side)
+	local nsa ifa nsb ifb
+	read -r nsa ifa nsb ifb <<<"$(link_lookup "$1")"
+	if ip -n "$nsb" -br link show "$ifb" 2>/dev/null | awk '{print $2}' | grep -qx UP; then
+		echo up
+	else
+		echo down
+	fi
+}
+
+# TBF on both ends of a link: a real bottleneck with a real queue. Burst is
+# at least 4 ms of line rate (and 16 KB): smaller bursts starve TSO-sized
+# packets; `latency` bounds the queue, so the delay a loaded link adds.
+link_shape() { # link_shape NAME RATE|off [LATENCY_MS]
+	local ends nsa ifa nsb ifb bps burst lat=${3:-20}
+	ends=$(link_lookup "$1") || die "unknown link '$1' (see: $TB_PROG status)"
+	read -r nsa ifa nsb ifb <<<"$ends"
+	if [ "$2" = off ]; then
+		ip netns exec "$nsa" tc qdisc del dev "$ifa" root 2>/dev/null
+		ip netns exec "$nsb" tc qdisc del dev "$ifb" root 2>/dev/null
+		return 0
+	fi
+	bps=$(rate_bps "$2") || die "bad rate '$2' (examples: 200mbit, 1gbit, 500kbit)"
+	burst=$((bps / 8 / 250))
+	[ "$burst" -ge 16384 ] || burst=16384
+	ip netns exec "$nsa" tc qdisc replace dev "$ifa" root tbf rate "$2" burst "$burst" latency "${lat}ms" &&
+		ip netns exec "$nsb" tc qdisc replace dev "$ifb" root tbf rate "$2" burst "$burst" latency "${lat}ms"
+}
+
+link_rate() { # link_rate NAME -> tbf rate or "-"
+	local nsa ifa nsb ifb
+	read -r nsa ifa nsb ifb <<<"$(link_lookup "$1")"
+	ip netns exec "$nsa" tc qdisc show dev "$ifa" root 2>/dev/null |
+		awk '$2 == "tbf" { for (i = 1; i < NF; i++) if ($i == "rate") { print $(i+1); f=1 } } END { if (!f) print "-" }'
+}
