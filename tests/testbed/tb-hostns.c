@@ -17,7 +17,6 @@
  *     enters PID's time namespace, reads, goes back and reads again, so
  *     the uncertainty is a few microseconds, not a process start-up.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

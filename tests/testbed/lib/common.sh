@@ -3,7 +3,7 @@
 
 TB_PROG=fabriciq-testbed
 
-die() { printf '%s: %s\n' "$TB_PROG" "$*" >&2; exit 1; }
+die() { printf '%s: %s\n' "$TB_PROG" "$*" >&2; TB_DIED=1; exit 1; }
 warn() { printf '%s: warning: %s\n' "$TB_PROG" "$*" >&2; }
 # Progress goes to stderr so that stdout stays parseable (status, truth).
 say() { [ -n "${TB_QUIET:-}" ] || printf '%s: %s\n' "$TB_PROG" "$*" >&2; }

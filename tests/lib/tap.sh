@@ -1,0 +1,43 @@
+# TAP for shell tests (sourced). plan N | skip_all REASON; ok COND DESC;
+# is GOT WANT DESC; diag MSG; done_testing. Exit status: 0 iff all passed.
+_tap_n=0
+_tap_fail=0
+_tap_planned=
+
+plan() { _tap_planned=$1; echo "1..$1"; }
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+diag() { printf '# %s\n' "$*"; }
+
+# ok STATUS DESC: STATUS is an exit status (0 = pass), as from `[ ... ]; ok $? desc`.
+ok() {
+	_tap_n=$((_tap_n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $_tap_n - $2"
+	else
+		echo "not ok $_tap_n - $2"
+		_tap_fail=$((_tap_fail + 1))
+	fi
+	return "$1"
+}
+
+# check DESC CMD...: runs CMD, passes if it succeeds; shows its output on failure.
+check() {
+	local desc=$1 out rc
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	ok $rc "$desc" || printf '%s\n' "$out" | sed 's/^/#   /' | head -20
+	return $rc
+}
+
+is() {
+	if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; diag "got '$1', want '$2'"; return 1; fi
+}
+
+skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n # SKIP $*"; }
+
+done_testing() {
+	[ -n "$_tap_planned" ] || echo "1..$_tap_n"
+	[ "$_tap_fail" -eq 0 ]
+	exit $?
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The fabric: ECMP spreads flows over both spines by source port, `link
+# down` cuts exactly one rail of one host and `up` restores it, a TBF-shaped
+# spine link under load queues while an unshaped one does not, and `flap`
+# produces the events it promises.
+. "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/lib/testlib.sh"
+tb_require
+tb_setup tf
+plan 17
+
+check "up: fabric only (4 hosts, 2 rails, 2 leaves, 2 spines)" tb up --prefix "$TB_PFX" --services none
+FLOW="$FQTB_HELPERS/tb-flow"
+txp() { tb exec "$1" cat "/sys/class/net/$2/statistics/tx_packets"; }
+
+# --- ECMP: n1 (leaf1) -> n3 (leaf2) over rail 0, 16 flows by source port
+tb exec n3 "$FLOW" sink --udp --port 9000 --seconds 30 >/dev/null &
+sink=$!
+sleep 0.3
+on1=0 on2=0 split=0
+for k in $(seq 0 15); do
+	a1=$(txp leaf1 s1) a2=$(txp leaf1 s2)
+	tb exec n1 "$FLOW" send --udp --dst 198.19.0.7 --port 9000 --sport $((41000 + k)) --count 50 --size 200 >/dev/null
+	d1=$(($(txp leaf1 s1) - a1)) d2=$(($(txp leaf1 s2) - a2))
+	if [ $d1 -ge 50 ] && [ $d2 -lt 5 ]; then on1=$((on1 + 1))
+	elif [ $d2 -ge 50 ] && [ $d1 -lt 5 ]; then on2=$((on2 + 1))
+	else split=$((split + 1)); diag "flow sport $((41000 + k)): spine1 $d1, spine2 $d2 packets"; fi
+done
+{ kill $sink; wait $sink; } 2>/dev/null
+diag "16 flows: $on1 via spine1, $on2 via spine2, $split split"
+is $split 0 "each flow's packets all take one spine"
+[ $on1 -ge 1 ] && [ $on2 -ge 1 ]; ok $? "flows with different source ports use both spines"
+
+# --- link down cuts exactly one rail of one host
+reach() { tb exec "$1" ping -c1 -W1 -I "$2" "$3" >/dev/null 2>&1; }
+check "before: n1 rail1 reaches n3 rail1" reach n1 198.19.1.3 198.19.1.7
+check "link down n3 1" tb link down n3 1
+! reach n1 198.19.1.3 198.19.1.7; ok $? "n3 rail1 is unreachable"
+reach n1 198.19.0.3 198.19.0.7 && reach n2 198.19.1.5 198.19.1.9 && reach n4 198.19.1.9 198.19.1.3
+ok $? "n3 rail0 and every other host's rail1 still work"
+tb status --json | grep -q '"link":"n3-rail1","state":"down"'; ok $? "status reports n3-rail1 down"
+check "link up n3 1" tb link up n3 1
+wait_reach() { for _ in $(seq 1 20); do reach "$@" && return 0; sleep 0.1; done; return 1; }
+check "n3 rail1 reachable again" wait_reach n1 198.19.1.3 198.19.1.7
+
+# --- a spine link down: ECMP routes around it
+check "link down leaf1-spine1" tb link down leaf1-spine1
+a1=$(txp leaf1 s1 2>/dev/null || echo 0)
+all=0
+for k in 0 1 2 3 4 5; do reach n1 198.19.0.3 198.19.0.7 || all=1; done
+ok $all "n1 still reaches n3 through spine2"
+tb link up leaf1-spine1 && wait_reach n1 198.19.1.3 198.19.1.7 && tb exec leaf1 ip route show 198.19.0.0/16 | grep -q 'dev s1'
+ok $? "link up leaf1-spine1 restores the ECMP route over spine1"
+
+# --- queueing: two TCP flows through leaf1's uplinks, unshaped vs 50 Mbit/s TBF
+rtt_under_load() { # median ping RTT (ms) n1 -> n3 while n1->n3 and n2->n4 push TCP
+	tb exec n3 "$FLOW" sink --port 9100 --seconds 6 >/dev/null &
+	tb exec n4 "$FLOW" sink --port 9100 --seconds 6 >/dev/null &
+	sleep 0.3
+	tb exec n1 "$FLOW" send --dst 198.19.0.7 --port 9100 --seconds 4 >/dev/null &
+	tb exec n2 "$FLOW" send --dst 198.19.0.9 --port 9100 --seconds 4 >/dev/null &
+	sleep 1
+	tb exec n1 ping -q -c 12 -i 0.2 -I 198.19.0.3 198.19.0.7 | awk -F/ '/^rtt/ { print $5 }'
+	wait
+}
+base=$(rtt_under_load)
+check "shape leaf1-spine1 and leaf1-spine2 at 50mbit" sh -c "'$TB' shape leaf1-spine1 50mbit && '$TB' shape leaf1-spine2 50mbit"
+shaped=$(rtt_under_load)
+diag "RTT under two-flow load: unshaped $base ms, shaped $shaped ms"
+awk -v b="$base" -v s="$shaped" 'BEGIN { exit !(s - b >= 5) }'; ok $? "the shaped spine link queues (>= 5 ms more RTT)"
+awk -v b="$base" 'BEGIN { exit !(b < 5) }'; ok $? "the unshaped links do not (< 5 ms RTT under the same load)"
+
+# --- flap: N down/up cycles, each an event
+check "flap n2 0 --count 3 --period 100" tb flap n2 0 --count 3 --period 100
+is "$(tb events | grep -c 'link down n2-rail0')/$(tb events | grep -c 'link up n2-rail0')" "3/3" "3 down and 3 up events for n2-rail0"
