@@ -31,6 +31,7 @@ refuse "unknown service" up --prefix "$TB_PFX" --services slurm,nfs
 refuse "slurm needs munge" up --prefix "$TB_PFX" --services slurm
 refuse "unknown option" up --prefix "$TB_PFX" --colour blue
 refuse "no testbed" status
+PG_BIN=/nonexistent refuse "apt-get install postgresql-15" up --prefix "$TB_PFX" --services postgres
 nothing_left "option errors"
 
 # Errors found after building has started must undo it.

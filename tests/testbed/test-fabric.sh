@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib/testlib.sh"
 tb_require
 tb_setup tf
-plan 17
+plan 19
 
 check "up: fabric only (4 hosts, 2 rails, 2 leaves, 2 spines)" tb up --prefix "$TB_PFX" --services none
 FLOW="$FQTB_HELPERS/tb-flow"
@@ -49,10 +49,14 @@ a1=$(txp leaf1 s1 2>/dev/null || echo 0)
 all=0
 for k in 0 1 2 3 4 5; do reach n1 198.19.0.3 198.19.0.7 || all=1; done
 ok $all "n1 still reaches n3 through spine2"
-tb link up leaf1-spine1 && wait_reach n1 198.19.1.3 198.19.1.7 && tb exec leaf1 ip route show 198.19.0.0/16 | grep -q 'dev s1'
+! tb exec leaf2 ip route show 198.19.0.2/31 | grep -q 'dev s1'
+ok $? "leaf2 stops sending leaf1's hosts through spine1"
+tb link up leaf1-spine1 && wait_reach n1 198.19.1.3 198.19.1.7 && tb exec leaf1 ip route show 198.19.0.6/31 | grep -q 'dev s1'
 ok $? "link up leaf1-spine1 restores the ECMP route over spine1"
 
-# --- queueing: two TCP flows through leaf1's uplinks, unshaped vs 50 Mbit/s TBF
+# --- queueing: two TCP flows leaf1 -> leaf2, unshaped vs a 50 Mbit/s TBF on
+# leaf1-spine1. leaf1-spine2 is cut meanwhile, so every flow (and the ping)
+# crosses leaf1-spine1 whatever the ECMP hash picks.
 rtt_under_load() { # median ping RTT (ms) n1 -> n3 while n1->n3 and n2->n4 push TCP
 	tb exec n3 "$FLOW" sink --port 9100 --seconds 6 >/dev/null &
 	tb exec n4 "$FLOW" sink --port 9100 --seconds 6 >/dev/null &
@@ -63,9 +67,12 @@ rtt_under_load() { # median ping RTT (ms) n1 -> n3 while n1->n3 and n2->n4 push 
 	tb exec n1 ping -q -c 12 -i 0.2 -I 198.19.0.3 198.19.0.7 | awk -F/ '/^rtt/ { print $5 }'
 	wait
 }
+tb link down leaf1-spine2
 base=$(rtt_under_load)
-check "shape leaf1-spine1 and leaf1-spine2 at 50mbit" sh -c "'$TB' shape leaf1-spine1 50mbit && '$TB' shape leaf1-spine2 50mbit"
+check "shape leaf1-spine1 at 50mbit" tb shape leaf1-spine1 50mbit
 shaped=$(rtt_under_load)
+tb shape leaf1-spine1 off
+tb link up leaf1-spine2
 diag "RTT under two-flow load: unshaped $base ms, shaped $shaped ms"
 awk -v b="$base" -v s="$shaped" 'BEGIN { exit !(s - b >= 5) }'; ok $? "the shaped spine link queues (>= 5 ms more RTT)"
 awk -v b="$base" 'BEGIN { exit !(b < 5) }'; ok $? "the unshaped links do not (< 5 ms RTT under the same load)"

@@ -4,8 +4,10 @@
 #   leaf-spine   198.18.(100+l).(2s-2)/31  leaf side even, spine side odd
 #   host rail r  198.19.r.(2i)/31  leaf side 198.19.r.(2i), host 198.19.r.(2i+1)
 # Routing: a host reaches rail r of every other host through its own rail r
-# NIC; a leaf reaches remote hosts over all spines (ECMP, L4 hash); a spine
-# reaches each host /31 through that host's leaf. No default route anywhere.
+# NIC; a leaf reaches each remote host /31 over every spine whose links to
+# both leaves are up (ECMP, L4 hash), recomputed when a fabric link changes
+# as a routing protocol would; a spine reaches each host /31 through that
+# host's leaf. No default route anywhere.
 
 ns_of() { # ns_of NODE -> namespace name (ctl, nI, leafL, spineS)
 	echo "${TB_PREFIX}-$1"
@@ -68,6 +70,13 @@ link_lookup() { # link_lookup NAME -> "NS_A IF_A NS_B IF_B"
 	return 1
 }
 
+leaf_up_spines() { # leaf_up_spines L -> spines whose link to leaf L is up
+	local s
+	for ((s = 1; s <= TB_SPINES; s++)); do
+		ip -n "$(ns_of "leaf$1")" -br link show "s$s" 2>/dev/null | grep -q ' UP ' && printf '%d ' "$s"
+	done
+}
+
 # Static routes of one namespace, all with `replace`: called at `up` and
 # again after any link comes back (an admin-down device loses its routes).
 routes_apply() {
@@ -82,26 +91,38 @@ routes_apply() {
 		done
 		;;
 	leaf*)
+		# What a routing protocol would converge to: the hosts of leaf m are
+		# reached over the spines whose links to both leaves are up.
 		l=${node#leaf}
-		nh=()
-		for ((s = 1; s <= TB_SPINES; s++)); do
-			ip -n "$ns" -br link show "s$s" 2>/dev/null | grep -q ' UP ' &&
-				nh+=(nexthop via "$(ls_spine_ip "$l" "$s")" dev "s$s")
-		done
-		if [ ${#nh[@]} -gt 0 ]; then
-			ip -n "$ns" route replace 198.19.0.0/16 "${nh[@]}"
-		else
-			ip -n "$ns" route del 198.19.0.0/16 2>/dev/null
-		fi
+		local m up_l up_m
+		up_l=$(leaf_up_spines "$l")
+		for ((m = 1; m <= TB_LEAVES; m++)); do
+			[ "$m" -eq "$l" ] && continue
+			up_m=$(leaf_up_spines "$m")
+			nh=""
+			for s in $up_l; do
+				[[ " $up_m " == *" $s "* ]] && nh+=" nexthop via $(ls_spine_ip "$l" "$s") dev s$s"
+			done
+			for ((i = 1; i <= TB_HOSTS; i++)); do
+				[ "$(host_leaf "$i")" -eq "$m" ] || continue
+				for ((r = 0; r < TB_RAILS; r++)); do
+					if [ -n "$nh" ]; then
+						echo "route replace 198.19.$r.$((2 * i))/31$nh"
+					else
+						echo "route del 198.19.$r.$((2 * i))/31"
+					fi
+				done
+			done
+		done | ip -n "$ns" -force -batch - 2>/dev/null
 		;;
 	spine*)
 		s=${node#spine}
 		for ((i = 1; i <= TB_HOSTS; i++)); do
 			l=$(host_leaf "$i")
 			for ((r = 0; r < TB_RAILS; r++)); do
-				ip -n "$ns" route replace "198.19.$r.$((2 * i))/31" via "$(ls_leaf_ip "$l" "$s")" dev "l$l" 2>/dev/null
+				echo "route replace 198.19.$r.$((2 * i))/31 via $(ls_leaf_ip "$l" "$s") dev l$l"
 			done
-		done
+		done | ip -n "$ns" -force -batch - 2>/dev/null
 		;;
 	esac
 	return 0
@@ -173,10 +194,12 @@ link_set() { # link_set NAME up|down
 	n*-rail*) ip -n "$nsb" link set "$ifb" "$2" ;;
 	*) ip -n "$nsa" link set "$ifa" "$2" && ip -n "$nsb" link set "$ifb" "$2" ;;
 	esac || return 1
-	if [ "$2" = up ]; then
+	if [[ "$1" == leaf* ]]; then
+		# a fabric link: every leaf re-converges, the spine relearns its routes
+		for ((n = 1; n <= TB_LEAVES; n++)); do routes_apply "leaf$n"; done
+		[ "$2" = up ] && routes_apply "${nsb#"$TB_PREFIX"-}"
+	elif [ "$2" = up ]; then
 		for n in $(link_nodes "$nsa" "$nsb"); do routes_apply "$n"; done
-	elif [[ "$1" == leaf* ]]; then
-		routes_apply "${nsa#"$TB_PREFIX"-}"
 	fi
 	echo "$(now_ns) link $2 $1" >>"$TB_STATE/events"
 }
