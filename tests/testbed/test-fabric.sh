@@ -14,8 +14,9 @@ FLOW="$FQTB_HELPERS/tb-flow"
 txp() { tb exec "$1" cat "/sys/class/net/$2/statistics/tx_packets"; }
 
 # --- ECMP: n1 (leaf1) -> n3 (leaf2) over rail 0, 16 flows by source port
-tb exec n3 "$FLOW" sink --udp --port 9000 --seconds 30 >/dev/null &
+"$TB" exec n3 "$FLOW" sink --udp --port 9000 --seconds 30 >/dev/null &
 sink=$!
+disown "$sink" # killed below; no job-status noise
 sleep 0.3
 on1=0 on2=0 split=0
 for k in $(seq 0 15); do
@@ -26,7 +27,7 @@ for k in $(seq 0 15); do
 	elif [ $d2 -ge 50 ] && [ $d1 -lt 5 ]; then on2=$((on2 + 1))
 	else split=$((split + 1)); diag "flow sport $((41000 + k)): spine1 $d1, spine2 $d2 packets"; fi
 done
-{ kill $sink; wait $sink; } 2>/dev/null
+kill "$sink" 2>/dev/null
 diag "16 flows: $on1 via spine1, $on2 via spine2, $split split"
 is $split 0 "each flow's packets all take one spine"
 [ $on1 -ge 1 ] && [ $on2 -ge 1 ]; ok $? "flows with different source ports use both spines"

@@ -8,16 +8,19 @@ PG_PORT=5432
 MUNGE_SOCKET_REL=munge/munge.socket
 
 # node_exec NODE CMD...: run inside an emulated host's (or ctl's) network,
-# UTS, time and mount namespaces, with the testbed's environment.
+# UTS, time and mount namespaces, with the testbed's environment. With
+# TB_REPLACE=1 the script itself becomes CMD (exec), so the caller's pid is
+# CMD's pid and a signal to it reaches CMD.
 node_exec() {
-	local node=$1 pid
+	local node=$1 pid x=
 	shift
+	[ "${TB_REPLACE:-}" = 1 ] && x=exec
 	pid=$(node_pid "$node")
 	pid_alive "$pid" || die "host '$node' is not running (see: $TB_PROG status)"
 	SLURM_CONF="$TB_STATE/slurm/slurm.conf" FQTB_STATE="$TB_STATE" FQTB_HOST="$node" \
 		FQTB_MUNGE_SOCKET="$TB_STATE/$MUNGE_SOCKET_REL" \
 		PGHOST=198.18.0.1 PGPORT=$PG_PORT PGUSER=postgres PGDATABASE=fabriciq \
-		nsenter -t "$pid" --net --uts --time --mount --wd="$PWD" -- "$@"
+		$x nsenter -t "$pid" --net --uts --time --mount --wd="$PWD" -- "$@"
 }
 
 munge_up() {
