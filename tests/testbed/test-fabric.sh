@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib/testlib.sh"
 tb_require
 tb_setup tf
-plan 19
+plan 24
 
 check "up: fabric only (4 hosts, 2 rails, 2 leaves, 2 spines)" tb up --prefix "$TB_PFX" --services none
 FLOW="$FQTB_HELPERS/tb-flow"
@@ -81,3 +81,18 @@ awk -v b="$base" 'BEGIN { exit !(b < 5) }'; ok $? "the unshaped links do not (< 
 # --- flap: N down/up cycles, each an event
 check "flap n2 0 --count 3 --period 100" tb flap n2 0 --count 3 --period 100
 is "$(tb events | grep -c 'link down n2-rail0')/$(tb events | grep -c 'link up n2-rail0')" "3/3" "3 down and 3 up events for n2-rail0"
+
+# --- status/truth JSON and the hook for our own daemons
+tb status --json | json_pp >/dev/null && tb truth --json | json_pp >/dev/null
+ok $? "status --json and truth --json are valid JSON"
+dpid=$(tb daemon start n2 sleeper -- sleep 60)
+for _ in $(seq 1 20); do [ "$(tr -d '\0' </proc/"$dpid"/cmdline)" = sleep60 ] && break; sleep 0.1; done
+[ "$(ip netns identify "$dpid")" = "$TB_PFX-n2" ] && [ "$(tr -d '\0' </proc/"$dpid"/cmdline)" = sleep60 ]
+ok $? "daemon start runs the command in n2 with its pid recorded"
+check "daemon stop" tb daemon stop n2 sleeper
+! kill -0 "$dpid" 2>/dev/null || [ "$(awk '{print $3}' /proc/"$dpid"/stat)" = Z ]
+ok $? "the daemon is gone"
+dpid=$(tb daemon start n4 sleeper -- sleep 60)
+tb down >/dev/null 2>&1
+! kill -0 "$dpid" 2>/dev/null || [ "$(awk '{print $3}' /proc/"$dpid"/stat)" = Z ]
+ok $? "down stops daemons too"

@@ -136,7 +136,7 @@ daemon_start() { # daemon_start NODE NAME CMD...
 	mkdir -p "$TB_STATE/daemons"
 	[ -f "$TB_STATE/daemons/$node.$name.pid" ] && pid_alive "$(cat "$TB_STATE/daemons/$node.$name.pid")" &&
 		die "daemon '$name' already runs on $node"
-	node_exec "$node" setsid "$@" </dev/null >>"$TB_STATE/log/$node.$name.log" 2>&1 &
+	TB_REPLACE=1 node_exec "$node" setsid "$@" </dev/null >>"$TB_STATE/log/$node.$name.log" 2>&1 &
 	pid=$!
 	echo "$pid" >"$TB_STATE/daemons/$node.$name.pid"
 	echo "$pid"
