@@ -147,7 +147,7 @@ static int do_send(const struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .count = 0, .size = 512, .seconds = -1 };
+	struct opts o = {.count = 0, .size = 512, .seconds = -1};
 	const char *cmd = argc > 1 ? argv[1] : "";
 
 	for (int i = 2; i < argc; i++) {
@@ -197,6 +197,7 @@ int main(int argc, char **argv)
 		return do_send(&o);
 	}
 	fprintf(stderr, "usage: tb-flow sink --port P [--udp] [--seconds T]\n"
-			"       tb-flow send --dst IP --port P [--udp] [--sport S] [--bind IP] [--seconds T] [--count N] [--size B]\n");
+			"       tb-flow send --dst IP --port P [--udp] [--sport S] [--bind IP] [--seconds T] "
+			"[--count N] [--size B]\n");
 	return 2;
 }

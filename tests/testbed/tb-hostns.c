@@ -74,8 +74,9 @@ static int write_offsets(int64_t off)
 		nsec += 1000000000;
 		sec -= 1;
 	}
-	n = snprintf(buf, sizeof(buf), "monotonic %" PRId64 " %" PRId64 "\nboottime %" PRId64 " %" PRId64 "\n",
-		     sec, nsec, sec, nsec);
+	n = snprintf(buf, sizeof(buf),
+		     "monotonic %" PRId64 " %" PRId64 "\nboottime %" PRId64 " %" PRId64 "\n", sec, nsec, sec,
+		     nsec);
 	fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
