@@ -1,0 +1,57 @@
+#include "common/clock.h"
+
+#include <errno.h>
+
+int64_t fq_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return fq_timespec_to_ns(&ts);
+}
+
+int64_t fq_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return fq_timespec_to_ns(&ts);
+}
+
+int fq_xstamp_from_samples(const struct fq_xstamp_sample *s, unsigned n, struct fq_xstamp *out)
+{
+	int64_t best = -1;
+	unsigned bi = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		int64_t width = s[i].raw_after - s[i].raw_before;
+		if (width < 0)
+			continue;
+		if (best < 0 || width < best) {
+			best = width;
+			bi = i;
+		}
+	}
+	if (best < 0)
+		return -EINVAL;
+	/* The realtime read happened somewhere in the bracket: take its
+	 * middle, and half the width as the bound. */
+	out->taken_raw_ns = s[bi].raw_before + best / 2;
+	out->offset_ns = s[bi].real - out->taken_raw_ns;
+	out->error_ns = (best + 1) / 2;
+	return 0;
+}
+
+int fq_xstamp_measure(unsigned n, struct fq_xstamp *out)
+{
+	struct fq_xstamp_sample s[64];
+
+	if (n == 0 || n > 64)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		s[i].raw_before = fq_now_ns();
+		s[i].real = fq_realtime_ns();
+		s[i].raw_after = fq_now_ns();
+	}
+	return fq_xstamp_from_samples(s, n, out);
+}

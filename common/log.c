@@ -1,0 +1,143 @@
+#include "common/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct {
+	char component[32];
+	enum fq_log_level max_level;
+	enum fq_log_target target;
+	fq_log_sink_fn sink;
+	void *sink_arg;
+} logger = {
+	.component = "fabriciq",
+	.max_level = FQ_LOG_INFO,
+	.target = FQ_LOG_STDERR,
+};
+
+static pthread_mutex_t rl_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+void fq_log_init(const char *component, enum fq_log_level max_level, enum fq_log_target target)
+{
+	snprintf(logger.component, sizeof(logger.component), "%s", component ? component : "fabriciq");
+	logger.max_level = max_level;
+	logger.target = target;
+	if (target == FQ_LOG_SYSLOG)
+		openlog(logger.component, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+void fq_log_set_sink(fq_log_sink_fn sink, void *arg)
+{
+	logger.sink_arg = arg;
+	logger.sink = sink;
+}
+
+void fq_log_set_level(enum fq_log_level max_level)
+{
+	logger.max_level = max_level;
+}
+
+enum fq_log_level fq_log_get_level(void)
+{
+	return logger.max_level;
+}
+
+const char *fq_log_level_name(enum fq_log_level level)
+{
+	return (unsigned)level < sizeof(level_names) / sizeof(level_names[0]) ? level_names[level] : "?";
+}
+
+int fq_log_level_parse(const char *name, enum fq_log_level *out)
+{
+	for (unsigned i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+		if (name && strcasecmp(name, level_names[i]) == 0) {
+			*out = (enum fq_log_level)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+void fq_vlog(enum fq_log_level level, const char *fmt, va_list ap)
+{
+	static const int syslog_prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+	char line[1024];
+	int n;
+
+	if (level > logger.max_level)
+		return;
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	if (n < 0)
+		return;
+	/* Strip one trailing newline so callers may or may not add one. */
+	n = (size_t)n >= sizeof(line) ? (int)sizeof(line) - 1 : n;
+	if (n > 0 && line[n - 1] == '\n')
+		line[--n] = '\0';
+
+	if (logger.sink) {
+		logger.sink(level, line, logger.sink_arg);
+	} else if (logger.target == FQ_LOG_SYSLOG) {
+		syslog(syslog_prio[level], "%s", line);
+	} else {
+		char out[1200];
+		int m = snprintf(out, sizeof(out), "%s: %s: %s\n", logger.component, fq_log_level_name(level), line);
+		if (m > 0) {
+			ssize_t w = write(STDERR_FILENO, out, (size_t)m < sizeof(out) ? (size_t)m : sizeof(out) - 1);
+			(void)w;
+		}
+	}
+}
+
+void fq_log(enum fq_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fq_vlog(level, fmt, ap);
+	va_end(ap);
+}
+
+int fq_ratelimit_allow(struct fq_ratelimit *rl, uint64_t now_ns, unsigned *suppressed)
+{
+	if (rl->window_start_ns == 0 || now_ns - rl->window_start_ns >= rl->interval_ns) {
+		rl->window_start_ns = now_ns;
+		rl->printed = 0;
+	}
+	if (rl->printed >= rl->burst) {
+		rl->suppressed++;
+		return 0;
+	}
+	rl->printed++;
+	*suppressed = rl->suppressed;
+	rl->suppressed = 0;
+	return 1;
+}
+
+void fq_log_ratelimited(struct fq_ratelimit *rl, enum fq_log_level level, const char *fmt, ...)
+{
+	struct timespec ts;
+	unsigned suppressed = 0;
+	int allow;
+	va_list ap;
+
+	if (level > logger.max_level)
+		return;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	pthread_mutex_lock(&rl_lock);
+	allow = fq_ratelimit_allow(rl, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &suppressed);
+	pthread_mutex_unlock(&rl_lock);
+	if (!allow)
+		return;
+	if (suppressed)
+		fq_log(level, "(%u similar messages suppressed)", suppressed);
+	va_start(ap, fmt);
+	fq_vlog(level, fmt, ap);
+	va_end(ap);
+}
