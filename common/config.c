@@ -68,7 +68,8 @@ int fq_parse_double(const char *text, double *out)
 
 int fq_parse_bool(const char *text, bool *out)
 {
-	static const char *const yes[] = {"yes", "true", "on", "1"}, *const no[] = {"no", "false", "off", "0"};
+	static const char *const yes[] = {"yes", "true", "on", "1"}, *const no[] = {"no", "false", "off",
+										    "0"};
 
 	for (unsigned i = 0; i < 4; i++) {
 		if (strcasecmp(text, yes[i]) == 0) {
@@ -118,7 +119,7 @@ static int parse_scaled(const char *text, const struct unit *units, uint64_t *ou
 int fq_parse_duration(const char *text, uint64_t *ns)
 {
 	static const struct unit units[] = {
-		{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"m", 60e9}, {"h", 3600e9}, {NULL, 0},
+	    {"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"m", 60e9}, {"h", 3600e9}, {NULL, 0},
 	};
 	return parse_scaled(text, units, ns);
 }
@@ -126,17 +127,17 @@ int fq_parse_duration(const char *text, uint64_t *ns)
 int fq_parse_size(const char *text, uint64_t *bytes)
 {
 	static const struct unit units[] = {
-		{"", 1},
-		{"B", 1},
-		{"K", 1024.0},
-		{"KiB", 1024.0},
-		{"M", 1048576.0},
-		{"MiB", 1048576.0},
-		{"G", 1073741824.0},
-		{"GiB", 1073741824.0},
-		{"T", 1099511627776.0},
-		{"TiB", 1099511627776.0},
-		{NULL, 0},
+	    {"", 1},
+	    {"B", 1},
+	    {"K", 1024.0},
+	    {"KiB", 1024.0},
+	    {"M", 1048576.0},
+	    {"MiB", 1048576.0},
+	    {"G", 1073741824.0},
+	    {"GiB", 1073741824.0},
+	    {"T", 1099511627776.0},
+	    {"TiB", 1099511627776.0},
+	    {NULL, 0},
 	};
 	return parse_scaled(text, units, bytes);
 }
@@ -214,7 +215,9 @@ static int set_value(const struct fq_cfg_option *o, void *cfg, const char *text,
 	}
 	if (bounded(o) && (num < o->min || num > o->max)) {
 		seterr(err, errlen, "%s: %s is out of range [%.15g, %.15g]%s", o->name, text, o->min, o->max,
-		       o->type == FQ_CFG_DURATION ? " ns" : o->type == FQ_CFG_SIZE ? " bytes" : "");
+		       o->type == FQ_CFG_DURATION ? " ns"
+		       : o->type == FQ_CFG_SIZE   ? " bytes"
+						  : "");
 		return -EINVAL;
 	}
 	switch (o->type) {
@@ -407,7 +410,8 @@ int fq_cfg_load_string(const struct fq_cfg_schema *s, void *cfg, const char *nam
 
 		lineno++;
 		if (len >= sizeof(line)) {
-			seterr(err, errlen, "%s:%u: line longer than %d bytes", name, lineno, FQ_CFG_MAX_LINE - 1);
+			seterr(err, errlen, "%s:%u: line longer than %d bytes", name, lineno,
+			       FQ_CFG_MAX_LINE - 1);
 			rc = -EINVAL;
 			break;
 		}
@@ -520,7 +524,9 @@ void fq_cfg_print_help(const struct fq_cfg_schema *s, FILE *out)
 			fprintf(out, ", default %s", o->def);
 		if (bounded(o))
 			fprintf(out, ", %.15g..%.15g%s", o->min, o->max,
-				o->type == FQ_CFG_DURATION ? " ns" : o->type == FQ_CFG_SIZE ? " bytes" : "");
+				o->type == FQ_CFG_DURATION ? " ns"
+				: o->type == FQ_CFG_SIZE   ? " bytes"
+							   : "");
 		if (o->type == FQ_CFG_ENUM) {
 			fputs(", one of:", out);
 			for (int k = 0; o->choices[k]; k++)

@@ -32,7 +32,10 @@
 #define FQ_CONFIG_PATH "/etc/fabriciq/fabriciq.conf"
 
 /* The namespaces of the one shared file. */
-#define FQ_CFG_NAMESPACES {"agent", "controller", "plugin", "spank", "db", NULL}
+#define FQ_CFG_NAMESPACES                                                                                    \
+	{                                                                                                    \
+		"agent", "controller", "plugin", "spank", "db", NULL                                         \
+	}
 
 enum fq_cfg_type {
 	FQ_CFG_INT,      /* int64_t */
@@ -46,12 +49,12 @@ enum fq_cfg_type {
 };
 
 struct fq_cfg_option {
-	const char *name;            /* without the namespace: "probe_interval" */
+	const char *name; /* without the namespace: "probe_interval" */
 	enum fq_cfg_type type;
-	size_t offset;               /* offsetof(struct daemon_config, field) */
-	const char *def;             /* default, written as in the file; NULL: 0 / NULL string */
-	double min, max;             /* numeric range, inclusive; min == max: unbounded */
-	const char *const *choices;  /* FQ_CFG_ENUM: NULL-terminated names */
+	size_t offset;              /* offsetof(struct daemon_config, field) */
+	const char *def;            /* default, written as in the file; NULL: 0 / NULL string */
+	double min, max;            /* numeric range, inclusive; min == max: unbounded */
+	const char *const *choices; /* FQ_CFG_ENUM: NULL-terminated names */
 	const char *help;
 };
 

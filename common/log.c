@@ -15,9 +15,9 @@ static struct {
 	fq_log_sink_fn sink;
 	void *sink_arg;
 } logger = {
-	.component = "fabriciq",
-	.max_level = FQ_LOG_INFO,
-	.target = FQ_LOG_STDERR,
+    .component = "fabriciq",
+    .max_level = FQ_LOG_INFO,
+    .target = FQ_LOG_STDERR,
 };
 
 static pthread_mutex_t rl_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -87,9 +87,11 @@ void fq_vlog(enum fq_log_level level, const char *fmt, va_list ap)
 		syslog(syslog_prio[level], "%s", line);
 	} else {
 		char out[1200];
-		int m = snprintf(out, sizeof(out), "%s: %s: %s\n", logger.component, fq_log_level_name(level), line);
+		int m = snprintf(out, sizeof(out), "%s: %s: %s\n", logger.component, fq_log_level_name(level),
+				 line);
 		if (m > 0) {
-			ssize_t w = write(STDERR_FILENO, out, (size_t)m < sizeof(out) ? (size_t)m : sizeof(out) - 1);
+			ssize_t w =
+			    write(STDERR_FILENO, out, (size_t)m < sizeof(out) ? (size_t)m : sizeof(out) - 1);
 			(void)w;
 		}
 	}
@@ -131,7 +133,8 @@ void fq_log_ratelimited(struct fq_ratelimit *rl, enum fq_log_level level, const 
 		return;
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	pthread_mutex_lock(&rl_lock);
-	allow = fq_ratelimit_allow(rl, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &suppressed);
+	allow =
+	    fq_ratelimit_allow(rl, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &suppressed);
 	pthread_mutex_unlock(&rl_lock);
 	if (!allow)
 		return;

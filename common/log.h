@@ -65,7 +65,7 @@ struct fq_ratelimit {
 int fq_ratelimit_allow(struct fq_ratelimit *rl, uint64_t now_ns, unsigned *suppressed);
 
 void fq_log_ratelimited(struct fq_ratelimit *rl, enum fq_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 #define fq_error(...) fq_log(FQ_LOG_ERROR, __VA_ARGS__)
 #define fq_warn(...)  fq_log(FQ_LOG_WARN, __VA_ARGS__)

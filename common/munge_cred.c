@@ -91,8 +91,8 @@ int fq_munge_encode(const char *socket, const void *payload, size_t len, int ttl
 	e = munge_encode(cred, ctx, payload, (int)len);
 	rc = map_error(e);
 	if (rc < 0)
-		snprintf(err, errlen, "munge encode: %s", munge_ctx_strerror(ctx) ? munge_ctx_strerror(ctx)
-										: munge_strerror(e));
+		snprintf(err, errlen, "munge encode: %s",
+			 munge_ctx_strerror(ctx) ? munge_ctx_strerror(ctx) : munge_strerror(e));
 	munge_ctx_destroy(ctx);
 	return rc;
 }
@@ -112,8 +112,8 @@ int fq_munge_decode(const char *socket, const char *cred, const void *expected, 
 	e = munge_decode(cred, ctx, &payload, &plen, &u, &g);
 	rc = map_error(e);
 	if (rc < 0) {
-		snprintf(err, errlen, "munge decode: %s", munge_ctx_strerror(ctx) ? munge_ctx_strerror(ctx)
-										  : munge_strerror(e));
+		snprintf(err, errlen, "munge decode: %s",
+			 munge_ctx_strerror(ctx) ? munge_ctx_strerror(ctx) : munge_strerror(e));
 		goto out;
 	}
 	if (expected_uid != FQ_MUNGE_ANY_UID && u != expected_uid) {
