@@ -11,7 +11,8 @@ libpq-dev postgresql-15 postgresql-client-15
 libibverbs-dev
 libevent-dev libjson-c-dev libmicrohttpd-dev
 iproute2 util-linux iputils-ping procps
-clang-format valgrind"
+clang-format valgrind
+clang libclang-rt-14-dev"
 
 missing=
 for p in $PKGS; do

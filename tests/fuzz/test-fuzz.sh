@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer target for a bounded time from its seed corpus (a new
+# crash fails the test and leaves the input in the log). Skips, with the
+# reason, when the build found no clang with libFuzzer.
+. "$(dirname "$0")/../lib/tap.sh"
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+secs=${FQ_FUZZ_SECONDS:-20}
+targets="frame config"
+for t in $targets; do
+	[ -x "$top_builddir/tests/fuzz/fuzz-$t" ] ||
+		skip_all "fuzz targets not built (configure found no clang with -fsanitize=fuzzer: apt-get install clang libclang-rt-14-dev)"
+done
+plan 2
+for t in $targets; do
+	work=$(mktemp -d)
+	out=$("$top_builddir/tests/fuzz/fuzz-$t" -max_total_time="$secs" -timeout=5 -rss_limit_mb=1024 \
+		-artifact_prefix="$work/" "$work" "$top_srcdir/tests/fuzz/corpus/$t" 2>&1)
+	rc=$?
+	runs=$(grep -oE 'Done [0-9]+ runs' <<<"$out" | awk '{print $2}')
+	ok $rc "fuzz-$t: ${runs:-?} inputs in ${secs}s, no crash" ||
+		{ printf '%s\n' "$out" | tail -30 | sed 's/^/# /'; for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-*; do [ -f "$f" ] && diag "input: $(od -An -tx1 "$f" | tr -d '\n' | head -c 400)"; done; }
+	rm -rf "$work"
+done
