@@ -158,11 +158,10 @@ static bool bounded(const struct fq_cfg_option *o)
 static int set_value(const struct fq_cfg_option *o, void *cfg, const char *text, char *err, size_t errlen)
 {
 	char *field = (char *)cfg + o->offset;
-	double num = 0;
-	int64_t i64;
-	uint64_t u64;
-	double dbl;
-	bool b;
+	double num = 0, dbl = 0;
+	int64_t i64 = 0;
+	uint64_t u64 = 0;
+	bool b = false;
 	int rc = 0;
 
 	switch (o->type) {
