@@ -91,6 +91,8 @@ int fq_frame_decoder_feed(struct fq_frame_decoder *d, const void *data, size_t l
 {
 	if (d->error)
 		return d->error;
+	if (len == 0)
+		return 0;
 	if (d->cap - d->end < len) {
 		size_t used = d->end - d->start;
 		/* Slide unread bytes to the front before growing. */
