@@ -9,6 +9,8 @@ scripts/deps.sh || exit 1
 scripts/build.sh || exit 1
 
 TB=tests/testbed/fabriciq-testbed
+export FQTB_HELPERS=$PWD/build/tests/testbed
+FLOW=$FQTB_HELPERS/tb-flow
 export FQTB_STATE=${FQTB_STATE:-/run/fabriciq-demo}
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 cleanup() { step "tearing down"; "$TB" down; }
@@ -32,14 +34,14 @@ step "PostgreSQL from a host"
 "$TB" exec n2 psql -tAc "select 'postgres ' || version()" | cut -c1-60
 
 step "ECMP: 8 flows n1 -> n3 by source port, counted per spine"
-"$TB" exec n3 tests/testbed/tb-flow sink --udp --port 9000 --seconds 15 >/dev/null &
+"$TB" exec n3 "$FLOW" sink --udp --port 9000 --seconds 15 >/dev/null &
 sink=$!
 disown "$sink" # killed below; no job-status noise
 sleep 0.3
 for k in 1 2 3 4 5 6 7 8; do
 	a=$("$TB" exec leaf1 cat /sys/class/net/s1/statistics/tx_packets)
 	b=$("$TB" exec leaf1 cat /sys/class/net/s2/statistics/tx_packets)
-	"$TB" exec n1 tests/testbed/tb-flow send --udp --dst 198.19.0.7 --port 9000 --sport $((40000 + k)) --count 100 >/dev/null
+	"$TB" exec n1 "$FLOW" send --udp --dst 198.19.0.7 --port 9000 --sport $((40000 + k)) --count 100 >/dev/null
 	a=$(($("$TB" exec leaf1 cat /sys/class/net/s1/statistics/tx_packets) - a))
 	b=$(($("$TB" exec leaf1 cat /sys/class/net/s2/statistics/tx_packets) - b))
 	printf '  source port %d: spine1 %3d packets, spine2 %3d packets\n' $((40000 + k)) "$a" "$b"
