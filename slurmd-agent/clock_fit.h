@@ -1,0 +1,58 @@
+/*
+ * clock_fit: the offset and drift of a peer's clock relative to ours, from
+ * one-way probe samples (pure: no I/O, no clock reads).
+ *
+ * Each accepted probe pair gives a forward sample fwd = B_rx - A_tx =
+ * owd_fwd + theta and a backward sample rev = A_rx - B_tx = owd_rev - theta,
+ * where theta is B's clock minus A's. Queueing only ever adds delay, so the
+ * lower envelope of each direction is where owd is smallest and most stable
+ * (Huygens, NSDI 2018, fits it with an SVM; here: per-bucket minima). Per
+ * bucket, theta_b = (min fwd - min rev) / 2 assumes equal minimum delays in
+ * both directions. A Theil-Sen line through the theta_b (median of pairwise
+ * slopes: robust to a few bad buckets) gives the drift and the offset now.
+ *
+ * Two error figures: `bound_ns` is hard (owd >= 0 means theta lies within
+ * [-min rev, min fwd], so the midpoint is within half the minimum round
+ * trip, whatever the asymmetry); `residual_ns` is the fit's largest
+ * residual, the estimate's noise if the paths are symmetric.
+ */
+#ifndef FQ_AGENT_CLOCK_FIT_H
+#define FQ_AGENT_CLOCK_FIT_H
+
+#include <stdint.h>
+
+struct fq_clock_fit;
+
+struct fq_clock_estimate {
+	int64_t offset_ns;   /* theta at `at_ns`: peer clock - our clock */
+	double drift_ppb;    /* d(theta)/dt in parts per billion */
+	int64_t bound_ns;    /* hard bound: half the minimum round trip */
+	int64_t residual_ns; /* largest residual of the fit */
+	int64_t min_fwd_ns;  /* lower envelope values (owd + theta, owd - theta) */
+	int64_t min_rev_ns;
+	int64_t at_ns; /* our clock */
+	unsigned buckets, samples;
+};
+
+/* window_ns: how far back samples count; bucket_ns: envelope resolution;
+ * capacity: samples kept per direction (oldest dropped first). */
+struct fq_clock_fit *fq_clock_fit_create(int64_t window_ns, int64_t bucket_ns, unsigned capacity);
+void fq_clock_fit_destroy(struct fq_clock_fit *f);
+
+/* t_ns: our clock when the sample was taken. */
+void fq_clock_fit_add_fwd(struct fq_clock_fit *f, int64_t t_ns, int64_t fwd_ns);
+void fq_clock_fit_add_rev(struct fq_clock_fit *f, int64_t t_ns, int64_t rev_ns);
+
+/* Estimate at now_ns from the samples in (now - window, now]. Returns 0, or
+ * -EAGAIN when fewer than 2 buckets hold samples of both directions. */
+int fq_clock_fit_estimate(const struct fq_clock_fit *f, int64_t now_ns, struct fq_clock_estimate *out);
+
+/* Coded-pair purity: the receive gap matches the send gap within guard_ns. */
+static inline int fq_pair_is_pure(int64_t tx0, int64_t tx1, int64_t rx0, int64_t rx1, int64_t guard_ns)
+{
+	int64_t d = (rx1 - rx0) - (tx1 - tx0);
+
+	return tx1 >= tx0 && rx1 >= rx0 && d <= guard_ns && d >= -guard_ns;
+}
+
+#endif /* FQ_AGENT_CLOCK_FIT_H */

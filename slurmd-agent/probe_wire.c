@@ -1,0 +1,72 @@
+#include "slurmd-agent/probe_wire.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	v = htobe64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return be64toh(v);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htobe32(v);
+	memcpy(p, &v, 4);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return be32toh(v);
+}
+
+void fq_probe_encode(const struct fq_probe *p, uint8_t buf[FQ_PROBE_SIZE])
+{
+	memset(buf, 0, FQ_PROBE_SIZE);
+	put32(buf, FQ_PROBE_MAGIC);
+	buf[4] = FQ_PROBE_VERSION;
+	buf[5] = p->type;
+	buf[6] = p->index;
+	put32(buf + 8, p->session);
+	put64(buf + 16, p->pair);
+	put64(buf + 24, (uint64_t)p->t0);
+	put64(buf + 32, (uint64_t)p->t1);
+	put64(buf + 40, (uint64_t)p->gap_ns);
+}
+
+int fq_probe_decode(const uint8_t *buf, size_t len, struct fq_probe *p)
+{
+	static const uint8_t zeros[16];
+
+	if (len != FQ_PROBE_SIZE || get32(buf) != FQ_PROBE_MAGIC)
+		return -EBADMSG;
+	if (buf[4] != FQ_PROBE_VERSION)
+		return -EPROTONOSUPPORT;
+	if (buf[5] < FQ_PROBE_REQ || buf[5] > FQ_PROBE_FOLLOWUP || buf[6] > 1 || buf[7] != 0 ||
+	    get32(buf + 12) != 0 || memcmp(buf + 48, zeros, sizeof(zeros)) != 0)
+		return -EBADMSG;
+	if (buf[5] == FQ_PROBE_FOLLOWUP && buf[6] != 0)
+		return -EBADMSG;
+	p->type = buf[5];
+	p->index = buf[6];
+	p->session = get32(buf + 8);
+	p->pair = get64(buf + 16);
+	p->t0 = (int64_t)get64(buf + 24);
+	p->t1 = (int64_t)get64(buf + 32);
+	p->gap_ns = (int64_t)get64(buf + 40);
+	if (p->type == FQ_PROBE_REQ && (p->gap_ns < 0 || p->gap_ns > 1000000000))
+		return -EBADMSG;
+	return 0;
+}

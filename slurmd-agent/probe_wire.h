@@ -1,0 +1,53 @@
+/*
+ * probe_wire: the agent's UDP probe packets (outside input: parsed with
+ * every field checked, fuzzed in tests/fuzz/fuzz-probe.c).
+ *
+ * A probe exchange between agent A and agent B ("coded probe pair",
+ * Huygens, NSDI 2018):
+ *   A -> B  REQ[0], REQ[1]    back to back; A reads their kernel TX stamps
+ *   B -> A  RESP[0], RESP[1]  back to back, carrying B's RX stamps of REQ[0..1]
+ *   B -> A  FOLLOWUP          B's TX stamps of RESP[0..1] (known only after
+ *                             sending, as in PTP's two-step mode)
+ * A then holds both directions of one pair: (its TX, B's RX) forward and
+ * (B's TX, its RX) backward. A pair is used for clock estimation only when
+ * its receive gap matches its send gap (neither packet was queued behind
+ * something else). Stamps on the wire are the sender's MONOTONIC_RAW ns.
+ *
+ * Layout, 64 bytes, big-endian:
+ *   0 magic "FQPB" | 4 version | 5 type | 6 index | 7 flags(0)
+ *   8 session u32  | 12 reserved u32 (0) | 16 pair u64
+ *   24 t0 i64 | 32 t1 i64 | 40 sender gap ns i64 | 48 reserved (16 bytes of 0)
+ */
+#ifndef FQ_AGENT_PROBE_WIRE_H
+#define FQ_AGENT_PROBE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FQ_PROBE_MAGIC   0x46515042u /* "FQPB" */
+#define FQ_PROBE_VERSION 1
+#define FQ_PROBE_SIZE    64
+
+enum fq_probe_type {
+	FQ_PROBE_REQ = 1,
+	FQ_PROBE_RESP = 2,
+	FQ_PROBE_FOLLOWUP = 3,
+};
+
+struct fq_probe {
+	uint8_t type;     /* enum fq_probe_type */
+	uint8_t index;    /* 0 or 1 within the pair (0 for FOLLOWUP) */
+	uint32_t session; /* the requester's random session id: a restarted agent's stale answers are ignored */
+	uint64_t pair;    /* the requester's pair sequence number */
+	int64_t t0, t1;   /* RESP: responder's RX stamps of REQ[0], REQ[1]; FOLLOWUP: its TX stamps of RESP[0..1] */
+	int64_t gap_ns;   /* REQ: the gap the requester meant between REQ[0] and REQ[1] */
+};
+
+/* Serialise p into buf (FQ_PROBE_SIZE bytes). */
+void fq_probe_encode(const struct fq_probe *p, uint8_t buf[FQ_PROBE_SIZE]);
+
+/* Parse len bytes. Returns 0, or -EBADMSG (wrong size, magic, type, index,
+ * or non-zero reserved bytes) or -EPROTONOSUPPORT (other version). */
+int fq_probe_decode(const uint8_t *buf, size_t len, struct fq_probe *p);
+
+#endif /* FQ_AGENT_PROBE_WIRE_H */

@@ -1,0 +1,649 @@
+#include "slurmd-agent/prober.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "slurmd-agent/path.h"
+#include "slurmd-agent/probe_wire.h"
+
+#define MAX_NICS      16
+#define MAX_PATHS     256
+#define PENDING       64   /* pairs in flight per path */
+#define TX_RING       4096 /* sends awaiting their kernel TX stamp, per NIC */
+#define RESPONDERS    256  /* requests being answered, per NIC */
+#define WINDOW_SAMPLES 1024
+#define CHECK_NS      (5 * 1000000LL)
+#define LOST_AFTER_NS (1000 * 1000000LL)
+
+enum tx_role { TX_NONE, TX_REQ, TX_RESP };
+
+struct tx_meta {
+	enum tx_role role;
+	unsigned ref;   /* path index (REQ) or responder slot (RESP) */
+	uint64_t pair;
+	uint8_t index;
+};
+
+/* A pair we asked for: stamps on our clock (s: TX of REQ, a: RX of RESP)
+ * and on the peer's (r: its RX of REQ, b: its TX of RESP). */
+struct pending {
+	uint64_t pair;
+	int64_t sent_ns;
+	int64_t s[2], r[2], a[2], b[2];
+	uint8_t have; /* bits: s0 s1 resp0 resp1 followup */
+	uint8_t used;
+};
+
+#define HAVE_S0   0x01
+#define HAVE_S1   0x02
+#define HAVE_A0   0x04
+#define HAVE_A1   0x08
+#define HAVE_B    0x10
+#define HAVE_ALL  0x1f
+
+/* A request we answer: its RX stamps, then our RESP TX stamps for the FOLLOWUP. */
+struct responder {
+	struct sockaddr_in from;
+	uint32_t session;
+	uint64_t pair;
+	int64_t rx[2], tx[2];
+	uint8_t have; /* bits: rx0 rx1 tx0 tx1 */
+	uint8_t used;
+};
+
+struct samples {
+	int64_t v[WINDOW_SAMPLES];
+	unsigned n;
+};
+
+struct path {
+	struct nic *nic;
+	char peer_node[64], peer_nic[32];
+	struct sockaddr_in addr;
+	struct fq_path live;
+	struct fq_clock_fit *fit;
+	struct pending pend[PENDING];
+	/* this report window */
+	uint64_t sent, answered, lost, pure_fwd, pure_rev;
+	struct samples fwd, rev, rtt; /* raw fwd/rev differences; rtt */
+};
+
+struct nic {
+	char name[IF_NAMESIZE];
+	struct in_addr addr;
+	int fd;
+	struct event *ev;
+	uint32_t tskey; /* the kernel's SOF_TIMESTAMPING_OPT_ID counter for this socket */
+	struct tx_meta tx[TX_RING];
+	struct responder resp[RESPONDERS];
+	unsigned resp_next;
+};
+
+struct fq_prober {
+	struct event_base *base;
+	struct fq_prober_config cfg;
+	fq_prober_event_fn on_event;
+	void *arg;
+	uint32_t session;
+	uint64_t next_pair;
+	struct fq_xstamp xs;
+	struct nic nics[MAX_NICS];
+	unsigned n_nics;
+	struct path paths[MAX_PATHS];
+	unsigned n_paths, next_probe;
+	struct event *probe_ev, *check_ev;
+	uint64_t bad_packets, unknown_sender, stale_session, no_tx_stamp;
+};
+
+static int64_t real_to_raw(const struct fq_prober *p, const struct timespec *ts)
+{
+	return fq_realtime_to_raw(&p->xs, fq_timespec_to_ns(ts));
+}
+
+static int64_t raw_to_real(const struct fq_prober *p, int64_t raw)
+{
+	return raw + p->xs.offset_ns;
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg);
+static void on_probe_timer(evutil_socket_t fd, short what, void *arg);
+static void on_check_timer(evutil_socket_t fd, short what, void *arg);
+
+struct fq_prober *fq_prober_create(struct event_base *base, const struct fq_prober_config *cfg,
+				   fq_prober_event_fn on_event, void *arg)
+{
+	struct fq_prober *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->base = base;
+	p->cfg = *cfg;
+	p->on_event = on_event;
+	p->arg = arg;
+	if (getrandom(&p->session, sizeof(p->session), 0) != sizeof(p->session))
+		p->session = (uint32_t)fq_now_ns() ^ (uint32_t)getpid();
+	p->next_pair = 1;
+	fq_xstamp_measure(16, &p->xs);
+	return p;
+}
+
+void fq_prober_destroy(struct fq_prober *p)
+{
+	if (!p)
+		return;
+	if (p->probe_ev)
+		event_free(p->probe_ev);
+	if (p->check_ev)
+		event_free(p->check_ev);
+	for (unsigned i = 0; i < p->n_paths; i++)
+		fq_clock_fit_destroy(p->paths[i].fit);
+	for (unsigned i = 0; i < p->n_nics; i++) {
+		if (p->nics[i].ev)
+			event_free(p->nics[i].ev);
+		close(p->nics[i].fd);
+	}
+	free(p);
+}
+
+static int nic_address(const char *ifname, struct in_addr *out)
+{
+	struct ifaddrs *ifa, *i;
+	int rc = -EADDRNOTAVAIL;
+
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && strcmp(i->ifa_name, ifname) == 0) {
+			*out = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+			rc = 0;
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+	return rc;
+}
+
+int fq_prober_add_nic(struct fq_prober *p, const char *ifname)
+{
+	struct nic *n;
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	int one = 1, rc;
+	unsigned flags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
+			 SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+
+	if (p->n_nics == MAX_NICS || strlen(ifname) >= IF_NAMESIZE)
+		return -EINVAL;
+	n = &p->nics[p->n_nics];
+	memset(n, 0, sizeof(*n));
+	snprintf(n->name, sizeof(n->name), "%s", ifname);
+	rc = nic_address(ifname, &n->addr);
+	if (rc < 0) {
+		fq_error("NIC %s: no IPv4 address: %s", ifname, strerror(-rc));
+		return rc;
+	}
+	n->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (n->fd < 0)
+		return -errno;
+	sa.sin_addr = n->addr;
+	sa.sin_port = htons(p->cfg.port);
+	if (setsockopt(n->fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname)) < 0 ||
+	    setsockopt(n->fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) < 0 ||
+	    setsockopt(n->fd, SOL_IP, IP_RECVERR, &one, sizeof(one)) < 0 ||
+	    bind(n->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		fq_error("NIC %s: probe socket on %s:%u: %s", ifname, inet_ntoa(n->addr), p->cfg.port, strerror(errno));
+		close(n->fd);
+		return rc;
+	}
+	n->ev = event_new(p->base, n->fd, EV_READ | EV_PERSIST, on_readable, p);
+	if (!n->ev) {
+		close(n->fd);
+		return -ENOMEM;
+	}
+	p->n_nics++;
+	return 0;
+}
+
+int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *peer_node, const char *peer_nic,
+		       const char *addr)
+{
+	struct path *t;
+	struct nic *n = NULL;
+	const char *want = local_nic ? local_nic : peer_nic;
+
+	for (unsigned i = 0; i < p->n_nics; i++)
+		if (strcmp(p->nics[i].name, want) == 0)
+			n = &p->nics[i];
+	if (!n)
+		return -ENODEV;
+	if (p->n_paths == MAX_PATHS)
+		return -ENOSPC;
+	t = &p->paths[p->n_paths];
+	memset(t, 0, sizeof(*t));
+	t->addr.sin_family = AF_INET;
+	t->addr.sin_port = htons(p->cfg.port);
+	if (inet_pton(AF_INET, addr, &t->addr.sin_addr) != 1)
+		return -EINVAL;
+	t->nic = n;
+	snprintf(t->peer_node, sizeof(t->peer_node), "%s", peer_node);
+	snprintf(t->peer_nic, sizeof(t->peer_nic), "%s", peer_nic);
+	/* enough for window/probe_interval pairs, with room for bursts */
+	t->fit = fq_clock_fit_create(p->cfg.window_ns, p->cfg.bucket_ns,
+				     (unsigned)(2 * p->cfg.window_ns / p->cfg.probe_interval_ns + 64));
+	if (!t->fit)
+		return -ENOMEM;
+	fq_path_init(&t->live, fq_now_ns());
+	p->n_paths++;
+	return 0;
+}
+
+/* Send one probe, remembering what its TX stamp will belong to. */
+static int send_probe(struct fq_prober *p, struct nic *n, const struct sockaddr_in *to, const struct fq_probe *pr,
+		      enum tx_role role, unsigned ref)
+{
+	uint8_t buf[FQ_PROBE_SIZE];
+	struct tx_meta *m = &n->tx[n->tskey % TX_RING];
+
+	fq_probe_encode(pr, buf);
+	if (sendto(n->fd, buf, sizeof(buf), 0, (const struct sockaddr *)to, sizeof(*to)) < 0)
+		return -errno;
+	m->role = role;
+	m->ref = ref;
+	m->pair = pr->pair;
+	m->index = pr->index;
+	n->tskey++;
+	return 0;
+}
+
+static struct path *path_of(struct fq_prober *p, struct nic *n, const struct sockaddr_in *from)
+{
+	for (unsigned i = 0; i < p->n_paths; i++) {
+		struct path *t = &p->paths[i];
+		if (t->nic == n && t->addr.sin_addr.s_addr == from->sin_addr.s_addr)
+			return t;
+	}
+	return NULL;
+}
+
+static void push(struct samples *s, int64_t v)
+{
+	if (s->n < WINDOW_SAMPLES)
+		s->v[s->n++] = v;
+}
+
+/* A pair is complete: feed the fit and the window statistics. */
+static void pair_complete(struct fq_prober *p, struct path *t, struct pending *q)
+{
+	if (fq_pair_is_pure(q->s[0], q->s[1], q->r[0], q->r[1], p->cfg.guard_ns)) {
+		fq_clock_fit_add_fwd(t->fit, q->s[0], q->r[0] - q->s[0]);
+		t->pure_fwd++;
+	}
+	if (fq_pair_is_pure(q->b[0], q->b[1], q->a[0], q->a[1], p->cfg.guard_ns)) {
+		fq_clock_fit_add_rev(t->fit, q->a[0], q->a[0] - q->b[0]);
+		t->pure_rev++;
+	}
+	push(&t->fwd, q->r[0] - q->s[0]);
+	push(&t->rev, q->a[0] - q->b[0]);
+	push(&t->rtt, (q->a[0] - q->s[0]) - (q->b[0] - q->r[0]));
+	q->used = 0;
+}
+
+static void send_pair(struct fq_prober *p, struct path *t)
+{
+	struct pending *q = &t->pend[p->next_pair % PENDING];
+	struct fq_probe pr = {.type = FQ_PROBE_REQ, .session = p->session, .pair = p->next_pair};
+	unsigned idx = (unsigned)(t - p->paths);
+	int64_t now = fq_now_ns();
+
+	if (q->used) /* unanswered for PENDING rounds: lost */
+		t->lost++;
+	memset(q, 0, sizeof(*q));
+	q->pair = p->next_pair++;
+	q->sent_ns = now;
+	q->used = 1;
+	for (uint8_t i = 0; i < 2; i++) {
+		pr.index = i;
+		if (send_probe(p, t->nic, &t->addr, &pr, TX_REQ, idx) < 0) {
+			/* ENETUNREACH etc. while the link is down: the silence is the signal */
+			fq_debug("probe to %s:%s: %s", t->peer_node, t->peer_nic, strerror(errno));
+			break;
+		}
+	}
+	t->sent++;
+	fq_path_on_probe(&t->live, now);
+}
+
+static void on_probe_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct fq_prober *p = arg;
+
+	(void)fd;
+	(void)what;
+	/* Each tick probes one path: paths are spread over the interval
+	 * rather than bursting all at once. */
+	if (p->n_paths == 0)
+		return;
+	send_pair(p, &p->paths[p->next_probe]);
+	p->next_probe = (p->next_probe + 1) % p->n_paths;
+}
+
+static void on_check_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct fq_prober *p = arg;
+	int64_t now = fq_now_ns(), since;
+
+	(void)fd;
+	(void)what;
+	for (unsigned i = 0; i < p->n_paths; i++) {
+		struct path *t = &p->paths[i];
+		if (fq_path_check(&t->live, now, p->cfg.down_after_ns, &since) == FQ_PATH_WENT_DOWN && p->on_event)
+			p->on_event(p->arg, t->nic->name, t->peer_node, t->peer_nic, 0, raw_to_real(p, since),
+				    raw_to_real(p, now));
+		for (unsigned k = 0; k < PENDING; k++) {
+			struct pending *q = &t->pend[k];
+			if (q->used && now - q->sent_ns > LOST_AFTER_NS) {
+				t->lost++;
+				q->used = 0;
+			}
+		}
+	}
+}
+
+static void handle_request(struct fq_prober *p, struct nic *n, const struct fq_probe *pr,
+			   const struct sockaddr_in *from, int64_t rx)
+{
+	struct responder *r = NULL;
+
+	for (unsigned i = 0; i < RESPONDERS; i++) {
+		struct responder *c = &n->resp[i];
+		if (c->used && c->pair == pr->pair && c->session == pr->session &&
+		    c->from.sin_addr.s_addr == from->sin_addr.s_addr && c->from.sin_port == from->sin_port) {
+			r = c;
+			break;
+		}
+	}
+	if (!r) {
+		r = &n->resp[n->resp_next];
+		n->resp_next = (n->resp_next + 1) % RESPONDERS;
+		memset(r, 0, sizeof(*r));
+		r->used = 1;
+		r->from = *from;
+		r->session = pr->session;
+		r->pair = pr->pair;
+	}
+	r->rx[pr->index] = rx;
+	r->have |= (uint8_t)(1u << pr->index);
+	if ((r->have & 3) == 3 && !(r->have & 0x10)) {
+		struct fq_probe resp = {.type = FQ_PROBE_RESP, .session = r->session, .pair = r->pair,
+					.t0 = r->rx[0], .t1 = r->rx[1]};
+		r->have |= 0x10; /* answered */
+		for (uint8_t i = 0; i < 2; i++) {
+			resp.index = i;
+			if (send_probe(p, n, &r->from, &resp, TX_RESP, (unsigned)(r - n->resp)) < 0)
+				break;
+		}
+	}
+}
+
+static void handle_answer(struct fq_prober *p, struct nic *n, const struct fq_probe *pr,
+			  const struct sockaddr_in *from, int64_t rx)
+{
+	struct path *t = path_of(p, n, from);
+	struct pending *q;
+
+	if (!t) {
+		p->unknown_sender++;
+		return;
+	}
+	if (pr->session != p->session) {
+		p->stale_session++;
+		return;
+	}
+	q = &t->pend[pr->pair % PENDING];
+	if (!q->used || q->pair != pr->pair)
+		return; /* late: already counted lost */
+	if (pr->type == FQ_PROBE_RESP) {
+		q->r[0] = pr->t0;
+		q->r[1] = pr->t1;
+		q->a[pr->index] = rx;
+		q->have |= pr->index ? HAVE_A1 : HAVE_A0;
+		if (fq_path_on_answer(&t->live, rx) == FQ_PATH_WENT_UP && p->on_event)
+			p->on_event(p->arg, n->name, t->peer_node, t->peer_nic, 1, raw_to_real(p, rx),
+				    raw_to_real(p, fq_now_ns()));
+		if (pr->index == 0)
+			t->answered++;
+	} else {
+		q->b[0] = pr->t0;
+		q->b[1] = pr->t1;
+		q->have |= HAVE_B;
+	}
+	if ((q->have & HAVE_ALL) == HAVE_ALL)
+		pair_complete(p, t, q);
+}
+
+/* A kernel TX stamp came back on the error queue. */
+static void handle_tx_stamp(struct fq_prober *p, struct nic *n, uint32_t key, int64_t tx)
+{
+	struct tx_meta *m = &n->tx[key % TX_RING];
+
+	if (m->role == TX_REQ && m->ref < p->n_paths) {
+		struct path *t = &p->paths[m->ref];
+		struct pending *q = &t->pend[m->pair % PENDING];
+		if (q->used && q->pair == m->pair) {
+			q->s[m->index] = tx;
+			q->have |= m->index ? HAVE_S1 : HAVE_S0;
+			if ((q->have & HAVE_ALL) == HAVE_ALL)
+				pair_complete(p, t, q);
+		}
+	} else if (m->role == TX_RESP && m->ref < RESPONDERS) {
+		struct responder *r = &n->resp[m->ref];
+		if (r->used && r->pair == m->pair) {
+			r->tx[m->index] = tx;
+			r->have |= (uint8_t)(4u << m->index);
+			if ((r->have & 0x0c) == 0x0c) {
+				struct fq_probe f = {.type = FQ_PROBE_FOLLOWUP, .session = r->session, .pair = r->pair,
+						     .t0 = r->tx[0], .t1 = r->tx[1]};
+				send_probe(p, n, &r->from, &f, TX_NONE, 0);
+				r->used = 0;
+			}
+		}
+	}
+	m->role = TX_NONE;
+}
+
+static struct timespec *find_stamp(struct msghdr *msg, uint32_t *key, int *have_key)
+{
+	struct timespec *ts = NULL;
+
+	*have_key = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING)
+			ts = &((struct scm_timestamping *)CMSG_DATA(c))->ts[0];
+		else if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) {
+			struct sock_extended_err *e = (struct sock_extended_err *)CMSG_DATA(c);
+			if (e->ee_origin == SO_EE_ORIGIN_TIMESTAMPING) {
+				*key = e->ee_data;
+				*have_key = 1;
+			}
+		}
+	}
+	return ts;
+}
+
+static void drain_errqueue(struct fq_prober *p, struct nic *n)
+{
+	char ctrl[512];
+
+	for (int i = 0; i < 256; i++) {
+		struct msghdr msg = {.msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+		struct timespec *ts;
+		uint32_t key;
+		int have_key;
+
+		if (recvmsg(n->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			break;
+		ts = find_stamp(&msg, &key, &have_key);
+		if (ts && have_key)
+			handle_tx_stamp(p, n, key, real_to_raw(p, ts));
+		else
+			p->no_tx_stamp++;
+	}
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct fq_prober *p = arg;
+	struct nic *n = NULL;
+
+	(void)what;
+	for (unsigned i = 0; i < p->n_nics; i++)
+		if (p->nics[i].fd == fd)
+			n = &p->nics[i];
+	if (!n)
+		return;
+	drain_errqueue(p, n);
+	for (int i = 0; i < 256; i++) {
+		uint8_t buf[FQ_PROBE_SIZE + 1];
+		char ctrl[512];
+		struct sockaddr_in from;
+		struct iovec iov = {buf, sizeof(buf)};
+		struct msghdr msg = {.msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov,
+				     .msg_iovlen = 1, .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+		struct fq_probe pr;
+		struct timespec *ts;
+		uint32_t key;
+		int have_key;
+		ssize_t len = recvmsg(fd, &msg, MSG_DONTWAIT);
+		int64_t rx;
+
+		if (len < 0)
+			break;
+		ts = find_stamp(&msg, &key, &have_key);
+		rx = ts ? real_to_raw(p, ts) : fq_now_ns();
+		if (fq_probe_decode(buf, (size_t)len, &pr) < 0 || msg.msg_namelen != sizeof(from)) {
+			p->bad_packets++;
+			fq_log_rl(FQ_LOG_WARN, "%s: malformed probe (%zd bytes) from %s dropped", n->name, len,
+				  inet_ntoa(from.sin_addr));
+			continue;
+		}
+		if (pr.type == FQ_PROBE_REQ)
+			handle_request(p, n, &pr, &from, rx);
+		else
+			handle_answer(p, n, &pr, &from, rx);
+	}
+	drain_errqueue(p, n);
+}
+
+int fq_prober_start(struct fq_prober *p)
+{
+	struct timeval tick, check = {0, CHECK_NS / 1000};
+	int64_t per = p->n_paths ? p->cfg.probe_interval_ns / p->n_paths : p->cfg.probe_interval_ns;
+
+	if (per < 1000)
+		per = 1000;
+	tick.tv_sec = per / 1000000000;
+	tick.tv_usec = (per % 1000000000) / 1000;
+	for (unsigned i = 0; i < p->n_nics; i++)
+		if (event_add(p->nics[i].ev, NULL) < 0)
+			return -EIO;
+	p->probe_ev = event_new(p->base, -1, EV_PERSIST, on_probe_timer, p);
+	p->check_ev = event_new(p->base, -1, EV_PERSIST, on_check_timer, p);
+	if (!p->probe_ev || !p->check_ev || event_add(p->probe_ev, &tick) < 0 || event_add(p->check_ev, &check) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int cmp64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* {min,p50,p99,max} of s, each shifted by `shift`, or null without samples. */
+static struct json_object *percentiles(struct samples *s, int64_t shift)
+{
+	struct json_object *o;
+
+	if (!s->n)
+		return NULL;
+	qsort(s->v, s->n, sizeof(s->v[0]), cmp64);
+	o = json_object_new_object();
+	json_object_object_add(o, "min", json_object_new_int64(s->v[0] + shift));
+	json_object_object_add(o, "p50", json_object_new_int64(s->v[s->n / 2] + shift));
+	json_object_object_add(o, "p99", json_object_new_int64(s->v[(s->n * 99) / 100] + shift));
+	json_object_object_add(o, "max", json_object_new_int64(s->v[s->n - 1] + shift));
+	return o;
+}
+
+struct json_object *fq_prober_report(struct fq_prober *p)
+{
+	struct json_object *arr = json_object_new_array();
+	int64_t now = fq_now_ns();
+
+	for (unsigned i = 0; i < p->n_paths; i++) {
+		struct path *t = &p->paths[i];
+		struct json_object *o = json_object_new_object(), *c;
+		struct fq_clock_estimate e;
+		int have = fq_clock_fit_estimate(t->fit, now, &e) == 0;
+
+		json_object_object_add(o, "local_nic", json_object_new_string(t->nic->name));
+		json_object_object_add(o, "peer_node", json_object_new_string(t->peer_node));
+		json_object_object_add(o, "peer_nic", json_object_new_string(t->peer_nic));
+		json_object_object_add(o, "peer_addr", json_object_new_string(inet_ntoa(t->addr.sin_addr)));
+		json_object_object_add(o, "state", json_object_new_string(t->live.up ? "up" : "down"));
+		json_object_object_add(o, "flaps_last_hour",
+				       json_object_new_int(
+					       (int)fq_path_flaps_since(&t->live, now, 3600 * FQ_NSEC_PER_SEC)));
+		json_object_object_add(o, "flaps_total", json_object_new_uint64(t->live.flaps));
+		json_object_object_add(o, "sent", json_object_new_uint64(t->sent));
+		json_object_object_add(o, "answered", json_object_new_uint64(t->answered));
+		json_object_object_add(o, "lost", json_object_new_uint64(t->lost));
+		json_object_object_add(o, "pure_fwd", json_object_new_uint64(t->pure_fwd));
+		json_object_object_add(o, "pure_rev", json_object_new_uint64(t->pure_rev));
+		/* one-way delays: the raw differences corrected by the offset
+		 * estimate (fwd = owd + theta, rev = owd - theta) */
+		json_object_object_add(o, "owd_fwd_ns", percentiles(&t->fwd, have ? -e.offset_ns : 0));
+		json_object_object_add(o, "owd_rev_ns", percentiles(&t->rev, have ? e.offset_ns : 0));
+		json_object_object_add(o, "rtt_ns", percentiles(&t->rtt, 0));
+		json_object_object_add(o, "synchronised", json_object_new_boolean(have));
+		if (have) {
+			c = json_object_new_object();
+			json_object_object_add(c, "offset_ns", json_object_new_int64(e.offset_ns));
+			json_object_object_add(c, "drift_ppb", json_object_new_double(e.drift_ppb));
+			json_object_object_add(c, "bound_ns", json_object_new_int64(e.bound_ns));
+			json_object_object_add(c, "residual_ns", json_object_new_int64(e.residual_ns));
+			json_object_object_add(c, "buckets", json_object_new_int((int)e.buckets));
+			json_object_object_add(o, "clock", c);
+		}
+		json_object_array_add(arr, o);
+		t->sent = t->answered = t->lost = t->pure_fwd = t->pure_rev = 0;
+		t->fwd.n = t->rev.n = t->rtt.n = 0;
+	}
+	/* REALTIME is slewed against RAW by NTP: refresh the mapping. */
+	fq_xstamp_measure(16, &p->xs);
+	return arr;
+}
+
+struct json_object *fq_prober_counters(const struct fq_prober *p)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "malformed_packets", json_object_new_uint64(p->bad_packets));
+	json_object_object_add(o, "unknown_senders", json_object_new_uint64(p->unknown_sender));
+	json_object_object_add(o, "stale_sessions", json_object_new_uint64(p->stale_session));
+	json_object_object_add(o, "tx_without_stamp", json_object_new_uint64(p->no_tx_stamp));
+	return o;
+}
