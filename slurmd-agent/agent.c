@@ -35,30 +35,30 @@ struct agent_config {
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 
 static const struct fq_cfg_option agent_options[] = {
-	{"node", FQ_CFG_STRING, offsetof(struct agent_config, node), NULL, 0, 0, NULL,
-	 "this node's name (default: the host name)"},
-	{"nics", FQ_CFG_STRING, offsetof(struct agent_config, nics), NULL, 0, 0, NULL,
-	 "back-end NICs to probe from, comma-separated (e.g. rail0,rail1)"},
-	{"peers", FQ_CFG_STRING, offsetof(struct agent_config, peers), "", 0, 0, NULL,
-	 "static peers, comma-separated NODE:NIC@IPV4 (probed from the local NIC of the same name)"},
-	{"port", FQ_CFG_UINT, offsetof(struct agent_config, port), "7101", 1, 65535, NULL, "UDP probe port"},
-	{"probe_interval", FQ_CFG_DURATION, offsetof(struct agent_config, probe_interval), "20ms", 1e6, 10e9, NULL,
-	 "time between probe pairs on one path"},
-	{"guard", FQ_CFG_DURATION, offsetof(struct agent_config, guard), "4us", 0, 1e9, NULL,
-	 "a probe pair counts for clock estimation only if its receive gap is within this of its send gap"},
-	{"window", FQ_CFG_DURATION, offsetof(struct agent_config, window), "4s", 0.5e9, 600e9, NULL,
-	 "sliding window of the clock fit"},
-	{"bucket", FQ_CFG_DURATION, offsetof(struct agent_config, bucket), "250ms", 10e6, 60e9, NULL,
-	 "lower-envelope resolution of the clock fit (window/bucket <= 256)"},
-	{"down_after", FQ_CFG_DURATION, offsetof(struct agent_config, down_after), "250ms", 10e6, 60e9, NULL,
-	 "a path with no answer for this long is DOWN"},
-	{"report_interval", FQ_CFG_DURATION, offsetof(struct agent_config, report_interval), "1s", 100e6, 3600e9,
-	 NULL, "report window (status file, controller reports)"},
-	{"status_file", FQ_CFG_STRING, offsetof(struct agent_config, status_file), "/run/fabriciq/agent-status.json",
-	 0, 0, NULL, "where the agent writes its state each report window"},
-	{"log_level", FQ_CFG_ENUM, offsetof(struct agent_config, log_level), "info", 0, 0, log_levels,
-	 "error, warn, info or debug"},
-	{NULL, 0, 0, NULL, 0, 0, NULL, NULL},
+    {"node", FQ_CFG_STRING, offsetof(struct agent_config, node), NULL, 0, 0, NULL,
+     "this node's name (default: the host name)"},
+    {"nics", FQ_CFG_STRING, offsetof(struct agent_config, nics), NULL, 0, 0, NULL,
+     "back-end NICs to probe from, comma-separated (e.g. rail0,rail1)"},
+    {"peers", FQ_CFG_STRING, offsetof(struct agent_config, peers), "", 0, 0, NULL,
+     "static peers, comma-separated NODE:NIC@IPV4 (probed from the local NIC of the same name)"},
+    {"port", FQ_CFG_UINT, offsetof(struct agent_config, port), "7101", 1, 65535, NULL, "UDP probe port"},
+    {"probe_interval", FQ_CFG_DURATION, offsetof(struct agent_config, probe_interval), "20ms", 1e6, 10e9,
+     NULL, "time between probe pairs on one path"},
+    {"guard", FQ_CFG_DURATION, offsetof(struct agent_config, guard), "4us", 0, 1e9, NULL,
+     "a probe pair counts for clock estimation only if its receive gap is within this of its send gap"},
+    {"window", FQ_CFG_DURATION, offsetof(struct agent_config, window), "4s", 0.5e9, 600e9, NULL,
+     "sliding window of the clock fit"},
+    {"bucket", FQ_CFG_DURATION, offsetof(struct agent_config, bucket), "250ms", 10e6, 60e9, NULL,
+     "lower-envelope resolution of the clock fit (window/bucket <= 256)"},
+    {"down_after", FQ_CFG_DURATION, offsetof(struct agent_config, down_after), "250ms", 10e6, 60e9, NULL,
+     "a path with no answer for this long is DOWN"},
+    {"report_interval", FQ_CFG_DURATION, offsetof(struct agent_config, report_interval), "1s", 100e6, 3600e9,
+     NULL, "report window (status file, controller reports)"},
+    {"status_file", FQ_CFG_STRING, offsetof(struct agent_config, status_file),
+     "/run/fabriciq/agent-status.json", 0, 0, NULL, "where the agent writes its state each report window"},
+    {"log_level", FQ_CFG_ENUM, offsetof(struct agent_config, log_level), "info", 0, 0, log_levels,
+     "error, warn, info or debug"},
+    {NULL, 0, 0, NULL, 0, 0, NULL, NULL},
 };
 
 static const struct fq_cfg_schema agent_schema = {"agent", agent_options};
@@ -74,25 +74,26 @@ struct agent {
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: fabriciq-agent [-c FILE] [-s KEY=VALUE]... [--foreground]\n"
-		"       fabriciq-agent --status [-c FILE] [--json]\n"
-		"       fabriciq-agent --dump-config [-c FILE] [-s KEY=VALUE]...\n\n"
-		"The fabriciq node agent: probes its peers on every back-end NIC (coded UDP probe pairs with\n"
-		"kernel timestamps), estimates each peer's clock offset and drift, detects dead paths, and\n"
-		"writes its state to a status file each report window.\n\n"
-		"  -c, --config FILE   configuration file (default " FQ_CONFIG_PATH ")\n"
-		"  -s, --set KEY=VAL   override one setting (agent.KEY or KEY)\n"
-		"      --status        print the running agent's state (from its status file)\n"
-		"      --json          with --status: the raw JSON\n"
-		"      --dump-config   print the effective configuration and exit\n"
-		"  -h, --help          this text\n\n"
-		"Settings:\n");
+	fprintf(
+	    out,
+	    "Usage: fabriciq-agent [-c FILE] [-s KEY=VALUE]... [--foreground]\n"
+	    "       fabriciq-agent --status [-c FILE] [--json]\n"
+	    "       fabriciq-agent --dump-config [-c FILE] [-s KEY=VALUE]...\n\n"
+	    "The fabriciq node agent: probes its peers on every back-end NIC (coded UDP probe pairs with\n"
+	    "kernel timestamps), estimates each peer's clock offset and drift, detects dead paths, and\n"
+	    "writes its state to a status file each report window.\n\n"
+	    "  -c, --config FILE   configuration file (default " FQ_CONFIG_PATH ")\n"
+	    "  -s, --set KEY=VAL   override one setting (agent.KEY or KEY)\n"
+	    "      --status        print the running agent's state (from its status file)\n"
+	    "      --json          with --status: the raw JSON\n"
+	    "      --dump-config   print the effective configuration and exit\n"
+	    "  -h, --help          this text\n\n"
+	    "Settings:\n");
 	fq_cfg_print_help(&agent_schema, out);
 }
 
-static void on_link_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic, int up,
-			  int64_t since_real, int64_t detected_real)
+static void on_link_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic,
+			  int up, int64_t since_real, int64_t detected_real)
 {
 	struct agent *a = arg;
 	struct json_object *e = json_object_new_object();
@@ -125,8 +126,10 @@ static void write_status(struct agent *a)
 	json_object_object_add(st, "agent_version", json_object_new_string(AGENT_VERSION));
 	json_object_object_add(st, "pid", json_object_new_int(getpid()));
 	json_object_object_add(st, "realtime_ns", json_object_new_int64(fq_realtime_ns()));
-	json_object_object_add(st, "uptime_s", json_object_new_double((double)(fq_now_ns() - a->started_raw) / 1e9));
-	json_object_object_add(st, "probe_interval_ns", json_object_new_int64((int64_t)a->cfg.probe_interval));
+	json_object_object_add(st, "uptime_s",
+			       json_object_new_double((double)(fq_now_ns() - a->started_raw) / 1e9));
+	json_object_object_add(st, "probe_interval_ns",
+			       json_object_new_int64((int64_t)a->cfg.probe_interval));
 	json_object_object_add(st, "paths", fq_prober_report(a->prober));
 	json_object_object_add(st, "counters", fq_prober_counters(a->prober));
 	json_object_object_add(st, "events", json_object_get(a->events));
@@ -134,7 +137,8 @@ static void write_status(struct agent *a)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", a->cfg.status_file);
 	f = fopen(tmp, "we");
 	if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, a->cfg.status_file) < 0)
-		fq_log_rl(FQ_LOG_ERROR, "cannot write status file %s: %s", a->cfg.status_file, strerror(errno));
+		fq_log_rl(FQ_LOG_ERROR, "cannot write status file %s: %s", a->cfg.status_file,
+			  strerror(errno));
 	json_object_put(st);
 }
 
@@ -206,8 +210,8 @@ static int print_status(const char *path, int json)
 	struct json_object *st = json_object_from_file(path), *paths, *node;
 
 	if (!st) {
-		fprintf(stderr, "fabriciq-agent: cannot read status file %s: %s (is the agent running?)\n", path,
-			json_util_get_last_err());
+		fprintf(stderr, "fabriciq-agent: cannot read status file %s: %s (is the agent running?)\n",
+			path, json_util_get_last_err());
 		return 1;
 	}
 	if (json) {
@@ -218,8 +222,8 @@ static int print_status(const char *path, int json)
 	json_object_object_get_ex(st, "node", &node);
 	json_object_object_get_ex(st, "paths", &paths);
 	printf("node %s\n", json_object_get_string(node));
-	printf("%-8s %-14s %-5s %6s %5s %5s %12s %10s %10s %10s\n", "NIC", "PEER", "STATE", "FLAPS", "SENT", "LOST",
-	       "OFFSET_NS", "BOUND_NS", "OWD_P50", "OWD_P99");
+	printf("%-8s %-14s %-5s %6s %5s %5s %12s %10s %10s %10s\n", "NIC", "PEER", "STATE", "FLAPS", "SENT",
+	       "LOST", "OFFSET_NS", "BOUND_NS", "OWD_P50", "OWD_P99");
 	for (size_t i = 0; paths && i < json_object_array_length(paths); i++) {
 		struct json_object *p = json_object_array_get_idx(paths, i), *v, *c, *owd;
 		char peer[128];
@@ -238,7 +242,8 @@ static int print_status(const char *path, int json)
 		}
 		json_object_object_get_ex(p, "state", &v);
 		printf("%-8s %-14s %-5s %6d %5d %5d %12lld %10lld %10lld %10lld\n",
-		       json_object_get_string(json_object_object_get(p, "local_nic")), peer, json_object_get_string(v),
+		       json_object_get_string(json_object_object_get(p, "local_nic")), peer,
+		       json_object_get_string(v),
 		       json_object_get_int(json_object_object_get(p, "flaps_last_hour")),
 		       json_object_get_int(json_object_object_get(p, "sent")),
 		       json_object_get_int(json_object_object_get(p, "lost")), off, bound, p50, p99);
@@ -250,10 +255,13 @@ static int print_status(const char *path, int json)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
-		{"status", no_argument, NULL, 'S'},       {"json", no_argument, NULL, 'j'},
-		{"dump-config", no_argument, NULL, 'd'},  {"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"set", required_argument, NULL, 's'},
+	    {"status", no_argument, NULL, 'S'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"dump-config", no_argument, NULL, 'd'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct agent a = {0};
 	const char *config = FQ_CONFIG_PATH;
@@ -298,9 +306,9 @@ int main(int argc, char **argv)
 
 	/* configuration: defaults, file, overrides */
 	if (fq_cfg_defaults(&agent_schema, &a.cfg, err, sizeof(err)) < 0 ||
-	    (access(config, F_OK) == 0 || strcmp(config, FQ_CONFIG_PATH) != 0 ?
-		     fq_cfg_load(&agent_schema, &a.cfg, config, err, sizeof(err)) :
-		     0) < 0) {
+	    (access(config, F_OK) == 0 || strcmp(config, FQ_CONFIG_PATH) != 0
+		 ? fq_cfg_load(&agent_schema, &a.cfg, config, err, sizeof(err))
+		 : 0) < 0) {
 		fprintf(stderr, "fabriciq-agent: %s\n", err);
 		goto out;
 	}
@@ -350,13 +358,13 @@ int main(int argc, char **argv)
 	}
 	{
 		struct fq_prober_config pc = {
-			.node = a.cfg.node,
-			.port = (uint16_t)a.cfg.port,
-			.probe_interval_ns = (int64_t)a.cfg.probe_interval,
-			.guard_ns = (int64_t)a.cfg.guard,
-			.window_ns = (int64_t)a.cfg.window,
-			.bucket_ns = (int64_t)a.cfg.bucket,
-			.down_after_ns = (int64_t)a.cfg.down_after,
+		    .node = a.cfg.node,
+		    .port = (uint16_t)a.cfg.port,
+		    .probe_interval_ns = (int64_t)a.cfg.probe_interval,
+		    .guard_ns = (int64_t)a.cfg.guard,
+		    .window_ns = (int64_t)a.cfg.window,
+		    .bucket_ns = (int64_t)a.cfg.bucket,
+		    .down_after_ns = (int64_t)a.cfg.down_after,
 		};
 		a.prober = fq_prober_create(a.base, &pc, on_link_event, &a);
 	}

@@ -1,6 +1,7 @@
 #include "slurmd-agent/clock_fit.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,7 +129,7 @@ int fq_clock_fit_estimate(const struct fq_clock_fit *f, int64_t now_ns, struct f
 	static __thread double slopes[MAX_BUCKETS * (MAX_BUCKETS - 1) / 2], icpt[MAX_BUCKETS];
 	double bt[MAX_BUCKETS], th[MAX_BUCKETS], slope = 0, resid = 0;
 	unsigned nb = (unsigned)(f->window_ns / f->bucket_ns), n = 0, ns = 0, samples;
-	int64_t min_f = INT64_MAX, min_r = INT64_MAX;
+	int64_t min_f = INT64_MAX, min_r = INT64_MAX, min_rtt = INT64_MAX;
 
 	samples = lower_envelope(f, &f->fwd, now_ns, nb, &ef);
 	samples += lower_envelope(f, &f->rev, now_ns, nb, &er);
@@ -140,6 +141,10 @@ int fq_clock_fit_estimate(const struct fq_clock_fit *f, int64_t now_ns, struct f
 		th[n] = ((double)ef.min[b] - (double)er.min[b]) / 2;
 		min_f = ef.min[b] < min_f ? ef.min[b] : min_f;
 		min_r = er.min[b] < min_r ? er.min[b] : min_r;
+		/* theta cancels in fwd + rev within one bucket, not across a
+		 * drifting window: the round trip is taken per bucket */
+		if (ef.min[b] + er.min[b] < min_rtt)
+			min_rtt = ef.min[b] + er.min[b];
 		n++;
 	}
 	if (n < 2)
@@ -161,7 +166,8 @@ int fq_clock_fit_estimate(const struct fq_clock_fit *f, int64_t now_ns, struct f
 	out->residual_ns = (int64_t)(resid + 0.5);
 	out->min_fwd_ns = min_f;
 	out->min_rev_ns = min_r;
-	out->bound_ns = (min_f + min_r + 1) / 2;
+	/* plus what drift can move theta within a bucket */
+	out->bound_ns = (min_rtt + 1) / 2 + (int64_t)(fabs(slope) * (double)f->bucket_ns);
 	out->at_ns = now_ns;
 	out->buckets = n;
 	out->samples = samples;

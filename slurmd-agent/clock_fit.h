@@ -13,7 +13,8 @@
  *
  * Two error figures: `bound_ns` is hard (owd >= 0 means theta lies within
  * [-min rev, min fwd], so the midpoint is within half the minimum round
- * trip, whatever the asymmetry); `residual_ns` is the fit's largest
+ * trip, whatever the asymmetry; taken per bucket, plus what the drift moves
+ * theta within one bucket); `residual_ns` is the fit's largest
  * residual, the estimate's noise if the paths are symmetric.
  */
 #ifndef FQ_AGENT_CLOCK_FIT_H

@@ -22,12 +22,12 @@ enum fq_path_event {
 };
 
 struct fq_path {
-	bool up;                  /* starts UP: a path is innocent until it stops answering */
+	bool up; /* starts UP: a path is innocent until it stops answering */
 	bool ever_answered;
-	int64_t last_answer_ns;   /* when the last answer arrived */
-	int64_t first_unanswered_ns; /* first probe sent after the last answer; 0: none */
-	int64_t changed_ns;       /* last transition */
-	uint64_t flaps;           /* DOWN transitions, ever */
+	int64_t last_answer_ns;                   /* when the last answer arrived */
+	int64_t first_unanswered_ns;              /* first probe sent after the last answer; 0: none */
+	int64_t changed_ns;                       /* last transition */
+	uint64_t flaps;                           /* DOWN transitions, ever */
 	int64_t flap_times[FQ_PATH_FLAP_HISTORY]; /* ring of DOWN times */
 	unsigned flap_head, flap_count;
 };

@@ -35,12 +35,14 @@ enum fq_probe_type {
 };
 
 struct fq_probe {
-	uint8_t type;     /* enum fq_probe_type */
-	uint8_t index;    /* 0 or 1 within the pair (0 for FOLLOWUP) */
-	uint32_t session; /* the requester's random session id: a restarted agent's stale answers are ignored */
-	uint64_t pair;    /* the requester's pair sequence number */
-	int64_t t0, t1;   /* RESP: responder's RX stamps of REQ[0], REQ[1]; FOLLOWUP: its TX stamps of RESP[0..1] */
-	int64_t gap_ns;   /* REQ: the gap the requester meant between REQ[0] and REQ[1] */
+	uint8_t type;  /* enum fq_probe_type */
+	uint8_t index; /* 0 or 1 within the pair (0 for FOLLOWUP) */
+	uint32_t
+	    session;   /* the requester's random session id: a restarted agent's stale answers are ignored */
+	uint64_t pair; /* the requester's pair sequence number */
+	int64_t t0,
+	    t1; /* RESP: responder's RX stamps of REQ[0], REQ[1]; FOLLOWUP: its TX stamps of RESP[0..1] */
+	int64_t gap_ns; /* REQ: the gap the requester meant between REQ[0] and REQ[1] */
 };
 
 /* Serialise p into buf (FQ_PROBE_SIZE bytes). */

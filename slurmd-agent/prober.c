@@ -18,20 +18,24 @@
 #include "slurmd-agent/path.h"
 #include "slurmd-agent/probe_wire.h"
 
-#define MAX_NICS      16
-#define MAX_PATHS     256
-#define PENDING       64   /* pairs in flight per path */
-#define TX_RING       4096 /* sends awaiting their kernel TX stamp, per NIC */
-#define RESPONDERS    256  /* requests being answered, per NIC */
+#define MAX_NICS       16
+#define MAX_PATHS      256
+#define PENDING        64   /* pairs in flight per path */
+#define TX_RING        4096 /* sends awaiting their kernel TX stamp, per NIC */
+#define RESPONDERS     256  /* requests being answered, per NIC */
 #define WINDOW_SAMPLES 1024
-#define CHECK_NS      (5 * 1000000LL)
-#define LOST_AFTER_NS (1000 * 1000000LL)
+#define CHECK_NS       (5 * 1000000LL)
+#define LOST_AFTER_NS  (1000 * 1000000LL)
 
-enum tx_role { TX_NONE, TX_REQ, TX_RESP };
+enum tx_role {
+	TX_NONE,
+	TX_REQ,
+	TX_RESP
+};
 
 struct tx_meta {
 	enum tx_role role;
-	unsigned ref;   /* path index (REQ) or responder slot (RESP) */
+	unsigned ref; /* path index (REQ) or responder slot (RESP) */
 	uint64_t pair;
 	uint8_t index;
 };
@@ -46,12 +50,12 @@ struct pending {
 	uint8_t used;
 };
 
-#define HAVE_S0   0x01
-#define HAVE_S1   0x02
-#define HAVE_A0   0x04
-#define HAVE_A1   0x08
-#define HAVE_B    0x10
-#define HAVE_ALL  0x1f
+#define HAVE_S0  0x01
+#define HAVE_S1  0x02
+#define HAVE_A0  0x04
+#define HAVE_A1  0x08
+#define HAVE_B   0x10
+#define HAVE_ALL 0x1f
 
 /* A request we answer: its RX stamps, then our RESP TX stamps for the FOLLOWUP. */
 struct responder {
@@ -180,8 +184,8 @@ int fq_prober_add_nic(struct fq_prober *p, const char *ifname)
 	struct nic *n;
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	int one = 1, rc;
-	unsigned flags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
-			 SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+	unsigned flags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE |
+			 SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
 
 	if (p->n_nics == MAX_NICS || strlen(ifname) >= IF_NAMESIZE)
 		return -EINVAL;
@@ -203,7 +207,8 @@ int fq_prober_add_nic(struct fq_prober *p, const char *ifname)
 	    setsockopt(n->fd, SOL_IP, IP_RECVERR, &one, sizeof(one)) < 0 ||
 	    bind(n->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = -errno;
-		fq_error("NIC %s: probe socket on %s:%u: %s", ifname, inet_ntoa(n->addr), p->cfg.port, strerror(errno));
+		fq_error("NIC %s: probe socket on %s:%u: %s", ifname, inet_ntoa(n->addr), p->cfg.port,
+			 strerror(errno));
 		close(n->fd);
 		return rc;
 	}
@@ -216,8 +221,8 @@ int fq_prober_add_nic(struct fq_prober *p, const char *ifname)
 	return 0;
 }
 
-int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *peer_node, const char *peer_nic,
-		       const char *addr)
+int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *peer_node,
+		       const char *peer_nic, const char *addr)
 {
 	struct path *t;
 	struct nic *n = NULL;
@@ -250,8 +255,8 @@ int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *p
 }
 
 /* Send one probe, remembering what its TX stamp will belong to. */
-static int send_probe(struct fq_prober *p, struct nic *n, const struct sockaddr_in *to, const struct fq_probe *pr,
-		      enum tx_role role, unsigned ref)
+static int send_probe(struct fq_prober *p, struct nic *n, const struct sockaddr_in *to,
+		      const struct fq_probe *pr, enum tx_role role, unsigned ref)
 {
 	uint8_t buf[FQ_PROBE_SIZE];
 	struct tx_meta *m = &n->tx[n->tskey % TX_RING];
@@ -348,7 +353,8 @@ static void on_check_timer(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	for (unsigned i = 0; i < p->n_paths; i++) {
 		struct path *t = &p->paths[i];
-		if (fq_path_check(&t->live, now, p->cfg.down_after_ns, &since) == FQ_PATH_WENT_DOWN && p->on_event)
+		if (fq_path_check(&t->live, now, p->cfg.down_after_ns, &since) == FQ_PATH_WENT_DOWN &&
+		    p->on_event)
 			p->on_event(p->arg, t->nic->name, t->peer_node, t->peer_nic, 0, raw_to_real(p, since),
 				    raw_to_real(p, now));
 		for (unsigned k = 0; k < PENDING; k++) {
@@ -386,8 +392,11 @@ static void handle_request(struct fq_prober *p, struct nic *n, const struct fq_p
 	r->rx[pr->index] = rx;
 	r->have |= (uint8_t)(1u << pr->index);
 	if ((r->have & 3) == 3 && !(r->have & 0x10)) {
-		struct fq_probe resp = {.type = FQ_PROBE_RESP, .session = r->session, .pair = r->pair,
-					.t0 = r->rx[0], .t1 = r->rx[1]};
+		struct fq_probe resp = {.type = FQ_PROBE_RESP,
+					.session = r->session,
+					.pair = r->pair,
+					.t0 = r->rx[0],
+					.t1 = r->rx[1]};
 		r->have |= 0x10; /* answered */
 		for (uint8_t i = 0; i < 2; i++) {
 			resp.index = i;
@@ -453,8 +462,11 @@ static void handle_tx_stamp(struct fq_prober *p, struct nic *n, uint32_t key, in
 			r->tx[m->index] = tx;
 			r->have |= (uint8_t)(4u << m->index);
 			if ((r->have & 0x0c) == 0x0c) {
-				struct fq_probe f = {.type = FQ_PROBE_FOLLOWUP, .session = r->session, .pair = r->pair,
-						     .t0 = r->tx[0], .t1 = r->tx[1]};
+				struct fq_probe f = {.type = FQ_PROBE_FOLLOWUP,
+						     .session = r->session,
+						     .pair = r->pair,
+						     .t0 = r->tx[0],
+						     .t1 = r->tx[1]};
 				send_probe(p, n, &r->from, &f, TX_NONE, 0);
 				r->used = 0;
 			}
@@ -519,8 +531,12 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		char ctrl[512];
 		struct sockaddr_in from;
 		struct iovec iov = {buf, sizeof(buf)};
-		struct msghdr msg = {.msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov,
-				     .msg_iovlen = 1, .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+		struct msghdr msg = {.msg_name = &from,
+				     .msg_namelen = sizeof(from),
+				     .msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = ctrl,
+				     .msg_controllen = sizeof(ctrl)};
 		struct fq_probe pr;
 		struct timespec *ts;
 		uint32_t key;
@@ -534,8 +550,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		rx = ts ? real_to_raw(p, ts) : fq_now_ns();
 		if (fq_probe_decode(buf, (size_t)len, &pr) < 0 || msg.msg_namelen != sizeof(from)) {
 			p->bad_packets++;
-			fq_log_rl(FQ_LOG_WARN, "%s: malformed probe (%zd bytes) from %s dropped", n->name, len,
-				  inet_ntoa(from.sin_addr));
+			fq_log_rl(FQ_LOG_WARN, "%s: malformed probe (%zd bytes) from %s dropped", n->name,
+				  len, inet_ntoa(from.sin_addr));
 			continue;
 		}
 		if (pr.type == FQ_PROBE_REQ)
@@ -560,7 +576,8 @@ int fq_prober_start(struct fq_prober *p)
 			return -EIO;
 	p->probe_ev = event_new(p->base, -1, EV_PERSIST, on_probe_timer, p);
 	p->check_ev = event_new(p->base, -1, EV_PERSIST, on_check_timer, p);
-	if (!p->probe_ev || !p->check_ev || event_add(p->probe_ev, &tick) < 0 || event_add(p->check_ev, &check) < 0)
+	if (!p->probe_ev || !p->check_ev || event_add(p->probe_ev, &tick) < 0 ||
+	    event_add(p->check_ev, &check) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -604,9 +621,9 @@ struct json_object *fq_prober_report(struct fq_prober *p)
 		json_object_object_add(o, "peer_nic", json_object_new_string(t->peer_nic));
 		json_object_object_add(o, "peer_addr", json_object_new_string(inet_ntoa(t->addr.sin_addr)));
 		json_object_object_add(o, "state", json_object_new_string(t->live.up ? "up" : "down"));
-		json_object_object_add(o, "flaps_last_hour",
-				       json_object_new_int(
-					       (int)fq_path_flaps_since(&t->live, now, 3600 * FQ_NSEC_PER_SEC)));
+		json_object_object_add(
+		    o, "flaps_last_hour",
+		    json_object_new_int((int)fq_path_flaps_since(&t->live, now, 3600 * FQ_NSEC_PER_SEC)));
 		json_object_object_add(o, "flaps_total", json_object_new_uint64(t->live.flaps));
 		json_object_object_add(o, "sent", json_object_new_uint64(t->sent));
 		json_object_object_add(o, "answered", json_object_new_uint64(t->answered));

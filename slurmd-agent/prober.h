@@ -28,8 +28,9 @@ struct fq_prober_config {
 };
 
 /* A path event, for the caller to log and report. */
-typedef void (*fq_prober_event_fn)(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic,
-				   int up, int64_t silent_since_real_ns, int64_t detected_real_ns);
+typedef void (*fq_prober_event_fn)(void *arg, const char *local_nic, const char *peer_node,
+				   const char *peer_nic, int up, int64_t silent_since_real_ns,
+				   int64_t detected_real_ns);
 
 struct fq_prober *fq_prober_create(struct event_base *base, const struct fq_prober_config *cfg,
 				   fq_prober_event_fn on_event, void *arg);
@@ -41,8 +42,8 @@ int fq_prober_add_nic(struct fq_prober *p, const char *ifname);
 
 /* Probe peer_node's peer_nic at addr (IPv4) from the local NIC of the same
  * name, or from local_nic when given. 0, -ENODEV (no such local NIC), -EINVAL. */
-int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *peer_node, const char *peer_nic,
-		       const char *addr);
+int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *peer_node,
+		       const char *peer_nic, const char *addr);
 
 /* Start probing and checking. */
 int fq_prober_start(struct fq_prober *p);
