@@ -17,6 +17,8 @@ struct fq_clock_fit {
 };
 
 #define MAX_BUCKETS 256
+/* buckets with a round trip up to max(1.5 x the best, best + this) are used */
+#define MIN_RTT_SLACK_NS 20000
 
 static int ring_init(struct ring *r, unsigned cap)
 {
@@ -128,37 +130,51 @@ int fq_clock_fit_estimate(const struct fq_clock_fit *f, int64_t now_ns, struct f
 	static __thread struct envelope ef, er;
 	static __thread double slopes[MAX_BUCKETS * (MAX_BUCKETS - 1) / 2], icpt[MAX_BUCKETS];
 	double bt[MAX_BUCKETS], th[MAX_BUCKETS], slope = 0, resid = 0;
-	unsigned nb = (unsigned)(f->window_ns / f->bucket_ns), n = 0, ns = 0, samples;
-	int64_t min_f = INT64_MAX, min_r = INT64_MAX, min_rtt = INT64_MAX;
+	int64_t rtt[MAX_BUCKETS], min_f = INT64_MAX, min_r = INT64_MAX, min_rtt = INT64_MAX, max_rtt = 0, cut;
+	unsigned nb = (unsigned)(f->window_ns / f->bucket_ns), n = 0, used = 0, ns = 0, samples;
+	unsigned idx[MAX_BUCKETS];
 
 	samples = lower_envelope(f, &f->fwd, now_ns, nb, &ef);
 	samples += lower_envelope(f, &f->rev, now_ns, nb, &er);
 	for (unsigned b = 0; b < nb; b++) {
 		if (!ef.have[b] || !er.have[b])
 			continue;
+		/* theta cancels in fwd + rev within one bucket (not across a
+		 * drifting window): the bucket's round trip */
+		rtt[b] = ef.min[b] + er.min[b];
+		min_rtt = rtt[b] < min_rtt ? rtt[b] : min_rtt;
+		idx[n++] = b;
+	}
+	if (n == 0)
+		return -EAGAIN;
+	/* Only buckets whose round trip is near the best one: in the others at
+	 * least one direction never got through without queueing, and a
+	 * one-sided queue biases theta by half its delay. */
+	cut = min_rtt + (min_rtt / 2 > MIN_RTT_SLACK_NS ? min_rtt / 2 : MIN_RTT_SLACK_NS);
+	for (unsigned k = 0; k < n; k++) {
+		unsigned b = idx[k];
+		if (rtt[b] > cut)
+			continue;
 		/* time relative to now, so doubles keep ns precision */
-		bt[n] = (double)((ef.t[b] + er.t[b]) / 2 - now_ns);
-		th[n] = ((double)ef.min[b] - (double)er.min[b]) / 2;
+		bt[used] = (double)((ef.t[b] + er.t[b]) / 2 - now_ns);
+		th[used] = ((double)ef.min[b] - (double)er.min[b]) / 2;
 		min_f = ef.min[b] < min_f ? ef.min[b] : min_f;
 		min_r = er.min[b] < min_r ? er.min[b] : min_r;
-		/* theta cancels in fwd + rev within one bucket, not across a
-		 * drifting window: the round trip is taken per bucket */
-		if (ef.min[b] + er.min[b] < min_rtt)
-			min_rtt = ef.min[b] + er.min[b];
-		n++;
+		max_rtt = rtt[b] > max_rtt ? rtt[b] : max_rtt;
+		used++;
 	}
-	if (n < 2)
+	if (used < 2)
 		return -EAGAIN;
-	for (unsigned i = 0; i < n; i++)
-		for (unsigned j = i + 1; j < n; j++)
+	for (unsigned i = 0; i < used; i++)
+		for (unsigned j = i + 1; j < used; j++)
 			if (bt[j] != bt[i])
 				slopes[ns++] = (th[j] - th[i]) / (bt[j] - bt[i]);
 	if (ns)
 		slope = median(slopes, ns);
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < used; i++)
 		icpt[i] = th[i] - slope * bt[i];
-	out->offset_ns = (int64_t)median(icpt, n); /* at bt = 0, i.e. now */
-	for (unsigned i = 0; i < n; i++) {
+	out->offset_ns = (int64_t)median(icpt, used); /* at bt = 0, i.e. now */
+	for (unsigned i = 0; i < used; i++) {
 		double r = th[i] - (slope * bt[i] + (double)out->offset_ns);
 		resid = r < 0 ? (-r > resid ? -r : resid) : (r > resid ? r : resid);
 	}
@@ -166,10 +182,11 @@ int fq_clock_fit_estimate(const struct fq_clock_fit *f, int64_t now_ns, struct f
 	out->residual_ns = (int64_t)(resid + 0.5);
 	out->min_fwd_ns = min_f;
 	out->min_rev_ns = min_r;
-	/* plus what drift can move theta within a bucket */
-	out->bound_ns = (min_rtt + 1) / 2 + (int64_t)(fabs(slope) * (double)f->bucket_ns);
+	/* every bucket used is within half its round trip of the truth; plus
+	 * what the drift moves theta within a bucket */
+	out->bound_ns = (max_rtt + 1) / 2 + (int64_t)(fabs(slope) * (double)f->bucket_ns);
 	out->at_ns = now_ns;
-	out->buckets = n;
+	out->buckets = used;
 	out->samples = samples;
 	return 0;
 }

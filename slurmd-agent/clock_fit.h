@@ -8,13 +8,16 @@
  * lower envelope of each direction is where owd is smallest and most stable
  * (Huygens, NSDI 2018, fits it with an SVM; here: per-bucket minima). Per
  * bucket, theta_b = (min fwd - min rev) / 2 assumes equal minimum delays in
- * both directions. A Theil-Sen line through the theta_b (median of pairwise
+ * both directions. Only buckets whose round trip (min fwd + min rev) is
+ * near the window's best are used: in the others one direction stayed
+ * queued, and a one-sided queue biases theta by half its delay. A Theil-Sen line through the theta_b (median of pairwise
  * slopes: robust to a few bad buckets) gives the drift and the offset now.
  *
  * Two error figures: `bound_ns` is hard (owd >= 0 means theta lies within
- * [-min rev, min fwd], so the midpoint is within half the minimum round
- * trip, whatever the asymmetry; taken per bucket, plus what the drift moves
- * theta within one bucket); `residual_ns` is the fit's largest
+ * [-min rev, min fwd], so each bucket's midpoint is within half its round
+ * trip, whatever the asymmetry: the largest such half round trip of the
+ * buckets used, plus what the drift moves theta within one bucket);
+ * `residual_ns` is the fit's largest
  * residual, the estimate's noise if the paths are symmetric.
  */
 #ifndef FQ_AGENT_CLOCK_FIT_H

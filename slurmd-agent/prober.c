@@ -26,6 +26,9 @@
 #define WINDOW_SAMPLES 1024
 #define CHECK_NS       (5 * 1000000LL)
 #define LOST_AFTER_NS  (1000 * 1000000LL)
+/* How fast a held estimate's bound grows with age: what an oscillator can
+ * wander beyond the fitted drift (0.1 ppm). */
+#define HOLD_AGING_PPB 100
 
 enum tx_role {
 	TX_NONE,
@@ -74,6 +77,7 @@ struct samples {
 
 struct path {
 	struct nic *nic;
+	struct fq_clock_estimate held; /* the best recent estimate (held.at_ns == 0: none) */
 	char peer_node[64], peer_nic[32];
 	struct sockaddr_in addr;
 	struct fq_path live;
@@ -605,6 +609,37 @@ static struct json_object *percentiles(struct samples *s, int64_t shift)
 	return o;
 }
 
+/*
+ * The estimate to publish: a fresh fit, unless its hard bound is worse than
+ * the held estimate's bound aged to now. A standing queue in one direction
+ * (a saturated link for longer than the window) inflates that direction's
+ * lower envelope and so the fresh bound; the held estimate, extrapolated
+ * with its drift, is then the better one.
+ */
+static int choose_estimate(struct path *t, int64_t now, struct fq_clock_estimate *out, int *held)
+{
+	struct fq_clock_estimate fresh;
+	int have = fq_clock_fit_estimate(t->fit, now, &fresh) == 0;
+	int64_t age = now - t->held.at_ns, aged = 0;
+
+	if (t->held.at_ns)
+		aged = t->held.bound_ns + age / (1000000000 / HOLD_AGING_PPB);
+	*held = 0;
+	if (have && (!t->held.at_ns || fresh.bound_ns <= aged)) {
+		t->held = fresh;
+		*out = fresh;
+		return 1;
+	}
+	if (!t->held.at_ns)
+		return 0;
+	*out = t->held;
+	out->offset_ns = t->held.offset_ns + (int64_t)(t->held.drift_ppb * (double)age / 1e9);
+	out->bound_ns = aged;
+	out->at_ns = now;
+	*held = 1;
+	return 1;
+}
+
 struct json_object *fq_prober_report(struct fq_prober *p)
 {
 	struct json_object *arr = json_object_new_array();
@@ -614,7 +649,7 @@ struct json_object *fq_prober_report(struct fq_prober *p)
 		struct path *t = &p->paths[i];
 		struct json_object *o = json_object_new_object(), *c;
 		struct fq_clock_estimate e;
-		int have = fq_clock_fit_estimate(t->fit, now, &e) == 0;
+		int held, have = choose_estimate(t, now, &e, &held);
 
 		json_object_object_add(o, "local_nic", json_object_new_string(t->nic->name));
 		json_object_object_add(o, "peer_node", json_object_new_string(t->peer_node));
@@ -643,6 +678,7 @@ struct json_object *fq_prober_report(struct fq_prober *p)
 			json_object_object_add(c, "bound_ns", json_object_new_int64(e.bound_ns));
 			json_object_object_add(c, "residual_ns", json_object_new_int64(e.residual_ns));
 			json_object_object_add(c, "buckets", json_object_new_int((int)e.buckets));
+			json_object_object_add(c, "held", json_object_new_boolean(held));
 			json_object_object_add(o, "clock", c);
 		}
 		json_object_array_add(arr, o);

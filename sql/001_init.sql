@@ -29,7 +29,7 @@
 create schema if not exists fabriciq;
 
 -- Written by the migrator; one row per applied migration.
-create table if not exists fabriciq.schema_version (
+create table fabriciq.schema_version (
 	version    int primary key,
 	name       text not null,
 	applied_at timestamptz not null default now()

@@ -1,0 +1,429 @@
+/*
+ * copy: the batched COPY writers. Rows are encoded into per-table buffers
+ * in COPY text format when added (db/encode.c) and written by fq_db_flush()
+ * with one COPY per table inside one transaction: either the whole batch is
+ * stored or none of it is, and then it is still buffered for a retry.
+ */
+#include "db/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+struct copy_table {
+	const char *name;
+	const char *columns;
+};
+
+/* Column lists in the order the encoders below write the fields. */
+static const struct copy_table tables[FQ_DB_T_COUNT] = {
+	[FQ_DB_T_PROBE_WINDOWS] = {"probe_windows",
+				   "window_start, window_end, src_node, src_nic, dst_node, dst_nic, sent, answered, "
+				   "lost, owd_fwd_min_ns, owd_fwd_p50_ns, owd_fwd_p99_ns, owd_fwd_max_ns, "
+				   "owd_rev_min_ns, owd_rev_p50_ns, owd_rev_p99_ns, owd_rev_max_ns, rtt_p50_ns, "
+				   "timestamp_kind, path_up, agent_seq"},
+	[FQ_DB_T_LANE_WINDOWS] = {"lane_windows",
+				  "interval_start, interval_end, job_id, step_id, src_rank, dst_rank, lane, lane_kind, "
+				  "src_node, src_nic, dst_node, dst_nic, bytes, chunks, messages, owd_min_ns, "
+				  "owd_p50_ns, owd_p99_ns, owd_max_ns, tcp_rtt_us, tcp_retrans, tcp_ce, synchronised"},
+	[FQ_DB_T_CLOCK_ESTIMATES] = {"clock_estimates",
+				     "reported_at, node, peer_node, offset_ns, drift_ppb, error_bound_ns, samples, "
+				     "window_start_local_ns, window_end_local_ns, applied_offset_ns, "
+				     "applied_error_ns, correction_epoch"},
+	[FQ_DB_T_LINK_EVENTS] = {"link_events",
+				 "time, detected_at, node, nic, remote_node, remote_nic, state, detector, nic_level"},
+	[FQ_DB_T_FAILOVER_EVENTS] = {"failover_events",
+				     "time, job_id, step_id, src_rank, dst_rank, from_lane, to_lane, node, local_nic, "
+				     "remote_nic, cause, detect_ns, bytes_resent, duration_ns, failback"},
+};
+
+static const char *const ts_kinds[] = {"unknown", "software", "hardware", "user"};
+static const char *const link_states[] = {"unknown", "up", "down"};
+
+/* Checks one string field of row i of table t. */
+static int check_str(struct fq_db *db, enum fq_db_table t, size_t i, const char *field, const char *s,
+		     bool required)
+{
+	if (!s) {
+		if (!required)
+			return 0;
+		fq_db_set_error(db, "%s row %zu: %s is missing", tables[t].name, i, field);
+		return -EINVAL;
+	}
+	if (!fq_utf8_valid(s)) {
+		fq_db_set_error(db, "%s row %zu: %s is not valid UTF-8", tables[t].name, i, field);
+		return -EILSEQ;
+	}
+	return 0;
+}
+
+static int check_enum(struct fq_db *db, enum fq_db_table t, size_t i, const char *field, unsigned v,
+		      unsigned count)
+{
+	if (v < count)
+		return 0;
+	fq_db_set_error(db, "%s row %zu: %s %u is out of range", tables[t].name, i, field, v);
+	return -EINVAL;
+}
+
+/* The row checkers and encoders, one pair per table. An encoder fails
+ * only on -ENOMEM. */
+
+static int check_probe(struct fq_db *db, const void *row, size_t i)
+{
+	const struct fq_db_probe_window *r = row;
+	enum fq_db_table t = FQ_DB_T_PROBE_WINDOWS;
+	int rc;
+
+	if ((rc = check_str(db, t, i, "src_node", r->src_node, true)) ||
+	    (rc = check_str(db, t, i, "src_nic", r->src_nic, true)) ||
+	    (rc = check_str(db, t, i, "dst_node", r->dst_node, true)) ||
+	    (rc = check_str(db, t, i, "dst_nic", r->dst_nic, true)))
+		return rc;
+	return check_enum(db, t, i, "timestamp_kind", r->timestamp_kind, 4);
+}
+
+static int encode_probe(struct fq_buf *b, const void *row)
+{
+	const struct fq_db_probe_window *r = row;
+	int rc = 0;
+
+	rc |= fq_copy_ts(b, true, r->window_start_ns);
+	rc |= fq_copy_ts(b, false, r->window_end_ns);
+	rc |= fq_copy_str(b, false, r->src_node);
+	rc |= fq_copy_str(b, false, r->src_nic);
+	rc |= fq_copy_str(b, false, r->dst_node);
+	rc |= fq_copy_str(b, false, r->dst_nic);
+	rc |= fq_copy_u64(b, false, r->sent);
+	rc |= fq_copy_u64(b, false, r->answered);
+	rc |= fq_copy_u64(b, false, r->lost);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_fwd_min_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_fwd_p50_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_fwd_p99_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_fwd_max_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_rev_min_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_rev_p50_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_rev_p99_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_rev_max_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->rtt_p50_ns);
+	rc |= fq_copy_str(b, false, ts_kinds[r->timestamp_kind]);
+	rc |= fq_copy_bool(b, false, r->path_up);
+	rc |= fq_copy_u64(b, false, r->agent_seq);
+	rc |= fq_copy_eol(b);
+	return rc ? -ENOMEM : 0;
+}
+
+static int check_lane(struct fq_db *db, const void *row, size_t i)
+{
+	const struct fq_db_lane_window *r = row;
+	enum fq_db_table t = FQ_DB_T_LANE_WINDOWS;
+	int rc;
+
+	if ((rc = check_str(db, t, i, "lane_kind", r->lane_kind, true)) ||
+	    (rc = check_str(db, t, i, "src_node", r->src_node, true)) ||
+	    (rc = check_str(db, t, i, "src_nic", r->src_nic, true)) ||
+	    (rc = check_str(db, t, i, "dst_node", r->dst_node, true)) ||
+	    (rc = check_str(db, t, i, "dst_nic", r->dst_nic, true)))
+		return rc;
+	return 0;
+}
+
+static int encode_lane(struct fq_buf *b, const void *row)
+{
+	const struct fq_db_lane_window *r = row;
+	int rc = 0;
+
+	rc |= fq_copy_ts(b, true, r->interval_start_ns);
+	rc |= fq_copy_ts(b, false, r->interval_end_ns);
+	rc |= fq_copy_u64(b, false, r->job_id);
+	rc |= fq_copy_u64(b, false, r->step_id);
+	rc |= fq_copy_u64(b, false, r->src_rank);
+	rc |= fq_copy_u64(b, false, r->dst_rank);
+	rc |= fq_copy_u64(b, false, r->lane);
+	rc |= fq_copy_str(b, false, r->lane_kind);
+	rc |= fq_copy_str(b, false, r->src_node);
+	rc |= fq_copy_str(b, false, r->src_nic);
+	rc |= fq_copy_str(b, false, r->dst_node);
+	rc |= fq_copy_str(b, false, r->dst_nic);
+	rc |= fq_copy_u64(b, false, r->bytes);
+	rc |= fq_copy_u64(b, false, r->chunks);
+	rc |= fq_copy_u64(b, false, r->messages);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_min_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_p50_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_p99_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_max_ns);
+	rc |= fq_copy_u64(b, false, r->tcp_rtt_us);
+	rc |= fq_copy_u64(b, false, r->tcp_retrans);
+	rc |= fq_copy_u64(b, false, r->tcp_ce);
+	rc |= fq_copy_bool(b, false, r->synchronised);
+	rc |= fq_copy_eol(b);
+	return rc ? -ENOMEM : 0;
+}
+
+static int check_clock(struct fq_db *db, const void *row, size_t i)
+{
+	const struct fq_db_clock_estimate *r = row;
+	enum fq_db_table t = FQ_DB_T_CLOCK_ESTIMATES;
+	int rc;
+
+	if ((rc = check_str(db, t, i, "node", r->node, true)) ||
+	    (rc = check_str(db, t, i, "peer_node", r->peer_node, true)))
+		return rc;
+	return 0;
+}
+
+static int encode_clock(struct fq_buf *b, const void *row)
+{
+	const struct fq_db_clock_estimate *r = row;
+	int rc = 0;
+
+	rc |= fq_copy_ts(b, true, r->reported_ns);
+	rc |= fq_copy_str(b, false, r->node);
+	rc |= fq_copy_str(b, false, r->peer_node);
+	rc |= fq_copy_i64(b, false, r->offset_ns);
+	rc |= fq_copy_f64(b, false, r->drift_ppb);
+	rc |= fq_copy_i64(b, false, r->error_bound_ns);
+	rc |= fq_copy_u64(b, false, r->samples);
+	rc |= fq_copy_i64(b, false, r->window_start_local_ns);
+	rc |= fq_copy_i64(b, false, r->window_end_local_ns);
+	rc |= fq_copy_i64(b, false, r->applied_offset_ns);
+	rc |= fq_copy_i64(b, false, r->applied_error_ns);
+	rc |= fq_copy_u64(b, false, r->correction_epoch);
+	rc |= fq_copy_eol(b);
+	return rc ? -ENOMEM : 0;
+}
+
+static int check_link_event(struct fq_db *db, const void *row, size_t i)
+{
+	const struct fq_db_link_event *r = row;
+	enum fq_db_table t = FQ_DB_T_LINK_EVENTS;
+	int rc;
+
+	if ((rc = check_str(db, t, i, "node", r->node, true)) || (rc = check_str(db, t, i, "nic", r->nic, true)) ||
+	    (rc = check_str(db, t, i, "remote_node", r->remote_node, false)) ||
+	    (rc = check_str(db, t, i, "remote_nic", r->remote_nic, false)) ||
+	    (rc = check_str(db, t, i, "detector", r->detector, true)))
+		return rc;
+	return check_enum(db, t, i, "state", r->state, 3);
+}
+
+static int encode_link_event(struct fq_buf *b, const void *row)
+{
+	const struct fq_db_link_event *r = row;
+	int rc = 0;
+
+	rc |= fq_copy_ts(b, true, r->time_ns);
+	rc |= fq_copy_ts(b, false, r->detected_ns);
+	rc |= fq_copy_str(b, false, r->node);
+	rc |= fq_copy_str(b, false, r->nic);
+	rc |= fq_copy_str(b, false, r->remote_node);
+	rc |= fq_copy_str(b, false, r->remote_nic);
+	rc |= fq_copy_str(b, false, link_states[r->state]);
+	rc |= fq_copy_str(b, false, r->detector);
+	rc |= fq_copy_bool(b, false, r->nic_level);
+	rc |= fq_copy_eol(b);
+	return rc ? -ENOMEM : 0;
+}
+
+static int check_failover(struct fq_db *db, const void *row, size_t i)
+{
+	const struct fq_db_failover_event *r = row;
+	enum fq_db_table t = FQ_DB_T_FAILOVER_EVENTS;
+	int rc;
+
+	if ((rc = check_str(db, t, i, "node", r->node, true)) ||
+	    (rc = check_str(db, t, i, "local_nic", r->local_nic, true)) ||
+	    (rc = check_str(db, t, i, "remote_nic", r->remote_nic, true)) ||
+	    (rc = check_str(db, t, i, "cause", r->cause, true)))
+		return rc;
+	return 0;
+}
+
+static int encode_failover(struct fq_buf *b, const void *row)
+{
+	const struct fq_db_failover_event *r = row;
+	int rc = 0;
+
+	rc |= fq_copy_ts(b, true, r->time_ns);
+	rc |= fq_copy_u64(b, false, r->job_id);
+	rc |= fq_copy_u64(b, false, r->step_id);
+	rc |= fq_copy_u64(b, false, r->src_rank);
+	rc |= fq_copy_u64(b, false, r->dst_rank);
+	rc |= fq_copy_u64(b, false, r->from_lane);
+	rc |= fq_copy_u64(b, false, r->to_lane);
+	rc |= fq_copy_str(b, false, r->node);
+	rc |= fq_copy_str(b, false, r->local_nic);
+	rc |= fq_copy_str(b, false, r->remote_nic);
+	rc |= fq_copy_str(b, false, r->cause);
+	rc |= fq_copy_i64(b, false, r->detect_ns);
+	rc |= fq_copy_u64(b, false, r->bytes_resent);
+	rc |= fq_copy_i64(b, false, r->duration_ns);
+	rc |= fq_copy_bool(b, false, r->failback);
+	rc |= fq_copy_eol(b);
+	return rc ? -ENOMEM : 0;
+}
+
+typedef int (*check_fn)(struct fq_db *db, const void *row, size_t i);
+typedef int (*encode_fn)(struct fq_buf *b, const void *row);
+
+/* Checks and encodes n rows; all or none of them end up buffered. */
+static int add_rows(struct fq_db *db, enum fq_db_table t, const void *rows, size_t size, size_t n, check_fn check,
+		    encode_fn encode)
+{
+	struct fq_db_copy_buf *c = &db->copy[t];
+	size_t mark = c->buf.len;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		const void *row = (const char *)rows + i * size;
+
+		rc = check(db, row, i);
+		if (!rc && (rc = encode(&c->buf, row)))
+			fq_db_set_error(db, "%s: out of memory buffering %zu rows", tables[t].name, c->rows + n);
+		if (rc) {
+			c->buf.len = mark;
+			return rc;
+		}
+	}
+	c->rows += n;
+	return 0;
+}
+
+int fq_db_add_probe_windows(struct fq_db *db, const struct fq_db_probe_window *rows, size_t n)
+{
+	return add_rows(db, FQ_DB_T_PROBE_WINDOWS, rows, sizeof(*rows), n, check_probe, encode_probe);
+}
+
+int fq_db_add_lane_windows(struct fq_db *db, const struct fq_db_lane_window *rows, size_t n)
+{
+	return add_rows(db, FQ_DB_T_LANE_WINDOWS, rows, sizeof(*rows), n, check_lane, encode_lane);
+}
+
+int fq_db_add_clock_estimates(struct fq_db *db, const struct fq_db_clock_estimate *rows, size_t n)
+{
+	return add_rows(db, FQ_DB_T_CLOCK_ESTIMATES, rows, sizeof(*rows), n, check_clock, encode_clock);
+}
+
+int fq_db_add_link_events(struct fq_db *db, const struct fq_db_link_event *rows, size_t n)
+{
+	return add_rows(db, FQ_DB_T_LINK_EVENTS, rows, sizeof(*rows), n, check_link_event, encode_link_event);
+}
+
+int fq_db_add_failover_events(struct fq_db *db, const struct fq_db_failover_event *rows, size_t n)
+{
+	return add_rows(db, FQ_DB_T_FAILOVER_EVENTS, rows, sizeof(*rows), n, check_failover, encode_failover);
+}
+
+size_t fq_db_pending_rows(const struct fq_db *db)
+{
+	size_t n = 0;
+
+	for (int t = 0; t < FQ_DB_T_COUNT; t++)
+		n += db->copy[t].rows;
+	return n;
+}
+
+size_t fq_db_pending_bytes(const struct fq_db *db)
+{
+	size_t n = 0;
+
+	for (int t = 0; t < FQ_DB_T_COUNT; t++)
+		n += db->copy[t].buf.len;
+	return n;
+}
+
+void fq_db_discard(struct fq_db *db)
+{
+	for (int t = 0; t < FQ_DB_T_COUNT; t++) {
+		db->copy[t].buf.len = 0;
+		db->copy[t].rows = 0;
+	}
+}
+
+/* Reads the results of a finished COPY; 0 if it succeeded. */
+static int copy_result(struct fq_db *db, enum fq_db_table t)
+{
+	PGresult *res;
+	int rc = 0;
+
+	while ((res = PQgetResult(db->conn))) {
+		if (!rc && PQresultStatus(res) != PGRES_COMMAND_OK) {
+			char what[128];
+
+			rc = fq_db_errno_of(res, db->conn);
+			snprintf(what, sizeof(what), "COPY of %zu rows into fabriciq.%s", db->copy[t].rows,
+				 tables[t].name);
+			fq_db_set_result_error(db, what, res);
+		}
+		PQclear(res);
+	}
+	return rc;
+}
+
+/* libpq copies what it is given into its own output buffer: sending in
+ * slices bounds that copy instead of doubling a large batch in memory. */
+#define COPY_SLICE (256 * 1024)
+
+static int copy_table(struct fq_db *db, enum fq_db_table t)
+{
+	const struct fq_buf *b = &db->copy[t].buf;
+	char sql[512];
+	PGresult *res;
+	int rc;
+
+	snprintf(sql, sizeof(sql), "copy fabriciq.%s (%s) from stdin", tables[t].name, tables[t].columns);
+	res = PQexec(db->conn, sql);
+	if (PQresultStatus(res) != PGRES_COPY_IN) {
+		char what[128];
+
+		rc = fq_db_errno_of(res, db->conn);
+		snprintf(what, sizeof(what), "COPY into fabriciq.%s", tables[t].name);
+		fq_db_set_result_error(db, what, res);
+		PQclear(res);
+		return rc;
+	}
+	PQclear(res);
+	for (size_t off = 0; off < b->len; off += COPY_SLICE) {
+		size_t len = b->len - off < COPY_SLICE ? b->len - off : COPY_SLICE;
+
+		if (PQputCopyData(db->conn, b->p + off, (int)len) != 1) {
+			fq_db_set_error(db, "COPY into fabriciq.%s: sending rows: %s", tables[t].name,
+					PQerrorMessage(db->conn));
+			PQputCopyEnd(db->conn, "client failed to send");
+			copy_result(db, t);
+			return -ECONNRESET;
+		}
+	}
+	if (PQputCopyEnd(db->conn, NULL) != 1) {
+		fq_db_set_error(db, "COPY into fabriciq.%s: ending: %s", tables[t].name, PQerrorMessage(db->conn));
+		copy_result(db, t);
+		return -ECONNRESET;
+	}
+	return copy_result(db, t);
+}
+
+int64_t fq_db_flush(struct fq_db *db)
+{
+	size_t rows = fq_db_pending_rows(db);
+	int rc;
+
+	if (!rows)
+		return 0;
+	rc = fq_db_exec(db, "flush", "begin", NULL);
+	if (rc)
+		return rc;
+	for (int t = 0; t < FQ_DB_T_COUNT; t++) {
+		if (db->copy[t].rows && (rc = copy_table(db, (enum fq_db_table)t)))
+			goto rollback;
+	}
+	/* A failed commit aborts the transaction: the rows stay buffered. */
+	rc = fq_db_exec(db, "flush: commit", "commit", NULL);
+	if (rc)
+		return rc;
+	fq_db_discard(db);
+	return (int64_t)rows;
+
+rollback:
+	PQclear(PQexec(db->conn, "rollback"));
+	return rc;
+}

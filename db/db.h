@@ -1,0 +1,299 @@
+/*
+ * db: fabriciq's PostgreSQL storage (libpq): schema migrations, batched
+ * COPY writers for the telemetry tables, upserts for topology and Slurm
+ * jobs, and the queries the CLI needs. The schema is the files in sql/ (the
+ * contract with users), compiled into the library as migrations.
+ *
+ * A `struct fq_db` is one connection and its write buffers. It is not
+ * thread-safe: use one per thread (the library keeps no global state, so
+ * several are independent). Every function returns 0 (or a count) on
+ * success and a negative errno on failure; fq_db_error() then says what
+ * failed, with PostgreSQL's message.
+ *
+ * Rows are plain structs. Times are int64 ns since the Unix epoch (as on
+ * the wire) and are stored as timestamptz (microseconds); delays are ns.
+ * Strings are borrowed for the duration of the call, must be valid UTF-8
+ * (-EILSEQ otherwise, so one bad row cannot poison a batch) and are stored
+ * verbatim; a NULL optional string is stored as SQL NULL.
+ */
+#ifndef FQ_DB_DB_H
+#define FQ_DB_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fq_db;
+
+/* The newest schema version this code knows (the last sql/NNN_*.sql). */
+int fq_db_code_version(void);
+
+/* Connects with a libpq conninfo string or URI ("" or NULL: the PG*
+ * environment variables and libpq's defaults). Returns 0 and *out, or a
+ * negative errno (-ECONNREFUSED: could not connect; -ENOMEM); on failure
+ * *out is NULL and, if err is not NULL, err[errlen] holds the reason. */
+int fq_db_create(const char *conninfo, struct fq_db **out, char *err, size_t errlen);
+/* Closes the connection; buffered rows not flushed are dropped. NULL is fine. */
+void fq_db_destroy(struct fq_db *db);
+
+/* The last error, in words (never NULL; "" if none). Valid until the next call. */
+const char *fq_db_error(const struct fq_db *db);
+
+/* ---- schema ---------------------------------------------------------- */
+
+/* The schema version stored in the database (0: none). */
+int fq_db_schema_version(struct fq_db *db, int *version);
+
+/*
+ * Brings the schema up to fq_db_code_version(): each missing migration in
+ * its own transaction, under an advisory lock so concurrent migrators wait
+ * for each other; then creates the upcoming partitions. Idempotent.
+ * *applied (may be NULL) gets the number of migrations applied.
+ * -EPROTONOSUPPORT: the database's schema is newer than this code (the
+ * error names both versions); nothing is changed.
+ */
+int fq_db_migrate(struct fq_db *db, int *applied);
+
+/* fabriciq.maintain_partitions(): creates the next days' partitions and
+ * drops those past retention; counts in *created / *dropped (may be NULL). */
+int fq_db_maintain(struct fq_db *db, int *created, int *dropped);
+
+struct fq_db_partition {
+	char table[64];
+	char name[64];
+	int64_t start_ns, end_ns; /* both 0 for the default partition */
+	int64_t estimated_rows;   /* -1: never analysed */
+};
+
+/* Every partition of the time-series tables, by table then start. On
+ * success *parts (free() it) holds *n entries. */
+int fq_db_partitions(struct fq_db *db, struct fq_db_partition **parts, size_t *n);
+
+/* ---- batched COPY writers -------------------------------------------- */
+
+/*
+ * The *_add functions append rows to a per-table buffer (no I/O); one
+ * fq_db_flush() writes every buffer with COPY FROM STDIN in a single
+ * transaction. If the flush fails, nothing of it is committed and the rows
+ * stay buffered, so the caller may retry or spool them; fq_db_discard()
+ * drops them. A row is checked when added: -EINVAL (missing required
+ * string) or -EILSEQ (not UTF-8), and nothing of that call is buffered.
+ */
+
+enum fq_db_timestamp_kind {
+	FQ_DB_TS_UNKNOWN = 0,
+	FQ_DB_TS_SOFTWARE = 1,
+	FQ_DB_TS_HARDWARE = 2,
+	FQ_DB_TS_USER = 3,
+};
+
+/* One probe window of one path, as in proto ProbeReport. */
+struct fq_db_probe_window {
+	int64_t window_start_ns, window_end_ns;
+	const char *src_node, *src_nic, *dst_node, *dst_nic;
+	uint32_t sent, answered, lost;
+	/* Delays in ns; 0 = no sample (stored as NULL). */
+	int64_t owd_fwd_min_ns, owd_fwd_p50_ns, owd_fwd_p99_ns, owd_fwd_max_ns;
+	int64_t owd_rev_min_ns, owd_rev_p50_ns, owd_rev_p99_ns, owd_rev_max_ns;
+	int64_t rtt_p50_ns;
+	enum fq_db_timestamp_kind timestamp_kind;
+	bool path_up;
+	uint64_t agent_seq; /* the agent's frame sequence number */
+};
+
+/* One lane interval from the NCCL plugin, as in proto LaneReport. */
+struct fq_db_lane_window {
+	int64_t interval_start_ns, interval_end_ns;
+	uint64_t job_id;
+	uint32_t step_id, src_rank, dst_rank, lane;
+	const char *lane_kind; /* "tcp", "ib" */
+	const char *src_node, *src_nic, *dst_node, *dst_nic;
+	uint64_t bytes, chunks, messages;
+	int64_t owd_min_ns, owd_p50_ns, owd_p99_ns, owd_max_ns; /* 0 = no sample (NULL) */
+	uint32_t tcp_rtt_us, tcp_retrans, tcp_ce;
+	bool synchronised;
+};
+
+/* One pairwise estimate of a ClockReport; every estimate of one report
+ * must carry the same reported_ns (clock_status groups by it). */
+struct fq_db_clock_estimate {
+	int64_t reported_ns; /* controller receive time */
+	const char *node, *peer_node;
+	int64_t offset_ns;
+	double drift_ppb;
+	int64_t error_bound_ns;
+	uint32_t samples;
+	int64_t window_start_local_ns, window_end_local_ns; /* agent CLOCK_MONOTONIC_RAW */
+	int64_t applied_offset_ns, applied_error_ns;
+	uint64_t correction_epoch;
+};
+
+enum fq_db_link_state {
+	FQ_DB_LINK_UNKNOWN = 0,
+	FQ_DB_LINK_UP = 1,
+	FQ_DB_LINK_DOWN = 2,
+};
+
+struct fq_db_link_event {
+	int64_t time_ns, detected_ns;
+	const char *node, *nic;
+	const char *remote_node, *remote_nic; /* NULL for a NIC-level event */
+	enum fq_db_link_state state;
+	const char *detector; /* "probe", "carrier", "plugin" */
+	bool nic_level;
+};
+
+struct fq_db_failover_event {
+	int64_t time_ns;
+	uint64_t job_id;
+	uint32_t step_id, src_rank, dst_rank, from_lane, to_lane;
+	const char *node, *local_nic, *remote_nic;
+	const char *cause; /* "socket-error", "no-progress", "path-down", "failback" */
+	int64_t detect_ns;
+	uint64_t bytes_resent;
+	int64_t duration_ns;
+	bool failback;
+};
+
+int fq_db_add_probe_windows(struct fq_db *db, const struct fq_db_probe_window *rows, size_t n);
+int fq_db_add_lane_windows(struct fq_db *db, const struct fq_db_lane_window *rows, size_t n);
+int fq_db_add_clock_estimates(struct fq_db *db, const struct fq_db_clock_estimate *rows, size_t n);
+int fq_db_add_link_events(struct fq_db *db, const struct fq_db_link_event *rows, size_t n);
+int fq_db_add_failover_events(struct fq_db *db, const struct fq_db_failover_event *rows, size_t n);
+
+/* Rows and bytes buffered, over all tables (to decide when to flush). */
+size_t fq_db_pending_rows(const struct fq_db *db);
+size_t fq_db_pending_bytes(const struct fq_db *db);
+
+/* Writes every buffered row (see above); returns the number of rows written. */
+int64_t fq_db_flush(struct fq_db *db);
+void fq_db_discard(struct fq_db *db);
+
+/* ---- topology and jobs (upserts, each its own statement) -------------- */
+
+struct fq_db_node {
+	const char *name;
+	const char *agent_version, *boot_id; /* optional */
+	int64_t seen_ns;
+};
+
+enum fq_db_nic_kind {
+	FQ_DB_NIC_UNKNOWN = 0,
+	FQ_DB_NIC_ETHERNET = 1,
+	FQ_DB_NIC_ROCE = 2,
+	FQ_DB_NIC_INFINIBAND = 3,
+};
+
+struct fq_db_nic {
+	const char *node, *name;
+	const char *address, *guid; /* optional */
+	uint32_t rail;
+	uint64_t speed_mbps;
+	enum fq_db_nic_kind kind;
+	bool front_end;
+	int64_t seen_ns;
+};
+
+/* A probed path; state_since_ns is kept while the state does not change. */
+struct fq_db_link {
+	const char *src_node, *src_nic, *dst_node, *dst_nic;
+	enum fq_db_link_state state;
+	int64_t state_since_ns, seen_ns;
+};
+
+struct fq_db_step {
+	uint64_t job_id;
+	uint32_t step_id;
+	uint32_t uid;
+	const char *mode; /* "monitor" or "control"; NULL: "monitor" */
+	uint32_t node_count, task_count;
+	int64_t start_ns;
+	int64_t end_ns; /* 0: running */
+	bool has_exit_status;
+	int32_t exit_status;
+};
+
+struct fq_db_rank {
+	uint64_t job_id;
+	uint32_t step_id, rank, local_rank;
+	const char *node;
+	const char *nic; /* optional: learned from the lanes */
+	int32_t pid;
+};
+
+int fq_db_upsert_node(struct fq_db *db, const struct fq_db_node *node);
+/* The NIC's node must exist (fq_db_upsert_node first): -ENOENT otherwise. */
+int fq_db_upsert_nic(struct fq_db *db, const struct fq_db_nic *nic);
+int fq_db_upsert_link(struct fq_db *db, const struct fq_db_link *link);
+/* Upserts the job (first/last seen, uid) and the step. A later call with
+ * end_ns set records the end; start_time keeps its first value. */
+int fq_db_upsert_step(struct fq_db *db, const struct fq_db_step *step);
+/* The rank's step must exist: -ENOENT otherwise. */
+int fq_db_upsert_rank(struct fq_db *db, const struct fq_db_rank *rank);
+
+/* ---- anomalies and hints ---------------------------------------------- */
+
+enum fq_db_severity {
+	FQ_DB_SEV_INFO = 0,
+	FQ_DB_SEV_WARNING = 1,
+	FQ_DB_SEV_CRITICAL = 2,
+};
+
+struct fq_db_anomaly {
+	const char *kind; /* link_down, flapping, path_delay, lane_outlier, inband_mismatch,
+			     slow_sender, slow_receiver */
+	enum fq_db_severity severity;
+	int64_t start_ns, end_ns; /* end 0: still open */
+	const char *node, *nic, *remote_node, *remote_nic; /* optional */
+	const char *summary;
+	const char *evidence_json; /* a JSON object; NULL: {} */
+};
+
+/* One job step an anomaly hit, and the ranks of it it touched. */
+struct fq_db_anomaly_job {
+	uint64_t job_id;
+	uint32_t step_id;
+	const uint32_t *ranks;
+	size_t nranks;
+};
+
+/* Inserts the anomaly and its job attachments in one transaction; *id gets
+ * its id. -EINVAL: unknown kind or bad JSON (said in fq_db_error). */
+int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a, const struct fq_db_anomaly_job *jobs,
+			 size_t njobs, int64_t *id);
+/* Attaches more job steps to an existing anomaly (ranks are merged). */
+int fq_db_attach_anomaly(struct fq_db *db, int64_t id, const struct fq_db_anomaly_job *jobs, size_t njobs);
+/* Sets the end time of an open anomaly; -ENOENT if no such open anomaly. */
+int fq_db_close_anomaly(struct fq_db *db, int64_t id, int64_t end_ns);
+
+struct fq_db_drain_hint {
+	const char *node;
+	const char *nic; /* optional */
+	bool resume;     /* false: drain */
+	const char *reason;
+	int64_t anomaly_id; /* 0: none */
+	int64_t created_ns;
+};
+
+int fq_db_insert_drain_hint(struct fq_db *db, const struct fq_db_drain_hint *h, int64_t *id);
+
+/* ---- queries ---------------------------------------------------------- */
+
+/* One row of the job_efficiency view (one job step). */
+struct fq_db_job_efficiency {
+	uint64_t job_id;
+	uint32_t step_id;
+	int64_t first_interval_ns, last_interval_ns; /* 0: no lane windows */
+	uint32_t lanes;
+	uint64_t bytes;
+	double achieved_gbps, best_gbps, efficiency, degraded_share; /* NaN: no data */
+	double median_lane_p99_us, slowest_lane_p99_us;              /* NaN: no data */
+	char slowest_lanes[3][64];                                   /* "" when fewer lanes */
+	uint32_t anomalies, failovers;
+};
+
+/* The job's steps, by step id. On success *rows (free() it) holds *n
+ * entries (0 if the job is unknown). */
+int fq_db_job_efficiency(struct fq_db *db, uint64_t job_id, struct fq_db_job_efficiency **rows, size_t *n);
+
+#endif /* FQ_DB_DB_H */

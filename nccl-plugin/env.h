@@ -1,0 +1,40 @@
+/*
+ * env: the plugin's settings, read once from the environment.
+ *
+ * One table (name, kind, default, bounds, help) drives parsing, validation
+ * and the man page's list (doc/libnccl-net-fabriciq.7). A value that does
+ * not parse or is out of bounds is an error: init fails with a message
+ * naming the variable, the value and what is allowed. Pure: the lookup
+ * function is a parameter, so tests feed it tables.
+ */
+#ifndef FQN_ENV_H
+#define FQN_ENV_H
+
+#include <stddef.h>
+
+#define FQN_MAX_LANES     16
+#define FQN_PATH_MAX      108 /* sun_path */
+#define FQN_IFACES_MAX    256
+
+struct fqn_config {
+	int lanes;                          /* FABRICIQ_LANES, 1..16, default 2 */
+	size_t chunk_size;                  /* FABRICIQ_CHUNK_SIZE, 4 KiB..64 MiB, default 512 KiB */
+	char ifaces[FQN_IFACES_MAX];        /* FABRICIQ_IFACES, comma list, "" = autodetect */
+	char agent_socket[FQN_PATH_MAX];    /* FABRICIQ_AGENT_SOCKET */
+	char clock_page[FQN_PATH_MAX];      /* FABRICIQ_CLOCK_PAGE */
+	int telemetry;                      /* FABRICIQ_TELEMETRY, 0 or 1, default 1 */
+	int telemetry_interval_ms;          /* FABRICIQ_TELEMETRY_INTERVAL_MS, 10..60000, default 100 */
+	int sock_buf_bytes;                 /* FABRICIQ_SOCKET_BUFFER, 0 (kernel) or 64 KiB..256 MiB, default 4 MiB */
+};
+
+typedef const char *(*fqn_getenv_fn)(const char *name);
+
+/* Fill *cfg from the defaults and the variables lookup() returns. Returns 0,
+ * or -EINVAL with a one-line reason in err. */
+int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, size_t errlen);
+
+/* Parse a size: digits with an optional k/K (KiB) or m/M (MiB) or g/G (GiB)
+ * suffix. Returns 0 or -EINVAL (not a number, overflow, trailing junk). */
+int fqn_parse_size(const char *s, unsigned long long *out);
+
+#endif /* FQN_ENV_H */
