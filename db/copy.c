@@ -17,24 +17,25 @@ struct copy_table {
 
 /* Column lists in the order the encoders below write the fields. */
 static const struct copy_table tables[FQ_DB_T_COUNT] = {
-	[FQ_DB_T_PROBE_WINDOWS] = {"probe_windows",
-				   "window_start, window_end, src_node, src_nic, dst_node, dst_nic, sent, answered, "
-				   "lost, owd_fwd_min_ns, owd_fwd_p50_ns, owd_fwd_p99_ns, owd_fwd_max_ns, "
-				   "owd_rev_min_ns, owd_rev_p50_ns, owd_rev_p99_ns, owd_rev_max_ns, rtt_p50_ns, "
-				   "timestamp_kind, path_up, agent_seq"},
-	[FQ_DB_T_LANE_WINDOWS] = {"lane_windows",
-				  "interval_start, interval_end, job_id, step_id, src_rank, dst_rank, lane, lane_kind, "
-				  "src_node, src_nic, dst_node, dst_nic, bytes, chunks, messages, owd_min_ns, "
-				  "owd_p50_ns, owd_p99_ns, owd_max_ns, tcp_rtt_us, tcp_retrans, tcp_ce, synchronised"},
-	[FQ_DB_T_CLOCK_ESTIMATES] = {"clock_estimates",
-				     "reported_at, node, peer_node, offset_ns, drift_ppb, error_bound_ns, samples, "
-				     "window_start_local_ns, window_end_local_ns, applied_offset_ns, "
-				     "applied_error_ns, correction_epoch"},
-	[FQ_DB_T_LINK_EVENTS] = {"link_events",
-				 "time, detected_at, node, nic, remote_node, remote_nic, state, detector, nic_level"},
-	[FQ_DB_T_FAILOVER_EVENTS] = {"failover_events",
-				     "time, job_id, step_id, src_rank, dst_rank, from_lane, to_lane, node, local_nic, "
-				     "remote_nic, cause, detect_ns, bytes_resent, duration_ns, failback"},
+    [FQ_DB_T_PROBE_WINDOWS] =
+	{"probe_windows", "window_start, window_end, src_node, src_nic, dst_node, dst_nic, sent, answered, "
+			  "lost, owd_fwd_min_ns, owd_fwd_p50_ns, owd_fwd_p99_ns, owd_fwd_max_ns, "
+			  "owd_rev_min_ns, owd_rev_p50_ns, owd_rev_p99_ns, owd_rev_max_ns, rtt_p50_ns, "
+			  "timestamp_kind, path_up, agent_seq"},
+    [FQ_DB_T_LANE_WINDOWS] =
+	{"lane_windows",
+	 "interval_start, interval_end, job_id, step_id, src_rank, dst_rank, lane, lane_kind, "
+	 "src_node, src_nic, dst_node, dst_nic, bytes, chunks, messages, owd_min_ns, "
+	 "owd_p50_ns, owd_p99_ns, owd_max_ns, tcp_rtt_us, tcp_retrans, tcp_ce, synchronised"},
+    [FQ_DB_T_CLOCK_ESTIMATES] =
+	{"clock_estimates", "reported_at, node, peer_node, offset_ns, drift_ppb, error_bound_ns, samples, "
+			    "window_start_local_ns, window_end_local_ns, applied_offset_ns, "
+			    "applied_error_ns, correction_epoch"},
+    [FQ_DB_T_LINK_EVENTS] =
+	{"link_events", "time, detected_at, node, nic, remote_node, remote_nic, state, detector, nic_level"},
+    [FQ_DB_T_FAILOVER_EVENTS] =
+	{"failover_events", "time, job_id, step_id, src_rank, dst_rank, from_lane, to_lane, node, local_nic, "
+			    "remote_nic, cause, detect_ns, bytes_resent, duration_ns, failback"},
 };
 
 static const char *const ts_kinds[] = {"unknown", "software", "hardware", "user"};
@@ -199,7 +200,8 @@ static int check_link_event(struct fq_db *db, const void *row, size_t i)
 	enum fq_db_table t = FQ_DB_T_LINK_EVENTS;
 	int rc;
 
-	if ((rc = check_str(db, t, i, "node", r->node, true)) || (rc = check_str(db, t, i, "nic", r->nic, true)) ||
+	if ((rc = check_str(db, t, i, "node", r->node, true)) ||
+	    (rc = check_str(db, t, i, "nic", r->nic, true)) ||
 	    (rc = check_str(db, t, i, "remote_node", r->remote_node, false)) ||
 	    (rc = check_str(db, t, i, "remote_nic", r->remote_nic, false)) ||
 	    (rc = check_str(db, t, i, "detector", r->detector, true)))
@@ -267,8 +269,8 @@ typedef int (*check_fn)(struct fq_db *db, const void *row, size_t i);
 typedef int (*encode_fn)(struct fq_buf *b, const void *row);
 
 /* Checks and encodes n rows; all or none of them end up buffered. */
-static int add_rows(struct fq_db *db, enum fq_db_table t, const void *rows, size_t size, size_t n, check_fn check,
-		    encode_fn encode)
+static int add_rows(struct fq_db *db, enum fq_db_table t, const void *rows, size_t size, size_t n,
+		    check_fn check, encode_fn encode)
 {
 	struct fq_db_copy_buf *c = &db->copy[t];
 	size_t mark = c->buf.len;
@@ -279,7 +281,8 @@ static int add_rows(struct fq_db *db, enum fq_db_table t, const void *rows, size
 
 		rc = check(db, row, i);
 		if (!rc && (rc = encode(&c->buf, row)))
-			fq_db_set_error(db, "%s: out of memory buffering %zu rows", tables[t].name, c->rows + n);
+			fq_db_set_error(db, "%s: out of memory buffering %zu rows", tables[t].name,
+					c->rows + n);
 		if (rc) {
 			c->buf.len = mark;
 			return rc;
@@ -395,7 +398,8 @@ static int copy_table(struct fq_db *db, enum fq_db_table t)
 		}
 	}
 	if (PQputCopyEnd(db->conn, NULL) != 1) {
-		fq_db_set_error(db, "COPY into fabriciq.%s: ending: %s", tables[t].name, PQerrorMessage(db->conn));
+		fq_db_set_error(db, "COPY into fabriciq.%s: ending: %s", tables[t].name,
+				PQerrorMessage(db->conn));
 		copy_result(db, t);
 		return -ECONNRESET;
 	}

@@ -155,7 +155,8 @@ int fq_db_errno_of(const PGresult *res, PGconn *conn)
 	return -EIO;
 }
 
-PGresult *fq_db_run(struct fq_db *db, const char *what, const char *sql, const struct fq_db_params *p, int *rc)
+PGresult *fq_db_run(struct fq_db *db, const char *what, const char *sql, const struct fq_db_params *p,
+		    int *rc)
 {
 	PGresult *res;
 	ExecStatusType st;

@@ -243,7 +243,7 @@ struct fq_db_anomaly {
 	const char *kind; /* link_down, flapping, path_delay, lane_outlier, inband_mismatch,
 			     slow_sender, slow_receiver */
 	enum fq_db_severity severity;
-	int64_t start_ns, end_ns; /* end 0: still open */
+	int64_t start_ns, end_ns;                          /* end 0: still open */
 	const char *node, *nic, *remote_node, *remote_nic; /* optional */
 	const char *summary;
 	const char *evidence_json; /* a JSON object; NULL: {} */
@@ -259,8 +259,8 @@ struct fq_db_anomaly_job {
 
 /* Inserts the anomaly and its job attachments in one transaction; *id gets
  * its id. -EINVAL: unknown kind or bad JSON (said in fq_db_error). */
-int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a, const struct fq_db_anomaly_job *jobs,
-			 size_t njobs, int64_t *id);
+int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a,
+			 const struct fq_db_anomaly_job *jobs, size_t njobs, int64_t *id);
 /* Attaches more job steps to an existing anomaly (ranks are merged). */
 int fq_db_attach_anomaly(struct fq_db *db, int64_t id, const struct fq_db_anomaly_job *jobs, size_t njobs);
 /* Sets the end time of an open anomaly; -ENOENT if no such open anomaly. */

@@ -103,7 +103,8 @@ static void print_partitions(const struct fq_db_partition *p, size_t n, struct j
 	struct json_object *arr = j ? json_object_new_array() : NULL;
 
 	if (!j)
-		printf("%-16s %-28s %-19s  %-19s  %s\n", "TABLE", "PARTITION", "FROM (UTC)", "TO (UTC)", "ROWS");
+		printf("%-16s %-28s %-19s  %-19s  %s\n", "TABLE", "PARTITION", "FROM (UTC)", "TO (UTC)",
+		       "ROWS");
 	for (size_t i = 0; i < n; i++) {
 		bound(p[i].start_ns, from);
 		bound(p[i].end_ns, to);
@@ -112,8 +113,8 @@ static void print_partitions(const struct fq_db_partition *p, size_t n, struct j
 
 			if (p[i].estimated_rows >= 0)
 				snprintf(rows, sizeof(rows), "%" PRId64, p[i].estimated_rows);
-			printf("%-16s %-28s %-19s  %-19s  %s\n", p[i].table, p[i].name, *from ? from : "(default)", to,
-			       rows);
+			printf("%-16s %-28s %-19s  %-19s  %s\n", p[i].table, p[i].name,
+			       *from ? from : "(default)", to, rows);
 			continue;
 		}
 		struct json_object *e = json_object_new_object();
@@ -151,13 +152,14 @@ static int cmd_status(struct fq_db *db, const struct opts *o)
 		j = json_object_new_object();
 		json_object_object_add(j, "schema_version", json_object_new_int(version));
 		json_object_object_add(j, "code_version", json_object_new_int(code));
-		json_object_object_add(j, "state", json_object_new_string(ret == EXIT_TOO_NEW ? "newer than code"
-									  : ret ? "needs migration"
-										: "up to date"));
+		json_object_object_add(j, "state",
+				       json_object_new_string(ret == EXIT_TOO_NEW ? "newer than code"
+							      : ret               ? "needs migration"
+										  : "up to date"));
 	} else {
 		printf("schema version: %d (this fabriciq: %d, %s)\n", version, code,
 		       ret == EXIT_TOO_NEW ? "database is newer: upgrade fabriciq"
-		       : ret		   ? "run `fabriciq-db migrate`"
+		       : ret               ? "run `fabriciq-db migrate`"
 					   : "up to date");
 	}
 	if (j || n)
@@ -192,18 +194,18 @@ static const struct command {
 	const char *name;
 	int (*run)(struct fq_db *db, const struct opts *o);
 } commands[] = {
-	{"migrate", cmd_migrate},
-	{"status", cmd_status},
-	{"maintain", cmd_maintain},
+    {"migrate", cmd_migrate},
+    {"status", cmd_status},
+    {"maintain", cmd_maintain},
 };
 
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"conninfo", required_argument, NULL, 'd'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"conninfo", required_argument, NULL, 'd'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct opts o = {.conninfo = ""};
 	const struct command *cmd = NULL;
@@ -228,7 +230,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "fabriciq-db: %s\n", optind == argc ? "missing command" : "one command at a time");
+		fprintf(stderr, "fabriciq-db: %s\n",
+			optind == argc ? "missing command" : "one command at a time");
 		usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -236,7 +239,8 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[optind], commands[i].name))
 			cmd = &commands[i];
 	if (!cmd) {
-		fprintf(stderr, "fabriciq-db: unknown command '%s' (migrate, status, maintain)\n", argv[optind]);
+		fprintf(stderr, "fabriciq-db: unknown command '%s' (migrate, status, maintain)\n",
+			argv[optind]);
 		return EXIT_USAGE;
 	}
 	if (fq_db_create(o.conninfo, &db, err, sizeof(err))) {

@@ -63,7 +63,8 @@ void fq_db_set_result_error(struct fq_db *db, const char *what, const PGresult *
  * "WHAT: <PostgreSQL's message>". Reconnects once first if the connection
  * was lost.
  */
-PGresult *fq_db_run(struct fq_db *db, const char *what, const char *sql, const struct fq_db_params *p, int *rc);
+PGresult *fq_db_run(struct fq_db *db, const char *what, const char *sql, const struct fq_db_params *p,
+		    int *rc);
 /* fq_db_run for statements whose result is not needed. */
 int fq_db_exec(struct fq_db *db, const char *what, const char *sql, const struct fq_db_params *p);
 

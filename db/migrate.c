@@ -73,17 +73,19 @@ int fq_db_migrate(struct fq_db *db, int *applied)
 
 	if (applied)
 		*applied = 0;
-	rc = fq_db_exec(db, "taking the migration lock", "select pg_advisory_lock(" MIGRATE_LOCK_KEY ")", NULL);
+	rc = fq_db_exec(db, "taking the migration lock", "select pg_advisory_lock(" MIGRATE_LOCK_KEY ")",
+			NULL);
 	if (rc)
 		return rc;
 	rc = fq_db_schema_version(db, &version);
 	if (rc)
 		goto unlock;
 	if (version > fq_db_code_version()) {
-		fq_db_set_error(db,
-				"the database schema is version %d, newer than this fabriciq knows (version %d): "
-				"upgrade fabriciq; nothing was changed",
-				version, fq_db_code_version());
+		fq_db_set_error(
+		    db,
+		    "the database schema is version %d, newer than this fabriciq knows (version %d): "
+		    "upgrade fabriciq; nothing was changed",
+		    version, fq_db_code_version());
 		rc = -EPROTONOSUPPORT;
 		goto unlock;
 	}
@@ -112,8 +114,8 @@ int fq_db_maintain(struct fq_db *db, int *created, int *dropped)
 	PGresult *res;
 	int rc;
 
-	res = fq_db_run(db, "maintaining partitions", "select created, dropped from fabriciq.maintain_partitions()",
-			NULL, &rc);
+	res = fq_db_run(db, "maintaining partitions",
+			"select created, dropped from fabriciq.maintain_partitions()", NULL, &rc);
 	if (!res)
 		return rc;
 	if (created)

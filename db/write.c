@@ -43,7 +43,8 @@ static int check_fields(struct fq_db *db, const char *what, const struct str_fie
 int fq_db_upsert_node(struct fq_db *db, const struct fq_db_node *n)
 {
 	struct fq_db_params p = {0};
-	int rc = CHECK_FIELDS(db, "node", {"name", n->name, true}, {"agent_version", n->agent_version, false}, {"boot_id", n->boot_id, false});
+	int rc = CHECK_FIELDS(db, "node", {"name", n->name, true}, {"agent_version", n->agent_version, false},
+			      {"boot_id", n->boot_id, false});
 
 	if (rc)
 		return rc;
@@ -63,7 +64,8 @@ int fq_db_upsert_node(struct fq_db *db, const struct fq_db_node *n)
 int fq_db_upsert_nic(struct fq_db *db, const struct fq_db_nic *n)
 {
 	struct fq_db_params p = {0};
-	int rc = CHECK_FIELDS(db, "nic", {"node", n->node, true}, {"name", n->name, true}, {"address", n->address, false}, {"guid", n->guid, false});
+	int rc = CHECK_FIELDS(db, "nic", {"node", n->node, true}, {"name", n->name, true},
+			      {"address", n->address, false}, {"guid", n->guid, false});
 
 	if (rc)
 		return rc;
@@ -80,19 +82,21 @@ int fq_db_upsert_nic(struct fq_db *db, const struct fq_db_nic *n)
 	fq_db_param_bool(&p, n->front_end);
 	fq_db_param_str(&p, n->guid);
 	fq_db_param_ts(&p, n->seen_ns);
-	return fq_db_exec(db, "upserting a NIC",
-			  "insert into fabriciq.nics (node, name, address, rail, speed_mbps, kind, front_end, guid, "
-			  "first_seen, last_seen) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) "
-			  "on conflict (node, name) do update set address = excluded.address, rail = excluded.rail, "
-			  "speed_mbps = excluded.speed_mbps, kind = excluded.kind, front_end = excluded.front_end, "
-			  "guid = excluded.guid, last_seen = greatest(nics.last_seen, excluded.last_seen)",
-			  &p);
+	return fq_db_exec(
+	    db, "upserting a NIC",
+	    "insert into fabriciq.nics (node, name, address, rail, speed_mbps, kind, front_end, guid, "
+	    "first_seen, last_seen) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) "
+	    "on conflict (node, name) do update set address = excluded.address, rail = excluded.rail, "
+	    "speed_mbps = excluded.speed_mbps, kind = excluded.kind, front_end = excluded.front_end, "
+	    "guid = excluded.guid, last_seen = greatest(nics.last_seen, excluded.last_seen)",
+	    &p);
 }
 
 int fq_db_upsert_link(struct fq_db *db, const struct fq_db_link *l)
 {
 	struct fq_db_params p = {0};
-	int rc = CHECK_FIELDS(db, "link", {"src_node", l->src_node, true}, {"src_nic", l->src_nic, true}, {"dst_node", l->dst_node, true}, {"dst_nic", l->dst_nic, true});
+	int rc = CHECK_FIELDS(db, "link", {"src_node", l->src_node, true}, {"src_nic", l->src_nic, true},
+			      {"dst_node", l->dst_node, true}, {"dst_nic", l->dst_nic, true});
 
 	if (rc)
 		return rc;
@@ -107,14 +111,15 @@ int fq_db_upsert_link(struct fq_db *db, const struct fq_db_link *l)
 	fq_db_param_str(&p, link_states[l->state]);
 	fq_db_param_ts(&p, l->state_since_ns);
 	fq_db_param_ts(&p, l->seen_ns);
-	return fq_db_exec(db, "upserting a link",
-			  "insert into fabriciq.links (src_node, src_nic, dst_node, dst_nic, state, state_since, "
-			  "first_seen, last_seen) values ($1, $2, $3, $4, $5, $6, $7, $7) "
-			  "on conflict (src_node, src_nic, dst_node, dst_nic) do update set "
-			  "state_since = case when links.state = excluded.state then links.state_since "
-			  "else excluded.state_since end, state = excluded.state, "
-			  "last_seen = greatest(links.last_seen, excluded.last_seen)",
-			  &p);
+	return fq_db_exec(
+	    db, "upserting a link",
+	    "insert into fabriciq.links (src_node, src_nic, dst_node, dst_nic, state, state_since, "
+	    "first_seen, last_seen) values ($1, $2, $3, $4, $5, $6, $7, $7) "
+	    "on conflict (src_node, src_nic, dst_node, dst_nic) do update set "
+	    "state_since = case when links.state = excluded.state then links.state_since "
+	    "else excluded.state_since end, state = excluded.state, "
+	    "last_seen = greatest(links.last_seen, excluded.last_seen)",
+	    &p);
 }
 
 int fq_db_upsert_step(struct fq_db *db, const struct fq_db_step *s)
@@ -137,21 +142,22 @@ int fq_db_upsert_step(struct fq_db *db, const struct fq_db_step *s)
 	else
 		fq_db_param_str(&p, NULL);
 	/* One statement, so the job and its step appear together. */
-	return fq_db_exec(db, "upserting a step",
-			  "with job as (insert into fabriciq.jobs (job_id, uid, first_seen, last_seen) "
-			  "values ($1::int8, $3::int8, $7::timestamptz, coalesce($8::timestamptz, $7::timestamptz)) "
-			  "on conflict (job_id) do update set "
-			  "last_seen = greatest(jobs.last_seen, excluded.last_seen) returning job_id) "
-			  "insert into fabriciq.steps (job_id, step_id, mode, node_count, task_count, start_time, "
-			  "end_time, exit_status) select job_id, $2::int8, $4::text, $5::int, $6::int, $7::timestamptz, "
-			  "$8::timestamptz, $9::int from job "
-			  "on conflict (job_id, step_id) do update set mode = excluded.mode, "
-			  "node_count = greatest(steps.node_count, excluded.node_count), "
-			  "task_count = greatest(steps.task_count, excluded.task_count), "
-			  "start_time = least(steps.start_time, excluded.start_time), "
-			  "end_time = coalesce(excluded.end_time, steps.end_time), "
-			  "exit_status = coalesce(excluded.exit_status, steps.exit_status)",
-			  &p);
+	return fq_db_exec(
+	    db, "upserting a step",
+	    "with job as (insert into fabriciq.jobs (job_id, uid, first_seen, last_seen) "
+	    "values ($1::int8, $3::int8, $7::timestamptz, coalesce($8::timestamptz, $7::timestamptz)) "
+	    "on conflict (job_id) do update set "
+	    "last_seen = greatest(jobs.last_seen, excluded.last_seen) returning job_id) "
+	    "insert into fabriciq.steps (job_id, step_id, mode, node_count, task_count, start_time, "
+	    "end_time, exit_status) select job_id, $2::int8, $4::text, $5::int, $6::int, $7::timestamptz, "
+	    "$8::timestamptz, $9::int from job "
+	    "on conflict (job_id, step_id) do update set mode = excluded.mode, "
+	    "node_count = greatest(steps.node_count, excluded.node_count), "
+	    "task_count = greatest(steps.task_count, excluded.task_count), "
+	    "start_time = least(steps.start_time, excluded.start_time), "
+	    "end_time = coalesce(excluded.end_time, steps.end_time), "
+	    "exit_status = coalesce(excluded.exit_status, steps.exit_status)",
+	    &p);
 }
 
 int fq_db_upsert_rank(struct fq_db *db, const struct fq_db_rank *r)
@@ -168,12 +174,13 @@ int fq_db_upsert_rank(struct fq_db *db, const struct fq_db_rank *r)
 	fq_db_param_str(&p, r->node);
 	fq_db_param_str(&p, r->nic);
 	fq_db_param_i64(&p, r->pid);
-	return fq_db_exec(db, "upserting a rank",
-			  "insert into fabriciq.ranks (job_id, step_id, rank, local_rank, node, nic, pid) "
-			  "values ($1, $2, $3, $4, $5, $6, $7) on conflict (job_id, step_id, rank) do update set "
-			  "local_rank = excluded.local_rank, node = excluded.node, "
-			  "nic = coalesce(excluded.nic, ranks.nic), pid = excluded.pid",
-			  &p);
+	return fq_db_exec(
+	    db, "upserting a rank",
+	    "insert into fabriciq.ranks (job_id, step_id, rank, local_rank, node, nic, pid) "
+	    "values ($1, $2, $3, $4, $5, $6, $7) on conflict (job_id, step_id, rank) do update set "
+	    "local_rank = excluded.local_rank, node = excluded.node, "
+	    "nic = coalesce(excluded.nic, ranks.nic), pid = excluded.pid",
+	    &p);
 }
 
 /* "{1,2,3}": an int[] literal. Returns a malloc'd string or NULL. */
@@ -219,12 +226,15 @@ int fq_db_attach_anomaly(struct fq_db *db, int64_t id, const struct fq_db_anomal
 	return rc;
 }
 
-int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a, const struct fq_db_anomaly_job *jobs,
-			 size_t njobs, int64_t *id)
+int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a,
+			 const struct fq_db_anomaly_job *jobs, size_t njobs, int64_t *id)
 {
 	struct fq_db_params p = {0};
 	PGresult *res;
-	int rc = CHECK_FIELDS(db, "anomaly", {"kind", a->kind, true}, {"summary", a->summary, true}, {"node", a->node, false}, {"nic", a->nic, false}, {"remote_node", a->remote_node, false}, {"remote_nic", a->remote_nic, false}, {"evidence_json", a->evidence_json, false});
+	int rc = CHECK_FIELDS(db, "anomaly", {"kind", a->kind, true}, {"summary", a->summary, true},
+			      {"node", a->node, false}, {"nic", a->nic, false},
+			      {"remote_node", a->remote_node, false}, {"remote_nic", a->remote_nic, false},
+			      {"evidence_json", a->evidence_json, false});
 
 	if (rc)
 		return rc;
@@ -273,7 +283,8 @@ int fq_db_close_anomaly(struct fq_db *db, int64_t id, int64_t end_ns)
 	fq_db_param_i64(&p, id);
 	fq_db_param_ts(&p, end_ns);
 	res = fq_db_run(db, "closing an anomaly",
-			"update fabriciq.anomalies set end_time = $2 where id = $1 and end_time is null", &p, &rc);
+			"update fabriciq.anomalies set end_time = $2 where id = $1 and end_time is null", &p,
+			&rc);
 	if (!res)
 		return rc;
 	if (atoi(PQcmdTuples(res)) != 1) {
@@ -288,7 +299,8 @@ int fq_db_insert_drain_hint(struct fq_db *db, const struct fq_db_drain_hint *h, 
 {
 	struct fq_db_params p = {0};
 	PGresult *res;
-	int rc = CHECK_FIELDS(db, "drain hint", {"node", h->node, true}, {"reason", h->reason, true}, {"nic", h->nic, false});
+	int rc = CHECK_FIELDS(db, "drain hint", {"node", h->node, true}, {"reason", h->reason, true},
+			      {"nic", h->nic, false});
 
 	if (rc)
 		return rc;
@@ -301,10 +313,11 @@ int fq_db_insert_drain_hint(struct fq_db *db, const struct fq_db_drain_hint *h, 
 	else
 		fq_db_param_str(&p, NULL);
 	fq_db_param_ts(&p, h->created_ns);
-	res = fq_db_run(db, "inserting a drain hint",
-			"insert into fabriciq.drain_hints (node, nic, action, reason, anomaly_id, created_at) "
-			"values ($1, $2, $3, $4, $5, $6) returning id",
-			&p, &rc);
+	res =
+	    fq_db_run(db, "inserting a drain hint",
+		      "insert into fabriciq.drain_hints (node, nic, action, reason, anomaly_id, created_at) "
+		      "values ($1, $2, $3, $4, $5, $6) returning id",
+		      &p, &rc);
 	if (!res)
 		return rc;
 	if (id)

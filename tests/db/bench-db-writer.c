@@ -50,15 +50,29 @@ int main(int argc, char **argv)
 			long k = done + i;
 
 			rows[i] = (struct fq_db_lane_window){
-				.interval_start_ns = t0 + (k / 64) * 100000000, /* 64 lanes per 100 ms interval */
-				.interval_end_ns = t0 + (k / 64 + 1) * 100000000,
-				.job_id = 4242, .step_id = 0, .src_rank = (uint32_t)(k % 8),
-				.dst_rank = (uint32_t)((k / 8) % 8), .lane = (uint32_t)(k % 4), .lane_kind = "tcp",
-				.src_node = nodes[k % 4], .src_nic = nics[(k / 4) % 4], .dst_node = nodes[(k + 1) % 4],
-				.dst_nic = nics[(k / 16) % 4], .bytes = 123456789 + (uint64_t)k, .chunks = 1024,
-				.messages = 64, .owd_min_ns = 2100, .owd_p50_ns = 3500 + k % 100,
-				.owd_p99_ns = 4000 + k % 1000, .owd_max_ns = 9000, .tcp_rtt_us = 40,
-				.tcp_retrans = (uint32_t)(k % 3), .tcp_ce = 0, .synchronised = true,
+			    .interval_start_ns = t0 + (k / 64) * 100000000, /* 64 lanes per 100 ms interval */
+			    .interval_end_ns = t0 + (k / 64 + 1) * 100000000,
+			    .job_id = 4242,
+			    .step_id = 0,
+			    .src_rank = (uint32_t)(k % 8),
+			    .dst_rank = (uint32_t)((k / 8) % 8),
+			    .lane = (uint32_t)(k % 4),
+			    .lane_kind = "tcp",
+			    .src_node = nodes[k % 4],
+			    .src_nic = nics[(k / 4) % 4],
+			    .dst_node = nodes[(k + 1) % 4],
+			    .dst_nic = nics[(k / 16) % 4],
+			    .bytes = 123456789 + (uint64_t)k,
+			    .chunks = 1024,
+			    .messages = 64,
+			    .owd_min_ns = 2100,
+			    .owd_p50_ns = 3500 + k % 100,
+			    .owd_p99_ns = 4000 + k % 1000,
+			    .owd_max_ns = 9000,
+			    .tcp_rtt_us = 40,
+			    .tcp_retrans = (uint32_t)(k % 3),
+			    .tcp_ce = 0,
+			    .synchronised = true,
 			};
 		}
 		if (fq_db_add_lane_windows(db, rows, (size_t)n) || fq_db_flush(db) != n) {

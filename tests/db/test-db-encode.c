@@ -41,8 +41,10 @@ static void test_copy_fields(void)
 	fq_copy_f64(&b, false, NAN);
 	fq_copy_f64(&b, false, -INFINITY);
 	fq_copy_f64(&b, false, 0.1);
-	is_str(str(&b), "-9223372036854775808\t18446744073709551615\t\\N\t-5\tt\tf\tNaN\t-Infinity\t0.10000000000000001",
-	       "numbers, booleans, NULL for a zero delay, non-finite floats");
+	is_str(
+	    str(&b),
+	    "-9223372036854775808\t18446744073709551615\t\\N\t-5\tt\tf\tNaN\t-Infinity\t0.10000000000000001",
+	    "numbers, booleans, NULL for a zero delay, non-finite floats");
 	fq_buf_free(&b);
 }
 
@@ -53,7 +55,8 @@ static void test_timestamps(void)
 	is_str(fq_ts_format(0, ts), "1970-01-01 00:00:00.000000+00", "epoch");
 	is_str(fq_ts_format(1795784400123456789LL, ts), "2026-11-27 13:00:00.123456+00",
 	       "ns truncated to microseconds, UTC");
-	is_str(fq_ts_format(-1, ts), "1969-12-31 23:59:59.999999+00", "before the epoch: floor, not towards zero");
+	is_str(fq_ts_format(-1, ts), "1969-12-31 23:59:59.999999+00",
+	       "before the epoch: floor, not towards zero");
 	is_str(fq_ts_format(-1000000001LL, ts), "1969-12-31 23:59:58.999999+00", "a second and a ns before");
 }
 

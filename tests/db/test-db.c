@@ -53,13 +53,16 @@ static void test_migrations(struct fq_db *db)
 	is_int(applied, fq_db_code_version(), "... applied every migration");
 	fq_db_schema_version(db, &version);
 	is_int(version, fq_db_code_version(), "... schema at the code's version");
-	is_str(q("select count(*) from fabriciq.schema_version"), "3", "one schema_version row per migration");
-	ok(atoi(q("select count(*) from fabriciq.partitions")) >= 4 * 9, "today's and the next 7 days' partitions");
+	is_str(q("select count(*) from fabriciq.schema_version"), "3",
+	       "one schema_version row per migration");
+	ok(atoi(q("select count(*) from fabriciq.partitions")) >= 4 * 9,
+	   "today's and the next 7 days' partitions");
 
 	is_int(fq_db_migrate(db, &applied), 0, "migrate again");
 	is_int(applied, 0, "... applies nothing (idempotent)");
 
-	snprintf(sql, sizeof(sql), "insert into fabriciq.schema_version (version, name) values (%d, 'future')",
+	snprintf(sql, sizeof(sql),
+		 "insert into fabriciq.schema_version (version, name) values (%d, 'future')",
 		 fq_db_code_version() + 1);
 	q(sql);
 	is_int(fq_db_migrate(db, &applied), -EPROTONOSUPPORT, "a newer schema is refused");
@@ -73,12 +76,12 @@ static void test_migrations(struct fq_db *db)
 
 /* Every string field an agent or a job controls, hostile. */
 static const char *const hostile[] = {
-	"'); drop table x; --",
-	"tab\there",
-	"new\nline\r\n",
-	"back\\slash \\N \\. \\\\",
-	"\"double\" 'single' ; -- /* */ $$ $1",
-	"r\xc3\xa9seau \xf0\x9f\x98\x80",
+    "'); drop table x; --",
+    "tab\there",
+    "new\nline\r\n",
+    "back\\slash \\N \\. \\\\",
+    "\"double\" 'single' ; -- /* */ $$ $1",
+    "r\xc3\xa9seau \xf0\x9f\x98\x80",
 };
 #define NHOSTILE (sizeof(hostile) / sizeof(hostile[0]))
 
@@ -91,15 +94,30 @@ static void test_hostile_strings(struct fq_db *db)
 
 	for (size_t i = 0; i < NHOSTILE; i++) {
 		lw[i] = (struct fq_db_lane_window){
-			.interval_start_ns = t, .interval_end_ns = t + SEC, .job_id = 7, .step_id = 0,
-			.src_rank = (uint32_t)i, .dst_rank = 99, .lane = 0, .lane_kind = hostile[i],
-			.src_node = hostile[i], .src_nic = hostile[i], .dst_node = hostile[i],
-			.dst_nic = hostile[i], .bytes = 1, .synchronised = true,
+		    .interval_start_ns = t,
+		    .interval_end_ns = t + SEC,
+		    .job_id = 7,
+		    .step_id = 0,
+		    .src_rank = (uint32_t)i,
+		    .dst_rank = 99,
+		    .lane = 0,
+		    .lane_kind = hostile[i],
+		    .src_node = hostile[i],
+		    .src_nic = hostile[i],
+		    .dst_node = hostile[i],
+		    .dst_nic = hostile[i],
+		    .bytes = 1,
+		    .synchronised = true,
 		};
 		ev[i] = (struct fq_db_link_event){
-			.time_ns = t, .detected_ns = t, .node = "hostile", .nic = hostile[i],
-			.remote_node = hostile[i], .remote_nic = NULL, .state = FQ_DB_LINK_DOWN,
-			.detector = hostile[i],
+		    .time_ns = t,
+		    .detected_ns = t,
+		    .node = "hostile",
+		    .nic = hostile[i],
+		    .remote_node = hostile[i],
+		    .remote_nic = NULL,
+		    .state = FQ_DB_LINK_DOWN,
+		    .detector = hostile[i],
 		};
 	}
 	is_int(fq_db_add_lane_windows(db, lw, NHOSTILE), 0, "buffer lane windows with hostile strings");
@@ -118,10 +136,11 @@ static void test_hostile_strings(struct fq_db *db)
 		PGresult *res;
 
 		snprintf(rank, sizeof(rank), "%zu", i);
-		res = PQexecParams(pg,
-				   "select lane_kind, src_node, src_nic, dst_node, dst_nic from fabriciq.lane_windows "
-				   "where job_id = 7 and src_rank = $1",
-				   1, NULL, params, NULL, NULL, 0);
+		res = PQexecParams(
+		    pg,
+		    "select lane_kind, src_node, src_nic, dst_node, dst_nic from fabriciq.lane_windows "
+		    "where job_id = 7 and src_rank = $1",
+		    1, NULL, params, NULL, NULL, 0);
 		if (PQntuples(res) == 1) {
 			int all = 1;
 
@@ -133,7 +152,8 @@ static void test_hostile_strings(struct fq_db *db)
 	}
 	is_int(same, NHOSTILE, "every hostile lane string read back verbatim");
 	is_str(q("select string_agg(nic, '|' order by nic) = string_agg(detector, '|' order by nic) "
-		 "and count(*) = 6 and bool_and(remote_nic is null) from fabriciq.link_events where node = 'hostile'"),
+		 "and count(*) = 6 and bool_and(remote_nic is null) from fabriciq.link_events where node = "
+		 "'hostile'"),
 	       "t", "link event strings verbatim, NULL stays NULL");
 	is_str(q("select count(*) from pg_tables where schemaname = 'public' and tablename = 'x'"), "0",
 	       "nothing was executed");
@@ -158,11 +178,23 @@ static void test_atomic_flush(struct fq_db *db)
 {
 	int64_t t = now_ns();
 	struct fq_db_lane_window lw = {
-		.interval_start_ns = t, .interval_end_ns = t + SEC, .job_id = 8, .lane_kind = "tcp",
-		.src_node = "a", .src_nic = "eth0", .dst_node = "b", .dst_nic = "eth0", .synchronised = true,
+	    .interval_start_ns = t,
+	    .interval_end_ns = t + SEC,
+	    .job_id = 8,
+	    .lane_kind = "tcp",
+	    .src_node = "a",
+	    .src_nic = "eth0",
+	    .dst_node = "b",
+	    .dst_nic = "eth0",
+	    .synchronised = true,
 	};
 	struct fq_db_failover_event fo = {
-		.time_ns = t, .job_id = 8, .node = "a", .local_nic = "eth0", .remote_nic = "eth0", .cause = "boom",
+	    .time_ns = t,
+	    .job_id = 8,
+	    .node = "a",
+	    .local_nic = "eth0",
+	    .remote_nic = "eth0",
+	    .cause = "boom",
 	};
 
 	q("alter table fabriciq.failover_events add constraint test_no_boom check (cause <> 'boom')");
@@ -193,14 +225,26 @@ static void add_lanes(struct fq_db *db, int64_t t0)
 				bool slow = iv == 1 && dir == 0 && lane == 1;
 
 				lw[k++] = (struct fq_db_lane_window){
-					.interval_start_ns = t0 + iv * SEC, .interval_end_ns = t0 + (iv + 1) * SEC,
-					.job_id = 4242, .step_id = 0, .src_rank = (uint32_t)dir,
-					.dst_rank = (uint32_t)!dir, .lane = lane, .lane_kind = "tcp",
-					.src_node = dir ? "b" : "a", .src_nic = "eth0", .dst_node = dir ? "a" : "b",
-					.dst_nic = "eth0", .bytes = iv ? 500000000 : 1000000000, .chunks = 100,
-					.messages = 10, .owd_min_ns = 2000, .owd_p50_ns = 3000,
-					.owd_p99_ns = slow ? 94000 : 4000, .owd_max_ns = slow ? 120000 : 5000,
-					.synchronised = true,
+				    .interval_start_ns = t0 + iv * SEC,
+				    .interval_end_ns = t0 + (iv + 1) * SEC,
+				    .job_id = 4242,
+				    .step_id = 0,
+				    .src_rank = (uint32_t)dir,
+				    .dst_rank = (uint32_t)!dir,
+				    .lane = lane,
+				    .lane_kind = "tcp",
+				    .src_node = dir ? "b" : "a",
+				    .src_nic = "eth0",
+				    .dst_node = dir ? "a" : "b",
+				    .dst_nic = "eth0",
+				    .bytes = iv ? 500000000 : 1000000000,
+				    .chunks = 100,
+				    .messages = 10,
+				    .owd_min_ns = 2000,
+				    .owd_p50_ns = 3000,
+				    .owd_p99_ns = slow ? 94000 : 4000,
+				    .owd_max_ns = slow ? 120000 : 5000,
+				    .synchronised = true,
 				};
 			}
 	fq_db_add_lane_windows(db, lw, 8);
@@ -216,39 +260,58 @@ static void add_links(struct fq_db *db, int64_t now)
 	fq_db_upsert_link(db, &link);
 	for (int i = 0; i < 2; i++)
 		pw[i] = (struct fq_db_probe_window){
-			.window_start_ns = now - (20 - i) * 60 * SEC, .window_end_ns = now - (19 - i) * 60 * SEC,
-			.src_node = "a", .src_nic = "eth0", .dst_node = "b", .dst_nic = "eth0", .sent = 100,
-			.answered = i ? 90 : 100, .lost = i ? 10 : 0, .owd_fwd_p50_ns = i ? 6000 : 5000,
-			.owd_fwd_p99_ns = 8000, .owd_rev_p50_ns = 5000, .owd_rev_p99_ns = 7000,
-			.rtt_p50_ns = 10000, .timestamp_kind = FQ_DB_TS_SOFTWARE, .path_up = true, .agent_seq = 1,
+		    .window_start_ns = now - (20 - i) * 60 * SEC,
+		    .window_end_ns = now - (19 - i) * 60 * SEC,
+		    .src_node = "a",
+		    .src_nic = "eth0",
+		    .dst_node = "b",
+		    .dst_nic = "eth0",
+		    .sent = 100,
+		    .answered = i ? 90 : 100,
+		    .lost = i ? 10 : 0,
+		    .owd_fwd_p50_ns = i ? 6000 : 5000,
+		    .owd_fwd_p99_ns = 8000,
+		    .owd_rev_p50_ns = 5000,
+		    .owd_rev_p99_ns = 7000,
+		    .rtt_p50_ns = 10000,
+		    .timestamp_kind = FQ_DB_TS_SOFTWARE,
+		    .path_up = true,
+		    .agent_seq = 1,
 		};
 	fq_db_add_probe_windows(db, pw, 2);
 	for (int i = 0; i < 3; i++)
-		ev[i] = (struct fq_db_link_event){now - ago[i] * SEC, now - ago[i] * SEC, "a", "eth0", "b", "eth0",
-						  FQ_DB_LINK_DOWN, "probe", false};
+		ev[i] = (struct fq_db_link_event){now - ago[i] * SEC,
+						  now - ago[i] * SEC,
+						  "a",
+						  "eth0",
+						  "b",
+						  "eth0",
+						  FQ_DB_LINK_DOWN,
+						  "probe",
+						  false};
 	/* NIC-level down 2 h ago: a flap of every path of a:eth0 (24 h only). */
 	ev[3] = (struct fq_db_link_event){now - 7200 * SEC, now - 7200 * SEC, "a", "eth0", NULL, NULL,
-					  FQ_DB_LINK_DOWN, "carrier", true};
+					  FQ_DB_LINK_DOWN,  "carrier",        true};
 	/* Not this path's flaps: an "up", and another remote NIC's down. */
-	ev[4] = (struct fq_db_link_event){now - 500 * SEC, now - 500 * SEC, "a", "eth0", "b", "eth0",
-					  FQ_DB_LINK_UP, "probe", false};
-	ev[5] = (struct fq_db_link_event){now - 300 * SEC, now - 300 * SEC, "a", "eth0", "c", "eth0",
-					  FQ_DB_LINK_DOWN, "probe", false};
+	ev[4] = (struct fq_db_link_event){now - 500 * SEC, now - 500 * SEC, "a",     "eth0", "b",
+					  "eth0",          FQ_DB_LINK_UP,   "probe", false};
+	ev[5] = (struct fq_db_link_event){now - 300 * SEC, now - 300 * SEC, "a",     "eth0", "c",
+					  "eth0",          FQ_DB_LINK_DOWN, "probe", false};
 	fq_db_add_link_events(db, ev, 6);
 }
 
 static void add_clocks(struct fq_db *db, int64_t now)
 {
 	struct fq_db_clock_estimate ce[] = {
-		/* a: fresh, corrected, within budget; two peers. */
-		{now - 5 * SEC, "a", "b", 1500, 0.5, 800, 64, 1, 2, 1200, 500, 3},
-		{now - 5 * SEC, "a", "c", -700, -0.2, 900, 64, 1, 2, 1200, 500, 3},
-		/* an older report of a: not the latest */
-		{now - 65 * SEC, "a", "b", 9999, 0, 99999, 1, 1, 2, 9999, 99999, 2},
-		/* b: last report two hours ago */
-		{now - 7200 * SEC, "b", "a", 10, 0, 100, 64, 1, 2, 10, 100, 3},
-		/* d: fresh but never corrected */
-		{now - 5 * SEC, "d", "a", 10, 0, 100, 64, 1, 2, 10, 100, 0},
+	    /* a: fresh, corrected, within budget; two peers. */
+	    {now - 5 * SEC, "a", "b", 1500, 0.5, 800, 64, 1, 2, 1200, 500, 3},
+	    {now - 5 * SEC, "a", "c", -700, -0.2, 900, 64, 1, 2, 1200, 500, 3},
+	    /* an older report of a: not the latest */
+	    {now - 65 * SEC, "a", "b", 9999, 0, 99999, 1, 1, 2, 9999, 99999, 2},
+	    /* b: last report two hours ago */
+	    {now - 7200 * SEC, "b", "a", 10, 0, 100, 64, 1, 2, 10, 100, 3},
+	    /* d: fresh but never corrected */
+	    {now - 5 * SEC, "d", "a", 10, 0, 100, 64, 1, 2, 10, 100, 0},
 	};
 
 	fq_db_add_clock_estimates(db, ce, sizeof(ce) / sizeof(ce[0]));
@@ -257,17 +320,29 @@ static void add_clocks(struct fq_db *db, int64_t now)
 static void test_views(struct fq_db *db)
 {
 	int64_t now = now_ns(), t0 = now - 600 * SEC;
-	struct fq_db_step step = {.job_id = 4242, .step_id = 0, .uid = 1000, .mode = "monitor", .node_count = 2,
-				  .task_count = 2, .start_ns = t0 - SEC};
+	struct fq_db_step step = {.job_id = 4242,
+				  .step_id = 0,
+				  .uid = 1000,
+				  .mode = "monitor",
+				  .node_count = 2,
+				  .task_count = 2,
+				  .start_ns = t0 - SEC};
 	struct fq_db_rank r0 = {4242, 0, 0, 0, "a", "eth0", 100}, r1 = {4242, 0, 1, 0, "b", "eth0", 200};
 	uint32_t ranks[] = {1, 0, 1};
 	struct fq_db_anomaly_job hit = {4242, 0, ranks, 3};
-	struct fq_db_anomaly an = {.kind = "lane_outlier", .severity = FQ_DB_SEV_WARNING, .start_ns = t0 + SEC,
-				   .end_ns = t0 + 2 * SEC, .node = "a", .nic = "eth0", .remote_node = "b",
-				   .remote_nic = "eth0", .summary = "lane 0->1/1 p99 94 us vs 4 us",
+	struct fq_db_anomaly an = {.kind = "lane_outlier",
+				   .severity = FQ_DB_SEV_WARNING,
+				   .start_ns = t0 + SEC,
+				   .end_ns = t0 + 2 * SEC,
+				   .node = "a",
+				   .nic = "eth0",
+				   .remote_node = "b",
+				   .remote_nic = "eth0",
+				   .summary = "lane 0->1/1 p99 94 us vs 4 us",
 				   .evidence_json = "{\"p99_us\": 94, \"median_us\": 4}"};
-	struct fq_db_failover_event fo = {t0 + SEC, 4242, 0, 0, 1, 1, 0, "a", "eth0", "eth0", "no-progress",
-					  50000000, 4096, 60000000, false};
+	struct fq_db_failover_event fo = {
+	    t0 + SEC, 4242,          0,        0,    1,        1,    0, "a", "eth0",
+	    "eth0",   "no-progress", 50000000, 4096, 60000000, false};
 	struct fq_db_job_efficiency *eff = NULL;
 	int64_t id = 0;
 	size_t n = 0;
@@ -304,12 +379,12 @@ static void test_views(struct fq_db *db)
 	is_int(n, 1, "... one step");
 	if (n == 1) {
 		ok(fabs(eff[0].achieved_gbps - 24.0) < 1e-9 && fabs(eff[0].best_gbps - 32.0) < 1e-9 &&
-			   fabs(eff[0].efficiency - 0.75) < 1e-9 && fabs(eff[0].degraded_share - 0.5) < 1e-9,
+		       fabs(eff[0].efficiency - 0.75) < 1e-9 && fabs(eff[0].degraded_share - 0.5) < 1e-9,
 		   "... throughput figures");
 		is_str(eff[0].slowest_lanes[0], "0->1/1 49.0 us", "... slowest lane first");
 		is_str(eff[0].slowest_lanes[1], "0->1/0 4.0 us", "... then the others");
 		ok(eff[0].bytes == 6000000000ULL && eff[0].lanes == 4 && eff[0].anomalies == 1 &&
-			   eff[0].failovers == 1 && eff[0].first_interval_ns == t0 / 1000 * 1000,
+		       eff[0].failovers == 1 && eff[0].first_interval_ns == t0 / 1000 * 1000,
 		   "... bytes, lanes, counts, first interval");
 	}
 	free(eff);
@@ -324,16 +399,19 @@ static void test_views(struct fq_db *db)
 
 	is_str(q("select concat_ws(' ', job_id, step_id, ranks, kind, severity, duration, node, nic, "
 		 "evidence->>'p99_us') from fabriciq.job_anomalies where job_id = 4242"),
-	       "4242 0 {0,1} lane_outlier warning 00:00:01 a eth0 94", "job_anomalies: the anomaly and its ranks");
+	       "4242 0 {0,1} lane_outlier warning 00:00:01 a eth0 94",
+	       "job_anomalies: the anomaly and its ranks");
 
 	is_str(q("select string_agg(node || ':' || status, ' ' order by node) from fabriciq.clock_status "
 		 "where node in ('a', 'b', 'c', 'd')"),
-	       "a:ok b:stale c:no reports d:unsynchronised", "clock_status: ok, stale, no reports, unsynchronised");
+	       "a:ok b:stale c:no reports d:unsynchronised",
+	       "clock_status: ok, stale, no reports, unsynchronised");
 	is_str(q("select concat_ws(' ', applied_offset_ns, applied_error_ns, correction_epoch, peers, "
 		 "worst_peer_error_ns) from fabriciq.clock_status where node = 'a'"),
 	       "1200 500 3 2 900", "clock_status: a's latest report only");
 
-	is_int(fq_db_close_anomaly(db, id, t0 + 3 * SEC), -ENOENT, "closing an anomaly already closed: -ENOENT");
+	is_int(fq_db_close_anomaly(db, id, t0 + 3 * SEC), -ENOENT,
+	       "closing an anomaly already closed: -ENOENT");
 	struct fq_db_anomaly bad = an;
 	bad.kind = "gremlins";
 	ok(fq_db_insert_anomaly(db, &bad, NULL, 0, &id) == -EINVAL, "an unknown anomaly kind: -EINVAL");
@@ -345,29 +423,37 @@ static void test_views(struct fq_db *db)
 static void test_partitions(struct fq_db *db)
 {
 	struct fq_db_lane_window lw = {
-		.interval_start_ns = 1893801600LL * SEC, /* 2030-01-05 00:00 UTC: no partition yet */
-		.interval_end_ns = 1893801601LL * SEC, .job_id = 9, .lane_kind = "tcp", .src_node = "a",
-		.src_nic = "eth0", .dst_node = "b", .dst_nic = "eth0", .synchronised = true,
+	    .interval_start_ns = 1893801600LL * SEC, /* 2030-01-05 00:00 UTC: no partition yet */
+	    .interval_end_ns = 1893801601LL * SEC,
+	    .job_id = 9,
+	    .lane_kind = "tcp",
+	    .src_node = "a",
+	    .src_nic = "eth0",
+	    .dst_node = "b",
+	    .dst_nic = "eth0",
+	    .synchronised = true,
 	};
 	struct fq_db_link_event old = {1577836800LL * SEC, 1577836800LL * SEC, "a", "eth0", NULL, NULL,
-				       FQ_DB_LINK_DOWN, "carrier", true}; /* 2020-01-01 */
+				       FQ_DB_LINK_DOWN,    "carrier",          true}; /* 2020-01-01 */
 	struct fq_db_partition *parts = NULL;
 	size_t n = 0, found = 0;
 
-	is_str(q("select fabriciq.create_partitions('2030-01-01', 2)"), "8", "create_partitions: 4 tables x 2 days");
+	is_str(q("select fabriciq.create_partitions('2030-01-01', 2)"), "8",
+	       "create_partitions: 4 tables x 2 days");
 	is_str(q("select fabriciq.create_partitions('2030-01-01', 2)"), "0", "... again: none");
 	fq_db_add_lane_windows(db, &lw, 1);
 	fq_db_add_link_events(db, &old, 1);
 	is_int(fq_db_flush(db), 2, "rows for days without a partition are stored");
 	is_str(q("select tableoid::regclass from fabriciq.lane_windows where job_id = 9"),
 	       "fabriciq.lane_windows_default", "... in the default partition");
-	is_str(q("select fabriciq.create_partition('lane_windows', '2030-01-05')"), "t", "create that day's partition");
+	is_str(q("select fabriciq.create_partition('lane_windows', '2030-01-05')"), "t",
+	       "create that day's partition");
 	is_str(q("select tableoid::regclass from fabriciq.lane_windows where job_id = 9"),
 	       "fabriciq.lane_windows_p20300105", "... the row moved into it");
 	is_int(fq_db_partitions(db, &parts, &n), 0, "fq_db_partitions");
 	for (size_t i = 0; i < n; i++)
-		found += !strcmp(parts[i].name, "lane_windows_p20300105") && parts[i].start_ns == 1893801600LL * SEC &&
-			 parts[i].end_ns == 1893888000LL * SEC;
+		found += !strcmp(parts[i].name, "lane_windows_p20300105") &&
+			 parts[i].start_ns == 1893801600LL * SEC && parts[i].end_ns == 1893888000LL * SEC;
 	is_int(found, 1, "... lists it with its range");
 	free(parts);
 
