@@ -90,13 +90,14 @@ sample_agents() {
 # each clock update after T0 -> |ns|. With -x chrony leaves the clock alone,
 # so this is its error. (measurements.log keeps the raw samples too.)
 chrony_errors() { # T0_EPOCH OUT
-	local i
+	local i since
+	since=$(date -u -d "@$1" '+%Y-%m-%d %H:%M:%S')
 	: >"$2"
 	for i in 2 3 4; do
-		awk -v t0="$1" '/^ *[0-9][0-9][0-9][0-9]-/ {
-				cmd = "date -u -d \"" $1 " " $2 "\" +%s"; cmd | getline t; close(cmd)
-				if (t >= t0) { v = $7 * 1e9; if (v < 0) v = -v; printf "%d\n", v }
-			}' "$cdir/log-n$i/tracking.log" 2>/dev/null >>"$2"
+		# "YYYY-MM-DD HH:MM:SS" compares as a string
+		awk -v since="$since" '/^ *[0-9][0-9][0-9][0-9]-/ && ($1 " " $2) >= since {
+				v = $7 * 1e9; if (v < 0) v = -v; printf "%d\n", v }' \
+			"$cdir/log-n$i/tracking.log" 2>/dev/null >>"$2"
 	done
 }
 
