@@ -558,7 +558,13 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 				  len, inet_ntoa(from.sin_addr));
 			continue;
 		}
-		if (pr.type == FQ_PROBE_REQ)
+		if (pr.type == FQ_PROBE_REQ && !path_of(p, n, &from)) {
+			/* only peers we probe ourselves are answered: the mesh is
+			 * symmetric, and a stranger gets no reflector */
+			p->unknown_sender++;
+			fq_log_rl(FQ_LOG_WARN, "%s: probe from unknown host %s dropped", n->name,
+				  inet_ntoa(from.sin_addr));
+		} else if (pr.type == FQ_PROBE_REQ)
 			handle_request(p, n, &pr, &from, rx);
 		else
 			handle_answer(p, n, &pr, &from, rx);
