@@ -55,3 +55,13 @@ int fq_xstamp_measure(unsigned n, struct fq_xstamp *out)
 	}
 	return fq_xstamp_from_samples(s, n, out);
 }
+
+int fq_xstamp_refresh(struct fq_xstamp *x, int64_t now_raw_ns, int64_t max_age_ns, unsigned n)
+{
+	int rc;
+
+	if (x->taken_raw_ns != 0 && now_raw_ns - x->taken_raw_ns <= max_age_ns)
+		return 0;
+	rc = fq_xstamp_measure(n, x);
+	return rc < 0 ? rc : 1;
+}

@@ -58,8 +58,13 @@ struct fq_xstamp {
  * or -EINVAL if n == 0 or every sample has raw_after < raw_before. */
 int fq_xstamp_from_samples(const struct fq_xstamp_sample *s, unsigned n, struct fq_xstamp *out);
 
-/* Reads `n` brackets (1..64) now and keeps the tightest. */
+/* Reads `n` brackets (1..64) now and keeps the tightest. 0 or -EINVAL. */
 int fq_xstamp_measure(unsigned n, struct fq_xstamp *out);
+
+/* On demand: re-measure x (n brackets) if it was never taken (zeroed) or is
+ * older than max_age_ns on the raw clock at now_raw_ns. Returns 1 if it
+ * was re-measured, 0 if still fresh, -EINVAL for a bad n. */
+int fq_xstamp_refresh(struct fq_xstamp *x, int64_t now_raw_ns, int64_t max_age_ns, unsigned n);
 
 /* Map a kernel CLOCK_REALTIME stamp onto MONOTONIC_RAW with a cross-stamp.
  * Valid while nobody steps REALTIME; refresh the cross-stamp each second or

@@ -154,8 +154,9 @@ static bool bounded(const struct fq_cfg_option *o)
 	return o->min != o->max;
 }
 
-/* Parse `text` for option `o` and store it into cfg. */
-static int set_value(const struct fq_cfg_option *o, void *cfg, const char *text, char *err, size_t errlen)
+/* Parse `text` for option `o` of namespace `ns` and store it into cfg. */
+static int set_value(const char *ns, const struct fq_cfg_option *o, void *cfg, const char *text, char *err,
+		     size_t errlen)
 {
 	char *field = (char *)cfg + o->offset;
 	double num = 0, dbl = 0;
@@ -204,16 +205,17 @@ static int set_value(const struct fq_cfg_option *o, void *cfg, const char *text,
 				strncat(list, k ? ", " : "", sizeof(list) - strlen(list) - 1);
 				strncat(list, o->choices[k], sizeof(list) - strlen(list) - 1);
 			}
-			seterr(err, errlen, "%s: '%s' is not one of: %s", o->name, text, list);
+			seterr(err, errlen, "%s.%s: '%s' is not one of: %s", ns, o->name, text, list);
 		}
 		return rc;
 	}
 	if (rc < 0) {
-		seterr(err, errlen, "%s: '%s' is not a valid %s", o->name, text, type_name(o->type));
+		seterr(err, errlen, "%s.%s: '%s' is not a valid %s", ns, o->name, text, type_name(o->type));
 		return -EINVAL;
 	}
 	if (bounded(o) && (num < o->min || num > o->max)) {
-		seterr(err, errlen, "%s: %s is out of range [%.15g, %.15g]%s", o->name, text, o->min, o->max,
+		seterr(err, errlen, "%s.%s: %s is out of range [%.15g, %.15g]%s", ns, o->name, text, o->min,
+		       o->max,
 		       o->type == FQ_CFG_DURATION ? " ns"
 		       : o->type == FQ_CFG_SIZE   ? " bytes"
 						  : "");
@@ -237,7 +239,7 @@ static int set_value(const struct fq_cfg_option *o, void *cfg, const char *text,
 	case FQ_CFG_STRING: {
 		char *copy = strdup(text);
 		if (!copy) {
-			seterr(err, errlen, "%s: out of memory", o->name);
+			seterr(err, errlen, "%s.%s: out of memory", ns, o->name);
 			return -ENOMEM;
 		}
 		free(*(char **)field);
@@ -263,7 +265,7 @@ int fq_cfg_defaults(const struct fq_cfg_schema *s, void *cfg, char *err, size_t 
 			}
 			continue;
 		}
-		rc = set_value(o, cfg, o->def, err, errlen);
+		rc = set_value(s->ns, o, cfg, o->def, err, errlen);
 		if (rc < 0)
 			return rc;
 	}
@@ -331,7 +333,7 @@ int fq_cfg_set(const struct fq_cfg_schema *s, void *cfg, const char *key, const 
 			seterr(err, errlen, "'%s' is not a %s setting", key, s->ns);
 		return -EINVAL;
 	}
-	return set_value(o, cfg, value, err, errlen);
+	return set_value(s->ns, o, cfg, value, err, errlen);
 }
 
 static char *trim(char *p)
@@ -346,6 +348,36 @@ static char *trim(char *p)
 	return p;
 }
 
+/*
+ * The value proper: a double-quoted string (kept verbatim, '#' included), or
+ * bare text up to a '#' that starts the value or follows a blank. Either may
+ * be followed by a comment. NULL if a quote is unbalanced or stray, so that
+ * a dumped config always reads back the same.
+ */
+static char *unquote(char *v)
+{
+	char *end;
+
+	if (*v == '"') {
+		end = strchr(v + 1, '"');
+		if (!end)
+			return NULL;
+		*end++ = '\0';
+		while (isspace((unsigned char)*end))
+			end++;
+		return *end == '\0' || *end == '#' ? v + 1 : NULL;
+	}
+	for (end = v; *end; end++) {
+		if (*end == '#' && (end == v || isspace((unsigned char)end[-1]))) {
+			*end = '\0';
+			break;
+		}
+	}
+	if (strchr(v, '"'))
+		return NULL;
+	return trim(v);
+}
+
 /* One "key = value" line; 0 or -EINVAL with err (without file:line). */
 static int parse_line(const struct fq_cfg_schema *s, void *cfg, char *line, unsigned char *seen, char *err,
 		      size_t errlen)
@@ -353,7 +385,6 @@ static int parse_line(const struct fq_cfg_schema *s, void *cfg, char *line, unsi
 	const struct fq_cfg_option *o;
 	char *eq, *key, *value;
 	bool ignored;
-	size_t n;
 
 	line = trim(line);
 	if (*line == '\0' || *line == '#')
@@ -365,13 +396,9 @@ static int parse_line(const struct fq_cfg_schema *s, void *cfg, char *line, unsi
 	}
 	*eq = '\0';
 	key = trim(line);
-	value = trim(eq + 1);
-	n = strlen(value);
-	if (n >= 2 && value[0] == '"' && value[n - 1] == '"') {
-		value[n - 1] = '\0';
-		value++;
-	} else if (n && (value[0] == '"' || value[n - 1] == '"')) {
-		seterr(err, errlen, "%s: unbalanced quote", key);
+	value = unquote(trim(eq + 1));
+	if (!value) {
+		seterr(err, errlen, "%s: unbalanced quote or text after the closing quote", key);
 		return -EINVAL;
 	}
 	if (*key == '\0') {
@@ -386,7 +413,7 @@ static int parse_line(const struct fq_cfg_schema *s, void *cfg, char *line, unsi
 		return -EINVAL;
 	}
 	seen[o - s->options] = 1;
-	return set_value(o, cfg, value, err, errlen);
+	return set_value(s->ns, o, cfg, value, err, errlen);
 }
 
 int fq_cfg_load_string(const struct fq_cfg_schema *s, void *cfg, const char *name, const char *text,

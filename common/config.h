@@ -9,14 +9,15 @@
  * File format (/etc/fabriciq/fabriciq.conf by default), one setting a line:
  *
  *     # comment
- *     agent.probe_interval = 10ms
+ *     agent.probe_interval = 10ms        # a comment may follow a value
  *     controller.listen = "198.18.0.1:7100"
  *
  * Keys are "namespace.name". All parts read the same file: a component
  * accepts and ignores keys of the other known namespaces (FQ_CFG_NAMESPACES),
  * and rejects unknown namespaces and unknown names in its own namespace, so a
- * typo never passes silently. Values: integers, doubles, booleans
- * (yes/no/true/false/on/off/1/0), strings (optionally double-quoted),
+ * typo never passes silently; so does a key set twice. Values: integers,
+ * doubles, booleans (yes/no/true/false/on/off/1/0), strings (double quotes
+ * keep blanks and '#'; there are no escapes, so a string cannot hold '"'),
  * durations ("250ms", "1.5s", "10us", "5m", "2h"; a bare number is seconds),
  * sizes ("256MiB", "1G", "4096"; K/M/G/T are powers of 1024), enums (one of
  * the listed names). Errors read "PATH:LINE: message".

@@ -1,8 +1,10 @@
 #include "common/frame.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 struct fq_frame_decoder {
@@ -146,15 +148,24 @@ int fq_frame_write_fd(int fd, const Fabriciq__Envelope *env, size_t max_payload)
 {
 	uint8_t *buf;
 	size_t len, off = 0;
+	bool use_write = false;
 	int rc = fq_frame_encode(env, max_payload, &buf, &len);
 
 	if (rc < 0)
 		return rc;
 	while (off < len) {
-		ssize_t w = write(fd, buf + off, len - off);
+		/* send(MSG_NOSIGNAL): a peer that closed its socket gives -EPIPE,
+		 * not a SIGPIPE that kills the daemon; pipes and files fall back
+		 * to write(). */
+		ssize_t w = use_write ? write(fd, buf + off, len - off)
+				      : send(fd, buf + off, len - off, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == ENOTSOCK && !use_write) {
+				use_write = true;
+				continue;
+			}
 			rc = -errno;
 			break;
 		}

@@ -39,7 +39,9 @@ struct fq_frame_decoder;
 struct fq_frame_decoder *fq_frame_decoder_create(size_t max_payload);
 void fq_frame_decoder_destroy(struct fq_frame_decoder *d);
 
-/* Append received bytes. Returns 0, -ENOMEM, or the decoder's sticky error. */
+/* Append received bytes (copied). Returns 0, -ENOMEM, or the decoder's
+ * sticky error. Read in bounded chunks and drain with fq_frame_decoder_next
+ * after each: the buffer then never exceeds max_payload + header + a chunk. */
 int fq_frame_decoder_feed(struct fq_frame_decoder *d, const void *data, size_t len);
 
 /* Take the next complete frame: 1 and *env (free with fq_frame_free), 0 if
@@ -54,7 +56,9 @@ int fq_frame_decoder_next(struct fq_frame_decoder *d, Fabriciq__Envelope **env);
 size_t fq_frame_decoder_pending(const struct fq_frame_decoder *d);
 
 /* Write one whole frame to a blocking fd (retries short writes and EINTR).
- * 0 or a negative errno. */
+ * On a socket, a closed peer gives -EPIPE without raising SIGPIPE.
+ * 0 or a negative errno (-EAGAIN on a nonblocking fd: use fq_frame_encode
+ * and the event loop's own buffering there). */
 int fq_frame_write_fd(int fd, const Fabriciq__Envelope *env, size_t max_payload);
 
 #endif /* FQ_COMMON_FRAME_H */

@@ -71,6 +71,10 @@ void fq_vlog(enum fq_log_level level, const char *fmt, va_list ap)
 	char line[1024];
 	int n;
 
+	/* An out-of-range level from a caller's cast must not index past
+	 * syslog_prio: treat it as the most verbose. */
+	if ((unsigned)level > FQ_LOG_DEBUG)
+		level = FQ_LOG_DEBUG;
 	if (level > logger.max_level)
 		return;
 	n = vsnprintf(line, sizeof(line), fmt, ap);

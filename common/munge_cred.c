@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <munge.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,26 +24,51 @@ int fq_munge_nonce(uint8_t nonce[FQ_MUNGE_NONCE_SIZE])
 	return 0;
 }
 
-/* A context with our socket (and TTL), or NULL with err filled. */
-static munge_ctx_t make_ctx(const char *socket, int ttl_s, char *err, size_t errlen)
+static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* A context with our socket (and TTL) in *out. 0, -ENOMEM or -EINVAL with
+ * err filled. */
+static int make_ctx(const char *socket, int ttl_s, munge_ctx_t *out, char *err, size_t errlen)
 {
 	munge_ctx_t ctx = munge_ctx_create();
 
 	if (!ctx) {
-		snprintf(err, errlen, "munge: out of memory");
-		return NULL;
+		seterr(err, errlen, "munge: out of memory");
+		return -ENOMEM;
 	}
 	if (socket && munge_ctx_set(ctx, MUNGE_OPT_SOCKET, socket) != EMUNGE_SUCCESS) {
-		snprintf(err, errlen, "munge: cannot use socket %s: %s", socket, munge_ctx_strerror(ctx));
-		munge_ctx_destroy(ctx);
-		return NULL;
+		seterr(err, errlen, "munge: cannot use socket %s: %s", socket, munge_ctx_strerror(ctx));
+		goto fail_ctx;
 	}
 	if (ttl_s > 0 && munge_ctx_set(ctx, MUNGE_OPT_TTL, ttl_s) != EMUNGE_SUCCESS) {
-		snprintf(err, errlen, "munge: bad ttl %d: %s", ttl_s, munge_ctx_strerror(ctx));
-		munge_ctx_destroy(ctx);
-		return NULL;
+		seterr(err, errlen, "munge: bad ttl %d: %s", ttl_s, munge_ctx_strerror(ctx));
+		goto fail_ctx;
 	}
-	return ctx;
+	*out = ctx;
+	return 0;
+
+fail_ctx:
+	munge_ctx_destroy(ctx);
+	return -EINVAL;
+}
+
+/* munge's own text for the last error on ctx, else the code's. */
+static const char *munge_reason(munge_ctx_t ctx, munge_err_t e)
+{
+	const char *why = munge_ctx_strerror(ctx);
+
+	return why ? why : munge_strerror(e);
 }
 
 static int map_error(munge_err_t e)
@@ -77,22 +103,22 @@ static int map_error(munge_err_t e)
 int fq_munge_encode(const char *socket, const void *payload, size_t len, int ttl_s, char **cred, char *err,
 		    size_t errlen)
 {
-	munge_ctx_t ctx = make_ctx(socket, ttl_s, err, errlen);
+	munge_ctx_t ctx;
 	munge_err_t e;
 	int rc;
 
-	if (!ctx)
-		return -EINVAL;
 	if (len > INT32_MAX) {
-		munge_ctx_destroy(ctx);
-		snprintf(err, errlen, "munge: payload too large");
+		seterr(err, errlen, "munge: payload of %zu bytes is too large", len);
 		return -EMSGSIZE;
 	}
+	rc = make_ctx(socket, ttl_s, &ctx, err, errlen);
+	if (rc < 0)
+		return rc;
 	e = munge_encode(cred, ctx, payload, (int)len);
 	rc = map_error(e);
 	if (rc < 0)
-		snprintf(err, errlen, "munge encode: %s",
-			 munge_ctx_strerror(ctx) ? munge_ctx_strerror(ctx) : munge_strerror(e));
+		seterr(err, errlen, "munge encode (socket %s): %s", socket ? socket : "default",
+		       munge_reason(ctx, e));
 	munge_ctx_destroy(ctx);
 	return rc;
 }
@@ -100,30 +126,32 @@ int fq_munge_encode(const char *socket, const void *payload, size_t len, int ttl
 int fq_munge_decode(const char *socket, const char *cred, const void *expected, size_t expected_len,
 		    uid_t expected_uid, uid_t *uid, gid_t *gid, char *err, size_t errlen)
 {
-	munge_ctx_t ctx = make_ctx(socket, 0, err, errlen);
+	munge_ctx_t ctx;
 	void *payload = NULL;
 	int plen = 0, rc;
 	uid_t u;
 	gid_t g;
 	munge_err_t e;
 
-	if (!ctx)
-		return -EINVAL;
+	rc = make_ctx(socket, 0, &ctx, err, errlen);
+	if (rc < 0)
+		return rc;
+	/* munge fills payload (ours to free) even for an expired or
+	 * replayed credential, so free it on every path. */
 	e = munge_decode(cred, ctx, &payload, &plen, &u, &g);
 	rc = map_error(e);
 	if (rc < 0) {
-		snprintf(err, errlen, "munge decode: %s",
-			 munge_ctx_strerror(ctx) ? munge_ctx_strerror(ctx) : munge_strerror(e));
+		seterr(err, errlen, "munge decode: %s", munge_reason(ctx, e));
 		goto out;
 	}
 	if (expected_uid != FQ_MUNGE_ANY_UID && u != expected_uid) {
-		snprintf(err, errlen, "munge credential from uid %u, expected uid %u", (unsigned)u,
-			 (unsigned)expected_uid);
+		seterr(err, errlen, "munge credential from uid %u, expected uid %u", (unsigned)u,
+		       (unsigned)expected_uid);
 		rc = -EPERM;
 		goto out;
 	}
 	if ((size_t)plen != expected_len || (expected_len && memcmp(payload, expected, expected_len) != 0)) {
-		snprintf(err, errlen, "munge credential is bound to another connection (payload mismatch)");
+		seterr(err, errlen, "munge credential is bound to another connection (payload mismatch)");
 		rc = -EBADMSG;
 		goto out;
 	}

@@ -23,7 +23,9 @@ int fq_munge_nonce(uint8_t nonce[FQ_MUNGE_NONCE_SIZE]);
 
 /* Mint a credential carrying payload, valid ttl_s seconds (0: munged's
  * default). socket: munged's socket (NULL: the system default). Returns 0
- * and *cred (free() it); a negative errno with err filled otherwise. */
+ * and *cred (free() it), or with err filled (when not NULL):
+ *   -ECONNREFUSED  munged unreachable,  -EMSGSIZE  payload too large,
+ *   -EINVAL        bad socket path or ttl,  -ENOMEM,  -EPROTO  other. */
 int fq_munge_encode(const char *socket, const void *payload, size_t len, int ttl_s, char **cred, char *err,
 		    size_t errlen);
 
@@ -35,8 +37,10 @@ int fq_munge_encode(const char *socket, const void *payload, size_t len, int ttl
  *   -EPERM         minted by a uid other than expected_uid (FQ_MUNGE_ANY_UID: any),
  *   -EBADMSG       payload differs from expected (another connection's),
  *   -ECONNREFUSED  munged unreachable,
- *   -EPROTO        any other munge error.
- * err names the reason in words. */
+ *   -EPROTO        any other munge error,
+ *   -EINVAL/-ENOMEM as for fq_munge_encode.
+ * err (when not NULL) names the reason in words. Thread-safe: each call
+ * uses its own munge context. */
 int fq_munge_decode(const char *socket, const char *cred, const void *expected, size_t expected_len,
 		    uid_t expected_uid, uid_t *uid, gid_t *gid, char *err, size_t errlen);
 

@@ -80,5 +80,5 @@ out=$("$AGENT" -c /dev/null -s bogus=1 2>&1)
 [ $? -ne 0 ] && grep -q "unknown key 'agent.bogus'" <<<"$out"; ok $? "an unknown setting is refused: $out"
 printf 'agent.probe_interval = fast\n' >"$FQTB_STATE/bad.conf"
 out=$("$AGENT" -c "$FQTB_STATE/bad.conf" 2>&1)
-[ $? -ne 0 ] && grep -q "bad.conf:1: probe_interval: 'fast' is not a valid duration" <<<"$out"
+[ $? -ne 0 ] && grep -q "bad.conf:1: agent.probe_interval: 'fast' is not a valid duration" <<<"$out"
 ok $? "a bad value is refused with file:line: $out"

@@ -1,6 +1,10 @@
 /*
  * tap.h: a tiny TAP producer for C unit tests (read by automake's TAP
  * driver). Header-only; one test program per module.
+ *
+ * Either announce the count first with plan(n), or print it at the end
+ * with done_testing(); done_testing() also checks a plan was met. Every
+ * check prints "ok N - what" or "not ok N - what" plus where it failed.
  */
 #ifndef FQ_TESTS_TAP_H
 #define FQ_TESTS_TAP_H
@@ -11,7 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int tap_n, tap_failed;
+static int tap_n, tap_failed, tap_planned = -1;
+
+static inline void plan(int n)
+{
+	tap_planned = n;
+	printf("1..%d\n", n);
+	fflush(stdout);
+}
 
 static inline void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline void diag(const char *fmt, ...)
@@ -68,15 +79,30 @@ static inline int ok_at(int cond, const char *file, int line, const char *fmt, .
 			diag("'%s' does not contain '%s'", g_ ? g_ : "(null)", s_);                          \
 	} while (0)
 
+/* The next n checks cannot run here: count them as skipped, with why. */
+static inline void skip(int n, const char *reason)
+{
+	for (int i = 0; i < n; i++)
+		printf("ok %d # SKIP %s\n", ++tap_n, reason);
+	fflush(stdout);
+}
+
+/* Nothing in this program can run here (before any check). */
 static inline void skip_all(const char *reason)
 {
 	printf("1..0 # SKIP %s\n", reason);
 	exit(0);
 }
 
+/* Exit status for main(): 0 if every check passed and a plan, if any, was met. */
 static inline int done_testing(void)
 {
-	printf("1..%d\n", tap_n);
+	if (tap_planned < 0) {
+		printf("1..%d\n", tap_n);
+	} else if (tap_planned != tap_n) {
+		diag("planned %d tests but ran %d", tap_planned, tap_n);
+		return 1;
+	}
 	return tap_failed ? 1 : 0;
 }
 

@@ -40,6 +40,20 @@ int main(void)
 		ok(predicted >= a - x.error_ns - 1000000 && predicted <= b + x.error_ns + 1000000,
 		   "realtime maps into the raw bracket it was read in");
 	}
+	{
+		struct fq_xstamp r = {0};
+		int64_t t0;
+		is_int(fq_xstamp_refresh(&r, fq_now_ns(), FQ_NSEC_PER_SEC, 8), 1, "never taken: measured");
+		t0 = r.taken_raw_ns;
+		is_int(fq_xstamp_refresh(&r, t0 + FQ_NSEC_PER_SEC / 2, FQ_NSEC_PER_SEC, 8), 0,
+		       "half a second old: still fresh");
+		is_int(fq_xstamp_refresh(&r, t0 + 2 * FQ_NSEC_PER_SEC, FQ_NSEC_PER_SEC, 8), 1,
+		       "two seconds old: re-measured");
+		ok(r.taken_raw_ns > t0, "... with a newer instant");
+		r.taken_raw_ns = 0;
+		is_int(fq_xstamp_refresh(&r, fq_now_ns(), FQ_NSEC_PER_SEC, 65), -EINVAL,
+		       "65 brackets: -EINVAL");
+	}
 	ok(fq_now_ns() > 0, "MONOTONIC_RAW is positive");
 	return done_testing();
 }

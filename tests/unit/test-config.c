@@ -74,11 +74,11 @@ int main(void)
 	ok(load(&c, "retries = 1\n", err, sizeof(err)) == -EINVAL, "key without namespace refused");
 	like(err, "write agent.retries", "... with the fix in the message");
 	ok(load(&c, "agent.peers = 0\n", err, sizeof(err)) == -EINVAL, "below range refused");
-	like(err, "t.conf:1: peers: 0 is out of range [1, 64]", "range in the message");
+	is_str(err, "t.conf:1: agent.peers: 0 is out of range [1, 64]", "full key and range in the message");
 	ok(load(&c, "agent.peers = -3\n", err, sizeof(err)) == -EINVAL, "negative unsigned refused");
 	ok(load(&c, "agent.interval = 100\n", err, sizeof(err)) == -EINVAL, "100 s > 60 s max refused");
 	ok(load(&c, "agent.interval = 5parsecs\n", err, sizeof(err)) == -EINVAL, "bad duration unit");
-	like(err, "'5parsecs' is not a valid duration", "... named");
+	is_str(err, "t.conf:1: agent.interval: '5parsecs' is not a valid duration", "... named");
 	ok(load(&c, "agent.mode = turbo\n", err, sizeof(err)) == -EINVAL, "bad enum");
 	like(err, "one of: monitor, control", "choices listed");
 	ok(load(&c, "agent.verbose = maybe\n", err, sizeof(err)) == -EINVAL, "bad bool");
@@ -87,6 +87,20 @@ int main(void)
 	ok(load(&c, "agent.retries\n", err, sizeof(err)) == -EINVAL, "line without '='");
 	ok(load(&c, "agent.name = \"open\n", err, sizeof(err)) == -EINVAL, "unbalanced quote");
 	ok(load(&c, "agent.retries = 12abc\n", err, sizeof(err)) == -EINVAL, "trailing junk in int");
+	ok(load(&c, "agent.name = \"a\" b\n", err, sizeof(err)) == -EINVAL, "text after the closing quote");
+	like(err, "t.conf:1: agent.name: unbalanced quote", "... named");
+	ok(load(&c, "agent.name = a\"b\n", err, sizeof(err)) == -EINVAL, "stray quote in a bare value");
+
+	/* Comments after values; '#' inside quotes or words is part of the value. */
+	is_int(load(&c, "agent.retries = 7 # seven\nagent.name = x#1\t# bare\n", err, sizeof(err)), 0,
+	       "comments after values");
+	ok(c.retries == 7 && !strcmp(c.name, "x#1"), "... stripped; '#' inside a word kept");
+	is_int(load(&c, "agent.name = \" a # b \"  # c\n", err, sizeof(err)), 0, "quoted '#'");
+	is_str(c.name, " a # b ", "... kept with its blanks");
+	is_int(load(&c, "agent.name =\n", err, sizeof(err)), 0, "empty string value");
+	is_str(c.name, "", "... is empty");
+	ok(load(&c, "agent.peers = # none\n", err, sizeof(err)) == -EINVAL, "empty number refused");
+	is_str(err, "t.conf:1: agent.peers: '' is not a valid unsigned", "... named");
 
 	ok(fq_cfg_load(&schema, &c, "/nonexistent/fabriciq.conf", err, sizeof(err)) == -ENOENT,
 	   "missing file -> -ENOENT");

@@ -2,6 +2,7 @@
 #include "common/frame.h"
 
 #include <errno.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tests/unit/tap.h"
@@ -150,6 +151,34 @@ int main(void)
 		close(p[0]);
 		close(p[1]);
 	}
+	/* A peer that closed its socket: -EPIPE, and no SIGPIPE kills us. */
+	{
+		int sv[2];
+		Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+			abort();
+		close(sv[1]);
+		env.version = FQ_PROTOCOL_VERSION;
+		is_int(fq_frame_write_fd(sv[0], &env, 0), -EPIPE, "closed peer: -EPIPE, no SIGPIPE");
+		close(sv[0]);
+	}
+
+	/* The limit is inclusive: a payload of exactly max_payload decodes. */
+	{
+		d = fq_frame_decoder_create(l1 - FQ_FRAME_HEADER_SIZE);
+		fq_frame_decoder_feed(d, f1, l1);
+		rc = fq_frame_decoder_next(d, &e);
+		ok(rc == 1, "payload of exactly the limit accepted");
+		if (rc == 1)
+			fq_frame_free(e);
+		fq_frame_decoder_destroy(d);
+		d = fq_frame_decoder_create(l1 - FQ_FRAME_HEADER_SIZE - 1);
+		fq_frame_decoder_feed(d, f1, FQ_FRAME_HEADER_SIZE);
+		is_int(fq_frame_decoder_next(d, &e), -EMSGSIZE,
+		       "one byte over: refused from the header alone");
+		fq_frame_decoder_destroy(d);
+	}
+
 	free(f1);
 	free(f2);
 	return done_testing();

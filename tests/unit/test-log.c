@@ -2,16 +2,21 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "tests/unit/tap.h"
 
 static char last[1100];
 static int lines;
 static enum fq_log_level last_level;
+static int suppressed_line;
 
 static void sink(enum fq_log_level level, const char *line, void *arg)
 {
 	(void)arg;
+	if (strstr(line, "similar messages suppressed"))
+		suppressed_line = strstr(line, "(2 similar") == line;
 	snprintf(last, sizeof(last), "%s", line);
 	last_level = level;
 	lines++;
@@ -50,6 +55,41 @@ int main(void)
 	for (int i = 0; i < 100; i++)
 		fq_log_rl(FQ_LOG_WARN, "packet %d dropped", i);
 	is_int(lines, 10, "fq_log_rl: 10 lines of 100 within a second");
+
+	/* The first line after a suppressed stretch says how many were dropped. */
+	{
+		struct fq_ratelimit slow = {.interval_ns = 200000000ull, .burst = 1};
+		struct timespec pause = {0, 250000000};
+		lines = 0;
+		for (int i = 0; i < 3; i++)
+			fq_log_ratelimited(&slow, FQ_LOG_WARN, "retry %d", i);
+		is_int(lines, 1, "burst 1: one line of 3");
+		nanosleep(&pause, NULL);
+		fq_log_ratelimited(&slow, FQ_LOG_WARN, "retry %d", 3);
+		is_int(lines, 3, "next interval: the suppressed count, then the line");
+		ok(suppressed_line, "'(2 similar messages suppressed)' came first");
+		is_str(last, "retry 3", "... the line last");
+	}
+
+	/* Without a sink: "component: level: message" on stderr. */
+	{
+		char buf[256] = "";
+		int p[2], saved = dup(STDERR_FILENO);
+		ssize_t n;
+		if (pipe(p) < 0 || saved < 0)
+			abort();
+		fq_log_set_sink(NULL, NULL);
+		dup2(p[1], STDERR_FILENO);
+		fq_error("bind %s: %s", "eth0", strerror(EADDRINUSE));
+		dup2(saved, STDERR_FILENO);
+		close(saved);
+		close(p[1]);
+		n = read(p[0], buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		close(p[0]);
+		is_str(buf, "test: error: bind eth0: Address already in use\n", "stderr line format");
+		fq_log_set_sink(sink, NULL);
+	}
 
 	{
 		char big[3000];

@@ -9,7 +9,13 @@ command -v munged >/dev/null || { echo "1..0 # SKIP munged not installed (apt-ge
 dir=$(mktemp -d /tmp/fq-munge.XXXXXX)
 chmod 0700 "$dir"
 cleanup() {
-	[ -f "$dir/munged.pid" ] && kill "$(cat "$dir/munged.pid")" 2>/dev/null
+	if [ -s "$dir/munged.pid" ]; then
+		pid=$(cat "$dir/munged.pid")
+		kill "$pid" 2>/dev/null
+		# munged writes its seed file on the way out: let it finish
+		# before its directory goes.
+		for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	fi
 	rm -rf "$dir"
 }
 trap cleanup EXIT
