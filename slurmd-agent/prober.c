@@ -29,6 +29,10 @@
 /* How fast a held estimate's bound grows with age: what an oscillator can
  * wander beyond the fitted drift (0.1 ppm). */
 #define HOLD_AGING_PPB 100
+/* A window's drift (4 s of microsecond noise) is too noisy to extrapolate
+ * minutes ahead; two accepted estimates this far apart give a drift with
+ * noise below 0.02 ppm. */
+#define ANCHOR_NS (30 * FQ_NSEC_PER_SEC)
 
 enum tx_role {
 	TX_NONE,
@@ -77,7 +81,9 @@ struct samples {
 
 struct path {
 	struct nic *nic;
-	struct fq_clock_estimate held; /* the best recent estimate (held.at_ns == 0: none) */
+	struct fq_clock_estimate held;   /* the best recent estimate (held.at_ns == 0: none) */
+	struct fq_clock_estimate anchor; /* an accepted estimate >= ANCHOR_NS older than `held` */
+	double long_drift_ppb;           /* drift over the anchor..held baseline */
 	char peer_node[64], peer_nic[32];
 	struct sockaddr_in addr;
 	struct fq_path live;
@@ -627,19 +633,32 @@ static int choose_estimate(struct path *t, int64_t now, struct fq_clock_estimate
 	struct fq_clock_estimate fresh;
 	int have = fq_clock_fit_estimate(t->fit, now, &fresh) == 0;
 	int64_t age = now - t->held.at_ns, aged = 0;
+	double drift;
 
 	if (t->held.at_ns)
 		aged = t->held.bound_ns + age / (1000000000 / HOLD_AGING_PPB);
 	*held = 0;
 	if (have && (!t->held.at_ns || fresh.bound_ns <= aged)) {
 		t->held = fresh;
+		if (!t->anchor.at_ns)
+			t->anchor = fresh;
+		if (fresh.at_ns - t->anchor.at_ns >= ANCHOR_NS) {
+			t->long_drift_ppb = (double)(fresh.offset_ns - t->anchor.offset_ns) * 1e9 /
+					    (double)(fresh.at_ns - t->anchor.at_ns);
+			/* slide the baseline: keep it between 1x and 2x ANCHOR_NS */
+			if (fresh.at_ns - t->anchor.at_ns >= 2 * ANCHOR_NS)
+				t->anchor = fresh;
+		}
 		*out = fresh;
 		return 1;
 	}
 	if (!t->held.at_ns)
 		return 0;
+	/* extrapolate with the long-baseline drift once there is one */
+	drift = t->long_drift_ppb != 0 ? t->long_drift_ppb : t->held.drift_ppb;
 	*out = t->held;
-	out->offset_ns = t->held.offset_ns + (int64_t)(t->held.drift_ppb * (double)age / 1e9);
+	out->offset_ns = t->held.offset_ns + (int64_t)(drift * (double)age / 1e9);
+	out->drift_ppb = drift;
 	out->bound_ns = aged;
 	out->at_ns = now;
 	*held = 1;
