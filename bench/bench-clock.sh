@@ -17,9 +17,8 @@
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_builddir:=$top_srcdir/build}"
-TB="$top_srcdir/tests/testbed/fabriciq-testbed"
+. "$top_srcdir/tests/testbed/lib/testlib.sh" # TB, FQTB_HELPERS, tb_agents_start
 AGENT="$top_builddir/slurmd-agent/fabriciq-agent"
-export FQTB_HELPERS="$top_builddir/tests/testbed"
 export FQTB_STATE=${TMPDIR:-/tmp}/fqtb-bclk-$$
 SECS=${BENCH_CLOCK_SECONDS:-300}
 
@@ -33,15 +32,7 @@ trap 'exit 130' INT TERM
 declare -A truth
 while read -r h off; do truth[$h]=$off; done < <("$TB" truth)
 
-for i in 1 2 3 4; do
-	peers=
-	for j in 1 2 3 4; do
-		[ $i = $j ] && continue
-		for r in 0 1; do peers+=",n$j:rail$r@198.19.$r.$((2 * j + 1))"; done
-	done
-	"$TB" daemon start "n$i" agent -- "$AGENT" -c /dev/null -s nics=rail0,rail1 -s "peers=${peers#,}" \
-		-s "status_file=$FQTB_STATE/agent-n$i.json" -s "node=n$i" >/dev/null
-done
+tb_agents_start "$AGENT" || { echo "bench-clock: agents did not start"; exit 1; }
 cdir=$FQTB_STATE/chrony
 mkdir -p "$cdir"
 cat >"$cdir/n1.conf" <<CONF

@@ -16,15 +16,7 @@ check "up: 4 hosts x 2 rails, random offsets up to 100 ms" tb up --prefix "$TB_P
 status() { "$AGENT" -c /dev/null -s "status_file=$FQTB_STATE/agent-$1.json" --status --json; }
 table() { "$AGENT" -c /dev/null -s "status_file=$FQTB_STATE/agent-$1.json" --status; }
 downs() { table "$1" | awk '$3 == "down" { print $1, $2 }'; }
-for i in 1 2 3 4; do
-	peers=
-	for j in 1 2 3 4; do
-		[ $i = $j ] && continue
-		for r in 0 1; do peers+=",n$j:rail$r@198.19.$r.$((2 * j + 1))"; done
-	done
-	tb daemon start "n$i" agent -- "$AGENT" -c /dev/null -s nics=rail0,rail1 -s "peers=${peers#,}" \
-		-s "status_file=$FQTB_STATE/agent-n$i.json" -s "node=n$i" >/dev/null
-done
+tb_agents_start "$AGENT"
 sleep 7
 
 # offsets: every (host, path) estimate against truth
