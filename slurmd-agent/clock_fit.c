@@ -130,7 +130,9 @@ int fq_clock_fit_estimate(const struct fq_clock_fit *f, int64_t now_ns, struct f
 	static __thread struct envelope ef, er;
 	static __thread double slopes[MAX_BUCKETS * (MAX_BUCKETS - 1) / 2], icpt[MAX_BUCKETS];
 	double bt[MAX_BUCKETS], th[MAX_BUCKETS], slope = 0, resid = 0;
-	int64_t rtt[MAX_BUCKETS], min_f = INT64_MAX, min_r = INT64_MAX, min_rtt = INT64_MAX, max_rtt = 0, cut;
+	int64_t rtt[MAX_BUCKETS], urtt[MAX_BUCKETS], min_f = INT64_MAX, min_r = INT64_MAX,
+						     min_rtt = INT64_MAX, cut;
+	double worst = 0;
 	unsigned nb = (unsigned)(f->window_ns / f->bucket_ns), n = 0, used = 0, ns = 0, samples;
 	unsigned idx[MAX_BUCKETS];
 
@@ -160,7 +162,7 @@ int fq_clock_fit_estimate(const struct fq_clock_fit *f, int64_t now_ns, struct f
 		th[used] = ((double)ef.min[b] - (double)er.min[b]) / 2;
 		min_f = ef.min[b] < min_f ? ef.min[b] : min_f;
 		min_r = er.min[b] < min_r ? er.min[b] : min_r;
-		max_rtt = rtt[b] > max_rtt ? rtt[b] : max_rtt;
+		urtt[used] = rtt[b];
 		used++;
 	}
 	if (used < 2)
@@ -175,16 +177,21 @@ int fq_clock_fit_estimate(const struct fq_clock_fit *f, int64_t now_ns, struct f
 		icpt[i] = th[i] - slope * bt[i];
 	out->offset_ns = (int64_t)median(icpt, used); /* at bt = 0, i.e. now */
 	for (unsigned i = 0; i < used; i++) {
-		double r = th[i] - (slope * bt[i] + (double)out->offset_ns);
-		resid = r < 0 ? (-r > resid ? -r : resid) : (r > resid ? r : resid);
+		double r = fabs(th[i] - (slope * bt[i] + (double)out->offset_ns));
+		resid = r > resid ? r : resid;
+		/* the truth at bucket i is within urtt/2 of th[i]; the line is r
+		 * away from th[i] there */
+		if ((double)urtt[i] / 2 + r > worst)
+			worst = (double)urtt[i] / 2 + r;
 	}
 	out->drift_ppb = slope * 1e9;
 	out->residual_ns = (int64_t)(resid + 0.5);
 	out->min_fwd_ns = min_f;
 	out->min_rev_ns = min_r;
-	/* every bucket used is within half its round trip of the truth; plus
-	 * what the drift moves theta within a bucket */
-	out->bound_ns = (max_rtt + 1) / 2 + (int64_t)(fabs(slope) * (double)f->bucket_ns);
+	/* at each bucket used, the line is within (half its round trip + its
+	 * residual) of the truth; plus what the drift moves theta within a
+	 * bucket, for the step from the last bucket to now */
+	out->bound_ns = (int64_t)(worst + 0.5) + (int64_t)(fabs(slope) * (double)f->bucket_ns);
 	out->at_ns = now_ns;
 	out->buckets = used;
 	out->samples = samples;

@@ -13,10 +13,12 @@
  * queued, and a one-sided queue biases theta by half its delay. A Theil-Sen line through the theta_b (median of pairwise
  * slopes: robust to a few bad buckets) gives the drift and the offset now.
  *
- * Two error figures: `bound_ns` is hard (owd >= 0 means theta lies within
+ * Two error figures: `bound_ns` holds as long as every stamp is causal and
+ * exactly mapped onto our clock (owd >= 0 means theta lies within
  * [-min rev, min fwd], so each bucket's midpoint is within half its round
- * trip, whatever the asymmetry: the largest such half round trip of the
- * buckets used, plus what the drift moves theta within one bucket);
+ * trip, whatever the asymmetry; the bound is the largest half round trip
+ * plus fit residual over the buckets used, plus what the drift moves theta
+ * within one bucket);
  * `residual_ns` is the fit's largest
  * residual, the estimate's noise if the paths are symmetric.
  */
@@ -30,7 +32,7 @@ struct fq_clock_fit;
 struct fq_clock_estimate {
 	int64_t offset_ns;   /* theta at `at_ns`: peer clock - our clock */
 	double drift_ppb;    /* d(theta)/dt in parts per billion */
-	int64_t bound_ns;    /* hard bound: half the minimum round trip */
+	int64_t bound_ns;    /* error bound from the round trips (see above) */
 	int64_t residual_ns; /* largest residual of the fit */
 	int64_t min_fwd_ns;  /* lower envelope values (owd + theta, owd - theta) */
 	int64_t min_rev_ns;

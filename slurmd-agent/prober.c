@@ -535,6 +535,10 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 			n = &p->nics[i];
 	if (!n)
 		return;
+	/* Kernel stamps are REALTIME, which NTP slews against RAW by up to
+	 * 500 ppm: map them with a cross-stamp taken now, not one from the
+	 * last report (a few ppm over a second is microseconds). */
+	fq_xstamp_measure(4, &p->xs);
 	drain_errqueue(p, n);
 	for (int i = 0; i < 256; i++) {
 		uint8_t buf[FQ_PROBE_SIZE + 1];
@@ -710,8 +714,6 @@ struct json_object *fq_prober_report(struct fq_prober *p)
 		t->sent = t->answered = t->lost = t->pure_fwd = t->pure_rev = 0;
 		t->fwd.n = t->rev.n = t->rtt.n = 0;
 	}
-	/* REALTIME is slewed against RAW by NTP: refresh the mapping. */
-	fq_xstamp_measure(16, &p->xs);
 	return arr;
 }
 
