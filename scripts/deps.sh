@@ -12,7 +12,7 @@ libibverbs-dev
 libevent-dev libjson-c-dev libmicrohttpd-dev
 iproute2 util-linux iputils-ping procps
 clang-format valgrind
-clang libclang-rt-14-dev"
+clang libclang-rt-14-dev chrony"
 
 missing=
 for p in $PKGS; do
