@@ -7,7 +7,11 @@
 
 #include "nccl-plugin/env.h"
 
-enum fqn_env_kind { FQN_ENV_INT, FQN_ENV_SIZE, FQN_ENV_STR };
+enum fqn_env_kind {
+	FQN_ENV_INT,
+	FQN_ENV_SIZE,
+	FQN_ENV_STR
+};
 
 struct fqn_env_var {
 	const char *name;
@@ -20,15 +24,15 @@ struct fqn_env_var {
 #define OFF(f) offsetof(struct fqn_config, f)
 
 static const struct fqn_env_var fqn_env_vars[] = {
-	{"FABRICIQ_LANES", FQN_ENV_INT, "2", 1, FQN_MAX_LANES, OFF(lanes)},
-	{"FABRICIQ_CHUNK_SIZE", FQN_ENV_SIZE, "512K", 4096, 64ULL << 20, OFF(chunk_size)},
-	{"FABRICIQ_IFACES", FQN_ENV_STR, "", 0, FQN_IFACES_MAX, OFF(ifaces)},
-	{"FABRICIQ_AGENT_SOCKET", FQN_ENV_STR, "/run/fabriciq/agent-telemetry.sock", 1, FQN_PATH_MAX,
-	 OFF(agent_socket)},
-	{"FABRICIQ_CLOCK_PAGE", FQN_ENV_STR, "/run/fabriciq/clock", 1, FQN_PATH_MAX, OFF(clock_page)},
-	{"FABRICIQ_TELEMETRY", FQN_ENV_INT, "1", 0, 1, OFF(telemetry)},
-	{"FABRICIQ_TELEMETRY_INTERVAL_MS", FQN_ENV_INT, "100", 10, 60000, OFF(telemetry_interval_ms)},
-	{"FABRICIQ_SOCKET_BUFFER", FQN_ENV_SIZE, "4M", 0, 256ULL << 20, OFF(sock_buf_bytes)},
+    {"FABRICIQ_LANES", FQN_ENV_INT, "2", 1, FQN_MAX_LANES, OFF(lanes)},
+    {"FABRICIQ_CHUNK_SIZE", FQN_ENV_SIZE, "512K", 4096, 64ULL << 20, OFF(chunk_size)},
+    {"FABRICIQ_IFACES", FQN_ENV_STR, "", 0, FQN_IFACES_MAX, OFF(ifaces)},
+    {"FABRICIQ_AGENT_SOCKET", FQN_ENV_STR, "/run/fabriciq/agent-telemetry.sock", 1, FQN_PATH_MAX,
+     OFF(agent_socket)},
+    {"FABRICIQ_CLOCK_PAGE", FQN_ENV_STR, "/run/fabriciq/clock", 1, FQN_PATH_MAX, OFF(clock_page)},
+    {"FABRICIQ_TELEMETRY", FQN_ENV_INT, "1", 0, 1, OFF(telemetry)},
+    {"FABRICIQ_TELEMETRY_INTERVAL_MS", FQN_ENV_INT, "100", 10, 60000, OFF(telemetry_interval_ms)},
+    {"FABRICIQ_SOCKET_BUFFER", FQN_ENV_SIZE, "4M", 0, 256ULL << 20, OFF(sock_buf_bytes)},
 };
 
 int fqn_parse_size(const char *s, unsigned long long *out)

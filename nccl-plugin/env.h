@@ -12,19 +12,19 @@
 
 #include <stddef.h>
 
-#define FQN_MAX_LANES     16
-#define FQN_PATH_MAX      108 /* sun_path */
-#define FQN_IFACES_MAX    256
+#define FQN_MAX_LANES  16
+#define FQN_PATH_MAX   108 /* sun_path */
+#define FQN_IFACES_MAX 256
 
 struct fqn_config {
-	int lanes;                          /* FABRICIQ_LANES, 1..16, default 2 */
-	size_t chunk_size;                  /* FABRICIQ_CHUNK_SIZE, 4 KiB..64 MiB, default 512 KiB */
-	char ifaces[FQN_IFACES_MAX];        /* FABRICIQ_IFACES, comma list, "" = autodetect */
-	char agent_socket[FQN_PATH_MAX];    /* FABRICIQ_AGENT_SOCKET */
-	char clock_page[FQN_PATH_MAX];      /* FABRICIQ_CLOCK_PAGE */
-	int telemetry;                      /* FABRICIQ_TELEMETRY, 0 or 1, default 1 */
-	int telemetry_interval_ms;          /* FABRICIQ_TELEMETRY_INTERVAL_MS, 10..60000, default 100 */
-	int sock_buf_bytes;                 /* FABRICIQ_SOCKET_BUFFER, 0 (kernel) or 64 KiB..256 MiB, default 4 MiB */
+	int lanes;                       /* FABRICIQ_LANES, 1..16, default 2 */
+	size_t chunk_size;               /* FABRICIQ_CHUNK_SIZE, 4 KiB..64 MiB, default 512 KiB */
+	char ifaces[FQN_IFACES_MAX];     /* FABRICIQ_IFACES, comma list, "" = autodetect */
+	char agent_socket[FQN_PATH_MAX]; /* FABRICIQ_AGENT_SOCKET */
+	char clock_page[FQN_PATH_MAX];   /* FABRICIQ_CLOCK_PAGE */
+	int telemetry;                   /* FABRICIQ_TELEMETRY, 0 or 1, default 1 */
+	int telemetry_interval_ms;       /* FABRICIQ_TELEMETRY_INTERVAL_MS, 10..60000, default 100 */
+	int sock_buf_bytes;              /* FABRICIQ_SOCKET_BUFFER, 0 (kernel) .. 256 MiB, default 4 MiB */
 };
 
 typedef const char *(*fqn_getenv_fn)(const char *name);

@@ -30,7 +30,14 @@ typedef enum {
 	ncclInProgress = 7,
 } ncclResult_t;
 
-enum { NCCL_LOG_NONE = 0, NCCL_LOG_VERSION = 1, NCCL_LOG_WARN = 2, NCCL_LOG_INFO = 3, NCCL_LOG_ABORT = 4, NCCL_LOG_TRACE = 5 };
+enum {
+	NCCL_LOG_NONE = 0,
+	NCCL_LOG_VERSION = 1,
+	NCCL_LOG_WARN = 2,
+	NCCL_LOG_INFO = 3,
+	NCCL_LOG_ABORT = 4,
+	NCCL_LOG_TRACE = 5
+};
 #define NCCL_INIT 0x1UL
 #define NCCL_NET  0x10UL
 
@@ -162,7 +169,8 @@ typedef struct {
 	ncclResult_t (*isend)(void *sendComm, void *data, int size, int tag, void *mhandle, void **request);
 	ncclResult_t (*irecv)(void *recvComm, int n, void **data, int *sizes, int *tags, void **mhandles,
 			      void **request);
-	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles, void **request);
+	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+			       void **request);
 	ncclResult_t (*test)(void *request, int *done, int *sizes);
 	ncclResult_t (*closeSend)(void *sendComm);
 	ncclResult_t (*closeRecv)(void *recvComm);
@@ -183,10 +191,12 @@ typedef struct {
 	ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
 				    void **mhandle);
 	ncclResult_t (*deregMr)(void *comm, void *mhandle);
-	ncclResult_t (*isend)(void *sendComm, void *data, size_t size, int tag, void *mhandle, void **request);
+	ncclResult_t (*isend)(void *sendComm, void *data, size_t size, int tag, void *mhandle,
+			      void **request);
 	ncclResult_t (*irecv)(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
 			      void **request);
-	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles, void **request);
+	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+			       void **request);
 	ncclResult_t (*test)(void *request, int *done, int *sizes);
 	ncclResult_t (*closeSend)(void *sendComm);
 	ncclResult_t (*closeRecv)(void *recvComm);
@@ -213,7 +223,8 @@ typedef struct {
 			      void **request);
 	ncclResult_t (*irecv)(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
 			      void **phandles, void **request);
-	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles, void **request);
+	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+			       void **request);
 	ncclResult_t (*test)(void *request, int *done, int *sizes);
 	ncclResult_t (*closeSend)(void *sendComm);
 	ncclResult_t (*closeRecv)(void *recvComm);
@@ -224,35 +235,36 @@ typedef struct {
 } ncclNet_v10_t;
 
 /* v11 and v12 differ only in the property struct (and vProps width). */
-#define FQN_NCCL_NET_V11_LIKE(PROPS, VPROPS)                                                                   \
-	struct {                                                                                               \
-		const char *name;                                                                              \
-		ncclResult_t (*init)(void **ctx, uint64_t commId, ncclNetCommConfig_t *config,                 \
-				     ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction);      \
-		ncclResult_t (*devices)(int *ndev);                                                            \
-		ncclResult_t (*getProperties)(int dev, PROPS *props);                                          \
-		ncclResult_t (*listen)(void *ctx, int dev, void *handle, void **listenComm);                   \
-		ncclResult_t (*connect)(void *ctx, int dev, void *handle, void **sendComm, void **sendDevComm); \
-		ncclResult_t (*accept)(void *listenComm, void **recvComm, void **recvDevComm);                 \
-		ncclResult_t (*regMr)(void *comm, void *data, size_t size, int type, void **mhandle);          \
-		ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type, uint64_t offset,    \
-					    int fd, void **mhandle);                                           \
-		ncclResult_t (*deregMr)(void *comm, void *mhandle);                                            \
-		ncclResult_t (*isend)(void *sendComm, void *data, size_t size, int tag, void *mhandle,         \
-				      void *phandle, void **request);                                          \
-		ncclResult_t (*irecv)(void *recvComm, int n, void **data, size_t *sizes, int *tags,            \
-				      void **mhandles, void **phandles, void **request);                       \
-		ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles,        \
-				       void **request);                                                        \
-		ncclResult_t (*test)(void *request, int *done, int *sizes);                                    \
-		ncclResult_t (*closeSend)(void *sendComm);                                                     \
-		ncclResult_t (*closeRecv)(void *recvComm);                                                     \
-		ncclResult_t (*closeListen)(void *listenComm);                                                 \
-		ncclResult_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle);                   \
-		ncclResult_t (*irecvConsumed)(void *recvComm, int n, void *request);                           \
-		ncclResult_t (*makeVDevice)(int *d, VPROPS *props);                                            \
-		ncclResult_t (*finalize)(void *ctx);                                                           \
-		ncclResult_t (*setNetAttr)(void *ctx, ncclNetAttr_t *netAttr);                                 \
+#define FQN_NCCL_NET_V11_LIKE(PROPS, VPROPS)                                                                 \
+	struct {                                                                                             \
+		const char *name;                                                                            \
+		ncclResult_t (*init)(void **ctx, uint64_t commId, ncclNetCommConfig_t *config,               \
+				     ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction);    \
+		ncclResult_t (*devices)(int *ndev);                                                          \
+		ncclResult_t (*getProperties)(int dev, PROPS *props);                                        \
+		ncclResult_t (*listen)(void *ctx, int dev, void *handle, void **listenComm);                 \
+		ncclResult_t (*connect)(void *ctx, int dev, void *handle, void **sendComm,                   \
+					void **sendDevComm);                                                 \
+		ncclResult_t (*accept)(void *listenComm, void **recvComm, void **recvDevComm);               \
+		ncclResult_t (*regMr)(void *comm, void *data, size_t size, int type, void **mhandle);        \
+		ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type, uint64_t offset,  \
+					    int fd, void **mhandle);                                         \
+		ncclResult_t (*deregMr)(void *comm, void *mhandle);                                          \
+		ncclResult_t (*isend)(void *sendComm, void *data, size_t size, int tag, void *mhandle,       \
+				      void *phandle, void **request);                                        \
+		ncclResult_t (*irecv)(void *recvComm, int n, void **data, size_t *sizes, int *tags,          \
+				      void **mhandles, void **phandles, void **request);                     \
+		ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles,      \
+				       void **request);                                                      \
+		ncclResult_t (*test)(void *request, int *done, int *sizes);                                  \
+		ncclResult_t (*closeSend)(void *sendComm);                                                   \
+		ncclResult_t (*closeRecv)(void *recvComm);                                                   \
+		ncclResult_t (*closeListen)(void *listenComm);                                               \
+		ncclResult_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle);                 \
+		ncclResult_t (*irecvConsumed)(void *recvComm, int n, void *request);                         \
+		ncclResult_t (*makeVDevice)(int *d, VPROPS *props);                                          \
+		ncclResult_t (*finalize)(void *ctx);                                                         \
+		ncclResult_t (*setNetAttr)(void *ctx, ncclNetAttr_t *netAttr);                               \
 	}
 
 typedef FQN_NCCL_NET_V11_LIKE(ncclNetProperties_v11_t, ncclNetVDeviceProps_v9_t) ncclNet_v11_t;

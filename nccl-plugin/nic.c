@@ -51,8 +51,9 @@ static void nic_fill_sysfs(struct fqn_nic *nic)
 	if (sysfs_read(nic->name, "address", buf, sizeof(buf)) == 0 &&
 	    sscanf(buf, "%x:%x:%x:%x:%x:%x", &mac[0], &mac[1], &mac[2], &mac[3], &mac[4], &mac[5]) == 6) {
 		/* EUI-64 from the MAC, as IB does for RoCE ports. */
-		nic->guid = ((uint64_t)(mac[0] ^ 2) << 56) | ((uint64_t)mac[1] << 48) | ((uint64_t)mac[2] << 40) |
-			    (0xfffeULL << 24) | ((uint64_t)mac[3] << 16) | ((uint64_t)mac[4] << 8) | mac[5];
+		nic->guid = ((uint64_t)(mac[0] ^ 2) << 56) | ((uint64_t)mac[1] << 48) |
+			    ((uint64_t)mac[2] << 40) | (0xfffeULL << 24) | ((uint64_t)mac[3] << 16) |
+			    ((uint64_t)mac[4] << 8) | mac[5];
 	}
 	if (nic->guid == 0) { /* loopback, tunnels: FNV-1a of the name */
 		uint64_t h = 0xcbf29ce484222325ULL;
@@ -117,7 +118,8 @@ static int nics_named(struct ifaddrs *ifa_list, const char *ifaces, struct fqn_n
 
 		if (rc < 0) {
 			snprintf(err, errlen, "FABRICIQ_IFACES: interface '%s' %s", tok,
-				 rc == -E2BIG ? "is one too many (at most 16)" : "does not exist, is down or has no address");
+				 rc == -E2BIG ? "is one too many (at most 16)"
+					      : "does not exist, is down or has no address");
 			return -ENODEV;
 		}
 	}
@@ -160,8 +162,9 @@ int fqn_nics_discover(const char *ifaces, struct fqn_nic *nics, int *n, char *er
 		nics_auto(ifa_list, nics, n);
 	freeifaddrs(ifa_list);
 	if (rc == 0 && *n == 0) {
-		snprintf(err, errlen, "no usable network interface (UP, not loopback, with an address); "
-				      "set FABRICIQ_IFACES");
+		snprintf(err, errlen,
+			 "no usable network interface (UP, not loopback, with an address); "
+			 "set FABRICIQ_IFACES");
 		rc = -ENODEV;
 	}
 	if (rc < 0)

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define FQN_MAX_NICS          16
+#define FQN_MAX_NICS           16
 #define FQN_DEFAULT_SPEED_MBPS 10000
 
 struct fqn_nic {

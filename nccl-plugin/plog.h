@@ -12,7 +12,8 @@
 
 void fqn_log_set_logger(ncclDebugLogger_t logger);
 
-void fqn_log(int level, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void fqn_log(int level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #define FQN_WARN(...) fqn_log(NCCL_LOG_WARN, __FILE__, __LINE__, __VA_ARGS__)
 #define FQN_INFO(...) fqn_log(NCCL_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)

@@ -1,0 +1,131 @@
+/*
+ * fq-rawtcp: the raw-TCP baseline for the plugin benchmarks. One TCP
+ * connection, TCP_NODELAY, the plugin's default socket buffers, and the
+ * same traffic pattern as `fabriciq-collbench -c pingpong`: SIZE bytes one
+ * way, SIZE bytes back, busy-polling non-blocking sockets as NCCL's proxy
+ * polls test(). Prints the half round trip and the one-way bandwidth.
+ * With FQ_RAWTCP_SPLIT=1 in the environment, each direction has its own
+ * connection, the shape of every ncclNet plugin (NCCL's send and receive
+ * comms are separate connections), so no ACK rides on the reply.
+ *
+ *   fq-rawtcp server PORT SIZE ITERS WARMUP
+ *   fq-rawtcp client HOST PORT SIZE ITERS WARMUP
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static int tune(int fd)
+{
+	int one = 1, buf = 4 << 20;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	return fd;
+}
+
+static int xfer(int fd, char *buf, size_t len, int is_send)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = is_send ? send(fd, buf + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL)
+				    : recv(fd, buf + done, len - done, MSG_DONTWAIT);
+		if (n > 0)
+			done += (size_t)n;
+		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			return -1;
+	}
+	return 0;
+}
+
+static int dial(const struct sockaddr_in *sa)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = tune(socket(AF_INET, SOCK_STREAM, 0));
+
+		if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+			return fd;
+		close(fd);
+		usleep(50000);
+	}
+	return -1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	int server = argc == 6 && strcmp(argv[1], "server") == 0, fd, fd2, a = server ? 2 : 3;
+	int split = getenv("FQ_RAWTCP_SPLIT") && strcmp(getenv("FQ_RAWTCP_SPLIT"), "1") == 0;
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	size_t size;
+	int iters, warmup;
+	char *buf;
+	double t0 = 0;
+
+	if (!server && !(argc == 7 && strcmp(argv[1], "client") == 0)) {
+		fprintf(
+		    stderr,
+		    "usage: fq-rawtcp server PORT SIZE ITERS WARMUP | client HOST PORT SIZE ITERS WARMUP\n");
+		return 2;
+	}
+	sa.sin_port = htons((uint16_t)atoi(argv[a]));
+	size = strtoull(argv[a + 1], NULL, 10);
+	iters = atoi(argv[a + 2]);
+	warmup = atoi(argv[a + 3]);
+	buf = calloc(1, size ? size : 1);
+	if (server) {
+		int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		tune(l);
+		if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 1) < 0) {
+			perror("fq-rawtcp: bind/listen");
+			return 1;
+		}
+		fd = accept(l, NULL, NULL);
+		fd2 = split ? accept(l, NULL, NULL) : fd;
+		close(l);
+	} else {
+		inet_pton(AF_INET, argv[2], &sa.sin_addr);
+		fd = dial(&sa);
+		fd2 = split ? dial(&sa) : fd;
+		if (fd < 0 || fd2 < 0) {
+			perror("fq-rawtcp: connect");
+			return 1;
+		}
+	}
+	for (int i = 0; i < warmup + iters; i++) {
+		if (i == warmup)
+			t0 = now_s();
+		/* there on fd, back on fd2 (the same socket unless split) */
+		if (xfer(fd, buf, size, !server) < 0 || xfer(fd2, buf, size, server) < 0) {
+			fprintf(stderr, "fq-rawtcp: connection lost\n");
+			return 1;
+		}
+	}
+	if (!server) {
+		double half_us = (now_s() - t0) / iters / 2 * 1e6;
+		printf("%zu %.2f %.3f\n", size, half_us, half_us > 0 ? (double)size / half_us / 1e3 : 0);
+	}
+	close(fd);
+	if (fd2 != fd)
+		close(fd2);
+	free(buf);
+	return 0;
+}

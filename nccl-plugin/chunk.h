@@ -1,0 +1,73 @@
+/*
+ * chunk: how a message is cut into chunks, the chunk header on the wire,
+ * and the receiver's bookkeeping to reassemble it. Pure, no I/O.
+ *
+ * A message of S bytes becomes max(1, ceil(S / C)) chunks of C bytes (the
+ * sender's chunk size, announced at connection setup), the last one shorter;
+ * a zero-byte message is one chunk of length 0, so the receiver learns its
+ * size and tag. Chunk k covers [k*C, min((k+1)*C, S)). Any lane may carry any
+ * chunk; on one lane chunks go in (seq, offset) order.
+ *
+ * Header, 48 bytes, little-endian:
+ *   0 u32 magic "FQCH"   4 u8 version (1)   5 u8 flags   6 u16 lane
+ *   8 u64 seq (message number on this connection, from 0)
+ *  16 u64 msg_size      24 u64 offset      32 u32 len      36 i32 tag
+ *  40 i64 send_ns (global timeline when FQN_CHUNK_F_SYNC, else the sender's
+ *         CLOCK_MONOTONIC_RAW)
+ * Every chunk repeats msg_size and tag, so the first chunk to arrive on any
+ * lane is enough to match the message to a receive buffer.
+ */
+#ifndef FQN_CHUNK_H
+#define FQN_CHUNK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FQN_CHUNK_HDR_SIZE 48
+#define FQN_CHUNK_MAGIC    0x48435146u /* "FQCH" */
+#define FQN_CHUNK_VERSION  1
+#define FQN_CHUNK_F_SYNC   0x01u /* send_ns is on the global timeline */
+#define FQN_MAX_MSG_SIZE   (1ULL << 40)
+
+struct fqn_chunk_hdr {
+	uint64_t seq;
+	uint64_t msg_size;
+	uint64_t offset;
+	int64_t send_ns;
+	uint32_t len;
+	int32_t tag;
+	uint16_t lane;
+	uint8_t flags;
+};
+
+/* Number of chunks of a message (>= 1). */
+uint64_t fqn_chunk_count(uint64_t msg_size, size_t chunk_size);
+
+/* Length of the chunk starting at offset (offset < msg_size, or 0 for an
+ * empty message). */
+uint32_t fqn_chunk_len(uint64_t msg_size, size_t chunk_size, uint64_t offset);
+
+void fqn_chunk_hdr_encode(const struct fqn_chunk_hdr *h, uint8_t out[FQN_CHUNK_HDR_SIZE]);
+
+/* Decode and check a header against the sender's chunk size: magic,
+ * version, known flags, msg_size <= FQN_MAX_MSG_SIZE, offset on a chunk
+ * boundary inside the message, len exactly the chunk's length. Returns 0,
+ * or -EBADMSG with *why (static string) saying which check failed. */
+int fqn_chunk_hdr_decode(const uint8_t in[FQN_CHUNK_HDR_SIZE], size_t chunk_size, struct fqn_chunk_hdr *h,
+			 const char **why);
+
+/* One message being reassembled: O(1) memory whatever its size. */
+struct fqn_reasm {
+	uint64_t size;
+	uint64_t chunks_left;
+	int32_t tag;
+};
+
+void fqn_reasm_begin(struct fqn_reasm *r, uint64_t size, int32_t tag, size_t chunk_size);
+
+/* Account one received (decoded) chunk. Returns 1 when the message is
+ * complete, 0 if more chunks are due, -EBADMSG if the chunk contradicts the
+ * message (size or tag differ, or more chunks than the message has). */
+int fqn_reasm_add(struct fqn_reasm *r, const struct fqn_chunk_hdr *h, const char **why);
+
+#endif /* FQN_CHUNK_H */

@@ -1,0 +1,86 @@
+/*
+ * lane: one transport path of a connection, carrying whole chunks.
+ *
+ * A connection stripes its chunks over several lanes. A lane kind (TCP
+ * today; an IB verbs RC QP later) embeds struct fqn_lane first and fills
+ * the ops table; the connection code sees only this interface. All calls
+ * are non-blocking and made by the one thread that owns the connection.
+ *
+ * Sending: tx_chunk() hands the lane a header and its payload (which stays
+ * valid until completion); it returns -EAGAIN while the previous chunk is
+ * still being transmitted. tx_progress() pushes bytes and reports the
+ * completion of the chunk (cookie), i.e. the moment its payload buffer may
+ * be reused.
+ *
+ * Receiving: rx_header() makes the next chunk's header available (it stays
+ * the current header until its payload is consumed); rx_payload() lands the
+ * current chunk's payload at dst, possibly over several calls.
+ *
+ * Errors are negative errnos; -ECONNRESET means the peer closed or reset
+ * the lane. After an error the lane is dead and only destroy() is valid.
+ *
+ * How an IB verbs RC QP lane fits: setup.c keeps its TCP connection per
+ * lane as the control channel (hello, then QP numbers and GIDs), and a
+ * constructor like fqn_lane_ib_from_tcp() replaces fqn_lane_tcp_adopt();
+ * tx_chunk posts a SEND of header + payload (registered or copied into a
+ * registered ring), tx_progress polls the CQ, rx_header/rx_payload read
+ * from pre-posted receive buffers. send.c and recv.c do not change.
+ * Zero-copy RDMA WRITE into the posted buffer would need the receiver to
+ * announce its buffers first (a clear-to-send), which is a recv.c change.
+ */
+#ifndef FQN_LANE_H
+#define FQN_LANE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "nccl-plugin/chunk.h"
+
+struct fqn_lane;
+
+/* What the transport knows about the path (0 where it does not). */
+struct fqn_lane_info {
+	uint32_t rtt_us;
+	uint32_t retrans;      /* total retransmitted segments */
+	uint32_t delivered_ce; /* segments delivered with ECN CE marks */
+	int have_delivered_ce;
+};
+
+struct fqn_lane_ops {
+	const char *kind; /* "tcp", "ib" */
+	/* 0: ready; -EINPROGRESS: still connecting; other: failed. */
+	int (*poll_connected)(struct fqn_lane *l);
+	/* Send the connection hello (opaque bytes) ahead of any chunk: 0 when
+	 * fully sent, -EAGAIN to call again, or an error. */
+	int (*send_hello)(struct fqn_lane *l, const void *buf, size_t len);
+	int (*tx_chunk)(struct fqn_lane *l, const struct fqn_chunk_hdr *h, const void *payload, void *cookie);
+	/* 1 and *cookie: the current chunk completed; 0: nothing completed. */
+	int (*tx_progress)(struct fqn_lane *l, void **cookie);
+	/* 1: *h holds the current header (decoded, checked against chunk_size);
+	 * 0: no complete header yet; -EBADMSG: a malformed header (*why says). */
+	int (*rx_header)(struct fqn_lane *l, struct fqn_chunk_hdr *h, const char **why);
+	/* 1: the current chunk's payload is complete at dst; 0: partial. */
+	int (*rx_payload)(struct fqn_lane *l, void *dst);
+	int (*info)(struct fqn_lane *l, struct fqn_lane_info *out);
+	void (*destroy)(struct fqn_lane *l);
+};
+
+struct fqn_lane {
+	const struct fqn_lane_ops *ops;
+	int index;         /* lane number inside its connection */
+	int nic;           /* local NIC (device index), -1 if routed */
+	size_t chunk_size; /* the sender's chunk size */
+	char local[64];    /* "addr:port" for messages */
+	char peer[64];
+};
+
+/* TCP lane: a non-blocking connect from local (may be NULL: routed) to
+ * remote. TCP_NODELAY, socket buffers of sock_buf bytes (0: kernel). */
+int fqn_lane_tcp_connect(const struct sockaddr *local, const struct sockaddr *remote, int sock_buf,
+			 struct fqn_lane **out);
+
+/* TCP lane over an accepted, connected socket (takes ownership of fd). */
+int fqn_lane_tcp_adopt(int fd, int sock_buf, struct fqn_lane **out);
+
+#endif /* FQN_LANE_H */

@@ -1,0 +1,245 @@
+/*
+ * net: the plugin's global context (settings, NICs, clock page), device
+ * properties, and what every comm shares: failure reporting and release.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock_page.h"
+#include "nccl-plugin/conn.h"
+#include "nccl-plugin/plog.h"
+#include "nccl-plugin/telemetry.h"
+
+struct fqn_global *fqn_g;
+static struct fqn_global fqn_global_storage;
+static pthread_mutex_t fqn_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fqn_refs;
+
+static const char *fqn_env_lookup(const char *name)
+{
+	return getenv(name);
+}
+
+int64_t fqn_clock_now(int *sync)
+{
+	struct fq_clock_model m;
+	struct timespec ts;
+	int64_t raw;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	raw = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (fqn_g && fqn_g->clock && fq_clock_page_read(fqn_g->clock, raw, &m) == 0) {
+		*sync = 1;
+		return fq_clock_model_global(&m, raw);
+	}
+	*sync = 0;
+	return raw;
+}
+
+static void init_log_nics(const struct fqn_global *g)
+{
+	for (int i = 0; i < g->nnics; i++) {
+		const struct fqn_nic *n = &g->nics[i];
+		char abuf[64];
+
+		FQN_INFO("device %d: %s %s%s, %d Mbps%s, pci %s", i, n->name,
+			 fqn_sockaddr_str((const struct sockaddr *)&n->addr, abuf, sizeof(abuf)),
+			 n->rdma ? " (RDMA)" : "", n->speed_mbps,
+			 n->speed_from_sysfs ? "" : " (speed unknown in sysfs: assumed)",
+			 n->pci_path ? n->pci_path : "none (virtual)");
+	}
+}
+
+static int init_once(struct fqn_global *g)
+{
+	char err[256];
+	int rc;
+
+	rc = fqn_config_load(&g->cfg, fqn_env_lookup, err, sizeof(err));
+	if (rc < 0) {
+		FQN_WARN("bad environment: %s; see libnccl-net-fabriciq(7)", err);
+		return rc;
+	}
+	rc = fqn_nics_discover(g->cfg.ifaces, g->nics, &g->nnics, err, sizeof(err));
+	if (rc < 0) {
+		FQN_WARN("%s", err);
+		return rc;
+	}
+	rc = fq_clock_page_reader_open(g->cfg.clock_page, &g->clock);
+	if (rc < 0) {
+		g->clock = NULL;
+		FQN_INFO("no clock page at %s (%s): chunk stamps are local, delays unsynchronised",
+			 g->cfg.clock_page, strerror(-rc));
+	}
+	if (g->cfg.telemetry) {
+		rc = fqn_telemetry_start(g->cfg.agent_socket, g->cfg.telemetry_interval_ms, &g->telemetry);
+		if (rc < 0) {
+			FQN_WARN("cannot start the telemetry thread: %s; running without telemetry",
+				 strerror(-rc));
+			g->telemetry = NULL;
+		}
+	}
+	init_log_nics(g);
+	FQN_INFO("%d device(s), %d lane(s) per connection, %zu-byte chunks", g->nnics, g->cfg.lanes,
+		 g->cfg.chunk_size);
+	return 0;
+}
+
+int fqn_init(ncclDebugLogger_t logger)
+{
+	int rc = 0;
+
+	if (logger)
+		fqn_log_set_logger(logger);
+	pthread_mutex_lock(&fqn_init_lock);
+	if (fqn_refs == 0) {
+		memset(&fqn_global_storage, 0, sizeof(fqn_global_storage));
+		rc = init_once(&fqn_global_storage);
+		if (rc == 0)
+			__atomic_store_n(&fqn_g, &fqn_global_storage, __ATOMIC_RELEASE);
+	}
+	if (rc == 0)
+		fqn_refs++;
+	pthread_mutex_unlock(&fqn_init_lock);
+	return rc;
+}
+
+void fqn_fini(void)
+{
+	pthread_mutex_lock(&fqn_init_lock);
+	if (fqn_refs > 0 && --fqn_refs == 0) {
+		struct fqn_global *g = fqn_g;
+
+		__atomic_store_n(&fqn_g, NULL, __ATOMIC_RELEASE);
+		fqn_telemetry_stop(g->telemetry);
+		fq_clock_page_reader_close(g->clock);
+		fqn_nics_release(g->nics, g->nnics);
+	}
+	pthread_mutex_unlock(&fqn_init_lock);
+}
+
+int fqn_devices(int *ndev)
+{
+	if (!fqn_g)
+		return -EINVAL;
+	*ndev = fqn_g->nnics;
+	return 0;
+}
+
+int fqn_get_properties(int dev, struct fqn_props *p)
+{
+	const struct fqn_nic *n;
+
+	if (!fqn_g || dev < 0 || dev >= fqn_g->nnics)
+		return -EINVAL;
+	n = &fqn_g->nics[dev];
+	p->name = n->name;
+	p->pci_path = n->pci_path;
+	p->guid = n->guid;
+	p->speed_mbps = n->speed_mbps;
+	p->port = 1;
+	p->max_comms = 65536;
+	p->max_recvs = FQN_MAX_RECVS;
+	p->rail = dev;
+	return 0;
+}
+
+int fqn_comm_fail(struct fqn_comm *c, int lane, int err, const char *what)
+{
+	const char *peer = lane >= 0 ? c->lanes[lane]->peer : "?";
+	const char *local = lane >= 0 ? c->lanes[lane]->local : "?";
+
+	if (c->err)
+		return c->err;
+	c->err = err;
+	c->err_lane = lane;
+	FQN_WARN("connection %llx lane %d/%d (%s %s %s, %s): %s: %s (%s, errno %d)",
+		 (unsigned long long)c->conn_id, lane, c->nlanes, local, c->is_send ? "->" : "<-", peer,
+		 lane >= 0 ? c->lanes[lane]->ops->kind : "?", what,
+		 err == -ECONNRESET ? "peer closed or reset the connection" : "failed", strerror(-err), -err);
+	return err;
+}
+
+void fqn_comm_stats_init(struct fqn_comm *c)
+{
+	int sync;
+	int64_t now = fqn_clock_now(&sync);
+
+	c->interval_ns = fqn_g && fqn_g->telemetry ? (int64_t)fqn_g->cfg.telemetry_interval_ms * 1000000 : 0;
+	for (int i = 0; i < c->nlanes; i++) {
+		memset(&c->stats[i], 0, sizeof(c->stats[i]));
+		c->stats[i].interval_start = now;
+	}
+}
+
+void fqn_comm_tick(struct fqn_comm *c, int i, int64_t now, int force)
+{
+	struct fqn_lane_stats *st = &c->stats[i];
+	struct fqn_lane *l = c->lanes[i];
+	struct fqn_lane_sample s;
+
+	if (!c->interval_ns || !fqn_g || !fqn_g->telemetry)
+		return;
+	if (now < st->interval_start) { /* the clock page came or went: restart */
+		st->interval_start = now;
+		return;
+	}
+	if (force ? st->chunks == 0 : now - st->interval_start < c->interval_ns)
+		return;
+	memset(&s, 0, offsetof(struct fqn_lane_sample, owd));
+	s.conn_id = c->conn_id;
+	s.lane = i;
+	s.is_send = c->is_send;
+	s.synchronised = !st->unsync;
+	snprintf(s.kind, sizeof(s.kind), "%s", l->ops->kind);
+	snprintf(s.nic, sizeof(s.nic), "%s",
+		 l->nic >= 0 && l->nic < fqn_g->nnics ? fqn_g->nics[l->nic].name : "?");
+	memcpy(s.local, l->local, sizeof(s.local));
+	memcpy(s.peer, l->peer, sizeof(s.peer));
+	s.start_ns = st->interval_start;
+	s.end_ns = now;
+	s.bytes = st->bytes;
+	s.chunks = st->chunks;
+	s.msgs = st->msgs;
+	l->ops->info(l, &s.info); /* one getsockopt per lane per interval */
+	s.owd = st->owd;
+	fqn_telemetry_push(fqn_g->telemetry, &s);
+	st->bytes = st->chunks = st->msgs = 0;
+	st->unsync = 0;
+	st->interval_start = now;
+	fqn_hist_reset(&st->owd);
+}
+
+void fqn_comm_release(struct fqn_comm *c)
+{
+	int sync;
+	int64_t now = fqn_clock_now(&sync);
+
+	for (int i = 0; i < c->nlanes; i++)
+		fqn_comm_tick(c, i, now, 1);
+	for (int i = 0; i < c->nlanes; i++) {
+		c->lanes[i]->ops->destroy(c->lanes[i]);
+		c->lanes[i] = NULL;
+	}
+}
+
+enum fqn_err_class fqn_errno_to_class(int negerr)
+{
+	switch (-negerr) {
+	case ECONNRESET:
+	case EBADMSG:
+	case EPROTO:
+		return FQN_ERR_REMOTE;
+	case EINVAL:
+	case EMSGSIZE:
+	case ENOTSUP:
+		return FQN_ERR_USAGE;
+	default:
+		return FQN_ERR_SYSTEM;
+	}
+}

@@ -1,0 +1,459 @@
+/*
+ * setup: listen, connect and accept, none of which blocks.
+ *
+ * listen() opens one listening socket per local NIC (the requested device
+ * first, up to FQN_HANDLE_ADDRS) and writes their addresses and a random
+ * token into the handle. connect() opens FABRICIQ_LANES lanes: lane i goes
+ * to the listener's address i % naddr from the local NIC on the same subnet
+ * (same rail), each from its own ephemeral source port, and sends a hello
+ * {lane, nlanes, chunk size, token, connection id}. accept() takes incoming
+ * sockets, reads their hellos, groups them by connection id and returns a
+ * receive comm once every lane of one connection has arrived.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "nccl-plugin/conn.h"
+#include "nccl-plugin/plog.h"
+
+#define FQN_PENDING_MAX 64
+#define FQN_GROUPS_MAX  8
+
+struct fqn_pending {
+	int fd;
+	size_t got;
+	uint8_t buf[FQN_HELLO_SIZE];
+};
+
+struct fqn_group {
+	uint64_t conn_id;
+	int nlanes, have;
+	size_t chunk_size;
+	struct fqn_lane *lanes[FQN_MAX_LANES];
+};
+
+struct fqn_listen {
+	int dev;
+	int nfds;
+	int fds[FQN_HANDLE_ADDRS];
+	uint64_t token;
+	struct fqn_pending pending[FQN_PENDING_MAX];
+	int npending;
+	struct fqn_group groups[FQN_GROUPS_MAX];
+};
+
+struct fqn_connecting {
+	int nlanes;
+	uint64_t conn_id;
+	struct fqn_lane *lanes[FQN_MAX_LANES];
+	int ready[FQN_MAX_LANES];
+};
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+void fqn_hello_encode(const struct fqn_hello *h, uint8_t out[FQN_HELLO_SIZE])
+{
+	memset(out, 0, FQN_HELLO_SIZE);
+	put_le(out, FQN_HELLO_MAGIC, 4);
+	put_le(out + 4, FQN_HELLO_VERSION, 2);
+	put_le(out + 6, h->lane, 2);
+	put_le(out + 8, h->nlanes, 2);
+	put_le(out + 12, h->chunk_size, 4);
+	put_le(out + 16, h->token, 8);
+	put_le(out + 24, h->conn_id, 8);
+}
+
+int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h)
+{
+	h->lane = (uint16_t)get_le(in + 6, 2);
+	h->nlanes = (uint16_t)get_le(in + 8, 2);
+	h->chunk_size = (uint32_t)get_le(in + 12, 4);
+	h->token = get_le(in + 16, 8);
+	h->conn_id = get_le(in + 24, 8);
+	if (get_le(in, 4) != FQN_HELLO_MAGIC || get_le(in + 4, 2) != FQN_HELLO_VERSION)
+		return -EPROTO;
+	if (h->nlanes < 1 || h->nlanes > FQN_MAX_LANES || h->lane >= h->nlanes)
+		return -EPROTO;
+	if (h->chunk_size < 4096 || h->chunk_size > (64u << 20))
+		return -EPROTO;
+	return 0;
+}
+
+static uint64_t random64(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = (uint64_t)fqn_clock_now(&(int){0}) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
+	return v;
+}
+
+static void addr_to_handle(const struct sockaddr_storage *ss, struct fqn_handle_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = (uint8_t)ss->ss_family;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)ss;
+		a->port = s->sin_port;
+		memcpy(a->addr, &s->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)ss;
+		a->port = s->sin6_port;
+		memcpy(a->addr, &s->sin6_addr, 16);
+	}
+}
+
+static int handle_to_addr(const struct fqn_handle_addr *a, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == AF_INET) {
+		struct sockaddr_in *s = (struct sockaddr_in *)ss;
+		s->sin_family = AF_INET;
+		s->sin_port = a->port;
+		memcpy(&s->sin_addr, a->addr, 4);
+		return 0;
+	}
+	if (a->family == AF_INET6) {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)ss;
+		s->sin6_family = AF_INET6;
+		s->sin6_port = a->port;
+		memcpy(&s->sin6_addr, a->addr, 16);
+		return 0;
+	}
+	return -EPROTO;
+}
+
+/* A listening socket on nic's address, ephemeral port. */
+static int listen_on(const struct fqn_nic *nic, struct sockaddr_storage *bound)
+{
+	socklen_t len = sizeof(*bound);
+	int fd, rc, one = 1;
+
+	fd = socket(nic->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memcpy(bound, &nic->addr, sizeof(*bound));
+	if (bind(fd, (struct sockaddr *)bound,
+		 nic->addr.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) <
+		0 ||
+	    listen(fd, 128) < 0 || getsockname(fd, (struct sockaddr *)bound, &len) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int fqn_listen(int dev, void *handle, struct fqn_listen **out)
+{
+	struct fqn_handle *h = handle;
+	struct fqn_listen *l;
+	int n = fqn_g->nnics;
+
+	*out = NULL;
+	if (dev < 0 || dev >= n || !handle)
+		return -EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	memset(h, 0, NCCL_NET_HANDLE_MAXSIZE);
+	l->dev = dev;
+	l->token = random64();
+	for (int k = 0; k < n && l->nfds < FQN_HANDLE_ADDRS; k++) {
+		const struct fqn_nic *nic = &fqn_g->nics[(dev + k) % n];
+		struct sockaddr_storage bound;
+		char abuf[64];
+		int fd = listen_on(nic, &bound);
+
+		if (fd < 0) {
+			/* The requested device must work; other rails are a bonus. */
+			FQN_WARN("listen on %s (%s): %s", nic->name,
+				 fqn_sockaddr_str((struct sockaddr *)&nic->addr, abuf, sizeof(abuf)),
+				 strerror(-fd));
+			if (k == 0) {
+				free(l);
+				return fd;
+			}
+			continue;
+		}
+		addr_to_handle(&bound, &h->addr[l->nfds]);
+		l->fds[l->nfds++] = fd;
+	}
+	h->magic = FQN_HANDLE_MAGIC;
+	h->naddr = (uint8_t)l->nfds;
+	h->token = l->token;
+	h->stage = NULL;
+	*out = l;
+	return 0;
+}
+
+static void connecting_free(struct fqn_connecting *st)
+{
+	for (int i = 0; i < st->nlanes; i++)
+		if (st->lanes[i])
+			st->lanes[i]->ops->destroy(st->lanes[i]);
+	free(st);
+}
+
+/* The local NIC on remote's subnet, preferring rail (dev + i); -1 if none. */
+static int pick_nic(int dev, int i, const struct sockaddr *remote)
+{
+	int n = fqn_g->nnics;
+
+	for (int k = 0; k < n; k++) {
+		int cand = (dev + i + k) % n;
+		if (fqn_nic_same_subnet(&fqn_g->nics[cand], remote))
+			return cand;
+	}
+	return -1;
+}
+
+static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connecting **out)
+{
+	struct fqn_connecting *st;
+	int rc;
+
+	if (h->magic != FQN_HANDLE_MAGIC || h->naddr < 1 || h->naddr > FQN_HANDLE_ADDRS)
+		return -EINVAL;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->nlanes = fqn_g->cfg.lanes;
+	st->conn_id = random64();
+	for (int i = 0; i < st->nlanes; i++) {
+		struct sockaddr_storage remote, local;
+		int nic;
+
+		rc = handle_to_addr(&h->addr[i % h->naddr], &remote);
+		if (rc < 0)
+			goto err;
+		nic = pick_nic(dev, i, (struct sockaddr *)&remote);
+		if (nic >= 0)
+			memcpy(&local, &fqn_g->nics[nic].addr, sizeof(local)); /* port 0 */
+		rc = fqn_lane_tcp_connect(nic >= 0 ? (struct sockaddr *)&local : NULL,
+					  (struct sockaddr *)&remote, fqn_g->cfg.sock_buf_bytes,
+					  &st->lanes[i]);
+		if (rc < 0) {
+			char abuf[64];
+			FQN_WARN("connect lane %d to %s: %s", i,
+				 fqn_sockaddr_str((struct sockaddr *)&remote, abuf, sizeof(abuf)),
+				 strerror(-rc));
+			goto err;
+		}
+		st->lanes[i]->index = i;
+		st->lanes[i]->nic = nic;
+		st->lanes[i]->chunk_size = fqn_g->cfg.chunk_size;
+	}
+	*out = st;
+	return 0;
+
+err:
+	connecting_free(st);
+	return rc;
+}
+
+static int connect_poll(struct fqn_connecting *st, uint64_t token)
+{
+	int pending = 0;
+
+	for (int i = 0; i < st->nlanes; i++) {
+		struct fqn_lane *l = st->lanes[i];
+		struct fqn_hello hello = {(uint16_t)i, (uint16_t)st->nlanes, (uint32_t)l->chunk_size, token,
+					  st->conn_id};
+		uint8_t buf[FQN_HELLO_SIZE];
+		int rc;
+
+		if (st->ready[i])
+			continue;
+		rc = l->ops->poll_connected(l);
+		if (rc == 0) {
+			fqn_hello_encode(&hello, buf);
+			rc = l->ops->send_hello(l, buf, sizeof(buf));
+		}
+		if (rc == -EINPROGRESS || rc == -EAGAIN) {
+			pending++;
+			continue;
+		}
+		if (rc < 0) {
+			FQN_WARN("connect lane %d (%s -> %s): %s", i, l->local, l->peer, strerror(-rc));
+			return rc;
+		}
+		st->ready[i] = 1;
+	}
+	return pending;
+}
+
+int fqn_connect(int dev, void *handle, struct fqn_send **out)
+{
+	struct fqn_handle *h = handle;
+	int rc;
+
+	*out = NULL;
+	if (dev < 0 || dev >= fqn_g->nnics || !handle)
+		return -EINVAL;
+	if (!h->stage) {
+		rc = connect_start(dev, h, &h->stage);
+		if (rc < 0)
+			return rc;
+	}
+	rc = connect_poll(h->stage, h->token);
+	if (rc > 0)
+		return 0;
+	if (rc == 0)
+		rc = fqn_send_from_lanes(dev, h->stage->lanes, h->stage->nlanes, fqn_g->cfg.chunk_size,
+					 h->stage->conn_id, out);
+	if (rc == 0) {
+		free(h->stage); /* the lanes now belong to the comm */
+	} else {
+		connecting_free(h->stage);
+	}
+	h->stage = NULL;
+	return rc;
+}
+
+static void pending_drop(struct fqn_listen *l, int k, int close_fd)
+{
+	if (close_fd)
+		close(l->pending[k].fd);
+	l->pending[k] = l->pending[--l->npending];
+}
+
+static void listen_take_new(struct fqn_listen *l)
+{
+	for (int i = 0; i < l->nfds; i++) {
+		for (;;) {
+			int fd = accept4(l->fds[i], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+			if (fd < 0)
+				break;
+			if (l->npending == FQN_PENDING_MAX) {
+				FQN_WARN("listener on device %d: more than %d connections without a hello; "
+					 "refusing one",
+					 l->dev, FQN_PENDING_MAX);
+				close(fd);
+				continue;
+			}
+			l->pending[l->npending++] = (struct fqn_pending){.fd = fd};
+		}
+	}
+}
+
+/* Adopt a socket whose hello arrived into its connection's group. Returns
+ * the group's index if now complete, -1 otherwise. */
+static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h)
+{
+	struct fqn_group *g = NULL;
+	struct fqn_lane *lane;
+	int gi;
+
+	for (gi = 0; gi < FQN_GROUPS_MAX && !g; gi++)
+		if (l->groups[gi].nlanes && l->groups[gi].conn_id == h->conn_id)
+			g = &l->groups[gi];
+	for (gi = 0; gi < FQN_GROUPS_MAX && !g; gi++)
+		if (!l->groups[gi].nlanes) {
+			g = &l->groups[gi];
+			*g = (struct fqn_group){
+			    .conn_id = h->conn_id, .nlanes = h->nlanes, .chunk_size = h->chunk_size};
+		}
+	if (!g || g->nlanes != h->nlanes || g->chunk_size != h->chunk_size || g->lanes[h->lane]) {
+		FQN_WARN(
+		    "listener on device %d: inconsistent or excess lane hello (connection %llx lane %u); "
+		    "dropping it",
+		    l->dev, (unsigned long long)h->conn_id, h->lane);
+		close(fd);
+		return -1;
+	}
+	if (fqn_lane_tcp_adopt(fd, fqn_g->cfg.sock_buf_bytes, &lane) < 0)
+		return -1;
+	lane->index = h->lane;
+	lane->nic = l->dev;
+	lane->chunk_size = h->chunk_size;
+	g->lanes[h->lane] = lane;
+	g->have++;
+	return g->have == g->nlanes ? (int)(g - l->groups) : -1;
+}
+
+static int listen_read_hellos(struct fqn_listen *l)
+{
+	for (int k = 0; k < l->npending;) {
+		struct fqn_pending *p = &l->pending[k];
+		struct fqn_hello h;
+		ssize_t n = recv(p->fd, p->buf + p->got, FQN_HELLO_SIZE - p->got, MSG_DONTWAIT);
+		int done;
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+			pending_drop(l, k, 1); /* gone before its hello: a port scan or a dead peer */
+			continue;
+		}
+		if (n > 0)
+			p->got += (size_t)n;
+		if (p->got < FQN_HELLO_SIZE) {
+			k++;
+			continue;
+		}
+		if (fqn_hello_decode(p->buf, &h) < 0 || h.token != l->token) {
+			FQN_WARN("listener on device %d: dropping a connection with a bad hello", l->dev);
+			pending_drop(l, k, 1);
+			continue;
+		}
+		done = group_add(l, p->fd, &h);
+		pending_drop(l, k, 0);
+		if (done >= 0)
+			return done;
+	}
+	return -1;
+}
+
+int fqn_accept(struct fqn_listen *l, struct fqn_recv **out)
+{
+	struct fqn_group *g;
+	int gi, rc;
+
+	*out = NULL;
+	listen_take_new(l);
+	gi = listen_read_hellos(l);
+	if (gi < 0)
+		return 0;
+	g = &l->groups[gi];
+	rc = fqn_recv_from_lanes(l->dev, g->lanes, g->nlanes, g->chunk_size, g->conn_id, out);
+	if (rc < 0)
+		for (int i = 0; i < g->nlanes; i++)
+			g->lanes[i]->ops->destroy(g->lanes[i]);
+	memset(g, 0, sizeof(*g));
+	return rc;
+}
+
+int fqn_close_listen(struct fqn_listen *l)
+{
+	if (!l)
+		return 0;
+	for (int i = 0; i < l->nfds; i++)
+		close(l->fds[i]);
+	for (int k = 0; k < l->npending; k++)
+		close(l->pending[k].fd);
+	for (int gi = 0; gi < FQN_GROUPS_MAX; gi++)
+		for (int i = 0; i < FQN_MAX_LANES; i++)
+			if (l->groups[gi].lanes[i])
+				l->groups[gi].lanes[i]->ops->destroy(l->groups[gi].lanes[i]);
+	free(l);
+	return 0;
+}

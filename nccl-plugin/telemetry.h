@@ -1,0 +1,57 @@
+/*
+ * telemetry: per-lane interval reports to the node agent, off the data path.
+ *
+ * The data path closes a lane's interval (FABRICIQ_TELEMETRY_INTERVAL_MS)
+ * when a chunk completes after the interval's end, copies the interval's
+ * counters and delay histogram into a sample and pushes it into a bounded
+ * lock-free ring: a push never blocks and never takes a lock; when the ring
+ * is full the sample is dropped and counted. One telemetry thread drains
+ * the ring once per interval, computes the delay quantiles, and writes the
+ * samples as framed fabriciq.Envelope{LaneReport}s (common/frame.h) to the
+ * agent's unix socket, one non-blocking write per interval. Without an agent it says so once
+ * at WARN, drops samples, and retries the connection every few seconds.
+ */
+#ifndef FQN_TELEMETRY_H
+#define FQN_TELEMETRY_H
+
+#include <stdint.h>
+
+#include "nccl-plugin/hist.h"
+#include "nccl-plugin/lane.h"
+#include "proto/fabriciq.pb-c.h"
+
+/* One lane's interval, as the data path hands it over (plain data). */
+struct fqn_lane_sample {
+	uint64_t conn_id;
+	int lane;
+	int is_send;
+	int synchronised; /* every stamp of the interval was global */
+	char kind[8];
+	char nic[16];
+	char local[64], peer[64];
+	int64_t start_ns, end_ns;
+	uint64_t bytes, chunks, msgs;
+	struct fqn_lane_info info;
+	struct fqn_hist owd; /* receiver side; empty on a sender */
+};
+
+struct fqn_telemetry;
+
+/* Start the thread. Returns 0 or a negative errno (nothing started). */
+int fqn_telemetry_start(const char *socket_path, int interval_ms, struct fqn_telemetry **out);
+/* Stop the thread, sending what the ring holds if an agent is connected. */
+void fqn_telemetry_stop(struct fqn_telemetry *t);
+
+/* Data path: hand over a sample. 0, or -ENOBUFS (ring full: dropped, counted). */
+int fqn_telemetry_push(struct fqn_telemetry *t, const struct fqn_lane_sample *s);
+
+struct fqn_telemetry_counts {
+	uint64_t pushed, dropped_full, sent, dropped_no_agent;
+	int connected;
+};
+void fqn_telemetry_counts(struct fqn_telemetry *t, struct fqn_telemetry_counts *out);
+
+/* Pure: the LaneReport for a sample. Strings point into s. */
+void fqn_lane_report_fill(Fabriciq__LaneReport *r, const struct fqn_lane_sample *s);
+
+#endif /* FQN_TELEMETRY_H */

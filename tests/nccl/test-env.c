@@ -1,0 +1,78 @@
+/* test-env: every FABRICIQ_* variable, good and bad values. */
+#include <errno.h>
+#include <string.h>
+
+#include "nccl-plugin/env.h"
+#include "tests/unit/tap.h"
+
+static const char *const *vars;
+
+static const char *lookup(const char *name)
+{
+	for (int i = 0; vars && vars[i]; i += 2)
+		if (strcmp(vars[i], name) == 0)
+			return vars[i + 1];
+	return NULL;
+}
+
+static int load(struct fqn_config *c, char *err, const char *const *v)
+{
+	vars = v;
+	return fqn_config_load(c, lookup, err, 256);
+}
+
+int main(void)
+{
+	struct fqn_config c;
+	char err[256];
+	unsigned long long n;
+
+	ok(load(&c, err, NULL) == 0, "defaults load");
+	is_int(c.lanes, 2, "default lanes");
+	is_int(c.chunk_size, 512 * 1024, "default chunk size 512 KiB");
+	is_str(c.agent_socket, "/run/fabriciq/agent-telemetry.sock", "default agent socket");
+	is_int(c.telemetry_interval_ms, 100, "default interval 100 ms");
+	is_str(c.ifaces, "", "autodetect by default");
+
+	ok(load(&c, err,
+		(const char *const[]){"FABRICIQ_LANES", "4", "FABRICIQ_CHUNK_SIZE", "1M", "FABRICIQ_IFACES",
+				      "rail0,rail1", NULL}) == 0 &&
+	       c.lanes == 4 && c.chunk_size == (1u << 20) && strcmp(c.ifaces, "rail0,rail1") == 0,
+	   "lanes, chunk size with suffix and iface list are taken");
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_CHUNK_SIZE", "256KiB", NULL}) == 0 &&
+	       c.chunk_size == 256 * 1024,
+	   "KiB suffix");
+
+	const char *bad[][2] = {
+	    {"FABRICIQ_LANES", "0"},
+	    {"FABRICIQ_LANES", "17"},
+	    {"FABRICIQ_LANES", "two"},
+	    {"FABRICIQ_LANES", "2k"},
+	    {"FABRICIQ_LANES", ""},
+	    {"FABRICIQ_LANES", "-1"},
+	    {"FABRICIQ_CHUNK_SIZE", "100"},
+	    {"FABRICIQ_CHUNK_SIZE", "1T"},
+	    {"FABRICIQ_CHUNK_SIZE", "99999999999999999999"},
+	    {"FABRICIQ_CHUNK_SIZE", "16777216k"},
+	    {"FABRICIQ_TELEMETRY", "2"},
+	    {"FABRICIQ_TELEMETRY_INTERVAL_MS", "5"},
+	    {"FABRICIQ_AGENT_SOCKET", ""},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *v[] = {bad[i][0], bad[i][1], NULL};
+		int rc = load(&c, err, v);
+
+		ok(rc == -EINVAL && strstr(err, bad[i][0]), "%s='%s' refused: %s", bad[i][0], bad[i][1], err);
+	}
+	char longpath[200];
+	memset(longpath, 'a', sizeof(longpath) - 1);
+	longpath[sizeof(longpath) - 1] = '\0';
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_AGENT_SOCKET", longpath, NULL}) == -EINVAL,
+	   "a socket path longer than sun_path is refused: %s", err);
+
+	ok(fqn_parse_size("4096", &n) == 0 && n == 4096, "plain bytes");
+	ok(fqn_parse_size("2G", &n) == 0 && n == 2ull << 30, "G suffix");
+	ok(fqn_parse_size("1MB", &n) < 0, "MB is not a suffix we take");
+	ok(fqn_parse_size(" 1", &n) < 0, "leading space refused");
+	return done_testing();
+}

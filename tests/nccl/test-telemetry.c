@@ -1,0 +1,200 @@
+/*
+ * test-telemetry: per-lane reports reach a unix-socket listener (standing
+ * in for the node agent: the real frame decoder reads them), byte counts
+ * add up, delays are ordered, the clock page marks them synchronised;
+ * without an agent the data path goes on, one WARN says so; a full ring
+ * drops without blocking.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock_page.h"
+#include "common/frame.h"
+#include "nccl-plugin/conn.h"
+#include "nccl-plugin/plog.h"
+#include "nccl-plugin/telemetry.h"
+#include "tests/unit/tap.h"
+
+static int warns;
+static char last_warn[512];
+
+static void logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)flags, (void)file, (void)line;
+	if (level != NCCL_LOG_WARN)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(last_warn, sizeof(last_warn), fmt, ap);
+	va_end(ap);
+	warns++;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void test_ring_full(void)
+{
+	struct fqn_telemetry *t;
+	struct fqn_telemetry_counts c;
+	struct fqn_lane_sample *s = calloc(1, sizeof(*s));
+	int full = 0;
+	double t0;
+
+	warns = 0;
+	ok(fqn_telemetry_start("/nonexistent/agent.sock", 60000, &t) == 0,
+	   "telemetry starts without an agent");
+	t0 = now_s();
+	for (int i = 0; i < 1000; i++)
+		full += fqn_telemetry_push(t, s) == -ENOBUFS;
+	ok(now_s() - t0 < 0.5, "1000 pushes into a ring nobody drains never block (%.1f ms)",
+	   (now_s() - t0) * 1e3);
+	fqn_telemetry_counts(t, &c);
+	ok(full > 0 && c.pushed + c.dropped_full == 1000,
+	   "a full ring drops and counts (%llu kept, %d dropped)", (unsigned long long)c.pushed, full);
+	fqn_telemetry_stop(t);
+	is_int(warns, 1, "one WARN about the missing agent: %s", last_warn);
+	like(last_warn, "/nonexistent/agent.sock", "the WARN names the socket");
+	free(s);
+}
+
+/* Run traffic through one 2-lane connection: n messages of size bytes. */
+static int traffic(int n, size_t size, double spread_s)
+{
+	char handle[NCCL_NET_HANDLE_MAXSIZE];
+	struct fqn_listen *l;
+	struct fqn_send *s = NULL;
+	struct fqn_recv *r = NULL;
+	char *sb = calloc(1, size), *rb = malloc(size);
+	double end = now_s() + 5;
+	int rc = -1;
+
+	if (fqn_listen(0, handle, &l) < 0)
+		return -1;
+	while ((!s || !r) && now_s() < end) {
+		if (!s && fqn_connect(0, handle, &s) < 0)
+			goto out;
+		if (!r && fqn_accept(l, &r) < 0)
+			goto out;
+	}
+	for (int i = 0; i < n && s && r; i++) {
+		struct fqn_req *sq = NULL, *rq = NULL;
+		int tag = 0, sd = 0, rd = 0;
+		void *data = rb;
+
+		fqn_irecv(r, 1, &data, &size, &tag, &rq);
+		fqn_isend(s, sb, size, tag, &sq);
+		while ((!sd || !rd) && now_s() < end) {
+			if ((!sd && fqn_test(sq, &sd, NULL, NULL) < 0) ||
+			    (!rd && fqn_test(rq, &rd, NULL, NULL) < 0))
+				goto out;
+		}
+		usleep((useconds_t)(spread_s / n * 1e6));
+	}
+	rc = 0;
+out:
+	fqn_close_send(s);
+	fqn_close_recv(r);
+	fqn_close_listen(l);
+	free(sb);
+	free(rb);
+	return rc;
+}
+
+static void test_agent(const char *dir)
+{
+	char sock[256], page[256];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct fq_clock_page_writer *w;
+	struct fq_clock_model m = {.clock_id = CLOCK_MONOTONIC_RAW,
+				   .offset_ns = 5000000000,
+				   .error_bound_ns = 1000,
+				   .valid_until_ns = INT64_MAX};
+	struct fq_frame_decoder *dec = fq_frame_decoder_create(0);
+	Fabriciq__Envelope *env;
+	uint64_t bytes = 0, reports = 0, ordered = 1, tcp = 1, sync = 1, recv_reports = 0;
+	int lfd, afd = -1, n = 40;
+	size_t size = 256 * 1024;
+	char buf[65536];
+	ssize_t got;
+
+	snprintf(sock, sizeof(sock), "%s/agent.sock", dir);
+	snprintf(page, sizeof(page), "%s/clock", dir);
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ok(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0, "agent socket listens");
+	ok(fq_clock_page_writer_open(page, &w) == 0, "a clock page exists");
+	fq_clock_page_publish(w, &m);
+	setenv("FABRICIQ_AGENT_SOCKET", sock, 1);
+	setenv("FABRICIQ_CLOCK_PAGE", page, 1);
+	setenv("FABRICIQ_TELEMETRY_INTERVAL_MS", "20", 1);
+	ok(fqn_init(logger) == 0, "plugin init with telemetry on");
+	ok(traffic(n, size, 0.3) == 0, "%d messages of %zu bytes over 0.3 s", n, size);
+	fqn_fini(); /* flushes the ring */
+	struct pollfd pfd = {lfd, POLLIN, 0};
+	if (poll(&pfd, 1, 2000) == 1)
+		afd = accept(lfd, NULL, NULL);
+	ok(afd >= 0, "the plugin connected to the agent socket");
+	while (afd >= 0 && (got = recv(afd, buf, sizeof(buf), 0)) > 0)
+		fq_frame_decoder_feed(dec, buf, (size_t)got);
+	while (fq_frame_decoder_next(dec, &env) == 1) {
+		Fabriciq__LaneReport *r = env->lane;
+
+		if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE) {
+			reports++;
+			bytes += r->bytes;
+			tcp &= strcmp(r->lane_kind, "tcp") == 0 && strcmp(r->local_nic, "lo") == 0;
+			sync &= r->synchronised;
+			ordered &= r->interval_end_ns >= r->interval_start_ns;
+			if (r->owd_max_ns > 0) {
+				recv_reports++;
+				ordered &= r->owd_min_ns <= r->owd_p50_ns && r->owd_p50_ns <= r->owd_p99_ns &&
+					   r->owd_p99_ns <= r->owd_max_ns && r->owd_max_ns < 1000000000;
+			}
+		}
+		fq_frame_free(env);
+	}
+	diag("%llu reports, %llu with delays", (unsigned long long)reports, (unsigned long long)recv_reports);
+	ok(reports >= 4 && recv_reports >= 2, "lane reports from both sides, several intervals");
+	is_int(bytes, 2ull * (uint64_t)n * size, "bytes over all reports = sent + received");
+	ok(ordered,
+	   "intervals forward, min <= p50 <= p99 <= max, delays under 1 s despite a 5 s clock offset");
+	ok(tcp, "lane kind tcp, local NIC lo");
+	ok(sync, "stamps marked synchronised (clock page valid)");
+	close(afd);
+	close(lfd);
+	fq_frame_decoder_destroy(dec);
+	fq_clock_page_writer_close(w);
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/nccl-plugin-telemetry-XXXXXX";
+
+	fqn_log_set_logger(logger);
+	setenv("FABRICIQ_IFACES", "lo", 1);
+	if (!mkdtemp(dir))
+		skip_all("no temp dir");
+	test_ring_full();
+	test_agent(dir);
+	{
+		char cmd[300];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			diag("could not remove %s", dir);
+	}
+	return done_testing();
+}
