@@ -42,6 +42,7 @@ enum tx_role {
 
 struct tx_meta {
 	enum tx_role role;
+	uint32_t key; /* our count of this send: must equal the kernel's OPT_ID key */
 	unsigned ref; /* path index (REQ) or responder slot (RESP) */
 	uint64_t pair;
 	uint8_t index;
@@ -84,6 +85,7 @@ struct path {
 	struct fq_clock_estimate held;   /* the best recent estimate (held.at_ns == 0: none) */
 	struct fq_clock_estimate anchor; /* an accepted estimate >= ANCHOR_NS older than `held` */
 	double long_drift_ppb;           /* drift over the anchor..held baseline */
+	int64_t long_baseline_ns;        /* that baseline (0: none yet) */
 	char peer_node[64], peer_nic[32];
 	struct sockaddr_in addr;
 	struct fq_path live;
@@ -118,7 +120,7 @@ struct fq_prober {
 	struct path paths[MAX_PATHS];
 	unsigned n_paths, next_probe;
 	struct event *probe_ev, *check_ev;
-	uint64_t bad_packets, unknown_sender, stale_session, no_tx_stamp;
+	uint64_t bad_packets, unknown_sender, stale_session, no_tx_stamp, tx_key_mismatch;
 };
 
 static int64_t real_to_raw(const struct fq_prober *p, const struct timespec *ts)
@@ -275,6 +277,7 @@ static int send_probe(struct fq_prober *p, struct nic *n, const struct sockaddr_
 	if (sendto(n->fd, buf, sizeof(buf), 0, (const struct sockaddr *)to, sizeof(*to)) < 0)
 		return -errno;
 	m->role = role;
+	m->key = n->tskey;
 	m->ref = ref;
 	m->pair = pr->pair;
 	m->index = pr->index;
@@ -457,6 +460,13 @@ static void handle_tx_stamp(struct fq_prober *p, struct nic *n, uint32_t key, in
 {
 	struct tx_meta *m = &n->tx[key % TX_RING];
 
+	if (m->role != TX_NONE && m->key != key) {
+		/* our count of sends and the kernel's disagree: a stamp must
+		 * not be given to the wrong packet */
+		p->tx_key_mismatch++;
+		return;
+	}
+
 	if (m->role == TX_REQ && m->ref < p->n_paths) {
 		struct path *t = &p->paths[m->ref];
 		struct pending *q = &t->pend[m->pair % PENDING];
@@ -632,25 +642,35 @@ static struct json_object *percentiles(struct samples *s, int64_t shift)
  * lower envelope and so the fresh bound; the held estimate, extrapolated
  * with its drift, is then the better one.
  */
-static int choose_estimate(struct path *t, int64_t now, struct fq_clock_estimate *out, int *held)
+static int choose_estimate(const struct fq_prober *p, struct path *t, int64_t now,
+			   struct fq_clock_estimate *out, int *held)
 {
 	struct fq_clock_estimate fresh;
 	int have = fq_clock_fit_estimate(t->fit, now, &fresh) == 0;
 	int64_t age = now - t->held.at_ns, aged = 0;
-	double drift;
+	double drift, drift_unc_ppb;
 
+	/* The drift used to extrapolate is itself uncertain: about two bounds
+	 * over its baseline (the long one once there is one, else the fit's
+	 * window). A held estimate's bound grows at that rate (plus the
+	 * oscillator's wander), so a fresh estimate soon wins again unless
+	 * a standing queue keeps its bound large. */
+	drift = t->long_baseline_ns ? t->long_drift_ppb : t->held.drift_ppb;
+	drift_unc_ppb = 2e9 * (double)t->held.bound_ns /
+			(double)(t->long_baseline_ns ? t->long_baseline_ns : p->cfg.window_ns);
 	if (t->held.at_ns)
-		aged = t->held.bound_ns + age / (1000000000 / HOLD_AGING_PPB);
+		aged = t->held.bound_ns + (int64_t)((HOLD_AGING_PPB + drift_unc_ppb) * (double)age / 1e9);
 	*held = 0;
 	if (have && (!t->held.at_ns || fresh.bound_ns <= aged)) {
 		t->held = fresh;
 		if (!t->anchor.at_ns)
 			t->anchor = fresh;
 		if (fresh.at_ns - t->anchor.at_ns >= ANCHOR_NS) {
+			t->long_baseline_ns = fresh.at_ns - t->anchor.at_ns;
 			t->long_drift_ppb = (double)(fresh.offset_ns - t->anchor.offset_ns) * 1e9 /
-					    (double)(fresh.at_ns - t->anchor.at_ns);
+					    (double)t->long_baseline_ns;
 			/* slide the baseline: keep it between 1x and 2x ANCHOR_NS */
-			if (fresh.at_ns - t->anchor.at_ns >= 2 * ANCHOR_NS)
+			if (t->long_baseline_ns >= 2 * ANCHOR_NS)
 				t->anchor = fresh;
 		}
 		*out = fresh;
@@ -658,8 +678,6 @@ static int choose_estimate(struct path *t, int64_t now, struct fq_clock_estimate
 	}
 	if (!t->held.at_ns)
 		return 0;
-	/* extrapolate with the long-baseline drift once there is one */
-	drift = t->long_drift_ppb != 0 ? t->long_drift_ppb : t->held.drift_ppb;
 	*out = t->held;
 	out->offset_ns = t->held.offset_ns + (int64_t)(drift * (double)age / 1e9);
 	out->drift_ppb = drift;
@@ -678,7 +696,7 @@ struct json_object *fq_prober_report(struct fq_prober *p)
 		struct path *t = &p->paths[i];
 		struct json_object *o = json_object_new_object(), *c;
 		struct fq_clock_estimate e;
-		int held, have = choose_estimate(t, now, &e, &held);
+		int held, have = choose_estimate(p, t, now, &e, &held);
 
 		json_object_object_add(o, "local_nic", json_object_new_string(t->nic->name));
 		json_object_object_add(o, "peer_node", json_object_new_string(t->peer_node));
@@ -725,5 +743,6 @@ struct json_object *fq_prober_counters(const struct fq_prober *p)
 	json_object_object_add(o, "unknown_senders", json_object_new_uint64(p->unknown_sender));
 	json_object_object_add(o, "stale_sessions", json_object_new_uint64(p->stale_session));
 	json_object_object_add(o, "tx_without_stamp", json_object_new_uint64(p->no_tx_stamp));
+	json_object_object_add(o, "tx_key_mismatch", json_object_new_uint64(p->tx_key_mismatch));
 	return o;
 }
