@@ -55,11 +55,12 @@ tb link up n2 1
 sleep 1.5
 is "$(downs n1; downs n2)" "" "after link up: every path of n1 and n2 is up again"
 
-# 9 flaps of n3 rail0 (500 ms down each) -> 9 flaps counted by n1
-tb flap n3 0 --count 9 --period 1000
+# 9 flaps of n3 rail0 (600 ms down each, detection takes 250 ms) -> 9 flaps counted by n1
+tb flap n3 0 --count 9 --period 1200
 sleep 2 # the last DOWN/UP, then a fresh status write
 flaps=$(status n1 | tr -d ' \n' | grep -o '"local_nic":"rail0","peer_node":"n3"[^}]*"flaps_last_hour":[0-9]*' | grep -o '[0-9]*$')
-is "$flaps" 9 "9 flaps of n3 rail0 counted by n1"
+is "$flaps" 9 "9 flaps of n3 rail0 counted by n1" ||
+	{ tb events | grep n3-rail0 | sed 's/^/# testbed: /'; status n1 | tr -d ' \n' | grep -o '{"local_nic":"rail0","peer_node":"n3","peer_nic":"rail0","state":"[a-z]*","since_realtime_ns":[0-9]*,"detected_realtime_ns":[0-9]*}' | sed 's/^/# agent: /'; }
 other=$(status n1 | tr -d ' \n' | grep -o '"local_nic":"rail1","peer_node":"n3"[^}]*"flaps_last_hour":[0-9]*' | grep -o '[0-9]*$')
 is "$other" 0 "n1 -> n3 rail1 saw no flap"
 
