@@ -194,6 +194,12 @@ link_set() { # link_set NAME up|down
 	n*-rail*) ip -n "$nsb" link set "$ifb" "$2" ;;
 	*) ip -n "$nsa" link set "$ifa" "$2" && ip -n "$nsb" link set "$ifb" "$2" ;;
 	esac || return 1
+	if [ "$2" = up ]; then
+		# Neighbours that failed while the link was down would hold off
+		# ARP for up to a second; a switch port coming up starts afresh.
+		ip -n "$nsa" neigh flush dev "$ifa" 2>/dev/null
+		ip -n "$nsb" neigh flush dev "$ifb" 2>/dev/null
+	fi
 	if [[ "$1" == leaf* ]]; then
 		# a fabric link: every leaf re-converges, the spine relearns its routes
 		for ((n = 1; n <= TB_LEAVES; n++)); do routes_apply "leaf$n"; done
