@@ -23,13 +23,8 @@ is "$(awk '$2 != $3' <<<"$out" | wc -l)" 0 "each task's hostname is its Slurm no
 is "$(awk '{print $3}' <<<"$out" | sort | uniq -c | awk '{print $2":"$1}' | tr '\n' ' ')" "n1:2 n2:2 n3:2 n4:2 " "two tasks on each of n1..n4"
 
 # Each host's CLOCK_MONOTONIC_RAW is the machine's plus the offset truth reports.
-bad=0
-while read -r host off; do
-	read -r diff unc <<<"$("$FQTB_HELPERS/tb-hostns" clockdiff "$(cat "$FQTB_STATE/nodes/$host.pid")")"
-	err=$((diff - off))
-	[ "${err#-}" -le 1000000 ] || { bad=1; diag "$host: truth $off ns, measured $diff ns (+-$unc)"; }
-done < <(tb truth)
-ok $bad "every host's MONOTONIC_RAW offset matches truth within 1 ms"
+tb_offsets_match 1000000
+ok $? "every host's MONOTONIC_RAW offset matches truth within 1 ms"
 # and a process started with `exec` lives in that clock
 off=$(tb truth | awk '$1 == "n3" { print $2 }')
 read -r diff _ <<<"$(tb exec n3 "$FQTB_HELPERS/tb-hostns" clockdiff "$(cat "$FQTB_STATE/nodes/ctl.pid")")"

@@ -14,13 +14,8 @@ check "up: fabric only (4 hosts, 2 rails, 2 leaves, 2 spines), offsets from a fi
 	tb up --prefix "$TB_PFX" --services none --clock-offsets "$FQTB_STATE.offsets"
 rm -f "$FQTB_STATE.offsets"
 is "$(tb truth | tr '\n' ' ')" "n1 -12500000 n2 42100000 n4 750000 n3 0 " "truth holds the file's offsets (n3 unnamed: 0)"
-bad=0
-while read -r host off; do
-	read -r diff unc <<<"$("$FQTB_HELPERS/tb-hostns" clockdiff "$(cat "$FQTB_STATE/nodes/$host.pid")")"
-	err=$((diff - off))
-	[ "${err#-}" -le 100000 ] || { bad=1; diag "$host: truth $off ns, measured $diff ns (+-$unc)"; }
-done < <(tb truth)
-ok $bad "each host's MONOTONIC_RAW is offset as the file says (within 100 us)"
+tb_offsets_match 100000
+ok $? "each host's MONOTONIC_RAW is offset as the file says (within 100 us)"
 FLOW="$FQTB_HELPERS/tb-flow"
 txp() { tb exec "$1" cat "/sys/class/net/$2/statistics/tx_packets"; }
 

@@ -47,3 +47,16 @@ tb_agents_start() {
 			-s "peers=${peers#,}" -s "status_file=$FQTB_STATE/agent-n$i.json" -s "node=n$i" >/dev/null || return 1
 	done
 }
+
+# tb_offsets_match TOLERANCE_NS: every host's MONOTONIC_RAW differs from the
+# machine's by its `truth` offset within the tolerance (read by setns, not
+# by starting a process). Prints a diag line per host that does not.
+tb_offsets_match() {
+	local tol=$1 bad=0 host off diff unc err
+	while read -r host off; do
+		read -r diff unc <<<"$("$FQTB_HELPERS/tb-hostns" clockdiff "$(cat "$FQTB_STATE/nodes/$host.pid")")"
+		err=$((diff - off))
+		[ "${err#-}" -le "$tol" ] || { bad=1; diag "$host: truth $off ns, measured $diff ns (+-$unc)"; }
+	done < <(tb truth)
+	return $bad
+}
