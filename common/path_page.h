@@ -1,0 +1,69 @@
+/*
+ * path_page: the node agent's view of every probed path, published in a
+ * shared file that job processes map read-only (beside the clock page).
+ *
+ * The NCCL plugin looks up the path of a lane (local NIC, remote address)
+ * and stops using a lane whose path the probe mesh has seen DOWN, usually
+ * well before the lane's own socket or QP would time out.
+ *
+ * Layout (native-endian, one file of FQ_PATH_PAGE_SIZE bytes):
+ *   off  0  u32 magic       FQ_PATH_PAGE_MAGIC ("FQPH")
+ *   off  4  u32 version     FQ_PATH_PAGE_VERSION (1)
+ *   off  8  u64 seq         seqlock, as the clock page's
+ *   off 16  u32 count       entries in use (<= FQ_PATH_PAGE_MAX)
+ *   off 20  u32 flags       reserved, 0
+ *   off 24  i64 updated_ns  local CLOCK_MONOTONIC_RAW of the last publication
+ *   off 32  u64 updates
+ *   off 64  entries[FQ_PATH_PAGE_MAX], 128 bytes each (struct fq_path_entry)
+ */
+#ifndef FQ_COMMON_PATH_PAGE_H
+#define FQ_COMMON_PATH_PAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FQ_PATH_PAGE_MAGIC   0x48505146u /* "FQPH" */
+#define FQ_PATH_PAGE_VERSION 1u
+#define FQ_PATH_PAGE_MAX     1024
+#define FQ_PATH_PAGE_SIZE    (64 + FQ_PATH_PAGE_MAX * 128)
+
+enum fq_path_state {
+	FQ_PATH_STATE_UNKNOWN = 0,
+	FQ_PATH_STATE_UP = 1,
+	FQ_PATH_STATE_DOWN = 2,
+};
+
+struct fq_path_entry {
+	char local_nic[16];    /* NUL-terminated */
+	char remote_node[64];  /* NUL-terminated */
+	char remote_nic[16];   /* NUL-terminated */
+	uint32_t remote_ipv4;  /* network byte order */
+	uint32_t state;        /* enum fq_path_state */
+	int64_t changed_ns;    /* local raw clock of the last transition */
+	int64_t owd_p50_ns;    /* forward one-way delay, last window; 0: unknown */
+	int64_t rtt_p50_ns;    /* last window; 0: unknown */
+};
+
+_Static_assert(sizeof(struct fq_path_entry) == 128, "path page entry is 128 bytes");
+
+struct fq_path_page_writer;
+struct fq_path_page_reader;
+
+/* Create (or truncate) the page at path, mode 0644. 0 or a negative errno. */
+int fq_path_page_writer_open(const char *path, struct fq_path_page_writer **out);
+/* Publish n entries (n is clipped to FQ_PATH_PAGE_MAX). */
+void fq_path_page_publish(struct fq_path_page_writer *w, const struct fq_path_entry *e, size_t n,
+			  int64_t now_ns);
+void fq_path_page_writer_close(struct fq_path_page_writer *w);
+
+/* Map an existing page read-only: 0, -ENOENT (no agent), -EPROTO (wrong
+ * size, magic or version), or another negative errno. */
+int fq_path_page_reader_open(const char *path, struct fq_path_page_reader **out);
+/* The state of the path from local_nic (NULL: any) to remote_ipv4 (network
+ * order): 0 and *e filled, -ENOENT (not probed), -EAGAIN (writer busy for
+ * every bounded try), -EPROTO. */
+int fq_path_page_lookup(struct fq_path_page_reader *r, const char *local_nic, uint32_t remote_ipv4,
+			struct fq_path_entry *e);
+void fq_path_page_reader_close(struct fq_path_page_reader *r);
+
+#endif /* FQ_COMMON_PATH_PAGE_H */

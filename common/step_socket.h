@@ -1,0 +1,33 @@
+/*
+ * The node agent's local sockets (contract between the agent, the SPANK
+ * plugin and the NCCL plugin). Both carry common/frame.h frames.
+ *
+ * Step socket (agent.step_socket, default FQ_STEP_SOCKET_DEFAULT), mode
+ * 0600, owned by root; the agent also checks SO_PEERCRED uid == 0. A
+ * client (slurmstepd's SPANK plugin) sends one request per frame and reads
+ * one answer per request, in order:
+ *   Envelope{seq = N, step_start = StepStart}  -> Envelope{result = Result{seq = N, code, message}}
+ *   Envelope{seq = N, step_end = StepEnd}      -> Envelope{result = ...}
+ * StepStart registers (job, step) on this node with its task pids and
+ * global ranks; registering the same (job, step) again merges the ranks
+ * (idempotent: the SPANK callback may run more than once). StepEnd
+ * unregisters; an unknown step is code ENOENT. code 0: done; else a
+ * positive errno with a message. The agent forwards both to the controller.
+ *
+ * Telemetry socket (agent.telemetry_socket, default
+ * FQ_TELEMETRY_SOCKET_DEFAULT), mode 0666: any job process may send
+ * Envelope{lane = LaneReport} / Envelope{failover = FailoverEvent} frames;
+ * nothing is answered. The agent takes the sender's identity only from
+ * SO_PEERCRED: the pid (or its nearest registered ancestor) must be a task
+ * of a registered step, whose job, step and rank then replace what the
+ * frame claims; frames from anyone else are dropped and counted.
+ */
+#ifndef FQ_COMMON_STEP_SOCKET_H
+#define FQ_COMMON_STEP_SOCKET_H
+
+#define FQ_STEP_SOCKET_DEFAULT      "/run/fabriciq/agent-step.sock"
+#define FQ_TELEMETRY_SOCKET_DEFAULT "/run/fabriciq/agent-telemetry.sock"
+#define FQ_CLOCK_PAGE_DEFAULT       "/run/fabriciq/clock"
+#define FQ_PATH_PAGE_DEFAULT        "/run/fabriciq/paths"
+
+#endif /* FQ_COMMON_STEP_SOCKET_H */

@@ -1,0 +1,114 @@
+/*
+ * detector: the controller's anomaly detection and drain/undrain hints.
+ *
+ * The daemon feeds it what it ingests (probe windows, lane windows, link
+ * events, step starts/ends), with times on the global timeline, and takes
+ * out actions to store (open an anomaly, attach it to job steps, close it,
+ * emit a drain/resume hint). It does no I/O and reads no clock: the same
+ * inputs give the same actions, so every rule is tested on recorded
+ * numbers. Each rule is a pure function (rules.h) over the state kept
+ * here (per-path delay baselines, per-NIC flap times, the lanes each job
+ * step has used, the anomalies still open).
+ *
+ * Anomaly kinds (the sql/ check constraint): link_down, flapping,
+ * path_delay, lane_outlier, inband_mismatch, slow_sender, slow_receiver.
+ * Every anomaly is attached to the job steps (and their ranks) whose lanes
+ * crossed the affected NIC or path while it lasted, including lanes that
+ * arrive after it opened.
+ */
+#ifndef FQ_CONTROLLER_DETECTOR_H
+#define FQ_CONTROLLER_DETECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fq_detector;
+
+/* Thresholds (controller.* config keys of the same names). */
+struct fq_detector_config {
+	unsigned flap_threshold;         /* flapping: more than this many DOWNs of one NIC ... (8) */
+	int64_t flap_window_ns;          /* ... within this window (1 h) */
+	int64_t delay_threshold_ns;      /* path_delay: owd p99 above this (1 ms) ... */
+	double delay_baseline_factor;    /* ... or above its own baseline by this factor (4) */
+	int64_t delay_floor_ns;          /* never flag a delay below this (50 us) */
+	double lane_outlier_factor;      /* lane_outlier: p99 > factor x the step's median lane p99 (5) */
+	double inband_factor;            /* inband_mismatch: lane p50 > factor x probe p50 (5) ... */
+	int64_t inband_floor_ns;         /* ... and more than this above it (50 us) */
+	double slow_nic_share;           /* slow_*: this share of a NIC's paths elevated (0.8) ... */
+	unsigned slow_nic_min_paths;     /* ... out of at least this many (3) */
+	int64_t resume_after_ns;         /* resume hint: healthy for this long after a drain (10 min) */
+	int64_t quiet_close_ns;          /* an anomaly closes after this long without evidence (30 s) */
+};
+
+void fq_detector_config_defaults(struct fq_detector_config *c);
+
+/* Inputs: strings are copied by the detector when it keeps them. */
+struct fq_det_probe {
+	const char *node, *nic, *remote_node, *remote_nic;
+	int64_t start_ns, end_ns;
+	uint32_t sent, answered, lost;
+	int64_t owd_fwd_p50_ns, owd_fwd_p99_ns, owd_rev_p50_ns, owd_rev_p99_ns; /* 0: none */
+	int64_t rtt_p50_ns;
+	bool up;
+};
+
+struct fq_det_lane {
+	uint64_t job_id;
+	uint32_t step_id, src_rank, dst_rank, lane;
+	const char *src_node, *src_nic, *dst_node, *dst_nic; /* dst_*: "" if unknown */
+	int64_t start_ns, end_ns;
+	uint64_t bytes;
+	int64_t owd_p50_ns, owd_p99_ns; /* receiver-side reports only; 0: none */
+	bool synchronised;
+};
+
+struct fq_det_link {
+	const char *node, *nic, *remote_node, *remote_nic; /* remote_*: "" for a NIC-level event */
+	bool up, nic_level;
+	int64_t time_ns;
+};
+
+void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p);
+void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l);
+void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e);
+/* A node drained (by anyone) / resumed, as the daemon learns it from Slurm
+ * or from applying a hint: resume hints are given only for nodes drained
+ * with a "fabriciq:" reason. */
+void fq_detector_node_drained(struct fq_detector *d, const char *node, const char *reason, int64_t now_ns);
+/* Periodic (once per report window): closes quiet anomalies, evaluates the
+ * window-level rules (lane outliers, slow NICs), emits resume hints. */
+void fq_detector_tick(struct fq_detector *d, int64_t now_ns);
+
+enum fq_det_action_kind {
+	FQ_DET_OPEN = 1,   /* a new anomaly: handle, kind, severity, start, place, summary, evidence */
+	FQ_DET_ATTACH = 2, /* handle, job_id, step_id, ranks */
+	FQ_DET_CLOSE = 3,  /* handle, end_ns */
+	FQ_DET_HINT = 4,   /* node, nic, resume, reason, handle (0: none) */
+};
+
+struct fq_det_action {
+	enum fq_det_action_kind kind;
+	uint64_t handle; /* the detector's id for an anomaly; the daemon maps it to the row id */
+	const char *anomaly_kind;
+	int severity; /* enum fq_db_severity */
+	int64_t start_ns, end_ns;
+	const char *node, *nic, *remote_node, *remote_nic; /* NULL where not applicable */
+	const char *summary;
+	const char *evidence_json;
+	uint64_t job_id;
+	uint32_t step_id;
+	const uint32_t *ranks;
+	size_t nranks;
+	bool resume;
+	const char *reason; /* drain: "fabriciq: <nic> <what> <count> in <window>" */
+};
+
+struct fq_detector *fq_detector_create(const struct fq_detector_config *c);
+void fq_detector_destroy(struct fq_detector *d);
+
+/* Take the next action, in the order they arose: 1 and *a (valid until the
+ * next call), or 0 when there is none. */
+int fq_detector_next(struct fq_detector *d, struct fq_det_action *a);
+
+#endif /* FQ_CONTROLLER_DETECTOR_H */
