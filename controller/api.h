@@ -1,0 +1,35 @@
+/*
+ * api: the controller's read-only JSON API (GET only), computed from the
+ * database's views and tables. The daemon's HTTP server hands every
+ * /api/v1/... request here; the `fabriciq` CLI is its client.
+ *
+ * Endpoints (all JSON objects, times as RFC 3339 strings and *_ns integers):
+ *   /api/v1/status              controller, database, agents, open anomalies, pending hints
+ *   /api/v1/nodes               nodes with their NICs and last report
+ *   /api/v1/links               link_health rows (per NIC / path)
+ *   /api/v1/jobs?limit=N        recent job steps with job_efficiency figures
+ *   /api/v1/jobs/JOB[.STEP]     the job report: steps, ranks (node, NIC, pid),
+ *                               lanes, throughput over time, slowest lanes,
+ *                               anomalies with the ranks they hit, failovers
+ *   /api/v1/events?since=RFC3339&limit=N   link events
+ *   /api/v1/anomalies?open=1&limit=N
+ *   /api/v1/hints               pending drain/resume hints, each with its
+ *                               exact scontrol command
+ *   /api/v1/clock               clock_status rows
+ */
+#ifndef FQ_CONTROLLER_API_H
+#define FQ_CONTROLLER_API_H
+
+#include <stddef.h>
+
+struct fq_db;
+
+/* Answer one GET. path is the URL path (e.g. "/api/v1/jobs/42.0"), query
+ * the raw query string without '?' (NULL or ""). Returns the HTTP status
+ * (200, 400 bad parameter, 404 unknown path or job, 503 database
+ * unavailable) and *body, a NUL-terminated JSON document (free() it;
+ * errors are {"error": "..."}). Never executes anything from the request
+ * as SQL: parameters are validated and bound. */
+int fq_api_get(struct fq_db *db, const char *path, const char *query, char **body);
+
+#endif /* FQ_CONTROLLER_API_H */
