@@ -180,7 +180,7 @@ static int bench_solve(uint32_t n, unsigned peers, double *secs)
 {
 	struct fq_mesh_solution s;
 	struct graph g;
-	double t0, host_rms, ratio;
+	double t0, host_rms, ratio, bound = 0;
 	size_t skipped;
 	int rc;
 
@@ -193,10 +193,13 @@ static int bench_solve(uint32_t n, unsigned peers, double *secs)
 	if (rc < 0)
 		goto out;
 	errors(&g, s.offset_ns, &host_rms, &ratio);
-	printf("solve  %7u hosts x %2u peers: %8.1f ms  %3u iterations  solved %u  host |err| RMS %5.1f ns  "
-	       "pair error solved/direct %.3f (Foster: %.3f)  residual RMS %.1f ns\n",
-	       n, peers, *secs * 1e3, s.iterations, s.n_solved, host_rms, ratio, sqrt((n - 1.0) / g.m),
-	       s.rms_residual_ns);
+	for (uint32_t i = 0; i < n; i++)
+		bound += s.error_ns[i] * s.error_ns[i] / n;
+	printf(
+	    "solve  %7u hosts x %2u peers: %8.1f ms  %3u iterations  solved %u  host |err| RMS %5.1f ns "
+	    "(error_ns RMS %.1fx that)  pair error solved/direct %.3f (Foster: %.3f)  residual RMS %.1f ns\n",
+	    n, peers, *secs * 1e3, s.iterations, s.n_solved, host_rms, sqrt(bound) / host_rms, ratio,
+	    sqrt((n - 1.0) / g.m), s.rms_residual_ns);
 	fq_mesh_solution_free(&s);
 out:
 	graph_free(&g);
