@@ -151,67 +151,68 @@ fail:
 	return rc;
 }
 
-/* An indexed binary min-heap of hosts keyed by dist[]. */
-struct mesh_heap {
-	uint32_t *h, *pos, len;
-	const double *key;
+/* An indexed binary min-heap of hosts. Keys are copied into the heap so
+ * that sifting compares neighbouring memory, not key[] scattered over all
+ * hosts. */
+struct mesh_hent {
+	double key;
+	uint32_t v;
 };
 
-static void heap_swap(struct mesh_heap *hp, uint32_t a, uint32_t b)
-{
-	uint32_t t = hp->h[a];
+struct mesh_heap {
+	struct mesh_hent *h;
+	uint32_t *pos, len;
+};
 
-	hp->h[a] = hp->h[b];
-	hp->h[b] = t;
-	hp->pos[hp->h[a]] = a;
-	hp->pos[hp->h[b]] = b;
+static void heap_place(struct mesh_heap *hp, uint32_t i, struct mesh_hent x)
+{
+	hp->h[i] = x;
+	hp->pos[x.v] = i;
 }
 
-static void heap_up(struct mesh_heap *hp, uint32_t i)
+static void heap_up(struct mesh_heap *hp, uint32_t i, struct mesh_hent x)
 {
-	while (i > 0 && hp->key[hp->h[(i - 1) / 2]] > hp->key[hp->h[i]]) {
-		heap_swap(hp, i, (i - 1) / 2);
+	while (i > 0 && hp->h[(i - 1) / 2].key > x.key) {
+		heap_place(hp, i, hp->h[(i - 1) / 2]);
 		i = (i - 1) / 2;
 	}
+	heap_place(hp, i, x);
 }
 
-static void heap_down(struct mesh_heap *hp, uint32_t i)
+static void heap_down(struct mesh_heap *hp, uint32_t i, struct mesh_hent x)
 {
 	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		uint32_t l = 2 * i + 1, m = l;
 
-		if (l < hp->len && hp->key[hp->h[l]] < hp->key[hp->h[m]])
-			m = l;
-		if (r < hp->len && hp->key[hp->h[r]] < hp->key[hp->h[m]])
-			m = r;
-		if (m == i)
-			return;
-		heap_swap(hp, i, m);
+		if (l >= hp->len)
+			break;
+		if (l + 1 < hp->len && hp->h[l + 1].key < hp->h[l].key)
+			m = l + 1;
+		if (!(hp->h[m].key < x.key))
+			break;
+		heap_place(hp, i, hp->h[m]);
 		i = m;
 	}
+	heap_place(hp, i, x);
 }
 
-/* Set key[v] (smaller than before) and put v in the heap or move it up. */
-static void heap_decrease(struct mesh_heap *hp, uint32_t v)
+/* Give v the smaller key: insert it, or move it up. */
+static void heap_decrease(struct mesh_heap *hp, uint32_t v, double key)
 {
-	if (hp->pos[v] == MESH_NONE) {
-		hp->h[hp->len] = v;
-		hp->pos[v] = hp->len++;
-	}
-	heap_up(hp, hp->pos[v]);
+	uint32_t i = hp->pos[v];
+
+	if (i == MESH_NONE)
+		i = hp->len++;
+	heap_up(hp, i, (struct mesh_hent){key, v});
 }
 
 static uint32_t heap_pop(struct mesh_heap *hp)
 {
-	uint32_t v = hp->h[0];
+	uint32_t v = hp->h[0].v;
 
-	hp->len--;
-	if (hp->len > 0) {
-		hp->h[0] = hp->h[hp->len];
-		hp->pos[hp->h[0]] = 0;
-		heap_down(hp, 0);
-	}
 	hp->pos[v] = MESH_NONE;
+	if (--hp->len > 0)
+		heap_down(hp, 0, hp->h[hp->len]);
 	return v;
 }
 
@@ -222,7 +223,7 @@ static uint32_t heap_pop(struct mesh_heap *hp)
 static int tree_solve(const struct mesh_graph *g, const struct fq_mesh_edge *edges, uint32_t ref, double *var,
 		      double *x2, uint8_t *solved, uint32_t *n_solved)
 {
-	struct mesh_heap hp = {.key = var};
+	struct mesh_heap hp = {0};
 
 	hp.h = malloc((size_t)g->n * sizeof(*hp.h));
 	hp.pos = malloc((size_t)g->n * sizeof(*hp.pos));
@@ -238,7 +239,7 @@ static int tree_solve(const struct mesh_graph *g, const struct fq_mesh_edge *edg
 	}
 	*n_solved = 0;
 	var[ref] = 0;
-	heap_decrease(&hp, ref);
+	heap_decrease(&hp, ref, 0);
 	while (hp.len > 0) {
 		uint32_t i = heap_pop(&hp);
 
@@ -255,7 +256,7 @@ static int tree_solve(const struct mesh_graph *g, const struct fq_mesh_edge *edg
 			var[j] = v;
 			x2[2 * j] = x2[2 * i] + sign * ed->offset_ns;
 			x2[2 * j + 1] = x2[2 * i + 1] + sign * ed->drift_ppb;
-			heap_decrease(&hp, j);
+			heap_decrease(&hp, j, v);
 		}
 	}
 	free(hp.h);
