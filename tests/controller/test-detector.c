@@ -568,10 +568,6 @@ static void test_memory_bounds(void)
 	c.max_steps = 1000;
 	c.max_lanes = 8000;
 	before = heap_used();
-	if (before == 0) {
-		skip(4, "mallinfo2 does not see this allocator (sanitizer build)");
-		return;
-	}
 	d = fq_detector_create(&c);
 	for (int round = 0; round < 2; round++) {
 		for (int i = 0; i < 100000; i++) {
@@ -593,8 +589,12 @@ static void test_memory_bounds(void)
 	after2 = heap_used();
 	diag("heap: %zu KiB after 100k paths+steps, %zu KiB after 200k (caps 10k paths, 5k NICs, 1k steps)",
 	     (after1 - before) / 1024, (after2 - before) / 1024);
-	ok(after1 - before < 16u << 20, "100k distinct paths and steps: under 16 MiB");
-	ok(after2 <= after1 + (after1 - before) / 10, "another 100k: no growth");
+	if (before == 0) { /* the eviction still ran; only the figures are missing */
+		skip(2, "mallinfo2 does not see this allocator (sanitizer build)");
+	} else {
+		ok(after1 - before < 16u << 20, "100k distinct paths and steps: under 16 MiB");
+		ok(after2 <= after1 + (after1 - before) / 10, "another 100k: no growth");
+	}
 	/* After all the eviction it still detects. */
 	reset();
 	fq_detector_link(d, &(struct fq_det_link){.node = "h199999",
@@ -619,7 +619,8 @@ static void test_memory_bounds(void)
 		snprintf(b, sizeof(b), "g%d", i);
 		probe(d, a, "rail0", b, "rail0", 1, 20, 30);
 	}
-	diag("default caps: %zu B per path (with its 2 NICs)", (heap_used() - before) / 100000);
+	if (before)
+		diag("default caps: %zu B per path (with its 2 NICs)", (heap_used() - before) / 100000);
 	fq_detector_destroy(d);
 }
 
