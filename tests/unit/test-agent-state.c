@@ -26,8 +26,8 @@ static int table_parent(pid_t pid, pid_t *ppid, void *arg)
 	return 0;
 }
 
-static void start_msg(Fabriciq__StepStart *m, Fabriciq__Rank *r, Fabriciq__Rank **rp, uint64_t job, uint32_t step,
-		      const uint32_t *ranks, const int32_t *pids, size_t n)
+static void start_msg(Fabriciq__StepStart *m, Fabriciq__Rank *r, Fabriciq__Rank **rp, uint64_t job,
+		      uint32_t step, const uint32_t *ranks, const int32_t *pids, size_t n)
 {
 	fabriciq__step_start__init(m);
 	m->job_id = job;
@@ -72,7 +72,8 @@ static void test_steps(void)
 	is_int(fq_steps_register(s, &m, 3, err, sizeof(err)), 0, "register job 43.0 (ranks 2, 3)");
 
 	st = fq_steps_find_pid(s, 111, table_parent, NULL, &rank);
-	ok(st && st->job_id == 42 && rank->global_rank == 0, "a grandchild of rank 0's task is job 42 rank 0");
+	ok(st && st->job_id == 42 && rank->global_rank == 0,
+	   "a grandchild of rank 0's task is job 42 rank 0");
 	st = fq_steps_find_pid(s, 201, table_parent, NULL, &rank);
 	ok(st && st->job_id == 43 && rank->global_rank == 3, "pid 201 is job 43 rank 3");
 	ok(!fq_steps_find_pid(s, 300, table_parent, NULL, &rank), "a process of no step is not found");
@@ -213,12 +214,14 @@ static void test_spool(void)
 		dropped_probe = json_object_get_uint64(json_object_object_get(c, "dropped_probe_frames"));
 		bytes = json_object_get_uint64(json_object_object_get(c, "bytes"));
 		json_object_put(c);
-		ok(bytes <= (1 << 20), "the spool stays within its bound (%llu bytes)", (unsigned long long)bytes);
-		ok(dropped > 0 && dropped_probe > 0, "over the bound frames are dropped and counted (%llu, %llu probe)",
+		ok(bytes <= (1 << 20), "the spool stays within its bound (%llu bytes)",
+		   (unsigned long long)bytes);
+		ok(dropped > 0 && dropped_probe > 0,
+		   "over the bound frames are dropped and counted (%llu, %llu probe)",
 		   (unsigned long long)dropped, (unsigned long long)dropped_probe);
 		n = drain(s, &first, &last, &links);
-		ok(last == 4000 && links > n / 4, "newest kept; link events outlive probe reports (%d of %d)", links,
-		   n);
+		ok(last == 4000 && links > n / 4, "newest kept; link events outlive probe reports (%d of %d)",
+		   links, n);
 		fq_spool_close(s);
 		if (system("rm -rf /tmp/fq-spool-test2.*") != 0)
 			diag("cleanup failed");
@@ -254,7 +257,8 @@ static void test_timeline(void)
 		fq_timeline_publish(&tl, t, &m);
 	}
 	ok(monotonic, "global time never goes back while slewing back");
-	is_int((int)(fq_timeline_global(&tl, t) - t - 4980000), 0, "20 us closed within 2 s (at most 500 ppm)");
+	is_int((int)(fq_timeline_global(&tl, t) - t - 4980000), 0,
+	       "20 us closed within 2 s (at most 500 ppm)");
 	ok(m.drift_ppb == 0, "and the rate is back to the target's");
 	/* a big forward error is stepped */
 	fq_timeline_set_target(&tl, t, 4980000 + 50000000, 0, 100);
@@ -265,7 +269,7 @@ static void test_timeline(void)
 
 int main(void)
 {
-	plan(36);
+	plan(39);
 	test_steps();
 	test_spool();
 	test_timeline();
