@@ -96,7 +96,9 @@ void fqn_lane_report_fill(Fabriciq__LaneReport *r, const struct fqn_lane_sample 
 	fabriciq__lane_report__init(r);
 	r->lane = (uint32_t)s->lane;
 	r->local_nic = (char *)s->nic;
-	r->remote_nic = (char *)s->peer;
+	r->is_send = s->is_send != 0;
+	r->local_address = (char *)s->local;
+	r->remote_address = (char *)s->peer; /* the agent names the remote node and NIC */
 	r->interval_start_ns = s->start_ns;
 	r->interval_end_ns = s->end_ns;
 	r->bytes = s->bytes;
