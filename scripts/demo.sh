@@ -1,59 +1,102 @@
 #!/usr/bin/env bash
-# The fabriciq demo on the emulated cluster: brings up 4 hosts x 2 rails
-# behind 2 leaves and 2 spines, with their own clocks and real munge, Slurm
-# and PostgreSQL; runs a job through Slurm; shows the fabric, the clocks,
-# ECMP and a cut rail; tears everything down (also on Ctrl-C).
+# The fabriciq demo on the emulated cluster (README command 1): 4 hosts x 2
+# rails behind 2 leaves and 2 spines, with their own clocks and real munge,
+# Slurm and PostgreSQL; the controller and an agent per host; the clocks
+# converging; an `srun --fabriciq` allreduce while one rail flaps, and a
+# second job colliding with it; then the job report, the flapping link, the
+# drain hint and the clock accuracy against the testbed's truth. Everything
+# is torn down at the end (also on Ctrl-C).
 set -u
 cd "$(dirname "$0")/.."
 scripts/deps.sh || exit 1
 scripts/build.sh || exit 1
 
+B=$PWD/build
 TB=tests/testbed/fabriciq-testbed
-export FQTB_HELPERS=$PWD/build/tests/testbed
-FLOW=$FQTB_HELPERS/tb-flow
+export FQTB_HELPERS=$B/tests/testbed
 export FQTB_STATE=${FQTB_STATE:-/run/fabriciq-demo}
+S=$FQTB_STATE
+CB=$B/nccl-plugin/collbench/fabriciq-collbench
+FQ="$B/controller/fabriciq --controller http://198.18.0.1:7180"
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 cleanup() { step "tearing down"; "$TB" down; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+source tests/testbed/lib/testlib.sh
+TB=$PWD/tests/testbed/fabriciq-testbed
 
-step "bringing up the emulated cluster"
-"$TB" up --prefix fqdemo --hosts 4 --rails 2 --leaves 2 --spines 2 --clock-offsets random || exit 1
-
-step "the fabric"
+step "bringing up the emulated cluster (Slurm with the fabriciq SPANK plugin)"
+SPANK="optional $B/spank/.libs/spank_fabriciq.so libdir=$B/nccl-plugin/.libs"
+SPANK+=" step_socket=$S/run/%n/agent-step.sock telemetry_socket=$S/run/%n/agent-telemetry.sock"
+SPANK+=" clock_page=$S/run/%n/clock"
+"$TB" up --prefix fqdemo --hosts 4 --rails 2 --leaves 2 --spines 2 --clock-offsets random \
+	--plugstack "$SPANK" || exit 1
 "$TB" status
 
-step "each host's clock offset (ground truth, ns)"
-"$TB" truth
+step "the controller on ctl (munge-authenticated agents, PostgreSQL, HTTP API)"
+mkdir -p "$S/spool"
+"$TB" daemon start ctl controller -- "$B/controller/fabriciq-controller" -c /dev/null \
+	-s listen=198.18.0.1:7100 -s http_listen=198.18.0.1:7180 \
+	-s "db=host=198.18.0.1 port=5432 user=postgres dbname=fabriciq" \
+	-s "munge_socket=$S/munge/munge.socket" -s "spool_dir=$S/spool/ctl" >/dev/null || exit 1
+sleep 1
 
-step "srun -N4 -n8 through Slurm"
-"$TB" slurm sinfo
-"$TB" slurm srun -N4 -n8 --ntasks-per-node=2 -l sh -c 'echo "$(hostname) rails: $(ip -br -4 addr show | awk "/^rail/ { sub(/@.*/, \"\", \$1); printf \"%s=%s \", \$1, \$3 }")"' | sort -n
+step "an agent on every host (probe mesh, clock sync, uplink)"
+tb_agents_start "$B/slurmd-agent/fabriciq-agent" -s controller=198.18.0.1:7100 \
+	-s "munge_socket=$S/munge/munge.socket" || exit 1
 
-step "PostgreSQL from a host"
-"$TB" exec n2 psql -tAc "select 'postgres ' || version()" | cut -c1-60
+# |error| of every host's global time against the testbed's truth: a
+# host's global - local is E - (its clock - the reference's clock).
+clock_errors() {
+	local h gml truth
+	declare -A G T
+	while read -r h truth; do T[$h]=$truth; done < <("$TB" truth)
+	for h in "${!T[@]}"; do
+		G[$h]=$("$B/slurmd-agent/fabriciq-agent" -c /dev/null -s "status_file=$S/agent-$h.json" --status --json |
+			tr -d ' \n' | grep -o '"global_minus_local_ns":-*[0-9]*' | grep -o -- '-*[0-9]*$')
+	done
+	for h in $(printf '%s\n' "${!T[@]}" | sort); do
+		[ -n "${G[$h]:-}" ] && [ -n "${G[n1]:-}" ] || { printf '  %s: not synchronised yet\n' "$h"; continue; }
+		printf '  %s: true offset %+12d ns   |error| %6d ns\n' "$h" "${T[$h]}" \
+			"$(( ${G[$h]} - ${G[n1]} + ${T[$h]} - ${T[n1]} < 0 ? -(${G[$h]} - ${G[n1]} + ${T[$h]} - ${T[n1]}) : ${G[$h]} - ${G[n1]} + ${T[$h]} - ${T[n1]} ))"
+	done
+}
 
-step "ECMP: 8 flows n1 -> n3 by source port, counted per spine"
-"$TB" exec n3 "$FLOW" sink --udp --port 9000 --seconds 15 >/dev/null &
-sink=$!
-disown "$sink" # killed below; no job-status noise
-sleep 0.3
-for k in 1 2 3 4 5 6 7 8; do
-	a=$("$TB" exec leaf1 cat /sys/class/net/s1/statistics/tx_packets)
-	b=$("$TB" exec leaf1 cat /sys/class/net/s2/statistics/tx_packets)
-	"$TB" exec n1 "$FLOW" send --udp --dst 198.19.0.7 --port 9000 --sport $((40000 + k)) --count 100 >/dev/null
-	a=$(($("$TB" exec leaf1 cat /sys/class/net/s1/statistics/tx_packets) - a))
-	b=$(($("$TB" exec leaf1 cat /sys/class/net/s2/statistics/tx_packets) - b))
-	printf '  source port %d: spine1 %3d packets, spine2 %3d packets\n' $((40000 + k)) "$a" "$b"
+step "the clocks converging (offsets up to +-100 ms; reference n1)"
+for t in 2 4 8; do
+	sleep $((t / 2))
+	echo " after ~$t s:"
+	clock_errors
 done
-kill "$sink" 2>/dev/null
 
-step "cutting rail 1 of n3"
-"$TB" link down n3 1
-for src in "n1 198.19.0.3 198.19.0.7" "n1 198.19.1.3 198.19.1.7"; do
-	set -- $src
-	if "$TB" exec "$1" ping -c1 -W1 -I "$2" "$3" >/dev/null 2>&1; then r=reachable; else r=UNREACHABLE; fi
-	printf '  %s %s -> %s: %s\n' "$1" "$2" "$3" "$r"
-done
-"$TB" link up n3 1
-"$TB" events
+step "srun -N4 -n4 --fabriciq=control: allreduce, while rail1 of n3 flaps 9 times"
+run_job() { # NAME COLL PORT BYTES
+	"$TB" slurm srun -N4 -n4 -J "$1" --fabriciq=control sh -c \
+		'[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@"' sh \
+		"$CB" --bootstrap "198.19.0.3:$3" -c "$2" -b "$4" -e "$4" -n 400 -w 5 --timeout 120
+}
+run_job demo-allreduce allreduce 17001 4M >"$S/job1.out" 2>&1 &
+job1=$!
+sleep 3
+"$TB" flap n3 1 --count 9 --period 800 &
+flap=$!
+step "a second job, alltoall on the same hosts, colliding with the first"
+run_job demo-alltoall alltoall 17002 1M >"$S/job2.out" 2>&1
+wait "$flap" "$job1"
+sed 's/^/  /' "$S/job1.out" | tail -8
+id1=$(awk '/^job / { print $2; exit }' "$S/job1.out")
+id2=$(awk '/^job / { print $2; exit }' "$S/job2.out")
+sleep 3 # the last reports reach the controller
+
+step "fabriciq job $id1: the report"
+$FQ job "$id1"
+step "fabriciq job $id2"
+$FQ job "$id2" | head -20
+step "fabriciq links: the flapping link"
+$FQ links
+step "fabriciq anomalies"
+$FQ anomalies
+step "fabriciq hints: what to drain"
+$FQ hints
+step "clock accuracy now, against the testbed's truth"
+clock_errors
