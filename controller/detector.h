@@ -39,6 +39,24 @@ struct fq_detector_config {
 	unsigned slow_nic_min_paths;     /* ... out of at least this many (3) */
 	int64_t resume_after_ns;         /* resume hint: healthy for this long after a drain (10 min) */
 	int64_t quiet_close_ns;          /* an anomaly closes after this long without evidence (30 s) */
+
+	/* Added with the implementation (defaults in parentheses). */
+	unsigned nic_down_min_paths;     /* NIC-level down inferred when all its >= this many paths are down (2) */
+	int64_t nic_dead_after_ns;       /* a NIC down this long is dead: drain hint (60 s) */
+	unsigned delay_baseline_windows; /* quiet windows before a path's baseline is used (5) */
+	int64_t attach_slack_ns;         /* attach steps whose lanes crossed up to this long before the start (5 s) */
+	int64_t state_expire_ns;         /* drop path/NIC/node state not seen for this long (2 h, >= flap window) */
+	int64_t step_expire_ns;          /* drop a step's lane history not seen for this long (10 min) */
+	/* Memory bounds: past them the least recently seen entries are dropped. */
+	size_t max_paths;                /* directed NIC pairs (262144; ~300 B each) */
+	size_t max_nics;                 /* (65536) */
+	size_t max_nodes;                /* (65536) */
+	size_t max_steps;                /* job steps with lane history (16384) */
+	size_t max_lanes;                /* lane records over all steps (262144; ~250 B each) */
+	size_t max_lanes_per_step;       /* (4096) */
+	size_t max_open;                 /* open anomalies (4096); evidence for more is counted, not opened */
+	size_t max_steps_per_anomaly;    /* job steps attached to one anomaly (1024) */
+	size_t max_pending;              /* actions not taken yet (262144); newer ones are dropped */
 };
 
 void fq_detector_config_defaults(struct fq_detector_config *c);

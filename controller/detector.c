@@ -1,0 +1,1406 @@
+/*
+ * detector: the stateful engine behind detector.h. The rules themselves
+ * are pure functions in rules.c; this file keeps what they read and turns
+ * their verdicts into actions.
+ *
+ * State, each in a hash table with a size cap (config max_*) and expiry:
+ *   paths     directed NIC pair -> delay baseline, last window, link state
+ *   nics      (node, nic) -> DOWN times (flapping), NIC-level state, the
+ *             counts of its own paths known/down (NIC-level inference)
+ *   nodes     drained state and hint bookkeeping (drain/resume dedup)
+ *   steps     (job, step) -> its lanes: ranks, NIC pair, latest interval
+ *   anomalies (kind, place) -> the open anomaly and the steps attached
+ * Entries not seen for state_expire_ns (steps: step_expire_ns) are dropped
+ * by a sweep once a minute; when a table is full, the least recently seen
+ * eighth of it is dropped first. Anomalies are never evicted: past
+ * max_open new ones are counted and not opened. Places are kept by value
+ * (names copied), so dropping an entry never leaves a dangling pointer.
+ *
+ * Names are copied truncated (node 63, NIC 31 bytes) with every byte that
+ * is not printable ASCII, a space, '"' or '\\' replaced by '?': summaries
+ * and evidence are then valid UTF-8 and JSON without escaping.
+ */
+#include "controller/detector.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/rules.h"
+
+#define NODE_LEN  64
+#define NIC_LEN   32
+#define MAX_DOWNS 256 /* DOWN times kept per NIC (flap_threshold is clamped below) */
+#define SWEEP_NS  60000000000LL
+
+enum kind {
+	K_LINK_DOWN,
+	K_FLAPPING,
+	K_PATH_DELAY,
+	K_LANE_OUTLIER,
+	K_INBAND,
+	K_SLOW_SENDER,
+	K_SLOW_RECEIVER,
+};
+
+static const char *const kind_names[] = {
+    [K_LINK_DOWN] = "link_down",         [K_FLAPPING] = "flapping",      [K_PATH_DELAY] = "path_delay",
+    [K_LANE_OUTLIER] = "lane_outlier",   [K_INBAND] = "inband_mismatch", [K_SLOW_SENDER] = "slow_sender",
+    [K_SLOW_RECEIVER] = "slow_receiver",
+};
+
+enum {
+	SEV_INFO = 0,
+	SEV_WARNING = 1,
+	SEV_CRITICAL = 2
+}; /* enum fq_db_severity */
+enum {
+	ST_UNKNOWN = 0,
+	ST_UP = 1,
+	ST_DOWN = 2
+};
+
+struct nic_key {
+	char node[NODE_LEN];
+	char nic[NIC_LEN];
+};
+
+struct path_key {
+	struct nic_key src, dst;
+};
+
+struct step_key {
+	uint64_t job;
+	uint64_t step;
+};
+
+struct anom_key {
+	uint64_t kind;
+	struct nic_key a, b; /* b empty: a NIC place */
+};
+
+/* ---- a small chained hash table with a cap --------------------------- */
+
+struct ent {
+	struct ent *next;
+	uint64_t hash;
+	int64_t seen_ns;
+};
+
+struct tab {
+	struct ent **b;
+	size_t nb, n, max;
+	size_t key_off, key_size, ent_size;
+	int64_t expire_ns;
+	void (*drop)(struct fq_detector *d, struct ent *e);
+};
+
+struct path_ent {
+	struct ent h;
+	struct path_key k;
+	int64_t baseline_ns, p50_ns, p99_ns, last_end_ns, state_ns;
+	unsigned quiet;
+	int state;
+	bool elevated;
+};
+
+struct nic_ent {
+	struct ent h;
+	struct nic_key k;
+	int64_t *downs;
+	size_t ndowns, cap;
+	unsigned paths_known, paths_down;
+	bool down, dead_hinted;
+	int64_t down_since;
+	unsigned tx_paths, tx_elev, rx_paths, rx_elev; /* tick scratch */
+};
+
+struct node_ent {
+	struct ent h;
+	char name[NODE_LEN];
+	bool drained, own_reason, drain_hinted, resume_hinted;
+	int64_t drained_ns, unhealthy_ns;
+};
+
+struct lane_rec {
+	uint32_t src_rank, dst_rank, lane;
+	struct path_key p;
+	int64_t first_ns, start_ns, end_ns, p50_ns, p99_ns;
+};
+
+struct step_ent {
+	struct ent h;
+	struct step_key k;
+	struct lane_rec *lanes;
+	size_t n, cap;
+	int64_t newest_end_ns, newest_len_ns, evaluated_ns;
+};
+
+struct att {
+	uint64_t job;
+	uint32_t step;
+	uint32_t *ranks;
+	size_t nranks, cap;
+};
+
+struct anom_ent {
+	struct ent h;
+	struct anom_key k;
+	uint64_t handle;
+	int64_t start_ns, last_ns;
+	struct att *atts;
+	size_t natts, cap;
+};
+
+struct qact {
+	struct qact *next;
+	struct fq_det_action a;
+	char *str[8];
+	uint32_t *ranks;
+};
+
+struct fq_detector {
+	struct fq_detector_config c;
+	struct tab paths, nics, nodes, steps, anoms;
+	size_t nlanes;
+	uint64_t next_handle;
+	struct qact *head, *tail, *cur;
+	size_t pending;
+	int64_t last_sweep_ns;
+	int64_t *scratch_p99;
+	size_t *scratch_idx;
+	bool *scratch_out;
+	size_t scratch_cap;
+	/* dropped for a bound: shown in a rate-limited warning */
+	uint64_t dropped_actions, dropped_anomalies, rejected_inputs;
+	struct fq_ratelimit rl;
+};
+
+void fq_detector_config_defaults(struct fq_detector_config *c)
+{
+	*c = (struct fq_detector_config){
+	    .flap_threshold = 8,
+	    .flap_window_ns = 3600000000000LL,
+	    .delay_threshold_ns = 1000000,
+	    .delay_baseline_factor = 4.0,
+	    .delay_floor_ns = 50000,
+	    .lane_outlier_factor = 5.0,
+	    .inband_factor = 5.0,
+	    .inband_floor_ns = 50000,
+	    .slow_nic_share = 0.8,
+	    .slow_nic_min_paths = 3,
+	    .resume_after_ns = 600000000000LL,
+	    .quiet_close_ns = 30000000000LL,
+	    .nic_down_min_paths = 2,
+	    .nic_dead_after_ns = 60000000000LL,
+	    .delay_baseline_windows = 5,
+	    .attach_slack_ns = 5000000000LL,
+	    .state_expire_ns = 7200000000000LL,
+	    .step_expire_ns = 600000000000LL,
+	    .max_paths = 262144,
+	    .max_nics = 65536,
+	    .max_nodes = 65536,
+	    .max_steps = 16384,
+	    .max_lanes = 262144,
+	    .max_lanes_per_step = 4096,
+	    .max_open = 4096,
+	    .max_steps_per_anomaly = 1024,
+	    .max_pending = 262144,
+	};
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static bool has(const char *s)
+{
+	return s && *s;
+}
+
+static void copy_name(char *dst, size_t len, const char *src)
+{
+	size_t i = 0;
+
+	for (; src && src[i] && i + 1 < len; i++) {
+		unsigned char ch = (unsigned char)src[i];
+
+		dst[i] = (ch > 0x20 && ch < 0x7f && ch != '"' && ch != '\\') ? (char)ch : '?';
+	}
+	memset(dst + i, 0, len - i);
+}
+
+static void nic_key_set(struct nic_key *k, const char *node, const char *nic)
+{
+	copy_name(k->node, sizeof(k->node), node);
+	copy_name(k->nic, sizeof(k->nic), nic);
+}
+
+static bool nic_eq(const struct nic_key *a, const struct nic_key *b)
+{
+	return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+static bool nic_empty(const struct nic_key *k)
+{
+	return k->node[0] == 0;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* now - then > span, safe for any values. */
+static bool older_than(int64_t now, int64_t then, int64_t span)
+{
+	return fq_rule_sat_sub(now, then) > span;
+}
+
+static double us(int64_t ns)
+{
+	return (double)ns / 1000.0;
+}
+
+static uint64_t fnv1a(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 1099511628211ULL;
+	return h;
+}
+
+/* ---- table -------------------------------------------------------------- */
+
+static void tab_init(struct tab *t, size_t key_off, size_t key_size, size_t ent_size, size_t max,
+		     int64_t expire_ns, void (*drop)(struct fq_detector *, struct ent *))
+{
+	*t = (struct tab){.key_off = key_off,
+			  .key_size = key_size,
+			  .ent_size = ent_size,
+			  .max = max ? max : 1,
+			  .expire_ns = expire_ns,
+			  .drop = drop};
+}
+
+static const void *ent_key(const struct tab *t, const struct ent *e)
+{
+	return (const char *)e + t->key_off;
+}
+
+static struct ent *tab_find(const struct tab *t, const void *key)
+{
+	uint64_t h;
+
+	if (!t->nb)
+		return NULL;
+	h = fnv1a(key, t->key_size);
+	for (struct ent *e = t->b[h & (t->nb - 1)]; e; e = e->next)
+		if (e->hash == h && memcmp(ent_key(t, e), key, t->key_size) == 0)
+			return e;
+	return NULL;
+}
+
+static void tab_unlink(struct fq_detector *d, struct tab *t, struct ent *e)
+{
+	struct ent **pp = &t->b[e->hash & (t->nb - 1)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = e->next;
+	t->n--;
+	if (t->drop)
+		t->drop(d, e);
+	free(e);
+}
+
+/* Drops every entry with seen_ns <= cutoff (optionally skipping keep). */
+static size_t tab_drop_upto(struct fq_detector *d, struct tab *t, int64_t cutoff, const struct ent *keep)
+{
+	size_t dropped = 0;
+
+	for (size_t i = 0; i < t->nb; i++) {
+		struct ent *e = t->b[i], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			if (e != keep && e->seen_ns <= cutoff) {
+				tab_unlink(d, t, e);
+				dropped++;
+			}
+		}
+	}
+	return dropped;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Full: drop what expired, else the least recently seen eighth. */
+static void tab_make_room(struct fq_detector *d, struct tab *t, int64_t now, const struct ent *keep)
+{
+	int64_t *seen;
+	size_t k = 0;
+
+	if (t->expire_ns > 0)
+		tab_drop_upto(d, t, fq_rule_sat_sub(now, t->expire_ns) - 1, keep);
+	if (t->n < t->max)
+		return;
+	seen = malloc(t->n * sizeof(*seen));
+	if (!seen)
+		return;
+	for (size_t i = 0; i < t->nb; i++)
+		for (struct ent *e = t->b[i]; e; e = e->next)
+			if (e != keep)
+				seen[k++] = e->seen_ns;
+	if (k) {
+		qsort(seen, k, sizeof(*seen), cmp_i64);
+		tab_drop_upto(d, t, seen[k / 8], keep);
+	}
+	free(seen);
+}
+
+static int tab_grow(struct tab *t)
+{
+	size_t nb = t->nb ? t->nb * 2 : 64;
+	struct ent **b = calloc(nb, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nb; i++) {
+		struct ent *e = t->b[i], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			e->next = b[e->hash & (nb - 1)];
+			b[e->hash & (nb - 1)] = e;
+		}
+	}
+	free(t->b);
+	t->b = b;
+	t->nb = nb;
+	return 0;
+}
+
+/* The entry for key, created (zeroed) if new; NULL: no memory, or the
+ * table is full and may not evict (evict false). seen_ns moves forward. */
+static struct ent *tab_get(struct fq_detector *d, struct tab *t, const void *key, int64_t now, bool evict,
+			   bool *created)
+{
+	struct ent *e = tab_find(t, key);
+
+	if (created)
+		*created = false;
+	if (!e) {
+		if (t->n >= t->max && (!evict || (tab_make_room(d, t, now, NULL), t->n >= t->max)))
+			return NULL;
+		if (t->n >= t->nb && tab_grow(t) < 0)
+			return NULL;
+		e = calloc(1, t->ent_size);
+		if (!e)
+			return NULL;
+		memcpy((char *)e + t->key_off, key, t->key_size);
+		e->hash = fnv1a(key, t->key_size);
+		e->seen_ns = now;
+		e->next = t->b[e->hash & (t->nb - 1)];
+		t->b[e->hash & (t->nb - 1)] = e;
+		t->n++;
+		if (created)
+			*created = true;
+	}
+	if (now > e->seen_ns)
+		e->seen_ns = now;
+	return e;
+}
+
+static void tab_free(struct fq_detector *d, struct tab *t)
+{
+	tab_drop_upto(d, t, INT64_MAX, NULL);
+	free(t->b);
+	t->b = NULL;
+	t->nb = 0;
+}
+
+#define TAB_FOREACH(t, type, var, nextvar)                                                                   \
+	for (size_t i_##var = 0; i_##var < (t)->nb; i_##var++)                                               \
+		for (struct ent *e_##var = (t)->b[i_##var], *nextvar; e_##var; e_##var = nextvar)            \
+			for (type *var = (nextvar = e_##var->next, (type *)e_##var); var; var = NULL)
+
+/* ---- action queue ------------------------------------------------------- */
+
+static char *dup_opt(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void qact_free(struct qact *q)
+{
+	if (!q)
+		return;
+	for (size_t i = 0; i < sizeof(q->str) / sizeof(q->str[0]); i++)
+		free(q->str[i]);
+	free(q->ranks);
+	free(q);
+}
+
+/* Queues a copy of a (its strings and ranks are copied). */
+static void push(struct fq_detector *d, const struct fq_det_action *a)
+{
+	const char *src[8] = {a->anomaly_kind, a->node,    a->nic,           a->remote_node,
+			      a->remote_nic,   a->summary, a->evidence_json, a->reason};
+	const char **dst[8];
+	struct qact *q;
+
+	if (d->pending >= d->c.max_pending) {
+		d->dropped_actions++;
+		fq_log_ratelimited(&d->rl, FQ_LOG_WARN,
+				   "detector: %zu actions not taken; %" PRIu64 " dropped", d->pending,
+				   d->dropped_actions);
+		return;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		goto fail;
+	q->a = *a;
+	dst[0] = &q->a.anomaly_kind, dst[1] = &q->a.node, dst[2] = &q->a.nic, dst[3] = &q->a.remote_node;
+	dst[4] = &q->a.remote_nic, dst[5] = &q->a.summary, dst[6] = &q->a.evidence_json,
+	dst[7] = &q->a.reason;
+	for (size_t i = 0; i < 8; i++) {
+		q->str[i] = dup_opt(src[i]);
+		if (src[i] && !q->str[i])
+			goto fail;
+		*dst[i] = q->str[i];
+	}
+	if (a->nranks) {
+		q->ranks = malloc(a->nranks * sizeof(*q->ranks));
+		if (!q->ranks)
+			goto fail;
+		memcpy(q->ranks, a->ranks, a->nranks * sizeof(*q->ranks));
+	}
+	q->a.ranks = q->ranks;
+	if (d->tail)
+		d->tail->next = q;
+	else
+		d->head = q;
+	d->tail = q;
+	d->pending++;
+	return;
+fail:
+	qact_free(q);
+	d->dropped_actions++;
+}
+
+int fq_detector_next(struct fq_detector *d, struct fq_det_action *a)
+{
+	if (!d || !a)
+		return 0;
+	qact_free(d->cur);
+	d->cur = d->head;
+	if (!d->cur)
+		return 0;
+	d->head = d->cur->next;
+	if (!d->head)
+		d->tail = NULL;
+	d->pending--;
+	*a = d->cur->a;
+	return 1;
+}
+
+/* ---- nodes and hints ------------------------------------------------------ */
+
+static struct node_ent *node_get(struct fq_detector *d, const char *name, int64_t now)
+{
+	char key[NODE_LEN];
+
+	copy_name(key, sizeof(key), name);
+	return (struct node_ent *)tab_get(d, &d->nodes, key, now, true, NULL);
+}
+
+static struct node_ent *node_find(struct fq_detector *d, const char *name)
+{
+	return (struct node_ent *)tab_find(&d->nodes, name); /* name: a NODE_LEN key */
+}
+
+/* A drain hint for the node, unless it is drained already or one is pending. */
+static void hint_drain(struct fq_detector *d, const struct nic_key *k, const char *reason, uint64_t handle,
+		       int64_t now)
+{
+	struct node_ent *n = node_get(d, k->node, now);
+
+	if (!n || n->drained || n->drain_hinted)
+		return;
+	n->drain_hinted = true;
+	push(d, &(struct fq_det_action){.kind = FQ_DET_HINT,
+					.handle = handle,
+					.start_ns = now,
+					.node = k->node,
+					.nic = k->nic,
+					.reason = reason});
+}
+
+void fq_detector_node_drained(struct fq_detector *d, const char *node, const char *reason, int64_t now_ns)
+{
+	struct node_ent *n;
+
+	if (!d || !has(node)) {
+		if (d)
+			d->rejected_inputs++;
+		return;
+	}
+	n = node_get(d, node, now_ns);
+	if (!n)
+		return;
+	n->drain_hinted = false;
+	n->resume_hinted = false;
+	n->drained = has(reason);
+	n->own_reason = fq_rule_is_own_reason(reason);
+	n->drained_ns = now_ns;
+}
+
+/* ---- anomalies ------------------------------------------------------------ */
+
+static void anom_drop(struct fq_detector *d, struct ent *e)
+{
+	struct anom_ent *a = (struct anom_ent *)e;
+
+	(void)d;
+	for (size_t i = 0; i < a->natts; i++)
+		free(a->atts[i].ranks);
+	free(a->atts);
+}
+
+static bool att_add_rank(struct att *t, uint32_t r)
+{
+	uint32_t *n;
+
+	for (size_t i = 0; i < t->nranks; i++)
+		if (t->ranks[i] == r)
+			return false;
+	if (t->nranks == t->cap) {
+		n = realloc(t->ranks, (t->cap ? t->cap * 2 : 4) * sizeof(*n));
+		if (!n)
+			return false;
+		t->ranks = n;
+		t->cap = t->cap ? t->cap * 2 : 4;
+	}
+	t->ranks[t->nranks++] = r;
+	return true;
+}
+
+/* Attaches (job, step, ranks) to the anomaly; queues an ATTACH with the
+ * ranks new to it (none new: nothing queued). */
+static void anom_attach(struct fq_detector *d, struct anom_ent *a, uint64_t job, uint32_t step,
+			const uint32_t *ranks, size_t nranks)
+{
+	struct att *t = NULL;
+	uint32_t fresh[2];
+	size_t nfresh = 0;
+	bool is_new = false;
+
+	for (size_t i = 0; i < a->natts && !t; i++)
+		if (a->atts[i].job == job && a->atts[i].step == step)
+			t = &a->atts[i];
+	if (!t) {
+		if (a->natts >= d->c.max_steps_per_anomaly)
+			return;
+		if (a->natts == a->cap) {
+			size_t cap = a->cap ? a->cap * 2 : 4;
+			struct att *n = realloc(a->atts, cap * sizeof(*n));
+
+			if (!n)
+				return;
+			a->atts = n;
+			a->cap = cap;
+		}
+		t = &a->atts[a->natts++];
+		*t = (struct att){.job = job, .step = step};
+		is_new = true;
+	}
+	for (size_t i = 0; i < nranks && i < 2; i++)
+		if (att_add_rank(t, ranks[i]))
+			fresh[nfresh++] = ranks[i];
+	if (!nfresh && !is_new)
+		return;
+	push(d, &(struct fq_det_action){.kind = FQ_DET_ATTACH,
+					.handle = a->handle,
+					.job_id = job,
+					.step_id = step,
+					.ranks = fresh,
+					.nranks = nfresh});
+}
+
+static bool is_path_place(const struct anom_ent *a)
+{
+	return !nic_empty(&a->k.b);
+}
+
+/* Did this lane cross the anomaly's place (kind-specific)? */
+static bool lane_matches(const struct anom_ent *a, const struct lane_rec *l)
+{
+	const struct nic_key *s = &l->p.src, *t = &l->p.dst, *x = &a->k.a, *y = &a->k.b;
+
+	switch ((enum kind)a->k.kind) {
+	case K_LANE_OUTLIER:
+		return false; /* attached explicitly to the step it was seen in */
+	case K_SLOW_SENDER:
+		return nic_eq(s, x);
+	case K_SLOW_RECEIVER:
+		return nic_eq(t, x);
+	case K_PATH_DELAY:
+	case K_INBAND:
+		return nic_eq(s, x) && nic_eq(t, y);
+	case K_LINK_DOWN:
+	case K_FLAPPING:
+		if (!is_path_place(a))
+			return nic_eq(s, x) || nic_eq(t, x);
+		return (nic_eq(s, x) && nic_eq(t, y)) || (nic_eq(s, y) && nic_eq(t, x));
+	}
+	return false;
+}
+
+static void attach_lane(struct fq_detector *d, struct anom_ent *a, const struct step_key *sk,
+			const struct lane_rec *l)
+{
+	uint32_t ranks[2] = {l->src_rank, l->dst_rank};
+
+	if (l->end_ns < fq_rule_sat_sub(a->start_ns, d->c.attach_slack_ns) || !lane_matches(a, l))
+		return;
+	anom_attach(d, a, sk->job, (uint32_t)sk->step, ranks, l->dst_rank == l->src_rank ? 1 : 2);
+}
+
+/* Evidence for (kind, place): extends the open anomaly or opens one (and
+ * attaches the steps whose lanes crossed the place). *opened (may be
+ * NULL) says which. NULL: none could be opened (max_open). */
+static struct anom_ent *anom_evidence(struct fq_detector *d, enum kind kind, int severity,
+				      const struct nic_key *a, const struct nic_key *b, int64_t start_ns,
+				      int64_t ev_ns, const char *summary, const char *evidence, bool *opened)
+{
+	struct anom_key key;
+	struct anom_ent *e;
+	bool created;
+
+	memset(&key, 0, sizeof(key));
+	key.kind = kind;
+	key.a = *a;
+	if (b)
+		key.b = *b;
+	if (opened)
+		*opened = false;
+	e = (struct anom_ent *)tab_get(d, &d->anoms, &key, ev_ns, false, &created);
+	if (!e) {
+		d->dropped_anomalies++;
+		return NULL;
+	}
+	if (!created) {
+		e->last_ns = max64(e->last_ns, ev_ns);
+		return e;
+	}
+	e->handle = ++d->next_handle;
+	e->start_ns = start_ns < ev_ns ? start_ns : ev_ns;
+	e->last_ns = ev_ns;
+	if (opened)
+		*opened = true;
+	push(d, &(struct fq_det_action){.kind = FQ_DET_OPEN,
+					.handle = e->handle,
+					.anomaly_kind = kind_names[kind],
+					.severity = severity,
+					.start_ns = e->start_ns,
+					.node = a->node,
+					.nic = a->nic,
+					.remote_node = b ? b->node : NULL,
+					.remote_nic = b ? b->nic : NULL,
+					.summary = summary,
+					.evidence_json = evidence});
+	TAB_FOREACH(&d->steps, struct step_ent, s, nx)
+	{
+		for (size_t i = 0; i < s->n; i++)
+			attach_lane(d, e, &s->k, &s->lanes[i]);
+	}
+	return e;
+}
+
+static struct anom_ent *anom_find(struct fq_detector *d, enum kind kind, const struct nic_key *a,
+				  const struct nic_key *b)
+{
+	struct anom_key key;
+
+	memset(&key, 0, sizeof(key));
+	key.kind = kind;
+	key.a = *a;
+	if (b)
+		key.b = *b;
+	return (struct anom_ent *)tab_find(&d->anoms, &key);
+}
+
+static void anom_close(struct fq_detector *d, struct anom_ent *a, int64_t end_ns)
+{
+	push(d, &(struct fq_det_action){.kind = FQ_DET_CLOSE,
+					.handle = a->handle,
+					.start_ns = a->start_ns,
+					.end_ns = max64(end_ns, a->start_ns)});
+	tab_unlink(d, &d->anoms, &a->h);
+}
+
+/* ---- NICs: flapping and NIC-level down ------------------------------------ */
+
+static void nic_drop(struct fq_detector *d, struct ent *e)
+{
+	(void)d;
+	free(((struct nic_ent *)e)->downs);
+}
+
+static struct nic_ent *nic_get(struct fq_detector *d, const struct nic_key *k, int64_t now)
+{
+	return (struct nic_ent *)tab_get(d, &d->nics, k, now, true, NULL);
+}
+
+static void nic_record_down(struct fq_detector *d, struct nic_ent *n, int64_t t)
+{
+	int64_t from = fq_rule_sat_sub(t, d->c.flap_window_ns);
+	size_t k = 0;
+
+	for (size_t i = 0; i < n->ndowns; i++) /* keep the window only */
+		if (n->downs[i] > from)
+			n->downs[k++] = n->downs[i];
+	n->ndowns = k;
+	if (n->ndowns == MAX_DOWNS) {
+		memmove(n->downs, n->downs + 1, (MAX_DOWNS - 1) * sizeof(*n->downs));
+		n->ndowns--;
+	}
+	if (n->ndowns == n->cap) {
+		size_t cap = n->cap ? n->cap * 2 : 4;
+		int64_t *p = realloc(n->downs, cap * sizeof(*p));
+
+		if (!p)
+			return;
+		n->downs = p;
+		n->cap = cap;
+	}
+	n->downs[n->ndowns++] = t;
+}
+
+static void check_flapping(struct fq_detector *d, struct nic_ent *n, int64_t t)
+{
+	char summary[256], evidence[256], reason[160], win[32];
+	struct anom_ent *a;
+	unsigned count;
+	bool opened;
+
+	if (!fq_rule_flapping(&d->c, n->downs, n->ndowns, t, &count))
+		return;
+	fq_rule_format_duration(d->c.flap_window_ns, win, sizeof(win));
+	snprintf(summary, sizeof(summary), "%s of %s went down %u times in %s (more than %u)", n->k.nic,
+		 n->k.node, count, win, d->c.flap_threshold);
+	snprintf(evidence, sizeof(evidence), "{\"downs\":%u,\"window_ns\":%" PRId64 ",\"threshold\":%u}",
+		 count, d->c.flap_window_ns, d->c.flap_threshold);
+	a = anom_evidence(d, K_FLAPPING, SEV_CRITICAL, &n->k, NULL, n->downs[0], t, summary, evidence,
+			  &opened);
+	if (a && opened)
+		hint_drain(d, &n->k,
+			   fq_rule_drain_reason(n->k.nic, "flapped", count, d->c.flap_window_ns, reason,
+						sizeof(reason)),
+			   a->handle, t);
+}
+
+static void nic_transition(struct fq_detector *d, struct nic_ent *n, bool down, int64_t t, const char *why)
+{
+	char summary[256], evidence[160];
+	struct anom_ent *a;
+
+	if (down == n->down) {
+		if (down && (a = anom_find(d, K_LINK_DOWN, &n->k, NULL)))
+			a->last_ns = max64(a->last_ns, t);
+		return;
+	}
+	n->down = down;
+	if (!down) {
+		n->dead_hinted = false;
+		if ((a = anom_find(d, K_LINK_DOWN, &n->k, NULL)))
+			anom_close(d, a, t);
+		return;
+	}
+	n->down_since = t;
+	nic_record_down(d, n, t);
+	snprintf(summary, sizeof(summary), "%s of %s down (%s)", n->k.nic, n->k.node, why);
+	snprintf(evidence, sizeof(evidence), "{\"nic_level\":true,\"paths_known\":%u,\"paths_down\":%u}",
+		 n->paths_known, n->paths_down);
+	anom_evidence(d, K_LINK_DOWN, SEV_CRITICAL, &n->k, NULL, t, t, summary, evidence, NULL);
+	check_flapping(d, n, t);
+}
+
+/* ---- paths: link state and delay ----------------------------------------- */
+
+static void path_drop(struct fq_detector *d, struct ent *e)
+{
+	struct path_ent *p = (struct path_ent *)e;
+	struct nic_ent *n;
+
+	if (p->state == ST_UNKNOWN || !(n = (struct nic_ent *)tab_find(&d->nics, &p->k.src)))
+		return;
+	if (n->paths_known)
+		n->paths_known--;
+	if (p->state == ST_DOWN && n->paths_down)
+		n->paths_down--;
+}
+
+static struct path_ent *path_get(struct fq_detector *d, const struct nic_key *src, const struct nic_key *dst,
+				 int64_t now)
+{
+	struct path_key k = {*src, *dst};
+
+	return (struct path_ent *)tab_get(d, &d->paths, &k, now, true, NULL);
+}
+
+static void path_set_state(struct fq_detector *d, struct path_ent *p, int state, int64_t t)
+{
+	struct nic_ent *n = nic_get(d, &p->k.src, t);
+	char summary[320];
+	struct anom_ent *a;
+	int old = p->state;
+
+	if (state == old || t < p->state_ns) {
+		if (state == ST_DOWN && old == ST_DOWN &&
+		    (a = anom_find(d, K_LINK_DOWN, &p->k.src, &p->k.dst)))
+			a->last_ns = max64(a->last_ns, t);
+		return;
+	}
+	p->state = state;
+	p->state_ns = t;
+	if (n) {
+		n->paths_known += old == ST_UNKNOWN;
+		if (old == ST_DOWN && n->paths_down)
+			n->paths_down--;
+		n->paths_down += state == ST_DOWN;
+	}
+	if (state == ST_DOWN) {
+		snprintf(summary, sizeof(summary), "path %s/%s -> %s/%s down", p->k.src.node, p->k.src.nic,
+			 p->k.dst.node, p->k.dst.nic);
+		anom_evidence(d, K_LINK_DOWN, SEV_WARNING, &p->k.src, &p->k.dst, t, t, summary,
+			      "{\"nic_level\":false}", NULL);
+	} else if ((a = anom_find(d, K_LINK_DOWN, &p->k.src, &p->k.dst))) {
+		anom_close(d, a, t);
+	}
+	if (!n)
+		return;
+	if (state == ST_DOWN && fq_rule_nic_down(&d->c, n->paths_known, n->paths_down)) {
+		snprintf(summary, sizeof(summary), "all %u paths down", n->paths_known);
+		nic_transition(d, n, true, t, summary);
+	} else if (state == ST_UP && n->down) {
+		nic_transition(d, n, false, t, "a path up");
+	}
+}
+
+static void path_delay_sample(struct fq_detector *d, struct path_ent *p, int64_t p50, int64_t p99,
+			      int64_t start, int64_t end)
+{
+	char summary[384], evidence[320];
+	int64_t base = p->quiet >= d->c.delay_baseline_windows ? p->baseline_ns : 0;
+	enum fq_rule_delay v;
+
+	if (p99 <= 0 && p50 <= 0)
+		return;
+	if (p50 > 0)
+		p->p50_ns = p50;
+	p->p99_ns = p99;
+	p->last_end_ns = max64(p->last_end_ns, end);
+	v = fq_rule_path_delay(&d->c, p99, base);
+	p->elevated = v != FQ_RULE_DELAY_OK;
+	if (v == FQ_RULE_DELAY_OK) {
+		p->baseline_ns = fq_rule_baseline_update(p->baseline_ns, p99);
+		if (p99 > 0 && p->quiet < UINT32_MAX)
+			p->quiet++;
+		return;
+	}
+	if (v == FQ_RULE_DELAY_ABSOLUTE)
+		snprintf(summary, sizeof(summary),
+			 "path %s/%s -> %s/%s: owd p99 %.1f us above the %.1f us threshold", p->k.src.node,
+			 p->k.src.nic, p->k.dst.node, p->k.dst.nic, us(p99), us(d->c.delay_threshold_ns));
+	else
+		snprintf(summary, sizeof(summary),
+			 "path %s/%s -> %s/%s: owd p99 %.1f us vs baseline %.1f us (x%.1f)", p->k.src.node,
+			 p->k.src.nic, p->k.dst.node, p->k.dst.nic, us(p99), us(base),
+			 (double)p99 / (double)base);
+	snprintf(evidence, sizeof(evidence),
+		 "{\"owd_p99_ns\":%" PRId64 ",\"owd_p50_ns\":%" PRId64 ",\"baseline_ns\":%" PRId64
+		 ",\"threshold_ns\":%" PRId64 ",\"factor\":%.2f,\"rule\":\"%s\"}",
+		 p99, p50, base, d->c.delay_threshold_ns, d->c.delay_baseline_factor,
+		 v == FQ_RULE_DELAY_ABSOLUTE ? "threshold" : "baseline");
+	anom_evidence(d, K_PATH_DELAY, v == FQ_RULE_DELAY_ABSOLUTE ? SEV_CRITICAL : SEV_WARNING, &p->k.src,
+		      &p->k.dst, start, end, summary, evidence, NULL);
+}
+
+void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p)
+{
+	struct nic_key a, b;
+	struct path_ent *fwd, *rev;
+	int64_t start;
+
+	if (!d)
+		return;
+	if (!p || !has(p->node) || !has(p->nic) || !has(p->remote_node) || !has(p->remote_nic) ||
+	    p->end_ns <= 0) {
+		d->rejected_inputs++;
+		return;
+	}
+	start = p->start_ns > 0 && p->start_ns <= p->end_ns ? p->start_ns : p->end_ns;
+	nic_key_set(&a, p->node, p->nic);
+	nic_key_set(&b, p->remote_node, p->remote_nic);
+	nic_get(d, &a, p->end_ns);
+	nic_get(d, &b, p->end_ns);
+	fwd = path_get(d, &a, &b, p->end_ns);
+	if (!fwd)
+		return;
+	path_set_state(d, fwd, p->up ? ST_UP : ST_DOWN, p->up ? start : p->end_ns);
+	if (!p->up)
+		return;
+	path_delay_sample(d, fwd, p->owd_fwd_p50_ns, p->owd_fwd_p99_ns, start, p->end_ns);
+	if (p->owd_rev_p50_ns > 0 || p->owd_rev_p99_ns > 0) {
+		rev = path_get(d, &b, &a, p->end_ns);
+		if (rev)
+			path_delay_sample(d, rev, p->owd_rev_p50_ns, p->owd_rev_p99_ns, start, p->end_ns);
+	}
+}
+
+void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e)
+{
+	struct nic_key a, b;
+	struct nic_ent *n;
+	struct path_ent *p;
+
+	if (!d)
+		return;
+	if (!e || !has(e->node) || !has(e->nic) || e->time_ns <= 0) {
+		d->rejected_inputs++;
+		return;
+	}
+	nic_key_set(&a, e->node, e->nic);
+	if (e->nic_level || !has(e->remote_node) || !has(e->remote_nic)) {
+		n = nic_get(d, &a, e->time_ns);
+		if (n)
+			nic_transition(d, n, !e->up, e->time_ns, "nic-level event");
+		return;
+	}
+	nic_key_set(&b, e->remote_node, e->remote_nic);
+	nic_get(d, &b, e->time_ns);
+	p = path_get(d, &a, &b, e->time_ns);
+	if (p)
+		path_set_state(d, p, e->up ? ST_UP : ST_DOWN, e->time_ns);
+}
+
+/* ---- lanes ---------------------------------------------------------------- */
+
+static void step_drop(struct fq_detector *d, struct ent *e)
+{
+	struct step_ent *s = (struct step_ent *)e;
+
+	d->nlanes -= s->n <= d->nlanes ? s->n : d->nlanes;
+	free(s->lanes);
+}
+
+/* The step's record for this lane: found, appended, or (at a bound) the
+ * record with the oldest interval reused. */
+static struct lane_rec *lane_slot(struct fq_detector *d, struct step_ent *s, const struct lane_rec *key)
+{
+	size_t oldest = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct lane_rec *r = &s->lanes[i];
+
+		if (r->src_rank == key->src_rank && r->dst_rank == key->dst_rank && r->lane == key->lane &&
+		    memcmp(&r->p, &key->p, sizeof(r->p)) == 0)
+			return r;
+		if (r->end_ns < s->lanes[oldest].end_ns)
+			oldest = i;
+	}
+	if (s->n && (s->n >= d->c.max_lanes_per_step || d->nlanes >= d->c.max_lanes)) {
+		s->lanes[oldest] = *key;
+		return &s->lanes[oldest];
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		struct lane_rec *n = realloc(s->lanes, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		s->lanes = n;
+		s->cap = cap;
+	}
+	s->lanes[s->n] = *key;
+	s->n++;
+	d->nlanes++;
+	return &s->lanes[s->n - 1];
+}
+
+static void check_inband(struct fq_detector *d, const struct step_ent *s, const struct lane_rec *l)
+{
+	struct path_key k = l->p;
+	struct path_ent *p = (struct path_ent *)tab_find(&d->paths, &k);
+	char summary[384], evidence[256];
+
+	if (!p || nic_empty(&l->p.dst) || older_than(l->end_ns, p->last_end_ns, d->c.quiet_close_ns) ||
+	    !fq_rule_inband_mismatch(&d->c, l->p50_ns, p->p50_ns))
+		return;
+	snprintf(summary, sizeof(summary),
+		 "%s/%s -> %s/%s: lane p50 %.1f us vs probe p50 %.1f us (job %" PRIu64 ".%" PRIu64
+		 " lane %u): in-band traffic misconfigured?",
+		 k.src.node, k.src.nic, k.dst.node, k.dst.nic, us(l->p50_ns), us(p->p50_ns), s->k.job,
+		 s->k.step, l->lane);
+	snprintf(
+	    evidence, sizeof(evidence),
+	    "{\"lane_p50_ns\":%" PRId64 ",\"probe_p50_ns\":%" PRId64 ",\"factor\":%.2f,\"floor_ns\":%" PRId64
+	    ",\"job_id\":%" PRIu64 ",\"step_id\":%" PRIu64 ",\"lane\":%u}",
+	    l->p50_ns, p->p50_ns, d->c.inband_factor, d->c.inband_floor_ns, s->k.job, s->k.step, l->lane);
+	anom_evidence(d, K_INBAND, SEV_WARNING, &k.src, &k.dst, l->start_ns, l->end_ns, summary, evidence,
+		      NULL);
+}
+
+void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
+{
+	struct step_key sk = {0};
+	struct lane_rec key = {0}, *r;
+	struct step_ent *s;
+	bool created;
+
+	if (!d)
+		return;
+	if (!l || !has(l->src_node) || !has(l->src_nic) || l->end_ns <= 0) {
+		d->rejected_inputs++;
+		return;
+	}
+	sk.job = l->job_id;
+	sk.step = l->step_id;
+	key.src_rank = l->src_rank;
+	key.dst_rank = l->dst_rank;
+	key.lane = l->lane;
+	nic_key_set(&key.p.src, l->src_node, l->src_nic);
+	if (has(l->dst_node) && has(l->dst_nic))
+		nic_key_set(&key.p.dst, l->dst_node, l->dst_nic);
+	key.start_ns = l->start_ns > 0 && l->start_ns <= l->end_ns ? l->start_ns : l->end_ns;
+	key.end_ns = l->end_ns;
+	key.first_ns = key.start_ns;
+	key.p50_ns = l->owd_p50_ns > 0 ? l->owd_p50_ns : 0;
+	key.p99_ns = l->owd_p99_ns > 0 ? l->owd_p99_ns : 0;
+
+	/* All lane records in use: drop the least recently seen steps first. */
+	if (d->nlanes >= d->c.max_lanes && !tab_find(&d->steps, &sk))
+		tab_make_room(d, &d->steps, l->end_ns, NULL);
+	s = (struct step_ent *)tab_get(d, &d->steps, &sk, l->end_ns, true, &created);
+	if (!s || !(r = lane_slot(d, s, &key)))
+		return;
+	if (r->first_ns != key.first_ns || r->end_ns != key.end_ns) { /* an existing record: update it */
+		int64_t first = r->first_ns < key.first_ns ? r->first_ns : key.first_ns;
+
+		if (key.end_ns < r->end_ns)
+			return; /* an older interval than the one kept */
+		*r = key;
+		r->first_ns = first;
+	}
+	if (r->end_ns >= s->newest_end_ns) {
+		s->newest_end_ns = r->end_ns;
+		s->newest_len_ns = fq_rule_sat_sub(r->end_ns, r->start_ns);
+	}
+	check_inband(d, s, r);
+	TAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
+	{
+		attach_lane(d, a, &s->k, r);
+	}
+}
+
+/* Lane outliers among the step's newest interval (lanes whose interval
+ * ends within half an interval of the newest one). */
+static void check_step_outliers(struct fq_detector *d, struct step_ent *s)
+{
+	int64_t half = s->newest_len_ns / 2 > 0 ? s->newest_len_ns / 2 : 1, median;
+	int64_t from = fq_rule_sat_sub(s->newest_end_ns, half);
+	char summary[384], evidence[384];
+	size_t k = 0;
+
+	if (s->n > d->scratch_cap) {
+		int64_t *p = realloc(d->scratch_p99, s->n * sizeof(*p));
+		size_t *x = p ? realloc(d->scratch_idx, s->n * sizeof(*x)) : NULL;
+		bool *o = x ? realloc(d->scratch_out, s->n * sizeof(*o)) : NULL;
+
+		if (p)
+			d->scratch_p99 = p;
+		if (x)
+			d->scratch_idx = x;
+		if (!o)
+			return;
+		d->scratch_out = o;
+		d->scratch_cap = s->n;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->lanes[i].end_ns >= from && s->lanes[i].p99_ns > 0) {
+			d->scratch_p99[k] = s->lanes[i].p99_ns;
+			d->scratch_idx[k++] = i;
+		}
+	}
+	if (!fq_rule_lane_outliers(&d->c, d->scratch_p99, k, d->scratch_out, &median))
+		return;
+	for (size_t j = 0; j < k; j++) {
+		const struct lane_rec *l = &s->lanes[d->scratch_idx[j]];
+		uint32_t ranks[2] = {l->src_rank, l->dst_rank};
+		struct anom_ent *a;
+
+		if (!d->scratch_out[j])
+			continue;
+		snprintf(summary, sizeof(summary),
+			 "lane %u of job %" PRIu64 ".%" PRIu64
+			 " rank %u->%u: p99 %.1f us vs step median %.1f us "
+			 "(%s/%s -> %s/%s)",
+			 l->lane, s->k.job, s->k.step, l->src_rank, l->dst_rank, us(l->p99_ns), us(median),
+			 l->p.src.node, l->p.src.nic, l->p.dst.node[0] ? l->p.dst.node : "?",
+			 l->p.dst.nic[0] ? l->p.dst.nic : "?");
+		snprintf(evidence, sizeof(evidence),
+			 "{\"job_id\":%" PRIu64 ",\"step_id\":%" PRIu64
+			 ",\"src_rank\":%u,\"dst_rank\":%u,\"lane\":%u,"
+			 "\"owd_p99_ns\":%" PRId64 ",\"step_median_p99_ns\":%" PRId64
+			 ",\"lanes\":%zu,\"factor\":%.2f}",
+			 s->k.job, s->k.step, l->src_rank, l->dst_rank, l->lane, l->p99_ns, median, k,
+			 d->c.lane_outlier_factor);
+		a = anom_evidence(d, K_LANE_OUTLIER, SEV_WARNING, &l->p.src,
+				  nic_empty(&l->p.dst) ? NULL : &l->p.dst, l->start_ns, l->end_ns, summary,
+				  evidence, NULL);
+		if (a)
+			anom_attach(d, a, s->k.job, (uint32_t)s->k.step, ranks,
+				    l->src_rank == l->dst_rank ? 1 : 2);
+	}
+}
+
+/* ---- tick ----------------------------------------------------------------- */
+
+static void check_slow_nics(struct fq_detector *d, int64_t now)
+{
+	char summary[256], evidence[256];
+
+	TAB_FOREACH(&d->nics, struct nic_ent, n, nx)
+	{
+		n->tx_paths = n->tx_elev = n->rx_paths = n->rx_elev = 0;
+	}
+	TAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		struct nic_ent *s, *t;
+
+		if (p->p99_ns <= 0 || older_than(now, p->last_end_ns, d->c.quiet_close_ns))
+			continue;
+		if ((s = (struct nic_ent *)tab_find(&d->nics, &p->k.src)))
+			s->tx_paths++, s->tx_elev += p->elevated;
+		if ((t = (struct nic_ent *)tab_find(&d->nics, &p->k.dst)))
+			t->rx_paths++, t->rx_elev += p->elevated;
+	}
+	TAB_FOREACH(&d->nics, struct nic_ent, n, nx)
+	{
+		for (int dir = 0; dir < 2; dir++) {
+			unsigned paths = dir ? n->rx_paths : n->tx_paths,
+				 elev = dir ? n->rx_elev : n->tx_elev;
+
+			if (!fq_rule_slow_nic(&d->c, paths, elev))
+				continue;
+			snprintf(summary, sizeof(summary), "%s of %s slow %s: %u of %u paths %s it elevated",
+				 n->k.nic, n->k.node, dir ? "receiver" : "sender", elev, paths,
+				 dir ? "to" : "from");
+			snprintf(evidence, sizeof(evidence),
+				 "{\"paths\":%u,\"elevated\":%u,\"share\":%.2f,\"min_paths\":%u}", paths,
+				 elev, d->c.slow_nic_share, d->c.slow_nic_min_paths);
+			anom_evidence(d, dir ? K_SLOW_RECEIVER : K_SLOW_SENDER, SEV_WARNING, &n->k, NULL, now,
+				      now, summary, evidence, NULL);
+		}
+	}
+}
+
+static void check_dead_nics(struct fq_detector *d, int64_t now)
+{
+	char reason[160];
+
+	TAB_FOREACH(&d->nics, struct nic_ent, n, nx)
+	{
+		struct anom_ent *a;
+		unsigned count;
+
+		if (!n->down || n->dead_hinted ||
+		    fq_rule_sat_sub(now, n->down_since) < d->c.nic_dead_after_ns)
+			continue;
+		n->dead_hinted = true;
+		n->h.seen_ns = max64(n->h.seen_ns, now); /* still down: keep it */
+		count = fq_rule_flap_count(n->downs, n->ndowns, now, d->c.flap_window_ns);
+		a = anom_find(d, K_LINK_DOWN, &n->k, NULL);
+		hint_drain(d, &n->k,
+			   fq_rule_drain_reason(n->k.nic, "down", count ? count : 1, d->c.flap_window_ns,
+						reason, sizeof(reason)),
+			   a ? a->handle : 0, now);
+	}
+}
+
+static void close_quiet(struct fq_detector *d, int64_t now)
+{
+	TAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
+	{
+		struct nic_ent *n;
+		struct path_ent *p;
+		struct path_key pk = {a->k.a, a->k.b};
+
+		switch ((enum kind)a->k.kind) {
+		case K_LINK_DOWN: /* until UP; or the place's state was dropped */
+			if (is_path_place(a)) {
+				p = (struct path_ent *)tab_find(&d->paths, &pk);
+				if (!p || p->state != ST_DOWN)
+					anom_close(d, a, a->last_ns);
+			} else {
+				n = (struct nic_ent *)tab_find(&d->nics, &a->k.a);
+				if (!n || !n->down)
+					anom_close(d, a, a->last_ns);
+				else
+					a->last_ns = max64(a->last_ns, now);
+			}
+			break;
+		case K_FLAPPING: /* until the window holds no more than the threshold */
+			n = (struct nic_ent *)tab_find(&d->nics, &a->k.a);
+			if (!n || !fq_rule_flapping(&d->c, n->downs, n->ndowns, now, NULL))
+				anom_close(d, a, now > a->last_ns ? now : a->last_ns);
+			break;
+		default:
+			if (older_than(now, a->last_ns, d->c.quiet_close_ns))
+				anom_close(d, a, a->last_ns);
+			break;
+		}
+	}
+}
+
+static void mark_unhealthy(struct fq_detector *d, const char *node, int64_t now)
+{
+	struct node_ent *n;
+
+	if (node[0] && (n = node_find(d, node)))
+		n->unhealthy_ns = max64(n->unhealthy_ns, now);
+}
+
+static void check_resume(struct fq_detector *d, int64_t now)
+{
+	char reason[96], win[32];
+
+	TAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
+	{
+		mark_unhealthy(d, a->k.a.node, now);
+		mark_unhealthy(d, a->k.b.node, now);
+	}
+	fq_rule_format_duration(d->c.resume_after_ns, win, sizeof(win));
+	snprintf(reason, sizeof(reason), FQ_RULE_REASON_PREFIX " no anomaly for %s", win);
+	TAB_FOREACH(&d->nodes, struct node_ent, n, nx)
+	{
+		int64_t healthy_from = max64(n->drained_ns, n->unhealthy_ns);
+
+		if (!n->drained || !n->own_reason || n->resume_hinted)
+			continue;
+		n->h.seen_ns = max64(n->h.seen_ns, now); /* waiting to resume: keep it */
+		if (fq_rule_sat_sub(now, healthy_from) < d->c.resume_after_ns)
+			continue;
+		n->resume_hinted = true;
+		push(d, &(struct fq_det_action){.kind = FQ_DET_HINT,
+						.resume = true,
+						.start_ns = now,
+						.node = n->name,
+						.reason = reason});
+	}
+}
+
+static void sweep(struct fq_detector *d, int64_t now)
+{
+	int64_t state_cut = fq_rule_sat_sub(now, d->c.state_expire_ns) - 1;
+
+	tab_drop_upto(d, &d->paths, state_cut, NULL);
+	tab_drop_upto(d, &d->nics, state_cut, NULL);
+	tab_drop_upto(d, &d->nodes, state_cut, NULL);
+	tab_drop_upto(d, &d->steps, fq_rule_sat_sub(now, d->c.step_expire_ns) - 1, NULL);
+	if (d->dropped_anomalies || d->dropped_actions || d->rejected_inputs)
+		fq_log_ratelimited(&d->rl, FQ_LOG_WARN,
+				   "detector: %" PRIu64 " anomalies not opened (max_open), %" PRIu64
+				   " actions dropped, %" PRIu64 " inputs rejected",
+				   d->dropped_anomalies, d->dropped_actions, d->rejected_inputs);
+}
+
+void fq_detector_tick(struct fq_detector *d, int64_t now_ns)
+{
+	if (!d || now_ns <= 0)
+		return;
+	check_slow_nics(d, now_ns);
+	TAB_FOREACH(&d->steps, struct step_ent, s, nx)
+	{
+		if (s->newest_end_ns > s->evaluated_ns) {
+			check_step_outliers(d, s);
+			s->evaluated_ns = s->newest_end_ns;
+		}
+	}
+	check_dead_nics(d, now_ns);
+	close_quiet(d, now_ns);
+	check_resume(d, now_ns);
+	if (older_than(now_ns, d->last_sweep_ns, SWEEP_NS) || now_ns < d->last_sweep_ns) {
+		sweep(d, now_ns);
+		d->last_sweep_ns = now_ns;
+	}
+}
+
+/* ---- create / destroy ----------------------------------------------------- */
+
+struct fq_detector *fq_detector_create(const struct fq_detector_config *c)
+{
+	struct fq_detector *d = calloc(1, sizeof(*d));
+	int64_t expire;
+
+	if (!d)
+		return NULL;
+	d->rl = (struct fq_ratelimit){.interval_ns = 60000000000ULL, .burst = 2};
+	if (c)
+		d->c = *c;
+	else
+		fq_detector_config_defaults(&d->c);
+	if (d->c.flap_threshold >= MAX_DOWNS)
+		d->c.flap_threshold = MAX_DOWNS - 1;
+	expire = max64(d->c.state_expire_ns, d->c.flap_window_ns); /* flap times must outlive their window */
+	d->c.state_expire_ns = expire;
+	tab_init(&d->paths, offsetof(struct path_ent, k), sizeof(struct path_key), sizeof(struct path_ent),
+		 d->c.max_paths, expire, path_drop);
+	tab_init(&d->nics, offsetof(struct nic_ent, k), sizeof(struct nic_key), sizeof(struct nic_ent),
+		 d->c.max_nics, expire, nic_drop);
+	tab_init(&d->nodes, offsetof(struct node_ent, name), NODE_LEN, sizeof(struct node_ent),
+		 d->c.max_nodes, expire, NULL);
+	tab_init(&d->steps, offsetof(struct step_ent, k), sizeof(struct step_key), sizeof(struct step_ent),
+		 d->c.max_steps, d->c.step_expire_ns, step_drop);
+	tab_init(&d->anoms, offsetof(struct anom_ent, k), sizeof(struct anom_key), sizeof(struct anom_ent),
+		 d->c.max_open, 0, anom_drop);
+	if (!d->c.max_lanes)
+		d->c.max_lanes = 1;
+	if (!d->c.max_lanes_per_step)
+		d->c.max_lanes_per_step = 1;
+	return d;
+}
+
+void fq_detector_destroy(struct fq_detector *d)
+{
+	struct qact *q, *next;
+
+	if (!d)
+		return;
+	tab_free(d, &d->anoms);
+	tab_free(d, &d->steps);
+	tab_free(d, &d->paths);
+	tab_free(d, &d->nics);
+	tab_free(d, &d->nodes);
+	for (q = d->head; q; q = next) {
+		next = q->next;
+		qact_free(q);
+	}
+	qact_free(d->cur);
+	free(d->scratch_p99);
+	free(d->scratch_idx);
+	free(d->scratch_out);
+	free(d);
+}

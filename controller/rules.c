@@ -1,0 +1,208 @@
+/*
+ * rules: the pure anomaly rules (see rules.h).
+ */
+#include "controller/rules.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t fq_rule_sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+unsigned fq_rule_flap_count(const int64_t *down_ns, size_t n, int64_t now_ns, int64_t window_ns)
+{
+	int64_t from = fq_rule_sat_sub(now_ns, window_ns > 0 ? window_ns : 0);
+	unsigned count = 0;
+
+	if (!down_ns)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (down_ns[i] > from && down_ns[i] <= now_ns && count < UINT32_MAX)
+			count++;
+	return count;
+}
+
+bool fq_rule_flapping(const struct fq_detector_config *c, const int64_t *down_ns, size_t n, int64_t now_ns,
+		      unsigned *count)
+{
+	unsigned k = fq_rule_flap_count(down_ns, n, now_ns, c->flap_window_ns);
+
+	if (count)
+		*count = k;
+	return k > c->flap_threshold;
+}
+
+bool fq_rule_nic_down(const struct fq_detector_config *c, size_t paths_known, size_t paths_down)
+{
+	size_t min = c->nic_down_min_paths ? c->nic_down_min_paths : 1;
+
+	return paths_known >= min && paths_down >= paths_known;
+}
+
+/* x * f for a delay, saturated (factors and delays may be hostile). */
+static double scaled(int64_t x, double f)
+{
+	double r = (double)x * f;
+
+	return r == r ? r : 0.0; /* NaN factor: as if 0 */
+}
+
+enum fq_rule_delay fq_rule_path_delay(const struct fq_detector_config *c, int64_t p99_ns, int64_t baseline_ns)
+{
+	if (p99_ns <= 0 || p99_ns <= c->delay_floor_ns)
+		return FQ_RULE_DELAY_OK;
+	if (c->delay_threshold_ns > 0 && p99_ns > c->delay_threshold_ns)
+		return FQ_RULE_DELAY_ABSOLUTE;
+	if (baseline_ns > 0 && c->delay_baseline_factor > 0 &&
+	    (double)p99_ns > scaled(baseline_ns, c->delay_baseline_factor))
+		return FQ_RULE_DELAY_BASELINE;
+	return FQ_RULE_DELAY_OK;
+}
+
+int64_t fq_rule_baseline_update(int64_t baseline_ns, int64_t p99_ns)
+{
+	if (p99_ns <= 0)
+		return baseline_ns;
+	if (baseline_ns <= 0)
+		return p99_ns;
+	if (p99_ns / 2 > baseline_ns)
+		p99_ns = 2 * baseline_ns;
+	/* b + (x - b) / 8 without overflow: both are positive. */
+	return baseline_ns - baseline_ns / 8 + p99_ns / 8;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int64_t fq_rule_median(const int64_t *v, size_t n)
+{
+	int64_t small[64], *s = small, m = 0;
+	size_t k = 0;
+
+	if (!v || n == 0)
+		return 0;
+	if (n > sizeof(small) / sizeof(small[0])) {
+		s = malloc(n * sizeof(*s));
+		if (!s)
+			return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (v[i] > 0)
+			s[k++] = v[i];
+	if (k) {
+		qsort(s, k, sizeof(*s), cmp_i64);
+		m = k % 2 ? s[k / 2]
+			  : s[k / 2 - 1] / 2 + s[k / 2] / 2 + (s[k / 2 - 1] % 2 + s[k / 2] % 2) / 2;
+	}
+	if (s != small)
+		free(s);
+	return m;
+}
+
+size_t fq_rule_lane_outliers(const struct fq_detector_config *c, const int64_t *p99_ns, size_t n,
+			     bool *outlier, int64_t *median_ns)
+{
+	size_t with_sample = 0, found = 0;
+	int64_t median;
+
+	if (outlier)
+		for (size_t i = 0; i < n; i++)
+			outlier[i] = false;
+	if (median_ns)
+		*median_ns = 0;
+	if (!p99_ns)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		with_sample += p99_ns[i] > 0;
+	median = fq_rule_median(p99_ns, n);
+	if (median_ns)
+		*median_ns = median;
+	if (with_sample < 3 || median <= 0 || !(c->lane_outlier_factor > 0))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		bool out = p99_ns[i] > c->delay_floor_ns &&
+			   (double)p99_ns[i] > scaled(median, c->lane_outlier_factor);
+
+		if (outlier)
+			outlier[i] = out;
+		found += out;
+	}
+	return found;
+}
+
+bool fq_rule_inband_mismatch(const struct fq_detector_config *c, int64_t lane_p50_ns, int64_t probe_p50_ns)
+{
+	if (lane_p50_ns <= 0 || probe_p50_ns <= 0 || !(c->inband_factor > 0))
+		return false;
+	return (double)lane_p50_ns > scaled(probe_p50_ns, c->inband_factor) &&
+	       fq_rule_sat_sub(lane_p50_ns, probe_p50_ns) > c->inband_floor_ns;
+}
+
+bool fq_rule_slow_nic(const struct fq_detector_config *c, size_t paths, size_t elevated)
+{
+	size_t min = c->slow_nic_min_paths ? c->slow_nic_min_paths : 1;
+
+	if (paths < min || elevated > paths)
+		return false;
+	/* The small epsilon keeps 0.8 x 5 = 4 paths at exactly the share. */
+	return (double)elevated >= c->slow_nic_share * (double)paths - 1e-9;
+}
+
+char *fq_rule_format_duration(int64_t ns, char *buf, size_t len)
+{
+	static const struct {
+		int64_t ns;
+		const char *unit;
+	} units[] = {
+	    {3600000000000LL, "h"}, {60000000000LL, "m"}, {1000000000LL, "s"},
+	    {1000000LL, "ms"},      {1000LL, "us"},
+	};
+
+	if (!buf || len == 0)
+		return buf;
+	if (ns <= 0) {
+		snprintf(buf, len, "0s");
+		return buf;
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ns % units[i].ns == 0) {
+			snprintf(buf, len, "%" PRId64 "%s", (int64_t)(ns / units[i].ns), units[i].unit);
+			return buf;
+		}
+	}
+	if (ns >= 1000000000LL)
+		snprintf(buf, len, "%" PRId64 "s", (int64_t)(ns / 1000000000LL));
+	else
+		snprintf(buf, len, "%" PRId64 "ns", ns);
+	return buf;
+}
+
+char *fq_rule_drain_reason(const char *nic, const char *what, unsigned count, int64_t window_ns, char *buf,
+			   size_t len)
+{
+	char win[32];
+
+	if (!buf || len == 0)
+		return buf;
+	fq_rule_format_duration(window_ns, win, sizeof(win));
+	snprintf(buf, len, FQ_RULE_REASON_PREFIX " %s %s %u in %s", nic && *nic ? nic : "?",
+		 what && *what ? what : "?", count, win);
+	return buf;
+}
+
+bool fq_rule_is_own_reason(const char *reason)
+{
+	return reason && strncmp(reason, FQ_RULE_REASON_PREFIX, strlen(FQ_RULE_REASON_PREFIX)) == 0;
+}

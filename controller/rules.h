@@ -1,0 +1,104 @@
+/*
+ * rules: the detector's anomaly rules, each a pure function over plain
+ * numbers (no state, no clock, no allocation), with its thresholds from
+ * struct fq_detector_config. detector.c keeps the state they read (the
+ * baselines, the DOWN times, the lanes of a step) and decides what to do
+ * with a verdict; the unit tests feed them recorded numbers directly.
+ *
+ * Every function accepts any input: NULL arrays with n == 0, zero or
+ * negative delays ("no sample"), INT64 extremes. Delays and times are ns.
+ */
+#ifndef FQ_CONTROLLER_RULES_H
+#define FQ_CONTROLLER_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/detector.h"
+
+/* a - b, saturated at the int64 range (times may be hostile). */
+int64_t fq_rule_sat_sub(int64_t a, int64_t b);
+
+/* ---- flapping --------------------------------------------------------- */
+
+/* The number of DOWN transition times in (now - window, now] (any order). */
+unsigned fq_rule_flap_count(const int64_t *down_ns, size_t n, int64_t now_ns, int64_t window_ns);
+/* Flapping: more than flap_threshold DOWNs within flap_window_ns before
+ * now; *count (may be NULL) gets the number counted. */
+bool fq_rule_flapping(const struct fq_detector_config *c, const int64_t *down_ns, size_t n, int64_t now_ns,
+		      unsigned *count);
+
+/* ---- link_down -------------------------------------------------------- */
+
+/* NIC-level down inferred from its own paths: every path of the NIC whose
+ * state is known is down, and there are at least nic_down_min_paths of
+ * them (with fewer, one dead peer cannot be told from a dead NIC). */
+bool fq_rule_nic_down(const struct fq_detector_config *c, size_t paths_known, size_t paths_down);
+
+/* ---- path_delay ------------------------------------------------------- */
+
+enum fq_rule_delay {
+	FQ_RULE_DELAY_OK = 0,
+	FQ_RULE_DELAY_ABSOLUTE = 1, /* p99 above delay_threshold_ns */
+	FQ_RULE_DELAY_BASELINE = 2, /* p99 above delay_baseline_factor x baseline */
+};
+
+/* A window's owd p99 against the absolute threshold and the path's own
+ * baseline (0: none yet, only the absolute threshold applies). Nothing at
+ * or below delay_floor_ns is ever flagged; p99 <= 0 means no sample. */
+enum fq_rule_delay fq_rule_path_delay(const struct fq_detector_config *c, int64_t p99_ns,
+				      int64_t baseline_ns);
+
+/* The baseline after a quiet window (one the rule did not flag): an EWMA
+ * with weight 1/8 of the new p99, the sample clamped to 2 x the baseline
+ * so one noisy quiet window cannot drag it up; the first sample seeds it.
+ * Samples <= 0 leave it unchanged. */
+int64_t fq_rule_baseline_update(int64_t baseline_ns, int64_t p99_ns);
+
+/* ---- lane_outlier ----------------------------------------------------- */
+
+/* The median of the values > 0 (mean of the middle two for an even
+ * count); 0 when there are none. */
+int64_t fq_rule_median(const int64_t *v, size_t n);
+
+/*
+ * One job step's lanes in one interval: lane i is an outlier when its p99
+ * is above lane_outlier_factor x the median lane p99 and above
+ * delay_floor_ns. Needs at least 3 lanes with a sample (with two, the
+ * median is their mean and says nothing). outlier[i] (may be NULL) is set
+ * for every lane; *median (may be NULL) gets the median. Returns the
+ * number of outliers.
+ */
+size_t fq_rule_lane_outliers(const struct fq_detector_config *c, const int64_t *p99_ns, size_t n,
+			     bool *outlier, int64_t *median_ns);
+
+/* ---- inband_mismatch -------------------------------------------------- */
+
+/* The same NIC pair's lane delay p50 (in-band, the job's own traffic) far
+ * above its probe delay p50 (out-of-band): above inband_factor x and more
+ * than inband_floor_ns above it. Either <= 0 (no sample): false. */
+bool fq_rule_inband_mismatch(const struct fq_detector_config *c, int64_t lane_p50_ns, int64_t probe_p50_ns);
+
+/* ---- slow_sender / slow_receiver -------------------------------------- */
+
+/* At least slow_nic_share of a NIC's (fresh) paths elevated, out of at
+ * least slow_nic_min_paths. */
+bool fq_rule_slow_nic(const struct fq_detector_config *c, size_t paths, size_t elevated);
+
+/* ---- text ------------------------------------------------------------- */
+
+/* A duration as the hint reasons write it: "1h", "40m", "90s", "250ms"
+ * (the largest unit that divides it exactly; "0s" for <= 0). Returns buf. */
+char *fq_rule_format_duration(int64_t ns, char *buf, size_t len);
+
+/* The drain reason: "fabriciq: <nic> <what> <count> in <window>", e.g.
+ * "fabriciq: rail1 flapped 9 in 1h". Returns buf. */
+char *fq_rule_drain_reason(const char *nic, const char *what, unsigned count, int64_t window_ns, char *buf,
+			   size_t len);
+
+/* Reasons starting with this are fabriciq's own (resume hints only for them). */
+#define FQ_RULE_REASON_PREFIX "fabriciq:"
+bool fq_rule_is_own_reason(const char *reason);
+
+#endif /* FQ_CONTROLLER_RULES_H */
