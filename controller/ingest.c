@@ -143,10 +143,10 @@ static int seq_connect(struct fq_ingest *ing)
 	return rc;
 }
 
-/* Appends s to an array literal element, quoted. */
-static int append_quoted(char **buf, size_t *len, size_t *cap, const char *s)
+/* Appends sep, then s quoted as an array literal element. */
+static int append_quoted(char **buf, size_t *len, size_t *cap, char sep, const char *s)
 {
-	size_t need = *len + 2 * strlen(s) + 4;
+	size_t need = *len + 2 * strlen(s) + 8;
 
 	if (need > *cap) {
 		size_t c = *cap ? *cap : 4096;
@@ -158,6 +158,7 @@ static int append_quoted(char **buf, size_t *len, size_t *cap, const char *s)
 		*buf = n;
 		*cap = c;
 	}
+	(*buf)[(*len)++] = sep;
 	(*buf)[(*len)++] = '"';
 	for (; *s; s++) {
 		if (*s == '"' || *s == '\\')
@@ -185,13 +186,11 @@ static void collect_seq(struct fq_strmap_entry *e, void *arg)
 	if (!n || n->seq_to_store <= n->stored || c->rc)
 		return;
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)n->seq_to_store);
-	if (append_quoted(&c->names, &c->nlen, &c->ncap, n->name) < 0 ||
-	    append_quoted(&c->seqs, &c->slen, &c->scap, num) < 0) {
+	if (append_quoted(&c->names, &c->nlen, &c->ncap, c->count ? ',' : '{', n->name) < 0 ||
+	    append_quoted(&c->seqs, &c->slen, &c->scap, c->count ? ',' : '{', num) < 0) {
 		c->rc = -ENOMEM;
 		return;
 	}
-	c->names[c->nlen++] = ',';
-	c->seqs[c->slen++] = ',';
 	c->count++;
 }
 
@@ -217,15 +216,11 @@ static int seq_store(struct fq_ingest *ing)
 		rc = c.rc;
 		goto out;
 	}
-	c.names[c.nlen - 1] = '}';
-	c.seqs[c.slen - 1] = '}';
-	{
-		/* "{...}": shift right by one for the opening brace */
-		memmove(c.names + 1, c.names, c.nlen);
-		c.names[0] = '{';
-		memmove(c.seqs + 1, c.seqs, c.slen);
-		c.seqs[0] = '{';
-	}
+	/* append_quoted leaves room for the closing brace */
+	c.names[c.nlen++] = '}';
+	c.names[c.nlen] = '\0';
+	c.seqs[c.slen++] = '}';
+	c.seqs[c.slen] = '\0';
 	if ((rc = seq_connect(ing)) < 0)
 		goto out;
 	params[0] = c.names;

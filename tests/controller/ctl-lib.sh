@@ -36,7 +36,8 @@ munge_up() {
 ctl_up() {
 	CTL_PORT=$(free_port)
 	HTTP_PORT=$(free_port)
-	CTL_LOG=$T/controller.log
+	CTL_N=$((${CTL_N:-0} + 1))
+	CTL_LOG=$T/controller.$CTL_N.log
 	cat >"$T/fabriciq.conf" <<CONF
 controller.listen = "127.0.0.1:$CTL_PORT"
 controller.http_listen = "127.0.0.1:$HTTP_PORT"

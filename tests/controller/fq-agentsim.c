@@ -589,8 +589,10 @@ int main(int argc, char **argv)
 					bufferevent_free(a->bev);
 				a->bev = NULL;
 				a->replaying = true;
-				a->replay_from = a->first_seq;
-				a->acked = a->first_seq - 1;
+				/* From the second frame: a hello with next_seq 1 says
+				 * "lost my spool, count afresh" (proto AgentHello). */
+				a->replay_from = a->first_seq > 1 ? a->first_seq : 2;
+				a->acked = a->replay_from - 1;
 				agent_connect(a);
 			}
 			run_phase(&s, 1, false, drain);
