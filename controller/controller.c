@@ -48,23 +48,29 @@ struct ctl_config {
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 
-#define OPT(n, t, f, d, lo, hi, h) {n, t, offsetof(struct ctl_config, f), d, lo, hi, NULL, h}
+#define OPT(n, t, f, d, lo, hi, h)                                                                           \
+	{                                                                                                    \
+		n, t, offsetof(struct ctl_config, f), d, lo, hi, NULL, h                                     \
+	}
 static const struct fq_cfg_option ctl_options[] = {
     OPT("listen", FQ_CFG_STRING, listen, "0.0.0.0:7100", 0, 0, "agents connect here (IPV4:PORT)"),
     OPT("http_listen", FQ_CFG_STRING, http_listen, "127.0.0.1:7180", 0, 0,
 	"Prometheus /metrics and the JSON API /api/v1 (IPV4:PORT; empty: no HTTP)"),
-    OPT("db", FQ_CFG_STRING, db, "", 0, 0, "PostgreSQL conninfo or URI (empty: the PG* environment variables)"),
+    OPT("db", FQ_CFG_STRING, db, "", 0, 0,
+	"PostgreSQL conninfo or URI (empty: the PG* environment variables)"),
     OPT("db_migrate", FQ_CFG_BOOL, db_migrate, "yes", 0, 0, "bring the schema up to date on connect"),
     OPT("db_backoff_max", FQ_CFG_DURATION, db_backoff_max, "10s", 0.1e9, 600e9,
 	"longest wait between reconnection attempts to PostgreSQL"),
     OPT("munge_socket", FQ_CFG_STRING, munge_socket, "", 0, 0, "munged's socket (empty: munge's default)"),
-    OPT("agent_uid", FQ_CFG_UINT, agent_uid, "0", 0, 4294967294.0, "uid the agents' munge credentials must carry"),
+    OPT("agent_uid", FQ_CFG_UINT, agent_uid, "0", 0, 4294967294.0,
+	"uid the agents' munge credentials must carry"),
     OPT("max_frame", FQ_CFG_SIZE, max_frame, "4MiB", 1024, 64 << 20, "largest frame accepted from an agent"),
     OPT("auth_timeout", FQ_CFG_DURATION, auth_timeout, "10s", 0.1e9, 600e9,
 	"an agent must authenticate within this after connecting"),
     OPT("flush_interval", FQ_CFG_DURATION, flush_interval, "200ms", 1e6, 60e9,
 	"accepted frames are written (then acknowledged) at least this often"),
-    OPT("flush_frames", FQ_CFG_UINT, flush_frames, "20000", 1, 1e7, "... or as soon as this many are pending"),
+    OPT("flush_frames", FQ_CFG_UINT, flush_frames, "20000", 1, 1e7,
+	"... or as soon as this many are pending"),
     OPT("spool_dir", FQ_CFG_STRING, spool_dir, "/var/spool/fabriciq/controller", 0, 0,
 	"where frames wait while PostgreSQL is unreachable"),
     OPT("spool_max", FQ_CFG_SIZE, spool_max, "1GiB", 1 << 20, 1e15, "size limit of the spool file"),
@@ -74,12 +80,15 @@ static const struct fq_cfg_option ctl_options[] = {
 	"the clock reference (empty: the first node name in byte order)"),
     OPT("correction_valid", FQ_CFG_DURATION, correction_valid, "10s", 1e9, 3600e9,
 	"a clock correction is valid this long after it is sent"),
-    OPT("peers_per_nic", FQ_CFG_UINT, peers_per_nic, "10", 1, 1000, "probe peers assigned to each back-end NIC"),
+    OPT("peers_per_nic", FQ_CFG_UINT, peers_per_nic, "10", 1, 1000,
+	"probe peers assigned to each back-end NIC"),
     OPT("probe_port", FQ_CFG_UINT, probe_port, "7101", 1, 65535, "the agents' UDP probe port (agent.port)"),
     OPT("peer_seed", FQ_CFG_UINT, peer_seed, "0", 0, 0, "seed of the peer assignment's rendezvous hashing"),
-    OPT("flap_threshold", FQ_CFG_UINT, flap_threshold, "8", 1, 1e6, "flapping: more DOWNs of one NIC than this ..."),
+    OPT("flap_threshold", FQ_CFG_UINT, flap_threshold, "8", 1, 1e6,
+	"flapping: more DOWNs of one NIC than this ..."),
     OPT("flap_window", FQ_CFG_DURATION, flap_window, "1h", 1e9, 7 * 86400e9, "... within this window"),
-    OPT("delay_threshold", FQ_CFG_DURATION, delay_threshold, "1ms", 1e3, 60e9, "path_delay: owd p99 above this ..."),
+    OPT("delay_threshold", FQ_CFG_DURATION, delay_threshold, "1ms", 1e3, 60e9,
+	"path_delay: owd p99 above this ..."),
     OPT("delay_baseline_factor", FQ_CFG_DOUBLE, delay_baseline_factor, "4", 1, 1e6,
 	"... or above the path's own baseline by this factor"),
     OPT("delay_floor", FQ_CFG_DURATION, delay_floor, "50us", 0, 60e9, "never flag a delay below this"),
@@ -257,8 +266,8 @@ static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env)
 		return -ENOMEM;
 	}
 	if (a->sess && a->sess != s) {
-		fq_warn("agent %s: a new connection from %s replaces the one from %s", node, fq_session_peer(s),
-			fq_session_peer(a->sess));
+		fq_warn("agent %s: a new connection from %s replaces the one from %s", node,
+			fq_session_peer(s), fq_session_peer(a->sess));
 		fq_session_set_user(a->sess, NULL);
 		fq_session_close(a->sess, "replaced by a newer connection of the same node");
 	}
@@ -505,7 +514,8 @@ static void clock_round(struct ctl *c, int64_t now)
 					edges = n;
 				}
 				edges[nedges++] = (struct fq_mesh_edge){
-				    (uint32_t)ai, (uint32_t)bi, (double)a->est[i].offset_ns, a->est[i].drift_ppb,
+				    (uint32_t)ai, (uint32_t)bi, (double)a->est[i].offset_ns,
+				    a->est[i].drift_ppb,
 				    (double)(a->est[i].error_bound_ns > 0 ? a->est[i].error_bound_ns : 1)};
 			}
 		}
@@ -681,7 +691,8 @@ static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 	case FQ_DET_HINT: {
 		struct fq_db_drain_hint h = {a->node, a->nic, a->resume, a->reason, id, now};
 		c->hints++;
-		fq_warn("hint: %s %s: %s", a->resume ? "resume" : "drain", a->node, a->reason ? a->reason : "");
+		fq_warn("hint: %s %s: %s", a->resume ? "resume" : "drain", a->node,
+			a->reason ? a->reason : "");
 		if (db)
 			rc = fq_db_insert_drain_hint(db, &h, &id);
 		break;
@@ -859,7 +870,8 @@ static int start_modules(struct ctl *c)
 		fq_error("%s", err);
 		return -EIO;
 	}
-	if (*c->cfg.http_listen && fq_http_start(c->cfg.http_listen, c->cfg.db, &c->http, err, sizeof(err)) < 0) {
+	if (*c->cfg.http_listen &&
+	    fq_http_start(c->cfg.http_listen, c->cfg.db, &c->http, err, sizeof(err)) < 0) {
 		fq_error("%s", err);
 		return -EADDRINUSE;
 	}
@@ -867,8 +879,9 @@ static int start_modules(struct ctl *c)
 		fq_error("controller.listen '%s': expected IPV4:PORT", c->cfg.listen);
 		return -EINVAL;
 	}
-	c->listener = evconnlistener_new_bind(c->base, on_accept, c, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
-					      1024, (struct sockaddr *)&sa, sizeof(sa));
+	c->listener =
+	    evconnlistener_new_bind(c->base, on_accept, c, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 1024,
+				    (struct sockaddr *)&sa, sizeof(sa));
 	if (!c->listener) {
 		fq_error("controller.listen %s: %s", c->cfg.listen, strerror(errno));
 		return -EADDRINUSE;
@@ -877,9 +890,9 @@ static int start_modules(struct ctl *c)
 	c->report_ev = event_new(c->base, -1, EV_PERSIST, on_report, c);
 	c->sigterm_ev = evsignal_new(c->base, SIGTERM, on_signal, c);
 	c->sigint_ev = evsignal_new(c->base, SIGINT, on_signal, c);
-	if (!c->flush_ev || !c->report_ev || !c->sigterm_ev || !c->sigint_ev || event_add(c->flush_ev, &ftv) < 0 ||
-	    event_add(c->report_ev, &rtv) < 0 || event_add(c->sigterm_ev, NULL) < 0 ||
-	    event_add(c->sigint_ev, NULL) < 0) {
+	if (!c->flush_ev || !c->report_ev || !c->sigterm_ev || !c->sigint_ev ||
+	    event_add(c->flush_ev, &ftv) < 0 || event_add(c->report_ev, &rtv) < 0 ||
+	    event_add(c->sigterm_ev, NULL) < 0 || event_add(c->sigint_ev, NULL) < 0) {
 		fq_error("cannot set up timers and signals");
 		return -ENOMEM;
 	}

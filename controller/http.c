@@ -123,22 +123,23 @@ int fq_http_start(const char *listen, const char *conninfo, struct fq_http **out
 	if (!h)
 		return -ENOMEM;
 	pthread_mutex_init(&h->lock, NULL);
-	if (!colon || (size_t)(colon - listen) >= sizeof(host) || (port = strtoul(colon + 1, NULL, 10)) == 0 ||
-	    port > 65535) {
+	if (!colon || (size_t)(colon - listen) >= sizeof(host) ||
+	    (port = strtoul(colon + 1, NULL, 10)) == 0 || port > 65535) {
 		snprintf(err, errlen, "controller.http_listen '%s': expected IPV4:PORT", listen);
 		goto fail;
 	}
 	memcpy(host, listen, (size_t)(colon - listen));
 	host[colon - listen] = '\0';
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-		snprintf(err, errlen, "controller.http_listen '%s': '%s' is not an IPv4 address", listen, host);
+		snprintf(err, errlen, "controller.http_listen '%s': '%s' is not an IPv4 address", listen,
+			 host);
 		goto fail;
 	}
 	sa.sin_port = htons((uint16_t)port);
 	h->conninfo = strdup(conninfo ? conninfo : "");
-	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
-				  MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-				  MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
+	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+				  on_request, h, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_TIMEOUT,
+				  10u, MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
 	if (!h->mhd || !h->conninfo) {
 		snprintf(err, errlen, "controller.http_listen %s: cannot listen (address in use?)", listen);
 		goto fail;

@@ -20,16 +20,16 @@
 #include "controller/strmap.h"
 #include "db/db.h"
 
-#define REPLAY_CHUNK      4096
-#define LINK_REFRESH_NS   (60 * 1000000000ll)
-#define STEP_CACHE_MAX    100000
+#define REPLAY_CHUNK    4096
+#define LINK_REFRESH_NS (60 * 1000000000ll)
+#define STEP_CACHE_MAX  100000
 
 struct node_state {
 	char *name;
-	uint64_t accepted;   /* highest seq queued, stored or spooled */
-	uint64_t durable;    /* highest seq stored or spooled */
-	uint64_t stored;     /* highest seq known to fabriciq.agent_seq */
-	uint64_t batch_max;  /* highest seq in the current batch (0: none) */
+	uint64_t accepted;     /* highest seq queued, stored or spooled */
+	uint64_t durable;      /* highest seq stored or spooled */
+	uint64_t stored;       /* highest seq known to fabriciq.agent_seq */
+	uint64_t batch_max;    /* highest seq in the current batch (0: none) */
 	uint64_t seq_to_store; /* > stored: fabriciq.agent_seq needs an update */
 };
 
@@ -225,11 +225,12 @@ static int seq_store(struct fq_ingest *ing)
 		goto out;
 	params[0] = c.names;
 	params[1] = c.seqs;
-	res = PQexecParams(ing->seqconn,
-			   "insert into fabriciq.agent_seq (node, last_seq, updated_at) "
-			   "select n, s, now() from unnest($1::text[], $2::int8[]) as t(n, s) "
-			   "on conflict (node) do update set last_seq = excluded.last_seq, updated_at = now()",
-			   2, NULL, params, NULL, NULL, 0);
+	res =
+	    PQexecParams(ing->seqconn,
+			 "insert into fabriciq.agent_seq (node, last_seq, updated_at) "
+			 "select n, s, now() from unnest($1::text[], $2::int8[]) as t(n, s) "
+			 "on conflict (node) do update set last_seq = excluded.last_seq, updated_at = now()",
+			 2, NULL, params, NULL, NULL, 0);
 	rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EIO;
 	if (rc) {
 		fq_log_rl(FQ_LOG_WARN, "database: storing agent seqs: %s", PQresultErrorMessage(res));
@@ -860,8 +861,8 @@ int fq_ingest_hello(struct fq_ingest *ing, Fabriciq__Envelope *env, int64_t now_
 	/* An agent that lost its spool starts over at 1: restart its count
 	 * rather than drop every frame as a duplicate (proto AgentHello). */
 	if (h->next_seq == 1 && n->accepted >= 1) {
-		fq_warn("agent %s restarted its frame count (next seq 1, %llu stored): dedupe restarts", n->name,
-			(unsigned long long)n->accepted);
+		fq_warn("agent %s restarted its frame count (next seq 1, %llu stored): dedupe restarts",
+			n->name, (unsigned long long)n->accepted);
 		n->accepted = n->durable = 0;
 		n->seq_to_store = 0;
 		n->stored = 0; /* the next store writes the new, lower seq */
@@ -970,7 +971,8 @@ static int batch_to_spool(struct fq_ingest *ing)
 	if (rc) {
 		/* Nothing of this batch counts as spooled (its agents resend it). */
 		fq_spool_discard(ing->spool);
-		fq_log_rl(FQ_LOG_ERROR, "spool %s: %s: %zu frames not acknowledged, their agents will resend them",
+		fq_log_rl(FQ_LOG_ERROR,
+			  "spool %s: %s: %zu frames not acknowledged, their agents will resend them",
 			  ing->spool_dir, strerror(-rc), ing->nbatch);
 		return rc;
 	}

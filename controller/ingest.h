@@ -29,12 +29,12 @@ struct fq_ingest;
 struct fq_db;
 
 struct fq_ingest_config {
-	const char *conninfo;    /* libpq conninfo ("": PG* environment) */
-	const char *spool_dir;   /* on-disk spool */
-	uint64_t spool_max;      /* bytes */
-	size_t max_batch_frames; /* fq_ingest_should_flush() beyond this */
+	const char *conninfo;                   /* libpq conninfo ("": PG* environment) */
+	const char *spool_dir;                  /* on-disk spool */
+	uint64_t spool_max;                     /* bytes */
+	size_t max_batch_frames;                /* fq_ingest_should_flush() beyond this */
 	int64_t backoff_min_ns, backoff_max_ns; /* database reconnect backoff */
-	bool migrate;            /* bring the schema up to date on connect */
+	bool migrate;                           /* bring the schema up to date on connect */
 };
 
 struct fq_ingest_ops {
@@ -46,14 +46,14 @@ struct fq_ingest_ops {
 };
 
 struct fq_ingest_stats {
-	uint64_t frames;         /* report frames accepted (not duplicates) */
+	uint64_t frames;            /* report frames accepted (not duplicates) */
 	uint64_t frames_by_kind[8]; /* probe, clock, lane, step_start, step_end, link, failover, hello */
-	uint64_t duplicates;     /* replays dropped by dedupe */
-	uint64_t rows_written;   /* COPY rows committed */
-	uint64_t rows_rejected;  /* rows or statements refused by the database (bad data) */
+	uint64_t duplicates;        /* replays dropped by dedupe */
+	uint64_t rows_written;      /* COPY rows committed */
+	uint64_t rows_rejected;     /* rows or statements refused by the database (bad data) */
 	uint64_t flushes, flush_failures;
 	uint64_t spooled_frames, replayed_frames, spool_full_drops;
-	uint64_t spool_bytes;    /* not yet replayed */
+	uint64_t spool_bytes; /* not yet replayed */
 	size_t pending_frames;
 	bool db_up;
 };

@@ -69,7 +69,8 @@ void fq_metrics_frame(struct fq_metrics *m, const char *node, const Fabriciq__En
 	if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE) {
 		const Fabriciq__ProbeReport *p = env->probe;
 		struct path_m *x;
-		snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s", node, p->local_nic, p->remote_node, p->remote_nic);
+		snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s", node, p->local_nic, p->remote_node,
+			 p->remote_nic);
 		if (!(x = slot(&m->paths, key, sizeof(*x))))
 			return;
 		x->up = p->path_up;
@@ -92,7 +93,8 @@ void fq_metrics_frame(struct fq_metrics *m, const char *node, const Fabriciq__En
 		/* Sender-side reports only, so bytes are not counted twice. */
 		const Fabriciq__LaneReport *l = env->lane;
 		struct lane_m *x;
-		snprintf(key, sizeof(key), "%llu\x1f%u\x1f%u", (unsigned long long)l->job_id, l->step_id, l->lane);
+		snprintf(key, sizeof(key), "%llu\x1f%u\x1f%u", (unsigned long long)l->job_id, l->step_id,
+			 l->lane);
 		if ((x = slot(&m->lanes, key, sizeof(*x))))
 			x->bytes += l->bytes;
 	}
@@ -204,8 +206,9 @@ static void scalar(FILE *out, const char *name, const char *type, const char *he
 	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
 }
 
-int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st, const struct fq_session_stats *ss,
-		      uint64_t anomalies, uint64_t hints, char **text, size_t *len)
+int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st,
+		      const struct fq_session_stats *ss, uint64_t anomalies, uint64_t hints, char **text,
+		      size_t *len)
 {
 	static const char *const path_l[] = {"node", "nic", "remote_node", "remote_nic", NULL};
 	static const char *const nic_l[] = {"node", "nic", NULL};
@@ -217,15 +220,18 @@ int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st, co
 
 	if (!out)
 		return -ENOMEM;
-	scalar(out, "fabriciq_agents_connected", "gauge", "agents authenticated and connected", (double)ss->connected);
-	scalar(out, "fabriciq_connections_total", "counter", "agent connections accepted", (double)ss->connections);
+	scalar(out, "fabriciq_agents_connected", "gauge", "agents authenticated and connected",
+	       (double)ss->connected);
+	scalar(out, "fabriciq_connections_total", "counter", "agent connections accepted",
+	       (double)ss->connections);
 	scalar(out, "fabriciq_auth_failures_total", "counter", "agent authentications refused",
 	       (double)ss->auth_failed);
 	scalar(out, "fabriciq_auth_timeouts_total", "counter", "agents that did not authenticate in time",
 	       (double)ss->auth_timeout);
 	scalar(out, "fabriciq_frames_oversized_total", "counter", "frames over controller.max_frame",
 	       (double)ss->frames_oversized);
-	scalar(out, "fabriciq_frames_garbage_total", "counter", "undecodable frames", (double)ss->frames_garbage);
+	scalar(out, "fabriciq_frames_garbage_total", "counter", "undecodable frames",
+	       (double)ss->frames_garbage);
 	scalar(out, "fabriciq_frames_unexpected_total", "counter", "frames out of protocol order or unusable",
 	       (double)ss->frames_unexpected);
 	fputs("# HELP fabriciq_ingest_frames_total report frames accepted, by kind\n"
@@ -236,41 +242,49 @@ int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st, co
 			(unsigned long long)st->frames_by_kind[i]);
 	scalar(out, "fabriciq_ingest_duplicates_total", "counter", "replayed frames dropped by dedupe",
 	       (double)st->duplicates);
-	scalar(out, "fabriciq_ingest_rows_total", "counter", "rows written with COPY", (double)st->rows_written);
-	scalar(out, "fabriciq_ingest_rows_rejected_total", "counter", "rows or statements the database refused",
-	       (double)st->rows_rejected);
+	scalar(out, "fabriciq_ingest_rows_total", "counter", "rows written with COPY",
+	       (double)st->rows_written);
+	scalar(out, "fabriciq_ingest_rows_rejected_total", "counter",
+	       "rows or statements the database refused", (double)st->rows_rejected);
 	scalar(out, "fabriciq_ingest_flushes_total", "counter", "batches made durable", (double)st->flushes);
 	scalar(out, "fabriciq_ingest_flush_failures_total", "counter", "batches the database did not take",
 	       (double)st->flush_failures);
 	scalar(out, "fabriciq_ingest_pending_frames", "gauge", "frames accepted, not yet durable",
 	       (double)st->pending_frames);
-	scalar(out, "fabriciq_spool_frames_total", "counter", "frames written to the spool", (double)st->spooled_frames);
-	scalar(out, "fabriciq_spool_replayed_frames_total", "counter", "spooled frames written to the database",
-	       (double)st->replayed_frames);
+	scalar(out, "fabriciq_spool_frames_total", "counter", "frames written to the spool",
+	       (double)st->spooled_frames);
+	scalar(out, "fabriciq_spool_replayed_frames_total", "counter",
+	       "spooled frames written to the database", (double)st->replayed_frames);
 	scalar(out, "fabriciq_spool_dropped_frames_total", "counter", "frames not acknowledged: spool full",
 	       (double)st->spool_full_drops);
-	scalar(out, "fabriciq_spool_bytes", "gauge", "spooled bytes not yet in the database", (double)st->spool_bytes);
+	scalar(out, "fabriciq_spool_bytes", "gauge", "spooled bytes not yet in the database",
+	       (double)st->spool_bytes);
 	scalar(out, "fabriciq_database_up", "gauge", "1 while PostgreSQL takes writes", st->db_up ? 1 : 0);
-	scalar(out, "fabriciq_anomalies_total", "counter", "anomalies opened by the detector", (double)anomalies);
+	scalar(out, "fabriciq_anomalies_total", "counter", "anomalies opened by the detector",
+	       (double)anomalies);
 	scalar(out, "fabriciq_hints_total", "counter", "drain/resume hints emitted", (double)hints);
-	scalar(out, "fabriciq_clock_solved_nodes", "gauge", "nodes connected to the clock reference", m->solved);
-	scalar(out, "fabriciq_clock_rms_residual_seconds", "gauge", "loop closure error of the last solve", m->rms_s);
+	scalar(out, "fabriciq_clock_solved_nodes", "gauge", "nodes connected to the clock reference",
+	       m->solved);
+	scalar(out, "fabriciq_clock_rms_residual_seconds", "gauge", "loop closure error of the last solve",
+	       m->rms_s);
 	scalar(out, "fabriciq_clock_max_residual_seconds", "gauge", "largest edge residual of the last solve",
 	       m->max_s);
-	family(out, &m->paths, "fabriciq_path_up", "gauge", "1: the path answered in its last window", path_l, 0);
-	family(out, &m->paths, "fabriciq_path_owd_fwd_p99_seconds", "gauge", "one-way delay p99, local -> remote",
-	       path_l, 1);
-	family(out, &m->paths, "fabriciq_path_owd_rev_p99_seconds", "gauge", "one-way delay p99, remote -> local",
-	       path_l, 2);
+	family(out, &m->paths, "fabriciq_path_up", "gauge", "1: the path answered in its last window", path_l,
+	       0);
+	family(out, &m->paths, "fabriciq_path_owd_fwd_p99_seconds", "gauge",
+	       "one-way delay p99, local -> remote", path_l, 1);
+	family(out, &m->paths, "fabriciq_path_owd_rev_p99_seconds", "gauge",
+	       "one-way delay p99, remote -> local", path_l, 2);
 	family(out, &m->paths, "fabriciq_path_rtt_p50_seconds", "gauge", "probe round trip p50", path_l, 3);
 	family(out, &m->paths, "fabriciq_path_probes_lost_total", "counter", "probes lost", path_l, 4);
-	family(out, &m->nics, "fabriciq_nic_flaps_total", "counter", "DOWN transitions reported for the NIC", nic_l,
-	       5);
-	family(out, &m->lanes, "fabriciq_job_lane_bytes_total", "counter", "bytes sent on a job step's lane", lane_l,
-	       6);
-	family(out, &m->clocks, "fabriciq_clock_offset_seconds", "gauge", "node clock minus the reference's", node_l,
-	       7);
-	family(out, &m->clocks, "fabriciq_clock_error_bound_seconds", "gauge", "error bound of the offset", node_l, 8);
+	family(out, &m->nics, "fabriciq_nic_flaps_total", "counter", "DOWN transitions reported for the NIC",
+	       nic_l, 5);
+	family(out, &m->lanes, "fabriciq_job_lane_bytes_total", "counter", "bytes sent on a job step's lane",
+	       lane_l, 6);
+	family(out, &m->clocks, "fabriciq_clock_offset_seconds", "gauge", "node clock minus the reference's",
+	       node_l, 7);
+	family(out, &m->clocks, "fabriciq_clock_error_bound_seconds", "gauge", "error bound of the offset",
+	       node_l, 8);
 	if (fclose(out) != 0) {
 		free(*text);
 		*text = NULL;

@@ -25,8 +25,9 @@ void fq_metrics_clock(struct fq_metrics *m, const char *node, double offset_ns, 
 void fq_metrics_clock_solve(struct fq_metrics *m, uint32_t solved, double rms_ns, double max_ns);
 
 /* The whole exposition into *text (free() it). 0 or -ENOMEM. */
-int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *ing, const struct fq_session_stats *ss,
-		      uint64_t anomalies, uint64_t hints, char **text, size_t *len);
+int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *ing,
+		      const struct fq_session_stats *ss, uint64_t anomalies, uint64_t hints, char **text,
+		      size_t *len);
 
 /* Appends s to out as a Prometheus label value (escapes \ " and newline). */
 void fq_metrics_escape(FILE *out, const char *s);

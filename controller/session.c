@@ -16,7 +16,12 @@
 #include "common/log.h"
 #include "common/munge_cred.h"
 
-enum state { AWAIT_AUTH, AWAIT_HELLO, READY, CLOSING };
+enum state {
+	AWAIT_AUTH,
+	AWAIT_HELLO,
+	READY,
+	CLOSING
+};
 
 struct fq_session {
 	struct bufferevent *bev;
@@ -82,7 +87,8 @@ void fq_session_close(struct fq_session *s, const char *why)
 	if (s->state == CLOSING)
 		return;
 	if (why)
-		fq_info("agent %s%s%s: closing: %s", s->peer, s->node ? " " : "", s->node ? s->node : "", why);
+		fq_info("agent %s%s%s: closing: %s", s->peer, s->node ? " " : "", s->node ? s->node : "",
+			why);
 	s->state = CLOSING;
 	if (s->ops.closed) {
 		s->ops.closed(s->arg, s);
@@ -232,8 +238,8 @@ static void on_read(struct bufferevent *bev, void *arg)
 			}
 			if (rc == -EMSGSIZE) {
 				s->stats->frames_oversized++;
-				fq_log_rl(FQ_LOG_WARN, "agent %s: frame over the %zu-byte limit: closing", s->peer,
-					  s->cfg.max_frame);
+				fq_log_rl(FQ_LOG_WARN, "agent %s: frame over the %zu-byte limit: closing",
+					  s->peer, s->cfg.max_frame);
 			} else {
 				s->stats->frames_garbage++;
 				fq_log_rl(FQ_LOG_WARN, "agent %s: undecodable frame (%s): closing", s->peer,

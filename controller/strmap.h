@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 struct fq_strmap_entry {
-	char *key; /* owned by the map */
+	char *key;   /* owned by the map */
 	void *value; /* owned by the caller */
 	struct fq_strmap_entry *next;
 };

@@ -134,7 +134,8 @@ static void send_seq(struct agent *a, uint64_t seq)
 			le.local_nic = nic;
 			le.remote_node = peer;
 			le.remote_nic = rnic;
-			le.state = seq == 2 ? FABRICIQ__LINK_EVENT__STATE__DOWN : FABRICIQ__LINK_EVENT__STATE__UP;
+			le.state =
+			    seq == 2 ? FABRICIQ__LINK_EVENT__STATE__DOWN : FABRICIQ__LINK_EVENT__STATE__UP;
 			le.time_ns = t;
 			le.detected_ns = t + 1000;
 			le.detector = s->evil ? (char *)evil_str : "probe";
@@ -217,7 +218,8 @@ static void send_seq(struct agent *a, uint64_t seq)
 		send_env(a, &env);
 	} else {
 		Fabriciq__ClockReport c = FABRICIQ__CLOCK_REPORT__INIT;
-		Fabriciq__ClockEstimate e[2] = {FABRICIQ__CLOCK_ESTIMATE__INIT, FABRICIQ__CLOCK_ESTIMATE__INIT};
+		Fabriciq__ClockEstimate e[2] = {FABRICIQ__CLOCK_ESTIMATE__INIT,
+						FABRICIQ__CLOCK_ESTIMATE__INIT};
 		Fabriciq__ClockEstimate *ep[2] = {&e[0], &e[1]};
 		char prev[256];
 		int nb[2] = {(a->idx + 1) % s->nagents, (a->idx + s->nagents - 1) % s->nagents};
@@ -325,7 +327,8 @@ static void on_env(struct agent *a, Fabriciq__Envelope *env)
 				a->replaying = false;
 			}
 			if (!strcmp(a->sim->auth, "garbage")) {
-				static const uint8_t junk[] = {0, 0, 0, 8, 0xff, 0xfe, 0xfd, 0xfc, 0xfb, 0xfa, 0xf9, 0xf8};
+				static const uint8_t junk[] = {0,    0,    0,    8,    0xff, 0xfe,
+							       0xfd, 0xfc, 0xfb, 0xfa, 0xf9, 0xf8};
 				bufferevent_write(a->bev, junk, sizeof(junk));
 			} else if (!strcmp(a->sim->auth, "oversized")) {
 				static const uint8_t big[] = {0x7f, 0xff, 0xff, 0xff, 1, 2, 3};
@@ -483,7 +486,7 @@ static void burst(struct sim *s)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"connect", required_argument, NULL, 'c'}, {"agents", required_argument, NULL, 'n'},
+	    {"connect", required_argument, NULL, 'c'},  {"agents", required_argument, NULL, 'n'},
 	    {"duration", required_argument, NULL, 'd'}, {"probes", required_argument, NULL, 'p'},
 	    {"lanes", required_argument, NULL, 'l'},    {"munge-socket", required_argument, NULL, 'm'},
 	    {"prefix", required_argument, NULL, 'P'},   {"start-seq", required_argument, NULL, 's'},
@@ -493,8 +496,14 @@ int main(int argc, char **argv)
 	    {"burst", required_argument, NULL, 'b'},    {"tick", required_argument, NULL, 'T'},
 	    {"drain", required_argument, NULL, 'w'},    {NULL, 0, NULL, 0},
 	};
-	struct sim s = {.nagents = 1, .probes = 4, .lanes = 4, .duration = 3, .auth = "good", .prefix = "sim",
-			.start_seq = 1, .tick_s = 1.0};
+	struct sim s = {.nagents = 1,
+			.probes = 4,
+			.lanes = 4,
+			.duration = 3,
+			.auth = "good",
+			.prefix = "sim",
+			.start_seq = 1,
+			.tick_s = 1.0};
 	const char *connect_to = "127.0.0.1:7100";
 	double drain = 10;
 	uint64_t sent = 0, acked = 0, corrections = 0, peers = 0, complete = 0, connected = 0, results = 0;
@@ -502,28 +511,65 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': connect_to = optarg; break;
-		case 'n': s.nagents = atoi(optarg); break;
-		case 'd': s.duration = atoi(optarg); break;
-		case 'p': s.probes = atoi(optarg); break;
-		case 'l': s.lanes = atoi(optarg); break;
-		case 'm': s.munge_socket = optarg; break;
-		case 'P': s.prefix = optarg; break;
-		case 's': s.start_seq = strtoull(optarg, NULL, 10); break;
-		case 'a': s.auth = optarg; break;
-		case 'k': s.all_kinds = 1; break;
-		case 'e': s.evil = 1; break;
-		case 'r': s.replay = true; break;
-		case 't': s.ttl = atoi(optarg); break;
-		case 'D': s.auth_delay_ms = atoi(optarg); break;
-		case 'b': s.total_lanes = strtoull(optarg, NULL, 10); break;
-		case 'T': s.tick_s = atof(optarg); break;
-		case 'w': drain = atof(optarg); break;
+		case 'c':
+			connect_to = optarg;
+			break;
+		case 'n':
+			s.nagents = atoi(optarg);
+			break;
+		case 'd':
+			s.duration = atoi(optarg);
+			break;
+		case 'p':
+			s.probes = atoi(optarg);
+			break;
+		case 'l':
+			s.lanes = atoi(optarg);
+			break;
+		case 'm':
+			s.munge_socket = optarg;
+			break;
+		case 'P':
+			s.prefix = optarg;
+			break;
+		case 's':
+			s.start_seq = strtoull(optarg, NULL, 10);
+			break;
+		case 'a':
+			s.auth = optarg;
+			break;
+		case 'k':
+			s.all_kinds = 1;
+			break;
+		case 'e':
+			s.evil = 1;
+			break;
+		case 'r':
+			s.replay = true;
+			break;
+		case 't':
+			s.ttl = atoi(optarg);
+			break;
+		case 'D':
+			s.auth_delay_ms = atoi(optarg);
+			break;
+		case 'b':
+			s.total_lanes = strtoull(optarg, NULL, 10);
+			break;
+		case 'T':
+			s.tick_s = atof(optarg);
+			break;
+		case 'w':
+			drain = atof(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: fq-agentsim [--connect IP:PORT] [--agents N] [--duration S] [--probes P]\n"
-					"  [--lanes L] [--munge-socket PATH] [--prefix NAME] [--start-seq S] [--all-kinds]\n"
-					"  [--evil] [--replay] [--auth good|forged|replay|none|garbage|oversized]\n"
-					"  [--ttl S] [--auth-delay-ms MS] [--burst N] [--tick S] [--drain S]\n");
+			fprintf(stderr,
+				"usage: fq-agentsim [--connect IP:PORT] [--agents N] [--duration S] "
+				"[--probes P]\n"
+				"  [--lanes L] [--munge-socket PATH] [--prefix NAME] [--start-seq S] "
+				"[--all-kinds]\n"
+				"  [--evil] [--replay] [--auth good|forged|replay|none|garbage|oversized]\n"
+				"  [--ttl S] [--auth-delay-ms MS] [--burst N] [--tick S] [--drain S]\n");
 			return 2;
 		}
 	}
