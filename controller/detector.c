@@ -915,7 +915,11 @@ static void path_delay_sample(struct fq_detector *d, struct path_ent *p, int64_t
 	v = fq_rule_path_delay(&d->c, p99, base);
 	p->elevated = v != FQ_RULE_DELAY_OK;
 	if (v == FQ_RULE_DELAY_OK) {
-		p->baseline_ns = fq_rule_baseline_update(p->baseline_ns, p99);
+		/* Once established, the baseline learns only from windows within
+		 * 2x of it: a path creeping up just under the factor would
+		 * otherwise drag its own baseline along and never be flagged. */
+		if (!base || p99 / 2 <= base)
+			p->baseline_ns = fq_rule_baseline_update(p->baseline_ns, p99);
 		if (p99 > 0 && p->quiet < UINT32_MAX)
 			p->quiet++;
 		return;

@@ -14,7 +14,12 @@
  * path_delay, lane_outlier, inband_mismatch, slow_sender, slow_receiver.
  * Every anomaly is attached to the job steps (and their ranks) whose lanes
  * crossed the affected NIC or path while it lasted, including lanes that
- * arrive after it opened.
+ * arrive after it opened; a lane_outlier only to the step (and the two
+ * ranks) whose lane it is. One anomaly is open per kind and place (node,
+ * NIC, remote node, remote NIC): more evidence extends it.
+ *
+ * Memory is bounded by the max_* fields of the config (see detector.c for
+ * what each table holds); a detector is not thread-safe (one per thread).
  */
 #ifndef FQ_CONTROLLER_DETECTOR_H
 #define FQ_CONTROLLER_DETECTOR_H
@@ -27,36 +32,36 @@ struct fq_detector;
 
 /* Thresholds (controller.* config keys of the same names). */
 struct fq_detector_config {
-	unsigned flap_threshold;         /* flapping: more than this many DOWNs of one NIC ... (8) */
-	int64_t flap_window_ns;          /* ... within this window (1 h) */
-	int64_t delay_threshold_ns;      /* path_delay: owd p99 above this (1 ms) ... */
-	double delay_baseline_factor;    /* ... or above its own baseline by this factor (4) */
-	int64_t delay_floor_ns;          /* never flag a delay below this (50 us) */
-	double lane_outlier_factor;      /* lane_outlier: p99 > factor x the step's median lane p99 (5) */
-	double inband_factor;            /* inband_mismatch: lane p50 > factor x probe p50 (5) ... */
-	int64_t inband_floor_ns;         /* ... and more than this above it (50 us) */
-	double slow_nic_share;           /* slow_*: this share of a NIC's paths elevated (0.8) ... */
-	unsigned slow_nic_min_paths;     /* ... out of at least this many (3) */
-	int64_t resume_after_ns;         /* resume hint: healthy for this long after a drain (10 min) */
-	int64_t quiet_close_ns;          /* an anomaly closes after this long without evidence (30 s) */
+	unsigned flap_threshold;      /* flapping: more than this many DOWNs of one NIC ... (8) */
+	int64_t flap_window_ns;       /* ... within this window (1 h) */
+	int64_t delay_threshold_ns;   /* path_delay: owd p99 above this (1 ms) ... */
+	double delay_baseline_factor; /* ... or above its own baseline by this factor (4) */
+	int64_t delay_floor_ns;       /* never flag a delay below this (50 us) */
+	double lane_outlier_factor;   /* lane_outlier: p99 > factor x the step's median lane p99 (5) */
+	double inband_factor;         /* inband_mismatch: lane p50 > factor x probe p50 (5) ... */
+	int64_t inband_floor_ns;      /* ... and more than this above it (50 us) */
+	double slow_nic_share;        /* slow_*: this share of a NIC's paths elevated (0.8) ... */
+	unsigned slow_nic_min_paths;  /* ... out of at least this many (3) */
+	int64_t resume_after_ns;      /* resume hint: healthy for this long after a drain (10 min) */
+	int64_t quiet_close_ns;       /* an anomaly closes after this long without evidence (30 s) */
 
 	/* Added with the implementation (defaults in parentheses). */
-	unsigned nic_down_min_paths;     /* NIC-level down inferred when all its >= this many paths are down (2) */
+	unsigned nic_down_min_paths;     /* NIC down when all its >= this many paths are (2) */
 	int64_t nic_dead_after_ns;       /* a NIC down this long is dead: drain hint (60 s) */
 	unsigned delay_baseline_windows; /* quiet windows before a path's baseline is used (5) */
-	int64_t attach_slack_ns;         /* attach steps whose lanes crossed up to this long before the start (5 s) */
-	int64_t state_expire_ns;         /* drop path/NIC/node state not seen for this long (2 h, >= flap window) */
-	int64_t step_expire_ns;          /* drop a step's lane history not seen for this long (10 min) */
-	/* Memory bounds: past them the least recently seen entries are dropped. */
-	size_t max_paths;                /* directed NIC pairs (262144; ~300 B each) */
-	size_t max_nics;                 /* (65536) */
-	size_t max_nodes;                /* (65536) */
-	size_t max_steps;                /* job steps with lane history (16384) */
-	size_t max_lanes;                /* lane records over all steps (262144; ~250 B each) */
-	size_t max_lanes_per_step;       /* (4096) */
-	size_t max_open;                 /* open anomalies (4096); evidence for more is counted, not opened */
-	size_t max_steps_per_anomaly;    /* job steps attached to one anomaly (1024) */
-	size_t max_pending;              /* actions not taken yet (262144); newer ones are dropped */
+	int64_t attach_slack_ns;         /* attach lanes that crossed up to this before the start (5 s) */
+	int64_t state_expire_ns;         /* drop path/NIC/node state unseen this long (2 h, >= flap window) */
+	int64_t step_expire_ns;          /* drop a step's lane history unseen this long (10 min) */
+	/* Memory bounds: past them the least recently seen eighth is dropped. */
+	size_t max_paths;             /* directed NIC pairs (262144; ~300 B each with its NICs) */
+	size_t max_nics;              /* (65536) */
+	size_t max_nodes;             /* (65536) */
+	size_t max_steps;             /* job steps with lane history (16384) */
+	size_t max_lanes;             /* lane records over all steps (262144; ~250 B each) */
+	size_t max_lanes_per_step;    /* (4096; past it the oldest interval's record is reused) */
+	size_t max_open;              /* open anomalies (4096); past it new ones are not opened */
+	size_t max_steps_per_anomaly; /* job steps attached to one anomaly (1024) */
+	size_t max_pending;           /* actions not taken yet (262144); newer ones are dropped */
 };
 
 void fq_detector_config_defaults(struct fq_detector_config *c);
@@ -91,18 +96,25 @@ void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p);
 void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l);
 void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e);
 /* A node drained (by anyone) / resumed, as the daemon learns it from Slurm
- * or from applying a hint: resume hints are given only for nodes drained
- * with a "fabriciq:" reason. */
+ * or from applying a hint: reason is the drain reason, NULL or "" when the
+ * node is no longer drained (resumed). Resume hints are given only for
+ * nodes drained with a "fabriciq:" reason, once no open anomaly has had the
+ * node as its node or remote node for resume_after_ns. Drain hints are not
+ * given for a node already drained (any reason), nor twice for one node
+ * until it is reported drained or resumed here. */
 void fq_detector_node_drained(struct fq_detector *d, const char *node, const char *reason, int64_t now_ns);
 /* Periodic (once per report window): closes quiet anomalies, evaluates the
- * window-level rules (lane outliers, slow NICs), emits resume hints. */
+ * window-level rules (lane outliers, slow NICs), emits dead-NIC drain hints
+ * and resume hints. Closing: link_down on UP (path or NIC), flapping once
+ * the window holds no more than flap_threshold DOWNs, the others
+ * quiet_close_ns after their last evidence (end = that evidence's time). */
 void fq_detector_tick(struct fq_detector *d, int64_t now_ns);
 
 enum fq_det_action_kind {
 	FQ_DET_OPEN = 1,   /* a new anomaly: handle, kind, severity, start, place, summary, evidence */
-	FQ_DET_ATTACH = 2, /* handle, job_id, step_id, ranks */
+	FQ_DET_ATTACH = 2, /* handle, job_id, step_id, ranks (only those new to it; the db merges) */
 	FQ_DET_CLOSE = 3,  /* handle, end_ns */
-	FQ_DET_HINT = 4,   /* node, nic, resume, reason, handle (0: none) */
+	FQ_DET_HINT = 4,   /* node, nic, resume, reason, handle (0: none), start_ns: created */
 };
 
 struct fq_det_action {
@@ -119,7 +131,11 @@ struct fq_det_action {
 	const uint32_t *ranks;
 	size_t nranks;
 	bool resume;
-	const char *reason; /* drain: "fabriciq: <nic> <what> <count> in <window>" */
+	/* drain: "fabriciq: <nic> <what> <count> in <window>": "flapped" (the
+	 * DOWNs in flap_window_ns) or "down" (dead NIC; its DOWNs in the same
+	 * window), e.g. "fabriciq: rail1 flapped 9 in 1h"; resume:
+	 * "fabriciq: no anomaly for 10m". */
+	const char *reason;
 };
 
 struct fq_detector *fq_detector_create(const struct fq_detector_config *c);

@@ -2,18 +2,20 @@
  * mesh: the network-effect clock solve (see mesh.h for the contract).
  *
  * Steps, each O(edges) or O(edges log hosts):
- *  1. merge the valid edges into a weighted graph in CSR form, one entry per
- *     neighbour (parallel edges and both directions of a pair combined into
- *     their weighted mean, which is what least squares makes of them);
+ *  1. the valid edges as a weighted graph in CSR form, one entry per
+ *     neighbour: parallel edges and both directions of a pair become one
+ *     entry with their summed weight (the Laplacian only sees the sum);
  *  2. Dijkstra from the reference with cost = variance (1/w): finds the
  *     hosts connected to the reference, the error bound of each (the
  *     root-sum-square error of its best path) and, by summing offsets along
  *     the tree, a starting point already within the path error of the answer;
  *  3. Jacobi-preconditioned conjugate gradient on the Laplacian with the
- *     reference row and column removed, once for offsets and once for drift,
- *     started from the tree solution. The residual is computed from the tree
- *     residuals of the edges, never from x itself, so offsets of days
- *     (1e14 ns) lose no precision to cancellation.
+ *     reference row and column removed, offsets and drift side by side (one
+ *     pass over the matrix serves both). The starting residual is computed
+ *     edge by edge from the tree solution's edge residuals, never as b - Lx
+ *     from x itself, so offsets of days (1e14 ns) lose no precision to
+ *     cancellation.
+ * Memory: 16 bytes per edge end plus about 90 bytes per host.
  */
 #include "controller/mesh.h"
 
@@ -26,16 +28,20 @@
 #define MESH_MAX_ITERATIONS 2000
 #define MESH_NONE           UINT32_MAX
 
-/* Row i lists each neighbour j once: the summed weight of every edge between
- * i and j, and their weighted mean estimates of x[j] - x[i]. */
+/* One neighbour j of host i: the summed weight of every edge between them
+ * and one of those edges (for the starting point along the tree). Kept
+ * together so that building the graph writes one cache line per edge end. */
+struct mesh_ent {
+	uint32_t col;
+	uint32_t edge;
+	double w;
+};
+
 struct mesh_graph {
 	uint32_t n;
-	size_t *row;   /* [n + 1] */
-	uint32_t *col; /* [nnz] */
-	double *w;     /* [nnz] */
-	double *off;   /* [nnz] ns */
-	double *drift; /* [nnz] ppb */
-	double *diag;  /* [n] sum of row i's weights */
+	size_t *row;          /* [n + 1] */
+	struct mesh_ent *ent; /* [row[n]] */
+	double *diag;         /* [n] sum of row i's weights */
 };
 
 static int edge_weight(const struct fq_mesh_edge *e, uint32_t n, double *w)
@@ -53,20 +59,17 @@ static int edge_weight(const struct fq_mesh_edge *e, uint32_t n, double *w)
 static void graph_free(struct mesh_graph *g)
 {
 	free(g->row);
-	free(g->col);
-	free(g->w);
-	free(g->off);
-	free(g->drift);
+	free(g->ent);
 	free(g->diag);
 	memset(g, 0, sizeof(*g));
 }
 
-/* Merge duplicates of row entries in place, rows in order: slot[j] remembers
+/* Merge duplicate neighbours in place, rows in order: slot[j] remembers
  * where j was last written; if that is inside the row being written, j is
- * already in it. Then turn the weighted sums into means. */
+ * already in it. */
 static int graph_merge(struct mesh_graph *g)
 {
-	size_t *slot = malloc(g->n * sizeof(*slot));
+	size_t *slot = malloc((size_t)g->n * sizeof(*slot));
 	size_t out = 0, begin = 0;
 
 	if (!slot)
@@ -75,29 +78,21 @@ static int graph_merge(struct mesh_graph *g)
 		slot[i] = SIZE_MAX;
 	for (uint32_t i = 0; i < g->n; i++) {
 		size_t end = g->row[i + 1], start = out;
+		double d = 0;
 
 		for (size_t k = begin; k < end; k++) {
-			uint32_t j = g->col[k];
+			uint32_t j = g->ent[k].col;
 
+			d += g->ent[k].w;
 			if (slot[j] != SIZE_MAX && slot[j] >= start) {
-				g->w[slot[j]] += g->w[k];
-				g->off[slot[j]] += g->off[k];
-				g->drift[slot[j]] += g->drift[k];
+				g->ent[slot[j]].w += g->ent[k].w;
 				continue;
 			}
-			g->col[out] = j;
-			g->w[out] = g->w[k];
-			g->off[out] = g->off[k];
-			g->drift[out] = g->drift[k];
+			g->ent[out] = g->ent[k];
 			slot[j] = out++;
 		}
 		g->row[i] = start;
-		g->diag[i] = 0;
-		for (size_t k = start; k < out; k++) {
-			g->off[k] /= g->w[k];
-			g->drift[k] /= g->w[k];
-			g->diag[i] += g->w[k];
-		}
+		g->diag[i] = d;
 		begin = end;
 	}
 	g->row[g->n] = out;
@@ -108,8 +103,7 @@ static int graph_merge(struct mesh_graph *g)
 static int graph_build(struct mesh_graph *g, uint32_t n, const struct fq_mesh_edge *edges, size_t n_edges,
 		       size_t *skipped)
 {
-	size_t bad = 0, nnz;
-	size_t *cur = NULL;
+	size_t bad = 0, *cur = NULL;
 	double w;
 	int rc = -ENOMEM;
 
@@ -129,31 +123,20 @@ static int graph_build(struct mesh_graph *g, uint32_t n, const struct fq_mesh_ed
 	}
 	for (uint32_t i = 0; i < n; i++)
 		g->row[i + 1] += g->row[i];
-	nnz = g->row[n];
-	cur = malloc((size_t)n * sizeof(*cur) + 1);
-	g->col = malloc(nnz * sizeof(*g->col) + 1);
-	g->w = malloc(nnz * sizeof(*g->w) + 1);
-	g->off = malloc(nnz * sizeof(*g->off) + 1);
-	g->drift = malloc(nnz * sizeof(*g->drift) + 1);
-	if (!cur || !g->col || !g->w || !g->off || !g->drift)
+	cur = malloc((size_t)n * sizeof(*cur));
+	g->ent = malloc(g->row[n] * sizeof(*g->ent) + 1);
+	if (!cur || !g->ent)
 		goto fail;
 	memcpy(cur, g->row, (size_t)n * sizeof(*cur));
 	for (size_t e = 0; e < n_edges; e++) {
 		const struct fq_mesh_edge *ed = &edges[e];
-		size_t ka, kb;
 
 		if (!edge_weight(ed, n, &w))
 			continue;
-		ka = cur[ed->a]++;
-		kb = cur[ed->b]++;
-		g->col[ka] = ed->b;
-		g->w[ka] = w;
-		g->off[ka] = w * ed->offset_ns;
-		g->drift[ka] = w * ed->drift_ppb;
-		g->col[kb] = ed->a;
-		g->w[kb] = w;
-		g->off[kb] = -w * ed->offset_ns;
-		g->drift[kb] = -w * ed->drift_ppb;
+		/* the edge index fits: the caller's contract caps hosts at
+		 * 2^32 and we never need more edges than entries */
+		g->ent[cur[ed->a]++] = (struct mesh_ent){ed->b, (uint32_t)e, w};
+		g->ent[cur[ed->b]++] = (struct mesh_ent){ed->a, (uint32_t)e, w};
 	}
 	rc = graph_merge(g);
 	if (rc < 0)
@@ -168,78 +151,79 @@ fail:
 	return rc;
 }
 
-/* An indexed binary min-heap of hosts keyed by dist[]. */
-struct mesh_heap {
-	uint32_t *h, *pos, len;
-	const double *key;
+/* An indexed binary min-heap of hosts. Keys are copied into the heap so
+ * that sifting compares neighbouring memory, not key[] scattered over all
+ * hosts. */
+struct mesh_hent {
+	double key;
+	uint32_t v;
 };
 
-static void heap_swap(struct mesh_heap *hp, uint32_t a, uint32_t b)
-{
-	uint32_t t = hp->h[a];
+struct mesh_heap {
+	struct mesh_hent *h;
+	uint32_t *pos, len;
+};
 
-	hp->h[a] = hp->h[b];
-	hp->h[b] = t;
-	hp->pos[hp->h[a]] = a;
-	hp->pos[hp->h[b]] = b;
+static void heap_place(struct mesh_heap *hp, uint32_t i, struct mesh_hent x)
+{
+	hp->h[i] = x;
+	hp->pos[x.v] = i;
 }
 
-static void heap_up(struct mesh_heap *hp, uint32_t i)
+static void heap_up(struct mesh_heap *hp, uint32_t i, struct mesh_hent x)
 {
-	while (i > 0 && hp->key[hp->h[(i - 1) / 2]] > hp->key[hp->h[i]]) {
-		heap_swap(hp, i, (i - 1) / 2);
+	while (i > 0 && hp->h[(i - 1) / 2].key > x.key) {
+		heap_place(hp, i, hp->h[(i - 1) / 2]);
 		i = (i - 1) / 2;
 	}
+	heap_place(hp, i, x);
 }
 
-static void heap_down(struct mesh_heap *hp, uint32_t i)
+static void heap_down(struct mesh_heap *hp, uint32_t i, struct mesh_hent x)
 {
 	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		uint32_t l = 2 * i + 1, m = l;
 
-		if (l < hp->len && hp->key[hp->h[l]] < hp->key[hp->h[m]])
-			m = l;
-		if (r < hp->len && hp->key[hp->h[r]] < hp->key[hp->h[m]])
-			m = r;
-		if (m == i)
-			return;
-		heap_swap(hp, i, m);
+		if (l >= hp->len)
+			break;
+		if (l + 1 < hp->len && hp->h[l + 1].key < hp->h[l].key)
+			m = l + 1;
+		if (!(hp->h[m].key < x.key))
+			break;
+		heap_place(hp, i, hp->h[m]);
 		i = m;
 	}
+	heap_place(hp, i, x);
 }
 
-/* Set key[v] (smaller than before) and put v in the heap or move it up. */
-static void heap_decrease(struct mesh_heap *hp, uint32_t v)
+/* Give v the smaller key: insert it, or move it up. */
+static void heap_decrease(struct mesh_heap *hp, uint32_t v, double key)
 {
-	if (hp->pos[v] == MESH_NONE) {
-		hp->h[hp->len] = v;
-		hp->pos[v] = hp->len++;
-	}
-	heap_up(hp, hp->pos[v]);
+	uint32_t i = hp->pos[v];
+
+	if (i == MESH_NONE)
+		i = hp->len++;
+	heap_up(hp, i, (struct mesh_hent){key, v});
 }
 
 static uint32_t heap_pop(struct mesh_heap *hp)
 {
-	uint32_t v = hp->h[0];
+	uint32_t v = hp->h[0].v;
 
-	hp->len--;
-	if (hp->len > 0) {
-		hp->h[0] = hp->h[hp->len];
-		hp->pos[hp->h[0]] = 0;
-		heap_down(hp, 0);
-	}
 	hp->pos[v] = MESH_NONE;
+	if (--hp->len > 0)
+		heap_down(hp, 0, hp->h[hp->len]);
 	return v;
 }
 
-/* Dijkstra with cost 1/w (the variance of a merged edge estimate): var[i] is
- * the variance of host i's best single-path estimate, x and d its offset and
- * drift summed along that path. Marks the hosts it reaches as solved. */
-static int tree_solve(const struct mesh_graph *g, uint32_t ref, double *var, double *x, double *d,
-		      uint8_t *solved, uint32_t *n_solved)
+/* Dijkstra with cost 1/w (the variance of the merged estimates of a pair):
+ * var[i] is the variance of host i's best single-path estimate, x2[2i] and
+ * x2[2i+1] its offset and drift summed along that path (one edge per hop).
+ * Marks the hosts it reaches as solved. */
+static int tree_solve(const struct mesh_graph *g, const struct fq_mesh_edge *edges, uint32_t ref, double *var,
+		      double *x2, uint8_t *solved, uint32_t *n_solved)
 {
-	struct mesh_heap hp = {.key = var};
-	uint8_t *done = solved;
+	struct mesh_heap hp = {0};
 
 	hp.h = malloc((size_t)g->n * sizeof(*hp.h));
 	hp.pos = malloc((size_t)g->n * sizeof(*hp.pos));
@@ -251,28 +235,28 @@ static int tree_solve(const struct mesh_graph *g, uint32_t ref, double *var, dou
 	for (uint32_t i = 0; i < g->n; i++) {
 		var[i] = INFINITY;
 		hp.pos[i] = MESH_NONE;
-		done[i] = 0;
+		solved[i] = 0;
 	}
 	*n_solved = 0;
 	var[ref] = 0;
-	x[ref] = 0;
-	d[ref] = 0;
-	heap_decrease(&hp, ref);
+	heap_decrease(&hp, ref, 0);
 	while (hp.len > 0) {
 		uint32_t i = heap_pop(&hp);
 
-		done[i] = 1;
+		solved[i] = 1;
 		(*n_solved)++;
 		for (size_t k = g->row[i]; k < g->row[i + 1]; k++) {
-			uint32_t j = g->col[k];
-			double v = var[i] + 1.0 / g->w[k];
+			const struct mesh_ent *en = &g->ent[k];
+			const struct fq_mesh_edge *ed = &edges[en->edge];
+			double v = var[i] + 1.0 / en->w, sign = ed->a == i ? 1 : -1;
+			uint32_t j = en->col;
 
-			if (done[j] || v >= var[j])
+			if (solved[j] || v >= var[j])
 				continue;
 			var[j] = v;
-			x[j] = x[i] + g->off[k];
-			d[j] = d[i] + g->drift[k];
-			heap_decrease(&hp, j);
+			x2[2 * j] = x2[2 * i] + sign * ed->offset_ns;
+			x2[2 * j + 1] = x2[2 * i + 1] + sign * ed->drift_ppb;
+			heap_decrease(&hp, j, v);
 		}
 	}
 	free(hp.h);
@@ -280,61 +264,101 @@ static int tree_solve(const struct mesh_graph *g, uint32_t ref, double *var, dou
 	return 0;
 }
 
+/* r = b - L x for offset and drift (interleaved), edge by edge:
+ * r_i = sum over edges at i of w (x_j - x_i - estimate of x_j - x_i),
+ * each term the edge's residual at x, a small number. */
+static void start_residual(const struct fq_mesh_edge *edges, size_t n_edges, uint32_t n,
+			   const uint8_t *active, const double *x2, double *r2)
+{
+	double w;
+
+	memset(r2, 0, 2 * (size_t)n * sizeof(*r2));
+	for (size_t e = 0; e < n_edges; e++) {
+		const struct fq_mesh_edge *ed = &edges[e];
+		double ro, rd;
+
+		if (!edge_weight(ed, n, &w))
+			continue;
+		ro = w * (x2[2 * ed->b] - x2[2 * ed->a] - ed->offset_ns);
+		rd = w * (x2[2 * ed->b + 1] - x2[2 * ed->a + 1] - ed->drift_ppb);
+		r2[2 * ed->a] += ro;
+		r2[2 * ed->a + 1] += rd;
+		r2[2 * ed->b] -= ro;
+		r2[2 * ed->b + 1] -= rd;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (!active[i])
+			r2[2 * i] = r2[2 * i + 1] = 0;
+}
+
 /* Preconditioned CG on L x = b over the active hosts (solved, not the
- * reference), from the starting point in x. est[] is the per-entry estimate
- * (offset or drift). r = b - L x is formed edge by edge as
- * sum_j w_ij (x_j - x_i - est_ij): the tree residuals, small numbers.
- * Stops when every host's Jacobi correction |r_i / L_ii| is <= tol.
- * work: 4 * n doubles. Returns the iterations done. */
-static unsigned cg_solve(const struct mesh_graph *g, const double *est, const uint8_t *active, double *x,
+ * reference) for two right-hand sides at once (c = 0 offset, 1 drift,
+ * interleaved: v[2i + c]), from x2 with residual r2. A side stops when every
+ * host's Jacobi correction |r_i / L_ii| is <= tol (in ns, or ppb): the step
+ * one more sweep would make. work: 6n doubles. Returns the iterations of
+ * the slower side. */
+static unsigned cg_solve(const struct mesh_graph *g, const uint8_t *active, double *x2, double *r2,
 			 double tol, unsigned max_it, double *work)
 {
-	uint32_t n = g->n;
-	double *r = work, *z = work + n, *p = work + 2 * (size_t)n, *q = work + 3 * (size_t)n;
-	double rz = 0, zmax = 0;
+	size_t n2 = 2 * (size_t)g->n;
+	double *z = work, *p = work + n2, *q = work + 2 * n2;
+	double rz[2] = {0, 0}, zmax[2] = {0, 0};
+	int live[2];
 	unsigned it;
 
-	for (uint32_t i = 0; i < n; i++) {
-		double s = 0;
-
-		if (active[i])
-			for (size_t k = g->row[i]; k < g->row[i + 1]; k++)
-				s += g->w[k] * (x[g->col[k]] - x[i] - est[k]);
-		r[i] = s;
-		z[i] = active[i] ? s / g->diag[i] : 0;
-		p[i] = z[i];
-		rz += r[i] * z[i];
-		zmax = fmax(zmax, fabs(z[i]));
+	for (size_t v = 0; v < n2; v++) {
+		z[v] = active[v / 2] ? r2[v] / g->diag[v / 2] : 0;
+		p[v] = z[v];
+		rz[v & 1] += r2[v] * z[v];
+		zmax[v & 1] = fmax(zmax[v & 1], fabs(z[v]));
 	}
-	for (it = 0; it < max_it && zmax > tol; it++) {
-		double pq = 0, alpha, beta, rz_new = 0;
+	live[0] = zmax[0] > tol;
+	live[1] = zmax[1] > tol;
+	for (it = 0; it < max_it && (live[0] || live[1]); it++) {
+		double pq[2] = {0, 0}, alpha[2], beta[2], rz_new[2] = {0, 0};
 
-		for (uint32_t i = 0; i < n; i++) {
-			double s = 0;
+		for (uint32_t i = 0; i < g->n; i++) {
+			double s0 = 0, s1 = 0;
 
 			if (active[i]) {
-				s = g->diag[i] * p[i];
-				for (size_t k = g->row[i]; k < g->row[i + 1]; k++)
-					s -= g->w[k] * p[g->col[k]];
+				s0 = g->diag[i] * p[2 * i];
+				s1 = g->diag[i] * p[2 * i + 1];
+				for (size_t k = g->row[i]; k < g->row[i + 1]; k++) {
+					const struct mesh_ent *en = &g->ent[k];
+
+					s0 -= en->w * p[2 * en->col];
+					s1 -= en->w * p[2 * en->col + 1];
+				}
 			}
-			q[i] = s;
-			pq += p[i] * s;
+			q[2 * i] = s0;
+			q[2 * i + 1] = s1;
+			pq[0] += p[2 * i] * s0;
+			pq[1] += p[2 * i + 1] * s1;
 		}
-		if (!(pq > 0))
-			break; /* p is numerically zero: nothing left to reduce */
-		alpha = rz / pq;
-		zmax = 0;
-		for (uint32_t i = 0; i < n; i++) {
-			x[i] += alpha * p[i];
-			r[i] -= alpha * q[i];
-			z[i] = active[i] ? r[i] / g->diag[i] : 0;
-			rz_new += r[i] * z[i];
-			zmax = fmax(zmax, fabs(z[i]));
+		for (int c = 0; c < 2; c++) {
+			/* pq <= 0: p is numerically zero, nothing left to reduce */
+			live[c] = live[c] && pq[c] > 0;
+			alpha[c] = live[c] ? rz[c] / pq[c] : 0;
+			zmax[c] = 0;
 		}
-		beta = rz_new / rz;
-		rz = rz_new;
-		for (uint32_t i = 0; i < n; i++)
-			p[i] = z[i] + beta * p[i];
+		for (size_t v = 0; v < n2; v++) {
+			if (!live[v & 1])
+				continue;
+			x2[v] += alpha[v & 1] * p[v];
+			r2[v] -= alpha[v & 1] * q[v];
+			z[v] = active[v / 2] ? r2[v] / g->diag[v / 2] : 0;
+			rz_new[v & 1] += r2[v] * z[v];
+			zmax[v & 1] = fmax(zmax[v & 1], fabs(z[v]));
+		}
+		for (int c = 0; c < 2; c++) {
+			beta[c] = live[c] ? rz_new[c] / rz[c] : 0;
+			rz[c] = rz_new[c];
+		}
+		for (size_t v = 0; v < n2; v++)
+			if (live[v & 1])
+				p[v] = z[v] + beta[v & 1] * p[v];
+		live[0] = live[0] && zmax[0] > tol;
+		live[1] = live[1] && zmax[1] > tol;
 	}
 	return it;
 }
@@ -373,8 +397,8 @@ void fq_mesh_solution_free(struct fq_mesh_solution *s)
 int fq_mesh_solve(uint32_t n_hosts, const struct fq_mesh_edge *edges, size_t n_edges, uint32_t reference,
 		  const struct fq_mesh_options *opts, struct fq_mesh_solution *out, size_t *skipped)
 {
-	double tol = MESH_TOLERANCE_NS, *work = NULL;
-	unsigned max_it = MESH_MAX_ITERATIONS, it_off, it_drift;
+	double tol = MESH_TOLERANCE_NS, *x2 = NULL, *work = NULL;
+	unsigned max_it = MESH_MAX_ITERATIONS;
 	struct mesh_graph g;
 	uint8_t *active = NULL;
 	int rc;
@@ -382,7 +406,7 @@ int fq_mesh_solve(uint32_t n_hosts, const struct fq_mesh_edge *edges, size_t n_e
 	if (!out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	if (reference >= n_hosts || (!edges && n_edges > 0))
+	if (reference >= n_hosts || (!edges && n_edges > 0) || n_edges > UINT32_MAX)
 		return -EINVAL;
 	if (opts && opts->tolerance_ns > 0)
 		tol = opts->tolerance_ns;
@@ -394,27 +418,30 @@ int fq_mesh_solve(uint32_t n_hosts, const struct fq_mesh_edge *edges, size_t n_e
 		return rc;
 	rc = -ENOMEM;
 	out->n_hosts = n_hosts;
-	out->offset_ns = calloc(n_hosts, sizeof(*out->offset_ns));
-	out->drift_ppb = calloc(n_hosts, sizeof(*out->drift_ppb));
-	out->error_ns = calloc(n_hosts, sizeof(*out->error_ns));
-	out->solved = calloc(n_hosts, sizeof(*out->solved));
+	out->offset_ns = malloc(n_hosts * sizeof(*out->offset_ns));
+	out->drift_ppb = malloc(n_hosts * sizeof(*out->drift_ppb));
+	out->error_ns = malloc(n_hosts * sizeof(*out->error_ns));
+	out->solved = malloc(n_hosts);
 	active = malloc(n_hosts);
-	work = malloc(4 * (size_t)n_hosts * sizeof(*work));
-	if (!out->offset_ns || !out->drift_ppb || !out->error_ns || !out->solved || !active || !work)
+	x2 = calloc(2 * (size_t)n_hosts, sizeof(*x2)); /* unsolved hosts stay at 0 */
+	work = malloc(8 * (size_t)n_hosts * sizeof(*work));
+	if (!out->offset_ns || !out->drift_ppb || !out->error_ns || !out->solved || !active || !x2 || !work)
 		goto fail;
 
-	rc = tree_solve(&g, reference, out->error_ns, out->offset_ns, out->drift_ppb, out->solved,
-			&out->n_solved);
+	/* error_ns holds the path variance until the square root below */
+	rc = tree_solve(&g, edges, reference, out->error_ns, x2, out->solved, &out->n_solved);
 	if (rc < 0)
 		goto fail;
 	for (uint32_t i = 0; i < n_hosts; i++) {
 		active[i] = out->solved[i] && i != reference;
-		/* error_ns held the path variance */
 		out->error_ns[i] = out->solved[i] ? sqrt(out->error_ns[i]) : NAN;
 	}
-	it_off = cg_solve(&g, g.off, active, out->offset_ns, tol, max_it, work);
-	it_drift = cg_solve(&g, g.drift, active, out->drift_ppb, tol, max_it, work);
-	out->iterations = it_off > it_drift ? it_off : it_drift;
+	start_residual(edges, n_edges, n_hosts, active, x2, work);
+	out->iterations = cg_solve(&g, active, x2, work, tol, max_it, work + 2 * (size_t)n_hosts);
+	for (uint32_t i = 0; i < n_hosts; i++) {
+		out->offset_ns[i] = x2[2 * i];
+		out->drift_ppb[i] = x2[2 * i + 1];
+	}
 	residuals(edges, n_edges, n_hosts, out);
 	rc = 0;
 	goto done;
@@ -422,6 +449,7 @@ fail:
 	fq_mesh_solution_free(out);
 done:
 	free(work);
+	free(x2);
 	free(active);
 	graph_free(&g);
 	return rc;

@@ -240,11 +240,13 @@ int fq_peers_assign(const struct fq_peer_nic *nics, size_t n_nics, unsigned k, u
 	if (rc < 0)
 		goto fail;
 	for (size_t lo = 0, hi; lo < n_nics; lo = hi) {
+		uint32_t n_nodes;
+
 		for (hi = lo; hi < n_nics && e[hi].nic->rail == e[lo].nic->rail;)
 			hi++;
+		n_nodes = e[hi - 1].node + 1; /* still in name order: the last node is the highest */
 		qsort(e + lo, hi - lo, sizeof(*e), cmp_ring);
-		rc = assign_rail(e + lo, (uint32_t)(hi - lo), e[hi - 1].node + 1, k, seed, pick + lo * k,
-				 cnt + lo);
+		rc = assign_rail(e + lo, (uint32_t)(hi - lo), n_nodes, k, seed, pick + lo * k, cnt + lo);
 		if (rc < 0)
 			goto fail;
 		/* ring positions -> input indices */

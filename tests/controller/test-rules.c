@@ -1,0 +1,218 @@
+/*
+ * test-rules: each pure rule of controller/rules.h on recorded numbers,
+ * positive and just under its threshold, and on hostile input.
+ */
+#include <float.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/rules.h"
+#include "tests/unit/tap.h"
+
+#define US(x) ((int64_t)((x)*1000.0 + 0.5))
+#define S(x)  ((int64_t)((x)*1e9 + 0.5))
+
+/* The DOWN times (ns) of the NIC-level "down" lines of a fixture. */
+static size_t fixture_downs(const char *name, int64_t *out, size_t max)
+{
+	const char *top = getenv("top_srcdir");
+	char path[512], line[512], node[64], nic[64], rn[64], rnic[64], state[16];
+	double t;
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tests/controller/data/%s", top ? top : "..", name);
+	f = fopen(path, "r");
+	if (!f) {
+		printf("Bail out! cannot open %s\n", path);
+		exit(1);
+	}
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "link %63s %63s %63s %63s %15s %lf", node, nic, rn, rnic, state, &t) == 6 &&
+		    strcmp(state, "down") == 0 && n < max)
+			out[n++] = S(t);
+	fclose(f);
+	return n;
+}
+
+/* The p99s (ns) of the lanes of one job's first interval in a fixture. */
+static size_t fixture_lane_p99(const char *name, unsigned long job, double start_s, int64_t *out, size_t max)
+{
+	const char *top = getenv("top_srcdir");
+	char path[512], line[512];
+	unsigned long j, step, sr, dr, lane;
+	double st, en, p50, p99;
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tests/controller/data/%s", top ? top : "..", name);
+	f = fopen(path, "r");
+	if (!f) {
+		printf("Bail out! cannot open %s\n", path);
+		exit(1);
+	}
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "lane %lu %lu %lu %lu %lu %*s %*s %*s %*s %lf %lf %lf %lf", &j, &step, &sr,
+			   &dr, &lane, &st, &en, &p50, &p99) == 9 &&
+		    j == job && st == start_s && n < max)
+			out[n++] = US(p99);
+	fclose(f);
+	return n;
+}
+
+static void test_flapping(const struct fq_detector_config *c)
+{
+	int64_t downs[32];
+	size_t n = fixture_downs("flaps-rail1.txt", downs, 32);
+	unsigned count = 0;
+
+	is_int(n, 9, "fixture: 9 DOWNs of rail1");
+	ok(fq_rule_flapping(c, downs, n, downs[n - 1], &count), "9 DOWNs in 40 min: flapping");
+	is_int(count, 9, "counted 9");
+	ok(!fq_rule_flapping(c, downs, n - 1, downs[n - 2], &count), "8 DOWNs (the threshold): not flapping");
+	is_int(count, 8, "counted 8");
+	/* The same 9 DOWNs spread over 2 h: never more than 8 in one hour. */
+	for (size_t i = 0; i < n; i++)
+		downs[i] = downs[0] + (int64_t)i * S(900);
+	ok(!fq_rule_flapping(c, downs, n, downs[n - 1], &count), "9 DOWNs over 2 h: not flapping (%u in 1h)",
+	   count);
+	is_int(fq_rule_flap_count(downs, n, downs[n - 1], S(3600)), 4, "4 of them in the last hour");
+	ok(fq_rule_flap_count(downs, n, downs[0] - 1, S(3600)) == 0, "none counted before they happened");
+	ok(!fq_rule_flapping(c, NULL, 0, S(1), &count) && count == 0, "no DOWNs: not flapping");
+}
+
+static void test_nic_down(const struct fq_detector_config *c)
+{
+	ok(fq_rule_nic_down(c, 4, 4), "all 4 paths down: NIC down");
+	ok(!fq_rule_nic_down(c, 4, 3), "3 of 4 paths down: not NIC down");
+	ok(!fq_rule_nic_down(c, 1, 1), "the only path down: cannot tell (min 2 paths)");
+	ok(!fq_rule_nic_down(c, 0, 0), "no paths known: not down");
+}
+
+static void test_path_delay(const struct fq_detector_config *c)
+{
+	int64_t b = 0;
+
+	/* Baseline from quiet 30 us windows of tests/controller/data/path-delay.txt. */
+	static const double quiet[] = {30.2, 29.7, 30.9, 29.4, 30.1, 30.4, 29.8, 30.0, 29.9, 30.1};
+	for (size_t i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
+		b = fq_rule_baseline_update(b, US(quiet[i]));
+	ok(b > US(29.5) && b < US(30.5), "baseline of quiet windows near 30 us (%.2f us)", b / 1000.0);
+	is_int(fq_rule_path_delay(c, US(400.2), US(30)), FQ_RULE_DELAY_BASELINE,
+	       "400 us vs 30 us baseline fires");
+	is_int(fq_rule_path_delay(c, US(120), US(30)), FQ_RULE_DELAY_OK, "120 us = 4 x 30 us: just not");
+	is_int(fq_rule_path_delay(c, US(120.1), US(30)), FQ_RULE_DELAY_BASELINE,
+	       "120.1 us > 4 x 30 us fires");
+	is_int(fq_rule_path_delay(c, US(48), US(10)), FQ_RULE_DELAY_OK,
+	       "48 us > 4 x 10 us but under the floor");
+	is_int(fq_rule_path_delay(c, US(50), US(10)), FQ_RULE_DELAY_OK, "50 us: at the floor, not flagged");
+	is_int(fq_rule_path_delay(c, US(1000), 0), FQ_RULE_DELAY_OK,
+	       "1 ms, no baseline: at the threshold, not");
+	is_int(fq_rule_path_delay(c, US(1000.1), 0), FQ_RULE_DELAY_ABSOLUTE,
+	       "above 1 ms, no baseline: threshold");
+	is_int(fq_rule_path_delay(c, US(1500), US(1000)), FQ_RULE_DELAY_ABSOLUTE,
+	       "above 1 ms on a slow path");
+	is_int(fq_rule_path_delay(c, 0, US(30)), FQ_RULE_DELAY_OK, "no sample: OK");
+	is_int(fq_rule_path_delay(c, -5, US(30)), FQ_RULE_DELAY_OK, "negative: OK");
+	/* A noisy quiet window moves the baseline by at most 1/8 of 2x. */
+	b = fq_rule_baseline_update(US(30), US(119));
+	ok(b <= US(30) + US(30) / 8 + 1, "one 119 us quiet window: baseline %.2f us (clamped)", b / 1000.0);
+	is_int(fq_rule_baseline_update(US(30), 0), US(30), "no sample leaves the baseline");
+	ok(fq_rule_baseline_update(INT64_MAX, INT64_MAX) > 0, "huge baseline and sample do not overflow");
+	is_int(fq_rule_baseline_update(1000, INT64_MAX), 1125, "huge sample clamped to 2 x baseline");
+}
+
+static void test_lane_outlier(const struct fq_detector_config *c)
+{
+	int64_t p99[16], median = 0, v[8];
+	bool out[16];
+	size_t n = fixture_lane_p99("lane-outlier.txt", 42, 100, p99, 16), idx = 99;
+
+	is_int(n, 8, "fixture: 8 lanes of job 42 in the first interval");
+	is_int(fq_rule_lane_outliers(c, p99, n, out, &median), 1, "one outlier among 8 lanes");
+	is_int(median, US(4.2), "step median 4.2 us");
+	for (size_t i = 0; i < n; i++)
+		if (out[i])
+			idx = i;
+	is_int(p99[idx], US(94.1), "the outlier is the 94.1 us lane");
+	/* Factor boundary above the floor: 7 lanes at 20 us, one at exactly 5 x. */
+	for (size_t i = 0; i < 8; i++)
+		v[i] = US(20);
+	v[5] = US(100);
+	is_int(fq_rule_lane_outliers(c, v, 8, out, NULL), 0, "100 us = 5 x 20 us median: just not");
+	v[5] = US(100.1);
+	is_int(fq_rule_lane_outliers(c, v, 8, out, NULL), 1, "100.1 us fires");
+	ok(out[5] && !out[4], "and exactly that lane");
+	/* Floor: 49 us is > 5 x 4 us but under the 50 us floor. */
+	for (size_t i = 0; i < 8; i++)
+		v[i] = US(4);
+	v[2] = US(49);
+	is_int(fq_rule_lane_outliers(c, v, 8, out, NULL), 0, "49 us vs 4 us: under the floor");
+	v[0] = US(94), v[1] = US(4);
+	is_int(fq_rule_lane_outliers(c, v, 2, out, NULL), 0, "two lanes: no median to speak of");
+	v[0] = 0, v[1] = -1, v[2] = US(94), v[3] = 0;
+	is_int(fq_rule_lane_outliers(c, v, 4, out, &median), 0, "lanes without samples are not counted");
+	is_int(fq_rule_lane_outliers(c, NULL, 5, NULL, NULL), 0, "NULL lanes");
+	is_int(fq_rule_median(NULL, 0), 0, "median of nothing");
+	v[0] = INT64_MAX, v[1] = INT64_MAX - 1;
+	ok(fq_rule_median(v, 2) > 0, "median of huge values does not overflow");
+}
+
+static void test_inband(const struct fq_detector_config *c)
+{
+	ok(fq_rule_inband_mismatch(c, US(310), US(21)), "lane p50 310 us vs probe p50 21 us: mismatch");
+	ok(!fq_rule_inband_mismatch(c, US(105), US(21)), "105 us = 5 x 21 us: just not");
+	ok(fq_rule_inband_mismatch(c, US(105.1), US(21)), "105.1 us: mismatch");
+	ok(!fq_rule_inband_mismatch(c, US(40), US(5)), "8x but only 35 us above: under the floor");
+	ok(!fq_rule_inband_mismatch(c, US(310), 0), "no probe sample");
+	ok(!fq_rule_inband_mismatch(c, 0, US(21)), "no lane sample");
+	ok(!fq_rule_inband_mismatch(c, INT64_MAX, INT64_MIN), "hostile values");
+}
+
+static void test_slow_nic(const struct fq_detector_config *c)
+{
+	ok(fq_rule_slow_nic(c, 5, 4), "4 of 5 paths elevated: slow (0.8)");
+	ok(!fq_rule_slow_nic(c, 5, 3), "3 of 5: not");
+	ok(fq_rule_slow_nic(c, 3, 3), "3 of 3: slow");
+	ok(!fq_rule_slow_nic(c, 2, 2), "2 of 2: too few paths (min 3)");
+	ok(!fq_rule_slow_nic(c, 10, 7), "7 of 10: not");
+	ok(fq_rule_slow_nic(c, 10, 8), "8 of 10: slow");
+	ok(!fq_rule_slow_nic(c, 3, 9), "more elevated than paths: refused");
+}
+
+static void test_text(void)
+{
+	char buf[128];
+
+	is_str(fq_rule_drain_reason("rail1", "flapped", 9, S(3600), buf, sizeof(buf)),
+	       "fabriciq: rail1 flapped 9 in 1h", "drain reason text");
+	is_str(fq_rule_format_duration(S(2400), buf, sizeof(buf)), "40m", "40 min");
+	is_str(fq_rule_format_duration(S(90), buf, sizeof(buf)), "90s", "90 s");
+	is_str(fq_rule_format_duration(250000000, buf, sizeof(buf)), "250ms", "250 ms");
+	is_str(fq_rule_format_duration(-1, buf, sizeof(buf)), "0s", "negative duration");
+	is_str(fq_rule_drain_reason(NULL, "", 0, 0, buf, sizeof(buf)), "fabriciq: ? ? 0 in 0s", "NULL parts");
+	ok(fq_rule_drain_reason("rail1", "flapped", 9, S(3600), buf, 8) && strlen(buf) == 7, "truncated");
+	ok(fq_rule_is_own_reason("fabriciq: rail1 flapped 9 in 1h"), "own reason");
+	ok(!fq_rule_is_own_reason("maintenance: fabriciq later"), "someone else's reason");
+	ok(!fq_rule_is_own_reason(NULL) && !fq_rule_is_own_reason(""), "NULL/empty reason");
+	is_int(fq_rule_sat_sub(INT64_MIN, 1), INT64_MIN, "saturating subtract, low");
+	is_int(fq_rule_sat_sub(INT64_MAX, -1), INT64_MAX, "saturating subtract, high");
+}
+
+int main(void)
+{
+	struct fq_detector_config c;
+
+	fq_detector_config_defaults(&c);
+	test_flapping(&c);
+	test_nic_down(&c);
+	test_path_delay(&c);
+	test_lane_outlier(&c);
+	test_inband(&c);
+	test_slow_nic(&c);
+	test_text();
+	return done_testing();
+}

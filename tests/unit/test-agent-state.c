@@ -1,0 +1,277 @@
+/* Unit tests of the agent's state modules: the step registry (pid -> step
+ * and rank), the write-ahead spool and the slewed global timeline. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/frame.h"
+#include "slurmd-agent/spool.h"
+#include "slurmd-agent/steps.h"
+#include "slurmd-agent/timeline.h"
+#include "tests/unit/tap.h"
+
+/* ---- steps -------------------------------------------------------------- */
+
+/* A process tree: parent[pid] (0: none). */
+static pid_t parents[1000];
+
+static int table_parent(pid_t pid, pid_t *ppid, void *arg)
+{
+	(void)arg;
+	if (pid <= 0 || pid >= 1000 || !parents[pid])
+		return -ESRCH;
+	*ppid = parents[pid];
+	return 0;
+}
+
+static void start_msg(Fabriciq__StepStart *m, Fabriciq__Rank *r, Fabriciq__Rank **rp, uint64_t job,
+		      uint32_t step, const uint32_t *ranks, const int32_t *pids, size_t n)
+{
+	fabriciq__step_start__init(m);
+	m->job_id = job;
+	m->step_id = step;
+	m->uid = 1000;
+	m->mode = "monitor";
+	for (size_t i = 0; i < n; i++) {
+		fabriciq__rank__init(&r[i]);
+		r[i].global_rank = ranks[i];
+		r[i].local_rank = (uint32_t)i;
+		r[i].pid = pids[i];
+		rp[i] = &r[i];
+	}
+	m->n_ranks = n;
+	m->ranks = rp;
+}
+
+static void test_steps(void)
+{
+	struct fq_steps *s = fq_steps_create(4);
+	Fabriciq__StepStart m;
+	Fabriciq__Rank r[4], *rp[4];
+	const struct fq_step_rank *rank;
+	struct fq_step *st;
+	char err[256];
+	const uint32_t ranks_a[] = {0, 1}, ranks_b[] = {2, 3}, ranks_c[] = {5};
+	const int32_t pids_a[] = {100, 101}, pids_b[] = {200, 201}, pids_c[] = {1};
+
+	/* tree: 100 -> 110 -> 111 (a rank's child threads/processes); 200; 300 alone */
+	parents[110] = 100;
+	parents[111] = 110;
+	parents[100] = 50;
+	parents[50] = 1;
+	parents[200] = 50;
+	parents[300] = 50;
+
+	start_msg(&m, r, rp, 42, 0, ranks_a, pids_a, 2);
+	is_int(fq_steps_register(s, &m, 1, err, sizeof(err)), 0, "register job 42.0 (ranks 0, 1)");
+	is_int(fq_steps_register(s, &m, 2, err, sizeof(err)), 0, "registering again is a no-op");
+	is_int((int)fq_steps_count(s), 1, "one step");
+	start_msg(&m, r, rp, 43, 0, ranks_b, pids_b, 2);
+	is_int(fq_steps_register(s, &m, 3, err, sizeof(err)), 0, "register job 43.0 (ranks 2, 3)");
+
+	st = fq_steps_find_pid(s, 111, table_parent, NULL, &rank);
+	ok(st && st->job_id == 42 && rank->global_rank == 0,
+	   "a grandchild of rank 0's task is job 42 rank 0");
+	st = fq_steps_find_pid(s, 201, table_parent, NULL, &rank);
+	ok(st && st->job_id == 43 && rank->global_rank == 3, "pid 201 is job 43 rank 3");
+	ok(!fq_steps_find_pid(s, 300, table_parent, NULL, &rank), "a process of no step is not found");
+	ok(!fq_steps_find_pid(s, 999, table_parent, NULL, &rank), "an unknown pid is not found");
+
+	/* a merge: rank 1 gets a new pid, rank 4 is added */
+	{
+		const uint32_t rk[] = {1, 4};
+		const int32_t pd[] = {110, 400};
+		start_msg(&m, r, rp, 42, 0, rk, pd, 2);
+		is_int(fq_steps_register(s, &m, 4, err, sizeof(err)), 0, "extend job 42.0");
+		st = fq_steps_find_pid(s, 111, table_parent, NULL, &rank);
+		ok(st && rank->global_rank == 1, "the nearest registered ancestor wins (110 is rank 1 now)");
+		st = fq_steps_find_pid(s, 400, table_parent, NULL, &rank);
+		ok(st && st->nranks == 3, "job 42.0 has 3 ranks after the merge");
+	}
+
+	start_msg(&m, r, rp, 44, 0, ranks_c, pids_c, 1);
+	is_int(fq_steps_register(s, &m, 5, err, sizeof(err)), -EINVAL, "pid 1 is refused: %s", err);
+	start_msg(&m, r, rp, 44, 0, ranks_c, pids_c, 0);
+	is_int(fq_steps_register(s, &m, 5, err, sizeof(err)), -EINVAL, "no ranks is refused: %s", err);
+	start_msg(&m, r, rp, 0, 0, ranks_a, pids_a, 2);
+	is_int(fq_steps_register(s, &m, 5, err, sizeof(err)), -EINVAL, "job 0 is refused: %s", err);
+	start_msg(&m, r, rp, 45, 0, ranks_a, pids_a, 2);
+	m.mode = "turbo";
+	is_int(fq_steps_register(s, &m, 5, err, sizeof(err)), -EINVAL, "an unknown mode is refused: %s", err);
+
+	is_int(fq_steps_unregister(s, 42, 0), 0, "unregister 42.0");
+	is_int(fq_steps_unregister(s, 42, 0), -ENOENT, "unregistering twice: ENOENT");
+	ok(!fq_steps_find_pid(s, 111, table_parent, NULL, &rank), "job 42's processes are no longer found");
+	for (uint64_t j = 50; j < 60; j++) {
+		start_msg(&m, r, rp, j, 0, ranks_b, pids_b, 2);
+		if (fq_steps_register(s, &m, 6, err, sizeof(err)) == -ENOSPC)
+			break;
+	}
+	is_int((int)fq_steps_count(s), 4, "the registry is bounded (4 steps)");
+	{
+		pid_t pp = 0;
+		ok(fq_parent_from_proc(getpid(), &pp, NULL) == 0 && pp == getppid(), "/proc parent lookup");
+	}
+	fq_steps_destroy(s);
+}
+
+/* ---- spool -------------------------------------------------------------- */
+
+static int append_kind(struct fq_spool *s, int probe)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__ProbeReport p = FABRICIQ__PROBE_REPORT__INIT;
+	Fabriciq__LinkEvent l = FABRICIQ__LINK_EVENT__INIT;
+	char pad[600];
+
+	memset(pad, 'x', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	env.version = FQ_PROTOCOL_VERSION;
+	if (probe) {
+		p.local_nic = pad;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_PROBE;
+		env.probe = &p;
+	} else {
+		l.local_nic = pad;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LINK;
+		env.link = &l;
+	}
+	return fq_spool_append(s, &env);
+}
+
+/* Read every waiting frame; check each decodes with the expected seq. */
+static int drain(struct fq_spool *s, uint64_t *first, uint64_t *last, int *links)
+{
+	uint8_t buf[8192];
+	uint64_t seq;
+	int64_t n;
+	int count = 0;
+
+	*first = *last = 0;
+	*links = 0;
+	while ((n = fq_spool_next(s, buf, sizeof(buf), &seq)) > 0) {
+		Fabriciq__Envelope *env;
+		if (fq_frame_unpack(buf + 4, (size_t)n - 4, &env) < 0 || env->seq != seq)
+			return -1;
+		*links += env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LINK;
+		fq_frame_free(env);
+		if (!*first)
+			*first = seq;
+		*last = seq;
+		count++;
+	}
+	return count;
+}
+
+static void test_spool(void)
+{
+	char dir[] = "/tmp/fq-spool-test.XXXXXX";
+	struct fq_spool *s;
+	uint64_t first, last;
+	int links, n;
+
+	if (!mkdtemp(dir)) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	is_int(fq_spool_open(dir, 1 << 20, &s), 0, "open an empty spool");
+	is_int((int)fq_spool_next_seq(s), 1, "the first seq is 1");
+	for (int i = 0; i < 100; i++)
+		append_kind(s, i % 2);
+	n = drain(s, &first, &last, &links);
+	ok(n == 100 && first == 1 && last == 100, "100 frames read back in order (%d, %llu..%llu)", n,
+	   (unsigned long long)first, (unsigned long long)last);
+	is_int(drain(s, &first, &last, &links), 0, "nothing more until new frames come");
+	fq_spool_ack(s, 60);
+	fq_spool_rewind(s);
+	n = drain(s, &first, &last, &links);
+	ok(n == 40 && first == 61 && last == 100, "after ack 60 and a reconnect: 61..100 are resent (%d)", n);
+	fq_spool_close(s);
+
+	/* a restart keeps unacknowledged frames and never reuses a seq */
+	is_int(fq_spool_open(dir, 1 << 20, &s), 0, "reopen");
+	ok(fq_spool_next_seq(s) > 100, "a restarted spool continues beyond every seq it gave (%llu)",
+	   (unsigned long long)fq_spool_next_seq(s));
+	n = drain(s, &first, &last, &links);
+	ok(n >= 40 && last == 100, "the frames not known to be acknowledged are sent again (%d)", n);
+	fq_spool_close(s);
+
+	/* the bound: probe reports of old segments go first */
+	{
+		char dir2[] = "/tmp/fq-spool-test2.XXXXXX";
+		struct json_object *c;
+		uint64_t dropped, dropped_probe, bytes;
+
+		if (!mkdtemp(dir2))
+			return;
+		is_int(fq_spool_open(dir2, 1 << 20, &s), 0, "open a 1 MiB spool");
+		for (int i = 0; i < 4000; i++)
+			append_kind(s, i % 4 != 0); /* 3 probe reports to 1 link event */
+		c = fq_spool_counters(s);
+		dropped = json_object_get_uint64(json_object_object_get(c, "dropped_frames"));
+		dropped_probe = json_object_get_uint64(json_object_object_get(c, "dropped_probe_frames"));
+		bytes = json_object_get_uint64(json_object_object_get(c, "bytes"));
+		json_object_put(c);
+		ok(bytes <= (1 << 20), "the spool stays within its bound (%llu bytes)",
+		   (unsigned long long)bytes);
+		ok(dropped > 0 && dropped_probe > 0,
+		   "over the bound frames are dropped and counted (%llu, %llu probe)",
+		   (unsigned long long)dropped, (unsigned long long)dropped_probe);
+		n = drain(s, &first, &last, &links);
+		ok(last == 4000 && links > n / 4, "newest kept; link events outlive probe reports (%d of %d)",
+		   links, n);
+		fq_spool_close(s);
+		if (system("rm -rf /tmp/fq-spool-test2.*") != 0)
+			diag("cleanup failed");
+	}
+	if (system("rm -rf /tmp/fq-spool-test.*") != 0)
+		diag("cleanup failed");
+}
+
+/* ---- timeline ----------------------------------------------------------- */
+
+static void test_timeline(void)
+{
+	struct fq_timeline tl;
+	struct fq_timeline_config cfg = {.max_slew_ppb = 500000, .publish_ns = 100000000};
+	struct fq_clock_model m;
+	int64_t t = 1000000000, prev = 0;
+	int monotonic = 1;
+
+	fq_timeline_init(&tl, &cfg);
+	ok(!fq_timeline_publish(&tl, t, &m), "nothing to publish without a target");
+	fq_timeline_set_target(&tl, t, 5000000, 0, 100);
+	ok(fq_timeline_publish(&tl, t, &m) && m.offset_ns == 5000000, "the first target is taken at once");
+	/* the target moves back by 20 us: slewed at <= 500 ppm, never backwards */
+	fq_timeline_set_target(&tl, t, 4980000, 0, 100);
+	for (int i = 0; i < 20; i++) {
+		for (int k = 0; k < 10; k++) {
+			int64_t g = fq_timeline_global(&tl, t + k * 10000000);
+			if (g <= prev)
+				monotonic = 0;
+			prev = g;
+		}
+		t += 100000000;
+		fq_timeline_publish(&tl, t, &m);
+	}
+	ok(monotonic, "global time never goes back while slewing back");
+	is_int((int)(fq_timeline_global(&tl, t) - t - 4980000), 0,
+	       "20 us closed within 2 s (at most 500 ppm)");
+	ok(m.drift_ppb == 0, "and the rate is back to the target's");
+	/* a big forward error is stepped */
+	fq_timeline_set_target(&tl, t, 4980000 + 50000000, 0, 100);
+	fq_timeline_publish(&tl, t, &m);
+	is_int((int)tl.steps, 1, "a 50 ms forward error is stepped (forward is monotonic)");
+	ok(m.valid_until_ns > t, "a publication is valid ahead");
+}
+
+int main(void)
+{
+	plan(39);
+	test_steps();
+	test_spool();
+	test_timeline();
+	return done_testing();
+}
