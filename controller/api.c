@@ -597,20 +597,21 @@ static const char lanes_sql[] =
 
 /*
  * Throughput over time: the step's reporting intervals (lane windows with
- * the same start), merged into buckets of $3 seconds (NULL: as many as fit
- * in 360 buckets over the step's span, so a long step stays a short
- * answer). bytes_per_s is a bucket's bytes over its intervals' time, as
+ * the same start), each its own bucket, or merged into buckets of $3
+ * seconds; a step of more than 360 intervals gets 360 buckets over its span
+ * (bucket_s then says their width; null: one bucket per interval), so a
+ * long step stays a short answer. bytes_per_s is a bucket's bytes over its intervals' time, as
  * job_efficiency computes achieved_gbps.
  */
 static const char throughput_sql[] =
     "with iv as (select lw.interval_start as s, max(lw.interval_end) as e, sum(lw.bytes)::int8 as b,"
     "  count(*)::int as n, max(lw.owd_p99_ns) filter (where lw.synchronised) as p99"
     "  from fabriciq.lane_windows lw where lw.job_id = $1 and lw.step_id = $2 group by lw.interval_start),"
-    " sp as (select min(iv.s) as t0,"
-    "  greatest(coalesce($3::float8, 0), extract(epoch from max(iv.e) - min(iv.s))::float8 / 360) as w"
+    " sp as (select min(iv.s) as t0, case when $3::float8 is not null then $3::float8"
+    "  when count(*) > 360 then extract(epoch from max(iv.e) - min(iv.s))::float8 / 360 end as w"
     "  from iv),"
     " bk as (select case when sp.w > 0 then floor(extract(epoch from iv.s - sp.t0)::float8 / sp.w)"
-    "  else 0 end as k, iv.* from iv, sp)"
+    "  else extract(epoch from iv.s) end as k, iv.* from iv, sp)"
     " select json_build_object('bucket_s', (select round(sp.w::numeric, 3) from sp),"
     "  'buckets', (select coalesce(json_agg(x order by x.start_ns), '[]') from ("
     "   select " TS("min(bk.s)", "start") ", " TS(

@@ -205,6 +205,7 @@ static void test_job_report(struct fq_db *db)
 		   int_at(s, "slowest_lanes.0.lane"),
 	       11, "slowest lanes: 0->1/1 first");
 	is_int(len_at(s, "throughput.buckets"), 3, "throughput: 3 intervals");
+	ok(null_at(s, "throughput.bucket_s"), "throughput: one bucket per interval (bucket_s null)");
 	is_int(int_at(s, "throughput.buckets.0.bytes_per_s"), 4000000000LL, "throughput: interval 1 4 GB/s");
 	is_int(int_at(s, "throughput.buckets.1.bytes_per_s"), 3600000000LL,
 	       "throughput: interval 2 3.6 GB/s");
@@ -233,6 +234,7 @@ static void test_job_report(struct fq_db *db)
 	is_int(len_at(o, "steps.0.lanes"), 2, "lanes=2: two listed");
 	is_int(int_at(o, "steps.0.lanes_total"), 8, "lanes=2: of 8");
 	is_int(len_at(o, "steps.0.throughput.buckets"), 1, "bucket=3: one bucket");
+	is_dbl(dbl_at(o, "steps.0.throughput.bucket_s"), 3.0, "bucket=3: bucket_s");
 	is_dbl(dbl_at(o, "steps.0.throughput.buckets.0.gbps"), 30.933, "bucket=3: the step's achieved rate");
 	json_object_put(o);
 
