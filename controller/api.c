@@ -1,0 +1,1040 @@
+/*
+ * api: the controller's read-only JSON API (controller/api.h).
+ *
+ * Every request value is checked here, in C, before anything reaches the
+ * database (ids are integers in range, limits bounded, times strict RFC
+ * 3339), and is then bound as a statement parameter: nothing from the
+ * request is ever part of SQL text. Each section of a reply is one
+ * statement whose single value is a JSON document built by PostgreSQL
+ * (json_agg over the views of sql/003_views.sql), so strings come back
+ * byte for byte and the column names are the JSON keys; json-c assembles
+ * the sections and adds what the database does not know (hint commands).
+ *
+ * Times are given twice: as timestamptz (RFC 3339 in UTC: the library pins
+ * the session to UTC) and as integer ns since the epoch (`*_ns`).
+ */
+#include "controller/api.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "db/internal.h"
+
+/* A time column as two JSON keys: NAME (RFC 3339) and NAME_ns. */
+#define TS(expr, name)                                                                                       \
+	expr " as \"" name "\", (extract(epoch from " expr ") * 1000000)::int8 * 1000 as \"" name "_ns\""
+/* The same as json_build_object arguments. */
+#define TSJ(expr, name)                                                                                      \
+	"'" name "', " expr ", '" name "_ns', (extract(epoch from " expr ") * 1000000)::int8 * 1000"
+
+#define MAX_QUERY_PARAMS 8
+#define MAX_VALUE_LEN    256
+
+/* Slurm's special step ids (slurm.h, 22.05). */
+static const struct {
+	const char *name;
+	uint32_t id;
+} special_steps[] = {
+    {"interactive", 0xfffffffau},
+    {"batch", 0xfffffffbu},
+    {"extern", 0xfffffffcu},
+};
+
+struct request {
+	int n;
+	char *name[MAX_QUERY_PARAMS];
+	char *value[MAX_QUERY_PARAMS];
+	char err[320];
+};
+
+/* The reply being built: its status and body. */
+struct reply {
+	int status;
+	struct json_object *body;
+};
+
+static int fail(struct reply *rp, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct reply *rp, int status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object_put(rp->body);
+	rp->body = json_object_new_object();
+	if (rp->body)
+		json_object_object_add(rp->body, "error", json_object_new_string(msg));
+	rp->status = status;
+	return status;
+}
+
+/* A failed statement: the database is down or failing (503), with its words. */
+static int db_fail(struct reply *rp, struct fq_db *db)
+{
+	return fail(rp, 503, "database unavailable: %s", fq_db_error(db));
+}
+
+/* ---- the query string -------------------------------------------------- */
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Percent-decodes [s, s+len) into a new string ('+' is a space). NULL on a
+ * bad or truncated escape, an encoded NUL, or more than MAX_VALUE_LEN bytes. */
+static char *url_decode(const char *s, size_t len)
+{
+	char *out, *o;
+
+	if (len > 3 * MAX_VALUE_LEN)
+		return NULL;
+	out = o = malloc(len + 1);
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len; i++) {
+		int hi, lo;
+
+		if (s[i] != '%') {
+			*o++ = s[i] == '+' ? ' ' : s[i];
+			continue;
+		}
+		if (len - i < 3)
+			goto bad;
+		hi = hexval((unsigned char)s[i + 1]);
+		lo = hexval((unsigned char)s[i + 2]);
+		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+			goto bad;
+		*o++ = (char)(hi * 16 + lo);
+		i += 2;
+	}
+	*o = '\0';
+	if ((size_t)(o - out) <= MAX_VALUE_LEN)
+		return out;
+bad:
+	free(out);
+	return NULL;
+}
+
+static void request_free(struct request *r)
+{
+	for (int i = 0; i < r->n; i++) {
+		free(r->name[i]);
+		free(r->value[i]);
+	}
+	r->n = 0;
+}
+
+/* Splits "a=1&b=2" into r; -EINVAL with r->err on malformed input. */
+static int parse_query(const char *q, struct request *r)
+{
+	const char *p = q ? q : "";
+
+	while (*p) {
+		const char *amp = strchr(p, '&'), *end = amp ? amp : p + strlen(p), *eq;
+
+		if (end == p) { /* "a=1&&b=2" */
+			p++;
+			continue;
+		}
+		if (r->n == MAX_QUERY_PARAMS) {
+			snprintf(r->err, sizeof(r->err), "too many query parameters (at most %d)",
+				 MAX_QUERY_PARAMS);
+			return -EINVAL;
+		}
+		eq = memchr(p, '=', (size_t)(end - p));
+		r->name[r->n] = url_decode(p, (size_t)((eq ? eq : end) - p));
+		r->value[r->n] = url_decode(eq ? eq + 1 : end, eq ? (size_t)(end - eq - 1) : 0);
+		r->n++;
+		if (!r->name[r->n - 1] || !r->value[r->n - 1]) {
+			snprintf(
+			    r->err, sizeof(r->err),
+			    "malformed query parameter (bad %%-escape, encoded NUL, or longer than %d bytes)",
+			    MAX_VALUE_LEN);
+			return -EINVAL;
+		}
+		for (int i = 0; i < r->n - 1; i++)
+			if (!strcmp(r->name[i], r->name[r->n - 1])) {
+				snprintf(r->err, sizeof(r->err), "query parameter '%.64s' given twice",
+					 r->name[i]);
+				return -EINVAL;
+			}
+		p = amp ? amp + 1 : end;
+	}
+	return 0;
+}
+
+/* -EINVAL (and r->err) if r holds a parameter not in `known` ("a, b"). */
+static int only_known(struct request *r, const char *known)
+{
+	for (int i = 0; i < r->n; i++) {
+		const char *k = known;
+		size_t len = strlen(r->name[i]);
+		bool found = false;
+
+		while (*k && !found) {
+			size_t kl = strcspn(k, ",");
+
+			found = kl == len && !strncmp(k, r->name[i], len);
+			k += kl;
+			k += strspn(k, ", ");
+		}
+		if (!found) {
+			snprintf(r->err, sizeof(r->err), "unknown query parameter '%.64s' (%s%s)", r->name[i],
+				 *known ? "known: " : "this endpoint takes none", known);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static const char *param(const struct request *r, const char *name)
+{
+	for (int i = 0; i < r->n; i++)
+		if (!strcmp(r->name[i], name))
+			return r->value[i];
+	return NULL;
+}
+
+/* A decimal integer in [0, max], digits only (no sign, no spaces). */
+static bool parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!*s || strlen(s) > 20)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* The parameter `name` as an integer in [min, max], def if absent. */
+static int uint_param(struct request *r, const char *name, uint64_t def, uint64_t min, uint64_t max,
+		      uint64_t *out)
+{
+	const char *v = param(r, name);
+
+	*out = def;
+	if (!v)
+		return 0;
+	if (!parse_uint(v, max, out) || *out < min) {
+		snprintf(r->err, sizeof(r->err),
+			 "%s must be an integer from %" PRIu64 " to %" PRIu64 ", not '%.64s'", name, min, max,
+			 v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int bool_param(struct request *r, const char *name, bool *out)
+{
+	const char *v = param(r, name);
+
+	*out = false;
+	if (!v)
+		return 0;
+	if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes")) {
+		*out = true;
+	} else if (strcmp(v, "0") && strcmp(v, "false") && strcmp(v, "no")) {
+		snprintf(r->err, sizeof(r->err), "%s must be 1 or 0 (true/false), not '%.64s'", name, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* n digits at s -> *v; false if any is not a digit. */
+static bool digits(const char *s, int n, int *v)
+{
+	*v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		*v = *v * 10 + (s[i] - '0');
+	}
+	return true;
+}
+
+/*
+ * Strict RFC 3339: YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM), 't'/'z'
+ * or a space for 'T' accepted as the RFC allows; years 1970-9999. Every
+ * field is range-checked (Feb 30 is refused, not normalised).
+ */
+static bool parse_rfc3339(const char *s, int64_t *ns)
+{
+	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
+	int64_t frac = 0, scale = 100000000, days;
+	const char *p;
+	struct tm tm = {0};
+
+	if (strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
+	    !digits(s + 8, 2, &d) || !strchr("Tt ", s[10]) || !digits(s + 11, 2, &h) || s[13] != ':' ||
+	    !digits(s + 14, 2, &mi) || s[16] != ':' || !digits(s + 17, 2, &sec))
+		return false;
+	p = s + 19;
+	if (*p == '.') {
+		if (p[1] < '0' || p[1] > '9')
+			return false;
+		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+			if (scale)
+				frac += (*p - '0') * scale;
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		sign = *p == '+' ? 1 : -1;
+		if (!digits(p + 1, 2, &oh) || p[3] != ':' || !digits(p + 4, 2, &om))
+			return false;
+		p += 6;
+	} else {
+		return false;
+	}
+	if (*p || y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 ||
+	    sec > 60 || oh > 23 || om > 59)
+		return false;
+	if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+		return false;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	days = (int64_t)timegm(&tm) / 86400;
+	*ns =
+	    ((days * 86400 + h * 3600 + mi * 60 + sec) - (int64_t)sign * (oh * 3600 + om * 60)) * 1000000000 +
+	    frac;
+	return true;
+}
+
+/* ---- statements -------------------------------------------------------- */
+
+/* Runs sql, whose result is one row of one JSON value, into *out. 1: no
+ * row or a NULL value (*out NULL); 0: parsed; < 0: database error. */
+static int query_json(struct fq_db *db, const char *what, const char *sql, const struct fq_db_params *p,
+		      struct json_object **out)
+{
+	enum json_tokener_error jerr;
+	PGresult *res;
+	int rc;
+
+	*out = NULL;
+	res = fq_db_run(db, what, sql, p, &rc);
+	if (!res)
+		return rc;
+	if (PQntuples(res) < 1 || PQgetisnull(res, 0, 0)) {
+		PQclear(res);
+		return 1;
+	}
+	*out = json_tokener_parse_verbose(PQgetvalue(res, 0, 0), &jerr);
+	PQclear(res);
+	if (!*out) {
+		fq_db_set_error(db, "%s: the database's JSON did not parse: %s", what,
+				json_tokener_error_desc(jerr));
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* query_json into reply section `key` of obj; a NULL value becomes JSON
+ * null. Returns 0 or fills rp with a 503. */
+static int add_section(struct reply *rp, struct fq_db *db, struct json_object *obj, const char *key,
+		       const char *what, const char *sql, const struct fq_db_params *p)
+{
+	struct json_object *v;
+	int rc = query_json(db, what, sql, p, &v);
+
+	if (rc < 0)
+		return db_fail(rp, db);
+	json_object_object_add(obj, key, v);
+	return 0;
+}
+
+/* A list endpoint fetched limit + 1 rows: keep `limit`, say if more exist. */
+static void trim_to_limit(struct json_object *obj, const char *key, uint64_t limit)
+{
+	struct json_object *arr = json_object_object_get(obj, key);
+	size_t n = arr ? json_object_array_length(arr) : 0;
+
+	if (n > limit)
+		json_object_array_del_idx(arr, limit, n - limit);
+	json_object_object_add(obj, "limit", json_object_new_int64((int64_t)limit));
+	json_object_object_add(obj, "truncated", json_object_new_boolean(n > limit));
+}
+
+/* ---- endpoints ----------------------------------------------------------- */
+
+static int get_status(struct reply *rp, struct fq_db *db, struct request *r)
+{
+	struct json_object *ctl, *dbo, *rest;
+	struct timespec now;
+	int version = 0, rc;
+
+	if (only_known(r, ""))
+		return fail(rp, 400, "%s", r->err);
+	if (fq_db_schema_version(db, &version))
+		return db_fail(rp, db);
+	if (version < fq_db_code_version())
+		return fail(
+		    rp, 503,
+		    "database schema is at version %d, this fabriciq needs %d: run `fabriciq db migrate`",
+		    version, fq_db_code_version());
+	rc = query_json(
+	    db, "reading the status",
+	    "select json_build_object("
+	    "'nodes', (select count(*) from fabriciq.nodes), "
+	    "'nodes_reporting', (select count(*) from fabriciq.nodes where last_seen >= now() - "
+	    "  (select value::interval from fabriciq.settings where name = 'clock_stale_after')), "
+	    "'links', (select count(*) from fabriciq.links), "
+	    "'links_down', (select count(*) from fabriciq.links where state = 'down'), "
+	    "'steps_running', (select count(*) from fabriciq.steps where end_time is null), "
+	    "'anomalies_open', (select count(*) from fabriciq.anomalies where end_time is null), "
+	    "'anomalies_open_critical', (select count(*) from fabriciq.anomalies "
+	    "  where end_time is null and severity = 'critical'), "
+	    "'hints_pending', (select count(*) from fabriciq.drain_hints where applied_at is null), "
+	    "'clock', (select coalesce(json_object_agg(status, n), '{}') from "
+	    "  (select status, count(*) as n from fabriciq.clock_status group by status) c), " TSJ(
+		"now()", "database_time") ")",
+	    NULL, &rest);
+	if (rc < 0)
+		return db_fail(rp, db);
+	clock_gettime(CLOCK_REALTIME, &now);
+	ctl = json_object_new_object();
+	json_object_object_add(ctl, "version", json_object_new_string(PACKAGE_VERSION));
+	json_object_object_add(ctl, "time_ns",
+			       json_object_new_int64((int64_t)now.tv_sec * 1000000000 + now.tv_nsec));
+	dbo = json_object_new_object();
+	json_object_object_add(dbo, "ok", json_object_new_boolean(true));
+	json_object_object_add(dbo, "schema_version", json_object_new_int(version));
+	json_object_object_add(dbo, "code_version", json_object_new_int(fq_db_code_version()));
+	rp->body = json_object_new_object();
+	json_object_object_add(rp->body, "controller", ctl);
+	json_object_object_add(rp->body, "database", dbo);
+	json_object_object_foreach(rest, key, val)
+	    json_object_object_add(rp->body, key, json_object_get(val));
+	json_object_put(rest);
+	return 200;
+}
+
+static const char nodes_sql[] =
+    "select coalesce(json_agg(x order by x.name), '[]') from ("
+    " select n.name, n.agent_version, n.boot_id, " TS("n.first_seen", "first_seen") ", " TS(
+	"n.last_seen",
+	"last_seen") ","
+		     "  round(extract(epoch from now() - n.last_seen)::numeric, 1) as last_seen_age_s,"
+		     "  c.status as clock_status,"
+		     "  (select coalesce(json_agg(json_build_object('name', i.name, 'address', i.address, "
+		     "'rail', i.rail,"
+		     "     'speed_mbps', i.speed_mbps, 'kind', i.kind, 'front_end', i.front_end, 'guid', "
+		     "i.guid, " TSJ("i.last_seen",
+				    "last_seen") ") order by i.rail, i.name), '[]')"
+						 "   from fabriciq.nics i where i.node = n.name) as nics"
+						 " from fabriciq.nodes n left join fabriciq.clock_status c "
+						 "on c.node = n.name) x";
+
+static int get_nodes(struct reply *rp, struct fq_db *db, struct request *r)
+{
+	if (only_known(r, ""))
+		return fail(rp, 400, "%s", r->err);
+	rp->body = json_object_new_object();
+	if (add_section(rp, db, rp->body, "nodes", "reading nodes", nodes_sql, NULL))
+		return rp->status;
+	return 200;
+}
+
+/* $1 node (either end) or NULL, $2 state or NULL, $3 limit + 1. */
+static const char links_sql[] =
+    "select coalesce(json_agg(x), '[]') from ("
+    " select h.src_node, h.src_nic, h.dst_node, h.dst_nic, h.state, " TS(
+	"h.state_since", "state_since") ","
+					"  h.flaps_1h, h.flaps_24h, h.windows_1h, h.sent_1h, h.lost_1h, "
+					"h.loss_1h, h.owd_fwd_p50_us,"
+					"  h.owd_fwd_p99_us, h.owd_rev_p50_us, h.owd_rev_p99_us, h.rtt_p50_us"
+					" from fabriciq.link_health h"
+					" where ($1::text is null or h.src_node = $1 or h.dst_node = $1) and "
+					"($2::text is null or h.state = $2)"
+					" order by h.state = 'down' desc, h.flaps_1h desc, h.flaps_24h desc, "
+					"h.loss_1h desc nulls last,"
+					"  h.src_node, h.src_nic, h.dst_node, h.dst_nic"
+					" limit $3) x";
+
+static int get_links(struct reply *rp, struct fq_db *db, struct request *r)
+{
+	struct fq_db_params p = {0};
+	const char *state = param(r, "state");
+	uint64_t limit;
+
+	if (only_known(r, "node, state, limit") || uint_param(r, "limit", 1000, 1, 100000, &limit))
+		return fail(rp, 400, "%s", r->err);
+	if (state && strcmp(state, "up") && strcmp(state, "down") && strcmp(state, "unknown"))
+		return fail(rp, 400, "state must be up, down or unknown, not '%.64s'", state);
+	fq_db_param_str(&p, param(r, "node"));
+	fq_db_param_str(&p, state);
+	fq_db_param_u64(&p, limit + 1);
+	rp->body = json_object_new_object();
+	if (add_section(rp, db, rp->body, "links", "reading link_health", links_sql, &p))
+		return rp->status;
+	trim_to_limit(rp->body, "links", limit);
+	return 200;
+}
+
+/* The efficiency figures of step s (job_efficiency's columns). */
+#define EFFICIENCY_SQL                                                                                       \
+	"json_build_object(" TSJ("e.first_interval", "first_interval") ", " TSJ(                             \
+	    "e.last_interval",                                                                               \
+	    "last_interval") ","                                                                             \
+			     "  'lanes', e.lanes, 'bytes', e.bytes, 'achieved_gbps', e.achieved_gbps, "      \
+			     "'best_gbps', e.best_gbps,"                                                     \
+			     "  'efficiency', e.efficiency, 'degraded_share', e.degraded_share,"             \
+			     "  'median_lane_p99_us', e.median_lane_p99_us, 'slowest_lane_p99_us', "         \
+			     "e.slowest_lane_p99_us,"                                                        \
+			     "  'slowest_lanes', e.slowest_lanes, 'anomalies', e.anomalies, 'failovers', "   \
+			     "e.failovers)"
+
+#define STEP_COLUMNS                                                                                         \
+	"s.job_id, s.step_id, j.uid, s.mode, s.node_count, s.task_count, " TS(                               \
+	    "s.start_time",                                                                                  \
+	    "start") ", " TS("s.end_time",                                                                   \
+			     "end") ", s.exit_status, s.end_time is null as running, " EFFICIENCY_SQL        \
+				    " as efficiency"
+
+/* $1 running only (bool), $2 limit + 1. */
+static const char jobs_sql[] =
+    "select coalesce(json_agg(x order by x.start_ns desc, x.job_id desc, x.step_id desc), '[]') from ("
+    " select " STEP_COLUMNS " from (select * from fabriciq.steps st where not $1::bool or st.end_time is null"
+    "       order by st.start_time desc, st.job_id desc, st.step_id desc limit $2) s"
+    " join fabriciq.jobs j on j.job_id = s.job_id"
+    " cross join lateral fabriciq.step_efficiency(s.job_id, s.step_id) e) x";
+
+static int get_jobs(struct reply *rp, struct fq_db *db, struct request *r)
+{
+	struct fq_db_params p = {0};
+	uint64_t limit;
+	bool running;
+
+	if (only_known(r, "limit, running") || uint_param(r, "limit", 20, 1, 1000, &limit) ||
+	    bool_param(r, "running", &running))
+		return fail(rp, 400, "%s", r->err);
+	fq_db_param_bool(&p, running);
+	fq_db_param_u64(&p, limit + 1);
+	rp->body = json_object_new_object();
+	if (add_section(rp, db, rp->body, "jobs", "reading job steps", jobs_sql, &p))
+		return rp->status;
+	trim_to_limit(rp->body, "jobs", limit);
+	return 200;
+}
+
+/* ---- the job report ------------------------------------------------------ */
+
+/* Every section below takes $1 job, $2 step. */
+static const char job_sql[] =
+    "select json_build_object('job_id', j.job_id, 'uid', j.uid, " TSJ("j.first_seen", "first_seen") ", " TSJ(
+	"j.last_seen", "last_seen") ")"
+				    " from fabriciq.jobs j where j.job_id = $1";
+
+/* $1 job, $2 step or NULL: the step ids to report. */
+static const char step_ids_sql[] = "select json_agg(s.step_id order by s.step_id) from fabriciq.steps s"
+				   " where s.job_id = $1 and ($2::int8 is null or s.step_id = $2)";
+
+static const char step_sql[] = "select row_to_json(x) from (select " STEP_COLUMNS
+			       " from fabriciq.steps s join fabriciq.jobs j on j.job_id = s.job_id"
+			       " cross join lateral fabriciq.step_efficiency(s.job_id, s.step_id) e"
+			       " where s.job_id = $1 and s.step_id = $2) x";
+
+static const char ranks_sql[] = "select coalesce(json_agg(x order by x.rank), '[]') from ("
+				" select r.rank, r.local_rank, r.node, r.nic, r.pid from fabriciq.ranks r"
+				" where r.job_id = $1 and r.step_id = $2) x";
+
+/*
+ * Per lane (src rank, dst rank, lane): its NICs, bytes, and delays as the
+ * view defines them: a lane's p50/p99 are the medians of its synchronised
+ * windows' p50/p99; degraded windows exceed degraded_owd_factor x the
+ * step's median window p99. $3 is the number of lanes listed (in rank
+ * order); the five slowest are listed apart.
+ */
+static const char lanes_sql[] =
+    "with w as (select * from fabriciq.lane_windows lw where lw.job_id = $1 and lw.step_id = $2),"
+    " med as (select percentile_cont(0.5) within group (order by w.owd_p99_ns) as p99"
+    "  from w where w.synchronised and w.owd_p99_ns is not null),"
+    " f as (select value::float8 as factor from fabriciq.settings where name = 'degraded_owd_factor'),"
+    " l as (select w.src_rank, w.dst_rank, w.lane, min(w.lane_kind) as lane_kind,"
+    "  min(w.src_node) as src_node, min(w.src_nic) as src_nic, min(w.dst_node) as dst_node,"
+    "  min(w.dst_nic) as dst_nic, sum(w.bytes)::int8 as bytes, sum(w.chunks)::int8 as chunks,"
+    "  sum(w.messages)::int8 as messages, count(*)::int as windows,"
+    "  round(percentile_cont(0.5) within group (order by w.owd_p50_ns) filter (where w.synchronised))::int8"
+    "   as owd_p50_ns,"
+    "  round(percentile_cont(0.5) within group (order by w.owd_p99_ns) filter (where w.synchronised))::int8"
+    "   as owd_p99_ns,"
+    "  max(w.owd_p99_ns) filter (where w.synchronised) as owd_p99_max_ns,"
+    "  (count(*) filter (where w.synchronised and w.owd_p99_ns > med.p99 * f.factor))::int"
+    "   as degraded_windows,"
+    "  sum(w.tcp_retrans)::int8 as tcp_retrans, sum(w.tcp_ce)::int8 as tcp_ce"
+    "  from w, med, f group by w.src_rank, w.dst_rank, w.lane)"
+    " select json_build_object('lanes_total', (select count(*) from l),"
+    "  'lanes', (select coalesce(json_agg(x order by x.src_rank, x.dst_rank, x.lane), '[]') from"
+    "    (select * from l order by l.src_rank, l.dst_rank, l.lane limit $3) x),"
+    "  'slowest_lanes', (select coalesce(json_agg(y order by y.owd_p99_ns desc, y.src_rank, y.dst_rank,"
+    "    y.lane), '[]') from (select * from l where l.owd_p99_ns is not null"
+    "    order by l.owd_p99_ns desc, l.src_rank, l.dst_rank, l.lane limit 5) y))";
+
+/*
+ * Throughput over time: the step's reporting intervals (lane windows with
+ * the same start), each its own bucket, or merged into buckets of $3
+ * seconds; a step of more than 360 intervals gets 360 buckets over its span
+ * (bucket_s then says their width; null: one bucket per interval), so a
+ * long step stays a short answer. bytes_per_s is a bucket's bytes over its intervals' time, as
+ * job_efficiency computes achieved_gbps.
+ */
+static const char throughput_sql[] =
+    "with iv as (select lw.interval_start as s, max(lw.interval_end) as e, sum(lw.bytes)::int8 as b,"
+    "  count(*)::int as n, max(lw.owd_p99_ns) filter (where lw.synchronised) as p99"
+    "  from fabriciq.lane_windows lw where lw.job_id = $1 and lw.step_id = $2 group by lw.interval_start),"
+    " sp as (select min(iv.s) as t0, case when $3::float8 is not null then $3::float8"
+    "  when count(*) > 360 then extract(epoch from max(iv.e) - min(iv.s))::float8 / 360 end as w"
+    "  from iv),"
+    " bk as (select case when sp.w > 0 then floor(extract(epoch from iv.s - sp.t0)::float8 / sp.w)"
+    "  else extract(epoch from iv.s) end as k, iv.* from iv, sp)"
+    " select json_build_object('bucket_s', (select round(sp.w::numeric, 3) from sp),"
+    "  'buckets', (select coalesce(json_agg(x order by x.start_ns), '[]') from ("
+    "   select " TS("min(bk.s)", "start") ", " TS(
+	"max(bk.e)",
+	"end") ","
+	       "    round(sum(extract(epoch from bk.e - bk.s))::numeric, 6) as seconds, sum(bk.b)::int8 as "
+	       "bytes,"
+	       "    round(sum(bk.b) / nullif(sum(extract(epoch from bk.e - bk.s)), 0)) as bytes_per_s,"
+	       "    round(sum(bk.b) * 8 / nullif(sum(extract(epoch from bk.e - bk.s)), 0) / 1e9, 3) as gbps,"
+	       "    sum(bk.n)::int as windows, max(bk.p99) as owd_p99_max_ns"
+	       "   from bk group by bk.k) x))";
+
+static const char step_anomalies_sql[] =
+    "select coalesce(json_agg(x order by x.start_ns, x.id), '[]') from ("
+    " select ja.anomaly_id as id, ja.kind, ja.severity, " TS("ja.start_time", "start") ", " TS(
+	"ja.end_time",
+	"end") ", ja.end_time is null as open,"
+	       "  (extract(epoch from ja.duration) * 1000000)::int8 * 1000 as duration_ns,"
+	       "  ja.node, ja.nic, ja.remote_node, ja.remote_nic, ja.summary, ja.evidence, ja.ranks,"
+	       "  (select coalesce(json_agg(json_build_object('rank', r.rank, 'node', r.node, 'nic', r.nic)"
+	       "    order by r.rank), '[]') from fabriciq.ranks r"
+	       "   where r.job_id = ja.job_id and r.step_id = ja.step_id and r.rank = any (ja.ranks)) as "
+	       "rank_places"
+	       " from fabriciq.job_anomalies ja where ja.job_id = $1 and ja.step_id = $2) x";
+
+static const char failovers_sql[] =
+    "select coalesce(json_agg(x order by x.time_ns), '[]') from ("
+    " select " TS(
+	"f.time",
+	"time") ", f.src_rank, f.dst_rank, f.from_lane, f.to_lane, f.node,"
+		"  f.local_nic, f.remote_nic, f.cause, f.detect_ns, f.bytes_resent, f.duration_ns, f.failback"
+		" from fabriciq.failover_events f where f.job_id = $1 and f.step_id = $2) x";
+
+/* The report of one step: its row and its sections. */
+static int step_report(struct reply *rp, struct fq_db *db, uint64_t job, uint64_t step, uint64_t lanes,
+		       const char *bucket, struct json_object **out)
+{
+	struct fq_db_params p = {0};
+	struct json_object *s, *l;
+	int rc;
+
+	*out = NULL;
+	fq_db_param_u64(&p, job);
+	fq_db_param_u64(&p, step);
+	rc = query_json(db, "reading the step", step_sql, &p, &s);
+	if (rc < 0)
+		return db_fail(rp, db);
+	if (rc > 0) /* ended between the two statements: just not there */
+		return 0;
+	if (add_section(rp, db, s, "ranks", "reading ranks", ranks_sql, &p))
+		goto fail;
+	if (add_section(rp, db, s, "anomalies", "reading job_anomalies", step_anomalies_sql, &p) ||
+	    add_section(rp, db, s, "failovers", "reading failover_events", failovers_sql, &p))
+		goto fail;
+	fq_db_param_u64(&p, lanes);
+	if (query_json(db, "reading lanes", lanes_sql, &p, &l) < 0) {
+		db_fail(rp, db);
+		goto fail;
+	}
+	json_object_object_foreach(l, key, val) json_object_object_add(s, key, json_object_get(val));
+	json_object_put(l);
+	p.n = 2;
+	fq_db_param_str(&p, bucket);
+	if (add_section(rp, db, s, "throughput", "reading throughput", throughput_sql, &p))
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	json_object_put(s);
+	return rp->status;
+}
+
+/* "JOB" or "JOB.STEP" (STEP a number or batch/extern/interactive). */
+static bool parse_job_step(const char *s, uint64_t *job, bool *has_step, uint64_t *step)
+{
+	const char *dot = strchr(s, '.');
+	char jobpart[24];
+
+	*has_step = dot != NULL;
+	if ((dot ? (size_t)(dot - s) : strlen(s)) >= sizeof(jobpart))
+		return false;
+	snprintf(jobpart, sizeof(jobpart), "%.*s", (int)(dot ? dot - s : (ptrdiff_t)strlen(s)), s);
+	if (!parse_uint(jobpart, UINT32_MAX, job))
+		return false;
+	if (!dot)
+		return true;
+	for (size_t i = 0; i < sizeof(special_steps) / sizeof(special_steps[0]); i++)
+		if (!strcmp(dot + 1, special_steps[i].name)) {
+			*step = special_steps[i].id;
+			return true;
+		}
+	return parse_uint(dot + 1, UINT32_MAX, step);
+}
+
+static int get_job(struct reply *rp, struct fq_db *db, struct request *r, const char *id)
+{
+	struct fq_db_params p = {0};
+	struct json_object *job, *ids, *steps;
+	uint64_t job_id, step_id = 0, lanes, bucket;
+	bool has_step;
+	int rc;
+
+	if (!parse_job_step(id, &job_id, &has_step, &step_id))
+		return fail(rp, 400,
+			    "job must be JOB or JOB.STEP with integer ids up to 4294967295 (or STEP batch, "
+			    "extern, interactive), not '%.64s'",
+			    id);
+	if (only_known(r, "lanes, bucket") || uint_param(r, "lanes", 1000, 0, 100000, &lanes) ||
+	    uint_param(r, "bucket", 0, 1, 86400, &bucket))
+		return fail(rp, 400, "%s", r->err);
+	fq_db_param_u64(&p, job_id);
+	rc = query_json(db, "reading the job", job_sql, &p, &job);
+	if (rc < 0)
+		return db_fail(rp, db);
+	if (rc > 0)
+		return fail(rp, 404, "job %" PRIu64 " is not known to fabriciq", job_id);
+	if (has_step)
+		fq_db_param_u64(&p, step_id);
+	else
+		fq_db_param_str(&p, NULL);
+	rc = query_json(db, "reading the job's steps", step_ids_sql, &p, &ids);
+	if (rc < 0) {
+		json_object_put(job);
+		return db_fail(rp, db);
+	}
+	if (rc > 0 && has_step) {
+		json_object_put(job);
+		return fail(rp, 404, "job %" PRIu64 " has no step %" PRIu64 " known to fabriciq", job_id,
+			    step_id);
+	}
+	steps = json_object_new_array();
+	json_object_object_add(job, "steps", steps);
+	rp->body = job;
+	for (size_t i = 0; ids && i < json_object_array_length(ids); i++) {
+		struct json_object *s;
+
+		if (step_report(rp, db, job_id,
+				(uint64_t)json_object_get_int64(json_object_array_get_idx(ids, i)), lanes,
+				param(r, "bucket"), &s))
+			break;
+		if (s)
+			json_object_array_add(steps, s);
+	}
+	json_object_put(ids);
+	return rp->status == 503 ? 503 : 200;
+}
+
+/* ---- events, anomalies, hints, clock -------------------------------------- */
+
+/* $1 since, $2 node or NULL, $3 limit + 1. */
+static const char events_sql[] =
+    "select coalesce(json_agg(x order by x.time_ns desc), '[]') from ("
+    " select " TS("e.time", "time") ", " TS(
+	"e.detected_at", "detected") ", e.node, e.nic, e.remote_node,"
+				     "  e.remote_nic, e.state, e.detector, e.nic_level"
+				     " from fabriciq.link_events e where e.time >= $1::timestamptz"
+				     "  and ($2::text is null or e.node = $2 or e.remote_node = $2)"
+				     " order by e.time desc limit $3) x";
+
+static int get_events(struct reply *rp, struct fq_db *db, struct request *r)
+{
+	struct fq_db_params p = {0};
+	const char *since = param(r, "since");
+	struct timespec now;
+	uint64_t limit;
+	int64_t since_ns;
+
+	if (only_known(r, "since, node, limit") || uint_param(r, "limit", 100, 1, 10000, &limit))
+		return fail(rp, 400, "%s", r->err);
+	clock_gettime(CLOCK_REALTIME, &now);
+	since_ns = ((int64_t)now.tv_sec - 86400) * 1000000000; /* default: the last day */
+	if (since && !parse_rfc3339(since, &since_ns))
+		return fail(rp, 400,
+			    "since must be an RFC 3339 time such as 2026-11-22T13:00:00Z, not '%.64s'",
+			    since);
+	fq_db_param_ts(&p, since_ns);
+	fq_db_param_str(&p, param(r, "node"));
+	fq_db_param_u64(&p, limit + 1);
+	rp->body = json_object_new_object();
+	json_object_object_add(rp->body, "since_ns", json_object_new_int64(since_ns));
+	if (add_section(rp, db, rp->body, "events", "reading link_events", events_sql, &p))
+		return rp->status;
+	trim_to_limit(rp->body, "events", limit);
+	return 200;
+}
+
+/* $1 open only, $2 limit + 1. */
+static const char anomalies_sql[] =
+    "select coalesce(json_agg(x order by x.start_ns desc, x.id desc), '[]') from ("
+    " select a.id, a.kind, a.severity, " TS("a.start_time", "start") ", " TS(
+	"a.end_time",
+	"end") ","
+	       "  a.end_time is null as open,"
+	       "  (extract(epoch from coalesce(a.end_time, now()) - a.start_time) * 1000000)::int8 * 1000 as "
+	       "duration_ns,"
+	       "  a.node, a.nic, a.remote_node, a.remote_nic, a.summary, a.evidence,"
+	       "  (select coalesce(json_agg(json_build_object('job_id', aj.job_id, 'step_id', aj.step_id,"
+	       "    'ranks', aj.ranks) order by aj.job_id, aj.step_id), '[]')"
+	       "   from fabriciq.anomaly_jobs aj where aj.anomaly_id = a.id) as jobs"
+	       " from fabriciq.anomalies a where not $1::bool or a.end_time is null"
+	       " order by a.start_time desc, a.id desc limit $2) x";
+
+static int get_anomalies(struct reply *rp, struct fq_db *db, struct request *r)
+{
+	struct fq_db_params p = {0};
+	uint64_t limit;
+	bool open;
+
+	if (only_known(r, "open, limit") || uint_param(r, "limit", 100, 1, 10000, &limit) ||
+	    bool_param(r, "open", &open))
+		return fail(rp, 400, "%s", r->err);
+	fq_db_param_bool(&p, open);
+	fq_db_param_u64(&p, limit + 1);
+	rp->body = json_object_new_object();
+	if (add_section(rp, db, rp->body, "anomalies", "reading anomalies", anomalies_sql, &p))
+		return rp->status;
+	trim_to_limit(rp->body, "anomalies", limit);
+	return 200;
+}
+
+/* Pending hints, oldest first; `superseded`: a later pending hint exists
+ * for the same node (only the last one of a node matters). */
+static const char hints_sql[] =
+    "select coalesce(json_agg(x order by x.id), '[]') from ("
+    " select h.id, h.node, h.nic, h.action, h.reason, h.anomaly_id, " TS(
+	"h.created_at",
+	"created") ","
+		   "  exists (select 1 from fabriciq.drain_hints l where l.node = h.node and l.applied_at is "
+		   "null"
+		   "   and l.id > h.id) as superseded,"
+		   "  a.kind as anomaly_kind, a.severity as anomaly_severity, a.summary as anomaly_summary,"
+		   "  (select coalesce(json_agg(distinct r.job_id), '[]') from fabriciq.ranks r"
+		   "   join fabriciq.steps s on s.job_id = r.job_id and s.step_id = r.step_id"
+		   "   where r.node = h.node and s.end_time is null) as running_jobs"
+		   " from fabriciq.drain_hints h left join fabriciq.anomalies a on a.id = h.anomaly_id"
+		   " where h.applied_at is null) x";
+
+/* Slurm node names as Slurm itself forms them (letters, digits, - _ .):
+ * anything else is refused rather than passed to scontrol. */
+static bool safe_node_name(const char *s)
+{
+	if (!*s || strlen(s) > 64 || *s == '-')
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("-_.", *s))
+			return false;
+	return true;
+}
+
+/* The Slurm reason: "fabriciq: " + reason, one line; `hints --apply`
+ * resumes only nodes whose reason carries that prefix. */
+static char *slurm_reason(const char *reason)
+{
+	const char *prefix = strncmp(reason, "fabriciq:", 9) ? "fabriciq: " : "";
+	size_t n = strlen(prefix) + strlen(reason) + 1;
+	char *out = malloc(n);
+
+	if (!out)
+		return NULL;
+	snprintf(out, n, "%s%s", prefix, reason);
+	for (char *c = out; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
+	return out;
+}
+
+/* Adds argv (for exec, no shell) and command (for a shell: the reason in
+ * double quotes, with " \ $ ` escaped) to hint h. */
+static void add_hint_command(struct json_object *h)
+{
+	const char *node = json_object_get_string(json_object_object_get(h, "node"));
+	bool drain = !strcmp(json_object_get_string(json_object_object_get(h, "action")), "drain");
+	char *reason = slurm_reason(json_object_get_string(json_object_object_get(h, "reason")));
+	struct json_object *argv;
+	char arg[160], *cmd = NULL, *q;
+	size_t n;
+
+	if (!reason || !safe_node_name(node)) {
+		json_object_object_add(h, "argv", NULL);
+		json_object_object_add(h, "command", NULL);
+		json_object_object_add(
+		    h, "refused",
+		    json_object_new_string(reason ? "node name has characters Slurm node names "
+						    "do not use; not passed to scontrol"
+						  : "out of memory"));
+		free(reason);
+		return;
+	}
+	argv = json_object_new_array();
+	json_object_array_add(argv, json_object_new_string("scontrol"));
+	json_object_array_add(argv, json_object_new_string("update"));
+	snprintf(arg, sizeof(arg), "NodeName=%s", node);
+	json_object_array_add(argv, json_object_new_string(arg));
+	json_object_array_add(argv, json_object_new_string(drain ? "State=DRAIN" : "State=RESUME"));
+	n = strlen(reason) * 2 + 8;
+	if (drain) {
+		char *r = malloc(n);
+
+		if (r) {
+			snprintf(r, n, "Reason=%s", reason);
+			json_object_array_add(argv, json_object_new_string(r));
+			free(r);
+		}
+	}
+	n += strlen(node) + 64;
+	cmd = malloc(n);
+	if (cmd) {
+		q = cmd + snprintf(cmd, n, "scontrol update NodeName=%s State=%s", node,
+				   drain ? "DRAIN" : "RESUME");
+		if (drain) {
+			q += sprintf(q, " Reason=\"");
+			for (const char *c = reason; *c; c++) {
+				if (strchr("\"\\$`", *c))
+					*q++ = '\\';
+				*q++ = *c;
+			}
+			*q++ = '"';
+			*q = '\0';
+		}
+		json_object_object_add(h, "command", json_object_new_string(cmd));
+	}
+	json_object_object_add(h, "slurm_reason", json_object_new_string(reason));
+	json_object_object_add(h, "argv", argv);
+	free(cmd);
+	free(reason);
+}
+
+static int get_hints(struct reply *rp, struct fq_db *db, struct request *r)
+{
+	struct json_object *arr;
+
+	if (only_known(r, ""))
+		return fail(rp, 400, "%s", r->err);
+	rp->body = json_object_new_object();
+	if (add_section(rp, db, rp->body, "hints", "reading drain_hints", hints_sql, NULL))
+		return rp->status;
+	arr = json_object_object_get(rp->body, "hints");
+	for (size_t i = 0; i < json_object_array_length(arr); i++)
+		add_hint_command(json_object_array_get_idx(arr, i));
+	return 200;
+}
+
+static const char clock_sql[] =
+    "select coalesce(json_agg(x order by x.node), '[]') from ("
+    " select c.node, c.status, " TS(
+	"c.last_report",
+	"last_report") ","
+		       "  (extract(epoch from c.report_age) * 1000000)::int8 * 1000 as report_age_ns,"
+		       "  c.applied_offset_ns, c.applied_error_ns, c.correction_epoch, c.peers, "
+		       "c.worst_peer_error_ns"
+		       " from fabriciq.clock_status c) x";
+
+static int get_clock(struct reply *rp, struct fq_db *db, struct request *r)
+{
+	if (only_known(r, ""))
+		return fail(rp, 400, "%s", r->err);
+	rp->body = json_object_new_object();
+	if (add_section(rp, db, rp->body, "clock", "reading clock_status", clock_sql, NULL) ||
+	    add_section(
+		rp, db, rp->body, "error_budget_ns", "reading settings",
+		"select to_json(value::int8) from fabriciq.settings where name = 'clock_error_budget_ns'",
+		NULL))
+		return rp->status;
+	return 200;
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static const struct endpoint {
+	const char *path;
+	int (*get)(struct reply *rp, struct fq_db *db, struct request *r);
+} endpoints[] = {
+    {"/api/v1/status", get_status}, {"/api/v1/nodes", get_nodes},   {"/api/v1/links", get_links},
+    {"/api/v1/jobs", get_jobs},     {"/api/v1/events", get_events}, {"/api/v1/anomalies", get_anomalies},
+    {"/api/v1/hints", get_hints},   {"/api/v1/clock", get_clock},
+};
+
+#define JOB_PREFIX "/api/v1/jobs/"
+
+static int dispatch(struct reply *rp, struct fq_db *db, const char *path, const char *query)
+{
+	struct request r = {0};
+	int status;
+
+	if (!path)
+		return fail(rp, 404, "no path");
+	if (parse_query(query, &r)) {
+		status = fail(rp, 400, "%s", r.err);
+		goto free_request;
+	}
+	status = 0;
+	for (size_t i = 0; i < sizeof(endpoints) / sizeof(endpoints[0]) && !status; i++)
+		if (!strcmp(path, endpoints[i].path))
+			status = db ? endpoints[i].get(rp, db, &r) : -1;
+	if (!status && !strncmp(path, JOB_PREFIX, strlen(JOB_PREFIX)) && path[strlen(JOB_PREFIX)])
+		status = db ? get_job(rp, db, &r, path + strlen(JOB_PREFIX)) : -1;
+	if (!status)
+		status =
+		    fail(rp, 404,
+			 "unknown path '%.100s' (known: /api/v1/status, nodes, links, jobs, jobs/JOB[.STEP], "
+			 "events, anomalies, hints, clock)",
+			 path);
+	if (status < 0)
+		status = fail(rp, 503, "database unavailable: the controller has no database connection");
+free_request:
+	request_free(&r);
+	return status;
+}
+
+int fq_api_get(struct fq_db *db, const char *path, const char *query, char **body)
+{
+	struct reply rp = {.status = 500};
+	const char *text;
+
+	rp.status = dispatch(&rp, db, path, query);
+	text = rp.body ? json_object_to_json_string_ext(rp.body, JSON_C_TO_STRING_PLAIN |
+								     JSON_C_TO_STRING_NOSLASHESCAPE)
+		       : NULL;
+	*body = text ? strdup(text) : NULL;
+	json_object_put(rp.body);
+	if (!*body) {
+		*body = strdup("{\"error\":\"out of memory\"}");
+		return 503;
+	}
+	return rp.status;
+}

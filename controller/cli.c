@@ -1,0 +1,1513 @@
+/*
+ * fabriciq: the administrator's CLI. A client of the controller's JSON API
+ * (controller/api.h) over HTTP, or, with --db, of the same API computed
+ * in-process from the database (for the database host, or a controller
+ * that is down). Prints the API's JSON (--json) or aligned tables for
+ * people: local times, numbers with units. `hints --apply` runs scontrol
+ * (fork/exec, no shell) and records what it applied in the database.
+ *
+ * Exit codes (doc/fabriciq.1): 0 ok; 1 error talking to the controller,
+ * the database or Slurm; 2 usage (also a parameter the API refused); 3 not
+ * found (unknown job or step).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "controller/api.h"
+#include "controller/http_client.h"
+#include "db/api_query.h"
+#include "db/db.h"
+
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,
+	EXIT_USAGE = 2,
+	EXIT_NOT_FOUND = 3,
+};
+
+#define DEFAULT_CONTROLLER "http://127.0.0.1:7180"
+#define MAX_RESPONSE       (64u << 20)
+
+struct cli {
+	const char *controller;
+	const char *conninfo; /* --db: direct mode */
+	bool json;
+	int timeout_ms;
+	struct fq_db *db; /* open in direct mode */
+};
+
+/* ---- small formatting helpers -------------------------------------------- */
+
+/* A ring of scratch buffers: each formatter's result lives until 32 more
+ * have been made, long enough to build one table row. */
+static char *scratch(void)
+{
+	static char ring[32][160];
+	static unsigned next;
+
+	return ring[next++ % 32];
+}
+
+static struct json_object *jget(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+
+	return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+/* A string member, or "-" when null or absent. */
+static const char *jstr(struct json_object *o, const char *key)
+{
+	struct json_object *v = jget(o, key);
+
+	return v ? json_object_get_string(v) : "-";
+}
+
+static int64_t jint(struct json_object *o, const char *key)
+{
+	return json_object_get_int64(jget(o, key));
+}
+
+static bool jnull(struct json_object *o, const char *key)
+{
+	return jget(o, key) == NULL;
+}
+
+static double jdbl(struct json_object *o, const char *key)
+{
+	struct json_object *v = jget(o, key);
+
+	return v ? json_object_get_double(v) : NAN;
+}
+
+static size_t jlen(struct json_object *o, const char *key)
+{
+	struct json_object *v = jget(o, key);
+
+	return v && json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+}
+
+static struct json_object *jidx(struct json_object *o, const char *key, size_t i)
+{
+	return json_object_array_get_idx(jget(o, key), i);
+}
+
+/* A *_ns time member as local time, "-" when null. */
+static const char *ftime(struct json_object *o, const char *key_ns)
+{
+	char *b = scratch();
+	struct tm tm;
+	time_t t;
+
+	if (jnull(o, key_ns))
+		return "-";
+	t = (time_t)(jint(o, key_ns) / 1000000000);
+	localtime_r(&t, &tm);
+	strftime(b, 160, "%Y-%m-%d %H:%M:%S", &tm);
+	return b;
+}
+
+/* A duration in ns as "45s", "3m10s", "2h05m", "3d04h". */
+static const char *fage(int64_t ns)
+{
+	char *b = scratch();
+	int64_t s = ns / 1000000000;
+
+	if (s < 0)
+		s = 0;
+	if (s < 60)
+		snprintf(b, 160, "%" PRId64 "s", s);
+	else if (s < 3600)
+		snprintf(b, 160, "%" PRId64 "m%02" PRId64 "s", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(b, 160, "%" PRId64 "h%02" PRId64 "m", s / 3600, s / 60 % 60);
+	else
+		snprintf(b, 160, "%" PRId64 "d%02" PRId64 "h", s / 86400, s / 3600 % 24);
+	return b;
+}
+
+/* A delay in ns with its unit: "850 ns", "49.0 us", "2.5 ms", "1.20 s". */
+static const char *fdelay(double ns)
+{
+	char *b = scratch();
+	double a = fabs(ns);
+
+	if (isnan(ns))
+		return "-";
+	if (a < 1e3)
+		snprintf(b, 160, "%.0f ns", ns);
+	else if (a < 1e6)
+		snprintf(b, 160, "%.1f us", ns / 1e3);
+	else if (a < 1e9)
+		snprintf(b, 160, "%.1f ms", ns / 1e6);
+	else
+		snprintf(b, 160, "%.2f s", ns / 1e9);
+	return b;
+}
+
+static const char *fdelay_at(struct json_object *o, const char *key)
+{
+	return jnull(o, key) ? "-" : fdelay(jdbl(o, key));
+}
+
+/* A microsecond figure of a view ("49.0 us"), "-" when null. */
+static const char *fus(struct json_object *o, const char *key)
+{
+	return jnull(o, key) ? "-" : fdelay(jdbl(o, key) * 1e3);
+}
+
+/* Bytes in decimal units: "11.60 GB". */
+static const char *fbytes(double v)
+{
+	static const char *unit[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+	char *b = scratch();
+	int u = 0;
+
+	if (isnan(v))
+		return "-";
+	while (fabs(v) >= 1000 && u < 5) {
+		v /= 1000;
+		u++;
+	}
+	snprintf(b, 160, u ? "%.2f %s" : "%.0f %s", v, unit[u]);
+	return b;
+}
+
+static const char *fbytes_at(struct json_object *o, const char *key)
+{
+	return jnull(o, key) ? "-" : fbytes(jdbl(o, key));
+}
+
+static const char *fgbps(struct json_object *o, const char *key)
+{
+	char *b = scratch();
+
+	if (jnull(o, key))
+		return "-";
+	snprintf(b, 160, "%.1f Gbit/s", jdbl(o, key));
+	return b;
+}
+
+/* A share (0..1) as a percentage. */
+static const char *fpct(struct json_object *o, const char *key)
+{
+	char *b = scratch();
+
+	if (jnull(o, key))
+		return "-";
+	snprintf(b, 160, "%.1f %%", jdbl(o, key) * 100);
+	return b;
+}
+
+static const char *fint(struct json_object *o, const char *key)
+{
+	char *b = scratch();
+
+	if (jnull(o, key))
+		return "-";
+	snprintf(b, 160, "%" PRId64, jint(o, key));
+	return b;
+}
+
+static const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static const char *fmt(const char *f, ...)
+{
+	char *b = scratch();
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(b, 160, f, ap);
+	va_end(ap);
+	return b;
+}
+
+/* "node/nic", with "-" parts for nulls. */
+static const char *fplace(struct json_object *o, const char *node, const char *nic)
+{
+	if (jnull(o, node))
+		return "-";
+	return jnull(o, nic) ? jstr(o, node) : fmt("%s/%s", jstr(o, node), jstr(o, nic));
+}
+
+/* ---- tables ------------------------------------------------------------------- */
+
+#define TABLE_MAX_COLS 16
+
+struct table {
+	int ncols;
+	char *head[TABLE_MAX_COLS];
+	bool right[TABLE_MAX_COLS];
+	char **cells;
+	size_t rows, cap;
+};
+
+/* Columns as "NAME,NAME>,..." ('>': right-aligned, for numbers). */
+static void table_init(struct table *t, const char *spec)
+{
+	char *s = strdup(spec), *save = NULL;
+
+	memset(t, 0, sizeof(*t));
+	for (char *c = strtok_r(s, ",", &save); c && t->ncols < TABLE_MAX_COLS;
+	     c = strtok_r(NULL, ",", &save)) {
+		size_t n = strlen(c);
+
+		t->right[t->ncols] = n && c[n - 1] == '>';
+		if (t->right[t->ncols])
+			c[n - 1] = '\0';
+		t->head[t->ncols++] = strdup(c);
+	}
+	free(s);
+}
+
+/* Stored strings come from agents: control characters (terminal escapes)
+ * are shown as '?'. */
+static char *cell_copy(const char *s)
+{
+	char *c = strdup(s ? s : "-");
+
+	for (char *p = c; p && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return c;
+}
+
+static void table_row(struct table *t, ...)
+{
+	va_list ap;
+
+	if (t->rows == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 16;
+		t->cells = realloc(t->cells, t->cap * (size_t)t->ncols * sizeof(char *));
+		if (!t->cells)
+			abort();
+	}
+	va_start(ap, t);
+	for (int i = 0; i < t->ncols; i++)
+		t->cells[t->rows * (size_t)t->ncols + (size_t)i] = cell_copy(va_arg(ap, const char *));
+	va_end(ap);
+	t->rows++;
+}
+
+/* Display width: UTF-8 code points (continuation bytes do not count). */
+static int width(const char *s)
+{
+	int w = 0;
+
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+static void print_cell(const char *s, int w, bool right, bool last)
+{
+	int pad = w - width(s);
+
+	if (right)
+		printf("%*s%s", pad, "", s);
+	else if (last)
+		fputs(s, stdout);
+	else
+		printf("%s%*s", s, pad, "");
+}
+
+static void table_print(struct table *t)
+{
+	int w[TABLE_MAX_COLS];
+
+	for (int c = 0; c < t->ncols; c++) {
+		w[c] = width(t->head[c]);
+		for (size_t r = 0; r < t->rows; r++) {
+			int cw = width(t->cells[r * (size_t)t->ncols + (size_t)c]);
+
+			if (cw > w[c])
+				w[c] = cw;
+		}
+	}
+	for (int c = 0; c < t->ncols; c++) {
+		print_cell(t->head[c], w[c], t->right[c], c == t->ncols - 1);
+		fputs(c == t->ncols - 1 ? "\n" : "  ", stdout);
+	}
+	for (size_t r = 0; r < t->rows; r++)
+		for (int c = 0; c < t->ncols; c++) {
+			print_cell(t->cells[r * (size_t)t->ncols + (size_t)c], w[c], t->right[c],
+				   c == t->ncols - 1);
+			fputs(c == t->ncols - 1 ? "\n" : "  ", stdout);
+		}
+	for (size_t i = 0; i < t->rows * (size_t)t->ncols; i++)
+		free(t->cells[i]);
+	for (int c = 0; c < t->ncols; c++)
+		free(t->head[c]);
+	free(t->cells);
+}
+
+/* ---- talking to the API ----------------------------------------------------- */
+
+/* Percent-encodes s (RFC 3986 unreserved and the characters of `keep` kept). */
+static void url_encode(const char *s, char *out, size_t len, const char *keep)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (; *s && o + 4 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    strchr("-._~", c) || strchr(keep, c)) {
+			out[o++] = (char)c;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	out[o] = '\0';
+}
+
+/* Appends "&name=value" (value encoded) to q. */
+static void qadd(char *q, size_t len, const char *name, const char *value)
+{
+	char enc[800];
+	size_t n = strlen(q);
+
+	url_encode(value, enc, sizeof(enc), "");
+	snprintf(q + n, len - n, "%s%s=%s", n ? "&" : "", name, enc);
+}
+
+/*
+ * GETs path?query from the controller (or the API in-process with --db).
+ * 0 and *out (put it) on 200, printing the JSON first with --json;
+ * otherwise the error is printed and the exit code returned.
+ */
+static int fetch(struct cli *c, const char *path, const char *query, struct json_object **out)
+{
+	struct fq_http_response resp = {0};
+	struct json_object *o, *e;
+	char err[512], target[1200];
+	int status;
+
+	*out = NULL;
+	if (c->db) {
+		status = fq_api_get(c->db, path, query, &resp.body);
+	} else {
+		char epath[600];
+
+		url_encode(path, epath, sizeof(epath), "/");
+		snprintf(target, sizeof(target), "%s%s%s", epath, query && *query ? "?" : "",
+			 query ? query : "");
+		if (fq_http_get(c->controller, target, c->timeout_ms, MAX_RESPONSE, &resp, err,
+				sizeof(err))) {
+			fprintf(stderr, "fabriciq: controller %s: %s\n", c->controller, err);
+			return EXIT_FAIL;
+		}
+		status = resp.status;
+	}
+	o = resp.body ? json_tokener_parse(resp.body) : NULL;
+	if (!o) {
+		fprintf(stderr, "fabriciq: %s: the answer to %s (HTTP %d) is not JSON\n",
+			c->db ? "api" : c->controller, path, status);
+		free(resp.body);
+		return EXIT_FAIL;
+	}
+	if (status != 200) {
+		e = jget(o, "error");
+		fprintf(stderr, "fabriciq: %s (HTTP %d)\n", e ? json_object_get_string(e) : "request failed",
+			status);
+		json_object_put(o);
+		free(resp.body);
+		return status == 404 ? EXIT_NOT_FOUND : status == 400 ? EXIT_USAGE : EXIT_FAIL;
+	}
+	if (c->json)
+		printf("%s\n", resp.body);
+	free(resp.body);
+	*out = o;
+	return EXIT_OK;
+}
+
+/* ---- commands ------------------------------------------------------------------ */
+
+struct command {
+	const char *name, *synopsis, *help;
+	int (*run)(struct cli *c, int argc, char **argv);
+};
+
+static const struct command *current;
+
+static void command_usage(FILE *f, const struct command *cmd)
+{
+	fprintf(f, "Usage: fabriciq [OPTIONS] %s%s%s\n%s", cmd->name, *cmd->synopsis ? " " : "",
+		cmd->synopsis, cmd->help);
+}
+
+/* A command's own options (getopt_long; '?' after printing the error). */
+static int next_opt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	return getopt_long(argc, argv, shortopts, longopts, NULL);
+}
+
+static int usage_error(const char *fmt_, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt_, ...)
+{
+	va_list ap;
+
+	fputs("fabriciq: ", stderr);
+	va_start(ap, fmt_);
+	vfprintf(stderr, fmt_, ap);
+	va_end(ap);
+	fprintf(stderr, " (fabriciq %s --help)\n", current->name);
+	return EXIT_USAGE;
+}
+
+/* Options of commands that take none but --help. */
+static int no_options(int argc, char **argv)
+{
+	static const struct option lo[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+	int o;
+
+	while ((o = next_opt(argc, argv, "h", lo)) != -1) {
+		if (o == 'h') {
+			command_usage(stdout, current);
+			return -1;
+		}
+		return EXIT_USAGE;
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+#define NO_OPTIONS(argc, argv)                                                                               \
+	do {                                                                                                 \
+		int rc_ = no_options(argc, argv);                                                            \
+		if (rc_)                                                                                     \
+			return rc_ < 0 ? EXIT_OK : rc_;                                                      \
+	} while (0)
+
+static int cmd_status(struct cli *c, int argc, char **argv)
+{
+	struct json_object *o, *clk;
+	int rc;
+
+	NO_OPTIONS(argc, argv);
+	rc = fetch(c, "/api/v1/status", NULL, &o);
+	if (rc || c->json)
+		goto out;
+	printf("controller     %s (fabriciq %s)\n",
+	       c->db ? "none: direct database access (--db)" : c->controller,
+	       jstr(jget(o, "controller"), "version"));
+	printf("database       schema version %s (this fabriciq: %s), time %s\n",
+	       fint(jget(o, "database"), "schema_version"), fint(jget(o, "database"), "code_version"),
+	       ftime(o, "database_time_ns"));
+	printf("nodes          %s, %s reporting\n", fint(o, "nodes"), fint(o, "nodes_reporting"));
+	printf("links          %s, %s down\n", fint(o, "links"), fint(o, "links_down"));
+	printf("running steps  %s\n", fint(o, "steps_running"));
+	printf("anomalies      %s open, %s critical\n", fint(o, "anomalies_open"),
+	       fint(o, "anomalies_open_critical"));
+	printf("drain hints    %s pending\n", fint(o, "hints_pending"));
+	printf("clocks        ");
+	clk = jget(o, "clock");
+	if (!clk || !json_object_object_length(clk))
+		printf(" no nodes");
+	else {
+		const char *sep = " ";
+
+		json_object_object_foreach(clk, k, v)
+		{
+			printf("%s%s %" PRId64, sep, k, json_object_get_int64(v));
+			sep = ", ";
+		}
+	}
+	printf("\n");
+out:
+	json_object_put(o);
+	return rc;
+}
+
+static int cmd_nodes(struct cli *c, int argc, char **argv)
+{
+	struct json_object *o;
+	struct table t;
+	int rc;
+
+	NO_OPTIONS(argc, argv);
+	rc = fetch(c, "/api/v1/nodes", NULL, &o);
+	if (rc || c->json)
+		goto out;
+	table_init(&t, "NODE,AGENT,LAST SEEN,AGE>,CLOCK,NICS (NAME RAIL SPEED; * FRONT END)");
+	for (size_t i = 0; i < jlen(o, "nodes"); i++) {
+		struct json_object *n = jidx(o, "nodes", i);
+		char nics[1024] = "";
+
+		for (size_t k = 0; k < jlen(n, "nics"); k++) {
+			struct json_object *x = jidx(n, "nics", k);
+			size_t l = strlen(nics);
+
+			snprintf(nics + l, sizeof(nics) - l, "%s%s%s r%s %s", l ? ", " : "", jstr(x, "name"),
+				 json_object_get_boolean(jget(x, "front_end")) ? "*" : "", fint(x, "rail"),
+				 jint(x, "speed_mbps") ? fmt("%gG", (double)jint(x, "speed_mbps") / 1000)
+						       : "?");
+		}
+		table_row(&t, jstr(n, "name"), jstr(n, "agent_version"), ftime(n, "last_seen_ns"),
+			  fage((int64_t)(jdbl(n, "last_seen_age_s") * 1e9)), jstr(n, "clock_status"), nics);
+	}
+	table_print(&t);
+out:
+	json_object_put(o);
+	return rc;
+}
+
+/* --limit N as a query parameter (checked by the API). */
+static const struct option list_opts[] = {
+    {"limit", required_argument, NULL, 'n'}, {"node", required_argument, NULL, 'N'},
+    {"state", required_argument, NULL, 's'}, {"running", no_argument, NULL, 'r'},
+    {"since", required_argument, NULL, 'S'}, {"open", no_argument, NULL, 'o'},
+    {"lanes", required_argument, NULL, 'l'}, {"bucket", required_argument, NULL, 'b'},
+    {"apply", no_argument, NULL, 'a'},       {"dry-run", no_argument, NULL, 'd'},
+    {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+};
+
+/* --since: RFC 3339 as is, or "30m", "2h", "7d", "90s" ago (UTC). */
+static int since_param(const char *s, char *out, size_t len)
+{
+	static const struct {
+		char unit;
+		long secs;
+	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (end != s && *s >= '0' && *s <= '9' && end[0] && !end[1]) {
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (*end == units[i].unit && v <= 3650L * 86400 / units[i].secs) {
+				time_t t = time(NULL) - v * units[i].secs;
+				struct tm tm;
+
+				gmtime_r(&t, &tm);
+				strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+				return 0;
+			}
+	}
+	snprintf(out, len, "%s", s); /* the API checks RFC 3339 */
+	return 0;
+}
+
+/* Parses the options `allowed` (short letters of list_opts) into a query
+ * string; -1 after --help, EXIT_USAGE on error, 0 otherwise. */
+struct list_args {
+	char query[1024];
+	bool apply, dry_run;
+};
+
+static int list_options(int argc, char **argv, const char *allowed, struct list_args *a)
+{
+	char shortopts[32], since[64];
+	int o;
+
+	snprintf(shortopts, sizeof(shortopts), "h");
+	memset(a, 0, sizeof(*a));
+	while ((o = next_opt(argc, argv, shortopts, list_opts)) != -1) {
+		if (o == 'h') {
+			command_usage(stdout, current);
+			return -1;
+		}
+		if (o == '?' || !strchr(allowed, o)) {
+			if (o != '?')
+				usage_error("option %s does not apply here", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+		switch (o) {
+		case 'n':
+			qadd(a->query, sizeof(a->query), "limit", optarg);
+			break;
+		case 'N':
+			qadd(a->query, sizeof(a->query), "node", optarg);
+			break;
+		case 's':
+			qadd(a->query, sizeof(a->query), "state", optarg);
+			break;
+		case 'r':
+			qadd(a->query, sizeof(a->query), "running", "1");
+			break;
+		case 'o':
+			qadd(a->query, sizeof(a->query), "open", "1");
+			break;
+		case 'S':
+			since_param(optarg, since, sizeof(since));
+			qadd(a->query, sizeof(a->query), "since", since);
+			break;
+		case 'l':
+			qadd(a->query, sizeof(a->query), "lanes", optarg);
+			break;
+		case 'b':
+			qadd(a->query, sizeof(a->query), "bucket", optarg);
+			break;
+		case 'a':
+			a->apply = true;
+			break;
+		case 'd':
+			a->dry_run = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+#define LIST_OPTIONS(argc, argv, allowed, a)                                                                 \
+	do {                                                                                                 \
+		int rc_ = list_options(argc, argv, allowed, a);                                              \
+		if (rc_)                                                                                     \
+			return rc_ < 0 ? EXIT_OK : rc_;                                                      \
+	} while (0)
+
+static void truncated_note(struct json_object *o, const char *what)
+{
+	if (json_object_get_boolean(jget(o, "truncated")))
+		printf("(the first %" PRId64 " %s; --limit N for more)\n", jint(o, "limit"), what);
+}
+
+static int cmd_links(struct cli *c, int argc, char **argv)
+{
+	struct list_args a;
+	struct json_object *o;
+	struct table t;
+	int rc;
+
+	LIST_OPTIONS(argc, argv, "nNs", &a);
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	rc = fetch(c, "/api/v1/links", a.query, &o);
+	if (rc || c->json)
+		goto out;
+	table_init(&t,
+		   "SOURCE,DESTINATION,STATE,SINCE,FLAPS/1H>,FLAPS/24H>,LOSS/1H>,OWD P50>,OWD P99>,RTT P50>");
+	for (size_t i = 0; i < jlen(o, "links"); i++) {
+		struct json_object *l = jidx(o, "links", i);
+
+		table_row(&t, fplace(l, "src_node", "src_nic"), fplace(l, "dst_node", "dst_nic"),
+			  jstr(l, "state"), ftime(l, "state_since_ns"), fint(l, "flaps_1h"),
+			  fint(l, "flaps_24h"), fpct(l, "loss_1h"), fus(l, "owd_fwd_p50_us"),
+			  fus(l, "owd_fwd_p99_us"), fus(l, "rtt_p50_us"));
+	}
+	table_print(&t);
+	truncated_note(o, "links");
+out:
+	json_object_put(o);
+	return rc;
+}
+
+/* "4242.0", with Slurm's names for its special steps. */
+static const char *fstep(struct json_object *s)
+{
+	int64_t step = jint(s, "step_id");
+	const char *name = step == 0xfffffffa   ? "interactive"
+			   : step == 0xfffffffb ? "batch"
+			   : step == 0xfffffffc ? "extern"
+						: NULL;
+
+	return name ? fmt("%" PRId64 ".%s", jint(s, "job_id"), name)
+		    : fmt("%" PRId64 ".%" PRId64, jint(s, "job_id"), step);
+}
+
+static int cmd_jobs(struct cli *c, int argc, char **argv)
+{
+	struct list_args a;
+	struct json_object *o;
+	struct table t;
+	int rc;
+
+	LIST_OPTIONS(argc, argv, "nr", &a);
+	if (optind < argc)
+		return usage_error("unexpected argument '%s' (for one job: fabriciq job JOBID)",
+				   argv[optind]);
+	rc = fetch(c, "/api/v1/jobs", a.query, &o);
+	if (rc || c->json)
+		goto out;
+	table_init(&t,
+		   "STEP,MODE,START,END,EXIT>,NODES>,TASKS>,MOVED>,ACHIEVED>,BEST>,EFF>,DEGRADED>,P99 MED>,"
+		   "ANOMALIES>,FAILOVERS>");
+	for (size_t i = 0; i < jlen(o, "jobs"); i++) {
+		struct json_object *s = jidx(o, "jobs", i), *e = jget(s, "efficiency");
+
+		table_row(&t, fstep(s), jstr(s, "mode"), ftime(s, "start_ns"),
+			  jnull(s, "end_ns") ? "running" : ftime(s, "end_ns"), fint(s, "exit_status"),
+			  fint(s, "node_count"), fint(s, "task_count"), fbytes_at(e, "bytes"),
+			  fgbps(e, "achieved_gbps"), fgbps(e, "best_gbps"), fpct(e, "efficiency"),
+			  fpct(e, "degraded_share"), fus(e, "median_lane_p99_us"), fint(e, "anomalies"),
+			  fint(e, "failovers"));
+	}
+	table_print(&t);
+	truncated_note(o, "steps");
+out:
+	json_object_put(o);
+	return rc;
+}
+
+/* The ranks an anomaly hit: "0,1". */
+static const char *franks(struct json_object *a)
+{
+	char *b = scratch();
+	size_t n = jlen(a, "ranks"), l = 0;
+
+	b[0] = '\0';
+	for (size_t i = 0; i < n && l + 12 < 160; i++)
+		l += (size_t)snprintf(b + l, 160 - l, "%s%" PRId64, i ? "," : "",
+				      json_object_get_int64(jidx(a, "ranks", i)));
+	return n ? b : "-";
+}
+
+static void print_step(struct json_object *job, struct json_object *s)
+{
+	struct json_object *e = jget(s, "efficiency"), *tp = jget(s, "throughput");
+	struct table t;
+
+	printf("Step %s (uid %s): %s mode, %s nodes, %s tasks, started %s, ", fstep(s), fint(job, "uid"),
+	       jstr(s, "mode"), fint(s, "node_count"), fint(s, "task_count"), ftime(s, "start_ns"));
+	if (jnull(s, "end_ns"))
+		printf("running\n");
+	else
+		printf("ended %s, exit status %s\n", ftime(s, "end_ns"), fint(s, "exit_status"));
+	if (jnull(e, "bytes")) {
+		printf("  no lane telemetry (not run with --fabriciq, or no inter-node traffic)\n");
+	} else {
+		printf("  moved %s at %s; best interval %s (efficiency %s)\n", fbytes_at(e, "bytes"),
+		       fgbps(e, "achieved_gbps"), fgbps(e, "best_gbps"), fpct(e, "efficiency"));
+		printf("  intervals with a degraded lane: %s; lane p99: median %s, slowest %s\n",
+		       fpct(e, "degraded_share"), fus(e, "median_lane_p99_us"),
+		       fus(e, "slowest_lane_p99_us"));
+	}
+	printf("  anomalies: %s, failovers: %s\n", fint(e, "anomalies"), fint(e, "failovers"));
+
+	printf("\nRanks\n");
+	table_init(&t, "RANK>,LOCAL>,NODE,NIC,PID>");
+	for (size_t i = 0; i < jlen(s, "ranks"); i++) {
+		struct json_object *r = jidx(s, "ranks", i);
+
+		table_row(&t, fint(r, "rank"), fint(r, "local_rank"), jstr(r, "node"), jstr(r, "nic"),
+			  fint(r, "pid"));
+	}
+	table_print(&t);
+
+	if (jlen(s, "lanes")) {
+		const char *cols =
+		    "LANE,KIND,FROM,TO,BYTES>,WINDOWS>,OWD P50>,OWD P99>,WORST P99>,DEGRADED>,RETRANS>";
+
+		printf("\nSlowest lanes (by median window p99)\n");
+		table_init(&t, cols);
+		for (int pass = 0; pass < 2; pass++) {
+			const char *key = pass ? "lanes" : "slowest_lanes";
+
+			if (pass) {
+				table_print(&t);
+				printf("\nLanes (%zu of %s)\n", jlen(s, "lanes"), fint(s, "lanes_total"));
+				table_init(&t, cols);
+			}
+			for (size_t i = 0; i < jlen(s, key); i++) {
+				struct json_object *l = jidx(s, key, i);
+
+				table_row(&t,
+					  fmt("%" PRId64 "->%" PRId64 "/%" PRId64, jint(l, "src_rank"),
+					      jint(l, "dst_rank"), jint(l, "lane")),
+					  jstr(l, "lane_kind"), fplace(l, "src_node", "src_nic"),
+					  fplace(l, "dst_node", "dst_nic"), fbytes_at(l, "bytes"),
+					  fint(l, "windows"), fdelay_at(l, "owd_p50_ns"),
+					  fdelay_at(l, "owd_p99_ns"), fdelay_at(l, "owd_p99_max_ns"),
+					  fint(l, "degraded_windows"), fint(l, "tcp_retrans"));
+			}
+		}
+		table_print(&t);
+	}
+
+	if (jlen(tp, "buckets")) {
+		printf("\nThroughput over time (%s)\n", jnull(tp, "bucket_s")
+							    ? "per reporting interval"
+							    : fmt("%g s buckets", jdbl(tp, "bucket_s")));
+		table_init(&t, "FROM,TO,BYTES>,RATE>,GBIT/S>,WINDOWS>,WORST P99>");
+		for (size_t i = 0; i < jlen(tp, "buckets"); i++) {
+			struct json_object *b = jidx(tp, "buckets", i);
+
+			table_row(&t, ftime(b, "start_ns"), ftime(b, "end_ns"), fbytes_at(b, "bytes"),
+				  jnull(b, "bytes_per_s") ? "-" : fmt("%s/s", fbytes(jdbl(b, "bytes_per_s"))),
+				  fgbps(b, "gbps"), fint(b, "windows"), fdelay_at(b, "owd_p99_max_ns"));
+		}
+		table_print(&t);
+	}
+
+	if (jlen(s, "anomalies")) {
+		printf("\nAnomalies\n");
+		table_init(&t, "ID>,KIND,SEVERITY,START,DURATION>,STATE,WHERE,RANKS (NODES),SUMMARY");
+		for (size_t i = 0; i < jlen(s, "anomalies"); i++) {
+			struct json_object *a = jidx(s, "anomalies", i);
+			char where[160], ranks[160] = "";
+
+			snprintf(where, sizeof(where), "%s%s%s", fplace(a, "node", "nic"),
+				 jnull(a, "remote_node") ? "" : " -> ",
+				 jnull(a, "remote_node") ? "" : fplace(a, "remote_node", "remote_nic"));
+			for (size_t k = 0; k < jlen(a, "rank_places"); k++) {
+				struct json_object *r = jidx(a, "rank_places", k);
+				size_t l = strlen(ranks);
+
+				snprintf(ranks + l, sizeof(ranks) - l, "%s%" PRId64 " (%s)", k ? ", " : "",
+					 jint(r, "rank"), jstr(r, "node"));
+			}
+			table_row(&t, fint(a, "id"), jstr(a, "kind"), jstr(a, "severity"),
+				  ftime(a, "start_ns"), fage(jint(a, "duration_ns")),
+				  json_object_get_boolean(jget(a, "open")) ? "open" : "closed", where,
+				  *ranks ? ranks : franks(a), jstr(a, "summary"));
+		}
+		table_print(&t);
+	}
+
+	if (jlen(s, "failovers")) {
+		printf("\nFailovers\n");
+		table_init(&t, "TIME,RANKS,LANES,NODE,NICS,CAUSE,DETECTED IN>,RESENT>,DURATION>");
+		for (size_t i = 0; i < jlen(s, "failovers"); i++) {
+			struct json_object *f = jidx(s, "failovers", i);
+
+			table_row(&t, ftime(f, "time_ns"),
+				  fmt("%" PRId64 "->%" PRId64, jint(f, "src_rank"), jint(f, "dst_rank")),
+				  fmt("%" PRId64 "->%" PRId64 "%s", jint(f, "from_lane"), jint(f, "to_lane"),
+				      json_object_get_boolean(jget(f, "failback")) ? " (back)" : ""),
+				  jstr(f, "node"),
+				  fmt("%s -> %s", jstr(f, "local_nic"), jstr(f, "remote_nic")),
+				  jstr(f, "cause"), fdelay_at(f, "detect_ns"), fbytes_at(f, "bytes_resent"),
+				  fdelay_at(f, "duration_ns"));
+		}
+		table_print(&t);
+	}
+}
+
+static int cmd_job(struct cli *c, int argc, char **argv)
+{
+	char path[128];
+	struct list_args a;
+	struct json_object *o;
+	int rc;
+
+	LIST_OPTIONS(argc, argv, "lb", &a);
+	if (optind == argc)
+		return usage_error("which job? JOBID or JOBID.STEP");
+	if (optind != argc - 1)
+		return usage_error("one job at a time");
+	if (strlen(argv[optind]) > 64)
+		return usage_error("job id too long");
+	snprintf(path, sizeof(path), "/api/v1/jobs/%s", argv[optind]);
+	rc = fetch(c, path, a.query, &o);
+	if (rc || c->json)
+		goto out;
+	if (!jlen(o, "steps"))
+		printf("Job %s (uid %s): no steps recorded\n", fint(o, "job_id"), fint(o, "uid"));
+	for (size_t i = 0; i < jlen(o, "steps"); i++) {
+		if (i)
+			printf("\n");
+		print_step(o, jidx(o, "steps", i));
+	}
+out:
+	json_object_put(o);
+	return rc;
+}
+
+static int cmd_events(struct cli *c, int argc, char **argv)
+{
+	struct list_args a;
+	struct json_object *o;
+	struct table t;
+	int rc;
+
+	LIST_OPTIONS(argc, argv, "nNS", &a);
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	rc = fetch(c, "/api/v1/events", a.query, &o);
+	if (rc || c->json)
+		goto out;
+	table_init(&t, "TIME,NODE/NIC,REMOTE,STATE,LEVEL,DETECTOR,DETECTED AFTER>");
+	for (size_t i = 0; i < jlen(o, "events"); i++) {
+		struct json_object *e = jidx(o, "events", i);
+
+		table_row(&t, ftime(e, "time_ns"), fplace(e, "node", "nic"),
+			  fplace(e, "remote_node", "remote_nic"), jstr(e, "state"),
+			  json_object_get_boolean(jget(e, "nic_level")) ? "nic" : "path", jstr(e, "detector"),
+			  fdelay((double)(jint(e, "detected_ns") - jint(e, "time_ns"))));
+	}
+	table_print(&t);
+	truncated_note(o, "events");
+out:
+	json_object_put(o);
+	return rc;
+}
+
+static int cmd_anomalies(struct cli *c, int argc, char **argv)
+{
+	struct list_args a;
+	struct json_object *o;
+	struct table t;
+	int rc;
+
+	LIST_OPTIONS(argc, argv, "no", &a);
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	rc = fetch(c, "/api/v1/anomalies", a.query, &o);
+	if (rc || c->json)
+		goto out;
+	table_init(&t, "ID>,KIND,SEVERITY,START,DURATION>,STATE,WHERE,JOBS (RANKS),SUMMARY");
+	for (size_t i = 0; i < jlen(o, "anomalies"); i++) {
+		struct json_object *an = jidx(o, "anomalies", i);
+		char where[160], jobs[160] = "";
+
+		snprintf(where, sizeof(where), "%s%s%s", fplace(an, "node", "nic"),
+			 jnull(an, "remote_node") ? "" : " -> ",
+			 jnull(an, "remote_node") ? "" : fplace(an, "remote_node", "remote_nic"));
+		for (size_t k = 0; k < jlen(an, "jobs"); k++) {
+			struct json_object *j = jidx(an, "jobs", k);
+			size_t l = strlen(jobs);
+
+			snprintf(jobs + l, sizeof(jobs) - l, "%s%s (%s)", k ? ", " : "", fstep(j), franks(j));
+		}
+		table_row(&t, fint(an, "id"), jstr(an, "kind"), jstr(an, "severity"), ftime(an, "start_ns"),
+			  fage(jint(an, "duration_ns")),
+			  json_object_get_boolean(jget(an, "open")) ? "open" : "closed", where,
+			  *jobs ? jobs : "-", jstr(an, "summary"));
+	}
+	table_print(&t);
+	truncated_note(o, "anomalies");
+out:
+	json_object_put(o);
+	return rc;
+}
+
+static int cmd_clock(struct cli *c, int argc, char **argv)
+{
+	struct json_object *o;
+	struct table t;
+	int rc;
+
+	NO_OPTIONS(argc, argv);
+	rc = fetch(c, "/api/v1/clock", NULL, &o);
+	if (rc || c->json)
+		goto out;
+	table_init(&t, "NODE,STATUS,LAST REPORT,AGE>,OFFSET>,ERROR BOUND>,EPOCH>,PEERS>,WORST PEER>");
+	for (size_t i = 0; i < jlen(o, "clock"); i++) {
+		struct json_object *k = jidx(o, "clock", i);
+
+		table_row(&t, jstr(k, "node"), jstr(k, "status"), ftime(k, "last_report_ns"),
+			  jnull(k, "report_age_ns") ? "-" : fage(jint(k, "report_age_ns")),
+			  fdelay_at(k, "applied_offset_ns"), fdelay_at(k, "applied_error_ns"),
+			  fint(k, "correction_epoch"), fint(k, "peers"), fdelay_at(k, "worst_peer_error_ns"));
+	}
+	table_print(&t);
+	printf("(error budget %s: above it a node is unsynchronised)\n", fdelay_at(o, "error_budget_ns"));
+out:
+	json_object_put(o);
+	return rc;
+}
+
+/* ---- hints and --apply -------------------------------------------------------- */
+
+/* Runs argv (PATH lookup, no shell) with stdout captured into out[len]
+ * (NUL-terminated, truncated) and stderr passed through; at most 30 s.
+ * Returns its exit status, or -1 if it could not run or was killed. */
+static int run_command(char *const argv[], char *out, size_t len)
+{
+	int pfd[2], status = -1;
+	size_t n = 0;
+	pid_t pid;
+	time_t deadline = time(NULL) + 30;
+
+	if (pipe(pfd))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		dup2(pfd[1], STDOUT_FILENO);
+		close(pfd[0]);
+		close(pfd[1]);
+		execvp(argv[0], argv);
+		fprintf(stderr, "fabriciq: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	for (;;) {
+		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+		char sink[512];
+		ssize_t r;
+
+		if (time(NULL) >= deadline) {
+			fprintf(stderr, "fabriciq: %s did not finish in 30 s: killed\n", argv[0]);
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (poll(&p, 1, 1000) <= 0)
+			continue;
+		if (n + 1 < len)
+			r = read(pfd[0], out + n, len - n - 1);
+		else
+			r = read(pfd[0], sink, sizeof(sink));
+		if (r <= 0)
+			break;
+		if (n + 1 < len)
+			n += (size_t)r;
+	}
+	out[n] = '\0';
+	close(pfd[0]);
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The node's current Slurm reason (first line of `sinfo -h -N -n NODE -o
+ * %E`; "" for none). 0, or -1 if sinfo failed or does not know the node. */
+static int slurm_reason(const char *node, char *reason, size_t len)
+{
+	char nodearg[128];
+	char *argv[] = {"sinfo", "-h", "-N", "-n", nodearg, "-o", "%E", NULL};
+	int rc;
+
+	snprintf(nodearg, sizeof(nodearg), "%s", node);
+	rc = run_command(argv, reason, len);
+	reason[strcspn(reason, "\n")] = '\0';
+	if (rc != 0) {
+		fprintf(stderr, "fabriciq: sinfo -n %s failed (exit %d)\n", node, rc);
+		return -1;
+	}
+	if (!*reason && rc == 0) {
+		/* sinfo prints nothing for a node it does not know */
+		fprintf(stderr, "fabriciq: Slurm does not know node %s\n", node);
+		return -1;
+	}
+	if (!strcmp(reason, "none"))
+		reason[0] = '\0';
+	return 0;
+}
+
+static bool fabriciq_reason(const char *reason)
+{
+	return !strncmp(reason, "fabriciq:", 9);
+}
+
+struct apply_stats {
+	int applied, skipped, failed;
+	struct json_object *report; /* --json: one entry per hint */
+};
+
+static void apply_note(struct apply_stats *st, struct json_object *h, const char *outcome, const char *why)
+{
+	if (st->report) {
+		struct json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "id", json_object_new_int64(jint(h, "id")));
+		json_object_object_add(e, "node", json_object_new_string(jstr(h, "node")));
+		json_object_object_add(e, "action", json_object_new_string(jstr(h, "action")));
+		json_object_object_add(e, "outcome", json_object_new_string(outcome));
+		json_object_object_add(e, "why", json_object_new_string(why));
+		json_object_array_add(st->report, e);
+	} else {
+		char *node = cell_copy(jstr(h, "node"));
+
+		printf("hint %" PRId64 " (%s %s): %s: %s\n", jint(h, "id"), jstr(h, "action"), node, outcome,
+		       why);
+		free(node);
+	}
+}
+
+/* Records hint h as applied; a failure counts as failed. */
+static bool record(struct fq_db *db, struct apply_stats *st, struct json_object *h)
+{
+	if (fq_db_hint_applied(db, jint(h, "id")) == 0)
+		return true;
+	fprintf(stderr, "fabriciq: %s\n", fq_db_error(db));
+	st->failed++;
+	return false;
+}
+
+/*
+ * One pending hint. A drain is applied unless Slurm already has a reason
+ * for the node that is not fabriciq's (an administrator's drain is left
+ * alone); a resume only if the node's reason is fabriciq's (never undo an
+ * administrator's drain); a resume of a node with no reason has nothing to
+ * do and is recorded. Superseded hints (a later hint for the node) are
+ * recorded without running anything.
+ */
+static void apply_hint(struct fq_db *db, bool dry_run, struct json_object *h, struct apply_stats *st)
+{
+	bool drain = !strcmp(jstr(h, "action"), "drain");
+	char reason[512], why[700], out[256];
+	struct json_object *jargv = jget(h, "argv");
+	char *argv[8] = {NULL};
+	size_t n;
+	int rc;
+
+	if (json_object_get_boolean(jget(h, "superseded"))) {
+		if (!dry_run && !record(db, st, h))
+			return;
+		st->skipped++;
+		apply_note(st, h, dry_run ? "would record" : "recorded",
+			   "superseded by a later hint for the node");
+		return;
+	}
+	n = jargv ? json_object_array_length(jargv) : 0;
+	if (!n || n >= sizeof(argv) / sizeof(argv[0])) {
+		st->skipped++;
+		apply_note(st, h, "skipped", jstr(h, "refused"));
+		return;
+	}
+	if (slurm_reason(jstr(h, "node"), reason, sizeof(reason))) {
+		st->failed++;
+		apply_note(st, h, "failed", "cannot read the node's state from Slurm");
+		return;
+	}
+	if (drain && *reason && !fabriciq_reason(reason)) {
+		snprintf(why, sizeof(why), "Slurm already has a reason not from fabriciq ('%s'): left alone",
+			 reason);
+		st->skipped++;
+		apply_note(st, h, "skipped", why);
+		return;
+	}
+	if (!drain && *reason && !fabriciq_reason(reason)) {
+		snprintf(why, sizeof(why), "the node's reason is not fabriciq's ('%s'): not resumed", reason);
+		st->skipped++;
+		apply_note(st, h, "skipped", why);
+		return;
+	}
+	if (!drain && !*reason) {
+		if (!dry_run && !record(db, st, h))
+			return;
+		st->skipped++;
+		apply_note(st, h, dry_run ? "would record" : "recorded",
+			   "the node is not drained: nothing to resume");
+		return;
+	}
+	if (dry_run) {
+		st->applied++;
+		apply_note(st, h, "would run", jstr(h, "command"));
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		argv[i] = (char *)json_object_get_string(json_object_array_get_idx(jargv, i));
+	rc = run_command(argv, out, sizeof(out));
+	if (rc != 0) {
+		snprintf(why, sizeof(why), "%s exited with %d", jstr(h, "command"), rc);
+		st->failed++;
+		apply_note(st, h, "failed", why);
+		return;
+	}
+	if (!record(db, st, h))
+		return;
+	st->applied++;
+	apply_note(st, h, "applied", jstr(h, "command"));
+}
+
+static int apply_hints(struct cli *c, struct json_object *o, bool dry_run)
+{
+	struct apply_stats st = {0};
+	struct fq_db *db = c->db;
+	char err[512];
+
+	if (!db && !dry_run && fq_db_create(c->conninfo ? c->conninfo : "", &db, err, sizeof(err))) {
+		fprintf(stderr,
+			"fabriciq: hints --apply records what it applied in the database: %s "
+			"(--db CONNINFO or the PG* environment)\n",
+			err);
+		return EXIT_FAIL;
+	}
+	if (c->json)
+		st.report = json_object_new_array();
+	for (size_t i = 0; i < jlen(o, "hints"); i++)
+		apply_hint(db, dry_run, jidx(o, "hints", i), &st);
+	if (st.report) {
+		struct json_object *r = json_object_new_object();
+
+		json_object_object_add(r, "results", st.report);
+		json_object_object_add(r, "applied", json_object_new_int(st.applied));
+		json_object_object_add(r, "skipped", json_object_new_int(st.skipped));
+		json_object_object_add(r, "failed", json_object_new_int(st.failed));
+		json_object_object_add(r, "dry_run", json_object_new_boolean(dry_run));
+		printf("%s\n", json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN |
+								     JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(r);
+	} else {
+		printf("%s%d applied, %d skipped, %d failed\n", dry_run ? "dry run: " : "", st.applied,
+		       st.skipped, st.failed);
+	}
+	if (db != c->db)
+		fq_db_destroy(db);
+	return st.failed ? EXIT_FAIL : EXIT_OK;
+}
+
+static int cmd_hints(struct cli *c, int argc, char **argv)
+{
+	struct list_args a;
+	struct json_object *o;
+	struct table t;
+	bool json = c->json;
+	int rc;
+
+	LIST_OPTIONS(argc, argv, "ad", &a);
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (a.dry_run && !a.apply)
+		return usage_error("--dry-run goes with --apply");
+	c->json = json && !a.apply; /* with --apply, --json prints the outcome instead */
+	rc = fetch(c, "/api/v1/hints", NULL, &o);
+	c->json = json;
+	if (rc)
+		goto out;
+	if (a.apply) {
+		rc = apply_hints(c, o, a.dry_run);
+		goto out;
+	}
+	if (c->json)
+		goto out;
+	table_init(&t, "ID>,CREATED,NODE,ACTION,NIC,REASON,ANOMALY,RUNNING JOBS,NOTE");
+	for (size_t i = 0; i < jlen(o, "hints"); i++) {
+		struct json_object *h = jidx(o, "hints", i);
+		char jobs[160] = "";
+
+		for (size_t k = 0; k < jlen(h, "running_jobs"); k++) {
+			size_t l = strlen(jobs);
+
+			snprintf(jobs + l, sizeof(jobs) - l, "%s%" PRId64, k ? "," : "",
+				 json_object_get_int64(jidx(h, "running_jobs", k)));
+		}
+
+		table_row(&t, fint(h, "id"), ftime(h, "created_ns"), jstr(h, "node"), jstr(h, "action"),
+			  jstr(h, "nic"), jstr(h, "reason"),
+			  jnull(h, "anomaly_id")
+			      ? "-"
+			      : fmt("%s %s", fint(h, "anomaly_id"), jstr(h, "anomaly_kind")),
+			  *jobs ? jobs : "-",
+			  json_object_get_boolean(jget(h, "superseded")) ? "superseded"
+			  : jnull(h, "refused")                          ? ""
+									 : "refused: bad node name");
+	}
+	table_print(&t);
+	for (size_t i = 0, first = 1; i < jlen(o, "hints"); i++) {
+		struct json_object *h = jidx(o, "hints", i);
+
+		if (jnull(h, "command") || json_object_get_boolean(jget(h, "superseded")))
+			continue;
+		if (first)
+			printf("\nCommands (`fabriciq hints --apply` runs them, resuming only nodes fabriciq "
+			       "drained):\n");
+		first = 0;
+		printf("  %s\n", jstr(h, "command"));
+	}
+out:
+	json_object_put(o);
+	return rc;
+}
+
+/* ---- db ------------------------------------------------------------------------- */
+
+static int cmd_db(struct cli *c, int argc, char **argv)
+{
+	struct fq_db *db = c->db;
+	int rc, applied = 0, version = 0;
+	char err[1024];
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			command_usage(stdout, current);
+			return EXIT_OK;
+		}
+	if (argc < 2)
+		return usage_error("db what? (migrate)");
+	if (argc > 2 || strcmp(argv[1], "migrate"))
+		return usage_error("unknown db command '%s' (migrate)", argv[argc - 1]);
+	if (!db && fq_db_create(c->conninfo ? c->conninfo : "", &db, err, sizeof(err))) {
+		fprintf(stderr, "fabriciq: %s\n", err);
+		return EXIT_FAIL;
+	}
+	rc = fq_db_migrate(db, &applied);
+	if (!rc)
+		rc = fq_db_schema_version(db, &version);
+	if (rc) {
+		fprintf(stderr, "fabriciq: db migrate: %s\n", fq_db_error(db));
+		rc = EXIT_FAIL;
+	} else if (c->json) {
+		printf("{\"schema_version\":%d,\"applied\":%d}\n", version, applied);
+	} else if (applied) {
+		printf("schema migrated to version %d (%d migration%s applied)\n", version, applied,
+		       applied == 1 ? "" : "s");
+	} else {
+		printf("schema at version %d: up to date, nothing applied\n", version);
+	}
+	if (db != c->db)
+		fq_db_destroy(db);
+	return rc;
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+static const struct command commands[] = {
+    {"status", "", "Controller, database, agents, open anomalies and pending hints at a glance.\n",
+     cmd_status},
+    {"nodes", "", "Nodes with their agent, last report, clock status and NICs.\n", cmd_nodes},
+    {"links", "[--node NODE] [--state up|down|unknown] [--limit N]",
+     "Probed paths (view link_health): state, flaps in the last hour and day, probe loss and\n"
+     "one-way delays over the last hour. Down paths first, then the most flapping.\n"
+     "  --node NODE   paths from or to NODE\n"
+     "  --state S     only paths in state S\n"
+     "  --limit N     at most N paths (default 1000)\n",
+     cmd_links},
+    {"jobs", "[--running] [--limit N]",
+     "Recent job steps, newest first, with their fabric efficiency (view job_efficiency):\n"
+     "bytes moved, achieved and best throughput, share of degraded intervals, median lane\n"
+     "p99 one-way delay, anomalies and failovers.\n"
+     "  --running     only steps still running\n"
+     "  --limit N     at most N steps (default 20, at most 1000)\n",
+     cmd_jobs},
+    {"job", "JOBID[.STEP] [--lanes N] [--bucket SECONDS]",
+     "The report of one job (every step) or one step: ranks (node, NIC, pid), the slowest\n"
+     "lanes, every lane (NICs, bytes, p50/p99 one-way delay), throughput over time,\n"
+     "anomalies with the ranks they hit, and failovers. STEP may be batch, extern or\n"
+     "interactive.\n"
+     "  --lanes N       list at most N lanes (default 1000; the slowest five always)\n"
+     "  --bucket S      throughput in buckets of S seconds (default: the reporting interval,\n"
+     "                  coarser for long steps so there are at most 360 buckets)\n",
+     cmd_job},
+    {"events", "[--since TIME] [--node NODE] [--limit N]",
+     "Link up/down events, newest first.\n"
+     "  --since TIME  RFC 3339 (2026-11-22T13:00:00Z) or a time ago: 90s, 30m, 2h, 7d\n"
+     "                (default: the last day)\n"
+     "  --node NODE   events of NODE (either end)\n"
+     "  --limit N     at most N events (default 100, at most 10000)\n",
+     cmd_events},
+    {"anomalies", "[--open] [--limit N]",
+     "Anomalies, newest first, with the job steps and ranks they hit.\n"
+     "  --open        only those still open\n"
+     "  --limit N     at most N (default 100, at most 10000)\n",
+     cmd_anomalies},
+    {"hints", "[--apply [--dry-run]]",
+     "Pending drain/resume hints for Slurm nodes, with the exact scontrol command of each.\n"
+     "  --apply       run them: `scontrol update NodeName=N State=DRAIN Reason=\"fabriciq: ...\"`\n"
+     "                or `State=RESUME` (no shell). A drain is skipped when Slurm already has\n"
+     "                a reason for the node that is not fabriciq's; a resume runs only when\n"
+     "                the node's reason starts with \"fabriciq:\" (read with sinfo), so an\n"
+     "                administrator's drain is never undone. Each hint applied (or moot:\n"
+     "                superseded, or nothing to resume) is recorded in the database, which\n"
+     "                needs --db CONNINFO or the PG* environment.\n"
+     "  --dry-run     with --apply: read Slurm's state, say what would be done, change nothing\n",
+     cmd_hints},
+    {"clock", "", "Per node: its latest clock report and status (view clock_status).\n", cmd_clock},
+    {"db", "migrate",
+     "  migrate       create or upgrade the fabriciq schema in the database (--db CONNINFO or\n"
+     "                the PG* environment); idempotent\n",
+     cmd_db},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: fabriciq [OPTIONS] COMMAND [ARGS]\n"
+		   "Fabric visibility for Slurm GPU clusters: ask the fabriciq controller.\n\nCommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].synopsis);
+	fprintf(f, "\nOptions:\n"
+		   "  -c, --controller URL  the controller's HTTP address (default $FABRICIQ_CONTROLLER,\n"
+		   "                        else " DEFAULT_CONTROLLER ")\n"
+		   "  -d, --db CONNINFO     no controller: compute the answers from the database directly\n"
+		   "                        (libpq conninfo or URI; \"\" for the PG* environment)\n"
+		   "  -j, --json            print the API's JSON instead of tables\n"
+		   "  -t, --timeout SECONDS for the controller's answer (default 10)\n"
+		   "  -h, --help            this help; `fabriciq COMMAND --help` for a command's\n"
+		   "  -V, --version\n"
+		   "\nExit status: 0 ok; 1 error talking to the controller, the database or Slurm;\n"
+		   "2 usage (or a parameter the API refused); 3 not found (unknown job or step).\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"controller", required_argument, NULL, 'c'},
+	    {"db", required_argument, NULL, 'd'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct cli c = {.timeout_ms = 10000};
+	const struct command *cmd = NULL;
+	char err[1024], *end;
+	int o, rc;
+	double t;
+
+	c.controller = getenv("FABRICIQ_CONTROLLER");
+	if (!c.controller || !*c.controller)
+		c.controller = DEFAULT_CONTROLLER;
+	/* '+': options after the command are the command's own. */
+	while ((o = getopt_long(argc, argv, "+c:d:jt:hV", lo, NULL)) != -1) {
+		switch (o) {
+		case 'c':
+			c.controller = optarg;
+			break;
+		case 'd':
+			c.conninfo = optarg;
+			break;
+		case 'j':
+			c.json = true;
+			break;
+		case 't':
+			t = strtod(optarg, &end);
+			if (*end || end == optarg || !(t > 0 && t <= 3600)) {
+				fprintf(stderr, "fabriciq: --timeout wants seconds in (0, 3600], not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			c.timeout_ms = (int)(t * 1000);
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		case 'V':
+			printf("fabriciq %s (schema version %d)\n", PACKAGE_VERSION, fq_db_code_version());
+			return EXIT_OK;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind == argc) {
+		fprintf(stderr, "fabriciq: which command?\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[optind], commands[i].name))
+			cmd = &commands[i];
+	if (!cmd) {
+		fprintf(stderr, "fabriciq: unknown command '%s' (fabriciq --help)\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	current = cmd;
+	argc -= optind;
+	argv += optind;
+	optind = 0; /* glibc: restart getopt for the command's options */
+	if (c.conninfo && cmd->run != cmd_db) {
+		bool help = false;
+
+		for (int i = 1; i < argc; i++)
+			help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+		if (!help && fq_db_create(c.conninfo, &c.db, err, sizeof(err))) {
+			fprintf(stderr, "fabriciq: %s\n", err);
+			return EXIT_FAIL;
+		}
+	}
+	rc = cmd->run(&c, argc, argv);
+	fq_db_destroy(c.db);
+	return rc;
+}

@@ -1,0 +1,1038 @@
+/*
+ * ingest: see ingest.h.
+ *
+ * A batch holds the unpacked envelopes themselves until they are durable:
+ * the rows handed to libfqdb borrow their strings, and a failed flush can
+ * still write the same frames to the spool.
+ */
+#include "controller/ingest.h"
+
+#include <errno.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/frame.h"
+#include "common/log.h"
+#include "controller/spool.h"
+#include "controller/strmap.h"
+#include "db/db.h"
+
+#define REPLAY_CHUNK    4096
+#define LINK_REFRESH_NS (60 * 1000000000ll)
+#define STEP_CACHE_MAX  100000
+
+struct node_state {
+	char *name;
+	uint64_t accepted;     /* highest seq queued, stored or spooled */
+	uint64_t durable;      /* highest seq stored or spooled */
+	uint64_t stored;       /* highest seq known to fabriciq.agent_seq */
+	uint64_t batch_max;    /* highest seq in the current batch (0: none) */
+	uint64_t seq_to_store; /* > stored: fabriciq.agent_seq needs an update */
+};
+
+struct item {
+	struct node_state *node;
+	uint64_t seq; /* 0: a hello */
+	int64_t recv_ns;
+	Fabriciq__Envelope *env;
+};
+
+struct link_state {
+	int state;
+	int64_t since_ns, upserted_ns;
+};
+
+struct fq_ingest {
+	struct fq_ingest_config cfg;
+	char *conninfo, *spool_dir;
+	struct fq_ingest_ops ops;
+	void *arg;
+	struct fq_db *db;
+	PGconn *seqconn; /* fabriciq.agent_seq statements (see ingest.h) */
+	bool seq_loaded; /* read once: later reads would undo restarted counts */
+	bool down;
+	int64_t retry_ns, backoff_ns;
+	struct fq_spool *spool;
+	struct fq_strmap nodes, links, steps;
+	struct item *batch;
+	size_t nbatch, capbatch;
+	struct fq_ingest_stats st;
+};
+
+bool fq_ingest_transient(int rc)
+{
+	return !(rc == -EINVAL || rc == -EILSEQ || rc == -ENOENT || rc == -EEXIST || rc == -ERANGE);
+}
+
+static struct node_state *node_get(struct fq_ingest *ing, const char *name)
+{
+	struct fq_strmap_entry *e = fq_strmap_upsert(&ing->nodes, name);
+	struct node_state *n;
+
+	if (!e)
+		return NULL;
+	if (e->value)
+		return e->value;
+	n = calloc(1, sizeof(*n));
+	if (!n || !(n->name = strdup(name))) {
+		free(n);
+		fq_strmap_remove(&ing->nodes, name);
+		return NULL;
+	}
+	e->value = n;
+	return n;
+}
+
+static void node_free(void *v)
+{
+	struct node_state *n = v;
+
+	if (n)
+		free(n->name);
+	free(n);
+}
+
+/* ---- fabriciq.agent_seq --------------------------------------------- */
+
+static void seq_disconnect(struct fq_ingest *ing)
+{
+	if (ing->seqconn)
+		PQfinish(ing->seqconn);
+	ing->seqconn = NULL;
+}
+
+static int seq_connect(struct fq_ingest *ing)
+{
+	PGresult *res;
+	int rc = 0;
+
+	if (ing->seqconn && PQstatus(ing->seqconn) == CONNECTION_OK)
+		return 0;
+	seq_disconnect(ing);
+	ing->seqconn = PQconnectdb(ing->conninfo);
+	if (PQstatus(ing->seqconn) != CONNECTION_OK) {
+		fq_log_rl(FQ_LOG_WARN, "database: %s", PQerrorMessage(ing->seqconn));
+		seq_disconnect(ing);
+		return -ECONNREFUSED;
+	}
+	if (ing->seq_loaded)
+		return 0;
+	res = PQexec(ing->seqconn, "select node, last_seq from fabriciq.agent_seq");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		fq_error("database: reading fabriciq.agent_seq: %s", PQresultErrorMessage(res));
+		rc = -EIO;
+	} else {
+		for (int i = 0; i < PQntuples(res); i++) {
+			struct node_state *n = node_get(ing, PQgetvalue(res, i, 0));
+			uint64_t s = strtoull(PQgetvalue(res, i, 1), NULL, 10);
+			if (!n)
+				continue;
+			n->stored = s;
+			if (n->accepted < s)
+				n->accepted = n->durable = s;
+		}
+	}
+	PQclear(res);
+	if (rc)
+		seq_disconnect(ing);
+	else
+		ing->seq_loaded = true;
+	return rc;
+}
+
+/* Appends sep, then s quoted as an array literal element. */
+static int append_quoted(char **buf, size_t *len, size_t *cap, char sep, const char *s)
+{
+	size_t need = *len + 2 * strlen(s) + 8;
+
+	if (need > *cap) {
+		size_t c = *cap ? *cap : 4096;
+		while (c < need)
+			c *= 2;
+		char *n = realloc(*buf, c);
+		if (!n)
+			return -ENOMEM;
+		*buf = n;
+		*cap = c;
+	}
+	(*buf)[(*len)++] = sep;
+	(*buf)[(*len)++] = '"';
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			(*buf)[(*len)++] = '\\';
+		(*buf)[(*len)++] = *s;
+	}
+	(*buf)[(*len)++] = '"';
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+struct seq_collect {
+	char *names, *seqs;
+	size_t nlen, ncap, slen, scap;
+	size_t count;
+	int rc;
+};
+
+static void collect_seq(struct fq_strmap_entry *e, void *arg)
+{
+	struct seq_collect *c = arg;
+	struct node_state *n = e->value;
+	char num[32];
+
+	if (!n || n->seq_to_store <= n->stored || c->rc)
+		return;
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)n->seq_to_store);
+	if (append_quoted(&c->names, &c->nlen, &c->ncap, c->count ? ',' : '{', n->name) < 0 ||
+	    append_quoted(&c->seqs, &c->slen, &c->scap, c->count ? ',' : '{', num) < 0) {
+		c->rc = -ENOMEM;
+		return;
+	}
+	c->count++;
+}
+
+static void mark_seq_stored(struct fq_strmap_entry *e, void *arg)
+{
+	struct node_state *n = e->value;
+
+	(void)arg;
+	if (n && n->seq_to_store > n->stored)
+		n->stored = n->seq_to_store;
+}
+
+/* Writes every node's new stored seq in one statement. */
+static int seq_store(struct fq_ingest *ing)
+{
+	struct seq_collect c = {0};
+	const char *params[2];
+	PGresult *res;
+	int rc;
+
+	fq_strmap_each(&ing->nodes, collect_seq, &c);
+	if (c.rc || !c.count) {
+		rc = c.rc;
+		goto out;
+	}
+	/* append_quoted leaves room for the closing brace */
+	c.names[c.nlen++] = '}';
+	c.names[c.nlen] = '\0';
+	c.seqs[c.slen++] = '}';
+	c.seqs[c.slen] = '\0';
+	if ((rc = seq_connect(ing)) < 0)
+		goto out;
+	params[0] = c.names;
+	params[1] = c.seqs;
+	res =
+	    PQexecParams(ing->seqconn,
+			 "insert into fabriciq.agent_seq (node, last_seq, updated_at) "
+			 "select n, s, now() from unnest($1::text[], $2::int8[]) as t(n, s) "
+			 "on conflict (node) do update set last_seq = excluded.last_seq, updated_at = now()",
+			 2, NULL, params, NULL, NULL, 0);
+	rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EIO;
+	if (rc) {
+		fq_log_rl(FQ_LOG_WARN, "database: storing agent seqs: %s", PQresultErrorMessage(res));
+		if (PQstatus(ing->seqconn) != CONNECTION_OK)
+			seq_disconnect(ing);
+	} else {
+		fq_strmap_each(&ing->nodes, mark_seq_stored, NULL);
+	}
+	PQclear(res);
+out:
+	free(c.names);
+	free(c.seqs);
+	return rc;
+}
+
+/* ---- database connection ------------------------------------------- */
+
+static int64_t now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void db_down(struct fq_ingest *ing, const char *what)
+{
+	int64_t now = now_mono();
+
+	if (!ing->down)
+		fq_warn("database unavailable (%s): frames go to the spool %s until it is back", what,
+			ing->spool_dir);
+	ing->down = true;
+	ing->backoff_ns = ing->backoff_ns ? ing->backoff_ns * 2 : ing->cfg.backoff_min_ns;
+	if (ing->backoff_ns > ing->cfg.backoff_max_ns)
+		ing->backoff_ns = ing->cfg.backoff_max_ns;
+	ing->retry_ns = now + ing->backoff_ns;
+}
+
+static void db_ok(struct fq_ingest *ing)
+{
+	if (ing->down)
+		fq_info("database is back");
+	ing->down = false;
+	ing->backoff_ns = 0;
+}
+
+/* True if the database may be used now (connecting when needed). */
+static bool db_usable(struct fq_ingest *ing)
+{
+	char err[512];
+	int rc;
+
+	if (ing->down && now_mono() < ing->retry_ns)
+		return false;
+	if (!ing->db) {
+		if (fq_db_create(ing->conninfo, &ing->db, err, sizeof(err)) < 0) {
+			db_down(ing, err);
+			return false;
+		}
+		if (ing->cfg.migrate && (rc = fq_db_migrate(ing->db, NULL)) < 0) {
+			fq_error("database: migrating the schema: %s", fq_db_error(ing->db));
+			fq_db_destroy(ing->db);
+			ing->db = NULL;
+			db_down(ing, "schema migration failed");
+			return false;
+		}
+	}
+	if (seq_connect(ing) < 0) {
+		db_down(ing, "cannot read fabriciq.agent_seq");
+		return false;
+	}
+	return true;
+}
+
+/* ---- frames to rows ------------------------------------------------ */
+
+static const char *str_or_null(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
+static int apply_probe(struct fq_ingest *ing, const struct item *it)
+{
+	const Fabriciq__ProbeReport *p = it->env->probe;
+	struct fq_db_probe_window w = {
+	    .window_start_ns = p->window_start_ns,
+	    .window_end_ns = p->window_end_ns,
+	    .src_node = it->node->name,
+	    .src_nic = p->local_nic,
+	    .dst_node = p->remote_node,
+	    .dst_nic = p->remote_nic,
+	    .sent = p->sent,
+	    .answered = p->answered,
+	    .lost = p->lost,
+	    .owd_fwd_min_ns = p->owd_fwd_min_ns,
+	    .owd_fwd_p50_ns = p->owd_fwd_p50_ns,
+	    .owd_fwd_p99_ns = p->owd_fwd_p99_ns,
+	    .owd_fwd_max_ns = p->owd_fwd_max_ns,
+	    .owd_rev_min_ns = p->owd_rev_min_ns,
+	    .owd_rev_p50_ns = p->owd_rev_p50_ns,
+	    .owd_rev_p99_ns = p->owd_rev_p99_ns,
+	    .owd_rev_max_ns = p->owd_rev_max_ns,
+	    .rtt_p50_ns = p->rtt_p50_ns,
+	    .timestamp_kind = (enum fq_db_timestamp_kind)(p->timestamp_kind <= 3 ? p->timestamp_kind : 0),
+	    .path_up = p->path_up,
+	    .agent_seq = it->seq,
+	};
+	char key[1024];
+	struct fq_strmap_entry *e;
+	struct link_state *ls;
+	int state = p->path_up ? FQ_DB_LINK_UP : FQ_DB_LINK_DOWN;
+	int rc = fq_db_add_probe_windows(ing->db, &w, 1);
+
+	if (rc)
+		return rc;
+	/* The links table: on a state change, else at most once a minute. */
+	snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%s", w.src_node, w.src_nic, w.dst_node, w.dst_nic);
+	if (!(e = fq_strmap_upsert(&ing->links, key)))
+		return -ENOMEM;
+	if (!e->value && !(e->value = calloc(1, sizeof(struct link_state))))
+		return -ENOMEM;
+	ls = e->value;
+	if (ls->state == state && it->recv_ns - ls->upserted_ns < LINK_REFRESH_NS)
+		return 0;
+	if (ls->state != state)
+		ls->since_ns = p->window_end_ns ? p->window_end_ns : it->recv_ns;
+	{
+		struct fq_db_link l = {
+		    .src_node = w.src_node,
+		    .src_nic = w.src_nic,
+		    .dst_node = w.dst_node,
+		    .dst_nic = w.dst_nic,
+		    .state = (enum fq_db_link_state)state,
+		    .state_since_ns = ls->since_ns,
+		    .seen_ns = it->recv_ns,
+		};
+		if ((rc = fq_db_upsert_link(ing->db, &l)) == 0) {
+			ls->state = state;
+			ls->upserted_ns = it->recv_ns;
+		}
+	}
+	return rc;
+}
+
+static int apply_lane(struct fq_ingest *ing, const struct item *it)
+{
+	const Fabriciq__LaneReport *l = it->env->lane;
+	const char *me = it->node->name;
+	struct fq_db_lane_window w = {
+	    .interval_start_ns = l->interval_start_ns,
+	    .interval_end_ns = l->interval_end_ns,
+	    .job_id = l->job_id,
+	    .step_id = l->step_id,
+	    .src_rank = l->src_rank,
+	    .dst_rank = l->dst_rank,
+	    .lane = l->lane,
+	    .lane_kind = *l->lane_kind ? l->lane_kind : "tcp",
+	    .src_node = l->is_send ? me : l->remote_node,
+	    .src_nic = l->is_send ? l->local_nic : l->remote_nic,
+	    .dst_node = l->is_send ? l->remote_node : me,
+	    .dst_nic = l->is_send ? l->remote_nic : l->local_nic,
+	    .bytes = l->bytes,
+	    .chunks = l->chunks,
+	    .messages = l->messages,
+	    .owd_min_ns = l->owd_min_ns,
+	    .owd_p50_ns = l->owd_p50_ns,
+	    .owd_p99_ns = l->owd_p99_ns,
+	    .owd_max_ns = l->owd_max_ns,
+	    .tcp_rtt_us = l->tcp_rtt_us,
+	    .tcp_retrans = l->tcp_retrans,
+	    .tcp_ce = l->tcp_delivered_ce,
+	    .synchronised = l->synchronised,
+	};
+
+	return fq_db_add_lane_windows(ing->db, &w, 1);
+}
+
+static int apply_clock(struct fq_ingest *ing, const struct item *it)
+{
+	const Fabriciq__ClockReport *c = it->env->clock;
+	struct fq_db_clock_estimate rows[64];
+	size_t n = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < c->n_estimates && !rc; i++) {
+		const Fabriciq__ClockEstimate *e = c->estimates[i];
+		rows[n++] = (struct fq_db_clock_estimate){
+		    .reported_ns = it->recv_ns,
+		    .node = it->node->name,
+		    .peer_node = e->peer_node,
+		    .offset_ns = e->offset_ns,
+		    .drift_ppb = e->drift_ppb,
+		    .error_bound_ns = e->error_bound_ns,
+		    .samples = e->samples,
+		    .window_start_local_ns = e->window_start_ns,
+		    .window_end_local_ns = e->window_end_ns,
+		    .applied_offset_ns = c->applied_offset_ns,
+		    .applied_error_ns = c->applied_error_ns,
+		    .correction_epoch = c->correction_epoch,
+		};
+		if (n == 64 || i + 1 == c->n_estimates) {
+			rc = fq_db_add_clock_estimates(ing->db, rows, n);
+			n = 0;
+		}
+	}
+	return rc;
+}
+
+static int apply_link(struct fq_ingest *ing, const struct item *it)
+{
+	const Fabriciq__LinkEvent *l = it->env->link;
+	struct fq_db_link_event e = {
+	    .time_ns = l->time_ns ? l->time_ns : it->recv_ns,
+	    .detected_ns = l->detected_ns ? l->detected_ns : it->recv_ns,
+	    .node = it->node->name,
+	    .nic = l->local_nic,
+	    .remote_node = str_or_null(l->remote_node),
+	    .remote_nic = str_or_null(l->remote_nic),
+	    .state = (enum fq_db_link_state)(l->state <= 2 ? l->state : 0),
+	    .detector = *l->detector ? l->detector : "probe",
+	    .nic_level = l->nic_level,
+	};
+
+	return fq_db_add_link_events(ing->db, &e, 1);
+}
+
+static int apply_failover(struct fq_ingest *ing, const struct item *it)
+{
+	const Fabriciq__FailoverEvent *f = it->env->failover;
+	struct fq_db_failover_event e = {
+	    .time_ns = f->time_ns ? f->time_ns : it->recv_ns,
+	    .job_id = f->job_id,
+	    .step_id = f->step_id,
+	    .src_rank = f->src_rank,
+	    .dst_rank = f->dst_rank,
+	    .from_lane = f->from_lane,
+	    .to_lane = f->to_lane,
+	    .node = it->node->name,
+	    .local_nic = f->local_nic,
+	    .remote_nic = f->remote_nic,
+	    .cause = *f->cause ? f->cause : "socket-error",
+	    .detect_ns = f->detect_ns,
+	    .bytes_resent = f->bytes_resent,
+	    .duration_ns = f->duration_ns,
+	    .failback = f->failback,
+	};
+
+	return fq_db_add_failover_events(ing->db, &e, 1);
+}
+
+/* What StepStart told us, so StepEnd's upsert keeps the step's mode and counts. */
+struct step_info {
+	uint32_t uid, node_count, task_count;
+	int64_t start_ns;
+	char mode[16];
+};
+
+static int apply_step_start(struct fq_ingest *ing, const struct item *it)
+{
+	const Fabriciq__StepStart *s = it->env->step_start;
+	const char *node = *s->node ? s->node : it->node->name;
+	struct fq_db_step st = {
+	    .job_id = s->job_id,
+	    .step_id = s->step_id,
+	    .uid = s->uid,
+	    .mode = str_or_null(s->mode),
+	    .node_count = s->node_count,
+	    .task_count = s->task_count,
+	    .start_ns = s->time_ns ? s->time_ns : it->recv_ns,
+	};
+	char key[48];
+	struct fq_strmap_entry *e;
+	int rc = fq_db_upsert_step(ing->db, &st);
+
+	if (rc)
+		return rc;
+	snprintf(key, sizeof(key), "%llu.%u", (unsigned long long)s->job_id, s->step_id);
+	if (ing->steps.count < STEP_CACHE_MAX && (e = fq_strmap_upsert(&ing->steps, key))) {
+		struct step_info *si = e->value ? e->value : calloc(1, sizeof(*si));
+		if (si) {
+			si->uid = s->uid;
+			si->node_count = s->node_count;
+			si->task_count = s->task_count;
+			si->start_ns = st.start_ns;
+			snprintf(si->mode, sizeof(si->mode), "%s", st.mode ? st.mode : "monitor");
+			e->value = si;
+		}
+	}
+	for (size_t i = 0; i < s->n_ranks; i++) {
+		struct fq_db_rank r = {
+		    .job_id = s->job_id,
+		    .step_id = s->step_id,
+		    .rank = s->ranks[i]->global_rank,
+		    .local_rank = s->ranks[i]->local_rank,
+		    .node = node,
+		    .pid = s->ranks[i]->pid,
+		};
+		if ((rc = fq_db_upsert_rank(ing->db, &r)))
+			return rc;
+	}
+	return 0;
+}
+
+static int apply_step_end(struct fq_ingest *ing, const struct item *it)
+{
+	const Fabriciq__StepEnd *s = it->env->step_end;
+	char key[48];
+	struct step_info *si;
+	struct fq_db_step st = {
+	    .job_id = s->job_id,
+	    .step_id = s->step_id,
+	    .end_ns = s->time_ns ? s->time_ns : it->recv_ns,
+	    .has_exit_status = true,
+	    .exit_status = s->exit_status,
+	};
+
+	snprintf(key, sizeof(key), "%llu.%u", (unsigned long long)s->job_id, s->step_id);
+	si = fq_strmap_get(&ing->steps, key);
+	st.start_ns = si ? si->start_ns : st.end_ns;
+	if (si) {
+		st.uid = si->uid;
+		st.mode = si->mode;
+		st.node_count = si->node_count;
+		st.task_count = si->task_count;
+	}
+	return fq_db_upsert_step(ing->db, &st);
+}
+
+static int apply_hello(struct fq_ingest *ing, const struct item *it)
+{
+	const Fabriciq__AgentHello *h = it->env->hello;
+	struct fq_db_node n = {
+	    .name = h->node,
+	    .agent_version = str_or_null(h->agent_version),
+	    .boot_id = str_or_null(h->boot_id),
+	    .seen_ns = it->recv_ns,
+	};
+	int rc = fq_db_upsert_node(ing->db, &n);
+
+	for (size_t i = 0; i < h->n_nics && !rc; i++) {
+		const Fabriciq__Nic *x = h->nics[i];
+		struct fq_db_nic nic = {
+		    .node = h->node,
+		    .name = x->name,
+		    .address = str_or_null(x->address),
+		    .guid = str_or_null(x->guid),
+		    .rail = x->rail,
+		    .speed_mbps = x->speed_mbps,
+		    .kind = (enum fq_db_nic_kind)(x->kind <= 3 ? x->kind : 0),
+		    .front_end = x->front_end,
+		    .seen_ns = it->recv_ns,
+		};
+		rc = fq_db_upsert_nic(ing->db, &nic);
+	}
+	return rc;
+}
+
+static int apply_item(struct fq_ingest *ing, const struct item *it)
+{
+	switch (it->env->payload_case) {
+	case FABRICIQ__ENVELOPE__PAYLOAD_PROBE:
+		return apply_probe(ing, it);
+	case FABRICIQ__ENVELOPE__PAYLOAD_LANE:
+		return apply_lane(ing, it);
+	case FABRICIQ__ENVELOPE__PAYLOAD_CLOCK:
+		return apply_clock(ing, it);
+	case FABRICIQ__ENVELOPE__PAYLOAD_LINK:
+		return apply_link(ing, it);
+	case FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER:
+		return apply_failover(ing, it);
+	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_START:
+		return apply_step_start(ing, it);
+	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_END:
+		return apply_step_end(ing, it);
+	case FABRICIQ__ENVELOPE__PAYLOAD_HELLO:
+		return apply_hello(ing, it);
+	default:
+		return -EINVAL;
+	}
+}
+
+static void reject(struct fq_ingest *ing, const struct item *it, int rc)
+{
+	ing->st.rows_rejected++;
+	fq_log_rl(FQ_LOG_WARN, "frame seq %llu from %s refused by the database (%s): %s",
+		  (unsigned long long)it->seq, it->node->name, strerror(-rc), fq_db_error(ing->db));
+}
+
+/* Writes items to the database in one flush. A statement or row refused
+ * for its data is dropped (counted); a transient failure aborts the lot
+ * (nothing committed, *written 0) with its errno. */
+static int apply_items(struct fq_ingest *ing, const struct item *items, size_t n, bool one_by_one)
+{
+	int64_t rows;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = apply_item(ing, &items[i])) == 0)
+			continue;
+		if (fq_ingest_transient(rc)) {
+			fq_db_discard(ing->db);
+			return rc;
+		}
+		reject(ing, &items[i], rc);
+		if (one_by_one)
+			fq_db_discard(ing->db);
+	}
+	rows = fq_db_flush(ing->db);
+	if (rows >= 0) {
+		ing->st.rows_written += (uint64_t)rows;
+		return 0;
+	}
+	rc = (int)rows;
+	fq_db_discard(ing->db);
+	if (fq_ingest_transient(rc))
+		return rc;
+	if (one_by_one) {
+		reject(ing, &items[0], rc);
+		return 0;
+	}
+	/* One bad row fails the whole COPY: redo frame by frame (upserts are
+	 * idempotent), dropping only the frames the database refuses. */
+	for (size_t i = 0; i < n; i++)
+		if ((rc = apply_items(ing, &items[i], 1, true)) < 0)
+			return rc;
+	return 0;
+}
+
+/* ---- spool records -------------------------------------------------- */
+
+/* u16 node length | node | u64 seq | i64 recv_ns | packed envelope */
+static int spool_item(struct fq_ingest *ing, const struct item *it)
+{
+	size_t nl = strlen(it->node->name), el = fabriciq__envelope__get_packed_size(it->env);
+	size_t len = 2 + nl + 16 + el;
+	uint8_t *b = malloc(len);
+	uint16_t nl16 = (uint16_t)nl;
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, &nl16, 2);
+	memcpy(b + 2, it->node->name, nl);
+	memcpy(b + 2 + nl, &it->seq, 8);
+	memcpy(b + 10 + nl, &it->recv_ns, 8);
+	fabriciq__envelope__pack(it->env, b + 18 + nl);
+	rc = fq_spool_append(ing->spool, b, len);
+	free(b);
+	return rc;
+}
+
+static int unspool_item(struct fq_ingest *ing, const uint8_t *b, size_t len, struct item *it)
+{
+	uint16_t nl;
+	char name[65536];
+
+	if (len < 18)
+		return -EBADMSG;
+	memcpy(&nl, b, 2);
+	if ((size_t)nl + 18 > len)
+		return -EBADMSG;
+	memcpy(name, b + 2, nl);
+	name[nl] = '\0';
+	memcpy(&it->seq, b + 2 + nl, 8);
+	memcpy(&it->recv_ns, b + 10 + nl, 8);
+	if (!(it->node = node_get(ing, name)))
+		return -ENOMEM;
+	return fq_frame_unpack(b + 18 + nl, len - 18 - nl, &it->env);
+}
+
+/* Replays the spool into the database, chunk by chunk, for up to budget_ns. */
+static int replay(struct fq_ingest *ing, int64_t budget_ns)
+{
+	int64_t until = now_mono() + budget_ns;
+	struct item *items = calloc(REPLAY_CHUNK, sizeof(*items));
+	int rc = 0;
+
+	if (!items)
+		return -ENOMEM;
+	while (fq_spool_pending_bytes(ing->spool) && now_mono() < until) {
+		size_t n = 0, bad = 0;
+		const uint8_t *b;
+		size_t len;
+
+		while (n < REPLAY_CHUNK && (rc = fq_spool_next(ing->spool, &b, &len)) == 1) {
+			if (unspool_item(ing, b, len, &items[n]) < 0) {
+				bad++;
+				continue;
+			}
+			n++;
+		}
+		if (rc < 0 && rc != -EBADMSG)
+			break;
+		if (bad)
+			fq_warn("spool: %zu unreadable records skipped", bad);
+		rc = apply_items(ing, items, n, false);
+		if (rc == 0) {
+			for (size_t i = 0; i < n; i++)
+				if (items[i].node->seq_to_store < items[i].seq)
+					items[i].node->seq_to_store = items[i].seq;
+			seq_store(ing);
+			if ((rc = fq_spool_commit(ing->spool)) < 0)
+				fq_error("spool: committing the replay position: %s", strerror(-rc));
+			ing->st.replayed_frames += n;
+		} else {
+			fq_spool_rewind(ing->spool);
+			db_down(ing, fq_db_error(ing->db));
+		}
+		for (size_t i = 0; i < n; i++)
+			fq_frame_free(items[i].env);
+		if (rc)
+			break;
+		if (!fq_spool_pending_bytes(ing->spool))
+			fq_info("spool replayed into the database");
+	}
+	free(items);
+	return rc;
+}
+
+/* At start: the seqs of frames in the spool count as accepted. */
+static int scan_spool(struct fq_ingest *ing)
+{
+	const uint8_t *b;
+	size_t len, n = 0;
+	int rc;
+
+	while ((rc = fq_spool_next(ing->spool, &b, &len)) == 1) {
+		struct item it;
+		if (unspool_item(ing, b, len, &it) < 0)
+			continue;
+		if (it.node->accepted < it.seq)
+			it.node->accepted = it.node->durable = it.seq;
+		fq_frame_free(it.env);
+		n++;
+	}
+	fq_spool_rewind(ing->spool);
+	if (n)
+		fq_info("spool %s holds %zu frames (%llu bytes) to replay", ing->spool_dir, n,
+			(unsigned long long)fq_spool_pending_bytes(ing->spool));
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- the public side ------------------------------------------------ */
+
+int fq_ingest_create(const struct fq_ingest_config *c, const struct fq_ingest_ops *ops, void *arg,
+		     struct fq_ingest **out, char *err, size_t errlen)
+{
+	struct fq_ingest *ing = calloc(1, sizeof(*ing));
+	int rc;
+
+	*out = NULL;
+	if (!ing)
+		return -ENOMEM;
+	ing->cfg = *c;
+	ing->ops = *ops;
+	ing->arg = arg;
+	ing->conninfo = strdup(c->conninfo ? c->conninfo : "");
+	ing->spool_dir = strdup(c->spool_dir);
+	if (!ing->conninfo || !ing->spool_dir) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if ((rc = fq_spool_open(c->spool_dir, c->spool_max, &ing->spool, err, errlen)) < 0)
+		goto fail;
+	if (db_usable(ing))
+		fq_info("database connected");
+	if ((rc = scan_spool(ing)) < 0) {
+		snprintf(err, errlen, "spool %s: %s", c->spool_dir, strerror(-rc));
+		goto fail;
+	}
+	*out = ing;
+	return 0;
+
+fail:
+	fq_ingest_destroy(ing);
+	return rc;
+}
+
+static void free_items(struct item *items, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fq_frame_free(items[i].env);
+}
+
+void fq_ingest_destroy(struct fq_ingest *ing)
+{
+	if (!ing)
+		return;
+	free_items(ing->batch, ing->nbatch);
+	free(ing->batch);
+	fq_strmap_clear(&ing->nodes, node_free);
+	fq_strmap_clear(&ing->links, free);
+	fq_strmap_clear(&ing->steps, free);
+	fq_spool_close(ing->spool);
+	seq_disconnect(ing);
+	fq_db_destroy(ing->db);
+	free(ing->conninfo);
+	free(ing->spool_dir);
+	free(ing);
+}
+
+static int queue(struct fq_ingest *ing, struct node_state *n, uint64_t seq, Fabriciq__Envelope *env,
+		 int64_t now_ns)
+{
+	if (ing->nbatch == ing->capbatch) {
+		size_t cap = ing->capbatch ? ing->capbatch * 2 : 1024;
+		struct item *b = realloc(ing->batch, cap * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		ing->batch = b;
+		ing->capbatch = cap;
+	}
+	ing->batch[ing->nbatch++] = (struct item){n, seq, now_ns, env};
+	return 0;
+}
+
+int fq_ingest_hello(struct fq_ingest *ing, Fabriciq__Envelope *env, int64_t now_ns)
+{
+	const Fabriciq__AgentHello *h = env->hello;
+	struct node_state *n = node_get(ing, h->node);
+	int rc;
+
+	if (!n) {
+		fq_frame_free(env);
+		return -ENOMEM;
+	}
+	/* An agent that lost its spool starts over at 1: restart its count
+	 * rather than drop every frame as a duplicate (proto AgentHello). */
+	if (h->next_seq == 1 && n->accepted >= 1) {
+		fq_warn("agent %s restarted its frame count (next seq 1, %llu stored): dedupe restarts",
+			n->name, (unsigned long long)n->accepted);
+		n->accepted = n->durable = 0;
+		n->seq_to_store = 0;
+		n->stored = 0; /* the next store writes the new, lower seq */
+	}
+	if ((rc = queue(ing, n, 0, env, now_ns)) < 0)
+		fq_frame_free(env);
+	else
+		ing->st.frames_by_kind[FQ_INGEST_HELLO]++;
+	return rc;
+}
+
+static int kind_of(const Fabriciq__Envelope *env)
+{
+	switch (env->payload_case) {
+	case FABRICIQ__ENVELOPE__PAYLOAD_PROBE:
+		return FQ_INGEST_PROBE;
+	case FABRICIQ__ENVELOPE__PAYLOAD_CLOCK:
+		return FQ_INGEST_CLOCK;
+	case FABRICIQ__ENVELOPE__PAYLOAD_LANE:
+		return FQ_INGEST_LANE;
+	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_START:
+		return FQ_INGEST_STEP_START;
+	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_END:
+		return FQ_INGEST_STEP_END;
+	case FABRICIQ__ENVELOPE__PAYLOAD_LINK:
+		return FQ_INGEST_LINK;
+	case FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER:
+		return FQ_INGEST_FAILOVER;
+	default:
+		return -1;
+	}
+}
+
+int fq_ingest_frame(struct fq_ingest *ing, const char *node, Fabriciq__Envelope *env, int64_t now_ns,
+		    uint64_t *ack_now)
+{
+	struct node_state *n = node_get(ing, node);
+	int kind = kind_of(env);
+	int rc;
+
+	*ack_now = 0;
+	if (!n || kind < 0 || env->seq == 0) {
+		fq_frame_free(env);
+		return n ? -EINVAL : -ENOMEM;
+	}
+	if (env->seq <= n->accepted) {
+		ing->st.duplicates++;
+		if (env->seq <= n->durable)
+			*ack_now = env->seq;
+		fq_frame_free(env);
+		return 0;
+	}
+	if ((rc = queue(ing, n, env->seq, env, now_ns)) < 0) {
+		fq_frame_free(env);
+		return rc;
+	}
+	n->accepted = env->seq;
+	n->batch_max = env->seq;
+	ing->st.frames++;
+	ing->st.frames_by_kind[kind]++;
+	return 1;
+}
+
+bool fq_ingest_should_flush(const struct fq_ingest *ing)
+{
+	return ing->nbatch >= ing->cfg.max_batch_frames;
+}
+
+/* After the batch is durable (stored or spooled): acknowledge, reset. */
+static void batch_durable(struct fq_ingest *ing, bool stored)
+{
+	for (size_t i = 0; i < ing->nbatch; i++) {
+		struct node_state *n = ing->batch[i].node;
+		if (!n->batch_max)
+			continue;
+		n->durable = n->batch_max;
+		if (stored && n->seq_to_store < n->batch_max)
+			n->seq_to_store = n->batch_max;
+		n->batch_max = 0;
+		ing->ops.durable(ing->arg, n->name, n->durable);
+	}
+}
+
+/* The spool is full: forget the batch, let its agents resend it. */
+static void batch_drop(struct fq_ingest *ing)
+{
+	for (size_t i = 0; i < ing->nbatch; i++) {
+		struct node_state *n = ing->batch[i].node;
+		if (!n->batch_max)
+			continue;
+		n->accepted = n->durable;
+		n->batch_max = 0;
+		ing->ops.dropped(ing->arg, n->name);
+	}
+	ing->st.spool_full_drops += ing->nbatch;
+}
+
+static int batch_to_spool(struct fq_ingest *ing)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < ing->nbatch && !rc; i++)
+		rc = spool_item(ing, &ing->batch[i]);
+	if (!rc)
+		rc = fq_spool_sync(ing->spool);
+	if (rc) {
+		/* Nothing of this batch counts as spooled (its agents resend it). */
+		fq_spool_discard(ing->spool);
+		fq_log_rl(FQ_LOG_ERROR,
+			  "spool %s: %s: %zu frames not acknowledged, their agents will resend them",
+			  ing->spool_dir, strerror(-rc), ing->nbatch);
+		return rc;
+	}
+	ing->st.spooled_frames += ing->nbatch;
+	return 0;
+}
+
+int fq_ingest_flush(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns)
+{
+	bool usable = db_usable(ing);
+	int rc = 0;
+
+	(void)now_ns;
+	if (usable && fq_spool_pending_bytes(ing->spool)) {
+		if (replay(ing, budget_ns) < 0)
+			usable = false;
+	}
+	if (!ing->nbatch)
+		goto out;
+	ing->st.flushes++;
+	if (usable && !fq_spool_pending_bytes(ing->spool)) {
+		rc = apply_items(ing, ing->batch, ing->nbatch, false);
+		if (rc == 0) {
+			db_ok(ing);
+			batch_durable(ing, true);
+			seq_store(ing);
+			goto done;
+		}
+		ing->st.flush_failures++;
+		db_down(ing, fq_db_error(ing->db));
+	}
+	if ((rc = batch_to_spool(ing)) == 0)
+		batch_durable(ing, false);
+	else
+		batch_drop(ing);
+done:
+	free_items(ing->batch, ing->nbatch);
+	ing->nbatch = 0;
+out:
+	if (usable && !ing->down && !fq_spool_pending_bytes(ing->spool))
+		db_ok(ing);
+	return rc;
+}
+
+struct fq_db *fq_ingest_db(struct fq_ingest *ing)
+{
+	return ing->down ? NULL : ing->db;
+}
+
+void fq_ingest_db_failed(struct fq_ingest *ing, int rc, int64_t now_ns)
+{
+	(void)now_ns;
+	if (fq_ingest_transient(rc))
+		db_down(ing, fq_db_error(ing->db));
+}
+
+void fq_ingest_get_stats(const struct fq_ingest *ing, struct fq_ingest_stats *st)
+{
+	*st = ing->st;
+	st->spool_bytes = fq_spool_pending_bytes(ing->spool);
+	st->pending_frames = ing->nbatch;
+	st->db_up = ing->db && !ing->down;
+}

@@ -1,0 +1,112 @@
+/*
+ * ingest: from accepted agent frames to durable rows.
+ *
+ * Frames are queued (with the agent's seq) and made durable in batches by
+ * fq_ingest_flush: written to PostgreSQL through libfqdb (COPY writers and
+ * upserts), or, while the database is unreachable or failing, appended to
+ * the on-disk spool and fsync()ed. Only then is a frame reported durable
+ * (ops->durable), which is when the daemon acknowledges it to its agent.
+ * The spool is replayed in order when the database is back; new frames go
+ * behind it, so rows reach the database in the order they were accepted.
+ *
+ * Dedupe: per node, the highest seq accepted (queued, stored or spooled).
+ * A frame at or below it is a replay: dropped, never stored twice. The
+ * highest stored seq per node is kept in fabriciq.agent_seq
+ * (sql/004_controller.sql) and the spool, so a restart keeps dedupe.
+ *
+ * Single-threaded: call everything from the daemon's event loop thread.
+ */
+#ifndef FQ_CONTROLLER_INGEST_H
+#define FQ_CONTROLLER_INGEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/fabriciq.pb-c.h"
+
+struct fq_ingest;
+struct fq_db;
+
+struct fq_ingest_config {
+	const char *conninfo;                   /* libpq conninfo ("": PG* environment) */
+	const char *spool_dir;                  /* on-disk spool */
+	uint64_t spool_max;                     /* bytes */
+	size_t max_batch_frames;                /* fq_ingest_should_flush() beyond this */
+	int64_t backoff_min_ns, backoff_max_ns; /* database reconnect backoff */
+	bool migrate;                           /* bring the schema up to date on connect */
+};
+
+struct fq_ingest_ops {
+	/* Everything up to seq from node is durable: acknowledge it. */
+	void (*durable)(void *arg, const char *node, uint64_t seq);
+	/* Frames of node queued but not made durable were dropped (spool
+	 * full): the daemon closes its connection so the agent replays them. */
+	void (*dropped)(void *arg, const char *node);
+};
+
+struct fq_ingest_stats {
+	uint64_t frames;            /* report frames accepted (not duplicates) */
+	uint64_t frames_by_kind[8]; /* probe, clock, lane, step_start, step_end, link, failover, hello */
+	uint64_t duplicates;        /* replays dropped by dedupe */
+	uint64_t rows_written;      /* COPY rows committed */
+	uint64_t rows_rejected;     /* rows or statements refused by the database (bad data) */
+	uint64_t flushes, flush_failures;
+	uint64_t spooled_frames, replayed_frames, spool_full_drops;
+	uint64_t spool_bytes; /* not yet replayed */
+	size_t pending_frames;
+	bool db_up;
+};
+
+enum fq_ingest_kind {
+	FQ_INGEST_PROBE,
+	FQ_INGEST_CLOCK,
+	FQ_INGEST_LANE,
+	FQ_INGEST_STEP_START,
+	FQ_INGEST_STEP_END,
+	FQ_INGEST_LINK,
+	FQ_INGEST_FAILOVER,
+	FQ_INGEST_HELLO,
+};
+
+/* Opens the spool, connects (a failure to connect is not an error: the
+ * spool takes the frames), loads the per-node seqs. 0 or a negative errno
+ * with err filled. */
+int fq_ingest_create(const struct fq_ingest_config *c, const struct fq_ingest_ops *ops, void *arg,
+		     struct fq_ingest **out, char *err, size_t errlen);
+/* Frees everything; call fq_ingest_flush first (unflushed frames are not
+ * acknowledged, so the agents still hold them). */
+void fq_ingest_destroy(struct fq_ingest *ing);
+
+/* An AgentHello (ownership of env taken): queues the node and NIC upserts;
+ * if the agent restarted its count (next_seq == 1 below the stored seq),
+ * restarts the node's dedupe. */
+int fq_ingest_hello(struct fq_ingest *ing, Fabriciq__Envelope *env, int64_t now_ns);
+
+/* A report frame (ownership of env taken). Returns 1 queued, 0 a
+ * duplicate (dropped; *ack_now is set to its seq when everything up to it
+ * is durable already, else 0 and ops->durable will cover it), -EINVAL (no
+ * payload this controller stores, or seq 0). */
+int fq_ingest_frame(struct fq_ingest *ing, const char *node, Fabriciq__Envelope *env, int64_t now_ns,
+		    uint64_t *ack_now);
+
+bool fq_ingest_should_flush(const struct fq_ingest *ing);
+
+/* Makes the queued frames durable and replays the spool while the
+ * database answers (for at most budget_ns of replay). 0, or a negative
+ * errno when frames had to be dropped. */
+int fq_ingest_flush(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns);
+
+/* The connection, for the daemon's own statements (anomalies): NULL while
+ * the database is down. A failure there should be reported with
+ * fq_ingest_db_failed. */
+struct fq_db *fq_ingest_db(struct fq_ingest *ing);
+void fq_ingest_db_failed(struct fq_ingest *ing, int rc, int64_t now_ns);
+
+void fq_ingest_get_stats(const struct fq_ingest *ing, struct fq_ingest_stats *st);
+
+/* Is rc a database error that retrying later can cure (connection lost,
+ * resources), as opposed to a row the database refuses? */
+bool fq_ingest_transient(int rc);
+
+#endif /* FQ_CONTROLLER_INGEST_H */

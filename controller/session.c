@@ -1,0 +1,337 @@
+/*
+ * session: see session.h.
+ */
+#include "controller/session.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/frame.h"
+#include "common/log.h"
+#include "common/munge_cred.h"
+
+enum state {
+	AWAIT_AUTH,
+	AWAIT_HELLO,
+	READY,
+	CLOSING
+};
+
+struct fq_session {
+	struct bufferevent *bev;
+	struct event *timer; /* auth timeout, then the closing deadline */
+	struct fq_frame_decoder *dec;
+	struct fq_session_config cfg;
+	struct fq_session_ops ops;
+	void *arg, *user;
+	struct fq_session_stats *stats;
+	enum state state;
+	bool in_cb, free_pending, counted;
+	char peer[96];
+	char *node;
+	uint8_t nonce[FQ_MUNGE_NONCE_SIZE];
+};
+
+static void session_free(struct fq_session *s)
+{
+	if (s->ops.closed)
+		s->ops.closed(s->arg, s);
+	if (s->counted)
+		s->stats->connected--;
+	if (s->timer)
+		event_free(s->timer);
+	if (s->bev)
+		bufferevent_free(s->bev);
+	fq_frame_decoder_destroy(s->dec);
+	free(s->node);
+	free(s);
+}
+
+static void on_written(struct bufferevent *bev, void *arg)
+{
+	struct fq_session *s = arg;
+
+	(void)bev;
+	if (s->state == CLOSING && !s->in_cb)
+		session_free(s);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct fq_session *s = arg;
+
+	(void)fd;
+	(void)what;
+	if (s->state == CLOSING) {
+		session_free(s);
+		return;
+	}
+	if (s->state == AWAIT_AUTH) {
+		s->stats->auth_timeout++;
+		fq_warn("agent %s: no authentication within %.1f s: closing", s->peer,
+			(double)s->cfg.auth_timeout_ns / 1e9);
+		fq_session_close(s, NULL);
+	}
+}
+
+void fq_session_close(struct fq_session *s, const char *why)
+{
+	struct timeval tv = {2, 0};
+
+	if (s->state == CLOSING)
+		return;
+	if (why)
+		fq_info("agent %s%s%s: closing: %s", s->peer, s->node ? " " : "", s->node ? s->node : "",
+			why);
+	s->state = CLOSING;
+	if (s->ops.closed) {
+		s->ops.closed(s->arg, s);
+		s->ops.closed = NULL;
+	}
+	bufferevent_disable(s->bev, EV_READ);
+	/* Let queued frames (a Result) go out, but not for long. */
+	if (evbuffer_get_length(bufferevent_get_output(s->bev)) == 0) {
+		if (s->in_cb)
+			s->free_pending = true;
+		else
+			session_free(s);
+		return;
+	}
+	bufferevent_setcb(s->bev, NULL, on_written, NULL, s);
+	event_del(s->timer);
+	event_add(s->timer, &tv);
+}
+
+int fq_session_send(struct fq_session *s, const Fabriciq__Envelope *env)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	if (s->state == CLOSING)
+		return -EPIPE;
+	if (evbuffer_get_length(bufferevent_get_output(s->bev)) > s->cfg.max_output) {
+		fq_session_close(s, "agent does not read what the controller sends");
+		return -ENOBUFS;
+	}
+	if ((rc = fq_frame_encode(env, s->cfg.max_frame, &buf, &len)) < 0)
+		return rc;
+	rc = bufferevent_write(s->bev, buf, len) < 0 ? -ENOMEM : 0;
+	free(buf);
+	return rc;
+}
+
+int fq_session_ack(struct fq_session *s, uint64_t seq)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__Ack ack = FABRICIQ__ACK__INIT;
+
+	ack.seq = seq;
+	env.version = FQ_PROTOCOL_VERSION;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_ACK;
+	env.ack = &ack;
+	return fq_session_send(s, &env);
+}
+
+static void send_result(struct fq_session *s, int code, const char *msg)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__Result res = FABRICIQ__RESULT__INIT;
+
+	res.code = code;
+	res.message = (char *)msg;
+	env.version = FQ_PROTOCOL_VERSION;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_RESULT;
+	env.result = &res;
+	fq_session_send(s, &env);
+}
+
+static void on_auth(struct fq_session *s, Fabriciq__Envelope *env)
+{
+	char err[256], msg[320];
+	uid_t uid = 0;
+	int rc;
+
+	if (env->payload_case != FABRICIQ__ENVELOPE__PAYLOAD_AUTH) {
+		s->stats->auth_failed++;
+		fq_warn("agent %s: authentication refused: expected Auth, got payload %d", s->peer,
+			(int)env->payload_case);
+		send_result(s, EACCES, "authentication required: send Auth first");
+		fq_session_close(s, NULL);
+		return;
+	}
+	err[0] = '\0';
+	rc = fq_munge_decode(s->cfg.munge_socket, env->auth->credential, s->nonce, sizeof(s->nonce),
+			     s->cfg.agent_uid, &uid, NULL, err, sizeof(err));
+	if (rc < 0) {
+		s->stats->auth_failed++;
+		fq_warn("agent %s: authentication refused: %s", s->peer, err[0] ? err : strerror(-rc));
+		snprintf(msg, sizeof(msg), "authentication refused: %s", err[0] ? err : strerror(-rc));
+		send_result(s, -rc, msg);
+		fq_session_close(s, NULL);
+		return;
+	}
+	s->stats->auth_ok++;
+	s->state = AWAIT_HELLO;
+}
+
+static void on_envelope(struct fq_session *s, Fabriciq__Envelope *env)
+{
+	switch (s->state) {
+	case AWAIT_AUTH:
+		on_auth(s, env);
+		fq_frame_free(env);
+		return;
+	case AWAIT_HELLO:
+		if (env->payload_case != FABRICIQ__ENVELOPE__PAYLOAD_HELLO || !env->hello->node[0]) {
+			s->stats->frames_unexpected++;
+			send_result(s, EPROTO, "expected AgentHello with a node name");
+			fq_session_close(s, "first frame after Auth is not an AgentHello with a node name");
+			fq_frame_free(env);
+			return;
+		}
+		if (!(s->node = strdup(env->hello->node))) {
+			fq_frame_free(env);
+			fq_session_close(s, "out of memory");
+			return;
+		}
+		event_del(s->timer);
+		s->state = READY;
+		s->counted = true;
+		s->stats->connected++;
+		if (s->ops.hello(s->arg, s, env) < 0)
+			fq_session_close(s, "hello refused");
+		return;
+	case READY:
+		s->ops.frame(s->arg, s, env);
+		return;
+	case CLOSING:
+		fq_frame_free(env);
+		return;
+	}
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+	struct fq_session *s = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint8_t chunk[65536];
+	int n, rc;
+
+	s->in_cb = true;
+	while (s->state != CLOSING && (n = evbuffer_remove(in, chunk, sizeof(chunk))) > 0) {
+		Fabriciq__Envelope *env;
+		if ((rc = fq_frame_decoder_feed(s->dec, chunk, (size_t)n)) < 0 && rc != -EMSGSIZE) {
+			fq_session_close(s, strerror(-rc));
+			break;
+		}
+		while (s->state != CLOSING && (rc = fq_frame_decoder_next(s->dec, &env)) != 0) {
+			if (rc == 1) {
+				on_envelope(s, env);
+				continue;
+			}
+			if (rc == -EMSGSIZE) {
+				s->stats->frames_oversized++;
+				fq_log_rl(FQ_LOG_WARN, "agent %s: frame over the %zu-byte limit: closing",
+					  s->peer, s->cfg.max_frame);
+			} else {
+				s->stats->frames_garbage++;
+				fq_log_rl(FQ_LOG_WARN, "agent %s: undecodable frame (%s): closing", s->peer,
+					  strerror(-rc));
+			}
+			fq_session_close(s, NULL);
+			break;
+		}
+	}
+	s->in_cb = false;
+	if (s->free_pending || (s->state == CLOSING && !evbuffer_get_length(bufferevent_get_output(bev))))
+		session_free(s);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct fq_session *s = arg;
+
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		if (s->state == READY)
+			fq_info("agent %s %s: disconnected", s->peer, s->node);
+		s->state = CLOSING;
+		session_free(s);
+	}
+}
+
+struct fq_session *fq_session_create(struct event_base *base, int fd, const char *peer,
+				     const struct fq_session_config *c, const struct fq_session_ops *ops,
+				     void *arg, struct fq_session_stats *stats)
+{
+	struct fq_session *s = calloc(1, sizeof(*s));
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__Challenge ch = FABRICIQ__CHALLENGE__INIT;
+	struct timeval tv;
+
+	if (!s) {
+		evutil_closesocket(fd);
+		return NULL;
+	}
+	s->cfg = *c;
+	s->ops = *ops;
+	s->arg = arg;
+	s->stats = stats;
+	snprintf(s->peer, sizeof(s->peer), "%s", peer);
+	s->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	s->dec = fq_frame_decoder_create(c->max_frame);
+	s->timer = event_new(base, -1, 0, on_timer, s);
+	if (!s->bev) {
+		evutil_closesocket(fd);
+		goto fail;
+	}
+	if (!s->dec || !s->timer || fq_munge_nonce(s->nonce) < 0)
+		goto fail;
+	stats->connections++;
+	bufferevent_setcb(s->bev, on_read, NULL, on_event, s);
+	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+	tv.tv_sec = (time_t)(c->auth_timeout_ns / 1000000000);
+	tv.tv_usec = (suseconds_t)(c->auth_timeout_ns % 1000000000 / 1000);
+	event_add(s->timer, &tv);
+	ch.nonce.data = s->nonce;
+	ch.nonce.len = sizeof(s->nonce);
+	ch.max_frame = (uint32_t)c->max_frame;
+	env.version = FQ_PROTOCOL_VERSION;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_CHALLENGE;
+	env.challenge = &ch;
+	if (fq_session_send(s, &env) < 0)
+		goto fail;
+	return s;
+
+fail:
+	s->ops.closed = NULL;
+	session_free(s);
+	return NULL;
+}
+
+const char *fq_session_peer(const struct fq_session *s)
+{
+	return s->peer;
+}
+
+const char *fq_session_node(const struct fq_session *s)
+{
+	return s->node;
+}
+
+void fq_session_set_user(struct fq_session *s, void *user)
+{
+	s->user = user;
+}
+
+void *fq_session_user(const struct fq_session *s)
+{
+	return s->user;
+}

@@ -1,0 +1,32 @@
+/*
+ * strmap: a small string-keyed hash map (chained, grows by doubling) for
+ * the controller's per-node, per-path and per-step state.
+ */
+#ifndef FQ_CONTROLLER_STRMAP_H
+#define FQ_CONTROLLER_STRMAP_H
+
+#include <stddef.h>
+
+struct fq_strmap_entry {
+	char *key;   /* owned by the map */
+	void *value; /* owned by the caller */
+	struct fq_strmap_entry *next;
+};
+
+struct fq_strmap {
+	struct fq_strmap_entry **buckets;
+	size_t nbuckets, count;
+};
+
+/* The value stored under key, or NULL. */
+void *fq_strmap_get(const struct fq_strmap *m, const char *key);
+/* The entry for key, created (value NULL) if missing; NULL on -ENOMEM. */
+struct fq_strmap_entry *fq_strmap_upsert(struct fq_strmap *m, const char *key);
+/* Removes key; returns its value (NULL if absent). */
+void *fq_strmap_remove(struct fq_strmap *m, const char *key);
+/* Calls fn for every entry (the map must not change meanwhile). */
+void fq_strmap_each(const struct fq_strmap *m, void (*fn)(struct fq_strmap_entry *e, void *arg), void *arg);
+/* Frees the map's entries and keys, and each value with free_value (may be NULL). */
+void fq_strmap_clear(struct fq_strmap *m, void (*free_value)(void *));
+
+#endif /* FQ_CONTROLLER_STRMAP_H */

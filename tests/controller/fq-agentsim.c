@@ -1,0 +1,671 @@
+/*
+ * fq-agentsim: N simulated fabriciq agents in one process (one libevent
+ * loop), speaking the real protocol to a controller: Challenge -> Auth (a
+ * real munge credential carrying the nonce) -> AgentHello -> report frames
+ * with consecutive seqs, counting the controller's Acks, ClockCorrections
+ * and PeerAssignments.
+ *
+ * A frame's content is a pure function of (agent, seq), so a replay
+ * (--replay) resends exactly the frames already sent. Simulated agent i has
+ * the true clock offset i * 1000 ns; its ClockReports carry estimates to
+ * its ring neighbours, so the controller's corrections can be checked.
+ *
+ * Prints one summary line: agents=... sent=... acked=... and exits 0 when
+ * every agent's frames were all acknowledged (or, with --auth other than
+ * good, when the controller refused as expected).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/frame.h"
+#include "common/munge_cred.h"
+
+struct sim;
+
+struct agent {
+	struct sim *sim;
+	int idx;
+	char node[256];
+	struct bufferevent *bev;
+	struct fq_frame_decoder *dec;
+	int state; /* 0 challenge, 1 ready, 2 closed */
+	uint64_t next_seq, first_seq, acked, replay_from;
+	uint64_t sent;
+	uint64_t corrections, peers;
+	int64_t last_offset;
+	bool got_result, replaying;
+};
+
+struct sim {
+	struct event_base *base;
+	struct sockaddr_in addr;
+	const char *munge_socket, *auth, *prefix;
+	int nagents, probes, lanes, ticks_done, duration, all_kinds, evil, ttl, auth_delay_ms;
+	uint64_t start_seq, total_lanes;
+	double tick_s;
+	bool replay;
+	struct agent *agents;
+	struct event *tick_ev, *end_ev;
+	char *saved_cred;
+	int64_t t0;
+};
+
+static const char *evil_str = "o'q\"b\\s;--%_\t\n$1{,}é";
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void name_of(const struct sim *s, int idx, char *out, size_t len)
+{
+	snprintf(out, len, "%s%s%05d", s->prefix, s->evil ? evil_str : "", idx);
+}
+
+static void send_env(struct agent *a, Fabriciq__Envelope *env)
+{
+	uint8_t *buf;
+	size_t len;
+
+	env->version = FQ_PROTOCOL_VERSION;
+	if (fq_frame_encode(env, FQ_FRAME_MAX_DEFAULT, &buf, &len) == 0) {
+		bufferevent_write(a->bev, buf, len);
+		free(buf);
+	}
+}
+
+/* The frame of (agent, seq): see the header. */
+static void send_seq(struct agent *a, uint64_t seq)
+{
+	struct sim *s = a->sim;
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	char peer[256], nic[64], rnic[64];
+	int cycle = s->probes + s->lanes + 1;
+	int64_t t = s->t0 + (int64_t)seq * 1000000;
+	int pos;
+
+	env.seq = seq;
+	env.sent_ns = now_ns();
+	name_of(s, (a->idx + 1) % s->nagents, peer, sizeof(peer));
+	snprintf(nic, sizeof(nic), "%srail%d", s->evil ? evil_str : "", (int)(seq % 2));
+	snprintf(rnic, sizeof(rnic), "%srail%d", s->evil ? evil_str : "", (int)(seq % 2));
+	if (s->all_kinds && seq < 6) {
+		Fabriciq__StepStart ss = FABRICIQ__STEP_START__INIT;
+		Fabriciq__StepEnd se = FABRICIQ__STEP_END__INIT;
+		Fabriciq__LinkEvent le = FABRICIQ__LINK_EVENT__INIT;
+		Fabriciq__FailoverEvent fe = FABRICIQ__FAILOVER_EVENT__INIT;
+		Fabriciq__Rank r0 = FABRICIQ__RANK__INIT, r1 = FABRICIQ__RANK__INIT, *ranks[2] = {&r0, &r1};
+		switch (seq) {
+		case 1:
+			ss.job_id = 1000 + (uint64_t)a->idx;
+			ss.step_id = 0;
+			ss.uid = 1000;
+			ss.node = a->node;
+			r0.global_rank = 0;
+			r1.global_rank = 1;
+			r1.local_rank = 1;
+			r0.pid = 100;
+			r1.pid = 101;
+			ss.ranks = ranks;
+			ss.n_ranks = 2;
+			ss.time_ns = t;
+			ss.mode = "control";
+			ss.node_count = 1;
+			ss.task_count = 2;
+			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
+			env.step_start = &ss;
+			break;
+		case 2:
+		case 3:
+			le.local_nic = nic;
+			le.remote_node = peer;
+			le.remote_nic = rnic;
+			le.state =
+			    seq == 2 ? FABRICIQ__LINK_EVENT__STATE__DOWN : FABRICIQ__LINK_EVENT__STATE__UP;
+			le.time_ns = t;
+			le.detected_ns = t + 1000;
+			le.detector = s->evil ? (char *)evil_str : "probe";
+			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LINK;
+			env.link = &le;
+			break;
+		case 4:
+			fe.job_id = 1000 + (uint64_t)a->idx;
+			fe.from_lane = 0;
+			fe.to_lane = 1;
+			fe.local_nic = nic;
+			fe.remote_nic = rnic;
+			fe.cause = s->evil ? (char *)evil_str : "path-down";
+			fe.time_ns = t;
+			fe.detect_ns = 5000;
+			fe.bytes_resent = 4096;
+			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER;
+			env.failover = &fe;
+			break;
+		default:
+			se.job_id = 1000 + (uint64_t)a->idx;
+			se.node = a->node;
+			se.time_ns = t + 1000000000;
+			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_END;
+			env.step_end = &se;
+			break;
+		}
+		send_env(a, &env);
+		a->sent++;
+		return;
+	}
+	pos = (int)(seq % (uint64_t)cycle);
+	if (pos < s->probes) {
+		Fabriciq__ProbeReport p = FABRICIQ__PROBE_REPORT__INIT;
+		p.local_nic = nic;
+		p.remote_node = peer;
+		p.remote_nic = rnic;
+		p.window_start_ns = t - 1000000000;
+		p.window_end_ns = t;
+		p.sent = 50;
+		p.answered = 50;
+		p.owd_fwd_min_ns = 9000;
+		p.owd_fwd_p50_ns = 10000;
+		p.owd_fwd_p99_ns = 12000;
+		p.owd_fwd_max_ns = 15000;
+		p.owd_rev_min_ns = 9000;
+		p.owd_rev_p50_ns = 10000;
+		p.owd_rev_p99_ns = 12000;
+		p.owd_rev_max_ns = 15000;
+		p.rtt_p50_ns = 20000;
+		p.timestamp_kind = FABRICIQ__TIMESTAMP_KIND__TIMESTAMP_SOFTWARE;
+		p.path_up = true;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_PROBE;
+		env.probe = &p;
+		send_env(a, &env);
+	} else if (pos < s->probes + s->lanes) {
+		Fabriciq__LaneReport l = FABRICIQ__LANE_REPORT__INIT;
+		l.job_id = 1000 + (uint64_t)a->idx;
+		l.src_rank = 0;
+		l.dst_rank = 1;
+		l.lane = (uint32_t)(seq % 4);
+		l.local_nic = nic;
+		l.remote_node = peer;
+		l.remote_nic = rnic;
+		l.interval_start_ns = t - 100000000;
+		l.interval_end_ns = t;
+		l.bytes = 1000000 + seq;
+		l.chunks = 100;
+		l.messages = 10;
+		l.owd_min_ns = 8000;
+		l.owd_p50_ns = 11000;
+		l.owd_p99_ns = 14000;
+		l.owd_max_ns = 20000;
+		l.tcp_rtt_us = 30;
+		l.synchronised = true;
+		l.lane_kind = s->evil ? (char *)evil_str : "tcp";
+		l.is_send = seq % 2;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+		env.lane = &l;
+		send_env(a, &env);
+	} else {
+		Fabriciq__ClockReport c = FABRICIQ__CLOCK_REPORT__INIT;
+		Fabriciq__ClockEstimate e[2] = {FABRICIQ__CLOCK_ESTIMATE__INIT,
+						FABRICIQ__CLOCK_ESTIMATE__INIT};
+		Fabriciq__ClockEstimate *ep[2] = {&e[0], &e[1]};
+		char prev[256];
+		int nb[2] = {(a->idx + 1) % s->nagents, (a->idx + s->nagents - 1) % s->nagents};
+		name_of(s, nb[1], prev, sizeof(prev));
+		for (int k = 0; k < 2; k++) {
+			e[k].peer_node = k ? prev : peer;
+			/* peer's clock minus ours */
+			e[k].offset_ns = (int64_t)(nb[k] - a->idx) * 1000;
+			e[k].error_bound_ns = 200;
+			e[k].samples = 40;
+			e[k].window_start_ns = t - 4000000000;
+			e[k].window_end_ns = t;
+		}
+		c.estimates = ep;
+		c.n_estimates = s->nagents > 1 ? 2 : 0;
+		c.applied_offset_ns = a->last_offset;
+		c.applied_error_ns = 300;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_CLOCK;
+		env.clock = &c;
+		send_env(a, &env);
+	}
+	a->sent++;
+}
+
+static void send_auth(struct agent *a, const Fabriciq__Challenge *ch)
+{
+	struct sim *s = a->sim;
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__Auth au = FABRICIQ__AUTH__INIT;
+	char *cred = NULL, err[256];
+
+	if (!strcmp(s->auth, "none")) {
+		Fabriciq__AgentHello h = FABRICIQ__AGENT_HELLO__INIT;
+		h.node = a->node;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_HELLO;
+		env.hello = &h;
+		send_env(a, &env);
+		return;
+	}
+	if (!strcmp(s->auth, "forged")) {
+		cred = strdup("MUNGE:AwQFAACtWbMCs8Q8b3h8f3W9XUSKxwT1Vx1ZgYqUUx+vOk1yHqvLZ5Y9bFUq1qf0YcQ=:");
+	} else if (!strcmp(s->auth, "replay") && s->saved_cred) {
+		cred = strdup(s->saved_cred);
+	} else if (fq_munge_encode(s->munge_socket, ch->nonce.data, ch->nonce.len, s->ttl, &cred, err,
+				   sizeof(err)) < 0) {
+		fprintf(stderr, "fq-agentsim: munge: %s\n", err);
+		exit(1);
+	}
+	if (!strcmp(s->auth, "replay") && !s->saved_cred)
+		s->saved_cred = strdup(cred);
+	if (s->auth_delay_ms)
+		usleep((useconds_t)s->auth_delay_ms * 1000);
+	au.credential = cred;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_AUTH;
+	env.auth = &au;
+	send_env(a, &env);
+	free(cred);
+}
+
+static void send_hello(struct agent *a)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__AgentHello h = FABRICIQ__AGENT_HELLO__INIT;
+	Fabriciq__Nic n[3] = {FABRICIQ__NIC__INIT, FABRICIQ__NIC__INIT, FABRICIQ__NIC__INIT};
+	Fabriciq__Nic *np[3] = {&n[0], &n[1], &n[2]};
+	char names[3][64], addrs[3][32];
+
+	for (int i = 0; i < 3; i++) {
+		snprintf(names[i], sizeof(names[i]), "%s%s", a->sim->evil ? evil_str : "",
+			 i < 2 ? (i ? "rail1" : "rail0") : "eth0");
+		snprintf(addrs[i], sizeof(addrs[i]), "198.%d.%d.%d", 18 + (i == 2), (a->idx >> 8) + i * 40,
+			 a->idx & 255);
+		n[i].name = names[i];
+		n[i].address = addrs[i];
+		n[i].rail = (uint32_t)(i < 2 ? i : 0);
+		n[i].speed_mbps = 100000;
+		n[i].kind = FABRICIQ__NIC_KIND__NIC_ETHERNET;
+		n[i].front_end = i == 2;
+		n[i].guid = a->sim->evil ? (char *)evil_str : "";
+	}
+	h.node = a->node;
+	h.agent_version = a->sim->evil ? (char *)evil_str : "agentsim";
+	h.boot_id = a->sim->evil ? (char *)evil_str : "00000000-0000-0000-0000-000000000000";
+	h.nics = np;
+	h.n_nics = 3;
+	h.next_seq = a->replaying ? a->replay_from : a->next_seq;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_HELLO;
+	env.hello = &h;
+	send_env(a, &env);
+}
+
+static void on_env(struct agent *a, Fabriciq__Envelope *env)
+{
+	switch (env->payload_case) {
+	case FABRICIQ__ENVELOPE__PAYLOAD_CHALLENGE:
+		send_auth(a, env->challenge);
+		if (!strcmp(a->sim->auth, "good") || !strcmp(a->sim->auth, "garbage") ||
+		    !strcmp(a->sim->auth, "oversized")) {
+			send_hello(a);
+			a->state = 1;
+			if (a->replaying) {
+				/* resend everything already sent, then go on */
+				for (uint64_t q = a->replay_from; q < a->next_seq; q++)
+					send_seq(a, q);
+				a->replaying = false;
+			}
+			if (!strcmp(a->sim->auth, "garbage")) {
+				static const uint8_t junk[] = {0,    0,    0,    8,    0xff, 0xfe,
+							       0xfd, 0xfc, 0xfb, 0xfa, 0xf9, 0xf8};
+				bufferevent_write(a->bev, junk, sizeof(junk));
+			} else if (!strcmp(a->sim->auth, "oversized")) {
+				static const uint8_t big[] = {0x7f, 0xff, 0xff, 0xff, 1, 2, 3};
+				bufferevent_write(a->bev, big, sizeof(big));
+			}
+		}
+		break;
+	case FABRICIQ__ENVELOPE__PAYLOAD_ACK:
+		if (env->ack->seq > a->acked)
+			a->acked = env->ack->seq;
+		break;
+	case FABRICIQ__ENVELOPE__PAYLOAD_CORRECTION:
+		a->corrections++;
+		a->last_offset = env->correction->offset_ns;
+		break;
+	case FABRICIQ__ENVELOPE__PAYLOAD_PEERS:
+		a->peers++;
+		break;
+	case FABRICIQ__ENVELOPE__PAYLOAD_RESULT:
+		a->got_result = true;
+		printf("result: code=%d message=%s\n", env->result->code, env->result->message);
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+	struct agent *a = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint8_t chunk[65536];
+	Fabriciq__Envelope *env;
+	int n, rc;
+
+	while ((n = evbuffer_remove(in, chunk, sizeof(chunk))) > 0) {
+		fq_frame_decoder_feed(a->dec, chunk, (size_t)n);
+		while ((rc = fq_frame_decoder_next(a->dec, &env)) == 1) {
+			on_env(a, env);
+			fq_frame_free(env);
+		}
+	}
+}
+
+static void agent_connect(struct agent *a);
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		if (a->state != 2 && strcmp(a->sim->auth, "good"))
+			printf("closed: agent %d\n", a->idx);
+		bufferevent_free(a->bev);
+		a->bev = NULL;
+		a->state = 2;
+	}
+}
+
+static void agent_connect(struct agent *a)
+{
+	a->bev = bufferevent_socket_new(a->sim->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	fq_frame_decoder_destroy(a->dec);
+	a->dec = fq_frame_decoder_create(0);
+	a->state = 0;
+	bufferevent_setcb(a->bev, on_read, NULL, on_event, a);
+	bufferevent_enable(a->bev, EV_READ | EV_WRITE);
+	if (bufferevent_socket_connect(a->bev, (struct sockaddr *)&a->sim->addr, sizeof(a->sim->addr)) < 0) {
+		bufferevent_free(a->bev);
+		a->bev = NULL;
+		a->state = 2;
+	}
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct sim *s = arg;
+	int per_tick = s->probes + s->lanes + 1;
+
+	(void)fd;
+	(void)what;
+	for (int i = 0; i < s->nagents; i++) {
+		struct agent *a = &s->agents[i];
+		if (a->state != 1)
+			continue;
+		if (s->all_kinds && a->next_seq < 6) {
+			while (a->next_seq < 6)
+				send_seq(a, a->next_seq++);
+		}
+		for (int k = 0; k < per_tick; k++)
+			send_seq(a, a->next_seq++);
+	}
+	s->ticks_done++;
+}
+
+static bool all_acked(const struct sim *s)
+{
+	for (int i = 0; i < s->nagents; i++)
+		if (s->agents[i].acked + 1 < s->agents[i].next_seq)
+			return false;
+	return true;
+}
+
+static void on_end(evutil_socket_t fd, short what, void *arg)
+{
+	struct sim *s = arg;
+
+	(void)fd;
+	(void)what;
+	event_base_loopbreak(s->base);
+}
+
+static int run_phase(struct sim *s, double seconds, bool ticking, double drain_s)
+{
+	struct timeval tick = {(time_t)s->tick_s, (suseconds_t)((s->tick_s - (int)s->tick_s) * 1e6)};
+	struct timeval end = {(time_t)seconds, (suseconds_t)((seconds - (int)seconds) * 1e6)};
+	struct timeval poll = {0, 50000};
+	double waited = 0;
+
+	if (ticking) {
+		s->tick_ev = event_new(s->base, -1, EV_PERSIST, on_tick, s);
+		event_add(s->tick_ev, &tick);
+	}
+	s->end_ev = evtimer_new(s->base, on_end, s);
+	evtimer_add(s->end_ev, &end);
+	event_base_dispatch(s->base);
+	if (s->tick_ev) {
+		event_free(s->tick_ev);
+		s->tick_ev = NULL;
+	}
+	event_free(s->end_ev);
+	/* wait for the last acks */
+	while (waited < drain_s && !all_acked(s)) {
+		s->end_ev = evtimer_new(s->base, on_end, s);
+		evtimer_add(s->end_ev, &poll);
+		event_base_dispatch(s->base);
+		event_free(s->end_ev);
+		waited += 0.05;
+	}
+	return 0;
+}
+
+/* Burst mode: total_lanes lane frames per agent, as fast as the acks come back. */
+static void burst(struct sim *s)
+{
+	for (int i = 0; i < s->nagents; i++) {
+		struct agent *a = &s->agents[i];
+		if (a->state == 1)
+			for (uint64_t k = 0; k < s->total_lanes; k++)
+				send_seq(a, a->next_seq++);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"connect", required_argument, NULL, 'c'},  {"agents", required_argument, NULL, 'n'},
+	    {"duration", required_argument, NULL, 'd'}, {"probes", required_argument, NULL, 'p'},
+	    {"lanes", required_argument, NULL, 'l'},    {"munge-socket", required_argument, NULL, 'm'},
+	    {"prefix", required_argument, NULL, 'P'},   {"start-seq", required_argument, NULL, 's'},
+	    {"auth", required_argument, NULL, 'a'},     {"all-kinds", no_argument, NULL, 'k'},
+	    {"evil", no_argument, NULL, 'e'},           {"replay", no_argument, NULL, 'r'},
+	    {"ttl", required_argument, NULL, 't'},      {"auth-delay-ms", required_argument, NULL, 'D'},
+	    {"burst", required_argument, NULL, 'b'},    {"tick", required_argument, NULL, 'T'},
+	    {"drain", required_argument, NULL, 'w'},    {NULL, 0, NULL, 0},
+	};
+	struct sim s = {.nagents = 1,
+			.probes = 4,
+			.lanes = 4,
+			.duration = 3,
+			.auth = "good",
+			.prefix = "sim",
+			.start_seq = 1,
+			.tick_s = 1.0};
+	const char *connect_to = "127.0.0.1:7100";
+	double drain = 10;
+	uint64_t sent = 0, acked = 0, corrections = 0, peers = 0, complete = 0, connected = 0, results = 0;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			connect_to = optarg;
+			break;
+		case 'n':
+			s.nagents = atoi(optarg);
+			break;
+		case 'd':
+			s.duration = atoi(optarg);
+			break;
+		case 'p':
+			s.probes = atoi(optarg);
+			break;
+		case 'l':
+			s.lanes = atoi(optarg);
+			break;
+		case 'm':
+			s.munge_socket = optarg;
+			break;
+		case 'P':
+			s.prefix = optarg;
+			break;
+		case 's':
+			s.start_seq = strtoull(optarg, NULL, 10);
+			break;
+		case 'a':
+			s.auth = optarg;
+			break;
+		case 'k':
+			s.all_kinds = 1;
+			break;
+		case 'e':
+			s.evil = 1;
+			break;
+		case 'r':
+			s.replay = true;
+			break;
+		case 't':
+			s.ttl = atoi(optarg);
+			break;
+		case 'D':
+			s.auth_delay_ms = atoi(optarg);
+			break;
+		case 'b':
+			s.total_lanes = strtoull(optarg, NULL, 10);
+			break;
+		case 'T':
+			s.tick_s = atof(optarg);
+			break;
+		case 'w':
+			drain = atof(optarg);
+			break;
+		default:
+			fprintf(stderr,
+				"usage: fq-agentsim [--connect IP:PORT] [--agents N] [--duration S] "
+				"[--probes P]\n"
+				"  [--lanes L] [--munge-socket PATH] [--prefix NAME] [--start-seq S] "
+				"[--all-kinds]\n"
+				"  [--evil] [--replay] [--auth good|forged|replay|none|garbage|oversized]\n"
+				"  [--ttl S] [--auth-delay-ms MS] [--burst N] [--tick S] [--drain S]\n");
+			return 2;
+		}
+	}
+	{
+		char host[64];
+		const char *colon = strrchr(connect_to, ':');
+		if (!colon || (size_t)(colon - connect_to) >= sizeof(host) || s.nagents < 1)
+			return 2;
+		memcpy(host, connect_to, (size_t)(colon - connect_to));
+		host[colon - connect_to] = '\0';
+		s.addr.sin_family = AF_INET;
+		s.addr.sin_port = htons((uint16_t)atoi(colon + 1));
+		if (inet_pton(AF_INET, host, &s.addr.sin_addr) != 1)
+			return 2;
+	}
+	if (s.probes + s.lanes < 0)
+		return 2;
+	if (s.lanes == 0 && s.probes == 0 && s.total_lanes)
+		s.lanes = 1;
+	if (s.total_lanes) {
+		s.probes = 0;
+		if (!s.lanes)
+			s.lanes = 1;
+		s.lanes = 1000000; /* burst: every frame a lane (cycle position < lanes) */
+	}
+	s.t0 = now_ns();
+	s.base = event_base_new();
+	s.agents = calloc((size_t)s.nagents, sizeof(*s.agents));
+	for (int i = 0; i < s.nagents; i++) {
+		struct agent *a = &s.agents[i];
+		a->sim = &s;
+		a->idx = i;
+		name_of(&s, i, a->node, sizeof(a->node));
+		a->next_seq = a->first_seq = s.start_seq;
+		a->acked = s.start_seq - 1;
+		agent_connect(a);
+	}
+	if (strcmp(s.auth, "good")) {
+		/* refusal modes: one exchange, then report what happened */
+		run_phase(&s, 3, false, 0);
+		if (!strcmp(s.auth, "replay")) {
+			for (int i = 0; i < s.nagents; i++)
+				if (s.agents[i].bev) {
+					bufferevent_free(s.agents[i].bev);
+					s.agents[i].bev = NULL;
+				}
+			agent_connect(&s.agents[0]);
+			run_phase(&s, 3, false, 0);
+		}
+	} else if (s.total_lanes) {
+		run_phase(&s, 1, false, 0); /* connect and authenticate */
+		int64_t t = now_ns();
+		burst(&s);
+		run_phase(&s, 0.05, false, drain);
+		printf("burst: %.3f s\n", (double)(now_ns() - t) / 1e9);
+	} else {
+		run_phase(&s, s.duration, true, drain);
+		if (s.replay) {
+			/* break every connection and replay everything from the start */
+			for (int i = 0; i < s.nagents; i++) {
+				struct agent *a = &s.agents[i];
+				if (a->bev)
+					bufferevent_free(a->bev);
+				a->bev = NULL;
+				a->replaying = true;
+				/* From the second frame: a hello with next_seq 1 says
+				 * "lost my spool, count afresh" (proto AgentHello). */
+				a->replay_from = a->first_seq > 1 ? a->first_seq : 2;
+				a->acked = a->replay_from - 1;
+				agent_connect(a);
+			}
+			run_phase(&s, 1, false, drain);
+		}
+	}
+	for (int i = 0; i < s.nagents; i++) {
+		struct agent *a = &s.agents[i];
+		sent += a->next_seq - a->first_seq;
+		acked += a->acked + 1 - a->first_seq;
+		corrections += a->corrections;
+		peers += a->peers;
+		complete += a->acked + 1 >= a->next_seq;
+		connected += a->state == 1;
+		results += a->got_result;
+		if (a->bev)
+			bufferevent_free(a->bev);
+		fq_frame_decoder_destroy(a->dec);
+	}
+	printf("agents=%d connected=%llu sent=%llu acked=%llu complete=%llu corrections=%llu peers=%llu "
+	       "last_offset_ns[1]=%lld results=%llu\n",
+	       s.nagents, (unsigned long long)connected, (unsigned long long)sent, (unsigned long long)acked,
+	       (unsigned long long)complete, (unsigned long long)corrections, (unsigned long long)peers,
+	       (long long)(s.nagents > 1 ? s.agents[1].last_offset : 0), (unsigned long long)results);
+	free(s.agents);
+	free(s.saved_cred);
+	event_base_free(s.base);
+	if (strcmp(s.auth, "good"))
+		return results ? 0 : 1;
+	return complete == (uint64_t)s.nagents && sent > 0 ? 0 : 1;
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The fabriciq CLI over HTTP, against the real controller daemon
+# (fabriciq-controller serving controller/api.c) on a private PostgreSQL
+# holding the API fixture: the same tables as direct mode (--db), errors
+# mapped to exit codes through HTTP, hostile job ids through URL encoding.
+if [ -z "${FQ_TEST_PG:-}" ]; then
+	exec "$(dirname "$0")/../db/with-postgres.sh" "$0" "$@"
+fi
+export top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)} top_builddir=${top_builddir:-.}
+[ -f "$top_srcdir/tests/controller/ctl-lib.sh" ] ||
+	{ echo "1..0 # SKIP the controller daemon and its test helpers (branch wt-ctl) are not in this tree"; exit 0; }
+. "$top_srcdir/tests/controller/ctl-lib.sh"
+. "$top_srcdir/tests/controller/test-api-fixture.sh"
+cli=$top_builddir/controller/fabriciq
+[ -x "$cli" ] || skip_all "$cli not built"
+command -v python3 >/dev/null || skip_all "python3 not installed (JSON checks)"
+export TZ=UTC
+"$cli" --db= db migrate >/dev/null || { echo "Bail out! migrate failed"; exit 1; }
+load_fixture || { echo "Bail out! fixture failed to load"; exit 1; }
+munge_up || skip_all "private munged did not start"
+ctl_up || { echo "Bail out! the controller did not start: $(tail -3 "$CTL_LOG")"; exit 1; }
+url=http://127.0.0.1:$HTTP_PORT
+http() { "$cli" --controller "$url" "$@"; }
+direct() { "$cli" --db= "$@"; }
+json() { python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"; }
+
+# Outputs with nothing that depends on the second they are asked.
+for c in "jobs" "links" "events" "hints" "job 4242.1" "anomalies --limit 2" "links --state down"; do
+	# shellcheck disable=SC2086
+	a=$(http $c 2>&1); ra=$?
+	# shellcheck disable=SC2086
+	b=$(direct $c 2>&1)
+	is "$ra" 0 "$c over HTTP: exit 0"
+	if [ "$a" = "$b" ] && [ -n "$a" ]; then ok 0 "... the same table as direct mode"; else
+		ok 1 "... the same table as direct mode"; diff <(echo "$a") <(echo "$b") | head -10 | sed 's/^/# /'; fi
+done
+out=$(http job 4242.0)
+grep -Eq '^0->1/1  tcp   gpu01/mlx5_1  gpu02/mlx5_1  1\.10 GB +3  30\.0 us  49\.0 us +94\.0 us +2 +21$' <<<"$out"
+ok $? "job 4242.0 over HTTP: the slow lane"
+is "$(http --json job 4242.0 --bucket 3 | json 'j["steps"][0]["throughput"]["buckets"][0]["gbps"]')" 30.933 \
+	"--json over HTTP: the API's document"
+is "$(http --json status | json 'j["hints_pending"], j["database"]["ok"]')" "4 True" "status --json over HTTP"
+is "$(FABRICIQ_CONTROLLER=$url "$cli" --json clock | json 'len(j["clock"])')" 4 "FABRICIQ_CONTROLLER picks the controller"
+
+http job 4242.9 2>"$CTL_LOG.err"; is $? 3 "an unknown step over HTTP: exit 3"
+grep -q 'job 4242 has no step 9 known to fabriciq (HTTP 404)' "$CTL_LOG.err"; ok $? "... with the API's words"
+http job "4242'; drop table fabriciq.jobs; --" 2>"$CTL_LOG.err"; is $? 2 "SQL in the job id over HTTP: exit 2"
+grep -q "job must be JOB or JOB.STEP.*not '4242'; drop table fabriciq.jobs; --'" "$CTL_LOG.err"
+ok $? "... the id reached the API intact (URL-encoded on the way) and was refused"
+http job "4242 0" 2>/dev/null; is $? 2 "a space in the job id: exit 2"
+http jobs --limit 0 2>"$CTL_LOG.err"; is $? 2 "jobs --limit 0 over HTTP: exit 2"
+is "$(q 'select count(*) from fabriciq.jobs')" 1 "... the jobs table is intact"
+# Query values with '&', '+' or '%' must reach the API as they were given.
+# controller/http.c re-joins libmicrohttpd's decoded arguments without
+# encoding them again (reported to its owner): a TODO until it does.
+a=$(http --json events --since 2020-01-01T00:00:00+00:00 --node 'gpu03&limit=1' 2>/dev/null | json 'len(j["events"])' 2>/dev/null || echo refused)
+b=$(direct --json events --since 2020-01-01T00:00:00+00:00 --node 'gpu03&limit=1' 2>&1 | json 'len(j["events"])' 2>&1)
+_tap_n=$((_tap_n + 1))
+if [ "$a" = "$b" ]; then echo "ok $_tap_n - '&' and '+' in query values reach the API intact";
+else echo "not ok $_tap_n - '&' and '+' in query values reach the API intact # TODO controller/http.c re-encodes no argument (HTTP: $a, direct: $b)"; fi
+"$cli" --controller "$url/nope" status 2>/dev/null; is $? 3 "a wrong URL prefix: HTTP 404, exit 3"
+
+# The daemon's database goes away: HTTP 503, exit 1.
+runuser -u postgres -- "${FQ_PG_BINDIR:-/usr/lib/postgresql/15/bin}/pg_ctl" -D "$PGHOST/data" -m immediate -w stop >/dev/null
+http status 2>"$CTL_LOG.err"; is $? 1 "database down behind the controller: exit 1"
+grep -q 'database unavailable.*(HTTP 503)' "$CTL_LOG.err"; ok $? "... saying so" || diag "$(cat "$CTL_LOG.err")"
+ctl_down
+http --timeout 2 status 2>/dev/null; is $? 1 "controller stopped: exit 1"
+done_testing

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# The fabriciq CLI against a private PostgreSQL holding the API fixture
+# (test-api-fixture.sh), in direct mode (--db: the API in-process): tables,
+# --json, exit codes, `hints --apply` with stand-in sinfo/scontrol on PATH
+# (they record their argv and keep each node's Slurm reason in a file),
+# `db migrate`, and an unreachable controller.
+if [ -z "${FQ_TEST_PG:-}" ]; then
+	exec "$(dirname "$0")/../db/with-postgres.sh" "$0" "$@"
+fi
+src=${top_srcdir:-$(dirname "$0")/../..}
+. "$src/tests/lib/tap.sh"
+. "$src/tests/controller/test-api-fixture.sh"
+cli=${top_builddir:-.}/controller/fabriciq
+[ -x "$cli" ] || skip_all "$cli not built"
+command -v python3 >/dev/null || skip_all "python3 not installed (JSON checks)"
+cli=$(cd "$(dirname "$cli")" && pwd)/fabriciq
+export TZ=UTC
+psql() { command psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+fq() { "$cli" --db= "$@"; }
+# json EXPR: evaluates EXPR on the JSON document read from stdin (as j).
+json() { python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"; }
+tmp=$PGHOST
+
+"$cli" --help | grep -q '^Usage: fabriciq \[OPTIONS\] COMMAND'; ok $? "--help"
+for c in status nodes links jobs job events anomalies hints clock db; do
+	out=$("$cli" "$c" --help); rc=$?
+	case $out in "Usage: fabriciq [OPTIONS] $c"*) is $rc 0 "$c --help";; *) ok 1 "$c --help: $out";; esac
+done
+"$cli" >/dev/null 2>&1; is $? 2 "no command: exit 2"
+"$cli" frob 2>/dev/null; is $? 2 "unknown command: exit 2"
+"$cli" --frob status 2>/dev/null; is $? 2 "unknown option: exit 2"
+fq jobs --frob 2>/dev/null; is $? 2 "unknown command option: exit 2"
+fq jobs --open 2>/dev/null; is $? 2 "an option of another command: exit 2"
+"$cli" --timeout=-1 status 2>/dev/null; is $? 2 "bad --timeout: exit 2"
+
+v=$("$cli" --version | sed -n 's/.*(schema version \([0-9]*\))$/\1/p')
+out=$(fq db migrate); is "$out" "schema migrated to version $v ($v migrations applied)" "db migrate: fresh database"
+out=$(fq --json db migrate); is "$out" "{\"schema_version\":$v,\"applied\":0}" "db migrate --json: nothing to apply"
+load_fixture || { echo "Bail out! fixture failed to load"; exit 1; }
+
+out=$(fq status); is $? 0 "status: exit 0"
+grep -q '^anomalies      2 open, 1 critical$' <<<"$out"; ok $? "status: open anomalies"
+grep -q '^drain hints    4 pending$' <<<"$out"; ok $? "status: pending hints"
+grep -q '^clocks         no reports 1, ok 1, stale 1, unsynchronised 1$' <<<"$out"; ok $? "status: clocks"
+
+out=$(fq nodes)
+grep -Eq '^gpu04  0\.1\.0  [0-9-]{10} [0-9:]{8}  3h00m  no reports      eth0\* r0 10G, mlx5_0 r0 100G, mlx5_1 r1 100G$' <<<"$out"
+ok $? "nodes: aligned row with age and NICs" || diag "$out"
+
+out=$(fq links --state down)
+is "$(wc -l <<<"$out")" 2 "links --state down: header and one path"
+grep -Eq '^gpu03/mlx5_1  gpu04/mlx5_1  down ' <<<"$out"; ok $? "links: the down path"
+out=$(fq links)
+grep -Eq '^gpu01/mlx5_0  gpu02/mlx5_0  up .*  3  +3  +5\.0 %   5\.5 us   8\.0 us  10\.0 us$' <<<"$out"
+ok $? "links: flaps, loss and delays with units" || diag "$out"
+
+out=$(fq jobs)
+grep -Eq '^4242\.0  control  .*  running  +-  +4  +4  11\.60 GB  30\.9 Gbit/s  32\.0 Gbit/s  96\.7 %    66\.7 %   4\.0 us  +2  +1$' <<<"$out"
+ok $? "jobs: step 0 with its efficiency" || diag "$out"
+is "$(fq jobs --running | wc -l)" 2 "jobs --running: one step"
+is "$(fq --json jobs --limit 1 | json 'len(j["jobs"]), j["truncated"]')" "1 True" "jobs --json --limit 1"
+
+out=$(fq job 4242.0); is $? 0 "job 4242.0: exit 0"
+grep -q '^  moved 11.60 GB at 30.9 Gbit/s; best interval 32.0 Gbit/s (efficiency 96.7 %)$' <<<"$out"; ok $? "job: summary"
+sed -n '/^Slowest lanes/,/^$/p' <<<"$out" | sed -n 3p | grep -Eq '^0->1/1  tcp   gpu01/mlx5_1  gpu02/mlx5_1  1\.10 GB +3  30\.0 us  49\.0 us +94\.0 us +2 +21$'
+ok $? "job: the slow lane first among the slowest" || diag "$out"
+grep -Eq '^   3      0  gpu04  mlx5_0  1003$' <<<"$out"; ok $? "job: rank 3 on gpu04"
+grep -Eq '  3\.60 GB  3\.60 GB/s  28\.8 Gbit/s +8 +94\.0 us$' <<<"$out"; ok $? "job: throughput of the slow interval"
+grep -Fq '0 (gpu01), 1 (gpu02)  lane 0->1/1 p99 94 us vs job median 4 us' <<<"$out"; ok $? "job: anomaly with its ranks and nodes"
+grep -Fq "3 flaps/h: it's \"bad\" \\ ; drop table x; -- <b>&amp; é 日本" <<<"$out"; ok $? "job: a stored string shown verbatim"
+grep -Eq '  0->1   1->0   gpu01  mlx5_1 -> mlx5_1  no-progress +250\.0 ms  4\.19 MB  300\.0 ms$' <<<"$out"; ok $? "job: failover"
+grep -q '^Lanes (8 of 8)$' <<<"$out"; ok $? "job: all lanes"
+is "$(fq job 4242.0 --lanes 2 | grep -c '^Lanes (2 of 8)$')" 1 "job --lanes 2"
+is "$(fq --json job 4242.0 --bucket 3 | json 'j["steps"][0]["throughput"]["buckets"][0]["gbps"]')" 30.933 "job --bucket 3 --json"
+is "$(fq --json job 4242 | json '[s["step_id"] for s in j["steps"]]')" "[0, 1]" "job 4242: both steps"
+fq job 4242.9 2>"$tmp/err"; is $? 3 "job 4242.9: exit 3 (not found)"
+grep -q 'job 4242 has no step 9' "$tmp/err"; ok $? "... saying so"
+fq job 99 2>/dev/null; is $? 3 "unknown job: exit 3"
+fq job "4242'; drop table fabriciq.jobs; --" 2>"$tmp/err"; is $? 2 "SQL in the job id: exit 2"
+grep -q "job must be JOB or JOB.STEP" "$tmp/err"; ok $? "... the API refused it (400)"
+fq job 2>/dev/null; is $? 2 "job without an id: exit 2"
+is "$(psql -c 'select count(*) from fabriciq.jobs')" 1 "... and the jobs table is intact"
+
+out=$(fq events --since 12m)
+is "$(wc -l <<<"$out")" 3 "events --since 12m: the last flap (down, up)"
+fq events --since yesterday 2>"$tmp/err"; is $? 2 "events --since yesterday: exit 2"
+grep -q 'since must be an RFC 3339 time' "$tmp/err"; ok $? "... saying why"
+is "$(fq --json events --node gpu03 | json 'j["events"][0]["nic_level"]')" True "events --node gpu03 --json"
+
+out=$(fq anomalies --open)
+is "$(wc -l <<<"$out")" 3 "anomalies --open: two"
+grep -Eq '^ 1  lane_outlier  warning .* open +gpu01/mlx5_1 -> gpu02/mlx5_1  4242\.0 \(0,1\)  lane 0->1/1' <<<"$out"
+ok $? "anomalies: job and ranks" || diag "$out"
+psql -c "insert into fabriciq.anomalies (kind, severity, start_time, summary) values
+	('path_delay', 'info', now() - interval '1 day', E'esc \033[31mred\033[0m')"
+fq anomalies | grep -q 'esc ?\[31mred?\[0m$'; ok $? "anomalies: terminal escapes in stored strings are neutralised"
+is "$(fq --json anomalies | json 'j["anomalies"][3]["summary"]')" "$(printf 'esc \033[31mred\033[0m')" "... --json keeps them verbatim"
+
+out=$(fq clock)
+grep -Eq '^gpu03  unsynchronised  .*  50\.0 us +30\.0 us +0 +1 +40\.0 us$' <<<"$out"; ok $? "clock: an unsynchronised node" || diag "$out"
+
+# hints and --apply, with stand-in sinfo/scontrol.
+out=$(fq hints)
+grep -Fq 'scontrol update NodeName=gpu03 State=DRAIN Reason="fabriciq: link_down on mlx5_1"' <<<"$out"; ok $? "hints: the drain command"
+grep -Eq '^ 5  .*gpu0\$\(reboot\)  drain .* refused: bad node name$' <<<"$out"; ok $? "hints: a bad node name is refused"
+fake=$tmp/fakebin
+mkdir -p "$fake" "$tmp/slurm"
+cat >"$fake/sinfo" <<'SH'
+#!/bin/sh
+# sinfo -h -N -n NODE -o %E
+f=$FQ_FAKE_SLURM/reason.$4
+[ -f "$f" ] || exit 0
+cat "$f"
+SH
+cat >"$fake/scontrol" <<'SH'
+#!/bin/sh
+printf '%s|' "$@" >>"$FQ_FAKE_SLURM/scontrol.log"; echo >>"$FQ_FAKE_SLURM/scontrol.log"
+node=${2#NodeName=}
+[ -f "$FQ_FAKE_SLURM/fail.$node" ] && { echo "scontrol: error: Invalid node state" >&2; exit 1; }
+case $3 in
+State=DRAIN) printf '%s\n' "${4#Reason=}" >"$FQ_FAKE_SLURM/reason.$node";;
+State=RESUME) echo none >"$FQ_FAKE_SLURM/reason.$node";;
+esac
+SH
+chmod +x "$fake/sinfo" "$fake/scontrol"
+export FQ_FAKE_SLURM=$tmp/slurm PATH=$fake:$PATH
+for n in 1 2 3 4; do echo none >"$tmp/slurm/reason.gpu0$n"; done
+echo "maintenance by admin" >"$tmp/slurm/reason.gpu01"
+pending() { psql -c "select string_agg(id::text, ',' order by id) from fabriciq.drain_hints where applied_at is null"; }
+
+out=$(fq hints --apply --dry-run); is $? 0 "hints --apply --dry-run: exit 0"
+grep -q '^dry run: 1 applied, 3 skipped, 0 failed$' <<<"$out"; ok $? "... would drain gpu03 only" || diag "$out"
+[ ! -e "$tmp/slurm/scontrol.log" ]; ok $? "... ran no scontrol"
+is "$(pending)" "1,2,3,5" "... recorded nothing"
+
+out=$(fq hints --apply); is $? 0 "hints --apply: exit 0"
+is "$(cat "$tmp/slurm/scontrol.log")" "update|NodeName=gpu03|State=DRAIN|Reason=fabriciq: link_down on mlx5_1|" \
+	"... ran exactly one scontrol, with the exact argv (no shell)"
+is "$(cat "$tmp/slurm/reason.gpu03")" "fabriciq: link_down on mlx5_1" "... gpu03 drained with fabriciq's reason"
+grep -q "^hint 3 (resume gpu01): skipped: the node's reason is not fabriciq's ('maintenance by admin'): not resumed$" <<<"$out"
+ok $? "... an administrator's drain is not resumed" || diag "$out"
+grep -q '^hint 2 (drain gpu01): recorded: superseded' <<<"$out"; ok $? "... the superseded drain recorded"
+grep -q '^hint 5 (drain gpu0$(reboot)): skipped: node name has characters' <<<"$out"; ok $? "... the bad node name skipped"
+is "$(pending)" "3,5" "... gpu03's drain and the superseded one recorded, the others pending"
+
+echo "fabriciq: flapping mlx5_0" >"$tmp/slurm/reason.gpu01"
+out=$(fq --json hints --apply); is $? 0 "hints --apply again, after the node was drained by fabriciq"
+is "$(tail -1 "$tmp/slurm/scontrol.log")" "update|NodeName=gpu01|State=RESUME|" "... resumes it"
+is "$(json '[(r["id"], r["outcome"]) for r in j["results"]], j["applied"]' <<<"$out")" \
+	"[(3, 'applied'), (5, 'skipped')] 1" "... --json reports each hint"
+is "$(pending)" "5" "... recorded"
+
+psql -c "insert into fabriciq.drain_hints (node, action, reason, created_at) values ('gpu02', 'drain', 'x', now()), ('gpu04', 'resume', 'y', now())"
+echo "fabriciq: old" >"$tmp/slurm/reason.gpu02"
+touch "$tmp/slurm/fail.gpu02"
+out=$(fq hints --apply 2>"$tmp/err"); is $? 1 "a failing scontrol: exit 1"
+grep -q '^hint 6 (drain gpu02): failed: scontrol update NodeName=gpu02 State=DRAIN Reason="fabriciq: x" exited with 1$' <<<"$out"
+ok $? "... saying which command failed" || diag "$out"
+grep -q '^hint 7 (resume gpu04): recorded: the node is not drained' <<<"$out"; ok $? "... a moot resume is recorded"
+is "$(pending)" "5,6" "... the failed hint stays pending"
+
+# The HTTP client, where no controller listens.
+"$cli" --controller http://127.0.0.1:1 status 2>"$tmp/err"; is $? 1 "no controller: exit 1"
+grep -q 'controller http://127.0.0.1:1: cannot connect to 127.0.0.1 port 1: Connection refused' "$tmp/err"; ok $? "... saying why"
+FABRICIQ_CONTROLLER=ftp://x "$cli" status 2>"$tmp/err"; is $? 1 "FABRICIQ_CONTROLLER with a bad URL: exit 1"
+grep -q "bad controller URL 'ftp://x'" "$tmp/err"; ok $? "... saying so"
+"$cli" --db "host=$PGHOST/nonexistent" status 2>"$tmp/err"; is $? 1 "--db with no server: exit 1"
+done_testing
