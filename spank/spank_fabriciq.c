@@ -77,6 +77,10 @@ static int opt_cb(int val, const char *optarg, int remote)
 
 	(void)val;
 	(void)remote;
+	/* Slurm 22.05's salloc/sbatch pass a bare option on to the job's
+	 * steps as the text "(null)" (SLURM_SPANK__SLURM_SPANK_OPTION_...). */
+	if (optarg && !strcmp(optarg, "(null)"))
+		optarg = NULL;
 	m = fq_spank_mode_parse(optarg, g.conf.bare_mode);
 	if (m == FQ_MODE_UNSET) {
 		slurm_error("fabriciq: --fabriciq=%s: unknown mode (use monitor, control or off)", optarg);
@@ -270,9 +274,17 @@ static int step_identity(spank_t sp)
 		return -1;
 	}
 	g.uid = (uint32_t)uid;
-	if (get_env(sp, "SLURMD_NODENAME", g.node, sizeof(g.node)) < 0 &&
-	    gethostname(g.node, sizeof(g.node) - 1) < 0)
+	/* The batch step reports no node or task count of its own. */
+	if (g.step == SLURM_BATCH_SCRIPT) {
+		g.nnodes = 1;
+		g.ntasks = g.nlocal;
+	}
+	/* Not SLURMD_NODENAME from the job's environment: a step inside a
+	 * batch job inherits the batch host's. Slurm names nodes by their
+	 * short host name unless told otherwise (see the man page). */
+	if (gethostname(g.node, sizeof(g.node) - 1) < 0)
 		snprintf(g.node, sizeof(g.node), "unknown");
+	g.node[strcspn(g.node, ".")] = 0;
 	return 0;
 }
 
@@ -303,7 +315,6 @@ static int remote_post_opt(spank_t sp)
 			 "fabriciq: %s: no agent at %s (%s); job %u step %s %s", g.node, g.step_socket,
 			 strerror(-rc), g.job, id,
 			 g.conf.required ? "fails (required=yes)" : "runs without fabriciq");
-		slurm_error("%s", g.agent_err);
 		return g.conf.required ? -1 : 0;
 	}
 	g.ranks = calloc(g.nlocal ? g.nlocal : 1, sizeof(*g.ranks));
@@ -337,6 +348,19 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **argv)
 	}
 }
 
+/* Before the tasks fork, after slurmstepd has connected its own stderr to
+ * the step's: the one place where a line reaches the user's stderr (and
+ * the slurmd log) once per node. */
+int slurm_spank_user_init(spank_t sp, int ac, char **argv)
+{
+	(void)sp;
+	(void)ac;
+	(void)argv;
+	if (g.agent_down)
+		slurm_error("%s", g.agent_err);
+	return 0;
+}
+
 /* In each task, before exec: its ranks; or, with required=yes and no
  * agent, the end of the task with the reason on its stderr. */
 int slurm_spank_task_init(spank_t sp, int ac, char **argv)
@@ -347,10 +371,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **argv)
 
 	(void)ac;
 	(void)argv;
-	if (g.agent_down && g.conf.required) {
-		slurm_error("%s", g.agent_err);
+	/* required=yes and no agent: end the task before it execs (an
+	 * optional plugin's -1 is ignored by Slurm); user_init said why. */
+	if (g.agent_down && g.conf.required)
 		_exit(1);
-	}
 	if (!g.active)
 		return 0;
 	if (spank_get_item(sp, S_TASK_ID, &local) != ESPANK_SUCCESS ||
