@@ -34,14 +34,14 @@ enum fq_path_state {
 };
 
 struct fq_path_entry {
-	char local_nic[16];    /* NUL-terminated */
-	char remote_node[64];  /* NUL-terminated */
-	char remote_nic[16];   /* NUL-terminated */
-	uint32_t remote_ipv4;  /* network byte order */
-	uint32_t state;        /* enum fq_path_state */
-	int64_t changed_ns;    /* local raw clock of the last transition */
-	int64_t owd_p50_ns;    /* forward one-way delay, last window; 0: unknown */
-	int64_t rtt_p50_ns;    /* last window; 0: unknown */
+	char local_nic[16];   /* NUL-terminated */
+	char remote_node[64]; /* NUL-terminated */
+	char remote_nic[16];  /* NUL-terminated */
+	uint32_t remote_ipv4; /* network byte order */
+	uint32_t state;       /* enum fq_path_state */
+	int64_t changed_ns;   /* local raw clock of the last transition */
+	int64_t owd_p50_ns;   /* forward one-way delay, last window; 0: unknown */
+	int64_t rtt_p50_ns;   /* last window; 0: unknown */
 };
 
 _Static_assert(sizeof(struct fq_path_entry) == 128, "path page entry is 128 bytes");

@@ -4,73 +4,83 @@
  * peers on every back-end NIC, and writes its state each report interval to
  * a JSON status file (atomically), which `fabriciq-agent --status` prints.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
-#include "slurmd-agent/prober.h"
+#include "slurmd-agent/agent.h"
 
 #define AGENT_VERSION PACKAGE_VERSION
 
-struct agent_config {
-	char *node;
-	char *nics;
-	char *peers;
-	uint64_t port;
-	uint64_t probe_interval, guard, window, bucket, down_after, report_interval;
-	char *status_file;
-	int log_level;
-};
-
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 
+#define OPT(name, type, field, def, lo, hi, choices, help)                                                   \
+	{                                                                                                    \
+		name, type, offsetof(struct agent_config, field), def, lo, hi, choices, help                 \
+	}
+
 static const struct fq_cfg_option agent_options[] = {
-    {"node", FQ_CFG_STRING, offsetof(struct agent_config, node), NULL, 0, 0, NULL,
-     "this node's name (default: the host name)"},
-    {"nics", FQ_CFG_STRING, offsetof(struct agent_config, nics), NULL, 0, 0, NULL,
-     "back-end NICs to probe from, comma-separated (e.g. rail0,rail1)"},
-    {"peers", FQ_CFG_STRING, offsetof(struct agent_config, peers), "", 0, 0, NULL,
-     "static peers, comma-separated NODE:NIC@IPV4 (probed from the local NIC of the same name)"},
-    {"port", FQ_CFG_UINT, offsetof(struct agent_config, port), "7101", 1, 65535, NULL, "UDP probe port"},
-    {"probe_interval", FQ_CFG_DURATION, offsetof(struct agent_config, probe_interval), "20ms", 1e6, 10e9,
-     NULL, "time between probe pairs on one path"},
-    {"guard", FQ_CFG_DURATION, offsetof(struct agent_config, guard), "4us", 0, 1e9, NULL,
-     "a probe pair counts for clock estimation only if its receive gap is within this of its send gap"},
-    {"window", FQ_CFG_DURATION, offsetof(struct agent_config, window), "4s", 0.5e9, 600e9, NULL,
-     "sliding window of the clock fit"},
-    {"bucket", FQ_CFG_DURATION, offsetof(struct agent_config, bucket), "250ms", 10e6, 60e9, NULL,
-     "lower-envelope resolution of the clock fit (window/bucket <= 256)"},
-    {"down_after", FQ_CFG_DURATION, offsetof(struct agent_config, down_after), "250ms", 10e6, 60e9, NULL,
-     "a path with no answer for this long is DOWN"},
-    {"report_interval", FQ_CFG_DURATION, offsetof(struct agent_config, report_interval), "1s", 100e6, 3600e9,
-     NULL, "report window (status file, controller reports)"},
-    {"status_file", FQ_CFG_STRING, offsetof(struct agent_config, status_file),
-     "/run/fabriciq/agent-status.json", 0, 0, NULL, "where the agent writes its state each report window"},
-    {"log_level", FQ_CFG_ENUM, offsetof(struct agent_config, log_level), "info", 0, 0, log_levels,
-     "error, warn, info or debug"},
+    OPT("node", FQ_CFG_STRING, node, NULL, 0, 0, NULL, "this node's name (default: the host name)"),
+    OPT("nics", FQ_CFG_STRING, nics, NULL, 0, 0, NULL,
+	"back-end NICs to probe from, comma-separated, rail order (e.g. rail0,rail1)"),
+    OPT("peers", FQ_CFG_STRING, peers, "", 0, 0, NULL,
+	"static peers, comma-separated NODE:NIC@IPV4 (probed from the local NIC of the same name), "
+	"in addition to those the controller assigns"),
+    OPT("port", FQ_CFG_UINT, port, "7101", 1, 65535, NULL, "UDP probe port"),
+    OPT("probe_interval", FQ_CFG_DURATION, probe_interval, "20ms", 1e6, 10e9, NULL,
+	"time between probe pairs on one path"),
+    OPT("guard", FQ_CFG_DURATION, guard, "4us", 0, 1e9, NULL,
+	"a probe pair counts for clock estimation only if its receive gap is within this of its send gap"),
+    OPT("window", FQ_CFG_DURATION, window, "4s", 0.5e9, 600e9, NULL, "sliding window of the clock fit"),
+    OPT("bucket", FQ_CFG_DURATION, bucket, "250ms", 10e6, 60e9, NULL,
+	"lower-envelope resolution of the clock fit (window/bucket <= 256)"),
+    OPT("down_after", FQ_CFG_DURATION, down_after, "250ms", 10e6, 60e9, NULL,
+	"a path with no answer for this long is DOWN"),
+    OPT("report_interval", FQ_CFG_DURATION, report_interval, "1s", 100e6, 3600e9, NULL,
+	"report window (status file, controller reports)"),
+    OPT("status_file", FQ_CFG_STRING, status_file, "/run/fabriciq/agent-status.json", 0, 0, NULL,
+	"where the agent writes its state each report window"),
+    OPT("log_level", FQ_CFG_ENUM, log_level, "info", 0, 0, log_levels, "error, warn, info or debug"),
+    OPT("controller", FQ_CFG_STRING, controller, "", 0, 0, NULL,
+	"the controller, HOST[:PORT] (port 7100); empty: run without one"),
+    OPT("munge_socket", FQ_CFG_STRING, munge_socket, "", 0, 0, NULL,
+	"munged's socket for the controller credential (empty: munge's default)"),
+    OPT("reference", FQ_CFG_STRING, reference, "", 0, 0, NULL,
+	"the reference host of the global timeline without a controller (default: the first node name, "
+	"in byte order, among this node and its peers)"),
+    OPT("run_dir", FQ_CFG_STRING, run_dir, "/run/fabriciq", 0, 0, NULL,
+	"directory of the sockets and pages below, when they are not set"),
+    OPT("step_socket", FQ_CFG_STRING, step_socket, "", 0, 0, NULL,
+	"root-only socket of the SPANK plugin (default RUN_DIR/agent-step.sock)"),
+    OPT("telemetry_socket", FQ_CFG_STRING, telemetry_socket, "", 0, 0, NULL,
+	"socket of the NCCL plugin's telemetry (default RUN_DIR/agent-telemetry.sock)"),
+    OPT("clock_page", FQ_CFG_STRING, clock_page, "", 0, 0, NULL, "clock page (default RUN_DIR/clock)"),
+    OPT("path_page", FQ_CFG_STRING, path_page, "", 0, 0, NULL, "path-health page (default RUN_DIR/paths)"),
+    OPT("spool_dir", FQ_CFG_STRING, spool_dir, "/var/spool/fabriciq/agent", 0, 0, NULL,
+	"frames wait here until the controller acknowledges them"),
+    OPT("spool_max", FQ_CFG_SIZE, spool_max, "256MiB", 1 << 20, 1e12, NULL,
+	"spool bound; beyond it the oldest probe reports are dropped first (counted)"),
+    OPT("publish_interval", FQ_CFG_DURATION, publish_interval, "100ms", 10e6, 1e9, NULL,
+	"clock page and path page publication period"),
+    OPT("max_slew", FQ_CFG_UINT, max_slew, "500000", 1000, 100000000, NULL,
+	"largest rate change of the published global time, in ppb (never stepped back)"),
     {NULL, 0, 0, NULL, 0, 0, NULL, NULL},
 };
 
 static const struct fq_cfg_schema agent_schema = {"agent", agent_options};
-
-struct agent {
-	struct agent_config cfg;
-	struct event_base *base;
-	struct fq_prober *prober;
-	struct event *report_ev, *sigterm_ev, *sigint_ev;
-	struct json_object *events; /* the last link events */
-	int64_t started_raw;
-};
 
 static void usage(FILE *out)
 {
@@ -92,32 +102,85 @@ static void usage(FILE *out)
 	fq_cfg_print_help(&agent_schema, out);
 }
 
-static void on_link_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic,
-			  int up, int64_t since_real, int64_t detected_real)
+static struct json_object *owd_json(const struct fq_owd_stats *o)
 {
-	struct agent *a = arg;
-	struct json_object *e = json_object_new_object();
+	struct json_object *j;
 
-	if (up)
-		fq_warn("path %s -> %s:%s is UP", local_nic, peer_node, peer_nic);
-	else
-		fq_warn("path %s -> %s:%s is DOWN (silent for %.1f ms)", local_nic, peer_node, peer_nic,
-			(double)(detected_real - since_real) / 1e6);
-	json_object_object_add(e, "local_nic", json_object_new_string(local_nic));
-	json_object_object_add(e, "peer_node", json_object_new_string(peer_node));
-	json_object_object_add(e, "peer_nic", json_object_new_string(peer_nic));
-	json_object_object_add(e, "state", json_object_new_string(up ? "up" : "down"));
-	json_object_object_add(e, "since_realtime_ns", json_object_new_int64(since_real));
-	json_object_object_add(e, "detected_realtime_ns", json_object_new_int64(detected_real));
-	json_object_array_add(a->events, e);
-	if (json_object_array_length(a->events) > 256)
-		json_object_array_del_idx(a->events, 0, 1);
+	if (!o->n)
+		return NULL;
+	j = json_object_new_object();
+	json_object_object_add(j, "min", json_object_new_int64(o->min));
+	json_object_object_add(j, "p50", json_object_new_int64(o->p50));
+	json_object_object_add(j, "p99", json_object_new_int64(o->p99));
+	json_object_object_add(j, "max", json_object_new_int64(o->max));
+	return j;
+}
+
+static struct json_object *path_json(const struct fq_path_report *r)
+{
+	struct json_object *o = json_object_new_object(), *c;
+
+	json_object_object_add(o, "local_nic", json_object_new_string(r->local_nic));
+	json_object_object_add(o, "peer_node", json_object_new_string(r->peer_node));
+	json_object_object_add(o, "peer_nic", json_object_new_string(r->peer_nic));
+	json_object_object_add(o, "peer_addr", json_object_new_string(r->peer_addr));
+	json_object_object_add(o, "state", json_object_new_string(r->up ? "up" : "down"));
+	json_object_object_add(o, "flaps_last_hour", json_object_new_int((int)r->flaps_last_hour));
+	json_object_object_add(o, "flaps_total", json_object_new_uint64(r->flaps_total));
+	json_object_object_add(o, "sent", json_object_new_uint64(r->sent));
+	json_object_object_add(o, "answered", json_object_new_uint64(r->answered));
+	json_object_object_add(o, "lost", json_object_new_uint64(r->lost));
+	json_object_object_add(o, "pure_fwd", json_object_new_uint64(r->pure_fwd));
+	json_object_object_add(o, "pure_rev", json_object_new_uint64(r->pure_rev));
+	json_object_object_add(o, "owd_fwd_ns", owd_json(&r->fwd));
+	json_object_object_add(o, "owd_rev_ns", owd_json(&r->rev));
+	json_object_object_add(o, "rtt_ns", owd_json(&r->rtt));
+	json_object_object_add(o, "synchronised", json_object_new_boolean(r->synchronised));
+	if (r->synchronised) {
+		c = json_object_new_object();
+		json_object_object_add(c, "offset_ns", json_object_new_int64(r->est.offset_ns));
+		json_object_object_add(c, "drift_ppb", json_object_new_double(r->est.drift_ppb));
+		json_object_object_add(c, "bound_ns", json_object_new_int64(r->est.bound_ns));
+		json_object_object_add(c, "residual_ns", json_object_new_int64(r->est.residual_ns));
+		json_object_object_add(c, "buckets", json_object_new_int((int)r->est.buckets));
+		json_object_object_add(c, "held", json_object_new_boolean(r->held));
+		json_object_object_add(o, "clock", c);
+	}
+	return o;
+}
+
+/*
+ * Probe overhead of one NIC, on the wire: per path and probe interval a
+ * pair costs 2 requests + 2 responses + 1 follow-up, each a 64-byte UDP
+ * payload in 126 bytes of Ethernet (IP, UDP, Ethernet header, FCS,
+ * preamble and inter-frame gap), counted in both directions.
+ */
+static struct json_object *nic_json(const struct agent *a, const struct agent_nic *n)
+{
+	struct json_object *o = json_object_new_object();
+	unsigned paths = 0;
+	double bps;
+
+	for (size_t i = 0; i < a->n_paths; i++)
+		paths += strcmp(a->paths[i].local_nic, n->name) == 0;
+	bps = (double)paths * 5 * 126 * 8 * 1e9 / (double)a->cfg.probe_interval;
+	json_object_object_add(o, "name", json_object_new_string(n->name));
+	json_object_object_add(o, "address", json_object_new_string(n->address));
+	json_object_object_add(o, "rail", json_object_new_int((int)n->rail));
+	json_object_object_add(o, "speed_mbps", json_object_new_uint64(n->speed_mbps));
+	json_object_object_add(o, "paths", json_object_new_int((int)paths));
+	json_object_object_add(o, "state", json_object_new_string(n->all_down ? "down" : "up"));
+	json_object_object_add(o, "probe_bits_per_s", json_object_new_double(bps));
+	if (n->speed_mbps)
+		json_object_object_add(o, "probe_overhead_pct",
+				       json_object_new_double(100.0 * bps / ((double)n->speed_mbps * 1e6)));
+	return o;
 }
 
 /* Write the status file atomically: readers never see half a file. */
 static void write_status(struct agent *a)
 {
-	struct json_object *st = json_object_new_object();
+	struct json_object *st = json_object_new_object(), *paths = json_object_new_array(), *clk, *nics;
 	char tmp[4096];
 	const char *text;
 	FILE *f;
@@ -130,8 +193,37 @@ static void write_status(struct agent *a)
 			       json_object_new_double((double)(fq_now_ns() - a->started_raw) / 1e9));
 	json_object_object_add(st, "probe_interval_ns",
 			       json_object_new_int64((int64_t)a->cfg.probe_interval));
-	json_object_object_add(st, "paths", fq_prober_report(a->prober));
+	for (size_t i = 0; i < a->n_paths; i++)
+		json_object_array_add(paths, path_json(&a->paths[i]));
+	json_object_object_add(st, "paths", paths);
+	nics = json_object_new_array();
+	for (unsigned i = 0; i < a->n_nics; i++)
+		json_object_array_add(nics, nic_json(a, &a->nics[i]));
+	json_object_object_add(st, "nics", nics);
+	clk = json_object_new_object();
+	json_object_object_add(clk, "source", json_object_new_string(a->time_source));
+	json_object_object_add(clk, "reference", json_object_new_string(a->reference));
+	json_object_object_add(clk, "published", json_object_new_boolean(a->timeline.published));
+	if (a->timeline.published) {
+		int64_t now = fq_now_ns();
+		json_object_object_add(clk, "global_minus_local_ns",
+				       json_object_new_int64(agent_global(a, now) - now));
+		json_object_object_add(clk, "error_ns",
+				       json_object_new_int64(a->timeline.pub.error_bound_ns));
+		json_object_object_add(clk, "rate_ppb", json_object_new_int64(a->timeline.pub.drift_ppb));
+		json_object_object_add(clk, "forward_steps", json_object_new_uint64(a->timeline.steps));
+	}
+	json_object_object_add(clk, "correction_epoch",
+			       json_object_new_uint64(a->have_correction ? a->corr.epoch : 0));
+	json_object_object_add(st, "global_time", clk);
 	json_object_object_add(st, "counters", fq_prober_counters(a->prober));
+	json_object_object_add(st, "steps", fq_steps_json(a->steps));
+	json_object_object_add(st, "local_sockets", fq_local_counters(a->local));
+	if (a->uplink) {
+		json_object_object_add(st, "uplink", fq_uplink_counters(a->uplink));
+		json_object_object_add(st, "spool", fq_spool_counters(a->spool));
+	}
+	json_object_object_add(st, "lanes_forwarded", json_object_new_uint64(a->lanes_forwarded));
 	json_object_object_add(st, "events", json_object_get(a->events));
 	text = json_object_to_json_string_ext(st, JSON_C_TO_STRING_PRETTY);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", a->cfg.status_file);
@@ -146,7 +238,15 @@ static void on_report(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
+	agent_report_window(arg);
 	write_status(arg);
+}
+
+static void on_publish(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	agent_publish(arg);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -192,6 +292,34 @@ static int add_peers(struct agent *a)
 	return rc;
 }
 
+/* The NIC's first IPv4 address and its speed (sysfs; 0 when unknown). */
+static void nic_info(struct agent_nic *n)
+{
+	struct ifaddrs *ifa = NULL;
+	char path[128];
+	FILE *f;
+	long speed = 0;
+
+	if (getifaddrs(&ifa) == 0) {
+		for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+			    strcmp(i->ifa_name, n->name) == 0) {
+				inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, n->address,
+					  sizeof(n->address));
+				break;
+			}
+		freeifaddrs(ifa);
+	}
+	snprintf(path, sizeof(path), "/sys/class/net/%s/speed", n->name);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%ld", &speed) != 1 || speed < 0)
+			speed = 0;
+		fclose(f);
+	}
+	n->speed_mbps = (uint64_t)speed;
+}
+
 static int add_nics(struct agent *a)
 {
 	char *list = strdup(a->cfg.nics), *save = NULL;
@@ -199,10 +327,97 @@ static int add_nics(struct agent *a)
 
 	if (!list)
 		return -ENOMEM;
-	for (char *tok = strtok_r(list, ", \t", &save); tok && rc == 0; tok = strtok_r(NULL, ", \t", &save))
+	for (char *tok = strtok_r(list, ", \t", &save); tok && rc == 0; tok = strtok_r(NULL, ", \t", &save)) {
+		struct agent_nic *n;
+
+		if (a->n_nics == AGENT_MAX_NICS || strlen(tok) >= sizeof(n->name)) {
+			fq_error("agent.nics: '%s': at most %d NICs of at most %zu characters", tok,
+				 AGENT_MAX_NICS, sizeof(n->name) - 1);
+			rc = -EINVAL;
+			break;
+		}
 		rc = fq_prober_add_nic(a->prober, tok);
+		if (rc < 0)
+			break;
+		n = &a->nics[a->n_nics];
+		snprintf(n->name, sizeof(n->name), "%s", tok);
+		n->rail = a->n_nics++;
+		nic_info(n);
+	}
 	free(list);
 	return rc;
+}
+
+static void read_boot_id(struct agent *a)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	if (!f || !fgets(a->boot_id, sizeof(a->boot_id), f))
+		a->boot_id[0] = '\0';
+	if (f)
+		fclose(f);
+	a->boot_id[strcspn(a->boot_id, "\n")] = '\0';
+}
+
+/* RUN_DIR/NAME unless the setting gives the path. */
+static int derive_path(char *out, size_t len, const char *set, const char *run_dir, const char *name)
+{
+	int n = *set ? snprintf(out, len, "%s", set) : snprintf(out, len, "%s/%s", run_dir, name);
+
+	if (n < 0 || (size_t)n >= len) {
+		fprintf(stderr, "fabriciq-agent: path for %s is too long\n", name);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* The spool, the uplink and the pages: what a running agent shares. */
+static int start_sharing(struct agent *a)
+{
+	int rc;
+
+	if (mkdir(a->cfg.run_dir, 0755) < 0 && errno != EEXIST)
+		fq_warn("cannot create %s: %s", a->cfg.run_dir, strerror(errno));
+	rc = fq_clock_page_writer_open(a->clock_page_path, &a->clock_page);
+	if (rc < 0) {
+		fq_error("cannot create the clock page %s: %s", a->clock_page_path, strerror(-rc));
+		return rc;
+	}
+	rc = fq_path_page_writer_open(a->path_page_path, &a->path_page);
+	if (rc < 0) {
+		fq_error("cannot create the path page %s: %s", a->path_page_path, strerror(-rc));
+		return rc;
+	}
+	a->local = fq_local_create(a->base, a->step_socket, a->telemetry_socket, &agent_local_ops, a);
+	if (!a->local)
+		return -EIO;
+	if (*a->cfg.controller) {
+		struct fq_uplink_config uc = {.munge_socket = a->cfg.munge_socket, .port = 7100};
+		char host[256], *colon;
+
+		snprintf(host, sizeof(host), "%s", a->cfg.controller);
+		colon = strrchr(host, ':');
+		if (colon) {
+			char *end;
+			unsigned long port = strtoul(colon + 1, &end, 10);
+			if (*end || port == 0 || port > 65535) {
+				fq_error("agent.controller: '%s' is not HOST[:PORT]", a->cfg.controller);
+				return -EINVAL;
+			}
+			*colon = '\0';
+			uc.port = (uint16_t)port;
+		}
+		uc.host = host;
+		rc = fq_spool_open(a->cfg.spool_dir, a->cfg.spool_max, &a->spool);
+		if (rc < 0)
+			return rc;
+		a->uplink = fq_uplink_create(a->base, &uc, a->spool, &agent_uplink_ops, a);
+		if (!a->uplink)
+			return -ENOMEM;
+	} else {
+		fq_info("no controller configured (agent.controller): reports stay local");
+	}
+	return 0;
 }
 
 static int print_status(const char *path, int json)
@@ -348,9 +563,34 @@ int main(int argc, char **argv)
 	}
 	fq_log_set_level((enum fq_log_level)a.cfg.log_level);
 
+	if (derive_path(a.step_socket, sizeof(a.step_socket), a.cfg.step_socket, a.cfg.run_dir,
+			"agent-step.sock") < 0 ||
+	    derive_path(a.telemetry_socket, sizeof(a.telemetry_socket), a.cfg.telemetry_socket, a.cfg.run_dir,
+			"agent-telemetry.sock") < 0 ||
+	    derive_path(a.clock_page_path, sizeof(a.clock_page_path), a.cfg.clock_page, a.cfg.run_dir,
+			"clock") < 0 ||
+	    derive_path(a.path_page_path, sizeof(a.path_page_path), a.cfg.path_page, a.cfg.run_dir, "paths") <
+		0)
+		goto out;
+
 	/* modules, in order */
 	a.started_raw = fq_now_ns();
 	a.events = json_object_new_array();
+	a.time_source = "none";
+	read_boot_id(&a);
+	fq_xstamp_measure(16, &a.xs);
+	a.epoch_ns = a.xs.offset_ns;
+	{
+		struct fq_timeline_config tc = {.max_slew_ppb = (int64_t)a.cfg.max_slew,
+						.publish_ns = (int64_t)a.cfg.publish_interval};
+		fq_timeline_init(&a.timeline, &tc);
+	}
+	a.paths = calloc(FQ_PROBER_MAX_PATHS, sizeof(*a.paths));
+	a.steps = fq_steps_create(1024);
+	if (!a.paths || !a.steps) {
+		fq_error("out of memory");
+		goto out;
+	}
 	a.base = event_base_new();
 	if (!a.base) {
 		fq_error("cannot create the event loop");
@@ -366,17 +606,22 @@ int main(int argc, char **argv)
 		    .bucket_ns = (int64_t)a.cfg.bucket,
 		    .down_after_ns = (int64_t)a.cfg.down_after,
 		};
-		a.prober = fq_prober_create(a.base, &pc, on_link_event, &a);
+		a.prober = fq_prober_create(a.base, &pc, agent_link_event, &a);
 	}
-	if (!a.prober || add_nics(&a) < 0 || add_peers(&a) < 0 || fq_prober_start(a.prober) < 0)
+	if (!a.prober || add_nics(&a) < 0 || add_peers(&a) < 0 || fq_prober_start(a.prober) < 0 ||
+	    start_sharing(&a) < 0)
 		goto out;
 	{
 		struct timeval tv = {(time_t)(a.cfg.report_interval / 1000000000),
 				     (suseconds_t)(a.cfg.report_interval % 1000000000 / 1000)};
+		struct timeval pv = {(time_t)(a.cfg.publish_interval / 1000000000),
+				     (suseconds_t)(a.cfg.publish_interval % 1000000000 / 1000)};
 		a.report_ev = event_new(a.base, -1, EV_PERSIST, on_report, &a);
+		a.publish_ev = event_new(a.base, -1, EV_PERSIST, on_publish, &a);
 		a.sigterm_ev = evsignal_new(a.base, SIGTERM, on_signal, &a);
 		a.sigint_ev = evsignal_new(a.base, SIGINT, on_signal, &a);
-		if (!a.report_ev || !a.sigterm_ev || !a.sigint_ev || event_add(a.report_ev, &tv) < 0 ||
+		if (!a.report_ev || !a.publish_ev || !a.sigterm_ev || !a.sigint_ev ||
+		    event_add(a.report_ev, &tv) < 0 || event_add(a.publish_ev, &pv) < 0 ||
 		    event_add(a.sigterm_ev, NULL) < 0 || event_add(a.sigint_ev, NULL) < 0) {
 			fq_error("cannot set up timers and signals");
 			goto out;
@@ -394,9 +639,20 @@ out: /* finalise in reverse */
 		event_free(a.sigint_ev);
 	if (a.sigterm_ev)
 		event_free(a.sigterm_ev);
+	if (a.publish_ev)
+		event_free(a.publish_ev);
 	if (a.report_ev)
 		event_free(a.report_ev);
+	fq_uplink_destroy(a.uplink);
+	fq_spool_close(a.spool);
+	fq_local_destroy(a.local);
+	if (a.path_page)
+		fq_path_page_writer_close(a.path_page);
+	if (a.clock_page)
+		fq_clock_page_writer_close(a.clock_page);
 	fq_prober_destroy(a.prober);
+	fq_steps_destroy(a.steps);
+	free(a.paths);
 	if (a.base)
 		event_base_free(a.base);
 	if (a.events)

@@ -40,8 +40,16 @@ enum fq_path_event fq_path_check(struct fq_path *p, int64_t now_ns, int64_t down
 	since = p->ever_answered ? p->last_answer_ns : p->first_unanswered_ns;
 	if (now_ns - since < down_after_ns || now_ns - p->first_unanswered_ns < down_after_ns / 2)
 		return FQ_PATH_NONE;
+	/* a path that never answered (its peer may be starting) gets a grace
+	 * time, and going DOWN then is not a flap: it never was UP */
+	if (!p->ever_answered && now_ns - since < FQ_PATH_STARTUP_GRACE_NS)
+		return FQ_PATH_NONE;
 	p->up = false;
 	p->changed_ns = now_ns;
+	if (since_ns)
+		*since_ns = since;
+	if (!p->ever_answered)
+		return FQ_PATH_WENT_DOWN;
 	p->flaps++;
 	p->flap_times[(p->flap_head + p->flap_count) % FQ_PATH_FLAP_HISTORY] = now_ns;
 	if (p->flap_count < FQ_PATH_FLAP_HISTORY)

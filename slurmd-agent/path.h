@@ -14,6 +14,9 @@
 #include <stdint.h>
 
 #define FQ_PATH_FLAP_HISTORY 256
+/* A path that has never answered goes DOWN only after this long (peers
+ * start at different times), and that first DOWN is not a flap. */
+#define FQ_PATH_STARTUP_GRACE_NS (5 * 1000000000LL)
 
 enum fq_path_event {
 	FQ_PATH_NONE = 0,

@@ -44,18 +44,25 @@ void fq_probe_encode(const struct fq_probe *p, uint8_t buf[FQ_PROBE_SIZE])
 	put64(buf + 24, (uint64_t)p->t0);
 	put64(buf + 32, (uint64_t)p->t1);
 	put64(buf + 40, (uint64_t)p->gap_ns);
+	if (p->type == FQ_PROBE_FOLLOWUP && p->epoch_valid) {
+		buf[7] = FQ_PROBE_FLAG_EPOCH;
+		put64(buf + 48, (uint64_t)p->epoch_ns);
+	}
 }
 
 int fq_probe_decode(const uint8_t *buf, size_t len, struct fq_probe *p)
 {
 	static const uint8_t zeros[16];
+	int epoch;
 
 	if (len != FQ_PROBE_SIZE || get32(buf) != FQ_PROBE_MAGIC)
 		return -EBADMSG;
 	if (buf[4] != FQ_PROBE_VERSION)
 		return -EPROTONOSUPPORT;
-	if (buf[5] < FQ_PROBE_REQ || buf[5] > FQ_PROBE_FOLLOWUP || buf[6] > 1 || buf[7] != 0 ||
-	    get32(buf + 12) != 0 || memcmp(buf + 48, zeros, sizeof(zeros)) != 0)
+	/* only a FOLLOWUP may carry the epoch (flag and bytes 48..55) */
+	epoch = buf[5] == FQ_PROBE_FOLLOWUP && buf[7] == FQ_PROBE_FLAG_EPOCH;
+	if (buf[5] < FQ_PROBE_REQ || buf[5] > FQ_PROBE_FOLLOWUP || buf[6] > 1 || (buf[7] != 0 && !epoch) ||
+	    get32(buf + 12) != 0 || memcmp(buf + 48 + (epoch ? 8 : 0), zeros, epoch ? 8 : 16) != 0)
 		return -EBADMSG;
 	if (buf[5] == FQ_PROBE_FOLLOWUP && buf[6] != 0)
 		return -EBADMSG;
@@ -66,6 +73,8 @@ int fq_probe_decode(const uint8_t *buf, size_t len, struct fq_probe *p)
 	p->t0 = (int64_t)get64(buf + 24);
 	p->t1 = (int64_t)get64(buf + 32);
 	p->gap_ns = (int64_t)get64(buf + 40);
+	p->epoch_valid = (uint8_t)epoch;
+	p->epoch_ns = epoch ? (int64_t)get64(buf + 48) : 0;
 	if (p->type == FQ_PROBE_REQ && (p->gap_ns < 0 || p->gap_ns > 1000000000))
 		return -EBADMSG;
 	return 0;

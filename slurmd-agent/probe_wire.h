@@ -14,9 +14,13 @@
  * something else). Stamps on the wire are the sender's MONOTONIC_RAW ns.
  *
  * Layout, 64 bytes, big-endian:
- *   0 magic "FQPB" | 4 version | 5 type | 6 index | 7 flags(0)
+ *   0 magic "FQPB" | 4 version | 5 type | 6 index | 7 flags
  *   8 session u32  | 12 reserved u32 (0) | 16 pair u64
- *   24 t0 i64 | 32 t1 i64 | 40 sender gap ns i64 | 48 reserved (16 bytes of 0)
+ *   24 t0 i64 | 32 t1 i64 | 40 sender gap ns i64 | 48 epoch i64 | 56 reserved (8 bytes of 0)
+ * flags: FQ_PROBE_FLAG_EPOCH on a FOLLOWUP whose epoch field holds the
+ * responder's global - local clock offset (what its clock page publishes),
+ * so a host probing the reference host learns the global timeline without
+ * a controller; every other flag, and epoch on other types, must be 0.
  */
 #ifndef FQ_AGENT_PROBE_WIRE_H
 #define FQ_AGENT_PROBE_WIRE_H
@@ -24,9 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FQ_PROBE_MAGIC   0x46515042u /* "FQPB" */
-#define FQ_PROBE_VERSION 1
-#define FQ_PROBE_SIZE    64
+#define FQ_PROBE_MAGIC      0x46515042u /* "FQPB" */
+#define FQ_PROBE_VERSION    1
+#define FQ_PROBE_SIZE       64
+#define FQ_PROBE_FLAG_EPOCH 0x01
 
 enum fq_probe_type {
 	FQ_PROBE_REQ = 1,
@@ -42,7 +47,9 @@ struct fq_probe {
 	uint64_t pair; /* the requester's pair sequence number */
 	int64_t t0,
 	    t1; /* RESP: responder's RX stamps of REQ[0], REQ[1]; FOLLOWUP: its TX stamps of RESP[0..1] */
-	int64_t gap_ns; /* REQ: the gap the requester meant between REQ[0] and REQ[1] */
+	int64_t gap_ns;      /* REQ: the gap the requester meant between REQ[0] and REQ[1] */
+	uint8_t epoch_valid; /* FOLLOWUP: epoch_ns is set */
+	int64_t epoch_ns;    /* FOLLOWUP: the responder's global - local offset */
 };
 
 /* Serialise p into buf (FQ_PROBE_SIZE bytes). */

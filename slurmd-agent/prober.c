@@ -19,7 +19,7 @@
 #include "slurmd-agent/probe_wire.h"
 
 #define MAX_NICS       16
-#define MAX_PATHS      256
+#define MAX_PATHS      FQ_PROBER_MAX_PATHS
 #define PENDING        64   /* pairs in flight per path */
 #define TX_RING        4096 /* sends awaiting their kernel TX stamp, per NIC */
 #define RESPONDERS     256  /* requests being answered, per NIC */
@@ -89,6 +89,9 @@ struct path {
 	char peer_node[64], peer_nic[32];
 	struct sockaddr_in addr;
 	struct fq_path live;
+	int64_t window_start_ns;
+	bool peer_epoch_valid;
+	int64_t peer_epoch_ns; /* the peer's global - local, from its last FOLLOWUP */
 	struct fq_clock_fit *fit;
 	struct pending pend[PENDING];
 	/* this report window */
@@ -121,16 +124,19 @@ struct fq_prober {
 	unsigned n_paths, next_probe;
 	struct event *probe_ev, *check_ev;
 	uint64_t bad_packets, unknown_sender, stale_session, no_tx_stamp, tx_key_mismatch;
+	bool epoch_valid;
+	int64_t epoch_ns;
 };
+
+void fq_prober_set_epoch(struct fq_prober *p, bool valid, int64_t global_minus_local_ns)
+{
+	p->epoch_valid = valid;
+	p->epoch_ns = global_minus_local_ns;
+}
 
 static int64_t real_to_raw(const struct fq_prober *p, const struct timespec *ts)
 {
 	return fq_realtime_to_raw(&p->xs, fq_timespec_to_ns(ts));
-}
-
-static int64_t raw_to_real(const struct fq_prober *p, int64_t raw)
-{
-	return raw + p->xs.offset_ns;
 }
 
 static void on_readable(evutil_socket_t fd, short what, void *arg);
@@ -164,7 +170,8 @@ void fq_prober_destroy(struct fq_prober *p)
 	if (p->check_ev)
 		event_free(p->check_ev);
 	for (unsigned i = 0; i < p->n_paths; i++)
-		fq_clock_fit_destroy(p->paths[i].fit);
+		if (p->paths[i].nic)
+			fq_clock_fit_destroy(p->paths[i].fit);
 	for (unsigned i = 0; i < p->n_nics; i++) {
 		if (p->nics[i].ev)
 			event_free(p->nics[i].ev);
@@ -233,27 +240,59 @@ int fq_prober_add_nic(struct fq_prober *p, const char *ifname)
 	return 0;
 }
 
+/* Recompute the probe tick: one pair per path per probe_interval, spread. */
+static void retime(struct fq_prober *p)
+{
+	unsigned live = 0;
+	int64_t per;
+	struct timeval tick;
+
+	for (unsigned i = 0; i < p->n_paths; i++)
+		live += p->paths[i].nic != NULL;
+	per = live ? p->cfg.probe_interval_ns / live : p->cfg.probe_interval_ns;
+	if (per < 1000)
+		per = 1000;
+	tick.tv_sec = per / 1000000000;
+	tick.tv_usec = (per % 1000000000) / 1000;
+	if (p->probe_ev)
+		event_add(p->probe_ev, &tick);
+}
+
+static struct nic *nic_named(struct fq_prober *p, const char *name)
+{
+	for (unsigned i = 0; i < p->n_nics; i++)
+		if (strcmp(p->nics[i].name, name) == 0)
+			return &p->nics[i];
+	return NULL;
+}
+
 int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *peer_node,
 		       const char *peer_nic, const char *addr)
 {
-	struct path *t;
-	struct nic *n = NULL;
-	const char *want = local_nic ? local_nic : peer_nic;
+	struct path *t = NULL;
+	struct nic *n = nic_named(p, local_nic ? local_nic : peer_nic);
+	struct in_addr in;
 
-	for (unsigned i = 0; i < p->n_nics; i++)
-		if (strcmp(p->nics[i].name, want) == 0)
-			n = &p->nics[i];
 	if (!n)
 		return -ENODEV;
-	if (p->n_paths == MAX_PATHS)
-		return -ENOSPC;
-	t = &p->paths[p->n_paths];
+	if (inet_pton(AF_INET, addr, &in) != 1)
+		return -EINVAL;
+	for (unsigned i = 0; i < p->n_paths; i++) {
+		struct path *u = &p->paths[i];
+		if (u->nic == n && u->addr.sin_addr.s_addr == in.s_addr)
+			return -EEXIST;
+		if (!u->nic && !t)
+			t = u;
+	}
+	if (!t) {
+		if (p->n_paths == MAX_PATHS)
+			return -ENOSPC;
+		t = &p->paths[p->n_paths++];
+	}
 	memset(t, 0, sizeof(*t));
 	t->addr.sin_family = AF_INET;
 	t->addr.sin_port = htons(p->cfg.port);
-	if (inet_pton(AF_INET, addr, &t->addr.sin_addr) != 1)
-		return -EINVAL;
-	t->nic = n;
+	t->addr.sin_addr = in;
 	snprintf(t->peer_node, sizeof(t->peer_node), "%s", peer_node);
 	snprintf(t->peer_nic, sizeof(t->peer_nic), "%s", peer_nic);
 	/* enough for window/probe_interval pairs, with room for bursts */
@@ -262,8 +301,31 @@ int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *p
 	if (!t->fit)
 		return -ENOMEM;
 	fq_path_init(&t->live, fq_now_ns());
-	p->n_paths++;
+	t->window_start_ns = fq_now_ns();
+	t->nic = n; /* last: the slot is live from here */
+	retime(p);
 	return 0;
+}
+
+int fq_prober_remove_peer(struct fq_prober *p, const char *local_nic, const char *addr)
+{
+	struct nic *n = nic_named(p, local_nic);
+	struct in_addr in;
+
+	if (!n)
+		return -ENODEV;
+	if (inet_pton(AF_INET, addr, &in) != 1)
+		return -EINVAL;
+	for (unsigned i = 0; i < p->n_paths; i++) {
+		struct path *t = &p->paths[i];
+		if (t->nic == n && t->addr.sin_addr.s_addr == in.s_addr) {
+			fq_clock_fit_destroy(t->fit);
+			memset(t, 0, sizeof(*t)); /* nic = NULL: a free slot */
+			retime(p);
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 /* Send one probe, remembering what its TX stamp will belong to. */
@@ -289,7 +351,7 @@ static struct path *path_of(struct fq_prober *p, struct nic *n, const struct soc
 {
 	for (unsigned i = 0; i < p->n_paths; i++) {
 		struct path *t = &p->paths[i];
-		if (t->nic == n && t->addr.sin_addr.s_addr == from->sin_addr.s_addr)
+		if (t->nic && t->nic == n && t->addr.sin_addr.s_addr == from->sin_addr.s_addr)
 			return t;
 	}
 	return NULL;
@@ -351,10 +413,17 @@ static void on_probe_timer(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	/* Each tick probes one path: paths are spread over the interval
 	 * rather than bursting all at once. */
-	if (p->n_paths == 0)
-		return;
-	send_pair(p, &p->paths[p->next_probe]);
-	p->next_probe = (p->next_probe + 1) % p->n_paths;
+	for (unsigned tries = 0; tries < p->n_paths; tries++) {
+		struct path *t;
+
+		if (p->next_probe >= p->n_paths)
+			p->next_probe = 0;
+		t = &p->paths[p->next_probe++];
+		if (t->nic) {
+			send_pair(p, t);
+			return;
+		}
+	}
 }
 
 static void on_check_timer(evutil_socket_t fd, short what, void *arg)
@@ -366,10 +435,11 @@ static void on_check_timer(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	for (unsigned i = 0; i < p->n_paths; i++) {
 		struct path *t = &p->paths[i];
+		if (!t->nic)
+			continue;
 		if (fq_path_check(&t->live, now, p->cfg.down_after_ns, &since) == FQ_PATH_WENT_DOWN &&
 		    p->on_event)
-			p->on_event(p->arg, t->nic->name, t->peer_node, t->peer_nic, 0, raw_to_real(p, since),
-				    raw_to_real(p, now));
+			p->on_event(p->arg, t->nic->name, t->peer_node, t->peer_nic, 0, since, now);
 		for (unsigned k = 0; k < PENDING; k++) {
 			struct pending *q = &t->pend[k];
 			if (q->used && now - q->sent_ns > LOST_AFTER_NS) {
@@ -442,14 +512,15 @@ static void handle_answer(struct fq_prober *p, struct nic *n, const struct fq_pr
 		q->a[pr->index] = rx;
 		q->have |= pr->index ? HAVE_A1 : HAVE_A0;
 		if (fq_path_on_answer(&t->live, rx) == FQ_PATH_WENT_UP && p->on_event)
-			p->on_event(p->arg, n->name, t->peer_node, t->peer_nic, 1, raw_to_real(p, rx),
-				    raw_to_real(p, fq_now_ns()));
+			p->on_event(p->arg, n->name, t->peer_node, t->peer_nic, 1, rx, fq_now_ns());
 		if (pr->index == 0)
 			t->answered++;
 	} else {
 		q->b[0] = pr->t0;
 		q->b[1] = pr->t1;
 		q->have |= HAVE_B;
+		t->peer_epoch_valid = pr->epoch_valid;
+		t->peer_epoch_ns = pr->epoch_ns;
 	}
 	if ((q->have & HAVE_ALL) == HAVE_ALL)
 		pair_complete(p, t, q);
@@ -467,7 +538,7 @@ static void handle_tx_stamp(struct fq_prober *p, struct nic *n, uint32_t key, in
 		return;
 	}
 
-	if (m->role == TX_REQ && m->ref < p->n_paths) {
+	if (m->role == TX_REQ && m->ref < p->n_paths && p->paths[m->ref].nic) {
 		struct path *t = &p->paths[m->ref];
 		struct pending *q = &t->pend[m->pair % PENDING];
 		if (q->used && q->pair == m->pair) {
@@ -486,7 +557,9 @@ static void handle_tx_stamp(struct fq_prober *p, struct nic *n, uint32_t key, in
 						     .session = r->session,
 						     .pair = r->pair,
 						     .t0 = r->tx[0],
-						     .t1 = r->tx[1]};
+						     .t1 = r->tx[1],
+						     .epoch_valid = p->epoch_valid,
+						     .epoch_ns = p->epoch_ns};
 				send_probe(p, n, &r->from, &f, TX_NONE, 0);
 				r->used = 0;
 			}
@@ -594,21 +667,16 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 
 int fq_prober_start(struct fq_prober *p)
 {
-	struct timeval tick, check = {0, CHECK_NS / 1000};
-	int64_t per = p->n_paths ? p->cfg.probe_interval_ns / p->n_paths : p->cfg.probe_interval_ns;
+	struct timeval check = {0, CHECK_NS / 1000};
 
-	if (per < 1000)
-		per = 1000;
-	tick.tv_sec = per / 1000000000;
-	tick.tv_usec = (per % 1000000000) / 1000;
 	for (unsigned i = 0; i < p->n_nics; i++)
 		if (event_add(p->nics[i].ev, NULL) < 0)
 			return -EIO;
 	p->probe_ev = event_new(p->base, -1, EV_PERSIST, on_probe_timer, p);
 	p->check_ev = event_new(p->base, -1, EV_PERSIST, on_check_timer, p);
-	if (!p->probe_ev || !p->check_ev || event_add(p->probe_ev, &tick) < 0 ||
-	    event_add(p->check_ev, &check) < 0)
+	if (!p->probe_ev || !p->check_ev || event_add(p->check_ev, &check) < 0)
 		return -ENOMEM;
+	retime(p);
 	return 0;
 }
 
@@ -619,19 +687,19 @@ static int cmp64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* {min,p50,p99,max} of s, each shifted by `shift`, or null without samples. */
-static struct json_object *percentiles(struct samples *s, int64_t shift)
+/* {min,p50,p99,max} of s, each shifted by `shift`; n = 0 without samples. */
+static struct fq_owd_stats percentiles(struct samples *s, int64_t shift)
 {
-	struct json_object *o;
+	struct fq_owd_stats o = {0};
 
 	if (!s->n)
-		return NULL;
+		return o;
 	qsort(s->v, s->n, sizeof(s->v[0]), cmp64);
-	o = json_object_new_object();
-	json_object_object_add(o, "min", json_object_new_int64(s->v[0] + shift));
-	json_object_object_add(o, "p50", json_object_new_int64(s->v[s->n / 2] + shift));
-	json_object_object_add(o, "p99", json_object_new_int64(s->v[(s->n * 99) / 100] + shift));
-	json_object_object_add(o, "max", json_object_new_int64(s->v[s->n - 1] + shift));
+	o.n = s->n;
+	o.min = s->v[0] + shift;
+	o.p50 = s->v[s->n / 2] + shift;
+	o.p99 = s->v[(s->n * 99) / 100] + shift;
+	o.max = s->v[s->n - 1] + shift;
 	return o;
 }
 
@@ -687,52 +755,73 @@ static int choose_estimate(const struct fq_prober *p, struct path *t, int64_t no
 	return 1;
 }
 
-struct json_object *fq_prober_report(struct fq_prober *p)
+size_t fq_prober_states(const struct fq_prober *p, struct fq_path_report *out, size_t cap)
 {
-	struct json_object *arr = json_object_new_array();
+	size_t n = 0;
+
+	for (unsigned i = 0; i < p->n_paths && n < cap; i++) {
+		const struct fq_path *live = &p->paths[i].live;
+		struct fq_path_report *r;
+
+		if (!p->paths[i].nic)
+			continue;
+		r = &out[n++];
+		memset(r, 0, sizeof(*r));
+		snprintf(r->local_nic, sizeof(r->local_nic), "%s", p->paths[i].nic->name);
+		snprintf(r->peer_node, sizeof(r->peer_node), "%s", p->paths[i].peer_node);
+		snprintf(r->peer_nic, sizeof(r->peer_nic), "%s", p->paths[i].peer_nic);
+		r->up = live->up;
+		r->changed_ns = live->changed_ns;
+	}
+	return n;
+}
+
+size_t fq_prober_report(struct fq_prober *p, struct fq_path_report *out, size_t cap)
+{
 	int64_t now = fq_now_ns();
+	size_t n = 0;
 
-	for (unsigned i = 0; i < p->n_paths; i++) {
+	for (unsigned i = 0; i < p->n_paths && n < cap; i++) {
 		struct path *t = &p->paths[i];
-		struct json_object *o = json_object_new_object(), *c;
-		struct fq_clock_estimate e;
-		int held, have = choose_estimate(p, t, now, &e, &held);
+		struct fq_path_report *r = &out[n++];
+		int held, have;
 
-		json_object_object_add(o, "local_nic", json_object_new_string(t->nic->name));
-		json_object_object_add(o, "peer_node", json_object_new_string(t->peer_node));
-		json_object_object_add(o, "peer_nic", json_object_new_string(t->peer_nic));
-		json_object_object_add(o, "peer_addr", json_object_new_string(inet_ntoa(t->addr.sin_addr)));
-		json_object_object_add(o, "state", json_object_new_string(t->live.up ? "up" : "down"));
-		json_object_object_add(
-		    o, "flaps_last_hour",
-		    json_object_new_int((int)fq_path_flaps_since(&t->live, now, 3600 * FQ_NSEC_PER_SEC)));
-		json_object_object_add(o, "flaps_total", json_object_new_uint64(t->live.flaps));
-		json_object_object_add(o, "sent", json_object_new_uint64(t->sent));
-		json_object_object_add(o, "answered", json_object_new_uint64(t->answered));
-		json_object_object_add(o, "lost", json_object_new_uint64(t->lost));
-		json_object_object_add(o, "pure_fwd", json_object_new_uint64(t->pure_fwd));
-		json_object_object_add(o, "pure_rev", json_object_new_uint64(t->pure_rev));
+		if (!t->nic) {
+			n--;
+			continue;
+		}
+		memset(r, 0, sizeof(*r));
+		have = choose_estimate(p, t, now, &r->est, &held);
+		snprintf(r->local_nic, sizeof(r->local_nic), "%s", t->nic->name);
+		snprintf(r->peer_node, sizeof(r->peer_node), "%s", t->peer_node);
+		snprintf(r->peer_nic, sizeof(r->peer_nic), "%s", t->peer_nic);
+		inet_ntop(AF_INET, &t->addr.sin_addr, r->peer_addr, sizeof(r->peer_addr));
+		r->peer_ipv4 = t->addr.sin_addr.s_addr;
+		r->up = t->live.up;
+		r->changed_ns = t->live.changed_ns;
+		r->flaps_last_hour = fq_path_flaps_since(&t->live, now, 3600 * FQ_NSEC_PER_SEC);
+		r->flaps_total = t->live.flaps;
+		r->sent = t->sent;
+		r->answered = t->answered;
+		r->lost = t->lost;
+		r->pure_fwd = t->pure_fwd;
+		r->pure_rev = t->pure_rev;
 		/* one-way delays: the raw differences corrected by the offset
 		 * estimate (fwd = owd + theta, rev = owd - theta) */
-		json_object_object_add(o, "owd_fwd_ns", percentiles(&t->fwd, have ? -e.offset_ns : 0));
-		json_object_object_add(o, "owd_rev_ns", percentiles(&t->rev, have ? e.offset_ns : 0));
-		json_object_object_add(o, "rtt_ns", percentiles(&t->rtt, 0));
-		json_object_object_add(o, "synchronised", json_object_new_boolean(have));
-		if (have) {
-			c = json_object_new_object();
-			json_object_object_add(c, "offset_ns", json_object_new_int64(e.offset_ns));
-			json_object_object_add(c, "drift_ppb", json_object_new_double(e.drift_ppb));
-			json_object_object_add(c, "bound_ns", json_object_new_int64(e.bound_ns));
-			json_object_object_add(c, "residual_ns", json_object_new_int64(e.residual_ns));
-			json_object_object_add(c, "buckets", json_object_new_int((int)e.buckets));
-			json_object_object_add(c, "held", json_object_new_boolean(held));
-			json_object_object_add(o, "clock", c);
-		}
-		json_object_array_add(arr, o);
+		r->fwd = percentiles(&t->fwd, have ? -r->est.offset_ns : 0);
+		r->rev = percentiles(&t->rev, have ? r->est.offset_ns : 0);
+		r->rtt = percentiles(&t->rtt, 0);
+		r->synchronised = have;
+		r->held = have && held;
+		r->peer_epoch_valid = t->peer_epoch_valid;
+		r->peer_epoch_ns = t->peer_epoch_ns;
+		r->window_start_ns = t->window_start_ns;
+		r->window_end_ns = now;
+		t->window_start_ns = now;
 		t->sent = t->answered = t->lost = t->pure_fwd = t->pure_rev = 0;
 		t->fwd.n = t->rev.n = t->rtt.n = 0;
 	}
-	return arr;
+	return n;
 }
 
 struct json_object *fq_prober_counters(const struct fq_prober *p)

@@ -12,6 +12,8 @@
 
 #include <event2/event.h>
 #include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "slurmd-agent/clock_fit.h"
@@ -27,10 +29,36 @@ struct fq_prober_config {
 	int64_t down_after_ns;
 };
 
-/* A path event, for the caller to log and report. */
+/* A path event, for the caller to log and report. Times on the local raw
+ * clock: since = the last answer before the silence (DOWN) or the first
+ * answer after it (UP); detected = when the prober decided. */
 typedef void (*fq_prober_event_fn)(void *arg, const char *local_nic, const char *peer_node,
-				   const char *peer_nic, int up, int64_t silent_since_real_ns,
-				   int64_t detected_real_ns);
+				   const char *peer_nic, int up, int64_t since_ns, int64_t detected_ns);
+
+struct fq_owd_stats {
+	unsigned n; /* samples; 0: the rest is 0 */
+	int64_t min, p50, p99, max;
+};
+
+/* One path over one report window. */
+struct fq_path_report {
+	char local_nic[16], peer_node[64], peer_nic[32], peer_addr[16];
+	uint32_t peer_ipv4; /* network order */
+	bool up;
+	int64_t changed_ns; /* last UP/DOWN transition (local raw) */
+	unsigned flaps_last_hour;
+	uint64_t flaps_total;
+	uint64_t sent, answered, lost, pure_fwd, pure_rev;
+	/* one-way delays corrected by the pairwise offset estimate (so they
+	 * need only this pair's sync), and the round trip */
+	struct fq_owd_stats fwd, rev, rtt;
+	bool synchronised; /* est is valid */
+	bool held;         /* est is a held (extrapolated) estimate */
+	struct fq_clock_estimate est;
+	int64_t window_start_ns, window_end_ns; /* local raw */
+	bool peer_epoch_valid;                  /* the peer publishes a global timeline ... */
+	int64_t peer_epoch_ns;                  /* ... at this global - local offset */
+};
 
 struct fq_prober *fq_prober_create(struct event_base *base, const struct fq_prober_config *cfg,
 				   fq_prober_event_fn on_event, void *arg);
@@ -41,17 +69,31 @@ void fq_prober_destroy(struct fq_prober *p);
 int fq_prober_add_nic(struct fq_prober *p, const char *ifname);
 
 /* Probe peer_node's peer_nic at addr (IPv4) from the local NIC of the same
- * name, or from local_nic when given. 0, -ENODEV (no such local NIC), -EINVAL. */
+ * name, or from local_nic when given. 0, -ENODEV (no such local NIC),
+ * -EINVAL, -EEXIST (already probed from that NIC), -ENOSPC. Only known
+ * peers' probes are answered. */
 int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *peer_node,
 		       const char *peer_nic, const char *addr);
+
+/* Stop probing addr from local_nic (its state is forgotten). 0, -ENODEV,
+ * -EINVAL, -ENOENT. */
+int fq_prober_remove_peer(struct fq_prober *p, const char *local_nic, const char *addr);
 
 /* Start probing and checking. */
 int fq_prober_start(struct fq_prober *p);
 
-/* Close the current report window: a JSON array of paths (stats of the
- * window, state, flaps, clock estimate); the window's counters reset. The
- * caller owns the returned object. */
-struct json_object *fq_prober_report(struct fq_prober *p);
+/* Close the current report window of every path: up to cap reports into
+ * out (returns how many); the window's counters reset. */
+size_t fq_prober_report(struct fq_prober *p, struct fq_path_report *out, size_t cap);
+
+/* The paths' names and UP/DOWN state only (the window is not touched). */
+size_t fq_prober_states(const struct fq_prober *p, struct fq_path_report *out, size_t cap);
+
+#define FQ_PROBER_MAX_PATHS 256
+
+/* What this host's answers tell its peers of its global timeline (the
+ * clock page's global - local offset now; valid false: unsynchronised). */
+void fq_prober_set_epoch(struct fq_prober *p, bool valid, int64_t global_minus_local_ns);
 
 /* Counters of input refused since start (malformed, unknown sender, ...). */
 struct json_object *fq_prober_counters(const struct fq_prober *p);

@@ -31,10 +31,13 @@ tb_teardown() {
 
 tb() { "$TB" "$@"; }
 
-# tb_agents_start AGENT: fabriciq-agent on every host, probing every other
-# host on every rail (static peers), status in $FQTB_STATE/agent-HOST.json.
+# tb_agents_start AGENT [ARG...]: fabriciq-agent on every host, probing
+# every other host on every rail (static peers), status in
+# $FQTB_STATE/agent-HOST.json, sockets and pages in $FQTB_STATE/run/HOST,
+# spool in $FQTB_STATE/spool/HOST; ARGs (e.g. -s controller=...) are added.
 tb_agents_start() {
 	local agent=$1 hosts rails i j r peers
+	shift
 	hosts=$(awk -F= '$1 == "TB_HOSTS" { print $2 }' "$FQTB_STATE/topology.env")
 	rails=$(awk -F= '$1 == "TB_RAILS" { print $2 }' "$FQTB_STATE/topology.env")
 	for ((i = 1; i <= hosts; i++)); do
@@ -43,8 +46,10 @@ tb_agents_start() {
 			[ $i = $j ] && continue
 			for ((r = 0; r < rails; r++)); do peers+=",n$j:rail$r@198.19.$r.$((2 * j + 1))"; done
 		done
+		mkdir -p "$FQTB_STATE/run/n$i"
 		"$TB" daemon start "n$i" agent -- "$agent" -c /dev/null -s "nics=$(seq -s, -f 'rail%g' 0 $((rails - 1)))" \
-			-s "peers=${peers#,}" -s "status_file=$FQTB_STATE/agent-n$i.json" -s "node=n$i" >/dev/null || return 1
+			-s "peers=${peers#,}" -s "status_file=$FQTB_STATE/agent-n$i.json" -s "node=n$i" \
+			-s "run_dir=$FQTB_STATE/run/n$i" -s "spool_dir=$FQTB_STATE/spool/n$i" "$@" >/dev/null || return 1
 	done
 }
 

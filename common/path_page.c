@@ -1,0 +1,196 @@
+/* path_page: seqlock-published path health (see path_page.h). */
+#include "common/path_page.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct layout {
+	uint32_t magic, version;
+	uint64_t seq;
+	uint32_t count, flags;
+	int64_t updated_ns;
+	uint64_t updates;
+	uint8_t pad[64 - 40];
+	struct fq_path_entry e[FQ_PATH_PAGE_MAX];
+};
+
+_Static_assert(sizeof(struct layout) == FQ_PATH_PAGE_SIZE, "path page layout");
+
+struct fq_path_page_writer {
+	struct layout *page;
+};
+
+struct fq_path_page_reader {
+	const struct layout *page;
+};
+
+/* Word-wise relaxed copies: a reader racing the writer reads torn data it
+ * then discards (the sequence check), never undefined behaviour. */
+static void copy_words(void *dst, const void *src, size_t len)
+{
+	uint64_t *d = dst;
+	const uint64_t *s = src;
+
+	for (size_t i = 0; i < len / 8; i++)
+		__atomic_store_n(&d[i], __atomic_load_n(&s[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
+int fq_path_page_writer_open(const char *path, struct fq_path_page_writer **out)
+{
+	struct fq_path_page_writer *w = calloc(1, sizeof(*w));
+	void *p;
+	int fd, rc;
+
+	if (!w)
+		return -ENOMEM;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		goto err_free;
+	}
+	if (ftruncate(fd, FQ_PATH_PAGE_SIZE) < 0) {
+		rc = -errno;
+		goto err_close;
+	}
+	p = mmap(NULL, FQ_PATH_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		goto err_close;
+	}
+	close(fd);
+	w->page = p;
+	__atomic_store_n(&w->page->seq, __atomic_load_n(&w->page->seq, __ATOMIC_RELAXED) | 1,
+			 __ATOMIC_RELAXED);
+	w->page->version = FQ_PATH_PAGE_VERSION;
+	w->page->count = 0;
+	__atomic_store_n(&w->page->magic, FQ_PATH_PAGE_MAGIC, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->page->seq, (w->page->seq | 1) + 1, __ATOMIC_RELEASE);
+	*out = w;
+	return 0;
+
+err_close:
+	close(fd);
+err_free:
+	free(w);
+	return rc;
+}
+
+void fq_path_page_publish(struct fq_path_page_writer *w, const struct fq_path_entry *e, size_t n,
+			  int64_t now_ns)
+{
+	struct layout *p = w->page;
+	uint64_t seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED) | 1;
+
+	if (n > FQ_PATH_PAGE_MAX)
+		n = FQ_PATH_PAGE_MAX;
+	__atomic_store_n(&p->seq, seq, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	copy_words(p->e, e, n * sizeof(*e));
+	__atomic_store_n(&p->count, (uint32_t)n, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->updated_ns, now_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->updates, p->updates + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
+}
+
+void fq_path_page_writer_close(struct fq_path_page_writer *w)
+{
+	if (!w)
+		return;
+	munmap(w->page, FQ_PATH_PAGE_SIZE);
+	free(w);
+}
+
+int fq_path_page_reader_open(const char *path, struct fq_path_page_reader **out)
+{
+	struct fq_path_page_reader *r = calloc(1, sizeof(*r));
+	struct stat st;
+	void *p;
+	int fd, rc;
+
+	if (!r)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		goto err_free;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto err_close;
+	}
+	if (st.st_size != FQ_PATH_PAGE_SIZE) {
+		rc = -EPROTO;
+		goto err_close;
+	}
+	p = mmap(NULL, FQ_PATH_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		goto err_close;
+	}
+	close(fd);
+	r->page = p;
+	if (__atomic_load_n(&r->page->magic, __ATOMIC_ACQUIRE) != FQ_PATH_PAGE_MAGIC ||
+	    r->page->version != FQ_PATH_PAGE_VERSION) {
+		fq_path_page_reader_close(r);
+		return -EPROTO;
+	}
+	*out = r;
+	return 0;
+
+err_close:
+	close(fd);
+err_free:
+	free(r);
+	return rc;
+}
+
+int fq_path_page_lookup(struct fq_path_page_reader *r, const char *local_nic, uint32_t remote_ipv4,
+			struct fq_path_entry *e)
+{
+	const struct layout *p = r->page;
+
+	for (int tries = 0; tries < 1000; tries++) {
+		uint64_t s1 = __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE);
+		uint32_t n;
+		int found = 0;
+
+		if (s1 & 1)
+			continue;
+		n = __atomic_load_n(&p->count, __ATOMIC_RELAXED);
+		if (n > FQ_PATH_PAGE_MAX)
+			n = FQ_PATH_PAGE_MAX;
+		for (uint32_t i = 0; i < n && !found; i++) {
+			struct fq_path_entry x;
+
+			copy_words(&x, &p->e[i], sizeof(x));
+			x.local_nic[sizeof(x.local_nic) - 1] = '\0';
+			if (x.remote_ipv4 == remote_ipv4 &&
+			    (!local_nic || strcmp(x.local_nic, local_nic) == 0)) {
+				*e = x;
+				e->remote_node[sizeof(e->remote_node) - 1] = '\0';
+				e->remote_nic[sizeof(e->remote_nic) - 1] = '\0';
+				found = 1;
+			}
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&p->seq, __ATOMIC_RELAXED) != s1)
+			continue;
+		if (__atomic_load_n(&p->magic, __ATOMIC_RELAXED) != FQ_PATH_PAGE_MAGIC)
+			return -EPROTO;
+		return found ? 0 : -ENOENT;
+	}
+	return -EAGAIN;
+}
+
+void fq_path_page_reader_close(struct fq_path_page_reader *r)
+{
+	if (!r)
+		return;
+	munmap((void *)r->page, FQ_PATH_PAGE_SIZE);
+	free(r);
+}

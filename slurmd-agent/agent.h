@@ -1,0 +1,108 @@
+/*
+ * agent: the fabriciq-agent daemon's top-level state, shared by its parts
+ * (agent.c: configuration, main loop and status; agent_jobs.c: the step and
+ * telemetry sockets; agent_report.c: reports to the controller, the
+ * global timeline, link events, corrections and peer assignments).
+ */
+#ifndef FQ_AGENT_AGENT_H
+#define FQ_AGENT_AGENT_H
+
+#include <event2/event.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/clock.h"
+#include "common/clock_page.h"
+#include "common/path_page.h"
+#include "proto/fabriciq.pb-c.h"
+#include "slurmd-agent/local.h"
+#include "slurmd-agent/prober.h"
+#include "slurmd-agent/spool.h"
+#include "slurmd-agent/steps.h"
+#include "slurmd-agent/timeline.h"
+#include "slurmd-agent/uplink.h"
+
+struct agent_config {
+	char *node;
+	char *nics;
+	char *peers;
+	uint64_t port;
+	uint64_t probe_interval, guard, window, bucket, down_after, report_interval;
+	char *status_file;
+	int log_level;
+	char *controller, *munge_socket, *reference;
+	char *run_dir, *step_socket, *telemetry_socket, *clock_page, *path_page;
+	char *spool_dir;
+	uint64_t spool_max, publish_interval, max_slew;
+};
+
+#define AGENT_MAX_NICS     16
+#define AGENT_MAX_ASSIGNED FQ_PROBER_MAX_PATHS
+
+struct agent_nic {
+	char name[16];
+	char address[16];
+	uint32_t rail;
+	uint64_t speed_mbps; /* 0: unknown */
+	bool all_down;       /* every probed path of this NIC is DOWN */
+};
+
+/* A path the controller assigned (removed again when a later assignment
+ * leaves it out; static peers from the configuration stay). */
+struct agent_assigned {
+	char nic[16], addr[16];
+};
+
+struct agent {
+	struct agent_config cfg;
+	char step_socket[256], telemetry_socket[256], clock_page_path[4096], path_page_path[4096];
+	char boot_id[64];
+	struct event_base *base;
+	struct fq_prober *prober;
+	struct fq_steps *steps;
+	struct fq_local *local;
+	struct fq_spool *spool;
+	struct fq_uplink *uplink;
+	struct fq_clock_page_writer *clock_page;
+	struct fq_path_page_writer *path_page;
+	struct event *report_ev, *publish_ev, *sigterm_ev, *sigint_ev;
+	struct json_object *events; /* the last link events */
+	int64_t started_raw;
+	struct fq_xstamp xs; /* REALTIME - RAW, refreshed each report */
+	int64_t epoch_ns;    /* REALTIME - RAW at start: this host's global timeline as reference */
+	struct agent_nic nics[AGENT_MAX_NICS];
+	unsigned n_nics;
+	struct agent_assigned assigned[AGENT_MAX_ASSIGNED];
+	unsigned n_assigned;
+	uint64_t peers_epoch;
+	/* the last window's path reports */
+	struct fq_path_report *paths;
+	size_t n_paths;
+	/* global timeline */
+	struct fq_timeline timeline;
+	const char *time_source; /* "reference", "controller", "peer", "none" */
+	char reference[64];
+	bool have_correction;
+	Fabriciq__ClockCorrection corr; /* strings not kept */
+	int64_t corr_local_ns;          /* when it arrived (local raw) */
+	uint64_t frames_spooled, frames_unspooled;
+	uint64_t lanes_forwarded;
+};
+
+/* agent_jobs.c */
+extern const struct fq_local_ops agent_local_ops;
+
+/* agent_report.c */
+int64_t agent_global(const struct agent *a, int64_t local_ns);
+/* Spool one frame for the controller (no-op without one). */
+void agent_send(struct agent *a, Fabriciq__Envelope *env);
+void agent_report_window(struct agent *a);
+void agent_publish(struct agent *a);
+void agent_link_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic, int up,
+		      int64_t since_ns, int64_t detected_ns);
+extern const struct fq_uplink_ops agent_uplink_ops;
+/* Remote NIC of a path by address ("" if unknown). */
+void agent_lookup_remote(const struct agent *a, const char *ipv4, const char **node, const char **nic);
+
+#endif /* FQ_AGENT_AGENT_H */

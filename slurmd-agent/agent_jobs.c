@@ -1,0 +1,121 @@
+/*
+ * agent_jobs: the agent's side of the step socket (SPANK plugin) and the
+ * telemetry socket (NCCL plugin). A lane report is stored only under the
+ * step the kernel says its sender belongs to.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "slurmd-agent/agent.h"
+
+static int step_start(void *arg, const Fabriciq__StepStart *m, char *msg, size_t msglen)
+{
+	struct agent *a = arg;
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__StepStart fwd;
+	int rc = fq_steps_register(a->steps, m, fq_now_ns(), msg, msglen);
+
+	if (rc < 0)
+		return rc;
+	fq_info("step %llu.%u registered: %zu rank(s) on this node, uid %u, mode %s",
+		(unsigned long long)m->job_id, m->step_id, m->n_ranks, m->uid,
+		m->mode && *m->mode ? m->mode : "monitor");
+	fwd = *m;
+	fwd.node = a->cfg.node; /* this node's name, whatever the client said */
+	if (!fwd.time_ns)
+		fwd.time_ns = agent_global(a, fq_now_ns());
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
+	env.step_start = &fwd;
+	agent_send(a, &env);
+	snprintf(msg, msglen, "registered");
+	return 0;
+}
+
+static int step_end(void *arg, const Fabriciq__StepEnd *m, char *msg, size_t msglen)
+{
+	struct agent *a = arg;
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__StepEnd fwd;
+
+	if (fq_steps_unregister(a->steps, m->job_id, m->step_id) < 0) {
+		snprintf(msg, msglen, "step %llu.%u is not registered", (unsigned long long)m->job_id,
+			 m->step_id);
+		return -ENOENT;
+	}
+	fq_info("step %llu.%u unregistered (exit status %d)", (unsigned long long)m->job_id, m->step_id,
+		m->exit_status);
+	fwd = *m;
+	fwd.node = a->cfg.node;
+	if (!fwd.time_ns)
+		fwd.time_ns = agent_global(a, fq_now_ns());
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_END;
+	env.step_end = &fwd;
+	agent_send(a, &env);
+	snprintf(msg, msglen, "unregistered");
+	return 0;
+}
+
+/* "198.19.0.3:40000" -> "198.19.0.3" */
+static void ip_of(const char *addr, char *out, size_t len)
+{
+	const char *colon = addr ? strrchr(addr, ':') : NULL;
+	size_t n = colon ? (size_t)(colon - addr) : (addr ? strlen(addr) : 0);
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, addr ? addr : "", n);
+	out[n] = '\0';
+}
+
+static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabriciq__Envelope *env)
+{
+	struct agent *a = arg;
+	const struct fq_step_rank *rank = NULL;
+	struct fq_step *st = fq_steps_find_pid(a->steps, cred->pid, fq_parent_from_proc, NULL, &rank);
+	char ip[64];
+
+	if (!st || cred->uid != st->uid)
+		return FQ_LOCAL_UNREGISTERED;
+	if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE) {
+		Fabriciq__LaneReport *r = env->lane;
+		const char *node, *nic;
+
+		if (r->job_id && (r->job_id != st->job_id || r->step_id != st->step_id))
+			return FQ_LOCAL_WRONG_JOB;
+		r->job_id = st->job_id;
+		r->step_id = st->step_id;
+		if (r->is_send)
+			r->src_rank = rank->global_rank;
+		else
+			r->dst_rank = rank->global_rank;
+		ip_of(r->remote_address, ip, sizeof(ip));
+		agent_lookup_remote(a, ip, &node, &nic);
+		/* what the agent knows of the far end wins over what the process says */
+		if (*node) {
+			r->remote_node = (char *)node;
+			r->remote_nic = (char *)nic;
+		}
+	} else {
+		Fabriciq__FailoverEvent *f = env->failover;
+
+		if (f->job_id && (f->job_id != st->job_id || f->step_id != st->step_id))
+			return FQ_LOCAL_WRONG_JOB;
+		f->job_id = st->job_id;
+		f->step_id = st->step_id;
+		f->src_rank = rank->global_rank;
+	}
+	st->lane_reports++;
+	a->lanes_forwarded++;
+	env->seq = 0;
+	agent_send(a, env);
+	return FQ_LOCAL_ACCEPTED;
+}
+
+const struct fq_local_ops agent_local_ops = {
+    .step_start = step_start,
+    .step_end = step_end,
+    .telemetry = telemetry,
+};

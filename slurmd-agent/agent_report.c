@@ -1,0 +1,450 @@
+/*
+ * agent_report: what the agent tells the controller each report window
+ * (probe windows, clock estimates, link events), the global timeline it
+ * publishes on the clock page, and what it takes from the controller
+ * (clock corrections, peer assignments).
+ *
+ * Global time, in order of preference:
+ *  1. this node is the reference: its own REALTIME - RAW at start, fixed
+ *     (a timeline, not UTC: NTP slewing REALTIME later does not move it);
+ *  2. a fresh ClockCorrection from the controller's mesh solve:
+ *     global = local - (this clock - reference clock) + reference epoch;
+ *  3. a direct estimate to the reference host (a path to it with a clock
+ *     estimate, and the reference's epoch from its probe answers);
+ *  otherwise nothing is published (readers see "unsynchronised").
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "slurmd-agent/agent.h"
+
+/* A correction older than this many report windows is no longer used. */
+#define CORRECTION_WINDOWS 10
+
+int64_t agent_global(const struct agent *a, int64_t local_ns)
+{
+	return fq_timeline_global(&a->timeline, local_ns);
+}
+
+void agent_send(struct agent *a, Fabriciq__Envelope *env)
+{
+	if (!a->spool)
+		return;
+	env->version = 1;
+	env->sent_ns = agent_global(a, fq_now_ns());
+	if (fq_spool_append(a->spool, env) < 0) {
+		a->frames_unspooled++;
+		return;
+	}
+	a->frames_spooled++;
+	fq_uplink_kick(a->uplink);
+}
+
+void agent_lookup_remote(const struct agent *a, const char *ipv4, const char **node, const char **nic)
+{
+	*node = *nic = "";
+	for (size_t i = 0; i < a->n_paths; i++)
+		if (strcmp(a->paths[i].peer_addr, ipv4) == 0) {
+			*node = a->paths[i].peer_node;
+			*nic = a->paths[i].peer_nic;
+			return;
+		}
+}
+
+/* ---- link events -------------------------------------------------------- */
+
+static void nic_level_check(struct agent *a, const char *local_nic, int64_t now);
+
+void agent_link_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic, int up,
+		      int64_t since_ns, int64_t detected_ns)
+{
+	struct agent *a = arg;
+	struct json_object *e = json_object_new_object();
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__LinkEvent ev = FABRICIQ__LINK_EVENT__INIT;
+
+	if (up)
+		fq_warn("path %s -> %s:%s is UP", local_nic, peer_node, peer_nic);
+	else
+		fq_warn("path %s -> %s:%s is DOWN (silent for %.1f ms)", local_nic, peer_node, peer_nic,
+			(double)(detected_ns - since_ns) / 1e6);
+	json_object_object_add(e, "local_nic", json_object_new_string(local_nic));
+	json_object_object_add(e, "peer_node", json_object_new_string(peer_node));
+	json_object_object_add(e, "peer_nic", json_object_new_string(peer_nic));
+	json_object_object_add(e, "state", json_object_new_string(up ? "up" : "down"));
+	json_object_object_add(e, "since_realtime_ns", json_object_new_int64(since_ns + a->xs.offset_ns));
+	json_object_object_add(e, "detected_realtime_ns",
+			       json_object_new_int64(detected_ns + a->xs.offset_ns));
+	json_object_array_add(a->events, e);
+	if (json_object_array_length(a->events) > 256)
+		json_object_array_del_idx(a->events, 0, 1);
+
+	ev.local_nic = (char *)local_nic;
+	ev.remote_node = (char *)peer_node;
+	ev.remote_nic = (char *)peer_nic;
+	ev.state = up ? FABRICIQ__LINK_EVENT__STATE__UP : FABRICIQ__LINK_EVENT__STATE__DOWN;
+	ev.time_ns = agent_global(a, since_ns);
+	ev.detected_ns = agent_global(a, detected_ns);
+	ev.detector = "probe";
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LINK;
+	env.link = &ev;
+	agent_send(a, &env);
+	nic_level_check(a, local_nic, detected_ns);
+}
+
+/*
+ * NIC-level state: when every probed path of one local NIC is DOWN while
+ * the same peers still answer on the node's other NICs, the fault is this
+ * NIC, its cable or its switch port (NIC-down); paths down to one remote
+ * node on every local NIC point at that node; some paths of a NIC down and
+ * others up point at the fabric between them.
+ */
+static void nic_level_check(struct agent *a, const char *local_nic, int64_t now)
+{
+	struct fq_path_report *r = malloc(FQ_PROBER_MAX_PATHS * sizeof(*r));
+	struct agent_nic *n = NULL;
+	size_t cnt;
+	unsigned total = 0, down = 0;
+
+	for (unsigned i = 0; i < a->n_nics; i++)
+		if (strcmp(a->nics[i].name, local_nic) == 0)
+			n = &a->nics[i];
+	if (!r || !n) {
+		free(r);
+		return;
+	}
+	/* state only (the window counters are not touched by a state peek) */
+	cnt = fq_prober_states(a->prober, r, FQ_PROBER_MAX_PATHS);
+	for (size_t i = 0; i < cnt; i++)
+		if (strcmp(r[i].local_nic, local_nic) == 0) {
+			total++;
+			down += !r[i].up;
+		}
+	free(r);
+	if (total && (down == total) != n->all_down) {
+		Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+		Fabriciq__LinkEvent ev = FABRICIQ__LINK_EVENT__INIT;
+
+		n->all_down = down == total;
+		fq_warn("NIC %s: %s", local_nic,
+			n->all_down ? "every path is DOWN: NIC-down" : "answering again: NIC up");
+		ev.local_nic = (char *)local_nic;
+		ev.remote_node = "";
+		ev.remote_nic = "";
+		ev.state = n->all_down ? FABRICIQ__LINK_EVENT__STATE__DOWN : FABRICIQ__LINK_EVENT__STATE__UP;
+		ev.time_ns = ev.detected_ns = agent_global(a, now);
+		ev.detector = "probe";
+		ev.nic_level = true;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LINK;
+		env.link = &ev;
+		agent_send(a, &env);
+	}
+}
+
+/* ---- the global timeline ----------------------------------------------- */
+
+static void choose_reference(struct agent *a)
+{
+	if (a->have_correction && a->corr.reference_node && *a->corr.reference_node)
+		return; /* set from the correction */
+	if (*a->cfg.reference) {
+		snprintf(a->reference, sizeof(a->reference), "%s", a->cfg.reference);
+		return;
+	}
+	snprintf(a->reference, sizeof(a->reference), "%s", a->cfg.node);
+	for (size_t i = 0; i < a->n_paths; i++)
+		if (strcmp(a->paths[i].peer_node, a->reference) < 0)
+			snprintf(a->reference, sizeof(a->reference), "%s", a->paths[i].peer_node);
+}
+
+/* Set the timeline's target from the best source there is now. */
+static void update_target(struct agent *a, int64_t now)
+{
+	const struct fq_path_report *best = NULL;
+
+	choose_reference(a);
+	if (strcmp(a->reference, a->cfg.node) == 0) {
+		fq_timeline_set_target(&a->timeline, now, a->epoch_ns, 0, a->xs.error_ns);
+		a->time_source = "reference";
+		return;
+	}
+	if (a->have_correction &&
+	    now - a->corr_local_ns < CORRECTION_WINDOWS * (int64_t)a->cfg.report_interval) {
+		/* global = local - x + E_ref, x = this clock - reference clock */
+		int64_t x =
+		    a->corr.offset_ns + (int64_t)(a->corr.drift_ppb * (double)(now - a->corr_local_ns) / 1e9);
+		fq_timeline_set_target(&a->timeline, now, a->corr.reference_epoch_ns - x, -a->corr.drift_ppb,
+				       a->corr.error_bound_ns);
+		a->time_source = "controller";
+		return;
+	}
+	for (size_t i = 0; i < a->n_paths; i++) {
+		const struct fq_path_report *r = &a->paths[i];
+		if (strcmp(r->peer_node, a->reference) == 0 && r->synchronised && r->peer_epoch_valid &&
+		    (!best || r->est.bound_ns < best->est.bound_ns))
+			best = r;
+	}
+	if (best) {
+		/* theta = reference clock - ours: global = local + theta + E_ref */
+		int64_t theta = best->est.offset_ns +
+				(int64_t)(best->est.drift_ppb * (double)(now - best->est.at_ns) / 1e9);
+		fq_timeline_set_target(&a->timeline, now, theta + best->peer_epoch_ns, best->est.drift_ppb,
+				       best->est.bound_ns);
+		a->time_source = "peer";
+		return;
+	}
+	a->time_source = "none";
+}
+
+void agent_publish(struct agent *a)
+{
+	struct fq_clock_model m;
+	int64_t now = fq_now_ns();
+
+	if (!fq_timeline_publish(&a->timeline, now, &m)) {
+		fq_prober_set_epoch(a->prober, false, 0);
+		return;
+	}
+	if (a->clock_page)
+		fq_clock_page_publish(a->clock_page, &m);
+	fq_prober_set_epoch(a->prober, true, fq_clock_model_global(&m, now) - now);
+}
+
+/* ---- per-window reports -------------------------------------------------- */
+
+static void publish_paths(struct agent *a, int64_t now)
+{
+	struct fq_path_entry *e;
+
+	if (!a->path_page)
+		return;
+	e = calloc(a->n_paths ? a->n_paths : 1, sizeof(*e));
+	if (!e)
+		return;
+	for (size_t i = 0; i < a->n_paths; i++) {
+		const struct fq_path_report *r = &a->paths[i];
+		snprintf(e[i].local_nic, sizeof(e[i].local_nic), "%s", r->local_nic);
+		snprintf(e[i].remote_node, sizeof(e[i].remote_node), "%.63s", r->peer_node);
+		snprintf(e[i].remote_nic, sizeof(e[i].remote_nic), "%.15s", r->peer_nic);
+		e[i].remote_ipv4 = r->peer_ipv4;
+		e[i].state = r->up ? FQ_PATH_STATE_UP : FQ_PATH_STATE_DOWN;
+		e[i].changed_ns = r->changed_ns;
+		e[i].owd_p50_ns = r->fwd.p50;
+		e[i].rtt_p50_ns = r->rtt.p50;
+	}
+	fq_path_page_publish(a->path_page, e, a->n_paths, now);
+	free(e);
+}
+
+static void send_probe_reports(struct agent *a)
+{
+	for (size_t i = 0; i < a->n_paths; i++) {
+		const struct fq_path_report *r = &a->paths[i];
+		Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+		Fabriciq__ProbeReport p = FABRICIQ__PROBE_REPORT__INIT;
+
+		p.local_nic = (char *)r->local_nic;
+		p.remote_node = (char *)r->peer_node;
+		p.remote_nic = (char *)r->peer_nic;
+		p.window_start_ns = agent_global(a, r->window_start_ns);
+		p.window_end_ns = agent_global(a, r->window_end_ns);
+		p.sent = (uint32_t)r->sent;
+		p.answered = (uint32_t)r->answered;
+		p.lost = (uint32_t)r->lost;
+		if (r->synchronised && r->fwd.n) {
+			p.owd_fwd_min_ns = r->fwd.min;
+			p.owd_fwd_p50_ns = r->fwd.p50;
+			p.owd_fwd_p99_ns = r->fwd.p99;
+			p.owd_fwd_max_ns = r->fwd.max;
+		}
+		if (r->synchronised && r->rev.n) {
+			p.owd_rev_min_ns = r->rev.min;
+			p.owd_rev_p50_ns = r->rev.p50;
+			p.owd_rev_p99_ns = r->rev.p99;
+			p.owd_rev_max_ns = r->rev.max;
+		}
+		p.rtt_min_ns = r->rtt.min;
+		p.rtt_p50_ns = r->rtt.p50;
+		p.rtt_p99_ns = r->rtt.p99;
+		p.timestamp_kind = FABRICIQ__TIMESTAMP_KIND__TIMESTAMP_SOFTWARE;
+		p.path_up = r->up;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_PROBE;
+		env.probe = &p;
+		agent_send(a, &env);
+	}
+}
+
+/* One estimate per peer node: the path with the tightest bound. */
+static void send_clock_report(struct agent *a)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__ClockReport c = FABRICIQ__CLOCK_REPORT__INIT;
+	Fabriciq__ClockEstimate *est = calloc(a->n_paths ? a->n_paths : 1, sizeof(*est));
+	Fabriciq__ClockEstimate **ptr = calloc(a->n_paths ? a->n_paths : 1, sizeof(*ptr));
+	int64_t now = fq_now_ns();
+
+	if (!est || !ptr)
+		goto out;
+	for (size_t i = 0; i < a->n_paths; i++) {
+		const struct fq_path_report *r = &a->paths[i];
+		size_t j;
+
+		if (!r->synchronised)
+			continue;
+		for (j = 0; j < c.n_estimates && strcmp(ptr[j]->peer_node, r->peer_node) != 0; j++)
+			;
+		if (j == c.n_estimates) {
+			fabriciq__clock_estimate__init(&est[j]);
+			ptr[j] = &est[j];
+			c.n_estimates++;
+		} else if (ptr[j]->error_bound_ns <= r->est.bound_ns) {
+			continue;
+		}
+		ptr[j]->peer_node = (char *)r->peer_node;
+		ptr[j]->offset_ns =
+		    r->est.offset_ns + (int64_t)(r->est.drift_ppb * (double)(now - r->est.at_ns) / 1e9);
+		ptr[j]->drift_ppb = r->est.drift_ppb;
+		ptr[j]->error_bound_ns = r->est.bound_ns;
+		ptr[j]->samples = r->est.samples;
+		ptr[j]->window_start_ns = now - (int64_t)a->cfg.window;
+		ptr[j]->window_end_ns = now;
+	}
+	c.estimates = ptr;
+	c.applied_offset_ns = agent_global(a, now) - now;
+	c.applied_error_ns = a->timeline.published ? a->timeline.pub.error_bound_ns : 0;
+	c.correction_epoch = a->have_correction ? a->corr.epoch : 0;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_CLOCK;
+	env.clock = &c;
+	agent_send(a, &env);
+out:
+	free(est);
+	free(ptr);
+}
+
+void agent_report_window(struct agent *a)
+{
+	int64_t now = fq_now_ns();
+
+	fq_xstamp_refresh(&a->xs, now, 10 * FQ_NSEC_PER_SEC, 16);
+	a->n_paths = fq_prober_report(a->prober, a->paths, FQ_PROBER_MAX_PATHS);
+	update_target(a, now);
+	agent_publish(a);
+	publish_paths(a, now);
+	send_probe_reports(a);
+	send_clock_report(a);
+	if (a->spool)
+		fq_spool_sync(a->spool);
+}
+
+/* ---- from the controller ----------------------------------------------- */
+
+static void on_hello(void *arg, Fabriciq__AgentHello *h)
+{
+	struct agent *a = arg;
+	static Fabriciq__Nic nics[AGENT_MAX_NICS];
+	static Fabriciq__Nic *ptr[AGENT_MAX_NICS];
+
+	h->node = a->cfg.node;
+	h->agent_version = PACKAGE_VERSION;
+	h->boot_id = a->boot_id;
+	for (unsigned i = 0; i < a->n_nics; i++) {
+		fabriciq__nic__init(&nics[i]);
+		nics[i].name = a->nics[i].name;
+		nics[i].address = a->nics[i].address;
+		nics[i].rail = a->nics[i].rail;
+		nics[i].speed_mbps = a->nics[i].speed_mbps;
+		nics[i].kind = FABRICIQ__NIC_KIND__NIC_ETHERNET;
+		ptr[i] = &nics[i];
+	}
+	h->n_nics = a->n_nics;
+	h->nics = ptr;
+}
+
+static void on_correction(void *arg, const Fabriciq__ClockCorrection *c)
+{
+	struct agent *a = arg;
+
+	if (!c->reference_node || !*c->reference_node)
+		return;
+	if (!a->have_correction || strcmp(a->reference, c->reference_node) != 0)
+		fq_info("clock: controller correction epoch %llu, reference %s, offset %lld ns +- %lld ns",
+			(unsigned long long)c->epoch, c->reference_node, (long long)c->offset_ns,
+			(long long)c->error_bound_ns);
+	a->corr = *c;
+	a->corr.reference_node = NULL;
+	snprintf(a->reference, sizeof(a->reference), "%s", c->reference_node);
+	a->corr.reference_node = a->reference;
+	a->corr_local_ns = fq_now_ns();
+	a->have_correction = true;
+}
+
+static bool assigned_has(const Fabriciq__PeerAssignment *p, const char *nic, const char *addr)
+{
+	for (size_t i = 0; i < p->n_nics; i++)
+		if (p->nics[i]->local_nic && strcmp(p->nics[i]->local_nic, nic) == 0)
+			for (size_t j = 0; j < p->nics[i]->n_peers; j++)
+				if (p->nics[i]->peers[j]->address &&
+				    strcmp(p->nics[i]->peers[j]->address, addr) == 0)
+					return true;
+	return false;
+}
+
+static void on_peers(void *arg, const Fabriciq__PeerAssignment *p)
+{
+	struct agent *a = arg;
+	unsigned added = 0, removed = 0, kept = 0;
+
+	/* drop what the new assignment leaves out */
+	for (unsigned i = 0; i < a->n_assigned;) {
+		if (!assigned_has(p, a->assigned[i].nic, a->assigned[i].addr)) {
+			fq_prober_remove_peer(a->prober, a->assigned[i].nic, a->assigned[i].addr);
+			a->assigned[i] = a->assigned[--a->n_assigned];
+			removed++;
+		} else {
+			i++;
+		}
+	}
+	for (size_t i = 0; i < p->n_nics; i++) {
+		const Fabriciq__PeerAssignment__NicPeers *np = p->nics[i];
+		for (size_t j = 0; np->local_nic && j < np->n_peers; j++) {
+			const Fabriciq__Peer *peer = np->peers[j];
+			int rc;
+
+			if (!peer->address || !peer->node || !peer->nic ||
+			    strcmp(peer->node, a->cfg.node) == 0)
+				continue;
+			rc = fq_prober_add_peer(a->prober, np->local_nic, peer->node, peer->nic,
+						peer->address);
+			if (rc == -EEXIST) {
+				kept++;
+				continue;
+			}
+			if (rc < 0) {
+				fq_log_rl(FQ_LOG_WARN, "peer assignment: %s -> %s:%s@%s: %s", np->local_nic,
+					  peer->node, peer->nic, peer->address, strerror(-rc));
+				continue;
+			}
+			if (a->n_assigned < AGENT_MAX_ASSIGNED) {
+				snprintf(a->assigned[a->n_assigned].nic, sizeof(a->assigned[0].nic), "%s",
+					 np->local_nic);
+				snprintf(a->assigned[a->n_assigned].addr, sizeof(a->assigned[0].addr), "%s",
+					 peer->address);
+				a->n_assigned++;
+			}
+			added++;
+		}
+	}
+	a->peers_epoch = p->epoch;
+	fq_info("peer assignment %llu: %u path(s) added, %u removed, %u kept", (unsigned long long)p->epoch,
+		added, removed, kept);
+}
+
+const struct fq_uplink_ops agent_uplink_ops = {
+    .hello = on_hello,
+    .correction = on_correction,
+    .peers = on_peers,
+};

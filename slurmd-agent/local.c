@@ -1,0 +1,325 @@
+/* local: the step and telemetry unix sockets (see local.h). */
+#include "slurmd-agent/local.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/frame.h"
+#include "common/log.h"
+
+#define MAX_CONNS  1024
+#define LOCAL_MAX  (256u << 10) /* frame limit on the local sockets */
+#define READ_CHUNK 16384
+#define MAX_OUTBUF (1u << 20) /* a client that never reads its answers is dropped */
+
+enum kind {
+	STEP,
+	TELEMETRY
+};
+
+struct conn {
+	struct fq_local *l;
+	enum kind kind;
+	struct ucred cred;
+	struct bufferevent *bev;
+	struct fq_frame_decoder *dec;
+	struct conn *prev, *next;
+};
+
+struct fq_local {
+	struct event_base *base;
+	struct fq_local_ops ops;
+	void *arg;
+	struct evconnlistener *lis[2];
+	char path[2][sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct conn *conns;
+	unsigned nconns;
+	uint64_t step_requests, step_refused, step_not_root, telemetry_frames, telemetry_unregistered,
+	    telemetry_wrong_job, telemetry_dropped, bad_frames, refused_conns;
+};
+
+static void conn_close(struct conn *c)
+{
+	struct fq_local *l = c->l;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		l->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	l->nconns--;
+	bufferevent_free(c->bev);
+	fq_frame_decoder_destroy(c->dec);
+	free(c);
+}
+
+static void answer(struct conn *c, uint64_t seq, int rc, const char *msg)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__Result res = FABRICIQ__RESULT__INIT;
+	uint8_t *buf;
+	size_t len;
+
+	res.seq = seq;
+	res.code = rc < 0 ? -rc : 0;
+	res.message = (char *)(msg ? msg : "");
+	env.version = FQ_PROTOCOL_VERSION;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_RESULT;
+	env.result = &res;
+	if (fq_frame_encode(&env, LOCAL_MAX, &buf, &len) == 0) {
+		bufferevent_write(c->bev, buf, len);
+		free(buf);
+	}
+}
+
+/* One frame on the step socket. */
+static void on_step_frame(struct conn *c, Fabriciq__Envelope *env)
+{
+	struct fq_local *l = c->l;
+	char msg[256] = "";
+	int rc;
+
+	l->step_requests++;
+	switch (env->payload_case) {
+	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_START:
+		rc = l->ops.step_start(l->arg, env->step_start, msg, sizeof(msg));
+		break;
+	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_END:
+		rc = l->ops.step_end(l->arg, env->step_end, msg, sizeof(msg));
+		break;
+	default:
+		rc = -EOPNOTSUPP;
+		snprintf(msg, sizeof(msg), "the step socket takes StepStart and StepEnd only");
+	}
+	if (rc < 0) {
+		l->step_refused++;
+		fq_warn("step socket: request from pid %d refused: %s", (int)c->cred.pid, msg);
+	}
+	answer(c, env->seq, rc, msg);
+}
+
+/* One frame on the telemetry socket: 0, or -1 to close the connection. */
+static int on_telemetry_frame(struct conn *c, Fabriciq__Envelope *env)
+{
+	struct fq_local *l = c->l;
+
+	if (env->payload_case != FABRICIQ__ENVELOPE__PAYLOAD_LANE &&
+	    env->payload_case != FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER) {
+		l->bad_frames++;
+		fq_log_rl(FQ_LOG_WARN, "telemetry socket: pid %d sent a frame of kind %d: closing",
+			  (int)c->cred.pid, (int)env->payload_case);
+		return -1;
+	}
+	l->telemetry_frames++;
+	switch (l->ops.telemetry(l->arg, &c->cred, env)) {
+	case FQ_LOCAL_ACCEPTED:
+		break;
+	case FQ_LOCAL_UNREGISTERED:
+		l->telemetry_unregistered++;
+		fq_log_rl(FQ_LOG_WARN,
+			  "telemetry from pid %d (uid %d), not a task of a registered step: dropped",
+			  (int)c->cred.pid, (int)c->cred.uid);
+		break;
+	case FQ_LOCAL_WRONG_JOB:
+		l->telemetry_wrong_job++;
+		fq_log_rl(FQ_LOG_WARN, "telemetry from pid %d claims another job than its own: dropped",
+			  (int)c->cred.pid);
+		break;
+	case FQ_LOCAL_DROPPED:
+		l->telemetry_dropped++;
+		break;
+	}
+	return 0;
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint8_t buf[READ_CHUNK];
+	int n;
+
+	while ((n = evbuffer_remove(in, buf, sizeof(buf))) > 0) {
+		Fabriciq__Envelope *env;
+		int rc;
+
+		if (fq_frame_decoder_feed(c->dec, buf, (size_t)n) < 0)
+			goto bad;
+		while ((rc = fq_frame_decoder_next(c->dec, &env)) != 0) {
+			if (rc < 0) {
+				c->l->bad_frames++;
+				if (rc == -EMSGSIZE)
+					goto bad;
+				continue;
+			}
+			if (c->kind == STEP)
+				on_step_frame(c, env);
+			else if (on_telemetry_frame(c, env) < 0)
+				rc = -1;
+			fq_frame_free(env);
+			if (rc < 0)
+				goto bad;
+		}
+	}
+	if (evbuffer_get_length(bufferevent_get_output(bev)) > MAX_OUTBUF)
+		goto bad;
+	return;
+bad:
+	fq_log_rl(FQ_LOG_WARN, "%s socket: bad input from pid %d: connection closed",
+		  c->kind == STEP ? "step" : "telemetry", (int)c->cred.pid);
+	conn_close(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		conn_close(arg);
+}
+
+static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen,
+		      void *arg)
+{
+	struct fq_local *l = arg;
+	enum kind kind = lis == l->lis[STEP] ? STEP : TELEMETRY;
+	socklen_t len = sizeof(struct ucred);
+	struct conn *c;
+
+	(void)sa;
+	(void)salen;
+	if (l->nconns >= MAX_CONNS) {
+		l->refused_conns++;
+		fq_log_rl(FQ_LOG_WARN, "local sockets: %u connections open: refusing more", l->nconns);
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->l = l;
+	c->kind = kind;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0 ||
+	    (kind == STEP && c->cred.uid != 0)) {
+		if (kind == STEP)
+			l->step_not_root++;
+		fq_log_rl(FQ_LOG_WARN, "step socket: connection from uid %d (pid %d) refused: root only",
+			  (int)c->cred.uid, (int)c->cred.pid);
+		free(c);
+		close(fd);
+		return;
+	}
+	c->dec = fq_frame_decoder_create(LOCAL_MAX);
+	c->bev = bufferevent_socket_new(l->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!c->dec || !c->bev) {
+		fq_frame_decoder_destroy(c->dec);
+		if (c->bev)
+			bufferevent_free(c->bev);
+		else
+			close(fd);
+		free(c);
+		return;
+	}
+	bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+	bufferevent_enable(c->bev, EV_READ);
+	c->next = l->conns;
+	if (l->conns)
+		l->conns->prev = c;
+	l->conns = c;
+	l->nconns++;
+}
+
+static struct evconnlistener *listen_unix(struct fq_local *l, const char *path, mode_t mode, char *saved,
+					  size_t savedlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct evconnlistener *lis;
+	mode_t old;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fq_error("socket path %s is too long (at most %zu bytes)", path, sizeof(sa.sun_path) - 1);
+		return NULL;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	old = umask(0777 & ~mode);
+	lis = evconnlistener_new_bind(l->base, on_accept, l, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+				      64, (struct sockaddr *)&sa, (int)sizeof(sa));
+	umask(old);
+	if (!lis) {
+		fq_error("cannot listen on %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (chmod(path, mode) < 0) {
+		fq_error("cannot set mode %o on %s: %s", (unsigned)mode, path, strerror(errno));
+		evconnlistener_free(lis);
+		unlink(path);
+		return NULL;
+	}
+	snprintf(saved, savedlen, "%s", path);
+	return lis;
+}
+
+struct fq_local *fq_local_create(struct event_base *base, const char *step_path, const char *telemetry_path,
+				 const struct fq_local_ops *ops, void *arg)
+{
+	struct fq_local *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->base = base;
+	l->ops = *ops;
+	l->arg = arg;
+	l->lis[STEP] = listen_unix(l, step_path, 0600, l->path[STEP], sizeof(l->path[STEP]));
+	if (!l->lis[STEP])
+		goto fail;
+	l->lis[TELEMETRY] =
+	    listen_unix(l, telemetry_path, 0666, l->path[TELEMETRY], sizeof(l->path[TELEMETRY]));
+	if (!l->lis[TELEMETRY])
+		goto fail;
+	return l;
+fail:
+	fq_local_destroy(l);
+	return NULL;
+}
+
+void fq_local_destroy(struct fq_local *l)
+{
+	if (!l)
+		return;
+	while (l->conns)
+		conn_close(l->conns);
+	for (int i = 0; i < 2; i++)
+		if (l->lis[i]) {
+			evconnlistener_free(l->lis[i]);
+			unlink(l->path[i]);
+		}
+	free(l);
+}
+
+struct json_object *fq_local_counters(const struct fq_local *l)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "step_requests", json_object_new_uint64(l->step_requests));
+	json_object_object_add(o, "step_refused", json_object_new_uint64(l->step_refused));
+	json_object_object_add(o, "step_not_root", json_object_new_uint64(l->step_not_root));
+	json_object_object_add(o, "telemetry_frames", json_object_new_uint64(l->telemetry_frames));
+	json_object_object_add(o, "telemetry_unregistered",
+			       json_object_new_uint64(l->telemetry_unregistered));
+	json_object_object_add(o, "telemetry_wrong_job", json_object_new_uint64(l->telemetry_wrong_job));
+	json_object_object_add(o, "telemetry_dropped", json_object_new_uint64(l->telemetry_dropped));
+	json_object_object_add(o, "bad_frames", json_object_new_uint64(l->bad_frames));
+	json_object_object_add(o, "refused_connections", json_object_new_uint64(l->refused_conns));
+	json_object_object_add(o, "connections", json_object_new_int((int)l->nconns));
+	return o;
+}

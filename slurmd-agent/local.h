@@ -1,0 +1,49 @@
+/*
+ * local: the agent's two unix sockets (the contract: common/step_socket.h).
+ *
+ * The step socket (root only: mode 0600 and SO_PEERCRED uid 0) takes
+ * StepStart/StepEnd requests and answers each with a Result. The telemetry
+ * socket (mode 0666) takes LaneReport/FailoverEvent frames from job
+ * processes, each handed over with the sender's kernel-proven credentials.
+ * Garbage, oversized frames and frames of the wrong kind are counted and
+ * the connection closed; the agent keeps running.
+ */
+#ifndef FQ_AGENT_LOCAL_H
+#define FQ_AGENT_LOCAL_H
+
+#include <event2/event.h>
+#include <json-c/json.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "proto/fabriciq.pb-c.h"
+
+enum fq_local_verdict {
+	FQ_LOCAL_ACCEPTED = 0,
+	FQ_LOCAL_UNREGISTERED = 1, /* sender is not a task of a registered step */
+	FQ_LOCAL_WRONG_JOB = 2,    /* sender claims a job other than its own */
+	FQ_LOCAL_DROPPED = 3,      /* accepted but could not be forwarded */
+};
+
+struct fq_local_ops {
+	/* A step request: return 0 or a negative errno, with msg filled. */
+	int (*step_start)(void *arg, const Fabriciq__StepStart *m, char *msg, size_t msglen);
+	int (*step_end)(void *arg, const Fabriciq__StepEnd *m, char *msg, size_t msglen);
+	/* A telemetry frame (lane or failover) from cred's process. */
+	enum fq_local_verdict (*telemetry)(void *arg, const struct ucred *cred, Fabriciq__Envelope *env);
+};
+
+struct fq_local;
+
+/* Listen on both paths (an existing socket file is replaced). NULL on
+ * failure, logged with the path and errno. */
+struct fq_local *fq_local_create(struct event_base *base, const char *step_path, const char *telemetry_path,
+				 const struct fq_local_ops *ops, void *arg);
+/* Close every connection and remove both socket files. */
+void fq_local_destroy(struct fq_local *l);
+
+/* {step_requests, step_refused, step_not_root, telemetry_frames,
+ *  telemetry_unregistered, telemetry_wrong_job, bad_frames, connections} */
+struct json_object *fq_local_counters(const struct fq_local *l);
+
+#endif /* FQ_AGENT_LOCAL_H */

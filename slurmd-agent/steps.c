@@ -1,0 +1,238 @@
+/* steps: registered job steps and pid -> step/rank lookup (see steps.h). */
+#include "slurmd-agent/steps.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_GENERATIONS 64
+
+struct fq_steps {
+	struct fq_step *v;
+	size_t n, max;
+};
+
+struct fq_steps *fq_steps_create(size_t max_steps)
+{
+	struct fq_steps *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->max = max_steps ? max_steps : 1;
+	s->v = calloc(s->max, sizeof(*s->v));
+	if (!s->v) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void fq_steps_destroy(struct fq_steps *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i].ranks);
+	free(s->v);
+	free(s);
+}
+
+static struct fq_step *find(struct fq_steps *s, uint64_t job, uint32_t step)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].job_id == job && s->v[i].step_id == step)
+			return &s->v[i];
+	return NULL;
+}
+
+static int check(const Fabriciq__StepStart *m, char *err, size_t errlen)
+{
+	if (m->job_id == 0) {
+		snprintf(err, errlen, "job id 0");
+		return -EINVAL;
+	}
+	if (m->n_ranks == 0) {
+		snprintf(err, errlen, "job %llu.%u: no ranks", (unsigned long long)m->job_id, m->step_id);
+		return -EINVAL;
+	}
+	if (m->n_ranks > FQ_STEPS_MAX_RANKS) {
+		snprintf(err, errlen, "job %llu.%u: %zu ranks on one node (at most %d)",
+			 (unsigned long long)m->job_id, m->step_id, m->n_ranks, FQ_STEPS_MAX_RANKS);
+		return -ENOSPC;
+	}
+	for (size_t i = 0; i < m->n_ranks; i++)
+		if (!m->ranks[i] || m->ranks[i]->pid <= 1) {
+			snprintf(err, errlen, "job %llu.%u: rank %zu has no valid pid",
+				 (unsigned long long)m->job_id, m->step_id, i);
+			return -EINVAL;
+		}
+	if (m->mode && *m->mode && strcmp(m->mode, "monitor") != 0 && strcmp(m->mode, "control") != 0) {
+		snprintf(err, errlen, "job %llu.%u: unknown mode '%.32s'", (unsigned long long)m->job_id,
+			 m->step_id, m->mode);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Merge m's ranks into st (by global rank; a known rank gets the new pid). */
+static int merge_ranks(struct fq_step *st, const Fabriciq__StepStart *m, char *err, size_t errlen)
+{
+	size_t add = 0;
+	struct fq_step_rank *nr;
+
+	for (size_t i = 0; i < m->n_ranks; i++) {
+		size_t j;
+		for (j = 0; j < st->nranks && st->ranks[j].global_rank != m->ranks[i]->global_rank; j++)
+			;
+		if (j == st->nranks)
+			add++;
+	}
+	if (st->nranks + add > FQ_STEPS_MAX_RANKS) {
+		snprintf(err, errlen, "job %llu.%u: more than %d ranks on one node",
+			 (unsigned long long)st->job_id, st->step_id, FQ_STEPS_MAX_RANKS);
+		return -ENOSPC;
+	}
+	nr = realloc(st->ranks, (st->nranks + add) * sizeof(*nr));
+	if (!nr && st->nranks + add) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	st->ranks = nr;
+	for (size_t i = 0; i < m->n_ranks; i++) {
+		const Fabriciq__Rank *r = m->ranks[i];
+		size_t j;
+		for (j = 0; j < st->nranks && st->ranks[j].global_rank != r->global_rank; j++)
+			;
+		if (j == st->nranks)
+			st->nranks++;
+		st->ranks[j] = (struct fq_step_rank){r->global_rank, r->local_rank, (pid_t)r->pid};
+	}
+	return 0;
+}
+
+int fq_steps_register(struct fq_steps *s, const Fabriciq__StepStart *m, int64_t now_ns, char *err,
+		      size_t errlen)
+{
+	struct fq_step *st;
+	int rc = check(m, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	st = find(s, m->job_id, m->step_id);
+	if (!st) {
+		if (s->n == s->max) {
+			snprintf(err, errlen, "registry full (%zu steps)", s->max);
+			return -ENOSPC;
+		}
+		st = &s->v[s->n];
+		memset(st, 0, sizeof(*st));
+		st->job_id = m->job_id;
+		st->step_id = m->step_id;
+		st->registered_ns = now_ns;
+		rc = merge_ranks(st, m, err, errlen);
+		if (rc < 0)
+			return rc;
+		s->n++;
+	} else if ((rc = merge_ranks(st, m, err, errlen)) < 0) {
+		return rc;
+	}
+	st->uid = m->uid;
+	st->node_count = m->node_count;
+	st->task_count = m->task_count;
+	snprintf(st->mode, sizeof(st->mode), "%s", m->mode && *m->mode ? m->mode : "monitor");
+	return 0;
+}
+
+int fq_steps_unregister(struct fq_steps *s, uint64_t job_id, uint32_t step_id)
+{
+	struct fq_step *st = find(s, job_id, step_id);
+
+	if (!st)
+		return -ENOENT;
+	free(st->ranks);
+	*st = s->v[--s->n];
+	return 0;
+}
+
+int fq_parent_from_proc(pid_t pid, pid_t *ppid, void *arg)
+{
+	char path[64], buf[512], *rp;
+	FILE *f;
+	size_t n;
+	int p;
+
+	(void)arg;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "pid (comm) state ppid": comm may hold spaces and parentheses */
+	rp = strrchr(buf, ')');
+	if (!rp || sscanf(rp + 1, " %*c %d", &p) != 1)
+		return -EPROTO;
+	*ppid = p;
+	return 0;
+}
+
+static struct fq_step *task_of(struct fq_steps *s, pid_t pid, const struct fq_step_rank **rank)
+{
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t j = 0; j < s->v[i].nranks; j++)
+			if (s->v[i].ranks[j].pid == pid) {
+				*rank = &s->v[i].ranks[j];
+				return &s->v[i];
+			}
+	return NULL;
+}
+
+struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, fq_parent_fn parent, void *arg,
+				  const struct fq_step_rank **rank)
+{
+	for (int gen = 0; gen < MAX_GENERATIONS && pid > 1; gen++) {
+		struct fq_step *st = task_of(s, pid, rank);
+		pid_t pp;
+
+		if (st)
+			return st;
+		if (parent(pid, &pp, arg) < 0 || pp == pid)
+			return NULL;
+		pid = pp;
+	}
+	return NULL;
+}
+
+size_t fq_steps_count(const struct fq_steps *s)
+{
+	return s->n;
+}
+
+struct json_object *fq_steps_json(const struct fq_steps *s)
+{
+	struct json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < s->n; i++) {
+		const struct fq_step *st = &s->v[i];
+		struct json_object *o = json_object_new_object(), *ranks = json_object_new_array();
+
+		json_object_object_add(o, "job_id", json_object_new_uint64(st->job_id));
+		json_object_object_add(o, "step_id", json_object_new_int64(st->step_id));
+		json_object_object_add(o, "uid", json_object_new_int64(st->uid));
+		json_object_object_add(o, "mode", json_object_new_string(st->mode));
+		for (size_t j = 0; j < st->nranks; j++) {
+			struct json_object *r = json_object_new_object();
+			json_object_object_add(r, "rank", json_object_new_int64(st->ranks[j].global_rank));
+			json_object_object_add(r, "local_rank",
+					       json_object_new_int64(st->ranks[j].local_rank));
+			json_object_object_add(r, "pid", json_object_new_int(st->ranks[j].pid));
+			json_object_array_add(ranks, r);
+		}
+		json_object_object_add(o, "ranks", ranks);
+		json_object_object_add(o, "lane_reports", json_object_new_uint64(st->lane_reports));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}

@@ -1,0 +1,70 @@
+/*
+ * steps: the job steps registered on this node by the SPANK plugin, and
+ * the mapping from a process to the step and rank it belongs to.
+ *
+ * The identity of a telemetry sender is what the kernel proves
+ * (SO_PEERCRED: pid and uid), never what it claims: the pid, or its
+ * nearest ancestor that is a registered task pid, names the step and the
+ * global rank; the uid must be the step's. Pure apart from the parent
+ * lookup, which the caller supplies (/proc in the agent, a table in tests).
+ */
+#ifndef FQ_AGENT_STEPS_H
+#define FQ_AGENT_STEPS_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/fabriciq.pb-c.h"
+
+#define FQ_STEPS_MAX_RANKS 4096 /* per step on one node */
+
+struct fq_step_rank {
+	uint32_t global_rank, local_rank;
+	pid_t pid;
+};
+
+struct fq_step {
+	uint64_t job_id;
+	uint32_t step_id, uid, node_count, task_count;
+	char mode[16];
+	int64_t registered_ns; /* local raw clock */
+	struct fq_step_rank *ranks;
+	size_t nranks;
+	uint64_t lane_reports; /* accepted from its processes */
+};
+
+struct fq_steps;
+
+/* max_steps bounds the registry (a runaway client cannot grow it). */
+struct fq_steps *fq_steps_create(size_t max_steps);
+void fq_steps_destroy(struct fq_steps *s);
+
+/* Register (or extend: ranks are merged by global rank, a repeated call is
+ * a no-op) the step m describes. 0; -EINVAL (no ranks, a pid <= 1, mode not
+ * monitor/control/empty), -ENOSPC (registry or rank table full), -ENOMEM;
+ * err says which in words. */
+int fq_steps_register(struct fq_steps *s, const Fabriciq__StepStart *m, int64_t now_ns, char *err,
+		      size_t errlen);
+
+/* 0, or -ENOENT if (job, step) is not registered. */
+int fq_steps_unregister(struct fq_steps *s, uint64_t job_id, uint32_t step_id);
+
+/* The parent of pid: 0 and *ppid, or a negative errno (no such process). */
+typedef int (*fq_parent_fn)(pid_t pid, pid_t *ppid, void *arg);
+
+/* /proc/PID/stat's parent. */
+int fq_parent_from_proc(pid_t pid, pid_t *ppid, void *arg);
+
+/* The step whose task is pid or pid's nearest ancestor (at most 64
+ * generations, stopping at pid 1), and that task's rank. NULL if none. */
+struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, fq_parent_fn parent, void *arg,
+				  const struct fq_step_rank **rank);
+
+size_t fq_steps_count(const struct fq_steps *s);
+
+/* [{job_id, step_id, uid, mode, ranks: [{rank, local_rank, pid}], lane_reports}] */
+struct json_object *fq_steps_json(const struct fq_steps *s);
+
+#endif /* FQ_AGENT_STEPS_H */

@@ -1,0 +1,381 @@
+/* uplink: authenticated, spooled connection to the controller (see uplink.h). */
+#include "slurmd-agent/uplink.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "common/frame.h"
+#include "common/log.h"
+#include "common/munge_cred.h"
+
+#define BACKOFF_MIN_MS 500
+#define BACKOFF_MAX_MS 30000
+#define AUTH_TIMEOUT_S 10
+#define HIGH_WATER     (256u << 10) /* stop reading the spool above this much unsent output */
+#define IN_MAX         (4u << 20)
+
+enum state {
+	IDLE,       /* waiting to (re)connect */
+	CONNECTING, /* TCP connect in progress */
+	CHALLENGED, /* waiting for the controller's challenge */
+	STREAMING,  /* authenticated: sending the spool */
+};
+
+static const char *const state_names[] = {"disconnected", "connecting", "authenticating", "connected"};
+
+struct fq_uplink {
+	struct event_base *base;
+	struct fq_uplink_config cfg;
+	char host[256];
+	char munge_socket[4096];
+	struct fq_spool *spool;
+	struct fq_uplink_ops ops;
+	void *arg;
+	enum state state;
+	struct bufferevent *bev;
+	struct fq_frame_decoder *dec;
+	struct event *retry_ev;
+	unsigned backoff_ms;
+	uint8_t *sendbuf;
+	uint64_t connects, refusals, disconnects, frames_sent, acked;
+	char last_error[256];
+};
+
+static void schedule_retry(struct fq_uplink *u);
+
+static void set_error(struct fq_uplink *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(struct fq_uplink *u, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(u->last_error, sizeof(u->last_error), fmt, ap);
+	va_end(ap);
+	fq_log_rl(FQ_LOG_WARN, "controller %s:%u: %s", u->host, u->cfg.port, u->last_error);
+}
+
+static void drop_connection(struct fq_uplink *u)
+{
+	if (u->bev) {
+		bufferevent_free(u->bev);
+		u->bev = NULL;
+	}
+	fq_frame_decoder_destroy(u->dec);
+	u->dec = NULL;
+	if (u->state == STREAMING)
+		u->disconnects++;
+	u->state = IDLE;
+	schedule_retry(u);
+}
+
+static int send_env(struct fq_uplink *u, Fabriciq__Envelope *env)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	env->version = FQ_PROTOCOL_VERSION;
+	rc = fq_frame_encode(env, IN_MAX, &buf, &len);
+	if (rc < 0)
+		return rc;
+	rc = bufferevent_write(u->bev, buf, len) < 0 ? -ENOMEM : 0;
+	free(buf);
+	return rc;
+}
+
+/* Stream spooled frames until the output buffer is above its high water. */
+static void pump(struct fq_uplink *u)
+{
+	struct evbuffer *out;
+
+	if (u->state != STREAMING)
+		return;
+	out = bufferevent_get_output(u->bev);
+	while (evbuffer_get_length(out) < HIGH_WATER) {
+		uint64_t seq;
+		int64_t n = fq_spool_next(u->spool, u->sendbuf, IN_MAX + FQ_FRAME_HEADER_SIZE, &seq);
+		if (n <= 0) {
+			if (n < 0)
+				fq_log_rl(FQ_LOG_ERROR, "spool: cannot read the next frame: %s",
+					  strerror((int)-n));
+			return;
+		}
+		evbuffer_add(out, u->sendbuf, (size_t)n);
+		u->frames_sent++;
+	}
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	pump(arg);
+}
+
+static int answer_challenge(struct fq_uplink *u, const Fabriciq__Challenge *c)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__Auth auth = FABRICIQ__AUTH__INIT;
+	Fabriciq__AgentHello hello = FABRICIQ__AGENT_HELLO__INIT;
+	char *cred = NULL, err[256];
+	int rc;
+
+	if (c->nonce.len != FQ_MUNGE_NONCE_SIZE) {
+		set_error(u, "challenge with a %zu-byte nonce (expected %d)", c->nonce.len,
+			  FQ_MUNGE_NONCE_SIZE);
+		return -EPROTO;
+	}
+	rc = fq_munge_encode(u->cfg.munge_socket, c->nonce.data, c->nonce.len, u->cfg.credential_ttl_s, &cred,
+			     err, sizeof(err));
+	if (rc < 0) {
+		set_error(u, "cannot mint a munge credential: %s", err);
+		return rc;
+	}
+	auth.credential = cred;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_AUTH;
+	env.auth = &auth;
+	rc = send_env(u, &env);
+	free(cred);
+	if (rc < 0)
+		return rc;
+	u->ops.hello(u->arg, &hello);
+	hello.next_seq = fq_spool_first_unacked(u->spool);
+	env = (Fabriciq__Envelope)FABRICIQ__ENVELOPE__INIT;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_HELLO;
+	env.hello = &hello;
+	rc = send_env(u, &env);
+	if (rc < 0)
+		return rc;
+	u->state = STREAMING;
+	bufferevent_set_timeouts(u->bev, NULL, NULL);
+	u->backoff_ms = 0;
+	u->last_error[0] = '\0';
+	fq_info("controller %s:%u: connected, resending from seq %llu", u->host, u->cfg.port,
+		(unsigned long long)hello.next_seq);
+	fq_spool_rewind(u->spool);
+	pump(u);
+	return 0;
+}
+
+/* One frame from the controller: 0, or a negative errno to drop the connection. */
+static int on_frame(struct fq_uplink *u, Fabriciq__Envelope *env)
+{
+	switch (env->payload_case) {
+	case FABRICIQ__ENVELOPE__PAYLOAD_CHALLENGE:
+		if (u->state != CHALLENGED) {
+			set_error(u, "unexpected second challenge");
+			return -EPROTO;
+		}
+		return answer_challenge(u, env->challenge);
+	case FABRICIQ__ENVELOPE__PAYLOAD_RESULT:
+		if (env->result->code) {
+			u->refusals++;
+			set_error(u, "refused: %s (%s)", env->result->message ? env->result->message : "",
+				  strerror(env->result->code));
+			return -EACCES;
+		}
+		return 0;
+	case FABRICIQ__ENVELOPE__PAYLOAD_ACK:
+		if (u->state != STREAMING)
+			return -EPROTO;
+		if (env->ack->seq > u->acked)
+			u->acked = env->ack->seq;
+		fq_spool_ack(u->spool, env->ack->seq);
+		return 0;
+	case FABRICIQ__ENVELOPE__PAYLOAD_CORRECTION:
+		if (u->state == STREAMING && u->ops.correction)
+			u->ops.correction(u->arg, env->correction);
+		return 0;
+	case FABRICIQ__ENVELOPE__PAYLOAD_PEERS:
+		if (u->state == STREAMING && u->ops.peers)
+			u->ops.peers(u->arg, env->peers);
+		return 0;
+	default:
+		return 0; /* a kind this agent does not know: ignored (proto versioning rules) */
+	}
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+	struct fq_uplink *u = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint8_t buf[16384];
+	int n;
+
+	while ((n = evbuffer_remove(in, buf, sizeof(buf))) > 0) {
+		Fabriciq__Envelope *env;
+		int rc;
+
+		if (fq_frame_decoder_feed(u->dec, buf, (size_t)n) < 0)
+			goto drop;
+		while ((rc = fq_frame_decoder_next(u->dec, &env)) != 0) {
+			if (rc < 0) {
+				set_error(u, "bad frame from the controller: %s", strerror(-rc));
+				goto drop;
+			}
+			rc = on_frame(u, env);
+			fq_frame_free(env);
+			if (rc < 0)
+				goto drop;
+		}
+	}
+	return;
+drop:
+	drop_connection(u);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct fq_uplink *u = arg;
+	struct timeval tv = {AUTH_TIMEOUT_S, 0};
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		u->connects++;
+		u->state = CHALLENGED;
+		/* the challenge must come soon; once streaming, no read timeout */
+		bufferevent_set_timeouts(u->bev, &tv, NULL);
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT) {
+		if (u->state == STREAMING) {
+			bufferevent_enable(u->bev, EV_READ);
+			return;
+		}
+		set_error(u, "no challenge within %d s", AUTH_TIMEOUT_S);
+	} else if (what & BEV_EVENT_ERROR) {
+		set_error(u, "%s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	} else if (what & BEV_EVENT_EOF) {
+		set_error(u, "connection closed by the controller");
+	}
+	drop_connection(u);
+}
+
+static void try_connect(evutil_socket_t fd, short what, void *arg)
+{
+	struct fq_uplink *u = arg;
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+	char port[8];
+	int rc;
+
+	(void)fd;
+	(void)what;
+	snprintf(port, sizeof(port), "%u", u->cfg.port);
+	rc = getaddrinfo(u->host, port, &hints, &ai);
+	if (rc != 0) {
+		set_error(u, "cannot resolve: %s", gai_strerror(rc));
+		schedule_retry(u);
+		return;
+	}
+	u->dec = fq_frame_decoder_create(IN_MAX);
+	u->bev = bufferevent_socket_new(u->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (!u->dec || !u->bev) {
+		freeaddrinfo(ai);
+		drop_connection(u);
+		return;
+	}
+	bufferevent_setcb(u->bev, on_read, on_write, on_event, u);
+	bufferevent_setwatermark(u->bev, EV_WRITE, HIGH_WATER / 2, 0);
+	bufferevent_enable(u->bev, EV_READ | EV_WRITE);
+	u->state = CONNECTING;
+	rc = bufferevent_socket_connect(u->bev, ai->ai_addr, (int)ai->ai_addrlen);
+	freeaddrinfo(ai);
+	if (rc < 0) {
+		set_error(u, "cannot connect");
+		drop_connection(u);
+	}
+}
+
+static void schedule_retry(struct fq_uplink *u)
+{
+	struct timeval tv;
+	uint32_t r = 0;
+	unsigned ms;
+
+	u->backoff_ms = u->backoff_ms ? u->backoff_ms * 2 : BACKOFF_MIN_MS;
+	if (u->backoff_ms > BACKOFF_MAX_MS)
+		u->backoff_ms = BACKOFF_MAX_MS;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) < 0)
+		r = 0;
+	ms = u->backoff_ms * 3 / 4 + r % (u->backoff_ms / 2 + 1); /* +-25 % */
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(u->retry_ev, &tv);
+}
+
+struct fq_uplink *fq_uplink_create(struct event_base *base, const struct fq_uplink_config *cfg,
+				   struct fq_spool *spool, const struct fq_uplink_ops *ops, void *arg)
+{
+	struct fq_uplink *u = calloc(1, sizeof(*u));
+	struct timeval now = {0, 0};
+
+	if (!u)
+		return NULL;
+	u->base = base;
+	u->cfg = *cfg;
+	snprintf(u->host, sizeof(u->host), "%s", cfg->host);
+	u->cfg.host = u->host;
+	if (cfg->munge_socket && *cfg->munge_socket) {
+		snprintf(u->munge_socket, sizeof(u->munge_socket), "%s", cfg->munge_socket);
+		u->cfg.munge_socket = u->munge_socket;
+	} else {
+		u->cfg.munge_socket = NULL;
+	}
+	u->spool = spool;
+	u->ops = *ops;
+	u->arg = arg;
+	u->sendbuf = malloc(IN_MAX + FQ_FRAME_HEADER_SIZE);
+	u->retry_ev = evtimer_new(base, try_connect, u);
+	if (!u->sendbuf || !u->retry_ev) {
+		fq_uplink_destroy(u);
+		return NULL;
+	}
+	evtimer_add(u->retry_ev, &now);
+	return u;
+}
+
+void fq_uplink_destroy(struct fq_uplink *u)
+{
+	if (!u)
+		return;
+	if (u->bev)
+		bufferevent_free(u->bev);
+	fq_frame_decoder_destroy(u->dec);
+	if (u->retry_ev)
+		event_free(u->retry_ev);
+	free(u->sendbuf);
+	free(u);
+}
+
+void fq_uplink_kick(struct fq_uplink *u)
+{
+	pump(u);
+}
+
+int fq_uplink_connected(const struct fq_uplink *u)
+{
+	return u->state == STREAMING;
+}
+
+struct json_object *fq_uplink_counters(const struct fq_uplink *u)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "controller", json_object_new_string(u->host));
+	json_object_object_add(o, "port", json_object_new_int(u->cfg.port));
+	json_object_object_add(o, "state", json_object_new_string(state_names[u->state]));
+	json_object_object_add(o, "connects", json_object_new_uint64(u->connects));
+	json_object_object_add(o, "auth_refusals", json_object_new_uint64(u->refusals));
+	json_object_object_add(o, "disconnects", json_object_new_uint64(u->disconnects));
+	json_object_object_add(o, "frames_sent", json_object_new_uint64(u->frames_sent));
+	json_object_object_add(o, "acked_seq", json_object_new_uint64(u->acked));
+	json_object_object_add(o, "last_error", json_object_new_string(u->last_error));
+	return o;
+}
