@@ -15,13 +15,15 @@ export FQTB_STATE=/run/fqtb-spank
 B=$(cd "$top_builddir" && pwd) # slurmd runs elsewhere: absolute paths
 PLUGIN="$B/spank/.libs/spank_fabriciq.so"
 FAKE="$B/tests/spank/fake-agent"
+AGENT="$B/slurmd-agent/fabriciq-agent"
 [ -f "$PLUGIN" ] || skip_all "spank_fabriciq.so not built"
 [ -x "$FAKE" ] || skip_all "tests/spank/fake-agent not built"
-plan 47
+[ -x "$AGENT" ] || skip_all "fabriciq-agent not built"
+plan 53
 
 S=$FQTB_STATE
 LIBDIR=/opt/fabriciq-test/lib
-ARGS="step_socket=$S/agent-%n/step.sock telemetry_socket=$S/agent-%n/telemetry.sock clock_page=$S/agent-%n/clock libdir=$LIBDIR timeout_ms=500"
+ARGS="step_socket=$S/agent-%n/agent-step.sock telemetry_socket=$S/agent-%n/agent-telemetry.sock clock_page=$S/agent-%n/clock libdir=$LIBDIR timeout_ms=500"
 up() { tb up --prefix "$TB_PFX" --hosts 2 --rails 1 --leaves 1 --spines 1 --services munge,slurm --clock-offsets zero "$@"; }
 srun() { timeout 60 "$TB" slurm srun "$@"; }
 slog() { cat "$S"/log/slurmd-n*.log; }
@@ -29,11 +31,30 @@ slog() { cat "$S"/log/slurmd-n*.log; }
 envmask() { grep -Ev '^(SLURM_JOB_ID|SLURM_JOBID|SLURM_STEP_LAUNCHER_PORT|SLURM_SRUN_COMM_PORT|SLURM_TASK_PID)=' | sort; }
 fake_start() { # fake_start NODE answer|silent
 	mkdir -p "$S/agent-$1"
-	tb daemon start "$1" fake -- "$FAKE" "$S/agent-$1/step.sock" "$2" >/dev/null
-	for ((n = 0; n < 50; n++)); do [ -S "$S/agent-$1/step.sock" ] && return 0; sleep 0.1; done
+	tb daemon start "$1" fake -- "$FAKE" "$S/agent-$1/agent-step.sock" "$2" >/dev/null
+	for ((n = 0; n < 50; n++)); do [ -S "$S/agent-$1/agent-step.sock" ] && return 0; sleep 0.1; done
 	return 1
 }
-fake_stop() { tb daemon stop "$1" fake; rm -f "$S/agent-$1/step.sock"; }
+fake_stop() { tb daemon stop "$1" fake; rm -f "$S/agent-$1/agent-step.sock"; }
+agent_start() { # agent_start NODE PEER: the real fabriciq-agent, sockets in $S/agent-NODE
+	mkdir -p "$S/agent-$1"
+	tb daemon start "$1" agent -- "$AGENT" -c /dev/null -s nics=rail0 -s "peers=$2:rail0@198.19.0.$((2 * ${2#n} + 1))" \
+		-s "node=$1" -s "run_dir=$S/agent-$1" -s "status_file=$S/agent-$1.json" -s "spool_dir=$S/agent-$1/spool" \
+		-s report_interval=200ms >/dev/null
+	for ((n = 0; n < 50; n++)); do [ -S "$S/agent-$1/agent-step.sock" ] && return 0; sleep 0.1; done
+	return 1
+}
+# "JOB.STEP RANK:LOCAL:PID,..." per step registered in NODE's agent (its --status JSON)
+agent_steps() {
+	"$AGENT" -c /dev/null -s "status_file=$S/agent-$1.json" --status --json | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["steps"]:
+    print("%d.%d %s %s" % (s["job_id"], s["step_id"], s["mode"], ",".join("%d:%d:%d" % (r["rank"], r["local_rank"], r["pid"]) for r in sorted(s["ranks"], key=lambda r: r["rank"]))))'
+}
+wait_agentlog() { # wait_agentlog NODE PATTERN SECONDS
+	for ((n = 0; n < $3 * 10; n++)); do grep -Eq "$2" "$S/log/$1.agent.log" && return 0; sleep 0.1; done
+	return 1
+}
 agentlog() { cat "$S"/log/n*.fake.log 2>/dev/null; }
 wait_log() { # wait_log PATTERN SECONDS: a line of the fake agents' logs
 	for ((n = 0; n < $2 * 10; n++)); do agentlog | grep -Eq "$1" && return 0; sleep 0.1; done
@@ -82,7 +103,7 @@ ok $? "salloc --fabriciq=x refused, nothing ran" || diag "$out"
 # ---- 4. agent missing: one line, the job runs unchanged --------------------
 out=$(srun -N1 -w n1 --fabriciq env 2>"$S/err")
 rc=$?
-[ $rc -eq 0 ] && [ "$(wc -l <"$S/err")" -eq 1 ] && grep -q "fabriciq: n1: no agent at $S/agent-n1/step.sock.*runs without fabriciq" "$S/err"
+[ $rc -eq 0 ] && [ "$(wc -l <"$S/err")" -eq 1 ] && grep -q "fabriciq: n1: no agent at $S/agent-n1/agent-step.sock.*runs without fabriciq" "$S/err"
 ok $? "no agent: the job runs, one line on its stderr" || diag "rc $rc: $(cat "$S/err")"
 is "$(grep -Ec '^(FABRICIQ_|NCCL_|LD_LIBRARY_PATH=)' <<<"$out")" 0 "no agent: nothing injected"
 
@@ -93,7 +114,7 @@ out=$(srun -N2 -n4 --fabriciq=control sh -c 'echo "$SLURM_PROCID $SLURM_LOCALID 
 ok $? "srun -N2 -n4 --fabriciq=control runs" || diag "$out"
 is "$(wc -l <<<"$out")" 4 "4 tasks"
 bad=$(awk -v s="$S" -v l="$LIBDIR" '!($7 == $1 && $8 == $2 && $9 == $3 && $10 == $4 && $11 == 2 && $12 == "control" &&
-	$13 == "fabriciq" && $14 == l && $15 == s "/agent-" $5 "/telemetry.sock" && $16 == s "/agent-" $5 "/clock")' <<<"$out")
+	$13 == "fabriciq" && $14 == l && $15 == s "/agent-" $5 "/agent-telemetry.sock" && $16 == s "/agent-" $5 "/clock")' <<<"$out")
 is "$bad" "" "every task: rank, local rank, job, step, nodes, mode, NCCL plugin, library path, its node's socket and clock page"
 job=$(awk 'NR == 1 { print $3 }' <<<"$out")
 wait_log "^end $job 0 n2 " 5
@@ -174,8 +195,41 @@ ok $? "a silent agent delays the step by its timeouts only ($ms ms; 2 calls x 50
 grep -q "fabriciq: n1: registering job [0-9]* step 0 with the agent at .* failed: Connection timed out" "$S/log/slurmd-n1.log"
 ok $? "the step's log says registration timed out"
 fake_stop n1
+fake_stop n2
 
-# ---- 9. required=yes and a site default -------------------------------------
+# ---- 9. the real agent -------------------------------------------------------
+agent_start n1 n2 && agent_start n2 n1
+ok $? "fabriciq-agent running on n1 and n2"
+timeout 60 "$TB" slurm srun -N2 -n3 --fabriciq=control sh -c 'echo "$(hostname) $SLURM_JOB_ID $SLURM_PROCID $SLURM_LOCALID $$"; sleep 3' >"$S/tasks" 2>&1 &
+spid=$!
+sleep 2
+job=$(awk 'NR == 1 { print $2 }' "$S/tasks")
+got=$( (agent_steps n1 | sed 's/^/n1 /'; agent_steps n2 | sed 's/^/n2 /') | tr '\n' ' ')
+want=$(sort -k3n "$S/tasks" | awk '{ r[$1] = r[$1] (r[$1] ? "," : "") $3 ":" $4 ":" $5; j = $2 } END { for (h in r) print h, j ".0 control", r[h] }' | sort | tr '\n' ' ')
+is "$got" "$want" "the agents' --status lists the running step with every task's rank, local rank and pid"
+wait "$spid"
+wait_agentlog n1 "step $job.0 unregistered \(exit status 0\)" 5 && wait_agentlog n2 "step $job.0 unregistered \(exit status 0\)" 5
+ok $? "after a normal end both agents unregistered the step (status 0)"
+sleep 0.5
+is "$(agent_steps n1; agent_steps n2)" "" "no step left registered in either agent"
+timeout 60 "$TB" slurm srun -N1 -w n2 --fabriciq sleep 100 >/dev/null 2>&1 &
+spid=$!
+for ((n = 0; n < 50; n++)); do [ -n "$(agent_steps n2)" ] && break; sleep 0.2; done
+job=$(agent_steps n2 | awk -F. '{ print $1; exit }')
+"$TB" slurm scancel "$job"
+wait "$spid"
+wait_agentlog n2 "step $job.0 unregistered" 10
+st=$(sed -n "s/.*step $job.0 unregistered (exit status \([0-9]*\)).*/\1/p" "$S/log/n2.agent.log")
+[ -n "$st" ] && [ $((st & 0x7f)) -ne 0 ] && [ -z "$(agent_steps n2)" ]
+ok $? "scancel: the agent unregistered the step with a signal status ($st)"
+out=$(timeout 60 "$TB" slurm sbatch -W -N2 --export=NONE --fabriciq=control -o "$S/out-agent" "$S/job.sh" 2>&1)
+job=$(awk '/Submitted/ { print $4 }' <<<"$out")
+sleep 0.3
+is "$(grep -ho "step $job\.[0-9]* \(registered\|unregistered\)" "$S"/log/n[12].agent.log | sort | uniq -c | awk '{ print $1, $3, $4 }' | tr '\n' ' ')" \
+	"2 $job.0 registered 2 $job.0 unregistered 2 $job.1 registered 2 $job.1 unregistered 1 $job.4294967291 registered 1 $job.4294967291 unregistered " \
+	"sbatch --export=NONE with two steps: each step registered and unregistered once per node, the batch step once"
+
+# ---- 10. required=yes and a site default -------------------------------------
 check "up with required=yes default=monitor" up --plugstack "optional $PLUGIN $ARGS required=yes default=monitor"
 fake_start n1 answer
 ok $? "fake agent on n1 only"
