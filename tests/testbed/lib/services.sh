@@ -107,8 +107,9 @@ CgroupPlugin=cgroup/v1
 CgroupMountpoint=/sys/fs/cgroup
 CgroupAutomount=no
 CONF
-	# Later parts append their SPANK plugin here (spank/).
-	: >"$d/plugstack.conf"
+	# SPANK plugins: lines given to `up --plugstack` (or $FQTB_PLUGSTACK,
+	# one line per newline), written as given.
+	printf '%s' "${TB_PLUGSTACK:-}" >"$d/plugstack.conf"
 }
 
 slurm_nodes_idle() {

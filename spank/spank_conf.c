@@ -1,0 +1,186 @@
+/* spank_conf: see spank_conf.h. */
+#include "spank/spank_conf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/step_socket.h"
+
+void fq_spank_conf_defaults(struct fq_spank_conf *conf, const char *libdir)
+{
+	memset(conf, 0, sizeof(*conf));
+	snprintf(conf->libdir, sizeof(conf->libdir), "%s", libdir);
+	snprintf(conf->step_socket, sizeof(conf->step_socket), "%s", FQ_STEP_SOCKET_DEFAULT);
+	snprintf(conf->telemetry_socket, sizeof(conf->telemetry_socket), "%s", FQ_TELEMETRY_SOCKET_DEFAULT);
+	snprintf(conf->clock_page, sizeof(conf->clock_page), "%s", FQ_CLOCK_PAGE_DEFAULT);
+	conf->bare_mode = FQ_MODE_MONITOR;
+	conf->site_default = FQ_MODE_OFF;
+	conf->required = false;
+	conf->timeout_ms = 2000;
+}
+
+enum fq_spank_mode fq_spank_mode_parse(const char *word, enum fq_spank_mode bare)
+{
+	if (!word || !*word)
+		return bare;
+	if (!strcmp(word, "off"))
+		return FQ_MODE_OFF;
+	if (!strcmp(word, "monitor"))
+		return FQ_MODE_MONITOR;
+	if (!strcmp(word, "control"))
+		return FQ_MODE_CONTROL;
+	return FQ_MODE_UNSET;
+}
+
+const char *fq_spank_mode_name(enum fq_spank_mode mode)
+{
+	switch (mode) {
+	case FQ_MODE_OFF:
+		return "off";
+	case FQ_MODE_MONITOR:
+		return "monitor";
+	case FQ_MODE_CONTROL:
+		return "control";
+	default:
+		return "";
+	}
+}
+
+int fq_spank_path_expand(const char *path, const char *node, char *out, size_t outlen)
+{
+	size_t n = 0, add;
+	const char *piece;
+
+	for (const char *p = path; *p; p++) {
+		char one[2] = {*p, 0};
+
+		piece = one;
+		if (*p == '%') {
+			p++;
+			if (*p == 'n')
+				piece = node;
+			else if (*p == '%')
+				piece = "%";
+			else
+				return -EINVAL;
+		}
+		add = strlen(piece);
+		if (n + add >= outlen)
+			return -ENAMETOOLONG;
+		memcpy(out + n, piece, add);
+		n += add;
+	}
+	if (n >= outlen)
+		return -ENAMETOOLONG;
+	out[n] = 0;
+	return 0;
+}
+
+static int set_path(char *dst, const char *key, const char *val, char *err, size_t errlen)
+{
+	char probe[FQ_SPANK_PATH_MAX];
+	int rc;
+
+	if (val[0] != '/') {
+		snprintf(err, errlen, "%s=%s: not an absolute path", key, val);
+		return -EINVAL;
+	}
+	/* Check the %-sequences now, with a long node name, so a bad path is
+	 * refused when slurmd starts rather than in the first job. */
+	rc = fq_spank_path_expand(val, "nodename-of-reasonable-length", probe, sizeof(probe));
+	if (rc == -EINVAL) {
+		snprintf(err, errlen, "%s=%s: only %%n (node name) and %%%% may follow %%", key, val);
+		return rc;
+	}
+	if (rc < 0 || strlen(val) >= FQ_SPANK_PATH_MAX) {
+		snprintf(err, errlen, "%s=%s: path too long (limit %d bytes)", key, val,
+			 FQ_SPANK_PATH_MAX - 64);
+		return -EINVAL;
+	}
+	snprintf(dst, FQ_SPANK_PATH_MAX, "%s", val);
+	return 0;
+}
+
+static int parse_one(struct fq_spank_conf *conf, const char *key, const char *val, char *err, size_t errlen)
+{
+	enum fq_spank_mode m;
+	char *end;
+	long l;
+
+	if (!strcmp(key, "libdir"))
+		return set_path(conf->libdir, key, val, err, errlen);
+	if (!strcmp(key, "step_socket"))
+		return set_path(conf->step_socket, key, val, err, errlen);
+	if (!strcmp(key, "telemetry_socket"))
+		return set_path(conf->telemetry_socket, key, val, err, errlen);
+	if (!strcmp(key, "clock_page"))
+		return set_path(conf->clock_page, key, val, err, errlen);
+	if (!strcmp(key, "mode")) {
+		m = fq_spank_mode_parse(val, FQ_MODE_UNSET);
+		if (m != FQ_MODE_MONITOR && m != FQ_MODE_CONTROL) {
+			snprintf(err, errlen, "mode=%s: must be monitor or control", val);
+			return -EINVAL;
+		}
+		conf->bare_mode = m;
+		return 0;
+	}
+	if (!strcmp(key, "default")) {
+		m = fq_spank_mode_parse(val, FQ_MODE_UNSET);
+		if (m == FQ_MODE_UNSET) {
+			snprintf(err, errlen, "default=%s: must be off, monitor or control", val);
+			return -EINVAL;
+		}
+		conf->site_default = m;
+		return 0;
+	}
+	if (!strcmp(key, "required")) {
+		if (strcmp(val, "yes") && strcmp(val, "no")) {
+			snprintf(err, errlen, "required=%s: must be yes or no", val);
+			return -EINVAL;
+		}
+		conf->required = !strcmp(val, "yes");
+		return 0;
+	}
+	if (!strcmp(key, "timeout_ms")) {
+		errno = 0;
+		l = strtol(val, &end, 10);
+		if (errno || end == val || *end || l < 1 || l > 60000) {
+			snprintf(err, errlen, "timeout_ms=%s: must be 1-60000", val);
+			return -EINVAL;
+		}
+		conf->timeout_ms = (int)l;
+		return 0;
+	}
+	snprintf(err, errlen,
+		 "unknown key '%s' (known: libdir, step_socket, telemetry_socket, clock_page, mode, default, "
+		 "required, timeout_ms)",
+		 key);
+	return -EINVAL;
+}
+
+int fq_spank_conf_parse(struct fq_spank_conf *conf, int ac, char **argv, char *err, size_t errlen)
+{
+	char key[64];
+	const char *eq;
+	int rc;
+
+	for (int i = 0; i < ac; i++) {
+		eq = strchr(argv[i], '=');
+		if (!eq || eq == argv[i]) {
+			snprintf(err, errlen, "argument '%s' is not key=value", argv[i]);
+			return -EINVAL;
+		}
+		if ((size_t)(eq - argv[i]) >= sizeof(key)) {
+			snprintf(err, errlen, "unknown key in '%s'", argv[i]);
+			return -EINVAL;
+		}
+		memcpy(key, argv[i], (size_t)(eq - argv[i]));
+		key[eq - argv[i]] = 0;
+		rc = parse_one(conf, key, eq + 1, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}

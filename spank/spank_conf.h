@@ -1,0 +1,61 @@
+/*
+ * spank_conf: the SPANK plugin's plugstack.conf arguments and its MODE
+ * values (pure: no I/O, no Slurm calls, so unit tests feed strings).
+ *
+ * plugstack.conf line:
+ *   optional /path/spank_fabriciq.so [key=value ...]
+ * Keys: libdir, step_socket, telemetry_socket, clock_page (paths; "%n"
+ * expands to the node name, "%%" to "%"), mode (what a bare --fabriciq
+ * means: monitor|control), default (site default for jobs without the
+ * option: off|monitor|control), required (yes|no: a step asking for
+ * fabriciq fails if the agent is unreachable), timeout_ms (every socket
+ * operation with the agent, 1-60000). Unknown keys and bad values are errors.
+ */
+#ifndef FQ_SPANK_CONF_H
+#define FQ_SPANK_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum fq_spank_mode {
+	FQ_MODE_UNSET = 0, /* no option, no propagated value */
+	FQ_MODE_OFF,
+	FQ_MODE_MONITOR,
+	FQ_MODE_CONTROL,
+};
+
+#define FQ_SPANK_PATH_MAX 256
+
+struct fq_spank_conf {
+	char libdir[FQ_SPANK_PATH_MAX];
+	char step_socket[FQ_SPANK_PATH_MAX]; /* unexpanded: may hold %n */
+	char telemetry_socket[FQ_SPANK_PATH_MAX];
+	char clock_page[FQ_SPANK_PATH_MAX];
+	enum fq_spank_mode bare_mode;    /* mode=: --fabriciq without a value */
+	enum fq_spank_mode site_default; /* default=: jobs without the option */
+	bool required;
+	int timeout_ms;
+};
+
+/* Fill conf with the built-in defaults (sockets of common/step_socket.h,
+ * libdir as given, monitor, off, not required, 2000 ms). */
+void fq_spank_conf_defaults(struct fq_spank_conf *conf, const char *libdir);
+
+/* Parse argv[0..ac) (key=value words) over the defaults already in conf.
+ * Returns 0, or -EINVAL with a one-line reason naming the word in err. */
+int fq_spank_conf_parse(struct fq_spank_conf *conf, int ac, char **argv, char *err, size_t errlen);
+
+/* Parse a MODE as the user writes it ("monitor", "control", "off"; case
+ * matters, as for other Slurm options). NULL or "" gives bare, the
+ * configured default of a bare --fabriciq. Returns the mode, or
+ * FQ_MODE_UNSET if the word is not a mode. */
+enum fq_spank_mode fq_spank_mode_parse(const char *word, enum fq_spank_mode bare);
+
+/* "off", "monitor", "control" ("" for UNSET). */
+const char *fq_spank_mode_name(enum fq_spank_mode mode);
+
+/* Expand %n (node) and %% in path into out. Returns 0, -ENAMETOOLONG, or
+ * -EINVAL for another %-sequence. */
+int fq_spank_path_expand(const char *path, const char *node, char *out, size_t outlen);
+
+#endif /* FQ_SPANK_CONF_H */

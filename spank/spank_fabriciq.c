@@ -1,0 +1,547 @@
+/*
+ * spank_fabriciq: the SPANK plugin (spank_fabriciq.so). See
+ * doc/spank_fabriciq.8 for the user's view.
+ *
+ * Local/allocator context (srun, sbatch, salloc): adds --fabriciq[=MODE],
+ * rejects an unknown MODE at submission (the option callback's -1 makes
+ * the client exit), and puts the chosen mode in SLURM_FABRICIQ_MODE of the
+ * client's own environment. Slurm forwards the option itself to srun's
+ * steps; the variable is what carries it from sbatch/salloc to every later
+ * step, also under --export=NONE, which keeps only SLURM_* variables.
+ *
+ * Remote context (slurmstepd, one per step and node): picks the step's
+ * mode (option, else SLURM_FABRICIQ_MODE, else the site default), connects
+ * to the node agent's step socket as root, exports the variables to the
+ * tasks, registers the step once every local task has forked, and
+ * unregisters it at exit. With mode off (the default) nothing is touched.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "common/clock_page.h"
+#include "spank/spank_conf.h"
+#include "spank/step_client.h"
+
+SPANK_PLUGIN(fabriciq, 1);
+
+#define ENV_PROPAGATE "SLURM_FABRICIQ_MODE"
+#define NET_NAME      "fabriciq"
+
+static struct {
+	bool conf_ok;
+	struct fq_spank_conf conf;
+	enum fq_spank_mode opt_mode; /* from --fabriciq; the last one wins */
+
+	/* remote context */
+	enum fq_spank_mode mode;
+	bool active;     /* variables exported, agent reached */
+	bool agent_down; /* asked for, but the agent is unreachable */
+	char agent_err[FQ_SPANK_PATH_MAX + 512];
+	char node[128];
+	char step_socket[FQ_SPANK_PATH_MAX];
+	uint32_t job, step, nnodes, ntasks, nlocal, uid;
+	struct fq_step_client *client;
+	Fabriciq__Rank *ranks; /* nlocal, by local task id */
+	bool *forked;
+	uint32_t nforked;
+	bool registered, ended;
+	int exit_status;
+} g;
+
+static int opt_cb(int val, const char *optarg, int remote);
+
+static struct spank_option fq_option = {
+    .name = "fabriciq",
+    .arginfo = "MODE",
+    .usage = "Fabric telemetry for this job: MODE monitor (default), control (telemetry, failover, "
+	     "steering) or off.",
+    .has_arg = 2,
+    .val = 0,
+    .cb = opt_cb,
+};
+
+static int opt_cb(int val, const char *optarg, int remote)
+{
+	enum fq_spank_mode m;
+
+	(void)val;
+	(void)remote;
+	/* Slurm 22.05's salloc/sbatch pass a bare option on to the job's
+	 * steps as the text "(null)" (SLURM_SPANK__SLURM_SPANK_OPTION_...). */
+	if (optarg && !strcmp(optarg, "(null)"))
+		optarg = NULL;
+	m = fq_spank_mode_parse(optarg, g.conf.bare_mode);
+	if (m == FQ_MODE_UNSET) {
+		slurm_error("fabriciq: --fabriciq=%s: unknown mode (use monitor, control or off)", optarg);
+		return -1;
+	}
+	g.opt_mode = m;
+	return 0;
+}
+
+/* Parse the plugstack.conf arguments (every context). */
+static int load_conf(int ac, char **argv)
+{
+	char err[256];
+
+	fq_spank_conf_defaults(&g.conf, FQ_SPANK_LIBDIR);
+	if (fq_spank_conf_parse(&g.conf, ac, argv, err, sizeof(err)) < 0) {
+		slurm_error("fabriciq: plugstack.conf: %s; the plugin is disabled", err);
+		g.conf_ok = false;
+		return -1;
+	}
+	g.conf_ok = true;
+	return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **argv)
+{
+	if (load_conf(ac, argv) < 0)
+		return -1;
+	if (spank_context() == S_CTX_LOCAL || spank_context() == S_CTX_ALLOCATOR ||
+	    spank_context() == S_CTX_REMOTE) {
+		if (spank_option_register(sp, &fq_option) != ESPANK_SUCCESS) {
+			slurm_error("fabriciq: cannot register --fabriciq");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- local and allocator context ---------------------------------------- */
+
+static int client_post_opt(void)
+{
+	const char *env = getenv(ENV_PROPAGATE);
+
+	if (g.opt_mode == FQ_MODE_UNSET) {
+		if (env && fq_spank_mode_parse(env, FQ_MODE_UNSET) == FQ_MODE_UNSET)
+			slurm_error("fabriciq: %s=%s is not a mode (monitor, control, off); ignored",
+				    ENV_PROPAGATE, env);
+		return 0;
+	}
+	/* Every step of this job (or allocation) started from here inherits
+	 * the mode, --export=NONE included. */
+	if (setenv(ENV_PROPAGATE, fq_spank_mode_name(g.opt_mode), 1) < 0) {
+		slurm_error("fabriciq: setenv %s: %s", ENV_PROPAGATE, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- remote context ------------------------------------------------------ */
+
+static int get_env(spank_t sp, const char *name, char *buf, int len)
+{
+	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+static enum fq_spank_mode step_mode(spank_t sp)
+{
+	char buf[32];
+	enum fq_spank_mode m;
+
+	if (g.opt_mode != FQ_MODE_UNSET)
+		return g.opt_mode;
+	if (get_env(sp, ENV_PROPAGATE, buf, sizeof(buf)) == 0) {
+		m = fq_spank_mode_parse(buf, FQ_MODE_UNSET);
+		if (m != FQ_MODE_UNSET)
+			return m;
+		slurm_error("fabriciq: %s=%s is not a mode (monitor, control, off); ignored", ENV_PROPAGATE,
+			    buf);
+	}
+	return g.conf.site_default;
+}
+
+static void step_id_text(char *buf, size_t len)
+{
+	if (g.step == SLURM_BATCH_SCRIPT)
+		snprintf(buf, len, "batch");
+	else if (g.step == SLURM_INTERACTIVE_STEP)
+		snprintf(buf, len, "interactive");
+	else
+		snprintf(buf, len, "%u", g.step);
+}
+
+static int set_env(spank_t sp, const char *name, const char *val)
+{
+	spank_err_t e = spank_setenv(sp, name, val, 1);
+
+	if (e != ESPANK_SUCCESS) {
+		slurm_error("fabriciq: job %u: cannot set %s: %s", g.job, name, spank_strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
+/* A step with --fabriciq=off inside an allocation whose batch step got
+ * our variables: take back what we exported there. */
+static void unset_inherited(spank_t sp)
+{
+	static const char *const ours[] = {
+	    "FABRICIQ_MODE", "FABRICIQ_JOB_ID",     "FABRICIQ_STEP_ID",      "FABRICIQ_NNODES",
+	    "FABRICIQ_RANK", "FABRICIQ_LOCAL_RANK", "FABRICIQ_AGENT_SOCKET", "FABRICIQ_CLOCK_PAGE"};
+	char buf[64];
+
+	if (get_env(sp, "FABRICIQ_JOB_ID", buf, sizeof(buf)) < 0)
+		return;
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		spank_unsetenv(sp, ours[i]);
+	if (get_env(sp, "NCCL_NET_PLUGIN", buf, sizeof(buf)) == 0 && !strcmp(buf, NET_NAME))
+		spank_unsetenv(sp, "NCCL_NET_PLUGIN");
+}
+
+/* NCCL_NET_PLUGIN and LD_LIBRARY_PATH, unless the job chose its own net
+ * plugin: then it is kept and the step's log says so. */
+static int export_nccl(spank_t sp)
+{
+	char buf[4096], *path;
+	int rc;
+
+	if (get_env(sp, "NCCL_NET_PLUGIN", buf, sizeof(buf)) == 0 && strcmp(buf, NET_NAME)) {
+		slurm_info(
+		    "fabriciq: job %u step %u: the job sets NCCL_NET_PLUGIN=%s; kept, so NCCL will not "
+		    "use fabriciq lanes (the agent's probe mesh still covers the job)",
+		    g.job, g.step, buf);
+		return 0;
+	}
+	if (get_env(sp, "NCCL_NET", buf, sizeof(buf)) == 0 && strcasecmp(buf, NET_NAME))
+		slurm_info("fabriciq: job %u step %u: the job sets NCCL_NET=%s; kept, so NCCL may pick that "
+			   "network instead of fabriciq",
+			   g.job, g.step, buf);
+	if (set_env(sp, "NCCL_NET_PLUGIN", NET_NAME) < 0)
+		return -1;
+	if (get_env(sp, "LD_LIBRARY_PATH", buf, sizeof(buf)) < 0)
+		buf[0] = 0;
+	size_t n = strlen(g.conf.libdir);
+	if (!strncmp(buf, g.conf.libdir, n) && (buf[n] == 0 || buf[n] == ':'))
+		return 0; /* already first (inherited from the batch step) */
+	if (asprintf(&path, "%s%s%s", g.conf.libdir, buf[0] ? ":" : "", buf) < 0)
+		return -1;
+	rc = set_env(sp, "LD_LIBRARY_PATH", path);
+	free(path);
+	return rc;
+}
+
+static int export_step(spank_t sp)
+{
+	char buf[FQ_SPANK_PATH_MAX + 64];
+
+	if (export_nccl(sp) < 0)
+		return -1;
+	if (set_env(sp, "FABRICIQ_MODE", fq_spank_mode_name(g.mode)) < 0)
+		return -1;
+	snprintf(buf, sizeof(buf), "%u", g.job);
+	if (set_env(sp, "FABRICIQ_JOB_ID", buf) < 0)
+		return -1;
+	step_id_text(buf, sizeof(buf));
+	if (set_env(sp, "FABRICIQ_STEP_ID", buf) < 0)
+		return -1;
+	snprintf(buf, sizeof(buf), "%u", g.nnodes);
+	if (set_env(sp, "FABRICIQ_NNODES", buf) < 0)
+		return -1;
+	if (fq_spank_path_expand(g.conf.telemetry_socket, g.node, buf, sizeof(buf)) < 0 ||
+	    set_env(sp, "FABRICIQ_AGENT_SOCKET", buf) < 0)
+		return -1;
+	if (fq_spank_path_expand(g.conf.clock_page, g.node, buf, sizeof(buf)) < 0 ||
+	    set_env(sp, "FABRICIQ_CLOCK_PAGE", buf) < 0)
+		return -1;
+	return 0;
+}
+
+static int step_identity(spank_t sp)
+{
+	uid_t uid;
+
+	if (spank_get_item(sp, S_JOB_ID, &g.job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &g.step) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NNODES, &g.nnodes) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &g.ntasks) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &g.nlocal) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) {
+		slurm_error("fabriciq: cannot read the step's identity from Slurm");
+		return -1;
+	}
+	g.uid = (uint32_t)uid;
+	/* The batch step reports no node or task count of its own. */
+	if (g.step == SLURM_BATCH_SCRIPT) {
+		g.nnodes = 1;
+		g.ntasks = g.nlocal;
+	}
+	/* Not SLURMD_NODENAME from the job's environment: a step inside a
+	 * batch job inherits the batch host's. Slurm names nodes by their
+	 * short host name unless told otherwise (see the man page). */
+	if (gethostname(g.node, sizeof(g.node) - 1) < 0)
+		snprintf(g.node, sizeof(g.node), "unknown");
+	g.node[strcspn(g.node, ".")] = 0;
+	return 0;
+}
+
+static int remote_post_opt(spank_t sp)
+{
+	char id[32];
+	int rc;
+
+	if (g.active || g.agent_down)
+		return 0; /* already done for this step */
+	g.mode = step_mode(sp);
+	if (g.mode != FQ_MODE_MONITOR && g.mode != FQ_MODE_CONTROL) {
+		if (g.mode == FQ_MODE_OFF)
+			unset_inherited(sp);
+		return 0;
+	}
+	if (step_identity(sp) < 0)
+		return -1;
+	if (g.step == SLURM_EXTERN_CONT)
+		return 0; /* no tasks of the user's run there */
+	step_id_text(id, sizeof(id));
+	rc = fq_spank_path_expand(g.conf.step_socket, g.node, g.step_socket, sizeof(g.step_socket));
+	if (rc == 0)
+		rc = fq_step_client_connect(g.step_socket, g.conf.timeout_ms, &g.client);
+	if (rc < 0) {
+		g.agent_down = true;
+		snprintf(g.agent_err, sizeof(g.agent_err),
+			 "fabriciq: %s: no agent at %s (%s); job %u step %s %s", g.node, g.step_socket,
+			 strerror(-rc), g.job, id,
+			 g.conf.required ? "fails (required=yes)" : "runs without fabriciq");
+		return g.conf.required ? -1 : 0;
+	}
+	g.ranks = calloc(g.nlocal ? g.nlocal : 1, sizeof(*g.ranks));
+	g.forked = calloc(g.nlocal ? g.nlocal : 1, sizeof(*g.forked));
+	if (!g.ranks || !g.forked) {
+		slurm_error("fabriciq: out of memory");
+		return -1;
+	}
+	if (export_step(sp) < 0)
+		return -1;
+	g.active = true;
+	slurm_info("fabriciq: job %u step %s on %s: mode %s, agent %s", g.job, id, g.node,
+		   fq_spank_mode_name(g.mode), g.step_socket);
+	return 0;
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **argv)
+{
+	(void)ac;
+	(void)argv;
+	if (!g.conf_ok)
+		return -1;
+	switch (spank_context()) {
+	case S_CTX_LOCAL:
+	case S_CTX_ALLOCATOR:
+		return client_post_opt();
+	case S_CTX_REMOTE:
+		return remote_post_opt(sp);
+	default:
+		return 0;
+	}
+}
+
+/* Before the tasks fork, after slurmstepd has connected its own stderr to
+ * the step's: the one place where a line reaches the user's stderr (and
+ * the slurmd log) once per node. */
+int slurm_spank_user_init(spank_t sp, int ac, char **argv)
+{
+	(void)sp;
+	(void)ac;
+	(void)argv;
+	if (g.agent_down)
+		slurm_error("%s", g.agent_err);
+	return 0;
+}
+
+/* In each task, before exec: its ranks; or, with required=yes and no
+ * agent, the end of the task with the reason on its stderr. */
+int slurm_spank_task_init(spank_t sp, int ac, char **argv)
+{
+	uint32_t global;
+	int local;
+	char buf[32];
+
+	(void)ac;
+	(void)argv;
+	/* required=yes and no agent: end the task before it execs (an
+	 * optional plugin's -1 is ignored by Slurm); user_init said why. */
+	if (g.agent_down && g.conf.required)
+		_exit(1);
+	if (!g.active)
+		return 0;
+	if (spank_get_item(sp, S_TASK_ID, &local) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_GLOBAL_ID, &global) != ESPANK_SUCCESS)
+		return -1;
+	snprintf(buf, sizeof(buf), "%u", global);
+	if (set_env(sp, "FABRICIQ_RANK", buf) < 0)
+		return -1;
+	snprintf(buf, sizeof(buf), "%d", local);
+	return set_env(sp, "FABRICIQ_LOCAL_RANK", buf);
+}
+
+static int64_t global_now_ns(void)
+{
+	struct fq_clock_page_reader *r;
+	struct fq_clock_model m;
+	struct timespec ts;
+	char path[FQ_SPANK_PATH_MAX + 64];
+	int64_t local, global = 0;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	local = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (fq_spank_path_expand(g.conf.clock_page, g.node, path, sizeof(path)) < 0 ||
+	    fq_clock_page_reader_open(path, &r) < 0)
+		return 0; /* unknown: the agent stamps it on arrival */
+	if (fq_clock_page_read(r, local, &m) == 0)
+		global = fq_clock_model_global(&m, local);
+	fq_clock_page_reader_close(r);
+	return global;
+}
+
+/* One request; on a broken connection, one reconnect and retry (the agent
+ * may have restarted since the step began). */
+static int agent_call(Fabriciq__Envelope *env, const char *what)
+{
+	char msg[256];
+	int rc;
+
+	rc = g.client ? fq_step_client_call(g.client, env, msg, sizeof(msg)) : -ENOTCONN;
+	if (rc == -EPIPE || rc == -ECONNRESET || rc == -ENOTCONN || rc == -EPROTO) {
+		fq_step_client_close(g.client);
+		g.client = NULL;
+		rc = fq_step_client_connect(g.step_socket, g.conf.timeout_ms, &g.client);
+		if (rc == 0)
+			rc = fq_step_client_call(g.client, env, msg, sizeof(msg));
+	}
+	if (rc < 0)
+		slurm_error("fabriciq: %s: %s job %u step %u with the agent at %s failed: %s%s%s", g.node,
+			    what, g.job, g.step, g.step_socket, strerror(-rc), msg[0] ? ": " : "", msg);
+	return rc;
+}
+
+static int register_step(void)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__StepStart ss = FABRICIQ__STEP_START__INIT;
+	Fabriciq__Rank **rp;
+	int rc;
+
+	rp = calloc(g.nlocal ? g.nlocal : 1, sizeof(*rp));
+	if (!rp)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < g.nlocal; i++)
+		rp[i] = &g.ranks[i];
+	ss.job_id = g.job;
+	ss.step_id = g.step;
+	ss.uid = g.uid;
+	ss.node = g.node;
+	ss.n_ranks = g.nlocal;
+	ss.ranks = rp;
+	ss.time_ns = global_now_ns();
+	ss.mode = (char *)fq_spank_mode_name(g.mode);
+	ss.node_count = g.nnodes;
+	ss.task_count = g.ntasks;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
+	env.step_start = &ss;
+	rc = agent_call(&env, "registering");
+	free(rp);
+	return rc;
+}
+
+/* In slurmstepd after each task's fork, before any task execs: collect
+ * the pids; register when the last local task is there. */
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **argv)
+{
+	uint32_t global;
+	pid_t pid;
+	int local;
+
+	(void)ac;
+	(void)argv;
+	if (!g.active || g.registered)
+		return 0;
+	if (spank_get_item(sp, S_TASK_ID, &local) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_GLOBAL_ID, &global) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS) {
+		slurm_error("fabriciq: cannot read a task's identity from Slurm");
+		return -1;
+	}
+	if (local < 0 || (uint32_t)local >= g.nlocal)
+		return -1;
+	if (!g.forked[local]) {
+		g.forked[local] = true;
+		g.nforked++;
+	}
+	fabriciq__rank__init(&g.ranks[local]);
+	g.ranks[local].global_rank = global;
+	g.ranks[local].local_rank = (uint32_t)local;
+	g.ranks[local].pid = pid;
+	if (g.nforked < g.nlocal)
+		return 0;
+	if (register_step() == 0) {
+		g.registered = true;
+		return 0;
+	}
+	if (g.conf.required) {
+		slurm_error("fabriciq: %s: required=yes: stopping job %u step %u", g.node, g.job, g.step);
+		for (uint32_t i = 0; i < g.nlocal; i++)
+			kill(g.ranks[i].pid, SIGKILL);
+	}
+	return -1;
+}
+
+/* The step's status as Slurm reports it: a signal over an exit code, else
+ * the highest exit code. */
+int slurm_spank_task_exit(spank_t sp, int ac, char **argv)
+{
+	int status;
+
+	(void)ac;
+	(void)argv;
+	if (!g.active || spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
+		return 0;
+	if (WIFSIGNALED(g.exit_status))
+		return 0;
+	if (WIFSIGNALED(status) || WEXITSTATUS(status) > WEXITSTATUS(g.exit_status))
+		g.exit_status = status;
+	return 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **argv)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__StepEnd se = FABRICIQ__STEP_END__INIT;
+
+	(void)sp;
+	(void)ac;
+	(void)argv;
+	if (spank_context() != S_CTX_REMOTE || !g.active)
+		return 0;
+	if (g.registered && !g.ended) {
+		se.job_id = g.job;
+		se.step_id = g.step;
+		se.node = g.node;
+		se.time_ns = global_now_ns();
+		se.exit_status = g.exit_status;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_END;
+		env.step_end = &se;
+		agent_call(&env, "unregistering");
+		g.ended = true;
+	}
+	fq_step_client_close(g.client);
+	g.client = NULL;
+	free(g.ranks);
+	free(g.forked);
+	g.ranks = NULL;
+	g.forked = NULL;
+	g.active = false;
+	return 0;
+}

@@ -1,0 +1,236 @@
+/* Unit tests of the SPANK plugin's pure parts and its agent client:
+ * plugstack.conf arguments, MODE words, %n paths, and the step socket
+ * protocol against an in-process fake agent (answers, refusals, silence). */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/frame.h"
+#include "spank/spank_conf.h"
+#include "spank/step_client.h"
+#include "tests/unit/tap.h"
+
+static int parse(struct fq_spank_conf *c, char *err, const char *a, const char *b)
+{
+	char *argv[2] = {(char *)a, (char *)b};
+
+	fq_spank_conf_defaults(c, "/usr/lib/fabriciq");
+	return fq_spank_conf_parse(c, b ? 2 : (a ? 1 : 0), argv, err, 256);
+}
+
+static void test_conf(void)
+{
+	struct fq_spank_conf c;
+	char err[256], out[64];
+
+	ok(parse(&c, err, NULL, NULL) == 0, "no arguments: defaults");
+	ok(c.site_default == FQ_MODE_OFF && c.bare_mode == FQ_MODE_MONITOR && !c.required &&
+	       c.timeout_ms == 2000 && !strcmp(c.libdir, "/usr/lib/fabriciq"),
+	   "defaults: off, monitor, not required, 2000 ms, libdir as built");
+	ok(parse(&c, err, "step_socket=/run/fq-%n/step.sock", "default=control") == 0 &&
+	       !strcmp(c.step_socket, "/run/fq-%n/step.sock") && c.site_default == FQ_MODE_CONTROL,
+	   "step_socket with %%n and default=control accepted");
+	ok(parse(&c, err, "required=yes", "mode=control") == 0 && c.required &&
+	       c.bare_mode == FQ_MODE_CONTROL,
+	   "required=yes mode=control");
+	ok(parse(&c, err, "libdir=/opt/fq/lib", "timeout_ms=150") == 0 && c.timeout_ms == 150 &&
+	       !strcmp(c.libdir, "/opt/fq/lib"),
+	   "libdir and timeout_ms");
+	ok(parse(&c, err, "bogus=1", NULL) == -EINVAL && strstr(err, "unknown key 'bogus'"),
+	   "unknown key refused, named: %s", err);
+	ok(parse(&c, err, "required=maybe", NULL) == -EINVAL && strstr(err, "required=maybe"),
+	   "bad required= refused: %s", err);
+	ok(parse(&c, err, "mode=off", NULL) == -EINVAL, "mode=off refused (a bare --fabriciq must enable)");
+	ok(parse(&c, err, "default=on", NULL) == -EINVAL && strstr(err, "default=on"),
+	   "default=on refused: %s", err);
+	ok(parse(&c, err, "step_socket=relative.sock", NULL) == -EINVAL && strstr(err, "absolute"),
+	   "relative path refused: %s", err);
+	ok(parse(&c, err, "clock_page=/run/%x", NULL) == -EINVAL && strstr(err, "%n"),
+	   "bad %%-sequence refused: %s", err);
+	ok(parse(&c, err, "timeout_ms=0", NULL) == -EINVAL &&
+	       parse(&c, err, "timeout_ms=5s", NULL) == -EINVAL,
+	   "timeout_ms out of range or not a number refused");
+	ok(parse(&c, err, "required", NULL) == -EINVAL && strstr(err, "not key=value"),
+	   "word without = refused: %s", err);
+
+	ok(fq_spank_mode_parse(NULL, FQ_MODE_MONITOR) == FQ_MODE_MONITOR &&
+	       fq_spank_mode_parse("", FQ_MODE_CONTROL) == FQ_MODE_CONTROL,
+	   "a bare option gives the configured mode");
+	ok(fq_spank_mode_parse("off", FQ_MODE_MONITOR) == FQ_MODE_OFF &&
+	       fq_spank_mode_parse("control", FQ_MODE_MONITOR) == FQ_MODE_CONTROL &&
+	       fq_spank_mode_parse("monitor", FQ_MODE_CONTROL) == FQ_MODE_MONITOR,
+	   "off, control, monitor");
+	ok(fq_spank_mode_parse("Monitor", FQ_MODE_MONITOR) == FQ_MODE_UNSET &&
+	       fq_spank_mode_parse("steer", FQ_MODE_MONITOR) == FQ_MODE_UNSET,
+	   "unknown words are not modes");
+
+	ok(fq_spank_path_expand("/run/fq-%n/a%%b", "n3", out, sizeof(out)) == 0 &&
+	       !strcmp(out, "/run/fq-n3/a%b"),
+	   "%%n and %%%% expand: %s", out);
+	ok(fq_spank_path_expand("/run/%n/x", "a-very-long-node-name-indeed", out, 16) == -ENAMETOOLONG,
+	   "too long an expansion is refused");
+}
+
+/* A fake agent: answers each request with code `code` (or nothing when
+ * silent), and records the last StepStart it saw. */
+struct fake {
+	int lfd;
+	int code;
+	int silent;
+	int requests;
+	unsigned nranks;
+	unsigned long long job;
+	int32_t exit_status;
+};
+
+static void *fake_run(void *arg)
+{
+	struct fake *f = arg;
+	struct fq_frame_decoder *d = fq_frame_decoder_create(0);
+	Fabriciq__Envelope *env;
+	uint8_t buf[4096];
+	ssize_t n;
+	int fd = accept(f->lfd, NULL, NULL);
+
+	while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0) {
+		fq_frame_decoder_feed(d, buf, (size_t)n);
+		while (fq_frame_decoder_next(d, &env) == 1) {
+			Fabriciq__Envelope ans = FABRICIQ__ENVELOPE__INIT;
+			Fabriciq__Result res = FABRICIQ__RESULT__INIT;
+
+			f->requests++;
+			if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_STEP_START) {
+				f->nranks = (unsigned)env->step_start->n_ranks;
+				f->job = env->step_start->job_id;
+			} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_STEP_END) {
+				f->exit_status = env->step_end->exit_status;
+			}
+			res.seq = env->seq;
+			res.code = f->code;
+			res.message = f->code ? "no such step" : "";
+			ans.version = FQ_PROTOCOL_VERSION;
+			ans.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_RESULT;
+			ans.result = &res;
+			if (!f->silent)
+				fq_frame_write_fd(fd, &ans, 0);
+			fq_frame_free(env);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	fq_frame_decoder_destroy(d);
+	return NULL;
+}
+
+static int fake_listen(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0)
+		return -1;
+	return fd;
+}
+
+static double since_ms(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static int one_call(const char *path, struct fake *f, int timeout_ms, char *msg, double *ms)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__StepStart ss = FABRICIQ__STEP_START__INIT;
+	Fabriciq__Rank r0 = FABRICIQ__RANK__INIT, r1 = FABRICIQ__RANK__INIT, *rp[2] = {&r0, &r1};
+	struct fq_step_client *c;
+	struct timespec t0;
+	pthread_t th;
+	int rc;
+
+	f->lfd = fake_listen(path);
+	pthread_create(&th, NULL, fake_run, f);
+	rc = fq_step_client_connect(path, timeout_ms, &c);
+	if (rc == 0) {
+		ss.job_id = 4242;
+		ss.n_ranks = 2;
+		ss.ranks = rp;
+		ss.node = "n1";
+		ss.mode = "monitor";
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
+		env.step_start = &ss;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = fq_step_client_call(c, &env, msg, 256);
+		*ms = since_ms(&t0);
+		fq_step_client_close(c);
+	}
+	pthread_join(th, NULL);
+	close(f->lfd);
+	unlink(path);
+	return rc;
+}
+
+static void test_client(void)
+{
+	char path[108], msg[256];
+	struct fake f;
+	struct fq_step_client *c;
+	double ms;
+
+	snprintf(path, sizeof(path), "/tmp/fq-spank-unit-%d.sock", (int)getpid());
+	unlink(path);
+	ok(fq_step_client_connect(path, 200, &c) == -ENOENT, "no socket: -ENOENT at once");
+
+	memset(&f, 0, sizeof(f));
+	ok(one_call(path, &f, 2000, msg, &ms) == 0 && f.requests == 1 && f.nranks == 2 && f.job == 4242,
+	   "StepStart answered code 0; the agent saw job 4242 with 2 ranks");
+
+	memset(&f, 0, sizeof(f));
+	f.code = ENOENT;
+	ok(one_call(path, &f, 2000, msg, &ms) == -ENOENT && !strcmp(msg, "no such step"),
+	   "a refusal comes back as -code with the agent's message (%s)", msg);
+
+	memset(&f, 0, sizeof(f));
+	f.silent = 1;
+	int rc = one_call(path, &f, 300, msg, &ms);
+	ok(rc == -ETIMEDOUT && ms >= 290 && ms < 1000,
+	   "a silent agent: -ETIMEDOUT after the timeout (%.0f ms for 300)", ms);
+
+	/* A listening socket nobody accepts: connect succeeds into the
+	 * backlog, the call times out. */
+	int lfd = fake_listen(path);
+	ok(fq_step_client_connect(path, 300, &c) == 0,
+	   "connect into the backlog of an agent that never accepts");
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__StepEnd se = FABRICIQ__STEP_END__INIT;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_END;
+	env.step_end = &se;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = fq_step_client_call(c, &env, NULL, 0);
+	ms = since_ms(&t0);
+	ok(rc == -ETIMEDOUT && ms >= 290 && ms < 1000,
+	   "a stuck agent costs one timeout, not a hang (%.0f ms)", ms);
+	fq_step_client_close(c);
+	close(lfd);
+	unlink(path);
+}
+
+int main(void)
+{
+	plan(24);
+	test_conf();
+	test_client();
+	return done_testing();
+}
