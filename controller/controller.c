@@ -120,6 +120,9 @@ struct agent {
 	Fabriciq__ClockEstimate *est; /* the latest ClockReport's estimates */
 	size_t nest;
 	int64_t clock_ns; /* when they arrived */
+	/* the agent's global - local: for the reference, its epoch, which
+	 * every correction carries so agents map onto the same timeline */
+	int64_t applied_offset_ns;
 };
 
 struct ctl {
@@ -227,6 +230,7 @@ static void keep_clock(struct agent *a, const Fabriciq__ClockReport *r, int64_t 
 	a->est = est;
 	a->nest = n;
 	a->clock_ns = now;
+	a->applied_offset_ns = r->applied_offset_ns;
 }
 
 /* ---- ingest callbacks ------------------------------------------------ */
@@ -445,7 +449,10 @@ static void send_correction(struct ctl *c, struct agent *a, const struct fq_mesh
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__ClockCorrection cc = FABRICIQ__CLOCK_CORRECTION__INIT;
 
+	const struct agent *ra = fq_strmap_get(&c->agents, ref);
+
 	cc.reference_node = (char *)ref;
+	cc.reference_epoch_ns = ra ? ra->applied_offset_ns : 0;
 	cc.epoch = c->clock_epoch;
 	cc.offset_ns = (int64_t)llround(sol->offset_ns[i]);
 	cc.drift_ppb = sol->drift_ppb[i];

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -70,6 +71,15 @@ static void ip_of(const char *addr, char *out, size_t len)
 	out[n] = '\0';
 }
 
+/* Replace a string field of an unpacked message (protobuf-c frees every
+ * string but its shared empty default). */
+static void replace_string(char **field, char *value)
+{
+	if (*field && *field != protobuf_c_empty_string)
+		free(*field);
+	*field = value;
+}
+
 static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabriciq__Envelope *env)
 {
 	struct agent *a = arg;
@@ -93,10 +103,17 @@ static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabr
 			r->dst_rank = rank->global_rank;
 		ip_of(r->remote_address, ip, sizeof(ip));
 		agent_lookup_remote(a, ip, &node, &nic);
-		/* what the agent knows of the far end wins over what the process says */
+		/* what the agent knows of the far end wins over what the process
+		 * says (the message is freed as unpacked: its strings are heap) */
 		if (*node) {
-			r->remote_node = (char *)node;
-			r->remote_nic = (char *)nic;
+			char *n = strdup(node), *c = strdup(nic);
+			if (n && c) {
+				replace_string(&r->remote_node, n);
+				replace_string(&r->remote_nic, c);
+			} else {
+				free(n);
+				free(c);
+			}
 		}
 	} else {
 		Fabriciq__FailoverEvent *f = env->failover;

@@ -368,7 +368,9 @@ static void on_correction(void *arg, const Fabriciq__ClockCorrection *c)
 {
 	struct agent *a = arg;
 
-	if (!c->reference_node || !*c->reference_node)
+	/* without the reference's epoch the correction cannot be placed on
+	 * the global timeline (the reference has not reported yet) */
+	if (!c->reference_node || !*c->reference_node || !c->reference_epoch_ns)
 		return;
 	if (!a->have_correction || strcmp(a->reference, c->reference_node) != 0)
 		fq_info("clock: controller correction epoch %llu, reference %s, offset %lld ns +- %lld ns",

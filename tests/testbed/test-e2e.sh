@@ -43,7 +43,7 @@ corr=$("$B/slurmd-agent/fabriciq-agent" -c /dev/null -s "status_file=$S/agent-n3
 	grep -o '"source":"[a-z]*"')
 is "$corr" '"source":"controller"' "n3's global time follows the controller's mesh correction"
 
-out=$(timeout 150 tb slurm srun -N4 -n4 --fabriciq sh -c '[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@"' sh \
+out=$(timeout 150 "$TB" slurm srun -N4 -n4 --fabriciq sh -c '[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@"' sh \
 	"$CB" --bootstrap 198.19.0.3:17101 -c allreduce -b 1M -e 1M -n 200 -w 5 2>&1)
 ok $? "srun --fabriciq: allreduce through the plugin" || diag "$out"
 job=$(awk '/^job / { print $2; exit }' <<<"$out")
