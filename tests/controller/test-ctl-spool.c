@@ -37,7 +37,7 @@ int main(void)
 {
 	char dir[] = "/tmp/fq-spool-test.XXXXXX", path[256], err[256];
 	struct fq_spool *s;
-	int first = -1, count = 0, fd;
+	int first = -1, count = 0, fd, rc;
 
 	plan(13);
 	if (!mkdtemp(dir))
