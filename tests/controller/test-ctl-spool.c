@@ -49,8 +49,8 @@ int main(void)
 	fq_spool_close(s);
 
 	ok(fq_spool_open(dir, 1 << 20, &s, err, sizeof(err)) == 0, "reopen");
-	ok(read_all(s, &first, &count) == 0 && first == 0 && count == 100,
-	   "100 records back, in order (%d from %d)", count, first);
+	rc = read_all(s, &first, &count);
+	ok(rc == 0 && first == 0 && count == 100, "100 records back, in order (%d from %d)", count, first);
 	fq_spool_rewind(s);
 	{
 		const uint8_t *b;
