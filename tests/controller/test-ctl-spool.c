@@ -37,7 +37,7 @@ int main(void)
 {
 	char dir[] = "/tmp/fq-spool-test.XXXXXX", path[256], err[256];
 	struct fq_spool *s;
-	int first = -1, count = 0, fd;
+	int first = -1, count = 0, fd, rc;
 
 	plan(13);
 	if (!mkdtemp(dir))
@@ -49,8 +49,8 @@ int main(void)
 	fq_spool_close(s);
 
 	ok(fq_spool_open(dir, 1 << 20, &s, err, sizeof(err)) == 0, "reopen");
-	ok(read_all(s, &first, &count) == 0 && first == 0 && count == 100,
-	   "100 records back, in order (%d from %d)", count, first);
+	rc = read_all(s, &first, &count);
+	ok(rc == 0 && first == 0 && count == 100, "100 records back, in order (%d from %d)", count, first);
 	fq_spool_rewind(s);
 	{
 		const uint8_t *b;
