@@ -19,7 +19,7 @@ AGENT="$B/slurmd-agent/fabriciq-agent"
 [ -f "$PLUGIN" ] || skip_all "spank_fabriciq.so not built"
 [ -x "$FAKE" ] || skip_all "tests/spank/fake-agent not built"
 [ -x "$AGENT" ] || skip_all "fabriciq-agent not built"
-plan 53
+plan 51
 
 S=$FQTB_STATE
 LIBDIR=/opt/fabriciq-test/lib
@@ -200,17 +200,23 @@ fake_stop n2
 # ---- 9. the real agent -------------------------------------------------------
 agent_start n1 n2 && agent_start n2 n1
 ok $? "fabriciq-agent running on n1 and n2"
-timeout 60 "$TB" slurm srun -N2 -n3 --fabriciq=control sh -c 'echo "$(hostname) $SLURM_JOB_ID $SLURM_PROCID $SLURM_LOCALID $$"; sleep 3' >"$S/tasks" 2>&1 &
+timeout 60 "$TB" slurm srun -N2 -n3 --fabriciq=control sh -c 'echo "$(hostname) $SLURM_JOB_ID $SLURM_PROCID $SLURM_LOCALID $$"; sleep 5' >"$S/tasks" 2>&1 &
 spid=$!
-sleep 2
-job=$(awk 'NR == 1 { print $2 }' "$S/tasks")
-got=$( (agent_steps n1 | sed 's/^/n1 /'; agent_steps n2 | sed 's/^/n2 /') | tr '\n' ' ')
-want=$(sort -k3n "$S/tasks" | awk '{ r[$1] = r[$1] (r[$1] ? "," : "") $3 ":" $4 ":" $5; j = $2 } END { for (h in r) print h, j ".0 control", r[h] }' | sort | tr '\n' ' ')
-is "$got" "$want" "the agents' --status lists the running step with every task's rank, local rank and pid"
+# each agent rewrites its status every 200 ms: poll until both list the step
+for ((n = 0; n < 40; n++)); do
+	sleep 0.2
+	[ "$(wc -l <"$S/tasks")" -eq 3 ] || continue
+	job=$(awk 'NR == 1 { print $2 }' "$S/tasks")
+	got=$( (agent_steps n1 | sed 's/^/n1 /'; agent_steps n2 | sed 's/^/n2 /') | tr '\n' ' ')
+	want=$(sort -k3n "$S/tasks" | awk '{ r[$1] = r[$1] (r[$1] ? "," : "") $3 ":" $4 ":" $5; j = $2 } END { for (h in r) print h, j ".0 control", r[h] }' | sort | tr '\n' ' ')
+	[ "$got" = "$want" ] && break
+done
+[ -n "$want" ] && [ "$got" = "$want" ]
+ok $? "the agents' --status lists the running step with every task's rank, local rank and pid" || diag "got '$got', want '$want'"
 wait "$spid"
 wait_agentlog n1 "step $job.0 unregistered \(exit status 0\)" 5 && wait_agentlog n2 "step $job.0 unregistered \(exit status 0\)" 5
 ok $? "after a normal end both agents unregistered the step (status 0)"
-sleep 0.5
+for ((n = 0; n < 20; n++)); do [ -z "$(agent_steps n1; agent_steps n2)" ] && break; sleep 0.1; done
 is "$(agent_steps n1; agent_steps n2)" "" "no step left registered in either agent"
 timeout 60 "$TB" slurm srun -N1 -w n2 --fabriciq sleep 100 >/dev/null 2>&1 &
 spid=$!
@@ -219,6 +225,7 @@ job=$(agent_steps n2 | awk -F. '{ print $1; exit }')
 "$TB" slurm scancel "$job"
 wait "$spid"
 wait_agentlog n2 "step $job.0 unregistered" 10
+for ((n = 0; n < 20; n++)); do [ -z "$(agent_steps n2)" ] && break; sleep 0.1; done
 st=$(sed -n "s/.*step $job.0 unregistered (exit status \([0-9]*\)).*/\1/p" "$S/log/n2.agent.log")
 [ -n "$st" ] && [ $((st & 0x7f)) -ne 0 ] && [ -z "$(agent_steps n2)" ]
 ok $? "scancel: the agent unregistered the step with a signal status ($st)"
