@@ -340,12 +340,18 @@ static void table_print(struct table *t)
 		print_cell(t->head[c], w[c], t->right[c], c == t->ncols - 1);
 		fputs(c == t->ncols - 1 ? "\n" : "  ", stdout);
 	}
-	for (size_t r = 0; r < t->rows; r++)
-		for (int c = 0; c < t->ncols; c++) {
-			print_cell(t->cells[r * (size_t)t->ncols + (size_t)c], w[c], t->right[c],
-				   c == t->ncols - 1);
-			fputs(c == t->ncols - 1 ? "\n" : "  ", stdout);
+	for (size_t r = 0; r < t->rows; r++) {
+		char **row = &t->cells[r * (size_t)t->ncols];
+		int last = t->ncols - 1;
+
+		/* No trailing blanks: empty cells at the end of a row are not padded. */
+		while (last > 0 && !*row[last] && !t->right[last])
+			last--;
+		for (int c = 0; c <= last; c++) {
+			print_cell(row[c], w[c], t->right[c], c == last);
+			fputs(c == last ? "\n" : "  ", stdout);
 		}
+	}
 	for (size_t i = 0; i < t->rows * (size_t)t->ncols; i++)
 		free(t->cells[i]);
 	for (int c = 0; c < t->ncols; c++)
