@@ -255,6 +255,14 @@ static void on_dropped(void *arg, const char *node)
 
 /* ---- session callbacks ----------------------------------------------- */
 
+static bool is_out_peer(const struct fq_peer_plan *plan, size_t i, uint32_t j)
+{
+	for (size_t k = plan->first[i]; k < plan->first[i + 1]; k++)
+		if (plan->peers[k] == j)
+			return true;
+	return false;
+}
+
 static void send_peers(struct ctl *c);
 
 static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env)
@@ -560,7 +568,8 @@ static void send_peers(struct ctl *c)
 	struct fq_peer_nic *nics = NULL;
 	struct nic_ref *refs = NULL;
 	struct fq_peer_plan plan = {0};
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, *in_first = NULL;
+	uint32_t *in_peers = NULL;
 
 	for (size_t b = 0; b < c->agents.nbuckets; b++)
 		for (struct fq_strmap_entry *e = c->agents.buckets[b]; e; e = e->next) {
@@ -583,6 +592,26 @@ static void send_peers(struct ctl *c)
 		}
 	if (!n || fq_peers_assign(nics, n, (unsigned)c->cfg.peers_per_nic, c->cfg.peer_seed, &plan) < 0)
 		goto out;
+	/* the reverse lists: who probes NIC i */
+	in_first = calloc(n + 1, sizeof(*in_first));
+	in_peers = calloc(plan.n_peers ? plan.n_peers : 1, sizeof(*in_peers));
+	if (!in_first || !in_peers)
+		goto out_plan;
+	for (size_t j = 0; j < plan.n_peers; j++)
+		in_first[plan.peers[j] + 1]++;
+	for (size_t i = 0; i < n; i++)
+		in_first[i + 1] += in_first[i];
+	{
+		size_t *fill = calloc(n ? n : 1, sizeof(*fill));
+		if (!fill)
+			goto out_plan;
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = plan.first[i]; j < plan.first[i + 1]; j++) {
+				uint32_t t = plan.peers[j];
+				in_peers[in_first[t] + fill[t]++] = (uint32_t)i;
+			}
+		free(fill);
+	}
 	c->peers_epoch++;
 	/* One PeerAssignment per agent, with the peers of each of its NICs. */
 	for (size_t b = 0; b < c->agents.nbuckets; b++)
@@ -599,7 +628,8 @@ static void send_peers(struct ctl *c)
 			for (size_t i = 0; i < n; i++)
 				if (refs[i].agent == a) {
 					nn++;
-					total += plan.first[i + 1] - plan.first[i];
+					total +=
+					    plan.first[i + 1] - plan.first[i] + in_first[i + 1] - in_first[i];
 				}
 			np = calloc(nn ? nn : 1, sizeof(*np));
 			npp = calloc(nn ? nn : 1, sizeof(*npp));
@@ -614,8 +644,19 @@ static void send_peers(struct ctl *c)
 				fabriciq__peer_assignment__nic_peers__init(&np[nn]);
 				np[nn].local_nic = (char *)refs[i].nic->name;
 				np[nn].peers = &pp[k];
-				for (size_t j = plan.first[i]; j < plan.first[i + 1]; j++) {
-					const struct fq_peer_nic *t = &nics[plan.peers[j]];
+				for (size_t j = plan.first[i];
+				     j < plan.first[i + 1] + in_first[i + 1] - in_first[i]; j++) {
+					/* out-peers, then the NICs that probe this one (not
+					 * already out-peers): probing both ways lets each
+					 * side know the other as a peer and answer it */
+					size_t out = plan.first[i + 1] - plan.first[i];
+					uint32_t pj = j < plan.first[i + 1]
+							  ? plan.peers[j]
+							  : in_peers[in_first[i] + (j - plan.first[i]) - out];
+					const struct fq_peer_nic *t = &nics[pj];
+
+					if (j >= plan.first[i + 1] && is_out_peer(&plan, i, pj))
+						continue;
 					fabriciq__peer__init(&peers[k]);
 					peers[k].node = (char *)t->node;
 					peers[k].nic = (char *)t->nic;
@@ -642,6 +683,9 @@ static void send_peers(struct ctl *c)
 			free(peers);
 			free(pp);
 		}
+out_plan:
+	free(in_first);
+	free(in_peers);
 	fq_peer_plan_free(&plan);
 out:
 	free(nics);

@@ -164,7 +164,8 @@ static int load(struct fq_spool *s)
 		}
 	}
 	closedir(d);
-	qsort(s->seg, s->nseg, sizeof(*s->seg), cmp_seg);
+	if (s->nseg)
+		qsort(s->seg, s->nseg, sizeof(*s->seg), cmp_seg);
 	for (size_t i = 0; i < s->nseg; i++) {
 		if (scan_seg(s, &s->seg[i]) < 0)
 			s->seg[i].last = s->seg[i].first - 1;

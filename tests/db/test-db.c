@@ -53,7 +53,7 @@ static void test_migrations(struct fq_db *db)
 	is_int(applied, fq_db_code_version(), "... applied every migration");
 	fq_db_schema_version(db, &version);
 	is_int(version, fq_db_code_version(), "... schema at the code's version");
-	is_str(q("select count(*) from fabriciq.schema_version"), "3",
+	is_int(atoi(q("select count(*) from fabriciq.schema_version")), fq_db_code_version(),
 	       "one schema_version row per migration");
 	ok(atoi(q("select count(*) from fabriciq.partitions")) >= 4 * 9,
 	   "today's and the next 7 days' partitions");
