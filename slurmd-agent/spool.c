@@ -491,6 +491,7 @@ struct json_object *fq_spool_counters(const struct fq_spool *s)
 
 	json_object_object_add(o, "bytes", json_object_new_uint64(s->total_bytes));
 	json_object_object_add(o, "frames", json_object_new_uint64(s->total_frames));
+	json_object_object_add(o, "unacked", json_object_new_uint64(s->next_seq - 1 - s->acked));
 	json_object_object_add(o, "max_bytes", json_object_new_uint64(s->max_bytes));
 	json_object_object_add(o, "dropped_frames", json_object_new_uint64(s->dropped));
 	json_object_object_add(o, "dropped_probe_frames", json_object_new_uint64(s->dropped_probe));

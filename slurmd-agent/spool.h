@@ -49,7 +49,7 @@ uint64_t fq_spool_first_unacked(const struct fq_spool *s);
 /* Flush appended records to stable storage (once per report window). */
 void fq_spool_sync(struct fq_spool *s);
 
-/* {bytes, frames, dropped_frames, dropped_probe_frames, acked_seq, next_seq, max_bytes} */
+/* {bytes, frames (on disk), unacked (sent or not, not yet acknowledged), dropped_frames, dropped_probe_frames, acked_seq, next_seq, max_bytes} */
 struct json_object *fq_spool_counters(const struct fq_spool *s);
 
 #endif /* FQ_AGENT_SPOOL_H */

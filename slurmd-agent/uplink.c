@@ -17,7 +17,7 @@
 #include "common/munge_cred.h"
 
 #define BACKOFF_MIN_MS 500
-#define BACKOFF_MAX_MS 30000
+#define BACKOFF_MAX_MS 5000
 #define AUTH_TIMEOUT_S 10
 #define HIGH_WATER     (256u << 10) /* stop reading the spool above this much unsent output */
 #define IN_MAX         (4u << 20)

@@ -7,7 +7,7 @@
  * useless elsewhere) and AgentHello, then streams its spool (spool.h) from
  * the first unacknowledged frame. Acks drop frames from the spool;
  * ClockCorrection and PeerAssignment are handed to the caller. A broken or
- * refused connection is retried with exponential backoff (0.5 s .. 30 s,
+ * refused connection is retried with exponential backoff (0.5 s .. 5 s,
  * jittered); meanwhile frames wait in the spool.
  */
 #ifndef FQ_AGENT_UPLINK_H
