@@ -17,16 +17,15 @@ export FQTB_HELPERS=$B/tests/testbed
 export FQTB_STATE=${FQTB_STATE:-/run/fabriciq-demo}
 S=$FQTB_STATE
 CB=$B/nccl-plugin/collbench/fabriciq-collbench
-FQ="$B/controller/fabriciq --controller http://198.18.0.1:7180"
+fq() { "$TB" exec ctl "$B/controller/fabriciq" --controller http://198.18.0.1:7180 "$@"; }
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 cleanup() { step "tearing down"; "$TB" down; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-source tests/testbed/lib/testlib.sh
-TB=$PWD/tests/testbed/fabriciq-testbed
+top_srcdir=$PWD top_builddir=$B source tests/testbed/lib/testlib.sh
 
 step "bringing up the emulated cluster (Slurm with the fabriciq SPANK plugin)"
-SPANK="optional $B/spank/.libs/spank_fabriciq.so libdir=$B/nccl-plugin/.libs"
+SPANK="optional $B/spank/.libs/spank_fabriciq.so libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1"
 SPANK+=" step_socket=$S/run/%n/agent-step.sock telemetry_socket=$S/run/%n/agent-telemetry.sock"
 SPANK+=" clock_page=$S/run/%n/clock"
 "$TB" up --prefix fqdemo --hosts 4 --rails 2 --leaves 2 --spines 2 --clock-offsets random \
@@ -89,14 +88,14 @@ id2=$(awk '/^job / { print $2; exit }' "$S/job2.out")
 sleep 3 # the last reports reach the controller
 
 step "fabriciq job $id1: the report"
-$FQ job "$id1"
+fq job "$id1"
 step "fabriciq job $id2"
-$FQ job "$id2" | head -20
+fq job "$id2" | head -20
 step "fabriciq links: the flapping link"
-$FQ links
+fq links
 step "fabriciq anomalies"
-$FQ anomalies
+fq anomalies
 step "fabriciq hints: what to drain"
-$FQ hints
+fq hints
 step "clock accuracy now, against the testbed's truth"
 clock_errors

@@ -101,6 +101,16 @@ static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabr
 			r->src_rank = rank->global_rank;
 		else
 			r->dst_rank = rank->global_rank;
+		/* the local NIC by the lane's local address (an accepted lane
+		 * may not know which NIC it came in on) */
+		ip_of(r->local_address, ip, sizeof(ip));
+		for (unsigned i = 0; *ip && i < a->n_nics; i++)
+			if (strcmp(a->nics[i].address, ip) == 0 &&
+			    (!r->local_nic || strcmp(r->local_nic, a->nics[i].name) != 0)) {
+				char *n = strdup(a->nics[i].name);
+				if (n)
+					replace_string(&r->local_nic, n);
+			}
 		ip_of(r->remote_address, ip, sizeof(ip));
 		agent_lookup_remote(a, ip, &node, &nic);
 		/* what the agent knows of the far end wins over what the process

@@ -117,6 +117,16 @@ static int parse_one(struct fq_spank_conf *conf, const char *key, const char *va
 		return set_path(conf->telemetry_socket, key, val, err, errlen);
 	if (!strcmp(key, "clock_page"))
 		return set_path(conf->clock_page, key, val, err, errlen);
+	if (!strcmp(key, "ifaces")) {
+		if (strlen(val) >= sizeof(conf->ifaces) ||
+		    strspn(val, "abcdefghijklmnopqrstuvwxyz"
+				"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-,") != strlen(val)) {
+			snprintf(err, errlen, "ifaces=%s: expected NIC names separated by commas", val);
+			return -EINVAL;
+		}
+		snprintf(conf->ifaces, sizeof(conf->ifaces), "%s", val);
+		return 0;
+	}
 	if (!strcmp(key, "mode")) {
 		m = fq_spank_mode_parse(val, FQ_MODE_UNSET);
 		if (m != FQ_MODE_MONITOR && m != FQ_MODE_CONTROL) {
@@ -154,7 +164,8 @@ static int parse_one(struct fq_spank_conf *conf, const char *key, const char *va
 		return 0;
 	}
 	snprintf(err, errlen,
-		 "unknown key '%s' (known: libdir, step_socket, telemetry_socket, clock_page, mode, default, "
+		 "unknown key '%s' (known: ifaces, libdir, step_socket, telemetry_socket, clock_page, mode, "
+		 "default, "
 		 "required, timeout_ms)",
 		 key);
 	return -EINVAL;

@@ -257,6 +257,10 @@ static int export_step(spank_t sp)
 	if (fq_spank_path_expand(g.conf.clock_page, g.node, buf, sizeof(buf)) < 0 ||
 	    set_env(sp, "FABRICIQ_CLOCK_PAGE", buf) < 0)
 		return -1;
+	/* the site's back-end NICs, unless the job chose its own */
+	if (*g.conf.ifaces && get_env(sp, "FABRICIQ_IFACES", buf, sizeof(buf)) < 0 &&
+	    set_env(sp, "FABRICIQ_IFACES", g.conf.ifaces) < 0)
+		return -1;
 	return 0;
 }
 

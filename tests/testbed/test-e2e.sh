@@ -14,19 +14,19 @@ SPANK_SO=$B/spank/.libs/spank_fabriciq.so
 CTL=$B/controller/fabriciq-controller
 FQCLI=$B/controller/fabriciq
 for f in "$CB" "$SPANK_SO" "$CTL" "$FQCLI"; do [ -e "$f" ] || skip_all "$f not built"; done
-plan 9
+plan 17
 tb_setup e2e
 S=$FQTB_STATE
 psql_ctl() { tb exec ctl psql -h 198.18.0.1 -U postgres -d fabriciq -tAX -c "$1"; }
 
-SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs step_socket=$S/run/%n/agent-step.sock"
+SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1 step_socket=$S/run/%n/agent-step.sock"
 SPANK+=" telemetry_socket=$S/run/%n/agent-telemetry.sock clock_page=$S/run/%n/clock"
 tb up --prefix e2e --hosts 4 --rails 2 --leaves 2 --spines 2 --clock-offsets random --plugstack "$SPANK" >/dev/null
 ok $? "up: 4 hosts x 2 rails, Slurm with the SPANK plugin"
 mkdir -p "$S/spool"
 tb daemon start ctl controller -- "$CTL" -c /dev/null -s listen=198.18.0.1:7100 -s http_listen=198.18.0.1:7180 \
 	-s "db=host=198.18.0.1 port=5432 user=postgres dbname=fabriciq" -s "munge_socket=$S/munge/munge.socket" \
-	-s "spool_dir=$S/spool/ctl" >/dev/null
+	-s "spool_dir=$S/spool/ctl" -s flap_window=10m >/dev/null
 sleep 1
 tb_agents_start "$B/slurmd-agent/fabriciq-agent" -s controller=198.18.0.1:7100 -s "munge_socket=$S/munge/munge.socket"
 ok $? "controller and 4 agents started"
@@ -58,3 +58,38 @@ tb link up n2 1
 sleep 2
 n=$(psql_ctl "select count(*) from fabriciq.link_events where node <> 'n2' and remote_node = 'n2' and state = 'down'")
 [ "${n:-0}" -ge 3 ]; ok $? "rail1 of n2 cut: $n down events stored" || diag "$(psql_ctl 'select * from fabriciq.link_events limit 5')"
+n=$(psql_ctl "select count(*) from fabriciq.lane_windows where job_id = ${job:-0} and src_nic not like 'rail%'")
+is "$n" 0 "job $job: every lane on a rail (the plugstack's ifaces=)"
+out=$(tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 job "$job" 2>&1)
+grep -q "n4" <<<"$out"; ok $? "fabriciq job $job: the report names the ranks' nodes" || diag "$out"
+
+# two concurrent jobs on the same hosts: no lane of one stored under the other
+tb slurm srun -N4 -n4 --fabriciq sh -c 'exec "$@"' sh "$CB" --bootstrap 198.19.0.3:17102 -c alltoall \
+	-b 256K -e 256K -n 150 -w 5 >"$S/jobA.out" 2>&1 &
+pa=$!
+tb slurm srun -N4 -n4 --fabriciq sh -c 'exec "$@"' sh "$CB" --bootstrap 198.19.0.3:17103 -c alltoall \
+	-b 256K -e 256K -n 150 -w 5 >"$S/jobB.out" 2>&1
+rb=$?
+wait $pa
+ra=$?
+is "$ra $rb" "0 0" "two concurrent --fabriciq jobs both complete" || diag "$(tail -3 "$S/jobA.out" "$S/jobB.out")"
+sleep 3
+# every lane window of a job comes from a process of that job: the agent
+# tagged it from SO_PEERCRED, so its rank is one of the job's ranks on that node
+n=$(psql_ctl "select count(*) from fabriciq.lane_windows l where job_id > ${job:-0} and not exists
+	(select 1 from fabriciq.ranks r where r.job_id = l.job_id and r.step_id = l.step_id and r.node = l.src_node)")
+is "$n" 0 "no lane window attributed to a job without a rank on its node"
+is "$(psql_ctl "select count(distinct job_id) from fabriciq.lane_windows where job_id > ${job:-0}")" 2 \
+	"both concurrent jobs have their own lane windows"
+
+# 9 flaps of n3's rail1 -> flapping anomaly and a drain hint naming n3 and rail1
+tb flap n3 1 --count 9 --period 700 >/dev/null
+sleep 4
+n=$(psql_ctl "select count(*) from fabriciq.anomalies where kind = 'flapping' and node = 'n3' and nic = 'rail1'")
+[ "${n:-0}" -ge 1 ]; ok $? "9 flaps of n3 rail1: a flapping anomaly" ||
+	diag "$(psql_ctl 'select kind, node, nic, summary from fabriciq.anomalies')"
+hint=$(psql_ctl "select reason from fabriciq.drain_hints where node = 'n3' and action = 'drain' limit 1")
+case $hint in "fabriciq: rail1 "*) ok 0 "a drain hint for n3 naming rail1: $hint";; *) ok 1 "a drain hint for n3 naming rail1: '$hint'";; esac
+out=$(tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 hints 2>&1)
+grep -q "scontrol update NodeName=n3 State=DRAIN" <<<"$out"; ok $? "fabriciq hints prints the scontrol command" ||
+	diag "$out"
