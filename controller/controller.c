@@ -95,7 +95,7 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("lane_outlier_factor", FQ_CFG_DOUBLE, lane_outlier_factor, "5", 1, 1e6,
 	"lane_outlier: lane p99 above this factor times the step's median lane p99"),
     OPT("inband_factor", FQ_CFG_DOUBLE, inband_factor, "5", 1, 1e6,
-	"inband_mismatch: lane p50 above this factor times the probes' p50 ..."),
+	"inband_mismatch: a lane's minimum delay above this factor times the probes' p50 ..."),
     OPT("inband_floor", FQ_CFG_DURATION, inband_floor, "50us", 0, 60e9, "... and more than this above it"),
     OPT("slow_nic_share", FQ_CFG_DOUBLE, slow_nic_share, "0.8", 0.01, 1,
 	"slow_sender/receiver: this share of a NIC's paths elevated ..."),
@@ -349,6 +349,7 @@ static void feed_detector(struct ctl *c, const char *node, const Fabriciq__Envel
 		    .bytes = l->bytes,
 		    .owd_p50_ns = l->is_send ? 0 : l->owd_p50_ns,
 		    .owd_p99_ns = l->is_send ? 0 : l->owd_p99_ns,
+		    .owd_min_ns = l->is_send ? 0 : l->owd_min_ns,
 		    .synchronised = l->synchronised,
 		};
 		fq_detector_lane(c->det, &d);

@@ -129,7 +129,7 @@ struct node_ent {
 struct lane_rec {
 	uint32_t src_rank, dst_rank, lane;
 	struct path_key p;
-	int64_t first_ns, start_ns, end_ns, p50_ns, p99_ns;
+	int64_t first_ns, start_ns, end_ns, p50_ns, p99_ns, min_ns;
 };
 
 struct step_ent {
@@ -1051,18 +1051,18 @@ static void check_inband(struct fq_detector *d, const struct step_ent *s, const 
 	char summary[384], evidence[256];
 
 	if (!p || nic_empty(&l->p.dst) || older_than(l->end_ns, p->last_end_ns, d->c.quiet_close_ns) ||
-	    !fq_rule_inband_mismatch(&d->c, l->p50_ns, p->p50_ns))
+	    !fq_rule_inband_mismatch(&d->c, l->min_ns, p->p50_ns))
 		return;
 	snprintf(summary, sizeof(summary),
-		 "%s/%s -> %s/%s: lane p50 %.1f us vs probe p50 %.1f us (job %" PRIu64 ".%" PRIu64
+		 "%s/%s -> %s/%s: lane min %.1f us vs probe p50 %.1f us (job %" PRIu64 ".%" PRIu64
 		 " lane %u): in-band traffic misconfigured?",
-		 k.src.node, k.src.nic, k.dst.node, k.dst.nic, us(l->p50_ns), us(p->p50_ns), s->k.job,
+		 k.src.node, k.src.nic, k.dst.node, k.dst.nic, us(l->min_ns), us(p->p50_ns), s->k.job,
 		 s->k.step, l->lane);
 	snprintf(
 	    evidence, sizeof(evidence),
-	    "{\"lane_p50_ns\":%" PRId64 ",\"probe_p50_ns\":%" PRId64 ",\"factor\":%.2f,\"floor_ns\":%" PRId64
+	    "{\"lane_min_ns\":%" PRId64 ",\"probe_p50_ns\":%" PRId64 ",\"factor\":%.2f,\"floor_ns\":%" PRId64
 	    ",\"job_id\":%" PRIu64 ",\"step_id\":%" PRIu64 ",\"lane\":%u}",
-	    l->p50_ns, p->p50_ns, d->c.inband_factor, d->c.inband_floor_ns, s->k.job, s->k.step, l->lane);
+	    l->min_ns, p->p50_ns, d->c.inband_factor, d->c.inband_floor_ns, s->k.job, s->k.step, l->lane);
 	anom_evidence(d, K_INBAND, SEV_WARNING, &k.src, &k.dst, l->start_ns, l->end_ns, summary, evidence,
 		      NULL);
 }
@@ -1093,6 +1093,7 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 	key.first_ns = key.start_ns;
 	key.p50_ns = l->owd_p50_ns > 0 ? l->owd_p50_ns : 0;
 	key.p99_ns = l->owd_p99_ns > 0 ? l->owd_p99_ns : 0;
+	key.min_ns = l->owd_min_ns > 0 ? l->owd_min_ns : 0;
 
 	/* All lane records in use: drop the least recently seen steps first. */
 	if (d->nlanes >= d->c.max_lanes && !tab_find(&d->steps, &sk))

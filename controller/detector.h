@@ -38,7 +38,7 @@ struct fq_detector_config {
 	double delay_baseline_factor; /* ... or above its own baseline by this factor (4) */
 	int64_t delay_floor_ns;       /* never flag a delay below this (50 us) */
 	double lane_outlier_factor;   /* lane_outlier: p99 > factor x the step's median lane p99 (5) */
-	double inband_factor;         /* inband_mismatch: lane p50 > factor x probe p50 (5) ... */
+	double inband_factor;         /* inband_mismatch: lane min > factor x probe p50 (5) ... */
 	int64_t inband_floor_ns;      /* ... and more than this above it (50 us) */
 	double slow_nic_share;        /* slow_*: this share of a NIC's paths elevated (0.8) ... */
 	unsigned slow_nic_min_paths;  /* ... out of at least this many (3) */
@@ -83,6 +83,9 @@ struct fq_det_lane {
 	int64_t start_ns, end_ns;
 	uint64_t bytes;
 	int64_t owd_p50_ns, owd_p99_ns; /* receiver-side reports only; 0: none */
+	/* the interval's smallest one-way delay (receiver side; 0: none): the
+	 * path's base delay as the lane sees it, which queueing does not raise */
+	int64_t owd_min_ns;
 	bool synchronised;
 };
 

@@ -142,12 +142,12 @@ size_t fq_rule_lane_outliers(const struct fq_detector_config *c, const int64_t *
 	return found;
 }
 
-bool fq_rule_inband_mismatch(const struct fq_detector_config *c, int64_t lane_p50_ns, int64_t probe_p50_ns)
+bool fq_rule_inband_mismatch(const struct fq_detector_config *c, int64_t lane_min_ns, int64_t probe_p50_ns)
 {
-	if (lane_p50_ns <= 0 || probe_p50_ns <= 0 || !(c->inband_factor > 0))
+	if (lane_min_ns <= 0 || probe_p50_ns <= 0 || !(c->inband_factor > 0))
 		return false;
-	return (double)lane_p50_ns > scaled(probe_p50_ns, c->inband_factor) &&
-	       fq_rule_sat_sub(lane_p50_ns, probe_p50_ns) > c->inband_floor_ns;
+	return (double)lane_min_ns > scaled(probe_p50_ns, c->inband_factor) &&
+	       fq_rule_sat_sub(lane_min_ns, probe_p50_ns) > c->inband_floor_ns;
 }
 
 bool fq_rule_slow_nic(const struct fq_detector_config *c, size_t paths, size_t elevated)

@@ -75,10 +75,14 @@ size_t fq_rule_lane_outliers(const struct fq_detector_config *c, const int64_t *
 
 /* ---- inband_mismatch -------------------------------------------------- */
 
-/* The same NIC pair's lane delay p50 (in-band, the job's own traffic) far
- * above its probe delay p50 (out-of-band): above inband_factor x and more
- * than inband_floor_ns above it. Either <= 0 (no sample): false. */
-bool fq_rule_inband_mismatch(const struct fq_detector_config *c, int64_t lane_p50_ns, int64_t probe_p50_ns);
+/* The same NIC pair's smallest lane delay in an interval (in-band, the
+ * job's own traffic) far above its probe delay p50 (out-of-band): above
+ * inband_factor x and more than inband_floor_ns above it. The minimum, not
+ * the median: queueing behind the job's own bulk traffic raises a lane's
+ * p50 but not its minimum, while traffic on a wrong class, GID or RoCE
+ * version takes another path or queue for every chunk. Either <= 0 (no
+ * sample): false. */
+bool fq_rule_inband_mismatch(const struct fq_detector_config *c, int64_t lane_min_ns, int64_t probe_p50_ns);
 
 /* ---- slow_sender / slow_receiver -------------------------------------- */
 
