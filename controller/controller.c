@@ -32,6 +32,7 @@
 #include "controller/peers.h"
 #include "controller/session.h"
 #include "controller/strmap.h"
+#include "db/api_query.h"
 #include "db/db.h"
 
 struct ctl_config {
@@ -41,6 +42,7 @@ struct ctl_config {
 	bool db_migrate;
 	/* detector thresholds (controller/detector.h) */
 	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, inband_floor, slow_nic_min_paths;
+	uint64_t delay_persist;
 	uint64_t resume_after, quiet_close;
 	double delay_baseline_factor, lane_outlier_factor, inband_factor, slow_nic_share;
 	int log_level;
@@ -92,6 +94,8 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("delay_baseline_factor", FQ_CFG_DOUBLE, delay_baseline_factor, "4", 1, 1e6,
 	"... or above the path's own baseline by this factor"),
     OPT("delay_floor", FQ_CFG_DURATION, delay_floor, "50us", 0, 60e9, "never flag a delay below this"),
+    OPT("delay_persist", FQ_CFG_UINT, delay_persist, "3", 1, 1000,
+	"... for this many report windows in a row (one window's p99 is a few dozen probes)"),
     OPT("lane_outlier_factor", FQ_CFG_DOUBLE, lane_outlier_factor, "5", 1, 1e6,
 	"lane_outlier: lane p99 above this factor times the step's median lane p99"),
     OPT("inband_factor", FQ_CFG_DOUBLE, inband_factor, "5", 1, 1e6,
@@ -138,6 +142,8 @@ struct ctl {
 	struct fq_session_stats sstats;
 	struct fq_strmap agents;  /* node -> struct agent */
 	struct fq_strmap anomaly; /* detector handle -> row id (as strings: small) */
+	struct fq_strmap drained; /* node -> reason of the last applied drain ("" resumed) */
+	int64_t hints_polled_ns;
 	bool peers_dirty;
 	uint64_t clock_epoch, peers_epoch;
 	uint64_t anomalies_opened, hints, det_write_failures;
@@ -759,10 +765,49 @@ static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 	}
 }
 
+/* What `fabriciq hints --apply` did, fed back to the detector: a node
+ * drained by fabriciq gets a resume hint once healthy. Only changes are
+ * passed on (the detector's healthy timer starts at the drain). */
+struct hint_seen {
+	struct ctl *c;
+	int64_t now;
+};
+
+static void on_applied_hint(void *arg, const char *node, int resume, const char *reason)
+{
+	struct hint_seen *h = arg;
+	char *state = fq_strmap_get(&h->c->drained, node), *want;
+
+	if (state && strcmp(state, resume ? "" : reason) == 0)
+		return;
+	want = strdup(resume ? "" : reason);
+	if (!want)
+		return;
+	{
+		struct fq_strmap_entry *e = fq_strmap_upsert(&h->c->drained, node);
+		if (!e) {
+			free(want);
+			return;
+		}
+		free(e->value);
+		e->value = want;
+	}
+	fq_info("node %s %s (an applied hint)%s%s", node, resume ? "resumed" : "drained", resume ? "" : ": ",
+		resume ? "" : reason);
+	fq_detector_node_drained(h->c->det, node, resume ? NULL : reason, h->now);
+}
+
 static void detector_round(struct ctl *c, int64_t now)
 {
 	struct fq_det_action a;
+	struct fq_db *db = fq_ingest_db(c->ingest);
 
+	if (db && now - c->hints_polled_ns >= 5 * (int64_t)1000000000) {
+		struct hint_seen h = {c, now};
+		c->hints_polled_ns = now;
+		if (fq_db_applied_hints(db, on_applied_hint, &h) < 0)
+			fq_log_rl(FQ_LOG_WARN, "cannot read applied hints: %s", fq_db_error(db));
+	}
 	fq_detector_tick(c->det, now);
 	while (fq_detector_next(c->det, &a) == 1)
 		apply_action(c, fq_ingest_db(c->ingest), &a, now);
@@ -907,6 +952,7 @@ static int start_modules(struct ctl *c)
 	dc.delay_threshold_ns = (int64_t)c->cfg.delay_threshold;
 	dc.delay_baseline_factor = c->cfg.delay_baseline_factor;
 	dc.delay_floor_ns = (int64_t)c->cfg.delay_floor;
+	dc.delay_persist_windows = (unsigned)c->cfg.delay_persist;
 	dc.lane_outlier_factor = c->cfg.lane_outlier_factor;
 	dc.inband_factor = c->cfg.inband_factor;
 	dc.inband_floor_ns = (int64_t)c->cfg.inband_floor;
@@ -1059,6 +1105,7 @@ out: /* finalise in reverse */
 		fq_detector_destroy(c.det);
 	fq_strmap_clear(&c.agents, agent_free);
 	fq_strmap_clear(&c.anomaly, free);
+	fq_strmap_clear(&c.drained, free);
 	if (c.base)
 		event_base_free(c.base);
 	fq_cfg_free(&ctl_schema, &c.cfg);

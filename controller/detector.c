@@ -103,7 +103,8 @@ struct path_ent {
 	struct ent h;
 	struct path_key k;
 	int64_t baseline_ns, p50_ns, p99_ns, last_end_ns, state_ns;
-	unsigned quiet;
+	unsigned quiet, streak; /* quiet windows; elevated windows in a row */
+	int64_t streak_start;   /* start of the first of them */
 	int state;
 	bool elevated;
 };
@@ -198,6 +199,7 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 	    .nic_down_min_paths = 2,
 	    .nic_dead_after_ns = 60000000000LL,
 	    .delay_baseline_windows = 5,
+	    .delay_persist_windows = 3,
 	    .attach_slack_ns = 5000000000LL,
 	    .state_expire_ns = 7200000000000LL,
 	    .step_expire_ns = 600000000000LL,
@@ -913,7 +915,11 @@ static void path_delay_sample(struct fq_detector *d, struct path_ent *p, int64_t
 	p->p99_ns = p99;
 	p->last_end_ns = max64(p->last_end_ns, end);
 	v = fq_rule_path_delay(&d->c, p99, base);
-	p->elevated = v != FQ_RULE_DELAY_OK;
+	if (v == FQ_RULE_DELAY_OK)
+		p->streak = 0;
+	else if (p->streak < UINT32_MAX && p->streak++ == 0)
+		p->streak_start = start;
+	p->elevated = v != FQ_RULE_DELAY_OK && p->streak >= d->c.delay_persist_windows;
 	if (v == FQ_RULE_DELAY_OK) {
 		/* Once established, the baseline learns only from windows within
 		 * 2x of it: a path creeping up just under the factor would
@@ -924,6 +930,8 @@ static void path_delay_sample(struct fq_detector *d, struct path_ent *p, int64_t
 			p->quiet++;
 		return;
 	}
+	if (!p->elevated)
+		return; /* not yet persistent */
 	if (v == FQ_RULE_DELAY_ABSOLUTE)
 		snprintf(summary, sizeof(summary),
 			 "path %s/%s -> %s/%s: owd p99 %.1f us above the %.1f us threshold", p->k.src.node,
@@ -938,8 +946,10 @@ static void path_delay_sample(struct fq_detector *d, struct path_ent *p, int64_t
 		 ",\"threshold_ns\":%" PRId64 ",\"factor\":%.2f,\"rule\":\"%s\"}",
 		 p99, p50, base, d->c.delay_threshold_ns, d->c.delay_baseline_factor,
 		 v == FQ_RULE_DELAY_ABSOLUTE ? "threshold" : "baseline");
+	/* the anomaly starts with the first window of the streak */
 	anom_evidence(d, K_PATH_DELAY, v == FQ_RULE_DELAY_ABSOLUTE ? SEV_CRITICAL : SEV_WARNING, &p->k.src,
-		      &p->k.dst, start, end, summary, evidence, NULL);
+		      &p->k.dst, (p->streak_start < start ? p->streak_start : start), end, summary, evidence,
+		      NULL);
 }
 
 void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p)

@@ -49,6 +49,8 @@ struct fq_detector_config {
 	unsigned nic_down_min_paths;     /* NIC down when all its >= this many paths are (2) */
 	int64_t nic_dead_after_ns;       /* a NIC down this long is dead: drain hint (60 s) */
 	unsigned delay_baseline_windows; /* quiet windows before a path's baseline is used (5) */
+	unsigned delay_persist_windows;  /* path_delay: this many elevated windows in a row (3); one
+					  * window's p99 is a few dozen probes, so a single spike is noise */
 	int64_t attach_slack_ns;         /* attach lanes that crossed up to this before the start (5 s) */
 	int64_t state_expire_ns;         /* drop path/NIC/node state unseen this long (2 h, >= flap window) */
 	int64_t step_expire_ns;          /* drop a step's lane history unseen this long (10 min) */

@@ -29,3 +29,21 @@ int fq_db_hint_applied(struct fq_db *db, int64_t id)
 	PQclear(res);
 	return rc;
 }
+
+int fq_db_applied_hints(struct fq_db *db,
+			void (*fn)(void *arg, const char *node, int resume, const char *reason), void *arg)
+{
+	PGresult *res;
+	int rc;
+
+	res = fq_db_run(db, "reading the applied hints",
+			"select distinct on (node) node, action = 'resume', reason from fabriciq.drain_hints"
+			" where applied_at is not null order by node, applied_at desc, id desc",
+			NULL, &rc);
+	if (!res)
+		return rc;
+	for (int i = 0; i < PQntuples(res); i++)
+		fn(arg, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1)[0] == 't', PQgetvalue(res, i, 2));
+	PQclear(res);
+	return 0;
+}

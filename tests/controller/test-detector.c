@@ -120,11 +120,14 @@ static void reset(void)
 
 /* ---- fixture replay ------------------------------------------------------- */
 
+/* The defaults, but a path's delay counts from its first elevated window
+ * (test_persistence checks the default of 3 in a row). */
 static struct fq_detector *make(void)
 {
 	struct fq_detector_config c;
 
 	fq_detector_config_defaults(&c);
+	c.delay_persist_windows = 1;
 	return fq_detector_create(&c);
 }
 
@@ -397,6 +400,33 @@ static void test_path_delay(void)
 	probe(d, "n1", "rail0", "n2", "rail0", 12, 60, 125);
 	collect(d);
 	is_int(count(FQ_DET_OPEN, "path_delay"), 1, "125 us: flagged");
+	fq_detector_destroy(d);
+}
+
+/* With the default persistence one slow window, or two, is noise; the
+ * third in a row opens the anomaly, dated from the first. */
+static void test_persistence(void)
+{
+	struct fq_detector_config c;
+	struct fq_detector *d;
+	const struct rec *o;
+
+	fq_detector_config_defaults(&c);
+	d = fq_detector_create(&c);
+	reset();
+	for (int t = 1; t <= 10; t++)
+		probe(d, "n1", "rail0", "n2", "rail0", t, 20, 30);
+	probe(d, "n1", "rail0", "n2", "rail0", 11, 60, 400);
+	probe(d, "n1", "rail0", "n2", "rail0", 12, 20, 30);
+	probe(d, "n1", "rail0", "n2", "rail0", 13, 60, 400);
+	probe(d, "n1", "rail0", "n2", "rail0", 14, 60, 400);
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "single and double slow windows: noise, not flagged");
+	probe(d, "n1", "rail0", "n2", "rail0", 15, 60, 400);
+	collect(d);
+	o = find_open("path_delay", "n1", "rail0");
+	ok(o != NULL, "the third slow window in a row: path_delay");
+	ok(o && o->start == S(12), "dated from the first window of the streak");
 	fq_detector_destroy(d);
 }
 
@@ -753,6 +783,7 @@ int main(void)
 	test_lane_outlier();
 	test_flapping();
 	test_path_delay();
+	test_persistence();
 	test_inband();
 	test_slow_nic();
 	test_link_down();

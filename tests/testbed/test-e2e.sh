@@ -14,7 +14,7 @@ SPANK_SO=$B/spank/.libs/spank_fabriciq.so
 CTL=$B/controller/fabriciq-controller
 FQCLI=$B/controller/fabriciq
 for f in "$CB" "$SPANK_SO" "$CTL" "$FQCLI"; do [ -e "$f" ] || skip_all "$f not built"; done
-plan 17
+plan 21
 tb_setup e2e
 S=$FQTB_STATE
 psql_ctl() { tb exec ctl psql -h 198.18.0.1 -U postgres -d fabriciq -tAX -c "$1"; }
@@ -26,7 +26,7 @@ ok $? "up: 4 hosts x 2 rails, Slurm with the SPANK plugin"
 mkdir -p "$S/spool"
 tb daemon start ctl controller -- "$CTL" -c /dev/null -s listen=198.18.0.1:7100 -s http_listen=198.18.0.1:7180 \
 	-s "db=host=198.18.0.1 port=5432 user=postgres dbname=fabriciq" -s "munge_socket=$S/munge/munge.socket" \
-	-s "spool_dir=$S/spool/ctl" -s flap_window=10m >/dev/null
+	-s "spool_dir=$S/spool/ctl" -s flap_window=20s -s resume_after=5s -s quiet_close=5s >/dev/null
 sleep 1
 tb_agents_start "$B/slurmd-agent/fabriciq-agent" -s controller=198.18.0.1:7100 -s "munge_socket=$S/munge/munge.socket"
 ok $? "controller and 4 agents started"
@@ -93,3 +93,19 @@ case $hint in "fabriciq: rail1 "*) ok 0 "a drain hint for n3 naming rail1: $hint
 out=$(tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 hints 2>&1)
 grep -q "scontrol update NodeName=n3 State=DRAIN" <<<"$out"; ok $? "fabriciq hints prints the scontrol command" ||
 	diag "$out"
+
+# the admin applies it; once n3 is healthy again, fabriciq hints to resume it
+out=$(tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 hints --apply 2>&1)
+ok $? "fabriciq hints --apply" || diag "$out"
+reason=$(tb exec ctl sinfo -h -N -n n3 -o '%E' | head -1)
+case $reason in "fabriciq: rail1 "*) ok 0 "n3 drained in Slurm: $reason";; *) ok 1 "n3 drained in Slurm: '$reason'";; esac
+for ((i = 0; i < 60; i++)); do
+	n=$(psql_ctl "select count(*) from fabriciq.drain_hints where node = 'n3' and action = 'resume'")
+	[ "${n:-0}" -ge 1 ] && break
+	sleep 1
+done
+[ "${n:-0}" -ge 1 ]; ok $? "n3 healthy again: a resume hint after $i s" ||
+	diag "$(psql_ctl "select kind, node, nic, end_time from fabriciq.anomalies where end_time is null")"
+tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 hints --apply >/dev/null 2>&1
+state=$(tb exec ctl sinfo -h -N -n n3 -o '%T' | head -1)
+case $state in *drain*|"") ok 1 "fabriciq hints --apply resumed n3 ($state)";; *) ok 0 "fabriciq hints --apply resumed n3 ($state)";; esac
