@@ -14,7 +14,7 @@ SPANK_SO=$B/spank/.libs/spank_fabriciq.so
 CTL=$B/controller/fabriciq-controller
 FQCLI=$B/controller/fabriciq
 for f in "$CB" "$SPANK_SO" "$CTL" "$FQCLI"; do [ -e "$f" ] || skip_all "$f not built"; done
-plan 21
+plan 27
 tb_setup e2e
 S=$FQTB_STATE
 psql_ctl() { tb exec ctl psql -h 198.18.0.1 -U postgres -d fabriciq -tAX -c "$1"; }
@@ -26,7 +26,7 @@ ok $? "up: 4 hosts x 2 rails, Slurm with the SPANK plugin"
 mkdir -p "$S/spool"
 tb daemon start ctl controller -- "$CTL" -c /dev/null -s listen=198.18.0.1:7100 -s http_listen=198.18.0.1:7180 \
 	-s "db=host=198.18.0.1 port=5432 user=postgres dbname=fabriciq" -s "munge_socket=$S/munge/munge.socket" \
-	-s "spool_dir=$S/spool/ctl" -s flap_window=20s -s resume_after=5s -s quiet_close=5s >/dev/null
+	-s "spool_dir=$S/spool/ctl" -s flap_window=20s -s resume_after=5s -s quiet_close=5s -s delay_floor=5ms >/dev/null
 sleep 1
 tb_agents_start "$B/slurmd-agent/fabriciq-agent" -s controller=198.18.0.1:7100 -s "munge_socket=$S/munge/munge.socket"
 ok $? "controller and 4 agents started"
@@ -81,6 +81,30 @@ n=$(psql_ctl "select count(*) from fabriciq.lane_windows l where job_id > ${job:
 is "$n" 0 "no lane window attributed to a job without a rank on its node"
 is "$(psql_ctl "select count(distinct job_id) from fabriciq.lane_windows where job_id > ${job:-0}")" 2 \
 	"both concurrent jobs have their own lane windows"
+
+# a process of a --fabriciq job claims another job: refused, nothing stored under it
+LS=$FQTB_HELPERS/tb-lanesend
+out=$(tb slurm srun -N1 -w n2 --fabriciq sh -c '
+	"$0" "$FABRICIQ_AGENT_SOCKET" 999999 0 777001 && "$0" "$FABRICIQ_AGENT_SOCKET" 0 0 777002 && echo "job $SLURM_JOB_ID"' "$LS" 2>&1)
+ok $? "a job process sends two lane reports: one claiming job 999999, one claiming nothing" || diag "$out"
+jobc=$(awk '/^job / { print $2 }' <<<"$out")
+sleep 3
+is "$(psql_ctl "select count(*) from fabriciq.lane_windows where job_id = 999999 or bytes = 777001")" 0 \
+	"the claim for another job is not stored"
+is "$(psql_ctl "select job_id from fabriciq.lane_windows where bytes = 777002")" "$jobc" \
+	"the unclaimed report is stored under the sender's own job ($jobc)"
+wrong=$("$B/slurmd-agent/fabriciq-agent" -c /dev/null -s "status_file=$S/agent-n2.json" --status --json | tr -d ' \n' |
+	grep -o '"telemetry_wrong_job":[0-9]*' | grep -o '[0-9]*$')
+is "$wrong" 1 "the agent counted the claim for another job"
+
+# sbatch --fabriciq with two srun steps: both steps recorded, separately
+out=$(tb slurm sbatch --wait -N2 -n4 --fabriciq -o "$S/batch-%j.out" --wrap 'srun -N2 -n2 sleep 1; srun -N2 -n4 sleep 1' 2>&1)
+ok $? "sbatch --fabriciq --wait with two srun steps" || diag "$out"
+jobb=$(grep -o '[0-9]*$' <<<"$out")
+sleep 2
+is "$(psql_ctl "select string_agg(s.step_id || ':' || (select count(*) from fabriciq.ranks r where r.job_id = s.job_id
+	and r.step_id = s.step_id), ' ' order by s.step_id) from fabriciq.steps s where s.job_id = ${jobb:-0} and s.step_id < 1000")" \
+	"0:2 1:4" "job $jobb: step 0 with 2 ranks and step 1 with 4, recorded separately"
 
 # 9 flaps of n3's rail1 -> flapping anomaly and a drain hint naming n3 and rail1
 tb flap n3 1 --count 9 --period 700 >/dev/null
