@@ -35,7 +35,17 @@ struct fq_ingest_config {
 	size_t max_batch_frames;                /* fq_ingest_should_flush() beyond this */
 	int64_t backoff_min_ns, backoff_max_ns; /* database reconnect backoff */
 	bool migrate;                           /* bring the schema up to date on connect */
+	/* Limits on waiting for PostgreSQL (0: the defaults below). The flush
+	 * runs on the event loop: a statement that hangs (a lock, an overloaded
+	 * server) stalls every agent, so it is cancelled after
+	 * statement_timeout_ms and its frames go to the spool, like those of
+	 * a failed flush (the connection's conninfo connect_timeout wins). */
+	int connect_timeout_s;
+	int statement_timeout_ms;
 };
+
+#define FQ_INGEST_CONNECT_TIMEOUT_S    3
+#define FQ_INGEST_STATEMENT_TIMEOUT_MS 2000
 
 struct fq_ingest_ops {
 	/* Everything up to seq from node is durable: acknowledge it. */
