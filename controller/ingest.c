@@ -8,7 +8,7 @@
 #include "controller/ingest.h"
 
 #include <errno.h>
-#include <libpq-fe.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +20,15 @@
 #include "controller/strmap.h"
 #include "db/db.h"
 
-#define REPLAY_CHUNK    4096
-#define LINK_REFRESH_NS (60 * 1000000000ll)
-#define STEP_CACHE_MAX  100000
+#define REPLAY_CHUNK 4096
+/* While the database is down, each retry writes a small first chunk under
+ * a short statement timeout: a retry into a table still locked (or a
+ * server still overloaded) then stalls the event loop for RETRY_TIMEOUT_MS,
+ * not a full statement timeout, while the agents wait for their acks. */
+#define RETRY_CHUNK      256
+#define RETRY_TIMEOUT_MS 250
+#define LINK_REFRESH_NS  (60 * 1000000000ll)
+#define STEP_CACHE_MAX   100000
 
 struct node_state {
 	char *name;
@@ -60,7 +66,12 @@ struct fq_ingest {
 	void *arg;
 	struct fq_db *db;
 	bool seq_loaded;    /* read once: later reads would undo restarted counts */
+	int timeout_ms;     /* the connection's statement timeout now */
 	unsigned gen, pass; /* apply_items calls, items_seqs passes */
+	/* FQ_INGEST_TEST_KILL_AFTER_FLUSHES=N (tests only): SIGKILL itself
+	 * right after the Nth committed flush, before its acks go out: the
+	 * crash exactly-once must survive (tests/controller/test-ctl-crash.sh). */
+	unsigned long test_kill_after, commits;
 	bool down;
 	int64_t retry_ns, backoff_ns;
 	struct fq_spool *spool;
@@ -155,10 +166,23 @@ static void db_down(struct fq_ingest *ing, const char *what)
 	ing->retry_ns = now + ing->backoff_ns;
 }
 
+/* The statement timeout for a retry while down, else the configured one. */
+static void set_timeout(struct fq_ingest *ing, bool retry)
+{
+	int ms = ing->cfg.statement_timeout_ms;
+
+	if (retry && ms > RETRY_TIMEOUT_MS)
+		ms = RETRY_TIMEOUT_MS;
+	if (ing->db && ing->timeout_ms != ms && fq_db_set_statement_timeout(ing->db, ms) == 0)
+		ing->timeout_ms = ms;
+}
+
 static void db_ok(struct fq_ingest *ing)
 {
-	if (ing->down)
+	if (ing->down) {
 		fq_info("database is back");
+		set_timeout(ing, false);
+	}
 	ing->down = false;
 	ing->backoff_ns = 0;
 }
@@ -193,12 +217,9 @@ static bool db_usable(struct fq_ingest *ing)
 			return false;
 		}
 		/* After the migration, which may legitimately take long. */
-		if (fq_db_set_statement_timeout(ing->db, ing->cfg.statement_timeout_ms) < 0) {
-			db_down(ing, fq_db_error(ing->db));
-			db_close(ing);
-			return false;
-		}
+		ing->timeout_ms = 0;
 	}
+	set_timeout(ing, ing->down);
 	if (load_seqs(ing) < 0) {
 		db_down(ing, "cannot read fabriciq.agent_seq");
 		return false;
@@ -594,6 +615,10 @@ static int apply_items(struct fq_ingest *ing, const struct item *items, size_t n
 	}
 	rows = fq_db_flush(ing->db);
 	if (rows >= 0) {
+		if (ing->test_kill_after && ++ing->commits == ing->test_kill_after) {
+			fq_warn("FQ_INGEST_TEST_KILL_AFTER_FLUSHES: killed after commit %lu", ing->commits);
+			raise(SIGKILL);
+		}
 		items_seqs(ing, items, n, true);
 		ing->st.rows_written += (uint64_t)rows;
 		return 0;
@@ -656,6 +681,12 @@ static int unspool_item(struct fq_ingest *ing, const uint8_t *b, size_t len, str
 	return fq_frame_unpack(b + 18 + nl, len - 18 - nl, &it->env);
 }
 
+static void free_items(struct item *items, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fq_frame_free(items[i].env);
+}
+
 /* Replays the spool into the database, chunk by chunk, for up to budget_ns. */
 static int replay(struct fq_ingest *ing, int64_t budget_ns)
 {
@@ -666,19 +697,21 @@ static int replay(struct fq_ingest *ing, int64_t budget_ns)
 	if (!items)
 		return -ENOMEM;
 	while (fq_spool_pending_bytes(ing->spool) && now_mono() < until) {
-		size_t n = 0, bad = 0;
+		size_t n = 0, bad = 0, chunk = ing->down ? RETRY_CHUNK : REPLAY_CHUNK;
 		const uint8_t *b;
 		size_t len;
 
-		while (n < REPLAY_CHUNK && (rc = fq_spool_next(ing->spool, &b, &len)) == 1) {
+		while (n < chunk && (rc = fq_spool_next(ing->spool, &b, &len)) == 1) {
 			if (unspool_item(ing, b, len, &items[n]) < 0) {
 				bad++;
 				continue;
 			}
 			n++;
 		}
-		if (rc < 0 && rc != -EBADMSG)
+		if (rc < 0 && rc != -EBADMSG) {
+			free_items(items, n);
 			break;
+		}
 		if (bad)
 			fq_warn("spool: %zu unreadable records skipped", bad);
 		rc = apply_items(ing, items, n, false);
@@ -688,12 +721,12 @@ static int replay(struct fq_ingest *ing, int64_t budget_ns)
 			if ((rc = fq_spool_commit(ing->spool)) < 0)
 				fq_error("spool: committing the replay position: %s", strerror(-rc));
 			ing->st.replayed_frames += n;
+			db_ok(ing); /* full chunks, the configured timeout */
 		} else {
 			fq_spool_rewind(ing->spool);
 			db_down(ing, fq_db_error(ing->db));
 		}
-		for (size_t i = 0; i < n; i++)
-			fq_frame_free(items[i].env);
+		free_items(items, n);
 		if (rc)
 			break;
 		if (!fq_spool_pending_bytes(ing->spool))
@@ -745,6 +778,8 @@ int fq_ingest_create(const struct fq_ingest_config *c, const struct fq_ingest_op
 	ing->cfg = *c;
 	if (!ing->cfg.connect_timeout_s)
 		ing->cfg.connect_timeout_s = FQ_INGEST_CONNECT_TIMEOUT_S;
+	if (getenv("FQ_INGEST_TEST_KILL_AFTER_FLUSHES"))
+		ing->test_kill_after = strtoul(getenv("FQ_INGEST_TEST_KILL_AFTER_FLUSHES"), NULL, 10);
 	if (!ing->cfg.statement_timeout_ms)
 		ing->cfg.statement_timeout_ms = FQ_INGEST_STATEMENT_TIMEOUT_MS;
 	ing->ops = *ops;
@@ -769,12 +804,6 @@ int fq_ingest_create(const struct fq_ingest_config *c, const struct fq_ingest_op
 fail:
 	fq_ingest_destroy(ing);
 	return rc;
-}
-
-static void free_items(struct item *items, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		fq_frame_free(items[i].env);
 }
 
 void fq_ingest_destroy(struct fq_ingest *ing)
