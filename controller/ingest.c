@@ -39,8 +39,9 @@ struct node_state {
 	uint64_t batch_max; /* highest seq in the current batch (0: none) */
 	/* apply_items' scratch: the node's seq as of the item being applied */
 	uint64_t cur;
-	unsigned gen, pass; /* of apply_items, of items_seqs */
-	bool restarted;     /* count restarted before agent_seq was read: keep ours */
+	unsigned gen, pass;   /* of apply_items, of items_seqs */
+	bool restarted;       /* count restarted before agent_seq was read: keep ours */
+	bool restart_dropped; /* its restarting hello dropped (spool full) */
 };
 
 /* item.seq of a hello; of a hello that restarts its node's count. */
@@ -847,6 +848,8 @@ static int queue(struct fq_ingest *ing, struct node_state *n, uint64_t seq, Fabr
  * if it lost its spool. */
 static bool count_restarted(const struct node_state *n, uint64_t next_seq)
 {
+	if (n->restart_dropped && next_seq)
+		return true; /* the restarting hello was dropped (spool full): again */
 	if (!next_seq || next_seq > n->accepted)
 		return false;
 	return next_seq == 1 || next_seq <= n->confirmed;
@@ -873,6 +876,7 @@ int fq_ingest_hello(struct fq_ingest *ing, Fabriciq__Envelope *env, int64_t now_
 		n->batch_max = 0; /* never acknowledge the old count's seqs to the new one */
 		n->confirmed = h->next_seq - 1;
 		n->restarted = true;
+		n->restart_dropped = false;
 		/* Queued in order: the flush that stores it lowers agent_seq. */
 		seq = SEQ_RESTART;
 	} else if (h->next_seq && h->next_seq - 1 > n->confirmed) {
@@ -960,6 +964,8 @@ static void batch_drop(struct fq_ingest *ing)
 {
 	for (size_t i = 0; i < ing->nbatch; i++) {
 		struct node_state *n = ing->batch[i].node;
+		if (ing->batch[i].seq == SEQ_RESTART)
+			n->restart_dropped = true;
 		if (!n->batch_max)
 			continue;
 		n->accepted = n->durable;
