@@ -8,7 +8,7 @@
 #include "controller/ingest.h"
 
 #include <errno.h>
-#include <libpq-fe.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,22 +20,37 @@
 #include "controller/strmap.h"
 #include "db/db.h"
 
-#define REPLAY_CHUNK    4096
-#define LINK_REFRESH_NS (60 * 1000000000ll)
-#define STEP_CACHE_MAX  100000
+#define REPLAY_CHUNK 4096
+/* While the database is down, each retry writes a small first chunk under
+ * a short statement timeout: a retry into a table still locked (or a
+ * server still overloaded) then stalls the event loop for RETRY_TIMEOUT_MS,
+ * not a full statement timeout, while the agents wait for their acks. */
+#define RETRY_CHUNK      256
+#define RETRY_TIMEOUT_MS 250
+#define LINK_REFRESH_NS  (60 * 1000000000ll)
+#define STEP_CACHE_MAX   100000
 
 struct node_state {
 	char *name;
-	uint64_t accepted;     /* highest seq queued, stored or spooled */
-	uint64_t durable;      /* highest seq stored or spooled */
-	uint64_t stored;       /* highest seq known to fabriciq.agent_seq */
-	uint64_t batch_max;    /* highest seq in the current batch (0: none) */
-	uint64_t seq_to_store; /* > stored: fabriciq.agent_seq needs an update */
+	uint64_t accepted;  /* highest seq queued, stored or spooled */
+	uint64_t durable;   /* highest seq stored or spooled (acknowledged) */
+	uint64_t stored;    /* fabriciq.agent_seq's last_seq as last read or committed */
+	uint64_t confirmed; /* highest seq its agent showed it knew acknowledged (hello) */
+	uint64_t batch_max; /* highest seq in the current batch (0: none) */
+	/* apply_items' scratch: the node's seq as of the item being applied */
+	uint64_t cur;
+	unsigned gen, pass;   /* of apply_items, of items_seqs */
+	bool restarted;       /* count restarted before agent_seq was read: keep ours */
+	bool restart_dropped; /* its restarting hello dropped (spool full) */
 };
+
+/* item.seq of a hello; of a hello that restarts its node's count. */
+#define SEQ_HELLO   0
+#define SEQ_RESTART UINT64_MAX
 
 struct item {
 	struct node_state *node;
-	uint64_t seq; /* 0: a hello */
+	uint64_t seq; /* or SEQ_HELLO, SEQ_RESTART */
 	int64_t recv_ns;
 	Fabriciq__Envelope *env;
 };
@@ -51,8 +66,13 @@ struct fq_ingest {
 	struct fq_ingest_ops ops;
 	void *arg;
 	struct fq_db *db;
-	PGconn *seqconn; /* fabriciq.agent_seq statements (see ingest.h) */
-	bool seq_loaded; /* read once: later reads would undo restarted counts */
+	bool seq_loaded;    /* read once: later reads would undo restarted counts */
+	int timeout_ms;     /* the connection's statement timeout now */
+	unsigned gen, pass; /* apply_items calls, items_seqs passes */
+	/* FQ_INGEST_TEST_KILL_AFTER_FLUSHES=N (tests only): SIGKILL itself
+	 * right after the Nth committed flush, before its acks go out: the
+	 * crash exactly-once must survive (tests/controller/test-ctl-crash.sh). */
+	unsigned long test_kill_after, commits;
 	bool down;
 	int64_t retry_ns, backoff_ns;
 	struct fq_spool *spool;
@@ -97,153 +117,30 @@ static void node_free(void *v)
 
 /* ---- fabriciq.agent_seq --------------------------------------------- */
 
-static void seq_disconnect(struct fq_ingest *ing)
+/* Reads the stored seqs (once: see seq_loaded). */
+static int load_seqs(struct fq_ingest *ing)
 {
-	if (ing->seqconn)
-		PQfinish(ing->seqconn);
-	ing->seqconn = NULL;
-}
+	struct fq_db_agent_seq *rows;
+	size_t n;
+	int rc;
 
-static int seq_connect(struct fq_ingest *ing)
-{
-	PGresult *res;
-	int rc = 0;
-
-	if (ing->seqconn && PQstatus(ing->seqconn) == CONNECTION_OK)
-		return 0;
-	seq_disconnect(ing);
-	ing->seqconn = PQconnectdb(ing->conninfo);
-	if (PQstatus(ing->seqconn) != CONNECTION_OK) {
-		fq_log_rl(FQ_LOG_WARN, "database: %s", PQerrorMessage(ing->seqconn));
-		seq_disconnect(ing);
-		return -ECONNREFUSED;
-	}
 	if (ing->seq_loaded)
 		return 0;
-	res = PQexec(ing->seqconn, "select node, last_seq from fabriciq.agent_seq");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		fq_error("database: reading fabriciq.agent_seq: %s", PQresultErrorMessage(res));
-		rc = -EIO;
-	} else {
-		for (int i = 0; i < PQntuples(res); i++) {
-			struct node_state *n = node_get(ing, PQgetvalue(res, i, 0));
-			uint64_t s = strtoull(PQgetvalue(res, i, 1), NULL, 10);
-			if (!n)
-				continue;
-			n->stored = s;
-			if (n->accepted < s)
-				n->accepted = n->durable = s;
-		}
+	if ((rc = fq_db_agent_seqs(ing->db, &rows, &n)) < 0) {
+		fq_error("database: %s", fq_db_error(ing->db));
+		return rc;
 	}
-	PQclear(res);
-	if (rc)
-		seq_disconnect(ing);
-	else
-		ing->seq_loaded = true;
-	return rc;
-}
-
-/* Appends sep, then s quoted as an array literal element. */
-static int append_quoted(char **buf, size_t *len, size_t *cap, char sep, const char *s)
-{
-	size_t need = *len + 2 * strlen(s) + 8;
-
-	if (need > *cap) {
-		size_t c = *cap ? *cap : 4096;
-		while (c < need)
-			c *= 2;
-		char *n = realloc(*buf, c);
-		if (!n)
-			return -ENOMEM;
-		*buf = n;
-		*cap = c;
+	for (size_t i = 0; i < n; i++) {
+		struct node_state *nd = node_get(ing, rows[i].node);
+		if (!nd)
+			continue;
+		nd->stored = rows[i].last_seq;
+		if (!nd->restarted && nd->accepted < nd->stored)
+			nd->accepted = nd->durable = nd->stored;
 	}
-	(*buf)[(*len)++] = sep;
-	(*buf)[(*len)++] = '"';
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			(*buf)[(*len)++] = '\\';
-		(*buf)[(*len)++] = *s;
-	}
-	(*buf)[(*len)++] = '"';
-	(*buf)[*len] = '\0';
+	fq_db_agent_seqs_free(rows, n);
+	ing->seq_loaded = true;
 	return 0;
-}
-
-struct seq_collect {
-	char *names, *seqs;
-	size_t nlen, ncap, slen, scap;
-	size_t count;
-	int rc;
-};
-
-static void collect_seq(struct fq_strmap_entry *e, void *arg)
-{
-	struct seq_collect *c = arg;
-	struct node_state *n = e->value;
-	char num[32];
-
-	if (!n || n->seq_to_store <= n->stored || c->rc)
-		return;
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)n->seq_to_store);
-	if (append_quoted(&c->names, &c->nlen, &c->ncap, c->count ? ',' : '{', n->name) < 0 ||
-	    append_quoted(&c->seqs, &c->slen, &c->scap, c->count ? ',' : '{', num) < 0) {
-		c->rc = -ENOMEM;
-		return;
-	}
-	c->count++;
-}
-
-static void mark_seq_stored(struct fq_strmap_entry *e, void *arg)
-{
-	struct node_state *n = e->value;
-
-	(void)arg;
-	if (n && n->seq_to_store > n->stored)
-		n->stored = n->seq_to_store;
-}
-
-/* Writes every node's new stored seq in one statement. */
-static int seq_store(struct fq_ingest *ing)
-{
-	struct seq_collect c = {0};
-	const char *params[2];
-	PGresult *res;
-	int rc;
-
-	fq_strmap_each(&ing->nodes, collect_seq, &c);
-	if (c.rc || !c.count) {
-		rc = c.rc;
-		goto out;
-	}
-	/* append_quoted leaves room for the closing brace */
-	c.names[c.nlen++] = '}';
-	c.names[c.nlen] = '\0';
-	c.seqs[c.slen++] = '}';
-	c.seqs[c.slen] = '\0';
-	if ((rc = seq_connect(ing)) < 0)
-		goto out;
-	params[0] = c.names;
-	params[1] = c.seqs;
-	res =
-	    PQexecParams(ing->seqconn,
-			 "insert into fabriciq.agent_seq (node, last_seq, updated_at) "
-			 "select n, s, now() from unnest($1::text[], $2::int8[]) as t(n, s) "
-			 "on conflict (node) do update set last_seq = excluded.last_seq, updated_at = now()",
-			 2, NULL, params, NULL, NULL, 0);
-	rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EIO;
-	if (rc) {
-		fq_log_rl(FQ_LOG_WARN, "database: storing agent seqs: %s", PQresultErrorMessage(res));
-		if (PQstatus(ing->seqconn) != CONNECTION_OK)
-			seq_disconnect(ing);
-	} else {
-		fq_strmap_each(&ing->nodes, mark_seq_stored, NULL);
-	}
-	PQclear(res);
-out:
-	free(c.names);
-	free(c.seqs);
-	return rc;
 }
 
 /* ---- database connection ------------------------------------------- */
@@ -270,36 +167,61 @@ static void db_down(struct fq_ingest *ing, const char *what)
 	ing->retry_ns = now + ing->backoff_ns;
 }
 
+/* The statement timeout for a retry while down, else the configured one. */
+static void set_timeout(struct fq_ingest *ing, bool retry)
+{
+	int ms = ing->cfg.statement_timeout_ms;
+
+	if (retry && ms > RETRY_TIMEOUT_MS)
+		ms = RETRY_TIMEOUT_MS;
+	if (ing->db && ing->timeout_ms != ms && fq_db_set_statement_timeout(ing->db, ms) == 0)
+		ing->timeout_ms = ms;
+}
+
 static void db_ok(struct fq_ingest *ing)
 {
-	if (ing->down)
+	if (ing->down) {
 		fq_info("database is back");
+		set_timeout(ing, false);
+	}
 	ing->down = false;
 	ing->backoff_ns = 0;
+}
+
+static void db_close(struct fq_ingest *ing)
+{
+	fq_db_destroy(ing->db);
+	ing->db = NULL;
 }
 
 /* True if the database may be used now (connecting when needed). */
 static bool db_usable(struct fq_ingest *ing)
 {
+	struct fq_db_options o = {
+	    .conninfo = ing->conninfo,
+	    .connect_timeout_s = ing->cfg.connect_timeout_s,
+	};
 	char err[512];
 	int rc;
 
 	if (ing->down && now_mono() < ing->retry_ns)
 		return false;
 	if (!ing->db) {
-		if (fq_db_create(ing->conninfo, &ing->db, err, sizeof(err)) < 0) {
+		if (fq_db_connect(&o, &ing->db, err, sizeof(err)) < 0) {
 			db_down(ing, err);
 			return false;
 		}
 		if (ing->cfg.migrate && (rc = fq_db_migrate(ing->db, NULL)) < 0) {
 			fq_error("database: migrating the schema: %s", fq_db_error(ing->db));
-			fq_db_destroy(ing->db);
-			ing->db = NULL;
+			db_close(ing);
 			db_down(ing, "schema migration failed");
 			return false;
 		}
+		/* After the migration, which may legitimately take long. */
+		ing->timeout_ms = 0;
 	}
-	if (seq_connect(ing) < 0) {
+	set_timeout(ing, ing->down);
+	if (load_seqs(ing) < 0) {
 		db_down(ing, "cannot read fabriciq.agent_seq");
 		return false;
 	}
@@ -620,15 +542,64 @@ static void reject(struct fq_ingest *ing, const struct item *it, int rc)
 		  (unsigned long long)it->seq, it->node->name, strerror(-rc), fq_db_error(ing->db));
 }
 
-/* Writes items to the database in one flush. A statement or row refused
+/* The node's count as of this item (apply_items). Returns false if the
+ * item is at or below it: stored already, by a replay chunk committed just
+ * before a crash kept the spool from recording it. */
+static bool item_advance(struct fq_ingest *ing, const struct item *it)
+{
+	struct node_state *n = it->node;
+
+	if (n->gen != ing->gen) {
+		n->gen = ing->gen;
+		n->cur = n->stored;
+	}
+	if (it->seq == SEQ_RESTART) {
+		n->cur = it->env->hello->next_seq ? it->env->hello->next_seq - 1 : 0;
+		return true;
+	}
+	if (it->seq == SEQ_HELLO)
+		return true;
+	if (it->seq <= n->cur)
+		return false;
+	n->cur = it->seq;
+	return true;
+}
+
+/* Buffers the new seq of every node of items (once per node), for the
+ * flush's transaction; with commit, records them as stored. */
+static int items_seqs(struct fq_ingest *ing, const struct item *items, size_t n, bool commit)
+{
+	unsigned pass = ++ing->pass;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		struct node_state *nd = items[i].node;
+		if (nd->gen != ing->gen || nd->pass == pass)
+			continue;
+		nd->pass = pass;
+		if (commit)
+			nd->stored = nd->cur;
+		else if (nd->cur != nd->stored && (rc = fq_db_add_agent_seq(ing->db, nd->name, nd->cur)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Writes items to the database in one flush, with their nodes' seqs in
+ * the same transaction (fabriciq.agent_seq). A statement or row refused
  * for its data is dropped (counted); a transient failure aborts the lot
- * (nothing committed, *written 0) with its errno. */
+ * (nothing committed) with its errno. */
 static int apply_items(struct fq_ingest *ing, const struct item *items, size_t n, bool one_by_one)
 {
 	int64_t rows;
 	int rc;
 
+	ing->gen++;
 	for (size_t i = 0; i < n; i++) {
+		if (!item_advance(ing, &items[i])) {
+			ing->st.duplicates++;
+			continue;
+		}
 		if ((rc = apply_item(ing, &items[i])) == 0)
 			continue;
 		if (fq_ingest_transient(rc)) {
@@ -639,8 +610,17 @@ static int apply_items(struct fq_ingest *ing, const struct item *items, size_t n
 		if (one_by_one)
 			fq_db_discard(ing->db);
 	}
+	if ((rc = items_seqs(ing, items, n, false)) < 0) {
+		fq_db_discard(ing->db);
+		return rc;
+	}
 	rows = fq_db_flush(ing->db);
 	if (rows >= 0) {
+		if (ing->test_kill_after && ++ing->commits == ing->test_kill_after) {
+			fq_warn("FQ_INGEST_TEST_KILL_AFTER_FLUSHES: killed after commit %lu", ing->commits);
+			raise(SIGKILL);
+		}
+		items_seqs(ing, items, n, true);
 		ing->st.rows_written += (uint64_t)rows;
 		return 0;
 	}
@@ -702,6 +682,12 @@ static int unspool_item(struct fq_ingest *ing, const uint8_t *b, size_t len, str
 	return fq_frame_unpack(b + 18 + nl, len - 18 - nl, &it->env);
 }
 
+static void free_items(struct item *items, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fq_frame_free(items[i].env);
+}
+
 /* Replays the spool into the database, chunk by chunk, for up to budget_ns. */
 static int replay(struct fq_ingest *ing, int64_t budget_ns)
 {
@@ -712,36 +698,36 @@ static int replay(struct fq_ingest *ing, int64_t budget_ns)
 	if (!items)
 		return -ENOMEM;
 	while (fq_spool_pending_bytes(ing->spool) && now_mono() < until) {
-		size_t n = 0, bad = 0;
+		size_t n = 0, bad = 0, chunk = ing->down ? RETRY_CHUNK : REPLAY_CHUNK;
 		const uint8_t *b;
 		size_t len;
 
-		while (n < REPLAY_CHUNK && (rc = fq_spool_next(ing->spool, &b, &len)) == 1) {
+		while (n < chunk && (rc = fq_spool_next(ing->spool, &b, &len)) == 1) {
 			if (unspool_item(ing, b, len, &items[n]) < 0) {
 				bad++;
 				continue;
 			}
 			n++;
 		}
-		if (rc < 0 && rc != -EBADMSG)
+		if (rc < 0 && rc != -EBADMSG) {
+			free_items(items, n);
 			break;
+		}
 		if (bad)
 			fq_warn("spool: %zu unreadable records skipped", bad);
 		rc = apply_items(ing, items, n, false);
 		if (rc == 0) {
-			for (size_t i = 0; i < n; i++)
-				if (items[i].node->seq_to_store < items[i].seq)
-					items[i].node->seq_to_store = items[i].seq;
-			seq_store(ing);
+			/* A crash before this commit replays the chunk again:
+			 * agent_seq, committed with it, makes that harmless. */
 			if ((rc = fq_spool_commit(ing->spool)) < 0)
 				fq_error("spool: committing the replay position: %s", strerror(-rc));
 			ing->st.replayed_frames += n;
+			db_ok(ing); /* full chunks, the configured timeout */
 		} else {
 			fq_spool_rewind(ing->spool);
 			db_down(ing, fq_db_error(ing->db));
 		}
-		for (size_t i = 0; i < n; i++)
-			fq_frame_free(items[i].env);
+		free_items(items, n);
 		if (rc)
 			break;
 		if (!fq_spool_pending_bytes(ing->spool))
@@ -762,8 +748,13 @@ static int scan_spool(struct fq_ingest *ing)
 		struct item it;
 		if (unspool_item(ing, b, len, &it) < 0)
 			continue;
-		if (it.node->accepted < it.seq)
+		if (it.seq == SEQ_RESTART) {
+			uint64_t next = it.env->hello->next_seq;
+			it.node->accepted = it.node->durable = next ? next - 1 : 0;
+			it.node->restarted = true;
+		} else if (it.seq != SEQ_HELLO && it.node->accepted < it.seq) {
 			it.node->accepted = it.node->durable = it.seq;
+		}
 		fq_frame_free(it.env);
 		n++;
 	}
@@ -786,6 +777,12 @@ int fq_ingest_create(const struct fq_ingest_config *c, const struct fq_ingest_op
 	if (!ing)
 		return -ENOMEM;
 	ing->cfg = *c;
+	if (!ing->cfg.connect_timeout_s)
+		ing->cfg.connect_timeout_s = FQ_INGEST_CONNECT_TIMEOUT_S;
+	if (getenv("FQ_INGEST_TEST_KILL_AFTER_FLUSHES"))
+		ing->test_kill_after = strtoul(getenv("FQ_INGEST_TEST_KILL_AFTER_FLUSHES"), NULL, 10);
+	if (!ing->cfg.statement_timeout_ms)
+		ing->cfg.statement_timeout_ms = FQ_INGEST_STATEMENT_TIMEOUT_MS;
 	ing->ops = *ops;
 	ing->arg = arg;
 	ing->conninfo = strdup(c->conninfo ? c->conninfo : "");
@@ -810,12 +807,6 @@ fail:
 	return rc;
 }
 
-static void free_items(struct item *items, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		fq_frame_free(items[i].env);
-}
-
 void fq_ingest_destroy(struct fq_ingest *ing)
 {
 	if (!ing)
@@ -826,7 +817,6 @@ void fq_ingest_destroy(struct fq_ingest *ing)
 	fq_strmap_clear(&ing->links, free);
 	fq_strmap_clear(&ing->steps, free);
 	fq_spool_close(ing->spool);
-	seq_disconnect(ing);
 	fq_db_destroy(ing->db);
 	free(ing->conninfo);
 	free(ing->spool_dir);
@@ -848,26 +838,51 @@ static int queue(struct fq_ingest *ing, struct node_state *n, uint64_t seq, Fabr
 	return 0;
 }
 
+/* The restart rule (proto AgentHello.next_seq). The agent sends the first
+ * seq it holds unacknowledged. Below what this controller accepted, that
+ * is either a replay (acks lost with the connection or with a controller
+ * crash: the frames must be dropped as duplicates) or an agent that lost
+ * its spool and counts afresh (the frames are new). It is the latter when
+ * next_seq is 1, or when an earlier hello of the agent already showed it
+ * knew of acks above next_seq: an agent's acknowledged seq only goes back
+ * if it lost its spool. */
+static bool count_restarted(const struct node_state *n, uint64_t next_seq)
+{
+	if (n->restart_dropped && next_seq)
+		return true; /* the restarting hello was dropped (spool full): again */
+	if (!next_seq || next_seq > n->accepted)
+		return false;
+	return next_seq == 1 || next_seq <= n->confirmed;
+}
+
 int fq_ingest_hello(struct fq_ingest *ing, Fabriciq__Envelope *env, int64_t now_ns)
 {
 	const Fabriciq__AgentHello *h = env->hello;
 	struct node_state *n = node_get(ing, h->node);
+	uint64_t seq = SEQ_HELLO;
 	int rc;
 
 	if (!n) {
 		fq_frame_free(env);
 		return -ENOMEM;
 	}
-	/* An agent that lost its spool starts over at 1: restart its count
-	 * rather than drop every frame as a duplicate (proto AgentHello). */
-	if (h->next_seq == 1 && n->accepted >= 1) {
-		fq_warn("agent %s restarted its frame count (next seq 1, %llu stored): dedupe restarts",
-			n->name, (unsigned long long)n->accepted);
-		n->accepted = n->durable = 0;
-		n->seq_to_store = 0;
-		n->stored = 0; /* the next store writes the new, lower seq */
+	if (count_restarted(n, h->next_seq)) {
+		fq_warn(
+		    "agent %s restarted its frame count (next seq %llu, %llu accepted, it knew of acks up to "
+		    "%llu): its dedupe restarts",
+		    n->name, (unsigned long long)h->next_seq, (unsigned long long)n->accepted,
+		    (unsigned long long)n->confirmed);
+		n->accepted = n->durable = h->next_seq - 1;
+		n->batch_max = 0; /* never acknowledge the old count's seqs to the new one */
+		n->confirmed = h->next_seq - 1;
+		n->restarted = true;
+		n->restart_dropped = false;
+		/* Queued in order: the flush that stores it lowers agent_seq. */
+		seq = SEQ_RESTART;
+	} else if (h->next_seq && h->next_seq - 1 > n->confirmed) {
+		n->confirmed = h->next_seq - 1;
 	}
-	if ((rc = queue(ing, n, 0, env, now_ns)) < 0)
+	if ((rc = queue(ing, n, seq, env, now_ns)) < 0)
 		fq_frame_free(env);
 	else
 		ing->st.frames_by_kind[FQ_INGEST_HELLO]++;
@@ -932,15 +947,13 @@ bool fq_ingest_should_flush(const struct fq_ingest *ing)
 }
 
 /* After the batch is durable (stored or spooled): acknowledge, reset. */
-static void batch_durable(struct fq_ingest *ing, bool stored)
+static void batch_durable(struct fq_ingest *ing)
 {
 	for (size_t i = 0; i < ing->nbatch; i++) {
 		struct node_state *n = ing->batch[i].node;
 		if (!n->batch_max)
 			continue;
 		n->durable = n->batch_max;
-		if (stored && n->seq_to_store < n->batch_max)
-			n->seq_to_store = n->batch_max;
 		n->batch_max = 0;
 		ing->ops.durable(ing->arg, n->name, n->durable);
 	}
@@ -951,6 +964,8 @@ static void batch_drop(struct fq_ingest *ing)
 {
 	for (size_t i = 0; i < ing->nbatch; i++) {
 		struct node_state *n = ing->batch[i].node;
+		if (ing->batch[i].seq == SEQ_RESTART)
+			n->restart_dropped = true;
 		if (!n->batch_max)
 			continue;
 		n->accepted = n->durable;
@@ -997,15 +1012,14 @@ int fq_ingest_flush(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns)
 		rc = apply_items(ing, ing->batch, ing->nbatch, false);
 		if (rc == 0) {
 			db_ok(ing);
-			batch_durable(ing, true);
-			seq_store(ing);
+			batch_durable(ing);
 			goto done;
 		}
 		ing->st.flush_failures++;
 		db_down(ing, fq_db_error(ing->db));
 	}
 	if ((rc = batch_to_spool(ing)) == 0)
-		batch_durable(ing, false);
+		batch_durable(ing);
 	else
 		batch_drop(ing);
 done:

@@ -12,7 +12,15 @@
  * Dedupe: per node, the highest seq accepted (queued, stored or spooled).
  * A frame at or below it is a replay: dropped, never stored twice. The
  * highest stored seq per node is kept in fabriciq.agent_seq
- * (sql/004_controller.sql) and the spool, so a restart keeps dedupe.
+ * (sql/004_controller.sql), written in the transaction of the flush that
+ * stores the frames (fq_db_add_agent_seq), so a crash cannot separate a
+ * batch from the seq that marks it stored; a spool replay skips what
+ * agent_seq already covers. A restart keeps dedupe.
+ *
+ * A slow database must not stall the agents: each statement is cancelled
+ * after statement_timeout_ms, the batch then goes to the spool, and while
+ * the database is down each retry writes a small first chunk under a
+ * short timeout before going back to full batches.
  *
  * Single-threaded: call everything from the daemon's event loop thread.
  */
@@ -35,7 +43,17 @@ struct fq_ingest_config {
 	size_t max_batch_frames;                /* fq_ingest_should_flush() beyond this */
 	int64_t backoff_min_ns, backoff_max_ns; /* database reconnect backoff */
 	bool migrate;                           /* bring the schema up to date on connect */
+	/* Limits on waiting for PostgreSQL (0: the defaults below). The flush
+	 * runs on the event loop: a statement that hangs (a lock, an overloaded
+	 * server) stalls every agent, so it is cancelled after
+	 * statement_timeout_ms and its frames go to the spool, like those of
+	 * a failed flush (the connection's conninfo connect_timeout wins). */
+	int connect_timeout_s;
+	int statement_timeout_ms;
 };
+
+#define FQ_INGEST_CONNECT_TIMEOUT_S    3
+#define FQ_INGEST_STATEMENT_TIMEOUT_MS 2000
 
 struct fq_ingest_ops {
 	/* Everything up to seq from node is durable: acknowledge it. */
@@ -79,8 +97,10 @@ int fq_ingest_create(const struct fq_ingest_config *c, const struct fq_ingest_op
 void fq_ingest_destroy(struct fq_ingest *ing);
 
 /* An AgentHello (ownership of env taken): queues the node and NIC upserts;
- * if the agent restarted its count (next_seq == 1 below the stored seq),
- * restarts the node's dedupe. */
+ * if the agent restarted its count (proto AgentHello.next_seq: next_seq at
+ * or below the accepted seq, and 1 or at or below a seq an earlier hello
+ * showed acknowledged), restarts the node's dedupe and logs it; the flush
+ * that stores the hello lowers agent_seq in order with the frames. */
 int fq_ingest_hello(struct fq_ingest *ing, Fabriciq__Envelope *env, int64_t now_ns);
 
 /* A report frame (ownership of env taken). Returns 1 queued, 0 a

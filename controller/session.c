@@ -217,37 +217,60 @@ static void on_envelope(struct fq_session *s, Fabriciq__Envelope *env)
 	}
 }
 
+/* Feeds one slice of received bytes and handles the frames it completes. */
+static void feed(struct fq_session *s, const void *data, size_t len)
+{
+	Fabriciq__Envelope *env;
+	int rc;
+
+	if ((rc = fq_frame_decoder_feed(s->dec, data, len)) < 0 && rc != -EMSGSIZE) {
+		fq_session_close(s, strerror(-rc));
+		return;
+	}
+	while (s->state != CLOSING && (rc = fq_frame_decoder_next(s->dec, &env)) != 0) {
+		if (rc == 1) {
+			on_envelope(s, env);
+			continue;
+		}
+		if (rc == -EMSGSIZE) {
+			s->stats->frames_oversized++;
+			fq_log_rl(FQ_LOG_WARN, "agent %s: frame over the %zu-byte limit: closing", s->peer,
+				  s->cfg.max_frame);
+		} else {
+			s->stats->frames_garbage++;
+			fq_log_rl(FQ_LOG_WARN, "agent %s: undecodable frame (%s): closing", s->peer,
+				  strerror(-rc));
+		}
+		fq_session_close(s, NULL);
+		return;
+	}
+}
+
+/* The bytes are fed from libevent's buffer in place (evbuffer_peek), in
+ * slices of at most 64 KiB so the decoder's buffer stays bounded: one copy
+ * fewer per byte than removing them into a buffer of ours first. */
+#define FEED_SLICE 65536
+
 static void on_read(struct bufferevent *bev, void *arg)
 {
 	struct fq_session *s = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
-	uint8_t chunk[65536];
-	int n, rc;
 
 	s->in_cb = true;
-	while (s->state != CLOSING && (n = evbuffer_remove(in, chunk, sizeof(chunk))) > 0) {
-		Fabriciq__Envelope *env;
-		if ((rc = fq_frame_decoder_feed(s->dec, chunk, (size_t)n)) < 0 && rc != -EMSGSIZE) {
-			fq_session_close(s, strerror(-rc));
-			break;
-		}
-		while (s->state != CLOSING && (rc = fq_frame_decoder_next(s->dec, &env)) != 0) {
-			if (rc == 1) {
-				on_envelope(s, env);
-				continue;
+	while (s->state != CLOSING && evbuffer_get_length(in) > 0) {
+		struct evbuffer_iovec v[16];
+		int n = evbuffer_peek(in, -1, NULL, v, 16);
+		size_t used = 0;
+
+		for (int i = 0; i < n && i < 16 && s->state != CLOSING; i++)
+			for (size_t off = 0; off < v[i].iov_len && s->state != CLOSING;) {
+				size_t len =
+				    v[i].iov_len - off < FEED_SLICE ? v[i].iov_len - off : FEED_SLICE;
+				feed(s, (const uint8_t *)v[i].iov_base + off, len);
+				off += len;
+				used += len;
 			}
-			if (rc == -EMSGSIZE) {
-				s->stats->frames_oversized++;
-				fq_log_rl(FQ_LOG_WARN, "agent %s: frame over the %zu-byte limit: closing",
-					  s->peer, s->cfg.max_frame);
-			} else {
-				s->stats->frames_garbage++;
-				fq_log_rl(FQ_LOG_WARN, "agent %s: undecodable frame (%s): closing", s->peer,
-					  strerror(-rc));
-			}
-			fq_session_close(s, NULL);
-			break;
-		}
+		evbuffer_drain(in, used);
 	}
 	s->in_cb = false;
 	if (s->free_pending || (s->state == CLOSING && !evbuffer_get_length(bufferevent_get_output(bev))))

@@ -7,7 +7,9 @@
 #include "db/internal.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct copy_table {
@@ -341,6 +343,123 @@ void fq_db_discard(struct fq_db *db)
 		db->copy[t].buf.len = 0;
 		db->copy[t].rows = 0;
 	}
+	db->seq_nodes.len = db->seq_values.len = 0;
+	db->nseqs = 0;
+}
+
+/* ---- agent seqs -------------------------------------------------------- */
+
+/* Appends sep and s as a double-quoted array literal element. */
+static int put_array_elem(struct fq_buf *b, char sep, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (fq_buf_reserve(b, 2 * n + 4))
+		return -ENOMEM;
+	b->p[b->len++] = sep;
+	b->p[b->len++] = '"';
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			b->p[b->len++] = '\\';
+		b->p[b->len++] = *s;
+	}
+	b->p[b->len++] = '"';
+	return 0;
+}
+
+int fq_db_add_agent_seq(struct fq_db *db, const char *node, uint64_t seq)
+{
+	char num[24];
+	size_t mark_n = db->seq_nodes.len, mark_v = db->seq_values.len;
+	char sep = db->nseqs ? ',' : '{';
+
+	if (!node) {
+		fq_db_set_error(db, "agent seq: node is missing");
+		return -EINVAL;
+	}
+	if (!fq_utf8_valid(node)) {
+		fq_db_set_error(db, "agent seq: node is not valid UTF-8");
+		return -EILSEQ;
+	}
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)seq);
+	if (seq > INT64_MAX || put_array_elem(&db->seq_nodes, sep, node) ||
+	    put_array_elem(&db->seq_values, sep, num)) {
+		db->seq_nodes.len = mark_n;
+		db->seq_values.len = mark_v;
+		fq_db_set_error(db, "agent seq of %s: %s", node,
+				seq > INT64_MAX ? "out of range" : "out of memory");
+		return seq > INT64_MAX ? -ERANGE : -ENOMEM;
+	}
+	db->nseqs++;
+	return 0;
+}
+
+size_t fq_db_pending_seqs(const struct fq_db *db)
+{
+	return db->nseqs;
+}
+
+/* The buffered seqs, one statement; the last one of a node wins. */
+static int write_seqs(struct fq_db *db)
+{
+	struct fq_db_params p = {0};
+	int rc;
+
+	if (fq_buf_reserve(&db->seq_nodes, 2) || fq_buf_reserve(&db->seq_values, 2)) {
+		fq_db_set_error(db, "agent seqs: out of memory");
+		return -ENOMEM;
+	}
+	memcpy(db->seq_nodes.p + db->seq_nodes.len, "}", 2);
+	memcpy(db->seq_values.p + db->seq_values.len, "}", 2);
+	fq_db_param_str(&p, db->seq_nodes.p);
+	fq_db_param_str(&p, db->seq_values.p);
+	rc =
+	    fq_db_exec(db, "storing agent seqs",
+		       "insert into fabriciq.agent_seq (node, last_seq, updated_at) "
+		       "select distinct on (n) n, s, now() "
+		       "from unnest($1::text[], $2::int8[]) with ordinality as t(n, s, i) order by n, i desc "
+		       "on conflict (node) do update set last_seq = excluded.last_seq, updated_at = now()",
+		       &p);
+	return rc;
+}
+
+int fq_db_agent_seqs(struct fq_db *db, struct fq_db_agent_seq **rows, size_t *n)
+{
+	PGresult *res;
+	int rc, nt;
+
+	*rows = NULL;
+	*n = 0;
+	res = fq_db_run(db, "reading fabriciq.agent_seq", "select node, last_seq from fabriciq.agent_seq",
+			NULL, &rc);
+	if (!res)
+		return rc;
+	nt = PQntuples(res);
+	if (nt && !(*rows = calloc((size_t)nt, sizeof(**rows)))) {
+		PQclear(res);
+		fq_db_set_error(db, "reading fabriciq.agent_seq: out of memory");
+		return -ENOMEM;
+	}
+	for (int i = 0; i < nt; i++) {
+		if (!((*rows)[i].node = strdup(PQgetvalue(res, i, 0)))) {
+			fq_db_agent_seqs_free(*rows, (size_t)i);
+			*rows = NULL;
+			PQclear(res);
+			fq_db_set_error(db, "reading fabriciq.agent_seq: out of memory");
+			return -ENOMEM;
+		}
+		(*rows)[i].last_seq = strtoull(PQgetvalue(res, i, 1), NULL, 10);
+	}
+	*n = (size_t)nt;
+	PQclear(res);
+	return 0;
+}
+
+void fq_db_agent_seqs_free(struct fq_db_agent_seq *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].node);
+	free(rows);
 }
 
 /* Reads the results of a finished COPY; 0 if it succeeded. */
@@ -411,7 +530,7 @@ int64_t fq_db_flush(struct fq_db *db)
 	size_t rows = fq_db_pending_rows(db);
 	int rc;
 
-	if (!rows)
+	if (!rows && !db->nseqs)
 		return 0;
 	rc = fq_db_exec(db, "flush", "begin", NULL);
 	if (rc)
@@ -420,6 +539,8 @@ int64_t fq_db_flush(struct fq_db *db)
 		if (db->copy[t].rows && (rc = copy_table(db, (enum fq_db_table)t)))
 			goto rollback;
 	}
+	if (db->nseqs && (rc = write_seqs(db)))
+		goto rollback;
 	/* A failed commit aborts the transaction: the rows stay buffered. */
 	rc = fq_db_exec(db, "flush: commit", "commit", NULL);
 	if (rc)

@@ -39,10 +39,33 @@ static void ignore_notice(void *arg, const char *message)
 	(void)message;
 }
 
-int fq_db_create(const char *conninfo, struct fq_db **out, char *err, size_t errlen)
+/* Pins what the library relies on, for this session: times are written as
+ * UTC literals and strings checked as UTF-8, so neither may depend on the
+ * server's or the user's defaults; and the statement timeout. Run again
+ * after every reconnect (a reset session has lost its settings). */
+static int session_setup(struct fq_db *db)
 {
-	struct fq_db *db;
+	char sql[160];
 	PGresult *res;
+	int rc;
+
+	snprintf(sql, sizeof(sql), "set client_encoding = 'UTF8'; set timezone = 'UTC'");
+	if (db->statement_timeout_ms > 0)
+		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), "; set statement_timeout = %d",
+			 db->statement_timeout_ms);
+	res = fq_db_run(db, "session setup", sql, NULL, &rc);
+	PQclear(res);
+	return rc;
+}
+
+int fq_db_connect(const struct fq_db_options *o, struct fq_db **out, char *err, size_t errlen)
+{
+	/* Ours first: a setting in the conninfo (expanded from "dbname")
+	 * overrides it. */
+	const char *keys[] = {"connect_timeout", "dbname", NULL};
+	const char *vals[] = {NULL, o->conninfo ? o->conninfo : "", NULL};
+	char timeout[16];
+	struct fq_db *db;
 	int rc;
 
 	*out = NULL;
@@ -52,7 +75,16 @@ int fq_db_create(const char *conninfo, struct fq_db **out, char *err, size_t err
 			snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	db->conn = PQconnectdb(conninfo ? conninfo : "");
+	db->statement_timeout_ms = o->statement_timeout_ms > 0 ? o->statement_timeout_ms : 0;
+	if (o->connect_timeout_s > 0) {
+		snprintf(timeout, sizeof(timeout), "%d", o->connect_timeout_s);
+		vals[0] = timeout;
+	} else {
+		keys[0] = "dbname";
+		vals[0] = vals[1];
+		keys[1] = vals[1] = NULL;
+	}
+	db->conn = PQconnectdbParams(keys, vals, 1);
 	if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
 		if (err)
 			snprintf(err, errlen, "cannot connect to PostgreSQL: %s",
@@ -63,15 +95,11 @@ int fq_db_create(const char *conninfo, struct fq_db **out, char *err, size_t err
 		goto close_conn;
 	}
 	PQsetNoticeProcessor(db->conn, ignore_notice, NULL);
-	/* Times are written as UTC literals and strings checked as UTF-8;
-	 * pin both so neither depends on the server's or the user's defaults. */
-	res = fq_db_run(db, "session setup", "set client_encoding = 'UTF8'; set timezone = 'UTC'", NULL, &rc);
-	if (!res) {
+	if ((rc = session_setup(db)) < 0) {
 		if (err)
 			snprintf(err, errlen, "%s", db->err);
 		goto close_conn;
 	}
-	PQclear(res);
 	*out = db;
 	return 0;
 
@@ -81,12 +109,30 @@ close_conn:
 	return rc;
 }
 
+int fq_db_set_statement_timeout(struct fq_db *db, int ms)
+{
+	char sql[64];
+
+	db->statement_timeout_ms = ms > 0 ? ms : 0;
+	snprintf(sql, sizeof(sql), "set statement_timeout = %d", db->statement_timeout_ms);
+	return fq_db_exec(db, "setting the statement timeout", sql, NULL);
+}
+
+int fq_db_create(const char *conninfo, struct fq_db **out, char *err, size_t errlen)
+{
+	struct fq_db_options o = {.conninfo = conninfo};
+
+	return fq_db_connect(&o, out, err, errlen);
+}
+
 void fq_db_destroy(struct fq_db *db)
 {
 	if (!db)
 		return;
 	for (int t = 0; t < FQ_DB_T_COUNT; t++)
 		fq_buf_free(&db->copy[t].buf);
+	fq_buf_free(&db->seq_nodes);
+	fq_buf_free(&db->seq_values);
 	PQfinish(db->conn);
 	free(db);
 }
@@ -163,8 +209,11 @@ PGresult *fq_db_run(struct fq_db *db, const char *what, const char *sql, const s
 
 	/* A server restart leaves the connection bad; one reset brings it
 	 * back when the server is up again, and costs nothing otherwise. */
-	if (PQstatus(db->conn) == CONNECTION_BAD)
+	if (PQstatus(db->conn) == CONNECTION_BAD) {
 		PQreset(db->conn);
+		if (PQstatus(db->conn) == CONNECTION_OK)
+			session_setup(db); /* a failure shows in the statement below */
+	}
 	if (p)
 		res = PQexecParams(db->conn, sql, p->n, NULL, p->v, NULL, NULL, 0);
 	else

@@ -33,6 +33,21 @@ int fq_db_code_version(void);
  * negative errno (-ECONNREFUSED: could not connect; -ENOMEM); on failure
  * *out is NULL and, if err is not NULL, err[errlen] holds the reason. */
 int fq_db_create(const char *conninfo, struct fq_db **out, char *err, size_t errlen);
+/* fq_db_create with limits, for a daemon that must not wait on a slow or
+ * unreachable server: connect_timeout_s bounds each connection attempt
+ * (0: the conninfo's setting, else libpq's: none; a connect_timeout in
+ * the conninfo wins over this one) and statement_timeout_ms each statement
+ * (0: the server's; a statement cancelled by it fails with -ETIMEDOUT).
+ * Both also hold for the reconnections the library makes by itself. */
+struct fq_db_options {
+	const char *conninfo;
+	int connect_timeout_s;
+	int statement_timeout_ms;
+};
+int fq_db_connect(const struct fq_db_options *o, struct fq_db **out, char *err, size_t errlen);
+/* Changes the statement timeout (ms, 0: none) of this and later sessions. */
+int fq_db_set_statement_timeout(struct fq_db *db, int ms);
+
 /* Closes the connection; buffered rows not flushed are dropped. NULL is fine. */
 void fq_db_destroy(struct fq_db *db);
 
@@ -165,7 +180,30 @@ int fq_db_add_failover_events(struct fq_db *db, const struct fq_db_failover_even
 size_t fq_db_pending_rows(const struct fq_db *db);
 size_t fq_db_pending_bytes(const struct fq_db *db);
 
-/* Writes every buffered row (see above); returns the number of rows written. */
+/*
+ * Agent frame sequence numbers (fabriciq.agent_seq, sql/004_controller.sql).
+ * fq_db_add_agent_seq buffers "node's last stored seq is seq" (no I/O);
+ * the next fq_db_flush writes it inside the transaction of its COPY rows
+ * (even if there are none), so a batch and the seq that says it is stored
+ * are committed together or not at all: a crash between the two cannot
+ * make a replay of the batch look new. The last value added for a node
+ * wins; it replaces the stored one (it may be lower: the agent restarted
+ * its count). -EINVAL / -EILSEQ for a missing or non-UTF-8 node name.
+ */
+int fq_db_add_agent_seq(struct fq_db *db, const char *node, uint64_t seq);
+/* Seqs buffered for the next flush. */
+size_t fq_db_pending_seqs(const struct fq_db *db);
+
+struct fq_db_agent_seq {
+	char *node;
+	uint64_t last_seq;
+};
+/* Every stored seq; on success *rows (fq_db_agent_seqs_free) holds *n. */
+int fq_db_agent_seqs(struct fq_db *db, struct fq_db_agent_seq **rows, size_t *n);
+void fq_db_agent_seqs_free(struct fq_db_agent_seq *rows, size_t n);
+
+/* Writes every buffered row and seq (see above) in one transaction;
+ * returns the number of rows written. */
 int64_t fq_db_flush(struct fq_db *db);
 void fq_db_discard(struct fq_db *db);
 

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,24 +53,66 @@ static int buf_put(struct fq_buf *b, const char *s, size_t n)
 	return 0;
 }
 
+/* Two digits of v (0..99) at p. */
+static char *put2(char *p, unsigned v)
+{
+	p[0] = (char)('0' + v / 10);
+	p[1] = (char)('0' + v % 10);
+	return p + 2;
+}
+
+/* Proleptic Gregorian date of a day count since 1970-01-01 (Howard
+ * Hinnant's days_from_civil inverse, exact for negative days too): the
+ * per-row gmtime_r + snprintf it replaces was a fifth of the ingest CPU. */
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+	z += 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	unsigned doe = (unsigned)(z - era * 146097);
+	unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	unsigned mp = (5 * doy + 2) / 153;
+
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
 char *fq_ts_format(int64_t ns, char out[FQ_TS_LEN])
 {
 	/* Floor division: -1 ns is 1969-12-31 23:59:59.999999. */
 	int64_t us = ns / 1000 - (ns % 1000 < 0);
 	int64_t secs = us / 1000000 - (us % 1000000 < 0);
-	int64_t frac = us - secs * 1000000;
-	time_t t = (time_t)secs;
-	struct tm tm;
+	unsigned frac = (unsigned)(us - secs * 1000000);
+	int64_t days = secs / 86400 - (secs % 86400 < 0);
+	unsigned sod = (unsigned)(secs - days * 86400);
+	int64_t y;
+	unsigned m, d;
+	char *p = out;
 
-	int n = -1;
-
-	/* int64 ns spans years 1677-2262: four-digit years, never truncated;
-	 * the check is for the compiler, which cannot know that. */
-	if (gmtime_r(&t, &tm))
-		n = snprintf(out, FQ_TS_LEN, "%04d-%02d-%02d %02d:%02d:%02d.%06d+00", tm.tm_year + 1900,
-			     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)frac);
-	if (n < 0 || n >= FQ_TS_LEN)
+	civil_from_days(days, &y, &m, &d);
+	/* int64 ns spans years 1677-2262: always four digits. */
+	if (y < 0 || y > 9999) {
 		snprintf(out, FQ_TS_LEN, "epoch");
+		return out;
+	}
+	p = put2(p, (unsigned)(y / 100));
+	p = put2(p, (unsigned)(y % 100));
+	*p++ = '-';
+	p = put2(p, m);
+	*p++ = '-';
+	p = put2(p, d);
+	*p++ = ' ';
+	p = put2(p, sod / 3600);
+	*p++ = ':';
+	p = put2(p, sod / 60 % 60);
+	*p++ = ':';
+	p = put2(p, sod % 60);
+	*p++ = '.';
+	p = put2(p, frac / 10000);
+	p = put2(p, frac / 100 % 100);
+	p = put2(p, frac % 100);
+	memcpy(p, "+00", 4);
 	return out;
 }
 
@@ -155,57 +196,78 @@ int fq_copy_str(struct fq_buf *b, bool first, const char *s)
 	return 0;
 }
 
-static int put_num(struct fq_buf *b, bool first, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int put_num(struct fq_buf *b, bool first, const char *fmt, ...)
+/* Appends the separator and n bytes of s (one reserve for both). */
+static int put_field(struct fq_buf *b, bool first, const char *s, size_t n)
 {
-	char tmp[64];
-	va_list ap;
-	int n, rc;
+	int rc = fq_buf_reserve(b, n + 1);
 
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	rc = fq_buf_reserve(b, (size_t)n + 1);
 	if (rc)
 		return rc;
-	sep(b, first);
-	return buf_put(b, tmp, (size_t)n);
+	if (!first)
+		b->p[b->len++] = '\t';
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	return 0;
+}
+
+/* Decimal digits of v, written backwards ending at end; returns the start.
+ * (vsnprintf per field was the largest single cost of a COPY row.) */
+static char *u64_digits(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
 }
 
 int fq_copy_i64(struct fq_buf *b, bool first, int64_t v)
 {
-	return put_num(b, first, "%" PRId64, v);
+	char tmp[24], *end = tmp + sizeof(tmp), *p;
+
+	/* -(v + 1) + 1 avoids overflowing on INT64_MIN. */
+	p = u64_digits(end, v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v);
+	if (v < 0)
+		*--p = '-';
+	return put_field(b, first, p, (size_t)(end - p));
 }
 
 int fq_copy_i64_or_null(struct fq_buf *b, bool first, int64_t v)
 {
-	return v ? fq_copy_i64(b, first, v) : put_num(b, first, "\\N");
+	return v ? fq_copy_i64(b, first, v) : put_field(b, first, "\\N", 2);
 }
 
 int fq_copy_u64(struct fq_buf *b, bool first, uint64_t v)
 {
-	return put_num(b, first, "%" PRIu64, v);
+	char tmp[24], *end = tmp + sizeof(tmp), *p = u64_digits(end, v);
+
+	return put_field(b, first, p, (size_t)(end - p));
 }
 
 int fq_copy_f64(struct fq_buf *b, bool first, double v)
 {
+	char tmp[64];
+	int n;
+
 	if (isnan(v))
-		return put_num(b, first, "NaN");
+		return put_field(b, first, "NaN", 3);
 	if (isinf(v))
-		return put_num(b, first, "%sInfinity", v < 0 ? "-" : "");
-	return put_num(b, first, "%.17g", v);
+		return v < 0 ? put_field(b, first, "-Infinity", 9) : put_field(b, first, "Infinity", 8);
+	n = snprintf(tmp, sizeof(tmp), "%.17g", v);
+	return put_field(b, first, tmp, (size_t)n);
 }
 
 int fq_copy_bool(struct fq_buf *b, bool first, bool v)
 {
-	return put_num(b, first, "%c", v ? 't' : 'f');
+	return put_field(b, first, v ? "t" : "f", 1);
 }
 
 int fq_copy_ts(struct fq_buf *b, bool first, int64_t ns)
 {
 	char ts[FQ_TS_LEN];
 
-	return put_num(b, first, "%s", fq_ts_format(ns, ts));
+	fq_ts_format(ns, ts);
+	return put_field(b, first, ts, strlen(ts));
 }
 
 int fq_copy_eol(struct fq_buf *b)

@@ -30,6 +30,10 @@ struct fq_db {
 	PGconn *conn;
 	char err[1024];
 	struct fq_db_copy_buf copy[FQ_DB_T_COUNT];
+	/* fq_db_add_agent_seq: array literals' elements ("node",... / n,...) */
+	struct fq_buf seq_nodes, seq_values;
+	size_t nseqs;
+	int statement_timeout_ms; /* 0: none */
 };
 
 /* Up to this many parameters per statement. */

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # test-ctl-ingest: every frame kind reaches its table; SQL metacharacters
 # in every string field are stored verbatim; an at-least-once replay is
-# stored exactly once, across a controller restart too; /metrics.
+# stored exactly once, across a controller restart too; an agent that
+# restarts its count (proto AgentHello.next_seq) is stored anew; /metrics.
 [ -n "${FQ_TEST_PG:-}" ] || exec "$(dirname "$0")/../db/with-postgres.sh" "$0" "$@"
 . "$(dirname "$0")/ctl-lib.sh"
 
 munge_up || skip_all "private munged did not start"
-plan 21
+plan 27
 ctl_up; ok $? "controller starts"
 
 out=$(sim --agents 3 --all-kinds --evil --prefix ev --duration 3 --probes 2 --lanes 2 2>&1)
@@ -42,6 +43,30 @@ out=$(sim --agents 2 --prefix dd --start-seq 2 --duration 2 --probes 3 --lanes 1
 after=$(q "select count(*) from fabriciq.lane_windows where src_node like 'dd%' or dst_node like 'dd%'")
 dups=$(q "select count(*) - count(distinct (src_node, agent_seq)) from fabriciq.probe_windows where src_node like 'dd%'")
 is "$dups" 0 "after a restart, replayed seqs are still dropped (lanes $before -> $after)"
+
+# The restart rule. rs: seqs 1..N, then a hello with next_seq 1 (a lost spool).
+pw() { q "select count(*) from fabriciq.probe_windows where src_node = '$1'"; }
+sim --agents 1 --prefix rs --duration 2 --probes 3 --lanes 1 >/dev/null 2>&1
+n1=$(pw rs00000)
+out=$(sim --agents 1 --prefix rs --duration 2 --probes 3 --lanes 1 2>&1)
+ok $? "an agent counting afresh from 1 is acknowledged ($out)"
+sleep 0.3
+is "$(pw rs00000)" $((2 * n1)) "... and its new frames stored, not dropped as duplicates"
+grep -q "agent rs00000 restarted its frame count" "$CTL_LOG"; ok $? "... the restart logged"
+# rt: seqs 1..N, a reconnect showing acks up to N (next_seq N+1, frames
+# N+1..M), then next_seq 3: below a seq it showed acknowledged, a restart.
+out=$(sim --agents 1 --prefix rt --duration 2 --probes 3 --lanes 1 2>&1)
+sent=$(echo "$out" | sed -n 's/.* sent=\([0-9]*\).*/\1/p')
+sim --agents 1 --prefix rt --start-seq $((sent + 1)) --duration 2 --probes 3 --lanes 1 >/dev/null 2>&1
+n1=$(pw rt00000)
+out=$(sim --agents 1 --prefix rt --start-seq 3 --duration 2 --probes 3 --lanes 1 2>&1)
+sent3=$(echo "$out" | sed -n 's/.* sent=\([0-9]*\).*/\1/p')
+sleep 0.3
+n2=$(pw rt00000)
+[ "$n2" -gt "$n1" ]; ok $? "next_seq 3 below acks the agent showed: a restart, frames stored ($n1 -> $n2 probe windows)"
+grep -q "agent rt00000 restarted its frame count (next seq 3" "$CTL_LOG"; ok $? "... logged"
+is "$(q "select last_seq from fabriciq.agent_seq where node = 'rt00000'")" $((2 + sent3)) \
+	"... agent_seq follows the new count (it went down)"
 sleep 1.2
 curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | grep -q '^fabriciq_ingest_duplicates_total [1-9]'
 ok $? "/metrics counts the duplicates"

@@ -4,7 +4,12 @@
  */
 #include "db/encode.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "tests/unit/tap.h"
 
@@ -58,6 +63,33 @@ static void test_timestamps(void)
 	is_str(fq_ts_format(-1, ts), "1969-12-31 23:59:59.999999+00",
 	       "before the epoch: floor, not towards zero");
 	is_str(fq_ts_format(-1000000001LL, ts), "1969-12-31 23:59:58.999999+00", "a second and a ns before");
+	is_str(fq_ts_format(INT64_MIN, ts), "1677-09-21 00:12:43.145224+00", "the earliest int64 ns");
+	is_str(fq_ts_format(INT64_MAX, ts), "2262-04-11 23:47:16.854775+00", "the latest int64 ns");
+	is_str(fq_ts_format(951782400000000000LL, ts), "2000-02-29 00:00:00.000000+00", "leap day 2000");
+
+	/* The hand-written calendar against libc's over the whole int64 range. */
+	{
+		uint64_t x = 88172645463325252ull;
+		int bad = 0;
+		for (int i = 0; i < 200000; i++) {
+			char want[64];
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			int64_t ns = (int64_t)x;
+			int64_t us = ns / 1000 - (ns % 1000 < 0);
+			int64_t secs = us / 1000000 - (us % 1000000 < 0);
+			time_t t = (time_t)secs;
+			struct tm tm;
+			gmtime_r(&t, &tm);
+			snprintf(want, sizeof(want), "%04d-%02d-%02d %02d:%02d:%02d.%06d+00",
+				 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+				 tm.tm_sec, (int)(us - secs * 1000000));
+			if (strcmp(fq_ts_format(ns, ts), want) && bad++ < 3)
+				diag("%" PRId64 ": %s, libc says %s", ns, ts, want);
+		}
+		ok(bad == 0, "200000 random instants formatted as gmtime_r does (%d differ)", bad);
+	}
 }
 
 static void test_utf8(void)

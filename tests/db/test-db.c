@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <libpq-fe.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "tests/unit/tap.h"
@@ -53,7 +55,8 @@ static void test_migrations(struct fq_db *db)
 	is_int(applied, fq_db_code_version(), "... applied every migration");
 	fq_db_schema_version(db, &version);
 	is_int(version, fq_db_code_version(), "... schema at the code's version");
-	is_int(atoi(q("select count(*) from fabriciq.schema_version")), fq_db_code_version(),
+	snprintf(sql, sizeof(sql), "%d", fq_db_code_version());
+	is_str(q("select count(*) from fabriciq.schema_version"), sql,
 	       "one schema_version row per migration");
 	ok(atoi(q("select count(*) from fabriciq.partitions")) >= 4 * 9,
 	   "today's and the next 7 days' partitions");
@@ -200,7 +203,13 @@ static void test_atomic_flush(struct fq_db *db)
 	q("alter table fabriciq.failover_events add constraint test_no_boom check (cause <> 'boom')");
 	fq_db_add_lane_windows(db, &lw, 1);
 	fq_db_add_failover_events(db, &fo, 1);
+	is_int(fq_db_add_agent_seq(db, "seq-node", 41), 0, "buffer an agent seq with the rows");
+	fq_db_add_agent_seq(db, "seq-node", 42); /* the last one wins */
+	is_int(fq_db_add_agent_seq(db, "bad\xff", 1), -EILSEQ, "a non-UTF-8 node name is refused");
+	is_int(fq_db_pending_seqs(db), 2, "... and not buffered");
 	ok(fq_db_flush(db) < 0, "a flush the server refuses fails");
+	is_str(q("select count(*) from fabriciq.agent_seq where node = 'seq-node'"), "0",
+	       "... and stores no seq: rows and seq commit together");
 	like(fq_db_error(db), "failover_events", "... naming the table");
 	is_str(q("select count(*) from fabriciq.lane_windows where job_id = 8"), "0",
 	       "... and stores none of the batch");
@@ -208,7 +217,61 @@ static void test_atomic_flush(struct fq_db *db)
 	q("alter table fabriciq.failover_events drop constraint test_no_boom");
 	is_int(fq_db_flush(db), 2, "the retry writes both rows");
 	is_str(q("select count(*) from fabriciq.lane_windows where job_id = 8"), "1", "... the lane window");
+	is_str(q("select last_seq from fabriciq.agent_seq where node = 'seq-node'"), "42",
+	       "... and the seq, the last added for the node");
 	q("delete from fabriciq.failover_events where job_id = 8");
+
+	/* A seq alone is written too; a lower one replaces it (a restarted count). */
+	fq_db_add_agent_seq(db, "seq-node", 7);
+	is_int(fq_db_flush(db), 0, "a flush of a seq alone");
+	{
+		struct fq_db_agent_seq *rows;
+		size_t n;
+		uint64_t got = 0;
+		is_int(fq_db_agent_seqs(db, &rows, &n), 0, "fq_db_agent_seqs");
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(rows[i].node, "seq-node"))
+				got = rows[i].last_seq;
+		is_int(got, 7, "... reads the lowered seq back");
+		fq_db_agent_seqs_free(rows, n);
+	}
+	q("delete from fabriciq.agent_seq where node = 'seq-node'");
+}
+
+/* A statement that waits on a lock is cancelled by the statement timeout. */
+static void test_statement_timeout(void)
+{
+	struct fq_db_options o = {.conninfo = "", .connect_timeout_s = 2, .statement_timeout_ms = 300};
+	struct fq_db_lane_window lw = {
+	    .interval_start_ns = now_ns(),
+	    .interval_end_ns = now_ns() + SEC,
+	    .job_id = 9,
+	    .lane_kind = "tcp",
+	    .src_node = "a",
+	    .src_nic = "eth0",
+	    .dst_node = "b",
+	    .dst_nic = "eth0",
+	};
+	struct fq_db *db = NULL;
+	char err[512];
+	int64_t t0, rc;
+
+	is_int(fq_db_connect(&o, &db, err, sizeof(err)), 0, "connect with a connect and a statement timeout");
+	if (!db)
+		return;
+	q("begin");
+	q("lock table fabriciq.lane_windows in access exclusive mode");
+	fq_db_add_lane_windows(db, &lw, 1);
+	t0 = now_ns();
+	rc = fq_db_flush(db);
+	is_int(rc, -ETIMEDOUT, "a COPY into a locked table fails with -ETIMEDOUT");
+	ok(now_ns() - t0 < 3 * SEC, "... after the statement timeout, not the lock's holder (%.2f s)",
+	   (double)(now_ns() - t0) / 1e9);
+	is_int(fq_db_pending_rows(db), 1, "... the row stays buffered");
+	q("commit");
+	is_int(fq_db_flush(db), 1, "the lock released, the retry writes it");
+	q("delete from fabriciq.lane_windows where job_id = 9");
+	fq_db_destroy(db);
 }
 
 static void add_lanes(struct fq_db *db, int64_t t0)
@@ -492,6 +555,7 @@ int main(void)
 	test_migrations(db);
 	test_hostile_strings(db);
 	test_atomic_flush(db);
+	test_statement_timeout();
 	test_views(db);
 	test_partitions(db);
 	fq_db_destroy(db);
