@@ -38,6 +38,7 @@
 struct ctl_config {
 	char *listen, *http_listen, *db, *munge_socket, *spool_dir, *reference_node;
 	uint64_t agent_uid, max_frame, auth_timeout, flush_interval, flush_frames, spool_max, db_backoff_max;
+	uint64_t db_connect_timeout, db_statement_timeout;
 	uint64_t report_interval, correction_valid, peers_per_nic, probe_port, peer_seed;
 	bool db_migrate;
 	/* detector thresholds (controller/detector.h) */
@@ -63,6 +64,10 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("db_migrate", FQ_CFG_BOOL, db_migrate, "yes", 0, 0, "bring the schema up to date on connect"),
     OPT("db_backoff_max", FQ_CFG_DURATION, db_backoff_max, "10s", 0.1e9, 600e9,
 	"longest wait between reconnection attempts to PostgreSQL"),
+    OPT("db_connect_timeout", FQ_CFG_DURATION, db_connect_timeout, "3s", 1e9, 600e9,
+	"give up connecting to PostgreSQL after this (a connect_timeout in controller.db wins)"),
+    OPT("db_statement_timeout", FQ_CFG_DURATION, db_statement_timeout, "2s", 1e6, 600e9,
+	"a flush slower than this goes to the spool instead (a slow database must not stall ingest)"),
     OPT("munge_socket", FQ_CFG_STRING, munge_socket, "", 0, 0, "munged's socket (empty: munge's default)"),
     OPT("agent_uid", FQ_CFG_UINT, agent_uid, "0", 0, 4294967294.0,
 	"uid the agents' munge credentials must carry"),
@@ -939,6 +944,8 @@ static int start_modules(struct ctl *c)
 	    .backoff_min_ns = 100000000,
 	    .backoff_max_ns = (int64_t)c->cfg.db_backoff_max,
 	    .migrate = c->cfg.db_migrate,
+	    .connect_timeout_s = (int)(c->cfg.db_connect_timeout / 1000000000),
+	    .statement_timeout_ms = (int)(c->cfg.db_statement_timeout / 1000000),
 	};
 	static const struct fq_ingest_ops iops = {on_durable, on_dropped};
 	struct fq_detector_config dc;
