@@ -248,17 +248,23 @@ static int ctl_accept_hdr(struct fqn_recv *r, int i, const struct fqn_chunk_hdr 
 			return recv_bad(r, i, "message size differs from its first chunk's");
 		if (h->tag != m->reasm.tag)
 			return recv_bad(r, i, "tag differs from its first chunk's");
-		rc = fqn_seen_claim(&m->seen, h->offset / r->c.chunk_size);
+		rc = fqn_seen_test(&m->seen, h->offset / r->c.chunk_size);
 		if (rc < 0)
 			return recv_bad(r, i, "chunk outside its message");
-		rl->dup = rc == 0;
+		rl->dup = rc == 1;
 		break;
 	}
-	if (rl->dup && !r->sink) {
+	if (!r->sink) {
 		r->sink = malloc(r->c.chunk_size);
 		if (!r->sink)
 			return fqn_comm_fail(&r->c, i, -ENOMEM, "receive");
 	}
+	/* Another lane still landing this chunk may be dead (this copy is
+	 * the resend): it finishes into the sink, this one lands. */
+	for (int j = 0; !rl->dup && j < r->c.nlanes; j++)
+		if (j != i && r->rl[j].accepted && !r->rl[j].dup && r->rl[j].cur_seq == h->seq &&
+		    r->rl[j].cur_idx == h->offset / r->c.chunk_size)
+			r->rl[j].dup = 1;
 	rl->cur_seq = h->seq;
 	rl->cur_idx = h->offset / r->c.chunk_size;
 	rl->accepted = 1;
@@ -270,7 +276,7 @@ static void ctl_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hdr
 	struct fqn_rlane *rl = &r->rl[i];
 	struct fqn_lane_stats *st = &r->c.stats[i];
 	struct fqn_rmsg *m = &r->msgs[h->seq % FQN_SEND_SLOTS];
-	int dup = rl->dup;
+	int dup = rl->dup, complete = 0;
 
 	r->c.lc[i].rx_count++;
 	rl->accepted = 0;
@@ -285,7 +291,9 @@ static void ctl_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hdr
 	fqn_hist_add(&st->owd, rl->seen_ns - h->send_ns);
 	fqn_comm_tick(&r->c, i, rl->seen_ns, 0);
 	rl->seen_ns = 0;
-	if (!fqn_seen_done(&m->seen))
+	if (fqn_seen_mark(&m->seen, rl->cur_idx, &complete) == 0)
+		r->dups++; /* cannot happen: a second copy in flight is switched to the sink */
+	if (!complete)
 		return;
 	st->msgs++;
 	fqn_seen_free(&m->seen);
@@ -301,13 +309,7 @@ static void ctl_lane_drop(struct fqn_recv *r, int i, const char *cause, int err,
 	struct fqn_rlane *rl = &r->rl[i];
 	struct fqn_lane_ctl *lc = &r->c.lc[i];
 
-	if (rl->accepted && !rl->dup) {
-		struct fqn_rmsg *m = &r->msgs[rl->cur_seq % FQN_SEND_SLOTS];
-
-		if (m->active && m->seq == rl->cur_seq)
-			fqn_seen_release(&m->seen, rl->cur_idx);
-	}
-	memset(rl, 0, sizeof(*rl));
+	memset(rl, 0, sizeof(*rl)); /* a chunk half landed is simply taken from its resend */
 	if (cause)
 		FQN_WARN(
 		    "connection %llx lane %d/%d (%s %s <- %s): %s%s%s; waiting for the sender to re-dial",

@@ -145,27 +145,25 @@ int fqn_seen_begin(struct fqn_seen *s, uint64_t nchunks)
 	return 0;
 }
 
-int fqn_seen_claim(struct fqn_seen *s, uint64_t idx)
+int fqn_seen_test(const struct fqn_seen *s, uint64_t idx)
+{
+	if (idx >= s->nchunks)
+		return -EBADMSG;
+	return (s->bits[idx / 64] >> (idx % 64)) & 1;
+}
+
+int fqn_seen_mark(struct fqn_seen *s, uint64_t idx, int *complete)
 {
 	uint64_t bit = 1ULL << (idx % 64);
 
+	*complete = 0;
 	if (idx >= s->nchunks)
 		return -EBADMSG;
 	if (s->bits[idx / 64] & bit)
 		return 0;
 	s->bits[idx / 64] |= bit;
+	*complete = --s->left == 0;
 	return 1;
-}
-
-void fqn_seen_release(struct fqn_seen *s, uint64_t idx)
-{
-	if (idx < s->nchunks)
-		s->bits[idx / 64] &= ~(1ULL << (idx % 64));
-}
-
-int fqn_seen_done(struct fqn_seen *s)
-{
-	return s->left > 0 && --s->left == 0;
 }
 
 void fqn_seen_free(struct fqn_seen *s)

@@ -89,15 +89,15 @@ struct fqn_seen {
 
 /* 0 or -ENOMEM. */
 int fqn_seen_begin(struct fqn_seen *s, uint64_t nchunks);
-/* A header for chunk idx arrived: 1 if the chunk is now claimed by that
- * lane (its payload lands in the buffer), 0 if another copy already has it
- * (this one goes to a sink: a late copy must never write a buffer NCCL may
- * already own again), -EBADMSG if idx is not in the message. */
-int fqn_seen_claim(struct fqn_seen *s, uint64_t idx);
-/* The claiming lane died before the payload was complete: a resent copy may claim it. */
-void fqn_seen_release(struct fqn_seen *s, uint64_t idx);
-/* A claimed chunk's payload is complete: 1 when it was the last one. */
-int fqn_seen_done(struct fqn_seen *s);
+/* 1 if chunk idx was received whole already, 0 if not, -EBADMSG if idx
+ * is not in the message. (The receiver lands a copy of a chunk that is
+ * not held yet even while another lane is still landing it: that lane
+ * may be dead; it is switched to the sink, so a late copy never writes a
+ * buffer NCCL may already own again.) */
+int fqn_seen_test(const struct fqn_seen *s, uint64_t idx);
+/* Chunk idx arrived whole: 1 if new (*complete = 1 when it was the last
+ * one missing), 0 if held already, -EBADMSG if idx is not in the message. */
+int fqn_seen_mark(struct fqn_seen *s, uint64_t idx, int *complete);
 void fqn_seen_free(struct fqn_seen *s);
 
 /* What the receiver does with a chunk header, from its receive state:

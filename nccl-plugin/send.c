@@ -200,7 +200,7 @@ static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
 		if (lc->state == FQN_LANE_VERIFY) { /* hello out, ack back: the new path works */
 			if (count != 0)
 				return -EPROTO;
-			FQN_INFO("connection %llx lane %d (%s -> %s): back after %lld ms; failback",
+			FQN_WARN("connection %llx lane %d (%s -> %s): back after %lld ms; failback",
 				 (unsigned long long)s->c.conn_id, i, lc->nic, lc->peer,
 				 (long long)((now - lc->down_ns) / 1000000));
 			fqn_ctl_event(&s->c, i, i, "failback", now - lc->since_ns, 0, now - lc->down_ns);

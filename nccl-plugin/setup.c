@@ -277,7 +277,7 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
 			else
 				((struct sockaddr_in6 *)&st->rejoin[i])->sin6_port =
 				    h->rejoin_port[i % h->naddr];
-			st->can_rejoin[i] = nic >= 0 && h->rejoin_port[i % h->naddr] != 0;
+			st->can_rejoin[i] = h->rejoin_port[i % h->naddr] != 0;
 		}
 		rc = fqn_lane_tcp_connect(nic >= 0 ? (struct sockaddr *)&local : NULL,
 					  (struct sockaddr *)&remote, fqn_g->cfg.sock_buf_bytes,
