@@ -12,7 +12,7 @@ SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 [ -x "$CB" ] && [ -f "$SO" ] || skip_all "collbench or plugin not built"
 tb_require
 tb_setup fo
-plan 11
+plan 12
 
 # Shaped host links: the network, not the 2 shared CPUs, sets the pace.
 check "up: 2 hosts, 2 rails, links at 400 Mbit/s" tb up --prefix "$TB_PFX" --hosts 2 --leaves 1 --services none \
