@@ -58,7 +58,7 @@ static void usage(FILE *f)
 	    "      --abi N              use ncclNetPlugin_vN (default: the highest exported)\n"
 	    "      --timeout S          give up on a stuck transfer after S seconds (default 60)\n"
 	    "      --timeline MS        verify every timed iteration (receive buffer poisoned first) and\n"
-	    "                           print '# timeline T_S BUSBW_GBPS ITERS WRONG' every MS ms (rank 0)\n"
+	    "                           print '# timeline T_S BUSBW_GBPS ITERS WRONG UNIX_S' every MS ms (rank 0)\n"
 	    "      --json               one JSON document instead of the table\n"
 	    "  -h, --help\n");
 }
@@ -427,7 +427,11 @@ static int run_timeline(struct mesh *m, const struct opts *o, struct bufs *b, si
 		if (o->rank == 0 && (t - last >= o->timeline_ms / 1e3 || i == o->iters - 1)) {
 			double bw = (double)bytes * done / (t - last) / 1e9 * bus_factor(o);
 
-			printf("# timeline %.3f %.4f %d %ld\n", t - t0, bw, done, *wrong);
+			struct timespec rt;
+
+			clock_gettime(CLOCK_REALTIME, &rt); /* to line up with events outside the run */
+			printf("# timeline %.3f %.4f %d %ld %.3f\n", t - t0, bw, done, *wrong,
+			       (double)rt.tv_sec + rt.tv_nsec / 1e9);
 			fflush(stdout);
 			last = t;
 			done = 0;
