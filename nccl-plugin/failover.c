@@ -144,7 +144,10 @@ int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now)
 			c->all_down_ns = 0;
 			return 0;
 		}
-		gone &= e == -ECONNRESET || e == -ECONNREFUSED || e == -EPIPE;
+		/* the receiver: the sender closed every lane (it parks failed
+		 * lanes, never closes them); the sender: every re-dial refused
+		 * (the peer's rejoin listener is gone with its process) */
+		gone &= c->is_send ? e == -ECONNREFUSED : e == -ECONNRESET;
 	}
 	if (!c->all_down_ns)
 		c->all_down_ns = now;

@@ -39,6 +39,9 @@ struct fqn_send {
 	struct fqn_txq *txq[FQN_MAX_LANES];
 	int busy[FQN_MAX_LANES]; /* a chunk is being written to lane i */
 	struct fqn_resendq resend;
+	/* failed lanes' sockets, kept open (unused) until the lane is back: a
+	 * closed socket would tell the receiver this process is gone */
+	struct fqn_lane *parked[FQN_MAX_LANES];
 	struct {
 		int active, lane, to_lane;
 		const char *cause;
@@ -169,7 +172,9 @@ static int ctl_lane_fail(struct fqn_send *s, int i, const char *cause, int err, 
 	s->ev.start_ns = now;
 	s->ev.detect_ns = cause[0] == 's' ? 0 : detect; /* a socket error is news at once */
 	s->ev.bytes = (uint64_t)bytes;
-	s->c.lanes[i]->ops->destroy(s->c.lanes[i]);
+	if (s->parked[i])
+		s->parked[i]->ops->destroy(s->parked[i]);
+	s->parked[i] = s->c.lanes[i];
 	s->c.lanes[i] = NULL;
 	s->busy[i] = 0;
 	s->c.failovers++;
@@ -205,6 +210,9 @@ static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
 				 (long long)((now - lc->down_ns) / 1000000));
 			fqn_ctl_event(&s->c, i, i, "failback", now - lc->since_ns, 0, now - lc->down_ns);
 			s->c.failbacks++;
+			if (s->parked[i]) /* the receiver has let go of it for the new one */
+				s->parked[i]->ops->destroy(s->parked[i]);
+			s->parked[i] = NULL;
 			fqn_txq_reset(s->txq[i]);
 			lc->state = FQN_LANE_UP;
 			lc->since_ns = lc->progress_ns = now;
@@ -239,7 +247,7 @@ static int ctl_no_progress(struct fqn_send *s, int i, int64_t now)
 }
 
 /* Re-dial lane i when its backoff has passed and its path is not DOWN. */
-static void ctl_redial(struct fqn_send *s, int i, int64_t now, int paths)
+static void ctl_redial(struct fqn_send *s, int i, int64_t now)
 {
 	struct fqn_lane_ctl *lc = &s->c.lc[i];
 	int64_t limit =
@@ -247,8 +255,12 @@ static void ctl_redial(struct fqn_send *s, int i, int64_t now, int paths)
 	int rc;
 
 	if (lc->state == FQN_LANE_DOWN) {
-		if (!lc->can_rejoin || now < lc->next_try_ns || (paths && fqn_ctl_path_down(&s->c, i)))
+		if (!lc->can_rejoin || now < lc->next_try_ns)
 			return;
+		if (fqn_ctl_path_down(&s->c, i)) { /* once per backoff step: not on the hot path */
+			lc->next_try_ns = now + (int64_t)lc->backoff_ms * 1000000;
+			return;
+		}
 		rc = fqn_lane_tcp_connect((struct sockaddr *)&lc->bind_addr,
 					  (struct sockaddr *)&lc->rejoin_addr, fqn_g->cfg.sock_buf_bytes,
 					  fqn_g->cfg.lane_timeout_ms, &s->c.lanes[i]);
@@ -391,7 +403,7 @@ static int ctl_progress(struct fqn_send *s)
 		int rc;
 
 		if (lc->state != FQN_LANE_UP) {
-			ctl_redial(s, i, now, paths);
+			ctl_redial(s, i, now);
 			continue;
 		}
 		if (paths && fqn_ctl_path_down(&s->c, i)) {
@@ -490,8 +502,11 @@ int fqn_close_send(struct fqn_send *s)
 			 (unsigned long long)s->c.conn_id, (unsigned long long)s->c.failovers,
 			 (unsigned long long)s->c.failbacks);
 	fqn_comm_release(&s->c);
-	for (int i = 0; i < FQN_MAX_LANES; i++)
+	for (int i = 0; i < FQN_MAX_LANES; i++) {
 		free(s->txq[i]);
+		if (s->parked[i])
+			s->parked[i]->ops->destroy(s->parked[i]);
+	}
 	fqn_resendq_free(&s->resend);
 	free(s);
 	return 0;
