@@ -12,7 +12,7 @@ SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 [ -x "$CB" ] && [ -f "$SO" ] || skip_all "collbench or plugin not built"
 tb_require
 tb_setup fo
-plan 12
+plan 15
 
 # Shaped host links: the network, not the 2 shared CPUs, sets the pace.
 check "up: 2 hosts, 2 rails, links at 400 Mbit/s" tb up --prefix "$TB_PFX" --hosts 2 --leaves 1 --services none \
@@ -29,7 +29,8 @@ start() {
 	shift
 	port=$((port + 1)) pids=()
 	for r in $(seq $((n - 1)) -1 0); do
-		tb exec "n$((r + 1))" env FABRICIQ_IFACES=rail0,rail1 FABRICIQ_TELEMETRY=0 "${envs[@]}" \
+		tb exec "n$((r + 1))" env FABRICIQ_IFACES=rail0,rail1 FABRICIQ_TELEMETRY=0 \
+			FABRICIQ_PATH_PAGE="$FQTB_STATE/run/n$((r + 1))/paths" "${envs[@]}" \
 			timeout 120 "$CB" -p "$SO" --rank "$r" --nranks "$n" --bootstrap "198.18.0.11:$port" "$@" \
 			>"$tmp/out.$r" 2>"$tmp/err.$r" &
 		pids+=($!)
@@ -98,4 +99,26 @@ ok $? "control: the plugin's error came first, not the benchmark's own timeout" 
 start 2 FABRICIQ_MODE=monitor -- -c allreduce -b 8 -e 4M -f 8 -n 3 -w 1
 finish && verified
 ok $? "monitor: allreduce verified" || errs
+
+# 4. with the node agents: their path pages see the cut before any lane
+#    timeout (set to 5 s here), and lanes fail over on path-down
+AGENT="$top_builddir/slurmd-agent/fabriciq-agent"
+if [ -x "$AGENT" ] && tb_agents_start "$AGENT"; then
+	sleep 3
+	start 2 FABRICIQ_MODE=control FABRICIQ_LANE_TIMEOUT_MS=5000 -- \
+		-c allreduce -b 4M -e 4M -n 120 -w 2 --timeline 500 --timeout 60
+	sleep 3
+	tb link down n2 rail1
+	sleep 3
+	tb link up n2 rail1
+	finish && verified
+	ok $? "agents: the allreduce survives the cut, verified" || errs
+	grep -q 'path-down' "$tmp"/err.*
+	ok $? "agents: lanes failed over on the agent's path-down, ahead of the 5 s lane timeout" || errs
+	grep -q 'failback' "$tmp"/err.*
+	ok $? "agents: and came back once the path was up" || errs
+	diag "$(grep '^# timeline' <<<"$out" | awk '{ printf "%s:%s ", $3, $4 }')"
+else
+	skip 3 "fabriciq-agent not built or did not start"
+fi
 done_testing
