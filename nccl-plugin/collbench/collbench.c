@@ -58,7 +58,8 @@ static void usage(FILE *f)
 	    "      --abi N              use ncclNetPlugin_vN (default: the highest exported)\n"
 	    "      --timeout S          give up on a stuck transfer after S seconds (default 60)\n"
 	    "      --timeline MS        verify every timed iteration (receive buffer poisoned first) and\n"
-	    "                           print '# timeline T_S BUSBW_GBPS ITERS WRONG UNIX_S' every MS ms (rank 0)\n"
+	    "                           print '# timeline T_S BUSBW_GBPS ITERS WRONG UNIX_S' every MS ms "
+	    "(rank 0)\n"
 	    "      --json               one JSON document instead of the table\n"
 	    "  -h, --help\n");
 }
