@@ -14,7 +14,10 @@
  * (seq, offset) first. While resends wait, no lane takes new chunks, and a
  * lane takes resends only once its own window is acked, so every lane
  * still carries chunks in message order (the receiver's stall rule stays
- * deadlock-free). A lane fails on a socket error, on no progress for
+ * deadlock-free: a lane can wait behind a chunk of a message the receiver
+ * has not posted yet, but as in NCCL's pipeline the receiver posts message
+ * M+k once M+k-depth is consumed, never waiting for M itself, and the
+ * sender cannot run more than its own depth past an unacked M). A lane fails on a socket error, on no progress for
  * FABRICIQ_LANE_TIMEOUT_MS while the transport has data unacknowledged and
  * has heard nothing from the peer, or when the agent's path page has its
  * path DOWN; it is re-dialed in the background with backoff (rejoin.h) and
