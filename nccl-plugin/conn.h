@@ -7,6 +7,7 @@
 #define FQN_CONN_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "nccl-plugin/chunk.h"
 #include "nccl-plugin/env.h"
@@ -16,7 +17,9 @@
 #include "nccl-plugin/nic.h"
 
 struct fq_clock_page_reader;
+struct fq_path_page_reader;
 struct fqn_telemetry;
+struct fqn_rejoin;
 
 struct fqn_global {
 	struct fqn_config cfg;
@@ -24,6 +27,10 @@ struct fqn_global {
 	int nnics;
 	struct fq_clock_page_reader *clock; /* NULL: no agent, local stamps */
 	struct fqn_telemetry *telemetry;    /* NULL: telemetry off */
+	/* control mode only */
+	struct fq_path_page_reader *paths; /* NULL: no agent page (yet) */
+	int64_t paths_retry_ns;            /* next attempt to open it */
+	struct fqn_rejoin *rejoin;         /* listeners for re-dialed lanes */
 };
 
 /* Valid between the first fqn_init and the last fqn_fini. */
@@ -47,13 +54,19 @@ struct fqn_handle_addr {
 
 struct fqn_connecting;
 
+#define FQN_HANDLE_F_CONTROL 0x01u /* the listener runs in control mode */
+
 struct fqn_handle {
 	uint32_t magic;
 	uint8_t naddr;
-	uint8_t pad[3];
+	uint8_t flags;
+	uint8_t pad[2];
 	uint64_t token;
 	struct fqn_handle_addr addr[FQN_HANDLE_ADDRS];
 	struct fqn_connecting *stage; /* connector side only; NULL on the wire */
+	/* control mode: where a failed lane to addr[k] re-dials (network
+	 * order, same address; 0: none); after stage, which stays at byte 96 */
+	uint16_t rejoin_port[FQN_HANDLE_ADDRS];
 };
 
 _Static_assert(sizeof(struct fqn_handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle must fit NCCL's");
@@ -63,12 +76,20 @@ _Static_assert(sizeof(struct fqn_handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle mus
 #define FQN_HELLO_VERSION 1
 #define FQN_HELLO_SIZE    32
 
+#define FQN_HELLO_F_CONTROL 0x01u /* receiver acks, sender fails over */
+#define FQN_HELLO_F_REJOIN  0x02u /* a failed lane of an existing connection */
+
 struct fqn_hello {
 	uint16_t lane, nlanes;
+	uint16_t flags;
 	uint32_t chunk_size;
 	uint64_t token;
 	uint64_t conn_id;
 };
+
+/* A non-blocking listening socket on nic's address, ephemeral port: the fd
+ * (and *bound) or a negative errno. */
+int fqn_listen_on(const struct fqn_nic *nic, struct sockaddr_storage *bound);
 
 void fqn_hello_encode(const struct fqn_hello *h, uint8_t out[FQN_HELLO_SIZE]);
 int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h);
@@ -92,6 +113,36 @@ enum fqn_req_state {
 	FQN_REQ_DONE
 };
 
+/* Control mode: a lane's life. The sender declares a lane failed, resends
+ * its unacked chunks on the others, re-dials it with backoff (DIALING),
+ * waits for the receiver's first ack on the new socket (VERIFY: a round
+ * trip on the new path) and gives it traffic again (UP). The receiver only
+ * knows UP and DOWN. */
+enum fqn_lane_state {
+	FQN_LANE_UP = 0,
+	FQN_LANE_DOWN,
+	FQN_LANE_DIALING,
+	FQN_LANE_VERIFY
+};
+
+struct fqn_lane_ctl {
+	enum fqn_lane_state state;
+	int64_t since_ns;    /* state entered (fqn_mono_ns) */
+	int64_t down_ns;     /* failed at; 0 while up */
+	int64_t progress_ns; /* sender: last ack that advanced, or when data became outstanding */
+	int64_t next_try_ns; /* sender: next re-dial */
+	int backoff_ms;
+	const char *cause;    /* why it last failed */
+	int last_err;         /* and the errno, 0 if none (path down, no progress) */
+	char nic[16];         /* local NIC name: the path page's key, events */
+	uint32_t remote_ipv4; /* network order, 0: not IPv4 (no path lookups) */
+	char local[64], peer[64];
+	struct sockaddr_storage bind_addr, rejoin_addr; /* sender: where it re-dials from and to */
+	int can_rejoin;
+	uint64_t rx_count, ack_sent; /* receiver: chunks taken off this socket, last count acked */
+	int ack_owed;                /* receiver: a fresh socket's first ack is due */
+};
+
 struct fqn_comm {
 	int is_send;
 	int dev;
@@ -103,6 +154,13 @@ struct fqn_comm {
 	int err;             /* sticky negative errno */
 	int err_lane;        /* lane that failed */
 	uint64_t conn_id;
+	/* control mode (FABRICIQ_MODE=control on both ends) */
+	int control;
+	uint64_t token; /* the listener's: proves a re-dialed lane belongs here */
+	struct fqn_lane_ctl lc[FQN_MAX_LANES];
+	int64_t all_down_ns;  /* when the last lane went down; 0: some lane is up */
+	int64_t next_path_ns; /* next path page check */
+	uint64_t failovers, failbacks;
 };
 
 struct fqn_req {
@@ -119,6 +177,35 @@ struct fqn_req {
 	int tags[FQN_MAX_RECVS];
 	uint64_t chunks_left; /* send */
 };
+
+/* CLOCK_MONOTONIC in ns: control mode's timers (never the global timeline). */
+int64_t fqn_mono_ns(void);
+
+/* Control mode helpers (failover.c). Fill lane i's names and path key from
+ * its lane object (NIC index, addresses). */
+void fqn_ctl_lane_init(struct fqn_comm *c, int i);
+/* 1 if the path page has lane i's path DOWN, 0 if up or unknown. */
+int fqn_ctl_path_down(struct fqn_comm *c, int i);
+/* 1 when the comm's next path page check is due (every few ms, never per chunk). */
+int fqn_ctl_path_due(struct fqn_comm *c, int64_t now);
+/* Telemetry: one FailoverEvent (cause "socket-error", "no-progress",
+ * "path-down", or "failback"). A no-op without telemetry. */
+void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *cause, int64_t detect_ns,
+		   uint64_t bytes_resent, int64_t duration_ns);
+/* All lanes down for longer than FABRICIQ_FAILOVER_GRACE_MS: fail the comm
+ * with -ENETUNREACH and a message naming both ends. All lanes down because
+ * the peer closed or refused every one (its process is gone, which a
+ * failed link never looks like): fail at once with -ECONNRESET. 0 otherwise. */
+int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now);
+
+/* Sender: switch a new comm to control mode; lane i re-dials rejoin[i]
+ * from bind[i] (can_rejoin[i] = 0: it cannot come back) with the
+ * listener's token. */
+int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct sockaddr_storage *bind,
+			    const struct sockaddr_storage *rejoin, const int *can_rejoin);
+/* Receiver: switch a new comm to control mode; re-dialed lanes carrying
+ * token come back through the rejoin listeners. */
+int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token);
 
 /* Record the comm's first error and log it once: what failed, the peer,
  * the lane, the errno text. Returns err. */

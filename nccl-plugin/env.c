@@ -33,6 +33,10 @@ static const struct fqn_env_var fqn_env_vars[] = {
     {"FABRICIQ_TELEMETRY", FQN_ENV_INT, "1", 0, 1, OFF(telemetry)},
     {"FABRICIQ_TELEMETRY_INTERVAL_MS", FQN_ENV_INT, "100", 10, 60000, OFF(telemetry_interval_ms)},
     {"FABRICIQ_SOCKET_BUFFER", FQN_ENV_SIZE, "4M", 0, 256ULL << 20, OFF(sock_buf_bytes)},
+    {"FABRICIQ_MODE", FQN_ENV_STR, "monitor", 1, 16, OFF(mode)},
+    {"FABRICIQ_LANE_TIMEOUT_MS", FQN_ENV_INT, "1000", 50, 600000, OFF(lane_timeout_ms)},
+    {"FABRICIQ_FAILOVER_GRACE_MS", FQN_ENV_INT, "30000", 100, 3600000, OFF(failover_grace_ms)},
+    {"FABRICIQ_PATH_PAGE", FQN_ENV_STR, "/run/fabriciq/paths", 1, FQN_PATH_MAX, OFF(path_page)},
 };
 
 int fqn_parse_size(const char *s, unsigned long long *out)
@@ -127,5 +131,11 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 				return rc;
 		}
 	}
+	/* The SPANK plugin exports monitor or control; "off" never loads us. */
+	if (strcmp(cfg->mode, "monitor") != 0 && strcmp(cfg->mode, "control") != 0) {
+		snprintf(err, errlen, "FABRICIQ_MODE='%s': must be monitor or control", cfg->mode);
+		return -EINVAL;
+	}
+	cfg->control = strcmp(cfg->mode, "control") == 0;
 	return 0;
 }

@@ -25,6 +25,11 @@ struct fqn_config {
 	int telemetry;                   /* FABRICIQ_TELEMETRY, 0 or 1, default 1 */
 	int telemetry_interval_ms;       /* FABRICIQ_TELEMETRY_INTERVAL_MS, 10..60000, default 100 */
 	int sock_buf_bytes;              /* FABRICIQ_SOCKET_BUFFER, 0 (kernel) .. 256 MiB, default 4 MiB */
+	char mode[16];                   /* FABRICIQ_MODE, "monitor" (default) or "control" */
+	int control;                     /* mode is "control": acks, failover, failback */
+	int lane_timeout_ms;             /* FABRICIQ_LANE_TIMEOUT_MS, 50..600000, default 1000 */
+	int failover_grace_ms;           /* FABRICIQ_FAILOVER_GRACE_MS, 100..3600000, default 30000 */
+	char path_page[FQN_PATH_MAX];    /* FABRICIQ_PATH_PAGE */
 };
 
 typedef const char *(*fqn_getenv_fn)(const char *name);

@@ -16,6 +16,14 @@
  * the current header until its payload is consumed); rx_payload() lands the
  * current chunk's payload at dst, possibly over several calls.
  *
+ * Control records (control mode): small fixed-size records (FQN_CTRL_SIZE
+ * bytes, opaque to the lane; acks today) travel in the reverse direction,
+ * from the receiving end to the sending end of the same lane. tx_ctrl()
+ * takes a whole record or returns -EAGAIN (nothing taken: the caller sends
+ * a newer one later, acks being cumulative); rx_ctrl() returns 1 and the
+ * next whole record, or 0. A TCP lane uses its socket's idle direction; an
+ * IB lane would post a small SEND the other way on the same QP.
+ *
  * Errors are negative errnos; -ECONNRESET means the peer closed or reset
  * the lane. After an error the lane is dead and only destroy() is valid.
  *
@@ -24,7 +32,9 @@
  * constructor like fqn_lane_ib_from_tcp() replaces fqn_lane_tcp_adopt();
  * tx_chunk posts a SEND of header + payload (registered or copied into a
  * registered ring), tx_progress polls the CQ, rx_header/rx_payload read
- * from pre-posted receive buffers. send.c and recv.c do not change.
+ * from pre-posted receive buffers, tx_ctrl/rx_ctrl use a few small
+ * buffers pre-posted on each end, and info's idle_rx_ms/unacked come from
+ * the QP (an RC QP reports a dead path itself: retry count exceeded). send.c and recv.c do not change.
  * Zero-copy RDMA WRITE into the posted buffer would need the receiver to
  * announce its buffers first (a clear-to-send), which is a recv.c change.
  */
@@ -45,7 +55,11 @@ struct fqn_lane_info {
 	uint32_t retrans;      /* total retransmitted segments */
 	uint32_t delivered_ce; /* segments delivered with ECN CE marks */
 	int have_delivered_ce;
+	uint32_t idle_rx_ms; /* since the transport last heard anything from the peer */
+	uint32_t unacked;    /* transport-level segments in flight (not yet acknowledged) */
 };
+
+#define FQN_CTRL_SIZE 16
 
 struct fqn_lane_ops {
 	const char *kind; /* "tcp", "ib" */
@@ -62,6 +76,8 @@ struct fqn_lane_ops {
 	int (*rx_header)(struct fqn_lane *l, struct fqn_chunk_hdr *h, const char **why);
 	/* 1: the current chunk's payload is complete at dst; 0: partial. */
 	int (*rx_payload)(struct fqn_lane *l, void *dst);
+	int (*tx_ctrl)(struct fqn_lane *l, const uint8_t rec[FQN_CTRL_SIZE]);
+	int (*rx_ctrl)(struct fqn_lane *l, uint8_t rec[FQN_CTRL_SIZE]);
 	int (*info)(struct fqn_lane *l, struct fqn_lane_info *out);
 	void (*destroy)(struct fqn_lane *l);
 };
@@ -76,11 +92,14 @@ struct fqn_lane {
 };
 
 /* TCP lane: a non-blocking connect from local (may be NULL: routed) to
- * remote. TCP_NODELAY, socket buffers of sock_buf bytes (0: kernel). */
+ * remote. TCP_NODELAY, socket buffers of sock_buf bytes (0: kernel).
+ * Both constructors: with keepalive_ms > 0, TCP keepalive probes an idle
+ * lane every keepalive_ms and gives up after 3 unanswered (the receiving
+ * end of a silently dead path then sees an error instead of silence). */
 int fqn_lane_tcp_connect(const struct sockaddr *local, const struct sockaddr *remote, int sock_buf,
-			 struct fqn_lane **out);
+			 int keepalive_ms, struct fqn_lane **out);
 
 /* TCP lane over an accepted, connected socket (takes ownership of fd). */
-int fqn_lane_tcp_adopt(int fd, int sock_buf, struct fqn_lane **out);
+int fqn_lane_tcp_adopt(int fd, int sock_buf, int keepalive_ms, struct fqn_lane **out);
 
 #endif /* FQN_LANE_H */

@@ -35,6 +35,9 @@ struct fqn_lane_tcp {
 	int rx_have_hdr;
 	struct fqn_chunk_hdr rx_hdr;
 	size_t rx_got;
+	/* control records the receiving end sends back: a record's unsent tail */
+	uint8_t ctl_tx[FQN_CTRL_SIZE];
+	size_t ctl_tx_off, ctl_tx_len;
 };
 
 #define TCP(l) ((struct fqn_lane_tcp *)(l))
@@ -212,6 +215,67 @@ static int tcp_rx_payload(struct fqn_lane *l, void *dst)
 	return 1;
 }
 
+/* Push the unsent tail of the last control record: 1 when none is left. */
+static int tcp_ctl_flush(struct fqn_lane_tcp *t)
+{
+	while (t->ctl_tx_off < t->ctl_tx_len) {
+		ssize_t n = send(t->fd, t->ctl_tx + t->ctl_tx_off, t->ctl_tx_len - t->ctl_tx_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			if (errno == EINTR)
+				continue;
+			return errno == EPIPE ? -ECONNRESET : -errno;
+		}
+		t->ctl_tx_off += (size_t)n;
+	}
+	return 1;
+}
+
+/* The receiving end's socket direction towards the sender is otherwise
+ * idle: a record goes out whole or stays queued here, never interleaved. */
+static int tcp_tx_ctrl(struct fqn_lane *l, const uint8_t rec[FQN_CTRL_SIZE])
+{
+	struct fqn_lane_tcp *t = TCP(l);
+	int rc = tcp_ctl_flush(t);
+
+	if (rc <= 0)
+		return rc < 0 ? rc : -EAGAIN;
+	memcpy(t->ctl_tx, rec, FQN_CTRL_SIZE);
+	t->ctl_tx_off = 0;
+	t->ctl_tx_len = FQN_CTRL_SIZE;
+	rc = tcp_ctl_flush(t);
+	return rc < 0 ? rc : 0;
+}
+
+/* The sending end reads records through its (otherwise unused) staging buffer. */
+static int tcp_rx_ctrl(struct fqn_lane *l, uint8_t rec[FQN_CTRL_SIZE])
+{
+	struct fqn_lane_tcp *t = TCP(l);
+	int rc = tcp_ctl_flush(t);
+
+	if (rc < 0)
+		return rc;
+	if (t->rx_len - t->rx_off < FQN_CTRL_SIZE) {
+		ssize_t n;
+
+		memmove(t->rx_stage, t->rx_stage + t->rx_off, t->rx_len - t->rx_off);
+		t->rx_len -= t->rx_off;
+		t->rx_off = 0;
+		n = tcp_read(t->fd, t->rx_stage + t->rx_len, FQN_TCP_STAGE - t->rx_len);
+		if (n < 0)
+			return (int)n;
+		t->rx_len += (size_t)n;
+		if (t->rx_len < FQN_CTRL_SIZE)
+			return 0;
+	}
+	memcpy(rec, t->rx_stage + t->rx_off, FQN_CTRL_SIZE);
+	t->rx_off += FQN_CTRL_SIZE;
+	return 1;
+}
+
 static int tcp_info(struct fqn_lane *l, struct fqn_lane_info *out)
 {
 	struct tcp_info ti;
@@ -227,6 +291,9 @@ static int tcp_info(struct fqn_lane *l, struct fqn_lane_info *out)
 	out->have_delivered_ce =
 	    len >= offsetof(struct tcp_info, tcpi_delivered_ce) + sizeof(ti.tcpi_delivered_ce);
 	out->delivered_ce = out->have_delivered_ce ? ti.tcpi_delivered_ce : 0;
+	out->idle_rx_ms =
+	    ti.tcpi_last_ack_recv < ti.tcpi_last_data_recv ? ti.tcpi_last_ack_recv : ti.tcpi_last_data_recv;
+	out->unacked = ti.tcpi_unacked;
 	return 0;
 }
 
@@ -247,16 +314,27 @@ static const struct fqn_lane_ops fqn_lane_tcp_ops = {
     .tx_progress = tcp_tx_progress,
     .rx_header = tcp_rx_header,
     .rx_payload = tcp_rx_payload,
+    .tx_ctrl = tcp_tx_ctrl,
+    .rx_ctrl = tcp_rx_ctrl,
     .info = tcp_info,
     .destroy = tcp_destroy,
 };
 
-static int tcp_tune(int fd, int sock_buf)
+static int tcp_tune(int fd, int sock_buf, int keepalive_ms)
 {
 	int one = 1;
 
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		return -errno;
+	if (keepalive_ms > 0) {
+		int s = keepalive_ms < 1000 ? 1 : keepalive_ms / 1000, cnt = 3;
+
+		if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &s, sizeof(s)) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &s, sizeof(s)) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0)
+			return -errno;
+	}
 	/* Best effort: the kernel caps these at net.core.[rw]mem_max. */
 	if (sock_buf > 0) {
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sock_buf, sizeof(sock_buf));
@@ -285,7 +363,7 @@ static struct fqn_lane_tcp *tcp_new(int fd)
 }
 
 int fqn_lane_tcp_connect(const struct sockaddr *local, const struct sockaddr *remote, int sock_buf,
-			 struct fqn_lane **out)
+			 int keepalive_ms, struct fqn_lane **out)
 {
 	socklen_t alen =
 	    remote->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
@@ -295,7 +373,7 @@ int fqn_lane_tcp_connect(const struct sockaddr *local, const struct sockaddr *re
 	fd = socket(remote->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	rc = tcp_tune(fd, sock_buf);
+	rc = tcp_tune(fd, sock_buf, keepalive_ms);
 	if (rc < 0)
 		goto err_close;
 	/* Bind the source address (port 0: a fresh ephemeral port per lane) to pin the rail. */
@@ -321,14 +399,14 @@ err_close:
 	return rc;
 }
 
-int fqn_lane_tcp_adopt(int fd, int sock_buf, struct fqn_lane **out)
+int fqn_lane_tcp_adopt(int fd, int sock_buf, int keepalive_ms, struct fqn_lane **out)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	struct fqn_lane_tcp *t;
 	int rc;
 
-	rc = tcp_tune(fd, sock_buf);
+	rc = tcp_tune(fd, sock_buf, keepalive_ms);
 	if (rc < 0)
 		goto err_close;
 	t = tcp_new(fd);

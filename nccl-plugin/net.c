@@ -11,8 +11,10 @@
 #include <time.h>
 
 #include "common/clock_page.h"
+#include "common/path_page.h"
 #include "nccl-plugin/conn.h"
 #include "nccl-plugin/plog.h"
+#include "nccl-plugin/rejoin.h"
 #include "nccl-plugin/telemetry.h"
 
 struct fqn_global *fqn_g;
@@ -84,9 +86,27 @@ static int init_once(struct fqn_global *g)
 			g->telemetry = NULL;
 		}
 	}
+	if (g->cfg.control) {
+		rc = fqn_rejoin_create(&g->rejoin);
+		if (rc < 0) {
+			FQN_WARN("control mode: %s", strerror(-rc));
+			fqn_telemetry_stop(g->telemetry);
+			fq_clock_page_reader_close(g->clock);
+			fqn_nics_release(g->nics, g->nnics);
+			return rc;
+		}
+		rc = fq_path_page_reader_open(g->cfg.path_page, &g->paths);
+		if (rc < 0) {
+			g->paths = NULL;
+			FQN_INFO("control mode: no path page at %s (%s): failover on socket errors and "
+				 "timeouts only, until it appears",
+				 g->cfg.path_page, strerror(-rc));
+		}
+	}
 	init_log_nics(g);
-	FQN_INFO("%d device(s), %d lane(s) per connection, %zu-byte chunks", g->nnics, g->cfg.lanes,
-		 g->cfg.chunk_size);
+	FQN_INFO("%d device(s), %d lane(s) per connection, %zu-byte chunks, %s mode%s", g->nnics,
+		 g->cfg.lanes, g->cfg.chunk_size, g->cfg.mode,
+		 g->cfg.control ? " (acked chunks, failover, failback)" : "");
 	return 0;
 }
 
@@ -118,6 +138,9 @@ void fqn_fini(void)
 		__atomic_store_n(&fqn_g, NULL, __ATOMIC_RELEASE);
 		fqn_telemetry_stop(g->telemetry);
 		fq_clock_page_reader_close(g->clock);
+		if (g->paths)
+			fq_path_page_reader_close(g->paths);
+		fqn_rejoin_destroy(g->rejoin);
 		fqn_nics_release(g->nics, g->nnics);
 	}
 	pthread_mutex_unlock(&fqn_init_lock);
@@ -151,8 +174,10 @@ int fqn_get_properties(int dev, struct fqn_props *p)
 
 int fqn_comm_fail(struct fqn_comm *c, int lane, int err, const char *what)
 {
-	const char *peer = lane >= 0 ? c->lanes[lane]->peer : "?";
-	const char *local = lane >= 0 ? c->lanes[lane]->local : "?";
+	struct fqn_lane *l = lane >= 0 ? c->lanes[lane] : NULL;
+	/* a control-mode lane may be gone (down): its names stay in lc */
+	const char *peer = l ? l->peer : lane >= 0 && c->control ? c->lc[lane].peer : "?";
+	const char *local = l ? l->local : lane >= 0 && c->control ? c->lc[lane].local : "?";
 
 	if (c->err)
 		return c->err;
@@ -160,7 +185,7 @@ int fqn_comm_fail(struct fqn_comm *c, int lane, int err, const char *what)
 	c->err_lane = lane;
 	FQN_WARN("connection %llx lane %d/%d (%s %s %s, %s): %s: %s (%s, errno %d)",
 		 (unsigned long long)c->conn_id, lane, c->nlanes, local, c->is_send ? "->" : "<-", peer,
-		 lane >= 0 ? c->lanes[lane]->ops->kind : "?", what,
+		 l ? l->ops->kind : "?", what,
 		 err == -ECONNRESET ? "peer closed or reset the connection" : "failed", strerror(-err), -err);
 	return err;
 }
@@ -183,7 +208,7 @@ void fqn_comm_tick(struct fqn_comm *c, int i, int64_t now, int force)
 	struct fqn_lane *l = c->lanes[i];
 	struct fqn_lane_sample s;
 
-	if (!c->interval_ns || !fqn_g || !fqn_g->telemetry)
+	if (!c->interval_ns || !fqn_g || !fqn_g->telemetry || !l)
 		return;
 	if (now < st->interval_start) { /* the clock page came or went: restart */
 		st->interval_start = now;
@@ -223,7 +248,8 @@ void fqn_comm_release(struct fqn_comm *c)
 	for (int i = 0; i < c->nlanes; i++)
 		fqn_comm_tick(c, i, now, 1);
 	for (int i = 0; i < c->nlanes; i++) {
-		c->lanes[i]->ops->destroy(c->lanes[i]);
+		if (c->lanes[i])
+			c->lanes[i]->ops->destroy(c->lanes[i]);
 		c->lanes[i] = NULL;
 	}
 }

@@ -9,6 +9,16 @@
  * stalled (TCP flow control holds the sender back) while other lanes go on,
  * and since every lane carries chunks in message order that cannot
  * deadlock. Payloads land directly in the posted buffers.
+ *
+ * Control mode: each lane acks the chunks it has taken (cumulative count,
+ * sent when the lane has been drained and at least every 32 chunks), and
+ * a chunk is taken once: a copy of a chunk already held (resent after its
+ * ack was lost with a lane) is read into a sink and dropped (relia.h). A
+ * lane whose socket fails, or whose path the agent has DOWN, is closed; a
+ * re-dialed lane replaces it (rejoin.h) and is acked at once (the
+ * sender's test that the new path works). Chunks are counted when their
+ * payload is complete, so a chunk cut off with its lane is simply taken
+ * again from the resend.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +26,12 @@
 #include <string.h>
 
 #include "nccl-plugin/conn.h"
+#include "nccl-plugin/plog.h"
+#include "nccl-plugin/rejoin.h"
+#include "nccl-plugin/relia.h"
+
+#define REJOIN_POLL_NS (2LL * 1000000)
+#define ACK_EVERY      32
 
 struct fqn_rmsg {
 	int active;
@@ -23,6 +39,7 @@ struct fqn_rmsg {
 	struct fqn_req *req;
 	int elem; /* buffer taken, -1 before the first chunk */
 	struct fqn_reasm reasm;
+	struct fqn_seen seen; /* control mode */
 };
 
 struct fqn_rlane {
@@ -32,6 +49,9 @@ struct fqn_rlane {
 	uint64_t last_off;
 	int have_last;
 	int64_t seen_ns; /* when its header was first seen */
+	/* control mode: the current chunk */
+	int dup; /* a copy of a chunk held already: read into the sink */
+	uint64_t cur_seq, cur_idx;
 };
 
 struct fqn_recv {
@@ -42,6 +62,11 @@ struct fqn_recv {
 	struct fqn_rlane rl[FQN_MAX_LANES];
 	struct fqn_rmsg msgs[FQN_SEND_SLOTS];
 	struct fqn_req reqs[FQN_RECV_SLOTS];
+	/* control mode */
+	uint8_t *sink; /* chunk_size bytes for dropped copies */
+	int64_t next_rejoin_ns;
+	int registered;
+	uint64_t dups;
 };
 
 int fqn_recv_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,
@@ -71,6 +96,38 @@ static int recv_bad(struct fqn_recv *r, int i, const char *why)
 	return fqn_comm_fail(&r->c, i, -EBADMSG, what);
 }
 
+/* Bind message m to a buffer of its receive by the first chunk's tag. */
+static int recv_bind(struct fqn_recv *r, int i, struct fqn_rmsg *m, const struct fqn_chunk_hdr *h)
+{
+	struct fqn_req *q = m->req;
+	char what[160];
+
+	if (m->elem >= 0)
+		return 0;
+	for (int j = 0; j < q->n && m->elem < 0; j++)
+		if (!(q->matched & (1 << j)) && q->tags[j] == h->tag)
+			m->elem = j;
+	if (m->elem < 0) {
+		snprintf(what, sizeof(what), "message %llu has tag %d, which no buffer of its receive has",
+			 (unsigned long long)h->seq, h->tag);
+		return fqn_comm_fail(&r->c, i, -EINVAL, what);
+	}
+	if (h->msg_size > q->cap[m->elem]) {
+		snprintf(what, sizeof(what),
+			 "message %llu of %llu bytes is larger than its receive buffer (%zu bytes)",
+			 (unsigned long long)h->seq, (unsigned long long)h->msg_size, q->cap[m->elem]);
+		m->elem = -1;
+		return fqn_comm_fail(&r->c, i, -EMSGSIZE, what);
+	}
+	if (r->c.control && fqn_seen_begin(&m->seen, fqn_chunk_count(h->msg_size, r->c.chunk_size)) < 0) {
+		m->elem = -1;
+		return fqn_comm_fail(&r->c, i, -ENOMEM, "receive");
+	}
+	q->matched |= 1 << m->elem;
+	fqn_reasm_begin(&m->reasm, h->msg_size, h->tag, r->c.chunk_size);
+	return 0;
+}
+
 /* Check the current header of lane i and bind its message to a buffer.
  * Returns 1 if accepted, 0 if the message is not posted yet (stall). */
 static int recv_accept_hdr(struct fqn_recv *r, int i, const struct fqn_chunk_hdr *h)
@@ -89,29 +146,9 @@ static int recv_accept_hdr(struct fqn_recv *r, int i, const struct fqn_chunk_hdr
 	m = &r->msgs[h->seq % FQN_SEND_SLOTS];
 	if (!m->active || m->seq != h->seq)
 		return recv_bad(r, i, "chunk of a message already complete");
-	if (m->elem < 0) {
-		struct fqn_req *q = m->req;
-		char what[160];
-
-		for (int j = 0; j < q->n && m->elem < 0; j++)
-			if (!(q->matched & (1 << j)) && q->tags[j] == h->tag)
-				m->elem = j;
-		if (m->elem < 0) {
-			snprintf(what, sizeof(what),
-				 "message %llu has tag %d, which no buffer of its receive has",
-				 (unsigned long long)h->seq, h->tag);
-			return fqn_comm_fail(&r->c, i, -EINVAL, what);
-		}
-		if (h->msg_size > q->cap[m->elem]) {
-			snprintf(what, sizeof(what),
-				 "message %llu of %llu bytes is larger than its receive buffer (%zu bytes)",
-				 (unsigned long long)h->seq, (unsigned long long)h->msg_size,
-				 q->cap[m->elem]);
-			return fqn_comm_fail(&r->c, i, -EMSGSIZE, what);
-		}
-		q->matched |= 1 << m->elem;
-		fqn_reasm_begin(&m->reasm, h->msg_size, h->tag, r->c.chunk_size);
-	}
+	rc = recv_bind(r, i, m, h);
+	if (rc < 0)
+		return rc;
 	rc = fqn_reasm_add(&m->reasm, h, &why);
 	if (rc < 0)
 		return recv_bad(r, i, why);
@@ -185,10 +222,268 @@ static int recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until)
 	}
 }
 
+/* ---- control mode ---- */
+
+/* Lane i's current header: 1 accepted (rl->dup says where the payload
+ * goes), 0 not posted yet (stall), or the comm's error. */
+static int ctl_accept_hdr(struct fqn_recv *r, int i, const struct fqn_chunk_hdr *h)
+{
+	struct fqn_rlane *rl = &r->rl[i];
+	struct fqn_rmsg *m = &r->msgs[h->seq % FQN_SEND_SLOTS];
+	int rc;
+
+	if (h->lane != i)
+		return recv_bad(r, i, "lane number is not the lane's");
+	switch (fqn_rx_classify(h->seq, r->post_seq, m->active, m->seq)) {
+	case FQN_RX_STALL:
+		return 0;
+	case FQN_RX_DUP:
+		rl->dup = 1;
+		break;
+	case FQN_RX_LIVE:
+		rc = recv_bind(r, i, m, h);
+		if (rc < 0)
+			return rc;
+		if (h->msg_size != m->reasm.size)
+			return recv_bad(r, i, "message size differs from its first chunk's");
+		if (h->tag != m->reasm.tag)
+			return recv_bad(r, i, "tag differs from its first chunk's");
+		rc = fqn_seen_test(&m->seen, h->offset / r->c.chunk_size);
+		if (rc < 0)
+			return recv_bad(r, i, "chunk outside its message");
+		rl->dup = rc == 1;
+		break;
+	}
+	if (!r->sink) {
+		r->sink = malloc(r->c.chunk_size);
+		if (!r->sink)
+			return fqn_comm_fail(&r->c, i, -ENOMEM, "receive");
+	}
+	/* Another lane still landing this chunk may be dead (this copy is
+	 * the resend): it finishes into the sink, this one lands. */
+	for (int j = 0; !rl->dup && j < r->c.nlanes; j++)
+		if (j != i && r->rl[j].accepted && !r->rl[j].dup && r->rl[j].cur_seq == h->seq &&
+		    r->rl[j].cur_idx == h->offset / r->c.chunk_size)
+			r->rl[j].dup = 1;
+	rl->cur_seq = h->seq;
+	rl->cur_idx = h->offset / r->c.chunk_size;
+	rl->accepted = 1;
+	return 1;
+}
+
+static void ctl_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hdr *h)
+{
+	struct fqn_rlane *rl = &r->rl[i];
+	struct fqn_lane_stats *st = &r->c.stats[i];
+	struct fqn_rmsg *m = &r->msgs[h->seq % FQN_SEND_SLOTS];
+	int dup = rl->dup, complete = 0;
+
+	r->c.lc[i].rx_count++;
+	rl->accepted = 0;
+	rl->dup = 0;
+	if (dup) {
+		r->dups++;
+		rl->seen_ns = 0;
+		return;
+	}
+	st->bytes += h->len;
+	st->chunks++;
+	fqn_hist_add(&st->owd, rl->seen_ns - h->send_ns);
+	fqn_comm_tick(&r->c, i, rl->seen_ns, 0);
+	rl->seen_ns = 0;
+	if (fqn_seen_mark(&m->seen, rl->cur_idx, &complete) == 0)
+		r->dups++; /* cannot happen: a second copy in flight is switched to the sink */
+	if (!complete)
+		return;
+	st->msgs++;
+	fqn_seen_free(&m->seen);
+	m->req->size[m->elem] = m->reasm.size;
+	m->active = 0;
+	if (--m->req->msgs_left == 0)
+		m->req->state = FQN_REQ_DONE;
+}
+
+/* Lane i is gone: a chunk it was landing may be taken from another copy. */
+static void ctl_lane_drop(struct fqn_recv *r, int i, const char *cause, int err, int64_t now)
+{
+	struct fqn_rlane *rl = &r->rl[i];
+	struct fqn_lane_ctl *lc = &r->c.lc[i];
+
+	memset(rl, 0, sizeof(*rl)); /* a chunk half landed is simply taken from its resend */
+	if (cause)
+		FQN_WARN(
+		    "connection %llx lane %d/%d (%s %s <- %s): %s%s%s; waiting for the sender to re-dial",
+		    (unsigned long long)r->c.conn_id, i, r->c.nlanes, lc->nic, lc->local, lc->peer, cause,
+		    err ? ": " : "", err ? strerror(-err) : "");
+	r->c.lanes[i]->ops->destroy(r->c.lanes[i]);
+	r->c.lanes[i] = NULL;
+	lc->state = FQN_LANE_DOWN;
+	lc->cause = cause ? cause : "replaced";
+	lc->last_err = err;
+	lc->down_ns = lc->since_ns = now;
+}
+
+/* Send lane i's ack if it is due. 0, or a negative errno (lane failed). */
+static int ctl_ack(struct fqn_recv *r, int i)
+{
+	struct fqn_lane_ctl *lc = &r->c.lc[i];
+	uint8_t rec[FQN_CTRL_SIZE];
+	int rc;
+
+	if (!lc->ack_owed && lc->rx_count == lc->ack_sent)
+		return 0;
+	fqn_ack_encode((uint16_t)i, lc->rx_count, rec);
+	rc = r->c.lanes[i]->ops->tx_ctrl(r->c.lanes[i], rec);
+	if (rc == -EAGAIN)
+		return 0; /* a later, larger count goes instead */
+	if (rc < 0)
+		return rc;
+	lc->ack_sent = lc->rx_count;
+	lc->ack_owed = 0;
+	return 0;
+}
+
+static void ctl_install(struct fqn_recv *r, struct fqn_lane *l, int64_t now)
+{
+	int i = l->index;
+	struct fqn_lane_ctl *lc = &r->c.lc[i];
+
+	if (r->c.lanes[i])
+		ctl_lane_drop(r, i, NULL, 0, now);
+	r->c.lanes[i] = l;
+	fqn_ctl_lane_init(&r->c, i);
+	if (lc->down_ns)
+		FQN_INFO("connection %llx lane %d (%s <- %s): re-dialed after %lld ms",
+			 (unsigned long long)r->c.conn_id, i, lc->nic, lc->peer,
+			 (long long)((now - lc->down_ns) / 1000000));
+	lc->state = FQN_LANE_UP;
+	lc->since_ns = now;
+	lc->down_ns = 0;
+	lc->rx_count = lc->ack_sent = 0;
+	lc->ack_owed = 1; /* the sender waits for this ack before it trusts the lane */
+	r->c.stats[i].interval_start = fqn_clock_now(&(int){0});
+}
+
+/* Progress lane i (control mode). 0, or the comm's error; a lane failure
+ * only drops the lane. */
+static int ctl_recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until, int64_t now)
+{
+	struct fqn_lane *l = r->c.lanes[i];
+	struct fqn_rlane *rl = &r->rl[i];
+	int rc = 0;
+
+	for (;;) {
+		struct fqn_chunk_hdr h;
+		const char *why = "?";
+		struct fqn_rmsg *m;
+		uint8_t *dst;
+		int sync;
+
+		rc = l->ops->rx_header(l, &h, &why);
+		if (rc == -EBADMSG)
+			return recv_bad(r, i, why);
+		if (rc <= 0)
+			break;
+		if (!rl->seen_ns) {
+			rl->seen_ns = fqn_clock_now(&sync);
+			r->c.stats[i].unsync |= !sync || !(h.flags & FQN_CHUNK_F_SYNC);
+		}
+		if (!rl->accepted) {
+			rc = ctl_accept_hdr(r, i, &h);
+			if (rc < 0)
+				return rc;
+			if (rc == 0)
+				break;
+		}
+		m = &r->msgs[h.seq % FQN_SEND_SLOTS];
+		dst = rl->dup ? r->sink : (uint8_t *)m->req->data[m->elem] + h.offset;
+		rc = l->ops->rx_payload(l, dst);
+		if (rc <= 0)
+			break;
+		ctl_chunk_done(r, i, &h);
+		rc = 0;
+		if (r->c.lc[i].rx_count - r->c.lc[i].ack_sent >= ACK_EVERY && (rc = ctl_ack(r, i)) < 0)
+			break;
+		if (until && until->state == FQN_REQ_DONE)
+			break;
+	}
+	if (rc >= 0)
+		rc = ctl_ack(r, i);
+	if (rc < 0)
+		ctl_lane_drop(r, i, "socket-error", rc, now);
+	return 0;
+}
+
+static int ctl_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
+{
+	int64_t now = fqn_mono_ns();
+	int paths = fqn_ctl_path_due(&r->c, now);
+	struct fqn_lane *l;
+
+	if (now >= r->next_rejoin_ns) {
+		r->next_rejoin_ns = now + REJOIN_POLL_NS;
+		while (fqn_rejoin_take(fqn_g->rejoin, r, &l) == 1)
+			ctl_install(r, l, now);
+	}
+	for (int k = 0; k < r->c.nlanes; k++) {
+		int i = (r->last_lane + k) % r->c.nlanes;
+		int rc;
+
+		if (!r->c.lanes[i])
+			continue;
+		/* A path the agent has DOWN counts as a down lane (the grace
+		 * limit), but its socket stays: the sender decides, and a
+		 * socket the receiver closed would look like a dead peer. */
+		if (paths) {
+			struct fqn_lane_ctl *lc = &r->c.lc[i];
+			int down = fqn_ctl_path_down(&r->c, i);
+
+			if (down && lc->state == FQN_LANE_UP) {
+				lc->state = FQN_LANE_DOWN;
+				lc->cause = "path-down";
+				lc->last_err = 0;
+				lc->down_ns = now;
+			} else if (!down && lc->state == FQN_LANE_DOWN) {
+				lc->state = FQN_LANE_UP;
+				lc->down_ns = 0;
+			}
+		}
+		rc = ctl_recv_lane(r, i, until, now);
+		if (rc < 0)
+			return rc;
+		if (until && until->state == FQN_REQ_DONE) {
+			r->last_lane = i;
+			break;
+		}
+	}
+	return fqn_ctl_check_grace(&r->c, now);
+}
+
+int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)
+{
+	int64_t now = fqn_mono_ns();
+	int rc;
+
+	rc = fqn_rejoin_register(fqn_g->rejoin, r, r->c.conn_id, token, r->c.nlanes);
+	if (rc < 0)
+		return rc;
+	r->registered = 1;
+	for (int i = 0; i < r->c.nlanes; i++) {
+		fqn_ctl_lane_init(&r->c, i);
+		r->c.lc[i].state = FQN_LANE_UP;
+		r->c.lc[i].since_ns = now;
+	}
+	r->c.token = token;
+	r->c.control = 1;
+	return 0;
+}
+
 int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 {
 	if (r->c.err)
 		return r->c.err;
+	if (r->c.control)
+		return ctl_recv_progress(r, until);
 	for (int k = 0; k < r->c.nlanes; k++) {
 		/* Start where the last chunk came from: small messages follow one another. */
 		int i = (r->last_lane + k) % r->c.nlanes;
@@ -299,7 +594,15 @@ int fqn_close_recv(struct fqn_recv *r)
 {
 	if (!r)
 		return 0;
+	if (r->registered)
+		fqn_rejoin_unregister(fqn_g->rejoin, r);
+	if (r->dups)
+		FQN_INFO("connection %llx: %llu duplicate chunk(s) dropped after resends",
+			 (unsigned long long)r->c.conn_id, (unsigned long long)r->dups);
 	fqn_comm_release(&r->c);
+	for (int k = 0; k < FQN_SEND_SLOTS; k++)
+		fqn_seen_free(&r->msgs[k].seen);
+	free(r->sink);
 	free(r);
 	return 0;
 }

@@ -7,12 +7,29 @@
  * stamps it and starts transmitting it. A lane whose socket drains faster
  * takes more chunks, so the load follows each lane's capacity. A send
  * completes when its last chunk has been handed to the kernel.
+ *
+ * Control mode (both ends FABRICIQ_MODE=control): a send completes when the
+ * receiver has acknowledged all its chunks (relia.h), so a lane that fails
+ * loses nothing: its unacked chunks are resent on the other lanes, lowest
+ * (seq, offset) first. While resends wait, no lane takes new chunks, and a
+ * lane takes resends only once its own window is acked, so every lane
+ * still carries chunks in message order (the receiver's stall rule stays
+ * deadlock-free: a lane can wait behind a chunk of a message the receiver
+ * has not posted yet, but as in NCCL's pipeline the receiver posts message
+ * M+k once M+k-depth is consumed, never waiting for M itself, and the
+ * sender cannot run more than its own depth past an unacked M). A lane fails on a socket error, on no progress for
+ * FABRICIQ_LANE_TIMEOUT_MS while the transport has data unacknowledged and
+ * has heard nothing from the peer, or when the agent's path page has its
+ * path DOWN; it is re-dialed in the background with backoff (rejoin.h) and
+ * given traffic again once the receiver acks on the new socket.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nccl-plugin/conn.h"
+#include "nccl-plugin/plog.h"
+#include "nccl-plugin/relia.h"
 
 struct fqn_send {
 	struct fqn_comm c;
@@ -21,7 +38,23 @@ struct fqn_send {
 	uint64_t tx_off;   /* next chunk's offset in it */
 	unsigned rr;       /* first lane to offer a chunk to */
 	struct fqn_req reqs[FQN_SEND_SLOTS];
+	/* control mode */
+	struct fqn_txq *txq[FQN_MAX_LANES];
+	int busy[FQN_MAX_LANES]; /* a chunk is being written to lane i */
+	struct fqn_resendq resend;
+	/* failed lanes' sockets, kept open (unused) until the lane is back: a
+	 * closed socket would tell the receiver this process is gone */
+	struct fqn_lane *parked[FQN_MAX_LANES];
+	struct {
+		int active, lane, to_lane;
+		const char *cause;
+		int64_t start_ns, detect_ns;
+		uint64_t bytes;
+	} ev; /* the failover whose chunks are being resent */
 };
+
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 2000
 
 int fqn_send_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,
 			struct fqn_send **out)
@@ -91,12 +124,344 @@ static int send_fill_lane(struct fqn_send *s, int i)
 	}
 }
 
+/* ---- control mode ---- */
+
+static void ev_flush(struct fqn_send *s, int64_t now)
+{
+	if (!s->ev.active)
+		return;
+	fqn_ctl_event(&s->c, s->ev.lane, s->ev.to_lane, s->ev.cause, s->ev.detect_ns, s->ev.bytes,
+		      now - s->ev.start_ns);
+	s->ev.active = 0;
+}
+
+static void ctl_ack_done(void *arg, const struct fqn_cref *c)
+{
+	struct fqn_send *s = arg;
+	struct fqn_req *m = &s->reqs[c->seq % FQN_SEND_SLOTS];
+
+	if (m->state == FQN_REQ_ACTIVE && m->seq == c->seq && --m->chunks_left == 0)
+		m->state = FQN_REQ_DONE;
+}
+
+/* Lane i failed: its unacked chunks go to the resend queue, its socket is
+ * closed, it is re-dialed later. Returns 0, or the comm's error. */
+static int ctl_lane_fail(struct fqn_send *s, int i, const char *cause, int err, int64_t now)
+{
+	struct fqn_lane_ctl *lc = &s->c.lc[i];
+	int64_t bytes, detect = now - lc->progress_ns;
+
+	lc->last_err = err;
+	if (lc->state != FQN_LANE_UP) { /* a re-dial that did not work out */
+		if (s->c.lanes[i])
+			s->c.lanes[i]->ops->destroy(s->c.lanes[i]);
+		s->c.lanes[i] = NULL;
+		lc->backoff_ms = lc->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : lc->backoff_ms * 2;
+		lc->state = FQN_LANE_DOWN;
+		lc->next_try_ns = now + (int64_t)lc->backoff_ms * 1000000;
+		return 0;
+	}
+	bytes = fqn_resendq_take(&s->resend, s->txq[i]);
+	if (bytes < 0)
+		return fqn_comm_fail(&s->c, i, (int)bytes, "failover");
+	FQN_WARN("connection %llx lane %d/%d (%s %s -> %s): %s%s%s; %lld bytes to resend on the other lanes",
+		 (unsigned long long)s->c.conn_id, i, s->c.nlanes, lc->nic, lc->local, lc->peer, cause,
+		 err ? ": " : "", err ? strerror(-err) : "", (long long)bytes);
+	ev_flush(s, now);
+	s->ev.active = 1;
+	s->ev.lane = i;
+	s->ev.to_lane = -1;
+	s->ev.cause = cause;
+	s->ev.start_ns = now;
+	s->ev.detect_ns = cause[0] == 's' ? 0 : detect; /* a socket error is news at once */
+	s->ev.bytes = (uint64_t)bytes;
+	if (s->parked[i])
+		s->parked[i]->ops->destroy(s->parked[i]);
+	s->parked[i] = s->c.lanes[i];
+	s->c.lanes[i] = NULL;
+	s->busy[i] = 0;
+	s->c.failovers++;
+	lc->state = FQN_LANE_DOWN;
+	lc->cause = cause;
+	lc->down_ns = lc->since_ns = now;
+	lc->backoff_ms = BACKOFF_MIN_MS;
+	lc->next_try_ns = now + (int64_t)lc->backoff_ms * 1000000;
+	return 0;
+}
+
+/* Read lane i's acks. 0, or a negative errno (the lane failed). */
+static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
+{
+	struct fqn_lane *l = s->c.lanes[i];
+	struct fqn_lane_ctl *lc = &s->c.lc[i];
+
+	for (;;) {
+		uint8_t rec[FQN_CTRL_SIZE];
+		uint16_t ln;
+		uint64_t count;
+		int rc = l->ops->rx_ctrl(l, rec);
+
+		if (rc <= 0)
+			return rc;
+		if (fqn_ack_decode(rec, &ln, &count) < 0 || ln != i)
+			return -EPROTO;
+		if (lc->state == FQN_LANE_VERIFY) { /* hello out, ack back: the new path works */
+			if (count != 0)
+				return -EPROTO;
+			FQN_WARN("connection %llx lane %d (%s -> %s): back after %lld ms; failback",
+				 (unsigned long long)s->c.conn_id, i, lc->nic, lc->peer,
+				 (long long)((now - lc->down_ns) / 1000000));
+			fqn_ctl_event(&s->c, i, i, "failback", now - lc->since_ns, 0, now - lc->down_ns);
+			s->c.failbacks++;
+			if (s->parked[i]) /* the receiver has let go of it for the new one */
+				s->parked[i]->ops->destroy(s->parked[i]);
+			s->parked[i] = NULL;
+			fqn_txq_reset(s->txq[i]);
+			lc->state = FQN_LANE_UP;
+			lc->since_ns = lc->progress_ns = now;
+			lc->down_ns = 0;
+			s->busy[i] = 0;
+			continue;
+		}
+		rc = fqn_txq_ack(s->txq[i], count, ctl_ack_done, s);
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
+			lc->progress_ns = now;
+	}
+}
+
+/* Lane i has had data outstanding without an ack for the lane timeout: it
+ * is dead if the transport, too, has bytes unacknowledged and has heard
+ * nothing for that long (else the receiver is just not consuming). */
+static int ctl_no_progress(struct fqn_send *s, int i, int64_t now)
+{
+	struct fqn_lane_info info;
+	int64_t timeout = (int64_t)fqn_g->cfg.lane_timeout_ms * 1000000;
+
+	if (!s->txq[i]->count || now - s->c.lc[i].progress_ns < timeout)
+		return 0;
+	if (s->c.lanes[i]->ops->info(s->c.lanes[i], &info) < 0)
+		return 1;
+	if (info.unacked && (int64_t)info.idle_rx_ms * 1000000 >= timeout)
+		return 1;
+	s->c.lc[i].progress_ns = now - timeout / 2; /* alive: look again in half a timeout */
+	return 0;
+}
+
+/* Re-dial lane i when its backoff has passed and its path is not DOWN. */
+static void ctl_redial(struct fqn_send *s, int i, int64_t now)
+{
+	struct fqn_lane_ctl *lc = &s->c.lc[i];
+	int64_t limit =
+	    (int64_t)(fqn_g->cfg.lane_timeout_ms < 1000 ? 1000 : fqn_g->cfg.lane_timeout_ms) * 2000000;
+	int rc;
+
+	if (lc->state == FQN_LANE_DOWN) {
+		if (!lc->can_rejoin || now < lc->next_try_ns)
+			return;
+		if (fqn_ctl_path_down(&s->c, i)) { /* once per backoff step: not on the hot path */
+			lc->next_try_ns = now + (int64_t)lc->backoff_ms * 1000000;
+			return;
+		}
+		rc = fqn_lane_tcp_connect((struct sockaddr *)&lc->bind_addr,
+					  (struct sockaddr *)&lc->rejoin_addr, fqn_g->cfg.sock_buf_bytes,
+					  fqn_g->cfg.lane_timeout_ms, &s->c.lanes[i]);
+		if (rc < 0) {
+			s->c.lanes[i] = NULL;
+			ctl_lane_fail(s, i, "redial", rc, now);
+			return;
+		}
+		s->c.lanes[i]->index = i;
+		s->c.lanes[i]->nic = -1;
+		s->c.lanes[i]->chunk_size = s->c.chunk_size;
+		lc->state = FQN_LANE_DIALING;
+		lc->since_ns = now;
+		return;
+	}
+	if (now - lc->since_ns > limit) { /* SYN or hello lost on a still-dead path */
+		ctl_lane_fail(s, i, "redial", -ETIMEDOUT, now);
+		return;
+	}
+	if (lc->state == FQN_LANE_DIALING) {
+		struct fqn_lane *l = s->c.lanes[i];
+		struct fqn_hello h = {(uint16_t)i,
+				      (uint16_t)s->c.nlanes,
+				      FQN_HELLO_F_CONTROL | FQN_HELLO_F_REJOIN,
+				      (uint32_t)s->c.chunk_size,
+				      s->c.token,
+				      s->c.conn_id};
+		uint8_t buf[FQN_HELLO_SIZE];
+
+		rc = l->ops->poll_connected(l);
+		if (rc == 0) {
+			fqn_hello_encode(&h, buf);
+			rc = l->ops->send_hello(l, buf, sizeof(buf));
+		}
+		if (rc == -EINPROGRESS || rc == -EAGAIN)
+			return;
+		if (rc < 0) {
+			ctl_lane_fail(s, i, "redial", rc, now);
+			return;
+		}
+		lc->state = FQN_LANE_VERIFY;
+		return;
+	}
+	if (ctl_read_acks(s, i, now) < 0)
+		ctl_lane_fail(s, i, "redial", -EPROTO, now);
+}
+
+/* Offer chunks to UP lane i (control mode). 0, or a negative errno for a
+ * lane failure (the caller fails the lane over). */
+static int ctl_fill_lane(struct fqn_send *s, int i, int64_t now, const char **cause)
+{
+	struct fqn_lane *l = s->c.lanes[i];
+	struct fqn_txq *q = s->txq[i];
+
+	*cause = "socket-error";
+	for (;;) {
+		struct fqn_chunk_hdr h;
+		struct fqn_cref c;
+		struct fqn_req *m;
+		void *cookie;
+		int rc, sync, resent = 0;
+
+		/* nothing unacked, no ack to wait for: spare the idle lane a recv() per call */
+		rc = q->count ? ctl_read_acks(s, i, now) : 0;
+		if (rc < 0)
+			return rc;
+		rc = l->ops->tx_progress(l, &cookie);
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			s->busy[i] = 0;
+		if (s->busy[i])
+			break;
+		if (s->resend.n) {
+			if (q->count)
+				break; /* resends go behind acked chunks only: per-lane order */
+			fqn_resendq_pop(&s->resend, &c);
+			resent = 1;
+		} else {
+			if (s->tx_seq == s->next_seq || fqn_txq_full(q))
+				break;
+			m = &s->reqs[s->tx_seq % FQN_SEND_SLOTS];
+			c.seq = m->seq;
+			c.offset = s->tx_off;
+			c.len = fqn_chunk_len(m->cap[0], s->c.chunk_size, c.offset);
+		}
+		m = &s->reqs[c.seq % FQN_SEND_SLOTS];
+		h.seq = c.seq;
+		h.msg_size = m->cap[0];
+		h.offset = c.offset;
+		h.len = c.len;
+		h.tag = m->tags[0];
+		h.lane = (uint16_t)i;
+		h.send_ns = fqn_clock_now(&sync);
+		h.flags = sync ? FQN_CHUNK_F_SYNC : 0;
+		rc = l->ops->tx_chunk(l, &h, (const uint8_t *)m->data[0] + h.offset, m);
+		if (rc < 0 && resent)
+			fqn_resendq_unpop(&s->resend, &c);
+		if (rc == -EAGAIN) {
+			s->busy[i] = 1;
+			break;
+		}
+		if (rc < 0)
+			return rc;
+		s->busy[i] = 1;
+		if (!q->count)
+			s->c.lc[i].progress_ns = now; /* the no-progress clock starts with outstanding data */
+		fqn_txq_push(q, &c);
+		s->c.stats[i].bytes += h.len;
+		s->c.stats[i].chunks++;
+		s->c.stats[i].unsync |= !sync;
+		if (resent) {
+			if (s->ev.active && s->ev.to_lane < 0)
+				s->ev.to_lane = i;
+		} else {
+			s->tx_off += h.len;
+			if (s->tx_off >= h.msg_size) {
+				s->c.stats[i].msgs++;
+				s->tx_seq++;
+				s->tx_off = 0;
+			}
+		}
+		fqn_comm_tick(&s->c, i, h.send_ns, 0);
+	}
+	if (ctl_no_progress(s, i, now)) {
+		*cause = "no-progress";
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+static int ctl_progress(struct fqn_send *s)
+{
+	int64_t now = fqn_mono_ns();
+	int n = s->c.nlanes, paths = fqn_ctl_path_due(&s->c, now);
+
+	for (int k = 0; k < n; k++) {
+		int i = (int)((s->rr + (unsigned)k) % (unsigned)n);
+		struct fqn_lane_ctl *lc = &s->c.lc[i];
+		const char *cause;
+		int rc;
+
+		if (lc->state != FQN_LANE_UP) {
+			ctl_redial(s, i, now);
+			continue;
+		}
+		if (paths && fqn_ctl_path_down(&s->c, i)) {
+			rc = ctl_lane_fail(s, i, "path-down", 0, now);
+		} else {
+			rc = ctl_fill_lane(s, i, now, &cause);
+			if (rc < 0)
+				rc = ctl_lane_fail(s, i, cause, rc, now);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	s->rr++;
+	if (s->ev.active && !s->resend.n)
+		ev_flush(s, now);
+	if (fqn_ctl_check_grace(&s->c, now) < 0) {
+		ev_flush(s, now);
+		return s->c.err;
+	}
+	return 0;
+}
+
+int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct sockaddr_storage *bind,
+			    const struct sockaddr_storage *rejoin, const int *can_rejoin)
+{
+	int64_t now = fqn_mono_ns();
+
+	for (int i = 0; i < s->c.nlanes; i++) {
+		struct fqn_lane_ctl *lc = &s->c.lc[i];
+
+		s->txq[i] = malloc(sizeof(*s->txq[i]));
+		if (!s->txq[i])
+			return -ENOMEM;
+		fqn_txq_reset(s->txq[i]);
+		fqn_ctl_lane_init(&s->c, i);
+		memcpy(&lc->bind_addr, &bind[i], sizeof(lc->bind_addr));
+		memcpy(&lc->rejoin_addr, &rejoin[i], sizeof(lc->rejoin_addr));
+		lc->can_rejoin = can_rejoin[i];
+		lc->state = FQN_LANE_UP;
+		lc->since_ns = lc->progress_ns = now;
+	}
+	s->c.token = token;
+	s->c.control = 1;
+	return 0;
+}
+
 int fqn_send_progress(struct fqn_send *s)
 {
 	int n = s->c.nlanes;
 
 	if (s->c.err)
 		return s->c.err;
+	if (s->c.control)
+		return ctl_progress(s);
 	for (int k = 0; k < n; k++) {
 		int rc = send_fill_lane(s, (int)((s->rr + (unsigned)k) % (unsigned)n));
 
@@ -126,7 +491,7 @@ int fqn_isend(struct fqn_send *s, void *data, size_t size, int tag, struct fqn_r
 	m->data[0] = data;
 	m->cap[0] = size;
 	m->tags[0] = tag;
-	m->chunks_left = fqn_chunk_count(size, s->c.chunk_size);
+	m->chunks_left = fqn_chunk_count(size, s->c.chunk_size); /* control: acks count them down */
 	m->state = FQN_REQ_ACTIVE;
 	*out = m;
 	return fqn_send_progress(s);
@@ -136,7 +501,17 @@ int fqn_close_send(struct fqn_send *s)
 {
 	if (!s)
 		return 0;
+	if (s->c.control && (s->c.failovers || s->c.failbacks))
+		FQN_INFO("connection %llx: %llu failover(s), %llu failback(s)",
+			 (unsigned long long)s->c.conn_id, (unsigned long long)s->c.failovers,
+			 (unsigned long long)s->c.failbacks);
 	fqn_comm_release(&s->c);
+	for (int i = 0; i < FQN_MAX_LANES; i++) {
+		free(s->txq[i]);
+		if (s->parked[i])
+			s->parked[i]->ops->destroy(s->parked[i]);
+	}
+	fqn_resendq_free(&s->resend);
 	free(s);
 	return 0;
 }

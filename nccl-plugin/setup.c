@@ -20,6 +20,7 @@
 
 #include "nccl-plugin/conn.h"
 #include "nccl-plugin/plog.h"
+#include "nccl-plugin/rejoin.h"
 
 #define FQN_PENDING_MAX 64
 #define FQN_GROUPS_MAX  8
@@ -33,6 +34,7 @@ struct fqn_pending {
 struct fqn_group {
 	uint64_t conn_id;
 	int nlanes, have;
+	int control;
 	size_t chunk_size;
 	struct fqn_lane *lanes[FQN_MAX_LANES];
 };
@@ -49,7 +51,10 @@ struct fqn_listen {
 
 struct fqn_connecting {
 	int nlanes;
+	int control; /* both ends in control mode */
 	uint64_t conn_id;
+	struct sockaddr_storage bind[FQN_MAX_LANES], rejoin[FQN_MAX_LANES];
+	int can_rejoin[FQN_MAX_LANES];
 	struct fqn_lane *lanes[FQN_MAX_LANES];
 	int ready[FQN_MAX_LANES];
 };
@@ -76,6 +81,7 @@ void fqn_hello_encode(const struct fqn_hello *h, uint8_t out[FQN_HELLO_SIZE])
 	put_le(out + 4, FQN_HELLO_VERSION, 2);
 	put_le(out + 6, h->lane, 2);
 	put_le(out + 8, h->nlanes, 2);
+	put_le(out + 10, h->flags, 2);
 	put_le(out + 12, h->chunk_size, 4);
 	put_le(out + 16, h->token, 8);
 	put_le(out + 24, h->conn_id, 8);
@@ -85,12 +91,15 @@ int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h)
 {
 	h->lane = (uint16_t)get_le(in + 6, 2);
 	h->nlanes = (uint16_t)get_le(in + 8, 2);
+	h->flags = (uint16_t)get_le(in + 10, 2);
 	h->chunk_size = (uint32_t)get_le(in + 12, 4);
 	h->token = get_le(in + 16, 8);
 	h->conn_id = get_le(in + 24, 8);
 	if (get_le(in, 4) != FQN_HELLO_MAGIC || get_le(in + 4, 2) != FQN_HELLO_VERSION)
 		return -EPROTO;
 	if (h->nlanes < 1 || h->nlanes > FQN_MAX_LANES || h->lane >= h->nlanes)
+		return -EPROTO;
+	if (h->flags & ~(FQN_HELLO_F_CONTROL | FQN_HELLO_F_REJOIN))
 		return -EPROTO;
 	if (h->chunk_size < 4096 || h->chunk_size > (64u << 20))
 		return -EPROTO;
@@ -141,8 +150,7 @@ static int handle_to_addr(const struct fqn_handle_addr *a, struct sockaddr_stora
 	return -EPROTO;
 }
 
-/* A listening socket on nic's address, ephemeral port. */
-static int listen_on(const struct fqn_nic *nic, struct sockaddr_storage *bound)
+int fqn_listen_on(const struct fqn_nic *nic, struct sockaddr_storage *bound)
 {
 	socklen_t len = sizeof(*bound);
 	int fd, rc, one = 1;
@@ -182,7 +190,7 @@ int fqn_listen(int dev, void *handle, struct fqn_listen **out)
 		const struct fqn_nic *nic = &fqn_g->nics[(dev + k) % n];
 		struct sockaddr_storage bound;
 		char abuf[64];
-		int fd = listen_on(nic, &bound);
+		int fd = fqn_listen_on(nic, &bound);
 
 		if (fd < 0) {
 			/* The requested device must work; other rails are a bonus. */
@@ -196,8 +204,12 @@ int fqn_listen(int dev, void *handle, struct fqn_listen **out)
 			continue;
 		}
 		addr_to_handle(&bound, &h->addr[l->nfds]);
+		if (fqn_g->cfg.control &&
+		    fqn_rejoin_port(fqn_g->rejoin, (dev + k) % n, &h->rejoin_port[l->nfds]) < 0)
+			h->rejoin_port[l->nfds] = 0; /* that rail's lanes fail over but cannot come back */
 		l->fds[l->nfds++] = fd;
 	}
+	h->flags = fqn_g->cfg.control ? FQN_HANDLE_F_CONTROL : 0;
 	h->magic = FQN_HANDLE_MAGIC;
 	h->naddr = (uint8_t)l->nfds;
 	h->token = l->token;
@@ -239,6 +251,11 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
 		return -ENOMEM;
 	st->nlanes = fqn_g->cfg.lanes;
 	st->conn_id = random64();
+	st->control = fqn_g->cfg.control && (h->flags & FQN_HANDLE_F_CONTROL);
+	if (fqn_g->cfg.control && !st->control)
+		FQN_WARN("connection %llx: the listener is not in control mode; this connection runs "
+			 "without failover",
+			 (unsigned long long)st->conn_id);
 	for (int i = 0; i < st->nlanes; i++) {
 		struct sockaddr_storage remote, local;
 		int nic;
@@ -249,9 +266,22 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
 		nic = pick_nic(dev, i, (struct sockaddr *)&remote);
 		if (nic >= 0)
 			memcpy(&local, &fqn_g->nics[nic].addr, sizeof(local)); /* port 0 */
+		if (st->control) {
+			if (nic >= 0)
+				memcpy(&st->bind[i], &local, sizeof(local));
+			memcpy(&st->rejoin[i], &remote, sizeof(remote));
+			/* the same address, the rejoin listener's port */
+			if (remote.ss_family == AF_INET)
+				((struct sockaddr_in *)&st->rejoin[i])->sin_port =
+				    h->rejoin_port[i % h->naddr];
+			else
+				((struct sockaddr_in6 *)&st->rejoin[i])->sin6_port =
+				    h->rejoin_port[i % h->naddr];
+			st->can_rejoin[i] = h->rejoin_port[i % h->naddr] != 0;
+		}
 		rc = fqn_lane_tcp_connect(nic >= 0 ? (struct sockaddr *)&local : NULL,
 					  (struct sockaddr *)&remote, fqn_g->cfg.sock_buf_bytes,
-					  &st->lanes[i]);
+					  st->control ? fqn_g->cfg.lane_timeout_ms : 0, &st->lanes[i]);
 		if (rc < 0) {
 			char abuf[64];
 			FQN_WARN("connect lane %d to %s: %s", i,
@@ -277,7 +307,11 @@ static int connect_poll(struct fqn_connecting *st, uint64_t token)
 
 	for (int i = 0; i < st->nlanes; i++) {
 		struct fqn_lane *l = st->lanes[i];
-		struct fqn_hello hello = {(uint16_t)i, (uint16_t)st->nlanes, (uint32_t)l->chunk_size, token,
+		struct fqn_hello hello = {(uint16_t)i,
+					  (uint16_t)st->nlanes,
+					  (uint16_t)(st->control ? FQN_HELLO_F_CONTROL : 0),
+					  (uint32_t)l->chunk_size,
+					  token,
 					  st->conn_id};
 		uint8_t buf[FQN_HELLO_SIZE];
 		int rc;
@@ -321,6 +355,17 @@ int fqn_connect(int dev, void *handle, struct fqn_send **out)
 	if (rc == 0)
 		rc = fqn_send_from_lanes(dev, h->stage->lanes, h->stage->nlanes, fqn_g->cfg.chunk_size,
 					 h->stage->conn_id, out);
+	if (rc == 0 && h->stage->control) {
+		rc = fqn_send_enable_control(*out, h->token, h->stage->bind, h->stage->rejoin,
+					     h->stage->can_rejoin);
+		if (rc < 0) {
+			fqn_close_send(*out); /* closes the lanes */
+			*out = NULL;
+			free(h->stage);
+			h->stage = NULL;
+			return rc;
+		}
+	}
 	if (rc == 0) {
 		free(h->stage); /* the lanes now belong to the comm */
 	} else {
@@ -371,10 +416,14 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h)
 	for (gi = 0; gi < FQN_GROUPS_MAX && !g; gi++)
 		if (!l->groups[gi].nlanes) {
 			g = &l->groups[gi];
-			*g = (struct fqn_group){
-			    .conn_id = h->conn_id, .nlanes = h->nlanes, .chunk_size = h->chunk_size};
+			*g = (struct fqn_group){.conn_id = h->conn_id,
+						.nlanes = h->nlanes,
+						.chunk_size = h->chunk_size,
+						.control = !!(h->flags & FQN_HELLO_F_CONTROL)};
 		}
-	if (!g || g->nlanes != h->nlanes || g->chunk_size != h->chunk_size || g->lanes[h->lane]) {
+	if (!g || g->nlanes != h->nlanes || g->chunk_size != h->chunk_size || g->lanes[h->lane] ||
+	    g->control != !!(h->flags & FQN_HELLO_F_CONTROL) || (h->flags & FQN_HELLO_F_REJOIN) ||
+	    (g->control && !fqn_g->cfg.control)) {
 		FQN_WARN(
 		    "listener on device %d: inconsistent or excess lane hello (connection %llx lane %u); "
 		    "dropping it",
@@ -382,7 +431,8 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h)
 		close(fd);
 		return -1;
 	}
-	if (fqn_lane_tcp_adopt(fd, fqn_g->cfg.sock_buf_bytes, &lane) < 0)
+	if (fqn_lane_tcp_adopt(fd, fqn_g->cfg.sock_buf_bytes, g->control ? fqn_g->cfg.lane_timeout_ms : 0,
+			       &lane) < 0)
 		return -1;
 	lane->index = h->lane;
 	lane->nic = l->dev;
@@ -438,6 +488,13 @@ int fqn_accept(struct fqn_listen *l, struct fqn_recv **out)
 	if (rc < 0)
 		for (int i = 0; i < g->nlanes; i++)
 			g->lanes[i]->ops->destroy(g->lanes[i]);
+	if (rc == 0 && g->control) {
+		rc = fqn_recv_enable_control(*out, l->token);
+		if (rc < 0) {
+			fqn_close_recv(*out);
+			*out = NULL;
+		}
+	}
 	memset(g, 0, sizeof(*g));
 	return rc;
 }

@@ -117,6 +117,21 @@ void fqn_lane_report_fill(Fabriciq__LaneReport *r, const struct fqn_lane_sample 
 	r->lane_kind = (char *)s->kind;
 }
 
+void fqn_failover_fill(Fabriciq__FailoverEvent *f, const struct fqn_lane_sample *s)
+{
+	fabriciq__failover_event__init(f);
+	f->from_lane = (uint32_t)s->lane;
+	f->to_lane = (uint32_t)(s->to_lane >= 0 ? s->to_lane : s->lane);
+	f->local_nic = (char *)s->nic;
+	f->remote_nic = (char *)s->peer; /* the far NIC's address: the plugin knows no names */
+	f->cause = (char *)s->cause;
+	f->time_ns = s->start_ns;
+	f->detect_ns = s->detect_ns;
+	f->bytes_resent = s->bytes_resent;
+	f->duration_ns = s->duration_ns;
+	f->failback = strcmp(s->cause, "failback") == 0;
+}
+
 static void agent_connect(struct fqn_telemetry *t)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -178,14 +193,22 @@ static int batch_add(uint8_t **batch, size_t *len, size_t *cap, const struct fqn
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__LaneReport r;
+	Fabriciq__FailoverEvent f;
 	uint8_t *frame;
 	size_t n;
 
-	fqn_lane_report_fill(&r, s);
 	env.version = FQ_PROTOCOL_VERSION;
-	env.sent_ns = s->end_ns;
-	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
-	env.lane = &r;
+	if (s->event) {
+		fqn_failover_fill(&f, s);
+		env.sent_ns = s->start_ns;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER;
+		env.failover = &f;
+	} else {
+		fqn_lane_report_fill(&r, s);
+		env.sent_ns = s->end_ns;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+		env.lane = &r;
+	}
 	if (fq_frame_encode(&env, FRAME_MAX, &frame, &n) < 0)
 		return -1;
 	if (*len + n > *cap) {

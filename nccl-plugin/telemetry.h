@@ -8,7 +8,8 @@
  * is full the sample is dropped and counted. One telemetry thread drains
  * the ring once per interval, computes the delay quantiles, and writes the
  * samples as framed fabriciq.Envelope{LaneReport}s (common/frame.h) to the
- * agent's unix socket, one non-blocking write per interval. Without an agent it says so once
+ * agent's unix socket, one non-blocking write per interval. Control mode's
+ * failover and failback events take the same ring as Envelope{failover}. Without an agent it says so once
  * at WARN, drops samples, and retries the connection every few seconds.
  */
 #ifndef FQN_TELEMETRY_H
@@ -20,8 +21,15 @@
 #include "nccl-plugin/lane.h"
 #include "proto/fabriciq.pb-c.h"
 
-/* One lane's interval, as the data path hands it over (plain data). */
+/* One lane's interval, as the data path hands it over (plain data); or,
+ * with event set, one failover or failback (control mode). */
 struct fqn_lane_sample {
+	int event;           /* 1: a FailoverEvent: lane, nic, peer, start_ns and the fields below */
+	char cause[16];      /* "socket-error", "no-progress", "path-down", "failback" */
+	int to_lane;         /* the lane that took the traffic (failback: the lane itself) */
+	int64_t detect_ns;   /* failure: how long it took to notice */
+	int64_t duration_ns; /* failover: until its chunks were resent; failback: time down */
+	uint64_t bytes_resent;
 	uint64_t conn_id;
 	int lane;
 	int is_send;
@@ -50,6 +58,10 @@ struct fqn_telemetry_counts {
 	int connected;
 };
 void fqn_telemetry_counts(struct fqn_telemetry *t, struct fqn_telemetry_counts *out);
+
+/* Pure: the FailoverEvent for an event sample (job, step and ranks are
+ * the agent's to fill). Strings point into s. */
+void fqn_failover_fill(Fabriciq__FailoverEvent *f, const struct fqn_lane_sample *s);
 
 /* Pure: the LaneReport for a sample. Strings point into s. */
 void fqn_lane_report_fill(Fabriciq__LaneReport *r, const struct fqn_lane_sample *s);

@@ -35,6 +35,7 @@ struct opts {
 	int dev, abi;
 	int json, check;
 	double timeout_s;
+	int timeline_ms; /* 0: off */
 };
 
 static const char *const coll_names[] = {"allreduce", "alltoall", "pingpong"};
@@ -56,6 +57,9 @@ static void usage(FILE *f)
 	    "  -d, --dev N              plugin device (default 0)\n"
 	    "      --abi N              use ncclNetPlugin_vN (default: the highest exported)\n"
 	    "      --timeout S          give up on a stuck transfer after S seconds (default 60)\n"
+	    "      --timeline MS        verify every timed iteration (receive buffer poisoned first) and\n"
+	    "                           print '# timeline T_S BUSBW_GBPS ITERS WRONG UNIX_S' every MS ms "
+	    "(rank 0)\n"
 	    "      --json               one JSON document instead of the table\n"
 	    "  -h, --help\n");
 }
@@ -123,17 +127,27 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		O_BOOT,
 		O_ABI,
 		O_JSON,
-		O_TIMEOUT
+		O_TIMEOUT,
+		O_TIMELINE
 	};
 	static const struct option lo[] = {
-	    {"plugin", 1, 0, 'p'},       {"coll", 1, 0, 'c'},
-	    {"minbytes", 1, 0, 'b'},     {"maxbytes", 1, 0, 'e'},
-	    {"stepfactor", 1, 0, 'f'},   {"iters", 1, 0, 'n'},
-	    {"warmup_iters", 1, 0, 'w'}, {"dev", 1, 0, 'd'},
-	    {"rank", 1, 0, O_RANK},      {"nranks", 1, 0, O_NRANKS},
-	    {"bootstrap", 1, 0, O_BOOT}, {"abi", 1, 0, O_ABI},
-	    {"json", 0, 0, O_JSON},      {"timeout", 1, 0, O_TIMEOUT},
-	    {"help", 0, 0, 'h'},         {0, 0, 0, 0},
+	    {"plugin", 1, 0, 'p'},
+	    {"coll", 1, 0, 'c'},
+	    {"minbytes", 1, 0, 'b'},
+	    {"maxbytes", 1, 0, 'e'},
+	    {"stepfactor", 1, 0, 'f'},
+	    {"iters", 1, 0, 'n'},
+	    {"warmup_iters", 1, 0, 'w'},
+	    {"dev", 1, 0, 'd'},
+	    {"rank", 1, 0, O_RANK},
+	    {"nranks", 1, 0, O_NRANKS},
+	    {"bootstrap", 1, 0, O_BOOT},
+	    {"abi", 1, 0, O_ABI},
+	    {"json", 0, 0, O_JSON},
+	    {"timeout", 1, 0, O_TIMEOUT},
+	    {"timeline", 1, 0, O_TIMELINE},
+	    {"help", 0, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	const char *env;
 	int c, t;
@@ -198,6 +212,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_JSON:
 			o->json = 1;
+			break;
+		case O_TIMELINE:
+			bad = parse_int(optarg, 10, 600000, &o->timeline_ms) < 0;
 			break;
 		case O_TIMEOUT:
 			bad = parse_int(optarg, 1, 3600, &t) < 0;
@@ -382,6 +399,48 @@ static size_t usable_bytes(const struct opts *o, size_t bytes)
 	return bytes / unit * unit;
 }
 
+static double bus_factor(const struct opts *o)
+{
+	int n = o->nranks;
+
+	return o->coll == COLL_ALLREDUCE  ? 2.0 * (n - 1) / n
+	       : o->coll == COLL_ALLTOALL ? (double)(n - 1) / n
+					  : 1;
+}
+
+/* The timed iterations with a verified result each (a stale buffer from
+ * the iteration before cannot pass) and a busbw line per interval. */
+static int run_timeline(struct mesh *m, const struct opts *o, struct bufs *b, size_t bytes, double t0,
+			long *wrong)
+{
+	double last = t0;
+	int done = 0, rc = 0;
+
+	for (int i = 0; i < o->iters && rc == 0; i++) {
+		double t;
+
+		memset(b->recv, 0xff, bytes);
+		rc = run_once(m, o, b, bytes);
+		if (rc == 0 && o->check)
+			*wrong += count_wrong(o, b, bytes);
+		done++;
+		t = now_s();
+		if (o->rank == 0 && (t - last >= o->timeline_ms / 1e3 || i == o->iters - 1)) {
+			double bw = (double)bytes * done / (t - last) / 1e9 * bus_factor(o);
+
+			struct timespec rt;
+
+			clock_gettime(CLOCK_REALTIME, &rt); /* to line up with events outside the run */
+			printf("# timeline %.3f %.4f %d %ld %.3f\n", t - t0, bw, done, *wrong,
+			       (double)rt.tv_sec + rt.tv_nsec / 1e9);
+			fflush(stdout);
+			last = t;
+			done = 0;
+		}
+	}
+	return rc;
+}
+
 static int bench(struct mesh *m, struct bootstrap *bs, const struct opts *o, struct bufs *b)
 {
 	double *times = malloc(sizeof(double) * (size_t)o->nranks);
@@ -400,7 +459,9 @@ static int bench(struct mesh *m, struct bootstrap *bs, const struct opts *o, str
 			rc = run_once(m, o, b, bytes);
 		bootstrap_barrier(bs);
 		t0 = now_s();
-		for (int i = 0; i < o->iters && rc == 0; i++)
+		if (o->timeline_ms)
+			rc = run_timeline(m, o, b, bytes, t0, &wrong);
+		for (int i = 0; i < o->iters && rc == 0 && !o->timeline_ms; i++)
 			rc = run_once(m, o, b, bytes);
 		t = (now_s() - t0) / o->iters * 1e6;
 		if (rc < 0) {
@@ -409,7 +470,7 @@ static int bench(struct mesh *m, struct bootstrap *bs, const struct opts *o, str
 		}
 		if (o->coll == COLL_PINGPONG)
 			t /= 2; /* half round trip */
-		wrong = o->check ? count_wrong(o, b, bytes) : 0;
+		wrong += o->check ? count_wrong(o, b, bytes) : 0;
 		bootstrap_allgather(bs, &t, times, sizeof(t));
 		bootstrap_allgather(bs, &wrong, wrongs, sizeof(wrong));
 		for (int r = 0; r < o->nranks; r++) {

@@ -33,6 +33,17 @@ int main(void)
 	is_str(c.agent_socket, "/run/fabriciq/agent-telemetry.sock", "default agent socket");
 	is_int(c.telemetry_interval_ms, 100, "default interval 100 ms");
 	is_str(c.ifaces, "", "autodetect by default");
+	ok(c.control == 0 && strcmp(c.mode, "monitor") == 0, "monitor mode by default");
+	is_int(c.lane_timeout_ms, 1000, "default lane timeout 1 s");
+	is_int(c.failover_grace_ms, 30000, "default failover grace 30 s");
+	is_str(c.path_page, "/run/fabriciq/paths", "default path page");
+	ok(load(&c, err,
+		(const char *const[]){"FABRICIQ_MODE", "control", "FABRICIQ_LANE_TIMEOUT_MS", "200",
+				      "FABRICIQ_FAILOVER_GRACE_MS", "5000", "FABRICIQ_PATH_PAGE", "/tmp/p",
+				      NULL}) == 0 &&
+	       c.control == 1 && c.lane_timeout_ms == 200 && c.failover_grace_ms == 5000 &&
+	       strcmp(c.path_page, "/tmp/p") == 0,
+	   "control mode, lane timeout, grace and path page are taken");
 
 	ok(load(&c, err,
 		(const char *const[]){"FABRICIQ_LANES", "4", "FABRICIQ_CHUNK_SIZE", "1M", "FABRICIQ_IFACES",
@@ -57,6 +68,14 @@ int main(void)
 	    {"FABRICIQ_TELEMETRY", "2"},
 	    {"FABRICIQ_TELEMETRY_INTERVAL_MS", "5"},
 	    {"FABRICIQ_AGENT_SOCKET", ""},
+	    {"FABRICIQ_MODE", "off"},
+	    {"FABRICIQ_MODE", "Control"},
+	    {"FABRICIQ_MODE", ""},
+	    {"FABRICIQ_LANE_TIMEOUT_MS", "10"},
+	    {"FABRICIQ_LANE_TIMEOUT_MS", "1s"},
+	    {"FABRICIQ_FAILOVER_GRACE_MS", "99"},
+	    {"FABRICIQ_FAILOVER_GRACE_MS", "3600001"},
+	    {"FABRICIQ_PATH_PAGE", ""},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *v[] = {bad[i][0], bad[i][1], NULL};

@@ -1,0 +1,168 @@
+/*
+ * failover: what the sending and receiving sides of a control-mode
+ * connection share: lane names and path keys, the path page check, the
+ * grace limit, failover/failback events (see conn.h).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/path_page.h"
+#include "nccl-plugin/conn.h"
+#include "nccl-plugin/plog.h"
+#include "nccl-plugin/telemetry.h"
+
+#define PATH_CHECK_NS  (5LL * 1000000)    /* path page reads: every 5 ms per comm at most */
+#define PATH_REOPEN_NS (2000LL * 1000000) /* no page yet: look again every 2 s */
+
+int64_t fqn_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* "a.b.c.d:port" -> a.b.c.d in network order; 0 if not IPv4. */
+static uint32_t ipv4_of(const char *addr)
+{
+	char buf[64];
+	char *colon;
+	struct in_addr a;
+
+	snprintf(buf, sizeof(buf), "%s", addr);
+	colon = strrchr(buf, ':');
+	if (colon)
+		*colon = '\0';
+	return inet_pton(AF_INET, buf, &a) == 1 ? a.s_addr : 0;
+}
+
+void fqn_ctl_lane_init(struct fqn_comm *c, int i)
+{
+	struct fqn_lane_ctl *lc = &c->lc[i];
+	struct fqn_lane *l = c->lanes[i];
+
+	uint32_t mine;
+
+	if (!l)
+		return;
+	/* the NIC that holds the lane's local address (an accepted lane's
+	 * device is the listener's, whatever rail it came in on) */
+	mine = ipv4_of(l->local);
+	for (int k = 0; fqn_g && mine && k < fqn_g->nnics; k++) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)&fqn_g->nics[k].addr;
+
+		if (a->sin_family == AF_INET && a->sin_addr.s_addr == mine)
+			l->nic = k;
+	}
+	snprintf(lc->nic, sizeof(lc->nic), "%s",
+		 fqn_g && l->nic >= 0 && l->nic < fqn_g->nnics ? fqn_g->nics[l->nic].name : "?");
+	memcpy(lc->local, l->local, sizeof(lc->local));
+	memcpy(lc->peer, l->peer, sizeof(lc->peer));
+	lc->remote_ipv4 = ipv4_of(l->peer);
+}
+
+int fqn_ctl_path_due(struct fqn_comm *c, int64_t now)
+{
+	if (now < c->next_path_ns)
+		return 0;
+	c->next_path_ns = now + PATH_CHECK_NS;
+	if (!fqn_g->paths && now >= __atomic_load_n(&fqn_g->paths_retry_ns, __ATOMIC_RELAXED)) {
+		struct fq_path_page_reader *r;
+
+		/* The agent may start after the job: open the page once it exists. */
+		__atomic_store_n(&fqn_g->paths_retry_ns, now + PATH_REOPEN_NS, __ATOMIC_RELAXED);
+		if (fq_path_page_reader_open(fqn_g->cfg.path_page, &r) == 0) {
+			struct fq_path_page_reader *none = NULL;
+
+			if (!__atomic_compare_exchange_n(&fqn_g->paths, &none, r, 0, __ATOMIC_ACQ_REL,
+							 __ATOMIC_ACQUIRE))
+				fq_path_page_reader_close(r);
+			else
+				FQN_INFO("path page %s: lanes follow the agent's path health",
+					 fqn_g->cfg.path_page);
+		}
+	}
+	return __atomic_load_n(&fqn_g->paths, __ATOMIC_ACQUIRE) != NULL;
+}
+
+int fqn_ctl_path_down(struct fqn_comm *c, int i)
+{
+	struct fq_path_page_reader *r = __atomic_load_n(&fqn_g->paths, __ATOMIC_ACQUIRE);
+	struct fq_path_entry e;
+
+	if (!r || !c->lc[i].remote_ipv4)
+		return 0;
+	if (fq_path_page_lookup(r, c->lc[i].nic, c->lc[i].remote_ipv4, &e) < 0)
+		return 0;
+	return e.state == FQ_PATH_STATE_DOWN;
+}
+
+void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *cause, int64_t detect_ns,
+		   uint64_t bytes_resent, int64_t duration_ns)
+{
+	struct fqn_lane_sample *s;
+	int sync;
+
+	if (!fqn_g || !fqn_g->telemetry)
+		return;
+	/* a sample is large (its histogram): once per failover, never per chunk */
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return;
+	s->event = 1;
+	s->conn_id = c->conn_id;
+	s->is_send = c->is_send;
+	s->lane = from_lane;
+	s->to_lane = to_lane;
+	snprintf(s->cause, sizeof(s->cause), "%s", cause);
+	memcpy(s->nic, c->lc[from_lane].nic, sizeof(s->nic));
+	memcpy(s->local, c->lc[from_lane].local, sizeof(s->local));
+	memcpy(s->peer, c->lc[from_lane].peer, sizeof(s->peer));
+	s->start_ns = fqn_clock_now(&sync);
+	s->synchronised = sync;
+	s->detect_ns = detect_ns;
+	s->bytes_resent = bytes_resent;
+	s->duration_ns = duration_ns;
+	fqn_telemetry_push(fqn_g->telemetry, s);
+	free(s);
+}
+
+int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now)
+{
+	int64_t grace = (int64_t)fqn_g->cfg.failover_grace_ms * 1000000;
+	char what[512];
+	int gone = 1;
+
+	for (int i = 0; i < c->nlanes; i++) {
+		int e = c->lc[i].last_err;
+
+		if (c->lc[i].state == FQN_LANE_UP) {
+			c->all_down_ns = 0;
+			return 0;
+		}
+		/* the receiver: the sender closed every lane (it parks failed
+		 * lanes, never closes them); the sender: every re-dial refused
+		 * (the peer's rejoin listener is gone with its process) */
+		gone &= c->is_send ? e == -ECONNREFUSED : e == -ECONNRESET;
+	}
+	if (!c->all_down_ns)
+		c->all_down_ns = now;
+	if (gone) {
+		snprintf(what, sizeof(what),
+			 "the peer closed or refused all %d lanes (%s %s %s): its process is gone", c->nlanes,
+			 c->lc[0].local, c->is_send ? "->" : "<-", c->lc[0].peer);
+		return fqn_comm_fail(c, 0, -ECONNRESET, what);
+	}
+	if (now - c->all_down_ns <= grace)
+		return 0;
+	snprintf(what, sizeof(what),
+		 "all %d lanes %s %s %s down for %lld ms (FABRICIQ_FAILOVER_GRACE_MS=%d; last cause: %s)",
+		 c->nlanes, c->lc[0].local, c->is_send ? "->" : "<-", c->lc[0].peer,
+		 (long long)((now - c->all_down_ns) / 1000000), fqn_g->cfg.failover_grace_ms,
+		 c->lc[0].cause ? c->lc[0].cause : "?");
+	return fqn_comm_fail(c, 0, -ENETUNREACH, what);
+}
