@@ -31,6 +31,7 @@ struct fqn_global {
 	struct fq_path_page_reader *paths; /* NULL: no agent page (yet) */
 	int64_t paths_retry_ns;            /* next attempt to open it */
 	struct fqn_rejoin *rejoin;         /* listeners for re-dialed lanes */
+	uint32_t rank1; /* this process's global rank + 1 (FABRICIQ_RANK, else SLURM_PROCID; 0: unknown) */
 };
 
 /* Valid between the first fqn_init and the last fqn_fini. */
@@ -67,14 +68,15 @@ struct fqn_handle {
 	/* control mode: where a failed lane to addr[k] re-dials (network
 	 * order, same address; 0: none); after stage, which stays at byte 96 */
 	uint16_t rejoin_port[FQN_HANDLE_ADDRS];
+	uint32_t rank1; /* the listener's global rank + 1 (0: unknown), so lanes name both ranks */
 };
 
 _Static_assert(sizeof(struct fqn_handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle must fit NCCL's");
 
 /* First bytes on every lane, connector to listener (little-endian). */
 #define FQN_HELLO_MAGIC   0x4c485146u /* "FQHL" */
-#define FQN_HELLO_VERSION 1
-#define FQN_HELLO_SIZE    32
+#define FQN_HELLO_VERSION 2
+#define FQN_HELLO_SIZE    36
 
 #define FQN_HELLO_F_CONTROL 0x01u /* receiver acks, sender fails over */
 #define FQN_HELLO_F_REJOIN  0x02u /* a failed lane of an existing connection */
@@ -85,6 +87,7 @@ struct fqn_hello {
 	uint32_t chunk_size;
 	uint64_t token;
 	uint64_t conn_id;
+	uint32_t rank1; /* the connector's global rank + 1 (0: unknown) */
 };
 
 /* A non-blocking listening socket on nic's address, ephemeral port: the fd
@@ -161,6 +164,7 @@ struct fqn_comm {
 	int64_t all_down_ns;  /* when the last lane went down; 0: some lane is up */
 	int64_t next_path_ns; /* next path page check */
 	uint64_t failovers, failbacks;
+	uint32_t peer_rank1; /* the other end's global rank + 1 (0: unknown) */
 };
 
 struct fqn_req {
@@ -229,5 +233,8 @@ int fqn_send_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chu
 			struct fqn_send **out);
 int fqn_recv_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,
 			struct fqn_recv **out);
+/* The other end's global rank (+1; 0: unknown), for telemetry. */
+void fqn_send_set_peer_rank(struct fqn_send *s, uint32_t rank1);
+void fqn_recv_set_peer_rank(struct fqn_recv *r, uint32_t rank1);
 
 #endif /* FQN_CONN_H */

@@ -37,6 +37,7 @@ static const struct fqn_env_var fqn_env_vars[] = {
     {"FABRICIQ_LANE_TIMEOUT_MS", FQN_ENV_INT, "1000", 50, 600000, OFF(lane_timeout_ms)},
     {"FABRICIQ_FAILOVER_GRACE_MS", FQN_ENV_INT, "30000", 100, 3600000, OFF(failover_grace_ms)},
     {"FABRICIQ_PATH_PAGE", FQN_ENV_STR, "/run/fabriciq/paths", 1, FQN_PATH_MAX, OFF(path_page)},
+    {"FABRICIQ_RANK", FQN_ENV_STR, "", 0, 16, OFF(rank)},
 };
 
 int fqn_parse_size(const char *s, unsigned long long *out)
@@ -137,5 +138,9 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 		return -EINVAL;
 	}
 	cfg->control = strcmp(cfg->mode, "control") == 0;
+	if (*cfg->rank && (strspn(cfg->rank, "0123456789") != strlen(cfg->rank) || strlen(cfg->rank) > 9)) {
+		snprintf(err, errlen, "FABRICIQ_RANK='%s': must be a rank (0 to 999999999)", cfg->rank);
+		return -EINVAL;
+	}
 	return 0;
 }

@@ -26,6 +26,7 @@ struct fqn_config {
 	int telemetry_interval_ms;       /* FABRICIQ_TELEMETRY_INTERVAL_MS, 10..60000, default 100 */
 	int sock_buf_bytes;              /* FABRICIQ_SOCKET_BUFFER, 0 (kernel) .. 256 MiB, default 4 MiB */
 	char mode[16];                   /* FABRICIQ_MODE, "monitor" (default) or "control" */
+	char rank[16];                   /* FABRICIQ_RANK: this process's global rank ("" unknown) */
 	int control;                     /* mode is "control": acks, failover, failback */
 	int lane_timeout_ms;             /* FABRICIQ_LANE_TIMEOUT_MS, 50..600000, default 1000 */
 	int failover_grace_ms;           /* FABRICIQ_FAILOVER_GRACE_MS, 100..3600000, default 30000 */

@@ -116,6 +116,8 @@ void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *c
 	s->event = 1;
 	s->conn_id = c->conn_id;
 	s->is_send = c->is_send;
+	s->rank1 = fqn_g->rank1;
+	s->peer_rank1 = c->peer_rank1;
 	s->lane = from_lane;
 	s->to_lane = to_lane;
 	snprintf(s->cause, sizeof(s->cause), "%s", cause);

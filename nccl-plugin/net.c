@@ -67,6 +67,16 @@ static int init_once(struct fqn_global *g)
 		FQN_WARN("bad environment: %s; see libnccl-net-fabriciq(7)", err);
 		return rc;
 	}
+	/* our rank, for telemetry that names both ends of a lane: the SPANK
+	 * plugin's FABRICIQ_RANK, else Slurm's (a launcher without either
+	 * leaves it unknown) */
+	{
+		const char *r = *g->cfg.rank ? g->cfg.rank : getenv("SLURM_PROCID");
+		char *end;
+		unsigned long v = r && *r ? strtoul(r, &end, 10) : 0;
+
+		g->rank1 = r && *r && !*end && v < 1000000000 ? (uint32_t)v + 1 : 0;
+	}
 	rc = fqn_nics_discover(g->cfg.ifaces, g->nics, &g->nnics, err, sizeof(err));
 	if (rc < 0) {
 		FQN_WARN("%s", err);
@@ -220,6 +230,8 @@ void fqn_comm_tick(struct fqn_comm *c, int i, int64_t now, int force)
 	s.conn_id = c->conn_id;
 	s.lane = i;
 	s.is_send = c->is_send;
+	s.rank1 = fqn_g->rank1;
+	s.peer_rank1 = c->peer_rank1;
 	s.synchronised = !st->unsync;
 	snprintf(s.kind, sizeof(s.kind), "%s", l->ops->kind);
 	snprintf(s.nic, sizeof(s.nic), "%s",

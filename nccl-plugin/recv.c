@@ -88,6 +88,11 @@ int fqn_recv_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chu
 	return 0;
 }
 
+void fqn_recv_set_peer_rank(struct fqn_recv *r, uint32_t rank1)
+{
+	r->c.peer_rank1 = rank1;
+}
+
 static int recv_bad(struct fqn_recv *r, int i, const char *why)
 {
 	char what[160];

@@ -76,6 +76,11 @@ int fqn_send_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chu
 	return 0;
 }
 
+void fqn_send_set_peer_rank(struct fqn_send *s, uint32_t rank1)
+{
+	s->c.peer_rank1 = rank1;
+}
+
 /* Offer chunks to lane i until it is busy or nothing is left to send. */
 static int send_fill_lane(struct fqn_send *s, int i)
 {
@@ -290,7 +295,8 @@ static void ctl_redial(struct fqn_send *s, int i, int64_t now)
 				      FQN_HELLO_F_CONTROL | FQN_HELLO_F_REJOIN,
 				      (uint32_t)s->c.chunk_size,
 				      s->c.token,
-				      s->c.conn_id};
+				      s->c.conn_id,
+				      fqn_g->rank1};
 		uint8_t buf[FQN_HELLO_SIZE];
 
 		rc = l->ops->poll_connected(l);

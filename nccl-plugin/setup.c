@@ -36,6 +36,7 @@ struct fqn_group {
 	int nlanes, have;
 	int control;
 	size_t chunk_size;
+	uint32_t rank1; /* the connector's rank + 1 */
 	struct fqn_lane *lanes[FQN_MAX_LANES];
 };
 
@@ -85,6 +86,7 @@ void fqn_hello_encode(const struct fqn_hello *h, uint8_t out[FQN_HELLO_SIZE])
 	put_le(out + 12, h->chunk_size, 4);
 	put_le(out + 16, h->token, 8);
 	put_le(out + 24, h->conn_id, 8);
+	put_le(out + 32, h->rank1, 4);
 }
 
 int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h)
@@ -95,6 +97,7 @@ int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h)
 	h->chunk_size = (uint32_t)get_le(in + 12, 4);
 	h->token = get_le(in + 16, 8);
 	h->conn_id = get_le(in + 24, 8);
+	h->rank1 = (uint32_t)get_le(in + 32, 4);
 	if (get_le(in, 4) != FQN_HELLO_MAGIC || get_le(in + 4, 2) != FQN_HELLO_VERSION)
 		return -EPROTO;
 	if (h->nlanes < 1 || h->nlanes > FQN_MAX_LANES || h->lane >= h->nlanes)
@@ -213,6 +216,7 @@ int fqn_listen(int dev, void *handle, struct fqn_listen **out)
 	h->magic = FQN_HANDLE_MAGIC;
 	h->naddr = (uint8_t)l->nfds;
 	h->token = l->token;
+	h->rank1 = fqn_g->rank1;
 	h->stage = NULL;
 	*out = l;
 	return 0;
@@ -312,7 +316,8 @@ static int connect_poll(struct fqn_connecting *st, uint64_t token)
 					  (uint16_t)(st->control ? FQN_HELLO_F_CONTROL : 0),
 					  (uint32_t)l->chunk_size,
 					  token,
-					  st->conn_id};
+					  st->conn_id,
+					  fqn_g->rank1};
 		uint8_t buf[FQN_HELLO_SIZE];
 		int rc;
 
@@ -367,6 +372,7 @@ int fqn_connect(int dev, void *handle, struct fqn_send **out)
 		}
 	}
 	if (rc == 0) {
+		fqn_send_set_peer_rank(*out, h->rank1);
 		free(h->stage); /* the lanes now belong to the comm */
 	} else {
 		connecting_free(h->stage);
@@ -408,6 +414,7 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h)
 {
 	struct fqn_group *g = NULL;
 	struct fqn_lane *lane;
+
 	int gi;
 
 	for (gi = 0; gi < FQN_GROUPS_MAX && !g; gi++)
@@ -419,7 +426,8 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h)
 			*g = (struct fqn_group){.conn_id = h->conn_id,
 						.nlanes = h->nlanes,
 						.chunk_size = h->chunk_size,
-						.control = !!(h->flags & FQN_HELLO_F_CONTROL)};
+						.control = !!(h->flags & FQN_HELLO_F_CONTROL),
+						.rank1 = h->rank1};
 		}
 	if (!g || g->nlanes != h->nlanes || g->chunk_size != h->chunk_size || g->lanes[h->lane] ||
 	    g->control != !!(h->flags & FQN_HELLO_F_CONTROL) || (h->flags & FQN_HELLO_F_REJOIN) ||
@@ -488,6 +496,8 @@ int fqn_accept(struct fqn_listen *l, struct fqn_recv **out)
 	if (rc < 0)
 		for (int i = 0; i < g->nlanes; i++)
 			g->lanes[i]->ops->destroy(g->lanes[i]);
+	if (rc == 0)
+		fqn_recv_set_peer_rank(*out, g->rank1);
 	if (rc == 0 && g->control) {
 		rc = fqn_recv_enable_control(*out, l->token);
 		if (rc < 0) {

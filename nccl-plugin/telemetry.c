@@ -97,6 +97,15 @@ void fqn_lane_report_fill(Fabriciq__LaneReport *r, const struct fqn_lane_sample 
 	r->lane = (uint32_t)s->lane;
 	r->local_nic = (char *)s->nic;
 	r->is_send = s->is_send != 0;
+	/* src is the sending rank, dst the receiving one; unknown stays 0 (the
+	 * agent sets this end's from SO_PEERCRED anyway) */
+	if (s->is_send) {
+		r->src_rank = s->rank1 ? s->rank1 - 1 : 0;
+		r->dst_rank = s->peer_rank1 ? s->peer_rank1 - 1 : 0;
+	} else {
+		r->src_rank = s->peer_rank1 ? s->peer_rank1 - 1 : 0;
+		r->dst_rank = s->rank1 ? s->rank1 - 1 : 0;
+	}
 	r->local_address = (char *)s->local;
 	r->remote_address = (char *)s->peer; /* the agent names the remote node and NIC */
 	r->interval_start_ns = s->start_ns;
@@ -130,6 +139,8 @@ void fqn_failover_fill(Fabriciq__FailoverEvent *f, const struct fqn_lane_sample 
 	f->bytes_resent = s->bytes_resent;
 	f->duration_ns = s->duration_ns;
 	f->failback = strcmp(s->cause, "failback") == 0;
+	f->src_rank = s->rank1 ? s->rank1 - 1 : 0;
+	f->dst_rank = s->peer_rank1 ? s->peer_rank1 - 1 : 0;
 }
 
 static void agent_connect(struct fqn_telemetry *t)

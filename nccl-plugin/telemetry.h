@@ -33,7 +33,8 @@ struct fqn_lane_sample {
 	uint64_t conn_id;
 	int lane;
 	int is_send;
-	int synchronised; /* every stamp of the interval was global */
+	uint32_t rank1, peer_rank1; /* this end's and the other end's rank + 1 (0: unknown) */
+	int synchronised;           /* every stamp of the interval was global */
 	char kind[8];
 	char nic[16];
 	char local[64], peer[64];

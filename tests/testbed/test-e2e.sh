@@ -14,7 +14,7 @@ SPANK_SO=$B/spank/.libs/spank_fabriciq.so
 CTL=$B/controller/fabriciq-controller
 FQCLI=$B/controller/fabriciq
 for f in "$CB" "$SPANK_SO" "$CTL" "$FQCLI"; do [ -e "$f" ] || skip_all "$f not built"; done
-plan 27
+plan 28
 tb_setup e2e
 S=$FQTB_STATE
 psql_ctl() { tb exec ctl psql -h 198.18.0.1 -U postgres -d fabriciq -tAX -c "$1"; }
@@ -60,6 +60,13 @@ n=$(psql_ctl "select count(*) from fabriciq.link_events where node <> 'n2' and r
 [ "${n:-0}" -ge 3 ]; ok $? "rail1 of n2 cut: $n down events stored" || diag "$(psql_ctl 'select * from fabriciq.link_events limit 5')"
 n=$(psql_ctl "select count(*) from fabriciq.lane_windows where job_id = ${job:-0} and src_nic not like 'rail%'")
 is "$n" 0 "job $job: every lane on a rail (the plugstack's ifaces=)"
+# both ends of every lane: the sending and receiving ranks, each on its node
+n=$(psql_ctl "select count(*) from fabriciq.lane_windows l
+	left join fabriciq.ranks s on s.job_id = l.job_id and s.step_id = l.step_id and s.rank = l.src_rank
+	left join fabriciq.ranks d on d.job_id = l.job_id and d.step_id = l.step_id and d.rank = l.dst_rank
+	where l.job_id = ${job:-0} and (s.node is distinct from l.src_node or d.node is distinct from l.dst_node
+	or l.src_rank = l.dst_rank)")
+is "$n" 0 "job $job: every lane window names its sending and receiving ranks, each on its own node"
 out=$(tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 job "$job" 2>&1)
 grep -q "n4" <<<"$out"; ok $? "fabriciq job $job: the report names the ranks' nodes" || diag "$out"
 
