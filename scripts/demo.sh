@@ -88,13 +88,13 @@ id2=$(awk '/^job / { print $2; exit }' "$S/job2.out")
 sleep 3 # the last reports reach the controller
 
 step "fabriciq job $id1: the report"
-fq job "$id1"
+fq job "$id1" --bucket 5 --lanes 8
 step "fabriciq job $id2"
-fq job "$id2" | head -20
+fq job "$id2" --bucket 5 --lanes 4 | head -24
 step "fabriciq links: the flapping link"
 fq links
-step "fabriciq anomalies"
-fq anomalies
+step "fabriciq anomalies (the flapping NIC, NIC-level downs and the lane outliers; all: fabriciq anomalies)"
+fq anomalies --limit 500 | grep -E '^ *ID |flapping|link_down +critical|lane_outlier' | head -20
 step "fabriciq hints: what to drain"
 fq hints
 step "clock accuracy now, against the testbed's truth"
