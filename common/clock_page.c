@@ -9,6 +9,8 @@
 
 #include "common/clock_page.h"
 
+#include "common/shm_page.h"
+
 struct fq_clock_page_layout {
 	uint32_t magic;
 	uint32_t version;
@@ -51,28 +53,17 @@ int64_t fq_clock_model_global(const struct fq_clock_model *m, int64_t local_ns)
 
 int fq_clock_page_writer_open(const char *path, struct fq_clock_page_writer **out)
 {
-	struct fq_clock_page_writer *w;
+	struct fq_clock_page_writer *w = calloc(1, sizeof(*w));
 	void *p;
-	int fd, rc;
+	int rc;
 
-	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto err_free;
+	rc = fq_shm_page_create(path, FQ_CLOCK_PAGE_SIZE, &p);
+	if (rc < 0) {
+		free(w);
+		return rc;
 	}
-	if (ftruncate(fd, FQ_CLOCK_PAGE_SIZE) < 0) {
-		rc = -errno;
-		goto err_close;
-	}
-	p = mmap(NULL, FQ_CLOCK_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		goto err_close;
-	}
-	close(fd);
 	w->page = p;
 	STORE(w->page->seq, LOAD(w->page->seq) | 1); /* readers retry while we set the header */
 	w->page->clock_id = CLOCK_MONOTONIC_RAW;
@@ -80,12 +71,6 @@ int fq_clock_page_writer_open(const char *path, struct fq_clock_page_writer **ou
 	__atomic_store_n(&w->page->magic, FQ_CLOCK_PAGE_MAGIC, __ATOMIC_RELEASE);
 	*out = w;
 	return 0;
-
-err_close:
-	close(fd);
-err_free:
-	free(w);
-	return rc;
 }
 
 void fq_clock_page_publish(struct fq_clock_page_writer *w, const struct fq_clock_model *m)
@@ -115,33 +100,17 @@ void fq_clock_page_writer_close(struct fq_clock_page_writer *w)
 
 int fq_clock_page_reader_open(const char *path, struct fq_clock_page_reader **out)
 {
-	struct fq_clock_page_reader *r;
-	struct stat st;
-	void *p;
-	int fd, rc;
+	struct fq_clock_page_reader *r = calloc(1, sizeof(*r));
+	const void *p;
+	int rc;
 
-	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		goto err_free;
+	rc = fq_shm_page_open(path, FQ_CLOCK_PAGE_SIZE, &p);
+	if (rc < 0) {
+		free(r);
+		return rc;
 	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto err_close;
-	}
-	if (st.st_size != FQ_CLOCK_PAGE_SIZE) {
-		rc = -EPROTO;
-		goto err_close;
-	}
-	p = mmap(NULL, FQ_CLOCK_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		goto err_close;
-	}
-	close(fd);
 	r->page = p;
 	if (__atomic_load_n(&r->page->magic, __ATOMIC_ACQUIRE) != FQ_CLOCK_PAGE_MAGIC ||
 	    r->page->version != FQ_CLOCK_PAGE_VERSION) {
@@ -150,12 +119,6 @@ int fq_clock_page_reader_open(const char *path, struct fq_clock_page_reader **ou
 	}
 	*out = r;
 	return 0;
-
-err_close:
-	close(fd);
-err_free:
-	free(r);
-	return rc;
 }
 
 int fq_clock_page_read(struct fq_clock_page_reader *r, int64_t now_local_ns, struct fq_clock_model *m)

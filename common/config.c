@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FQ_CFG_MAX_LINE 4096
 
@@ -580,4 +581,30 @@ void fq_cfg_free(const struct fq_cfg_schema *s, void *cfg)
 			*field = NULL;
 		}
 	}
+}
+
+int fq_cfg_load_all(const struct fq_cfg_schema *s, void *cfg, const char *path, char **sets, int nsets,
+		    char *err, size_t errlen)
+{
+	int rc = fq_cfg_defaults(s, cfg, err, errlen);
+
+	if (rc == 0 && (access(path, F_OK) == 0 || strcmp(path, FQ_CONFIG_PATH) != 0))
+		rc = fq_cfg_load(s, cfg, path, err, errlen);
+	if (rc < 0)
+		return -EINVAL;
+	for (int i = 0; i < nsets; i++) {
+		char *eq = strchr(sets[i], '=');
+		char why[400];
+
+		if (!eq) {
+			snprintf(err, errlen, "--set %s: expected KEY=VALUE", sets[i]);
+			return -EINVAL;
+		}
+		*eq = '\0';
+		if (fq_cfg_set(s, cfg, sets[i], eq + 1, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "--set: %s", why);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }

@@ -82,6 +82,13 @@ int fq_cfg_load_string(const struct fq_cfg_schema *s, void *cfg, const char *nam
 int fq_cfg_set(const struct fq_cfg_schema *s, void *cfg, const char *key, const char *value, char *err,
 	       size_t errlen);
 
+/* What a daemon's command line asks: defaults, then the file at path (a
+ * missing FQ_CONFIG_PATH is fine: defaults only; any other missing file is
+ * an error), then each "KEY=VALUE" of sets (edited in place). Returns 0, or
+ * -EINVAL with err saying which step failed and why. */
+int fq_cfg_load_all(const struct fq_cfg_schema *s, void *cfg, const char *path, char **sets, int nsets,
+		    char *err, size_t errlen);
+
 /* --help text: one block per option, with type, default and range. */
 void fq_cfg_print_help(const struct fq_cfg_schema *s, FILE *out);
 

@@ -1,6 +1,8 @@
 /* path_page: seqlock-published path health (see path_page.h). */
 #include "common/path_page.h"
 
+#include "common/shm_page.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -44,25 +46,15 @@ int fq_path_page_writer_open(const char *path, struct fq_path_page_writer **out)
 {
 	struct fq_path_page_writer *w = calloc(1, sizeof(*w));
 	void *p;
-	int fd, rc;
+	int rc;
 
 	if (!w)
 		return -ENOMEM;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto err_free;
+	rc = fq_shm_page_create(path, FQ_PATH_PAGE_SIZE, &p);
+	if (rc < 0) {
+		free(w);
+		return rc;
 	}
-	if (ftruncate(fd, FQ_PATH_PAGE_SIZE) < 0) {
-		rc = -errno;
-		goto err_close;
-	}
-	p = mmap(NULL, FQ_PATH_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		goto err_close;
-	}
-	close(fd);
 	w->page = p;
 	__atomic_store_n(&w->page->seq, __atomic_load_n(&w->page->seq, __ATOMIC_RELAXED) | 1,
 			 __ATOMIC_RELAXED);
@@ -72,12 +64,6 @@ int fq_path_page_writer_open(const char *path, struct fq_path_page_writer **out)
 	__atomic_store_n(&w->page->seq, (w->page->seq | 1) + 1, __ATOMIC_RELEASE);
 	*out = w;
 	return 0;
-
-err_close:
-	close(fd);
-err_free:
-	free(w);
-	return rc;
 }
 
 void fq_path_page_publish(struct fq_path_page_writer *w, const struct fq_path_entry *e, size_t n,
@@ -108,31 +94,16 @@ void fq_path_page_writer_close(struct fq_path_page_writer *w)
 int fq_path_page_reader_open(const char *path, struct fq_path_page_reader **out)
 {
 	struct fq_path_page_reader *r = calloc(1, sizeof(*r));
-	struct stat st;
-	void *p;
-	int fd, rc;
+	const void *p;
+	int rc;
 
 	if (!r)
 		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		goto err_free;
+	rc = fq_shm_page_open(path, FQ_PATH_PAGE_SIZE, &p);
+	if (rc < 0) {
+		free(r);
+		return rc;
 	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto err_close;
-	}
-	if (st.st_size != FQ_PATH_PAGE_SIZE) {
-		rc = -EPROTO;
-		goto err_close;
-	}
-	p = mmap(NULL, FQ_PATH_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		goto err_close;
-	}
-	close(fd);
 	r->page = p;
 	if (__atomic_load_n(&r->page->magic, __ATOMIC_ACQUIRE) != FQ_PATH_PAGE_MAGIC ||
 	    r->page->version != FQ_PATH_PAGE_VERSION) {
@@ -141,12 +112,6 @@ int fq_path_page_reader_open(const char *path, struct fq_path_page_reader **out)
 	}
 	*out = r;
 	return 0;
-
-err_close:
-	close(fd);
-err_free:
-	free(r);
-	return rc;
 }
 
 int fq_path_page_lookup(struct fq_path_page_reader *r, const char *local_nic, uint32_t remote_ipv4,

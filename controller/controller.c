@@ -912,24 +912,9 @@ static int load_config(struct ctl *c, const char *path, char **sets, int nsets)
 {
 	char err[512];
 
-	if (fq_cfg_defaults(&ctl_schema, &c->cfg, err, sizeof(err)) < 0 ||
-	    (access(path, F_OK) == 0 || strcmp(path, FQ_CONFIG_PATH) != 0
-		 ? fq_cfg_load(&ctl_schema, &c->cfg, path, err, sizeof(err))
-		 : 0) < 0) {
+	if (fq_cfg_load_all(&ctl_schema, &c->cfg, path, sets, nsets, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fabriciq-controller: %s\n", err);
 		return -EINVAL;
-	}
-	for (int i = 0; i < nsets; i++) {
-		char *eq = strchr(sets[i], '=');
-		if (!eq) {
-			fprintf(stderr, "fabriciq-controller: --set %s: expected KEY=VALUE\n", sets[i]);
-			return -EINVAL;
-		}
-		*eq = '\0';
-		if (fq_cfg_set(&ctl_schema, &c->cfg, sets[i], eq + 1, err, sizeof(err)) < 0) {
-			fprintf(stderr, "fabriciq-controller: --set: %s\n", err);
-			return -EINVAL;
-		}
 	}
 	return 0;
 }

@@ -520,24 +520,9 @@ int main(int argc, char **argv)
 	fq_log_init("fabriciq-agent", FQ_LOG_INFO, FQ_LOG_STDERR);
 
 	/* configuration: defaults, file, overrides */
-	if (fq_cfg_defaults(&agent_schema, &a.cfg, err, sizeof(err)) < 0 ||
-	    (access(config, F_OK) == 0 || strcmp(config, FQ_CONFIG_PATH) != 0
-		 ? fq_cfg_load(&agent_schema, &a.cfg, config, err, sizeof(err))
-		 : 0) < 0) {
+	if (fq_cfg_load_all(&agent_schema, &a.cfg, config, sets, nsets, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fabriciq-agent: %s\n", err);
 		goto out;
-	}
-	for (int i = 0; i < nsets; i++) {
-		char *eq = strchr(sets[i], '=');
-		if (!eq) {
-			fprintf(stderr, "fabriciq-agent: --set %s: expected KEY=VALUE\n", sets[i]);
-			goto out;
-		}
-		*eq = '\0';
-		if (fq_cfg_set(&agent_schema, &a.cfg, sets[i], eq + 1, err, sizeof(err)) < 0) {
-			fprintf(stderr, "fabriciq-agent: --set: %s\n", err);
-			goto out;
-		}
 	}
 	if (status) {
 		rc = print_status(a.cfg.status_file, json);
