@@ -22,6 +22,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "slurmd-agent/agent.h"
+#include "slurmd-agent/nics.h"
 
 #define AGENT_VERSION PACKAGE_VERSION
 
@@ -35,7 +36,8 @@ static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL}
 static const struct fq_cfg_option agent_options[] = {
     OPT("node", FQ_CFG_STRING, node, NULL, 0, 0, NULL, "this node's name (default: the host name)"),
     OPT("nics", FQ_CFG_STRING, nics, NULL, 0, 0, NULL,
-	"back-end NICs to probe from, comma-separated, rail order (e.g. rail0,rail1)"),
+	"back-end NICs to probe from, comma-separated, rail order (e.g. rail0,rail1); default: discovered "
+	"(RDMA netdevs, else every IPv4 interface but the loopback and the front-end one)"),
     OPT("peers", FQ_CFG_STRING, peers, "", 0, 0, NULL,
 	"static peers, comma-separated NODE:NIC@IPV4 (probed from the local NIC of the same name), "
 	"in addition to those the controller assigns"),
@@ -359,6 +361,44 @@ static void read_boot_id(struct agent *a)
 	a->boot_id[strcspn(a->boot_id, "\n")] = '\0';
 }
 
+/*
+ * agent.nics unset: the back-end NICs are discovered. The front-end NIC
+ * (excluded) is the one that reaches the controller, or without a
+ * controller the one of the default route.
+ */
+static int discover_nics(struct agent *a)
+{
+	char names[AGENT_MAX_NICS][FQ_NIC_NAME_MAX], frontend[FQ_NIC_NAME_MAX] = "", host[256],
+						     list[512] = "";
+	int n;
+
+	if (*a->cfg.controller) {
+		snprintf(host, sizeof(host), "%s", a->cfg.controller);
+		host[strcspn(host, ":")] = '\0';
+		fq_nics_route_iface(host, frontend);
+	} else {
+		fq_nics_default_iface(frontend);
+	}
+	n = fq_nics_discover("/sys", frontend, names, AGENT_MAX_NICS);
+	if (n <= 0) {
+		fprintf(stderr, "fabriciq-agent: agent.nics is not set and no back-end NIC was found%s%s\n",
+			*frontend ? " besides the front-end " : "", frontend);
+		return -ENODEV;
+	}
+	for (int i = 0; i < n; i++) {
+		strncat(list, names[i], sizeof(list) - strlen(list) - 2);
+		if (i + 1 < n)
+			strcat(list, ",");
+	}
+	free(a->cfg.nics);
+	a->cfg.nics = strdup(list);
+	if (!a->cfg.nics)
+		return -ENOMEM;
+	fq_info("back-end NICs discovered: %s; front-end (not probed): %s", list,
+		*frontend ? frontend : "none");
+	return 0;
+}
+
 /* RUN_DIR/NAME unless the setting gives the path. */
 static int derive_path(char *out, size_t len, const char *set, const char *run_dir, const char *name)
 {
@@ -538,10 +578,8 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	if (!a.cfg.nics || !*a.cfg.nics) {
-		fprintf(stderr, "fabriciq-agent: agent.nics is not set (the back-end NICs to probe from)\n");
+	if ((!a.cfg.nics || !*a.cfg.nics) && discover_nics(&a) < 0)
 		goto out;
-	}
 	if (a.cfg.window / a.cfg.bucket > 256) {
 		fprintf(stderr, "fabriciq-agent: agent.window / agent.bucket must be at most 256\n");
 		goto out;

@@ -13,7 +13,7 @@ CTL=$B/controller/fabriciq-controller
 AGENT=$B/slurmd-agent/fabriciq-agent
 for f in "$CTL" "$AGENT"; do [ -x "$f" ] || skip_all "$f not built"; done
 OUTAGE=${FQ_UPLINK_OUTAGE_S:-30}
-plan 7
+plan 8
 tb_setup up
 S=$FQTB_STATE
 psql_ctl() { tb exec ctl psql -h 198.18.0.1 -U postgres -d fabriciq -tAX -c "$1"; }
@@ -74,3 +74,12 @@ want=$(((t1 - t0 - 4) * 4))
 dups=$(psql_ctl "select count(*) from (select 1 from fabriciq.probe_windows group by src_node, src_nic,
 	dst_node, dst_nic, window_start having count(*) > 1) d")
 is "$dups" 0 "no window stored twice"
+
+# without agent.nics the agent finds the rails itself, and leaves out the
+# front-end NIC (the one that reaches the controller)
+mkdir -p "$S/disc"
+out=$(tb exec n3 timeout 2 "$AGENT" -c /dev/null -s node=n3 -s port=7199 -s controller=198.18.0.1:7100 \
+	-s "munge_socket=$S/munge/munge.socket" -s "run_dir=$S/disc" -s "spool_dir=$S/disc/spool" \
+	-s "status_file=$S/disc/status.json" 2>&1)
+grep -q "back-end NICs discovered: rail0,rail1; front-end (not probed): eth0" <<<"$out"
+ok $? "NIC discovery: rail0,rail1, not the front-end eth0" || diag "$out"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/frame.h"
+#include "slurmd-agent/nics.h"
 #include "slurmd-agent/spool.h"
 #include "slurmd-agent/steps.h"
 #include "slurmd-agent/timeline.h"
@@ -267,9 +268,44 @@ static void test_timeline(void)
 	ok(m.valid_until_ns > t, "a publication is valid ahead");
 }
 
+/* ---- NIC discovery ------------------------------------------------------ */
+
+static void test_nics(void)
+{
+	char dir[] = "/tmp/fq-sysfs-test.XXXXXX", path[256], names[8][FQ_NIC_NAME_MAX], lo[FQ_NIC_NAME_MAX];
+	int n;
+
+	if (!mkdtemp(dir)) {
+		skip(4, "mkdtemp");
+		return;
+	}
+	/* two RDMA devices (RoCE netdevs), one of them the front-end */
+	snprintf(path, sizeof(path),
+		 "mkdir -p %s/class/infiniband/mlx5_1/device/net/ens2f0 "
+		 "%s/class/infiniband/mlx5_0/device/net/ens1f0 "
+		 "%s/class/infiniband/mlx5_9/device/net/eno1",
+		 dir, dir, dir);
+	if (system(path) != 0)
+		diag("mkdir failed");
+	n = fq_nics_discover(dir, "eno1", names, 8);
+	ok(n == 2 && !strcmp(names[0], "ens1f0") && !strcmp(names[1], "ens2f0"),
+	   "RDMA netdevs first, sorted, the front-end left out (%d)", n);
+	n = fq_nics_discover("/nonexistent", "", names, 8);
+	ok(n >= 0, "without RDMA: the IPv4 interfaces (%d)", n);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], "lo"))
+			n = -1;
+	ok(n >= 0, "never the loopback");
+	ok(fq_nics_route_iface("127.0.0.1", lo) == 0 && !strcmp(lo, "lo"), "127.0.0.1 leaves by lo (%s)", lo);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	if (system(path) != 0)
+		diag("cleanup failed");
+}
+
 int main(void)
 {
-	plan(39);
+	plan(43);
+	test_nics();
 	test_steps();
 	test_spool();
 	test_timeline();
