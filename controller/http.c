@@ -46,17 +46,42 @@ struct query {
 	size_t off;
 };
 
+/* Append s percent-encoded (RFC 3986 unreserved characters as they are). */
+static void put_encoded(struct query *q, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s && q->off + 4 < sizeof(q->buf); s++) {
+		unsigned char ch = (unsigned char)*s;
+		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+		    ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+			q->buf[q->off++] = (char)ch;
+		} else {
+			q->buf[q->off++] = '%';
+			q->buf[q->off++] = hex[ch >> 4];
+			q->buf[q->off++] = hex[ch & 15];
+		}
+	}
+	q->buf[q->off] = '\0';
+}
+
+/* libmicrohttpd hands the arguments over decoded; the API takes the raw
+ * query string, so each key and value is encoded again ('&', '+', '%' and
+ * '=' inside a value stay part of it). */
 static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
 	struct query *q = cls;
-	int n;
 
 	(void)kind;
-	if (q->off >= sizeof(q->buf))
+	if (q->off + 4 >= sizeof(q->buf))
 		return MHD_NO;
-	n = snprintf(q->buf + q->off, sizeof(q->buf) - q->off, "%s%s%s%s", q->off ? "&" : "", key,
-		     value ? "=" : "", value ? value : "");
-	q->off += n > 0 ? (size_t)n : 0;
+	if (q->off)
+		q->buf[q->off++] = '&';
+	put_encoded(q, key);
+	if (value && q->off + 4 < sizeof(q->buf)) {
+		q->buf[q->off++] = '=';
+		put_encoded(q, value);
+	}
 	return MHD_YES;
 }
 
