@@ -7,10 +7,22 @@
 #include <string.h>
 
 #define MAX_GENERATIONS 64
+#define PID_CACHE       64 /* telemetry senders remembered (direct-mapped by pid) */
+
+/* A resolved sender: pid -> (job, step, rank), valid while the registry
+ * has not changed (gen), so a lane report costs no /proc walk. */
+struct pid_hit {
+	pid_t pid;
+	uint64_t gen;
+	uint64_t job_id;
+	uint32_t step_id, rank;
+};
 
 struct fq_steps {
 	struct fq_step *v;
 	size_t n, max;
+	uint64_t gen; /* bumped by every register and unregister */
+	struct pid_hit cache[PID_CACHE];
 };
 
 struct fq_steps *fq_steps_create(size_t max_steps)
@@ -137,6 +149,7 @@ int fq_steps_register(struct fq_steps *s, const Fabriciq__StepStart *m, int64_t 
 	} else if ((rc = merge_ranks(st, m, err, errlen)) < 0) {
 		return rc;
 	}
+	s->gen++;
 	st->uid = m->uid;
 	st->node_count = m->node_count;
 	st->task_count = m->task_count;
@@ -152,6 +165,7 @@ int fq_steps_unregister(struct fq_steps *s, uint64_t job_id, uint32_t step_id)
 		return -ENOENT;
 	free(st->ranks);
 	*st = s->v[--s->n];
+	s->gen++;
 	return 0;
 }
 
@@ -189,18 +203,41 @@ static struct fq_step *task_of(struct fq_steps *s, pid_t pid, const struct fq_st
 	return NULL;
 }
 
+static struct fq_step *cached(struct fq_steps *s, pid_t pid, const struct fq_step_rank **rank)
+{
+	const struct pid_hit *h = &s->cache[(unsigned)pid % PID_CACHE];
+	struct fq_step *st;
+
+	if (h->pid != pid || h->gen != s->gen || !(st = find(s, h->job_id, h->step_id)))
+		return NULL;
+	for (size_t j = 0; j < st->nranks; j++)
+		if (st->ranks[j].global_rank == h->rank) {
+			*rank = &st->ranks[j];
+			return st;
+		}
+	return NULL;
+}
+
 struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, fq_parent_fn parent, void *arg,
 				  const struct fq_step_rank **rank)
 {
-	for (int gen = 0; gen < MAX_GENERATIONS && pid > 1; gen++) {
-		struct fq_step *st = task_of(s, pid, rank);
+	pid_t p = pid;
+	struct fq_step *st = cached(s, pid, rank);
+
+	if (st)
+		return st;
+	for (int gen = 0; gen < MAX_GENERATIONS && p > 1; gen++) {
 		pid_t pp;
 
-		if (st)
+		st = task_of(s, p, rank);
+		if (st) {
+			s->cache[(unsigned)pid % PID_CACHE] =
+			    (struct pid_hit){pid, s->gen, st->job_id, st->step_id, (*rank)->global_rank};
 			return st;
-		if (parent(pid, &pp, arg) < 0 || pp == pid)
+		}
+		if (parent(p, &pp, arg) < 0 || pp == p)
 			return NULL;
-		pid = pp;
+		p = pp;
 	}
 	return NULL;
 }

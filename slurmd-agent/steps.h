@@ -58,7 +58,9 @@ typedef int (*fq_parent_fn)(pid_t pid, pid_t *ppid, void *arg);
 int fq_parent_from_proc(pid_t pid, pid_t *ppid, void *arg);
 
 /* The step whose task is pid or pid's nearest ancestor (at most 64
- * generations, stopping at pid 1), and that task's rank. NULL if none. */
+ * generations, stopping at pid 1), and that task's rank. NULL if none.
+ * A found sender is remembered until the registry changes, so its next
+ * reports walk no process tree. */
 struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, fq_parent_fn parent, void *arg,
 				  const struct fq_step_rank **rank);
 
