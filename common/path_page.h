@@ -8,7 +8,7 @@
  *
  * Layout (native-endian, one file of FQ_PATH_PAGE_SIZE bytes):
  *   off  0  u32 magic       FQ_PATH_PAGE_MAGIC ("FQPH")
- *   off  4  u32 version     FQ_PATH_PAGE_VERSION (1)
+ *   off  4  u32 version     FQ_PATH_PAGE_VERSION (2)
  *   off  8  u64 seq         seqlock, as the clock page's
  *   off 16  u32 count       entries in use (<= FQ_PATH_PAGE_MAX)
  *   off 20  u32 flags       reserved, 0
@@ -23,9 +23,22 @@
 #include <stdint.h>
 
 #define FQ_PATH_PAGE_MAGIC   0x48505146u /* "FQPH" */
-#define FQ_PATH_PAGE_VERSION 1u
+#define FQ_PATH_PAGE_VERSION 2u
 #define FQ_PATH_PAGE_MAX     1024
 #define FQ_PATH_PAGE_SIZE    (64 + FQ_PATH_PAGE_MAX * 128)
+
+/* Advice from the controller about a path (issue: steering). The controller
+ * sees the lane delays of every job; when two jobs collide on a path it
+ * picks one of them and tells the agents on that job's nodes, which put it
+ * here. A job process whose lane runs over this path and whose job id
+ * matches advice_job should move that lane's traffic elsewhere: lower its
+ * weight, or re-open it on a new source port (a new ECMP hash). The advice
+ * holds until advice_until_ns (local CLOCK_MONOTONIC_RAW); a new advice
+ * gets a new advice_gen, so a reader acts once per generation. */
+enum fq_path_advice {
+	FQ_PATH_ADVICE_NONE = 0,
+	FQ_PATH_ADVICE_MOVE = 1, /* congested by another job: move off this path's hash */
+};
 
 enum fq_path_state {
 	FQ_PATH_STATE_UNKNOWN = 0,
@@ -34,14 +47,19 @@ enum fq_path_state {
 };
 
 struct fq_path_entry {
-	char local_nic[16];   /* NUL-terminated */
-	char remote_node[64]; /* NUL-terminated */
-	char remote_nic[16];  /* NUL-terminated */
-	uint32_t remote_ipv4; /* network byte order */
-	uint32_t state;       /* enum fq_path_state */
-	int64_t changed_ns;   /* local raw clock of the last transition */
-	int64_t owd_p50_ns;   /* forward one-way delay, last window; 0: unknown */
-	int64_t rtt_p50_ns;   /* last window; 0: unknown */
+	char local_nic[16];      /* NUL-terminated */
+	char remote_node[40];    /* NUL-terminated */
+	char remote_nic[16];     /* NUL-terminated */
+	uint32_t remote_ipv4;    /* network byte order */
+	uint32_t state;          /* enum fq_path_state */
+	int64_t changed_ns;      /* local raw clock of the last transition */
+	int64_t owd_p50_ns;      /* forward one-way delay, last window; 0: unknown */
+	int64_t rtt_p50_ns;      /* last window; 0: unknown */
+	uint32_t advice;         /* enum fq_path_advice */
+	uint32_t advice_job;     /* the job the advice is for (0: every job) */
+	int64_t advice_until_ns; /* local raw clock; the advice lapses after it */
+	uint32_t advice_gen;     /* bumped for each new advice */
+	uint32_t advice_pad;     /* 0 */
 };
 
 _Static_assert(sizeof(struct fq_path_entry) == 128, "path page entry is 128 bytes");

@@ -228,7 +228,7 @@ static void publish_paths(struct agent *a, int64_t now)
 	for (size_t i = 0; i < a->n_paths; i++) {
 		const struct fq_path_report *r = &a->paths[i];
 		snprintf(e[i].local_nic, sizeof(e[i].local_nic), "%s", r->local_nic);
-		snprintf(e[i].remote_node, sizeof(e[i].remote_node), "%.63s", r->peer_node);
+		snprintf(e[i].remote_node, sizeof(e[i].remote_node), "%.39s", r->peer_node);
 		snprintf(e[i].remote_nic, sizeof(e[i].remote_nic), "%.15s", r->peer_nic);
 		e[i].remote_ipv4 = r->peer_ipv4;
 		e[i].state = r->up ? FQ_PATH_STATE_UP : FQ_PATH_STATE_DOWN;
