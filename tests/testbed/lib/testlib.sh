@@ -16,8 +16,10 @@ tb_require() {
 }
 
 # tb_setup PREFIX: private state dir + prefix, torn down on exit.
+# $FQTB_TAG (a few lowercase letters/digits) is appended to the prefix, so
+# two checkouts can run the same test at once.
 tb_setup() {
-	TB_PFX=$1
+	TB_PFX=$1${FQTB_TAG:-}
 	export FQTB_STATE="${TMPDIR:-/tmp}/fqtb-$TB_PFX-$$"
 	trap 'tb_teardown' EXIT
 	trap 'exit 130' INT TERM
