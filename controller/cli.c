@@ -10,354 +10,24 @@
  * the database or Slurm; 2 usage (also a parameter the API refused); 3 not
  * found (unknown job or step).
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <json-c/json.h>
-#include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "controller/api.h"
+#include "controller/cli.h"
 #include "controller/http_client.h"
 #include "db/api_query.h"
 #include "db/db.h"
 
-enum {
-	EXIT_OK = 0,
-	EXIT_FAIL = 1,
-	EXIT_USAGE = 2,
-	EXIT_NOT_FOUND = 3,
-};
-
 #define DEFAULT_CONTROLLER "http://127.0.0.1:7180"
 #define MAX_RESPONSE       (64u << 20)
-
-struct cli {
-	const char *controller;
-	const char *conninfo; /* --db: direct mode */
-	bool json;
-	int timeout_ms;
-	struct fq_db *db; /* open in direct mode */
-};
-
-/* ---- small formatting helpers -------------------------------------------- */
-
-/* A ring of scratch buffers: each formatter's result lives until 32 more
- * have been made, long enough to build one table row. */
-static char *scratch(void)
-{
-	static char ring[32][160];
-	static unsigned next;
-
-	return ring[next++ % 32];
-}
-
-static struct json_object *jget(struct json_object *o, const char *key)
-{
-	struct json_object *v = NULL;
-
-	return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-/* A string member, or "-" when null or absent. */
-static const char *jstr(struct json_object *o, const char *key)
-{
-	struct json_object *v = jget(o, key);
-
-	return v ? json_object_get_string(v) : "-";
-}
-
-static int64_t jint(struct json_object *o, const char *key)
-{
-	return json_object_get_int64(jget(o, key));
-}
-
-static bool jnull(struct json_object *o, const char *key)
-{
-	return jget(o, key) == NULL;
-}
-
-static double jdbl(struct json_object *o, const char *key)
-{
-	struct json_object *v = jget(o, key);
-
-	return v ? json_object_get_double(v) : NAN;
-}
-
-static size_t jlen(struct json_object *o, const char *key)
-{
-	struct json_object *v = jget(o, key);
-
-	return v && json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
-}
-
-static struct json_object *jidx(struct json_object *o, const char *key, size_t i)
-{
-	return json_object_array_get_idx(jget(o, key), i);
-}
-
-/* A *_ns time member as local time, "-" when null. */
-static const char *ftime(struct json_object *o, const char *key_ns)
-{
-	char *b = scratch();
-	struct tm tm;
-	time_t t;
-
-	if (jnull(o, key_ns))
-		return "-";
-	t = (time_t)(jint(o, key_ns) / 1000000000);
-	localtime_r(&t, &tm);
-	strftime(b, 160, "%Y-%m-%d %H:%M:%S", &tm);
-	return b;
-}
-
-/* A duration in ns as "45s", "3m10s", "2h05m", "3d04h". */
-static const char *fage(int64_t ns)
-{
-	char *b = scratch();
-	int64_t s = ns / 1000000000;
-
-	if (s < 0)
-		s = 0;
-	if (s < 60)
-		snprintf(b, 160, "%" PRId64 "s", s);
-	else if (s < 3600)
-		snprintf(b, 160, "%" PRId64 "m%02" PRId64 "s", s / 60, s % 60);
-	else if (s < 86400)
-		snprintf(b, 160, "%" PRId64 "h%02" PRId64 "m", s / 3600, s / 60 % 60);
-	else
-		snprintf(b, 160, "%" PRId64 "d%02" PRId64 "h", s / 86400, s / 3600 % 24);
-	return b;
-}
-
-/* A delay in ns with its unit: "850 ns", "49.0 us", "2.5 ms", "1.20 s". */
-static const char *fdelay(double ns)
-{
-	char *b = scratch();
-	double a = fabs(ns);
-
-	if (isnan(ns))
-		return "-";
-	if (a < 1e3)
-		snprintf(b, 160, "%.0f ns", ns);
-	else if (a < 1e6)
-		snprintf(b, 160, "%.1f us", ns / 1e3);
-	else if (a < 1e9)
-		snprintf(b, 160, "%.1f ms", ns / 1e6);
-	else
-		snprintf(b, 160, "%.2f s", ns / 1e9);
-	return b;
-}
-
-static const char *fdelay_at(struct json_object *o, const char *key)
-{
-	return jnull(o, key) ? "-" : fdelay(jdbl(o, key));
-}
-
-/* A microsecond figure of a view ("49.0 us"), "-" when null. */
-static const char *fus(struct json_object *o, const char *key)
-{
-	return jnull(o, key) ? "-" : fdelay(jdbl(o, key) * 1e3);
-}
-
-/* Bytes in decimal units: "11.60 GB". */
-static const char *fbytes(double v)
-{
-	static const char *unit[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-	char *b = scratch();
-	int u = 0;
-
-	if (isnan(v))
-		return "-";
-	while (fabs(v) >= 1000 && u < 5) {
-		v /= 1000;
-		u++;
-	}
-	snprintf(b, 160, u ? "%.2f %s" : "%.0f %s", v, unit[u]);
-	return b;
-}
-
-static const char *fbytes_at(struct json_object *o, const char *key)
-{
-	return jnull(o, key) ? "-" : fbytes(jdbl(o, key));
-}
-
-static const char *fgbps(struct json_object *o, const char *key)
-{
-	char *b = scratch();
-
-	if (jnull(o, key))
-		return "-";
-	snprintf(b, 160, "%.1f Gbit/s", jdbl(o, key));
-	return b;
-}
-
-/* A share (0..1) as a percentage. */
-static const char *fpct(struct json_object *o, const char *key)
-{
-	char *b = scratch();
-
-	if (jnull(o, key))
-		return "-";
-	snprintf(b, 160, "%.1f %%", jdbl(o, key) * 100);
-	return b;
-}
-
-static const char *fint(struct json_object *o, const char *key)
-{
-	char *b = scratch();
-
-	if (jnull(o, key))
-		return "-";
-	snprintf(b, 160, "%" PRId64, jint(o, key));
-	return b;
-}
-
-static const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static const char *fmt(const char *f, ...)
-{
-	char *b = scratch();
-	va_list ap;
-
-	va_start(ap, f);
-	vsnprintf(b, 160, f, ap);
-	va_end(ap);
-	return b;
-}
-
-/* "node/nic", with "-" parts for nulls. */
-static const char *fplace(struct json_object *o, const char *node, const char *nic)
-{
-	if (jnull(o, node))
-		return "-";
-	return jnull(o, nic) ? jstr(o, node) : fmt("%s/%s", jstr(o, node), jstr(o, nic));
-}
-
-/* ---- tables ------------------------------------------------------------------- */
-
-#define TABLE_MAX_COLS 16
-
-struct table {
-	int ncols;
-	char *head[TABLE_MAX_COLS];
-	bool right[TABLE_MAX_COLS];
-	char **cells;
-	size_t rows, cap;
-};
-
-/* Columns as "NAME,NAME>,..." ('>': right-aligned, for numbers). */
-static void table_init(struct table *t, const char *spec)
-{
-	char *s = strdup(spec), *save = NULL;
-
-	memset(t, 0, sizeof(*t));
-	for (char *c = strtok_r(s, ",", &save); c && t->ncols < TABLE_MAX_COLS;
-	     c = strtok_r(NULL, ",", &save)) {
-		size_t n = strlen(c);
-
-		t->right[t->ncols] = n && c[n - 1] == '>';
-		if (t->right[t->ncols])
-			c[n - 1] = '\0';
-		t->head[t->ncols++] = strdup(c);
-	}
-	free(s);
-}
-
-/* Stored strings come from agents: control characters (terminal escapes)
- * are shown as '?'. */
-static char *cell_copy(const char *s)
-{
-	char *c = strdup(s ? s : "-");
-
-	for (char *p = c; p && *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	return c;
-}
-
-static void table_row(struct table *t, ...)
-{
-	va_list ap;
-
-	if (t->rows == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 16;
-		t->cells = realloc(t->cells, t->cap * (size_t)t->ncols * sizeof(char *));
-		if (!t->cells)
-			abort();
-	}
-	va_start(ap, t);
-	for (int i = 0; i < t->ncols; i++)
-		t->cells[t->rows * (size_t)t->ncols + (size_t)i] = cell_copy(va_arg(ap, const char *));
-	va_end(ap);
-	t->rows++;
-}
-
-/* Display width: UTF-8 code points (continuation bytes do not count). */
-static int width(const char *s)
-{
-	int w = 0;
-
-	for (; *s; s++)
-		w += ((unsigned char)*s & 0xc0) != 0x80;
-	return w;
-}
-
-static void print_cell(const char *s, int w, bool right, bool last)
-{
-	int pad = w - width(s);
-
-	if (right)
-		printf("%*s%s", pad, "", s);
-	else if (last)
-		fputs(s, stdout);
-	else
-		printf("%s%*s", s, pad, "");
-}
-
-static void table_print(struct table *t)
-{
-	int w[TABLE_MAX_COLS];
-
-	for (int c = 0; c < t->ncols; c++) {
-		w[c] = width(t->head[c]);
-		for (size_t r = 0; r < t->rows; r++) {
-			int cw = width(t->cells[r * (size_t)t->ncols + (size_t)c]);
-
-			if (cw > w[c])
-				w[c] = cw;
-		}
-	}
-	for (int c = 0; c < t->ncols; c++) {
-		print_cell(t->head[c], w[c], t->right[c], c == t->ncols - 1);
-		fputs(c == t->ncols - 1 ? "\n" : "  ", stdout);
-	}
-	for (size_t r = 0; r < t->rows; r++) {
-		char **row = &t->cells[r * (size_t)t->ncols];
-		int last = t->ncols - 1;
-
-		/* No trailing blanks: empty cells at the end of a row are not padded. */
-		while (last > 0 && !*row[last] && !t->right[last])
-			last--;
-		for (int c = 0; c <= last; c++) {
-			print_cell(row[c], w[c], t->right[c], c == last);
-			fputs(c == last ? "\n" : "  ", stdout);
-		}
-	}
-	for (size_t i = 0; i < t->rows * (size_t)t->ncols; i++)
-		free(t->cells[i]);
-	for (int c = 0; c < t->ncols; c++)
-		free(t->head[c]);
-	free(t->cells);
-}
 
 /* ---- talking to the API ----------------------------------------------------- */
 
@@ -383,7 +53,7 @@ static void url_encode(const char *s, char *out, size_t len, const char *keep)
 }
 
 /* Appends "&name=value" (value encoded) to q. */
-static void qadd(char *q, size_t len, const char *name, const char *value)
+void qadd(char *q, size_t len, const char *name, const char *value)
 {
 	char enc[800];
 	size_t n = strlen(q);
@@ -397,7 +67,7 @@ static void qadd(char *q, size_t len, const char *name, const char *value)
  * 0 and *out (put it) on 200, printing the JSON first with --json;
  * otherwise the error is printed and the exit code returned.
  */
-static int fetch(struct cli *c, const char *path, const char *query, struct json_object **out)
+int fetch(struct cli *c, const char *path, const char *query, struct json_object **out)
 {
 	struct fq_http_response resp = {0};
 	struct json_object *o, *e;
@@ -444,27 +114,21 @@ static int fetch(struct cli *c, const char *path, const char *query, struct json
 
 /* ---- commands ------------------------------------------------------------------ */
 
-struct command {
-	const char *name, *synopsis, *help;
-	int (*run)(struct cli *c, int argc, char **argv);
-};
+const struct command *current;
 
-static const struct command *current;
-
-static void command_usage(FILE *f, const struct command *cmd)
+void command_usage(FILE *f, const struct command *cmd)
 {
 	fprintf(f, "Usage: fabriciq [OPTIONS] %s%s%s\n%s", cmd->name, *cmd->synopsis ? " " : "",
 		cmd->synopsis, cmd->help);
 }
 
 /* A command's own options (getopt_long; '?' after printing the error). */
-static int next_opt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+int next_opt(int argc, char **argv, const char *shortopts, const struct option *longopts)
 {
 	return getopt_long(argc, argv, shortopts, longopts, NULL);
 }
 
-static int usage_error(const char *fmt_, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt_, ...)
+int usage_error(const char *fmt_, ...)
 {
 	va_list ap;
 
@@ -609,14 +273,7 @@ static int since_param(const char *s, char *out, size_t len)
 	return 0;
 }
 
-/* Parses the options `allowed` (short letters of list_opts) into a query
- * string; -1 after --help, EXIT_USAGE on error, 0 otherwise. */
-struct list_args {
-	char query[1024];
-	bool apply, dry_run;
-};
-
-static int list_options(int argc, char **argv, const char *allowed, struct list_args *a)
+int list_options(int argc, char **argv, const char *allowed, struct list_args *a)
 {
 	char shortopts[32], since[64];
 	int o;
@@ -669,13 +326,6 @@ static int list_options(int argc, char **argv, const char *allowed, struct list_
 	}
 	return 0;
 }
-
-#define LIST_OPTIONS(argc, argv, allowed, a)                                                                 \
-	do {                                                                                                 \
-		int rc_ = list_options(argc, argv, allowed, a);                                              \
-		if (rc_)                                                                                     \
-			return rc_ < 0 ? EXIT_OK : rc_;                                                      \
-	} while (0)
 
 static void truncated_note(struct json_object *o, const char *what)
 {
@@ -767,8 +417,8 @@ static const char *franks(struct json_object *a)
 	size_t n = jlen(a, "ranks"), l = 0;
 
 	b[0] = '\0';
-	for (size_t i = 0; i < n && l + 12 < 160; i++)
-		l += (size_t)snprintf(b + l, 160 - l, "%s%" PRId64, i ? "," : "",
+	for (size_t i = 0; i < n && l + 12 < SCRATCH_LEN; i++)
+		l += (size_t)snprintf(b + l, SCRATCH_LEN - l, "%s%" PRId64, i ? "," : "",
 				      json_object_get_int64(jidx(a, "ranks", i)));
 	return n ? b : "-";
 }
@@ -1013,305 +663,6 @@ static int cmd_clock(struct cli *c, int argc, char **argv)
 	}
 	table_print(&t);
 	printf("(error budget %s: above it a node is unsynchronised)\n", fdelay_at(o, "error_budget_ns"));
-out:
-	json_object_put(o);
-	return rc;
-}
-
-/* ---- hints and --apply -------------------------------------------------------- */
-
-/* Runs argv (PATH lookup, no shell) with stdout captured into out[len]
- * (NUL-terminated, truncated) and stderr passed through; at most 30 s.
- * Returns its exit status, or -1 if it could not run or was killed. */
-static int run_command(char *const argv[], char *out, size_t len)
-{
-	int pfd[2], status = -1;
-	size_t n = 0;
-	pid_t pid;
-	time_t deadline = time(NULL) + 30;
-
-	if (pipe(pfd))
-		return -1;
-	pid = fork();
-	if (pid < 0) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		dup2(pfd[1], STDOUT_FILENO);
-		close(pfd[0]);
-		close(pfd[1]);
-		execvp(argv[0], argv);
-		fprintf(stderr, "fabriciq: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(pfd[1]);
-	for (;;) {
-		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-		char sink[512];
-		ssize_t r;
-
-		if (time(NULL) >= deadline) {
-			fprintf(stderr, "fabriciq: %s did not finish in 30 s: killed\n", argv[0]);
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (poll(&p, 1, 1000) <= 0)
-			continue;
-		if (n + 1 < len)
-			r = read(pfd[0], out + n, len - n - 1);
-		else
-			r = read(pfd[0], sink, sizeof(sink));
-		if (r <= 0)
-			break;
-		if (n + 1 < len)
-			n += (size_t)r;
-	}
-	out[n] = '\0';
-	close(pfd[0]);
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* The node's current Slurm reason (first line of `sinfo -h -N -n NODE -o
- * %E`; "" for none). 0, or -1 if sinfo failed or does not know the node. */
-static int slurm_reason(const char *node, char *reason, size_t len)
-{
-	char nodearg[128];
-	char *argv[] = {"sinfo", "-h", "-N", "-n", nodearg, "-o", "%E", NULL};
-	int rc;
-
-	snprintf(nodearg, sizeof(nodearg), "%s", node);
-	rc = run_command(argv, reason, len);
-	reason[strcspn(reason, "\n")] = '\0';
-	if (rc != 0) {
-		fprintf(stderr, "fabriciq: sinfo -n %s failed (exit %d)\n", node, rc);
-		return -1;
-	}
-	if (!*reason && rc == 0) {
-		/* sinfo prints nothing for a node it does not know */
-		fprintf(stderr, "fabriciq: Slurm does not know node %s\n", node);
-		return -1;
-	}
-	if (!strcmp(reason, "none"))
-		reason[0] = '\0';
-	return 0;
-}
-
-static bool fabriciq_reason(const char *reason)
-{
-	return !strncmp(reason, "fabriciq:", 9);
-}
-
-struct apply_stats {
-	int applied, skipped, failed;
-	struct json_object *report; /* --json: one entry per hint */
-};
-
-static void apply_note(struct apply_stats *st, struct json_object *h, const char *outcome, const char *why)
-{
-	if (st->report) {
-		struct json_object *e = json_object_new_object();
-
-		json_object_object_add(e, "id", json_object_new_int64(jint(h, "id")));
-		json_object_object_add(e, "node", json_object_new_string(jstr(h, "node")));
-		json_object_object_add(e, "action", json_object_new_string(jstr(h, "action")));
-		json_object_object_add(e, "outcome", json_object_new_string(outcome));
-		json_object_object_add(e, "why", json_object_new_string(why));
-		json_object_array_add(st->report, e);
-	} else {
-		char *node = cell_copy(jstr(h, "node"));
-
-		printf("hint %" PRId64 " (%s %s): %s: %s\n", jint(h, "id"), jstr(h, "action"), node, outcome,
-		       why);
-		free(node);
-	}
-}
-
-/* Records hint h as applied; a failure counts as failed. */
-static bool record(struct fq_db *db, struct apply_stats *st, struct json_object *h)
-{
-	if (fq_db_hint_applied(db, jint(h, "id")) == 0)
-		return true;
-	fprintf(stderr, "fabriciq: %s\n", fq_db_error(db));
-	st->failed++;
-	return false;
-}
-
-/*
- * One pending hint. A drain is applied unless Slurm already has a reason
- * for the node that is not fabriciq's (an administrator's drain is left
- * alone); a resume only if the node's reason is fabriciq's (never undo an
- * administrator's drain); a resume of a node with no reason has nothing to
- * do and is recorded. Superseded hints (a later hint for the node) are
- * recorded without running anything.
- */
-static void apply_hint(struct fq_db *db, bool dry_run, struct json_object *h, struct apply_stats *st)
-{
-	bool drain = !strcmp(jstr(h, "action"), "drain");
-	char reason[512], why[700], out[256];
-	struct json_object *jargv = jget(h, "argv");
-	char *argv[8] = {NULL};
-	size_t n;
-	int rc;
-
-	if (json_object_get_boolean(jget(h, "superseded"))) {
-		if (!dry_run && !record(db, st, h))
-			return;
-		st->skipped++;
-		apply_note(st, h, dry_run ? "would record" : "recorded",
-			   "superseded by a later hint for the node");
-		return;
-	}
-	n = jargv ? json_object_array_length(jargv) : 0;
-	if (!n || n >= sizeof(argv) / sizeof(argv[0])) {
-		st->skipped++;
-		apply_note(st, h, "skipped", jstr(h, "refused"));
-		return;
-	}
-	if (slurm_reason(jstr(h, "node"), reason, sizeof(reason))) {
-		st->failed++;
-		apply_note(st, h, "failed", "cannot read the node's state from Slurm");
-		return;
-	}
-	if (drain && *reason && !fabriciq_reason(reason)) {
-		snprintf(why, sizeof(why), "Slurm already has a reason not from fabriciq ('%s'): left alone",
-			 reason);
-		st->skipped++;
-		apply_note(st, h, "skipped", why);
-		return;
-	}
-	if (!drain && *reason && !fabriciq_reason(reason)) {
-		snprintf(why, sizeof(why), "the node's reason is not fabriciq's ('%s'): not resumed", reason);
-		st->skipped++;
-		apply_note(st, h, "skipped", why);
-		return;
-	}
-	if (!drain && !*reason) {
-		if (!dry_run && !record(db, st, h))
-			return;
-		st->skipped++;
-		apply_note(st, h, dry_run ? "would record" : "recorded",
-			   "the node is not drained: nothing to resume");
-		return;
-	}
-	if (dry_run) {
-		st->applied++;
-		apply_note(st, h, "would run", jstr(h, "command"));
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		argv[i] = (char *)json_object_get_string(json_object_array_get_idx(jargv, i));
-	rc = run_command(argv, out, sizeof(out));
-	if (rc != 0) {
-		snprintf(why, sizeof(why), "%s exited with %d", jstr(h, "command"), rc);
-		st->failed++;
-		apply_note(st, h, "failed", why);
-		return;
-	}
-	if (!record(db, st, h))
-		return;
-	st->applied++;
-	apply_note(st, h, "applied", jstr(h, "command"));
-}
-
-static int apply_hints(struct cli *c, struct json_object *o, bool dry_run)
-{
-	struct apply_stats st = {0};
-	struct fq_db *db = c->db;
-	char err[512];
-
-	if (!db && !dry_run && fq_db_create(c->conninfo ? c->conninfo : "", &db, err, sizeof(err))) {
-		fprintf(stderr,
-			"fabriciq: hints --apply records what it applied in the database: %s "
-			"(--db CONNINFO or the PG* environment)\n",
-			err);
-		return EXIT_FAIL;
-	}
-	if (c->json)
-		st.report = json_object_new_array();
-	for (size_t i = 0; i < jlen(o, "hints"); i++)
-		apply_hint(db, dry_run, jidx(o, "hints", i), &st);
-	if (st.report) {
-		struct json_object *r = json_object_new_object();
-
-		json_object_object_add(r, "results", st.report);
-		json_object_object_add(r, "applied", json_object_new_int(st.applied));
-		json_object_object_add(r, "skipped", json_object_new_int(st.skipped));
-		json_object_object_add(r, "failed", json_object_new_int(st.failed));
-		json_object_object_add(r, "dry_run", json_object_new_boolean(dry_run));
-		printf("%s\n", json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN |
-								     JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(r);
-	} else {
-		printf("%s%d applied, %d skipped, %d failed\n", dry_run ? "dry run: " : "", st.applied,
-		       st.skipped, st.failed);
-	}
-	if (db != c->db)
-		fq_db_destroy(db);
-	return st.failed ? EXIT_FAIL : EXIT_OK;
-}
-
-static int cmd_hints(struct cli *c, int argc, char **argv)
-{
-	struct list_args a;
-	struct json_object *o;
-	struct table t;
-	bool json = c->json;
-	int rc;
-
-	LIST_OPTIONS(argc, argv, "ad", &a);
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (a.dry_run && !a.apply)
-		return usage_error("--dry-run goes with --apply");
-	c->json = json && !a.apply; /* with --apply, --json prints the outcome instead */
-	rc = fetch(c, "/api/v1/hints", NULL, &o);
-	c->json = json;
-	if (rc)
-		goto out;
-	if (a.apply) {
-		rc = apply_hints(c, o, a.dry_run);
-		goto out;
-	}
-	if (c->json)
-		goto out;
-	table_init(&t, "ID>,CREATED,NODE,ACTION,NIC,REASON,ANOMALY,RUNNING JOBS,NOTE");
-	for (size_t i = 0; i < jlen(o, "hints"); i++) {
-		struct json_object *h = jidx(o, "hints", i);
-		char jobs[160] = "";
-
-		for (size_t k = 0; k < jlen(h, "running_jobs"); k++) {
-			size_t l = strlen(jobs);
-
-			snprintf(jobs + l, sizeof(jobs) - l, "%s%" PRId64, k ? "," : "",
-				 json_object_get_int64(jidx(h, "running_jobs", k)));
-		}
-
-		table_row(&t, fint(h, "id"), ftime(h, "created_ns"), jstr(h, "node"), jstr(h, "action"),
-			  jstr(h, "nic"), jstr(h, "reason"),
-			  jnull(h, "anomaly_id")
-			      ? "-"
-			      : fmt("%s %s", fint(h, "anomaly_id"), jstr(h, "anomaly_kind")),
-			  *jobs ? jobs : "-",
-			  json_object_get_boolean(jget(h, "superseded")) ? "superseded"
-			  : jnull(h, "refused")                          ? ""
-									 : "refused: bad node name");
-	}
-	table_print(&t);
-	for (size_t i = 0, first = 1; i < jlen(o, "hints"); i++) {
-		struct json_object *h = jidx(o, "hints", i);
-
-		if (jnull(h, "command") || json_object_get_boolean(jget(h, "superseded")))
-			continue;
-		if (first)
-			printf("\nCommands (`fabriciq hints --apply` runs them, resuming only nodes fabriciq "
-			       "drained):\n");
-		first = 0;
-		printf("  %s\n", jstr(h, "command"));
-	}
 out:
 	json_object_put(o);
 	return rc;
