@@ -23,7 +23,6 @@
 #include "controller/api.h"
 #include "controller/cli.h"
 #include "controller/http_client.h"
-#include "db/api_query.h"
 #include "db/db.h"
 
 #define DEFAULT_CONTROLLER "http://127.0.0.1:7180"
