@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "nccl-plugin/conn.h"
+#include "nccl-plugin/ib_dev.h"
+#include "nccl-plugin/ib_lane.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/rejoin.h"
 
@@ -213,6 +215,8 @@ int fqn_listen(int dev, void *handle, struct fqn_listen **out)
 		l->fds[l->nfds++] = fd;
 	}
 	h->flags = fqn_g->cfg.control ? FQN_HANDLE_F_CONTROL : 0;
+	if (fqn_transport_is_ib())
+		h->flags |= FQIB_HANDLE_F_IB;
 	h->magic = FQN_HANDLE_MAGIC;
 	h->naddr = (uint8_t)l->nfds;
 	h->token = l->token;
@@ -253,6 +257,14 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
+	if (!!(h->flags & FQIB_HANDLE_F_IB) != fqn_transport_is_ib()) {
+		FQN_WARN(
+		    "connect: the listener uses %s lanes, this process %s; set the same FABRICIQ_TRANSPORT "
+		    "on every rank",
+		    h->flags & FQIB_HANDLE_F_IB ? "ib" : "tcp", fqn_transport_is_ib() ? "ib" : "tcp");
+		free(st);
+		return -EPROTO;
+	}
 	st->nlanes = fqn_g->cfg.lanes;
 	st->conn_id = random64();
 	st->control = fqn_g->cfg.control && (h->flags & FQN_HANDLE_F_CONTROL);
@@ -283,9 +295,15 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
 				    h->rejoin_port[i % h->naddr];
 			st->can_rejoin[i] = h->rejoin_port[i % h->naddr] != 0;
 		}
-		rc = fqn_lane_tcp_connect(nic >= 0 ? (struct sockaddr *)&local : NULL,
-					  (struct sockaddr *)&remote, fqn_g->cfg.sock_buf_bytes,
-					  st->control ? fqn_g->cfg.lane_timeout_ms : 0, &st->lanes[i]);
+		if (fqn_transport_is_ib()) /* the TCP connection becomes the QP's side channel */
+			rc = fqn_lane_ib_connect(
+			    nic >= 0 ? nic : dev, nic >= 0 ? (struct sockaddr *)&local : NULL,
+			    (struct sockaddr *)&remote, fqn_g->cfg.chunk_size, &st->lanes[i]);
+		else
+			rc =
+			    fqn_lane_tcp_connect(nic >= 0 ? (struct sockaddr *)&local : NULL,
+						 (struct sockaddr *)&remote, fqn_g->cfg.sock_buf_bytes,
+						 st->control ? fqn_g->cfg.lane_timeout_ms : 0, &st->lanes[i]);
 		if (rc < 0) {
 			char abuf[64];
 			FQN_WARN("connect lane %d to %s: %s", i,
@@ -408,6 +426,30 @@ static void listen_take_new(struct fqn_listen *l)
 	}
 }
 
+/* The NIC whose address fd was accepted on (an IB lane's QP goes on that
+ * NIC's verbs port); dflt if none matches. */
+static int nic_of_fd(int fd, int dflt)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return dflt;
+	for (int i = 0; i < fqn_g->nnics; i++) {
+		const struct sockaddr_storage *a = &fqn_g->nics[i].addr;
+
+		if (a->ss_family == AF_INET && ss.ss_family == AF_INET &&
+		    ((struct sockaddr_in *)a)->sin_addr.s_addr ==
+			((struct sockaddr_in *)&ss)->sin_addr.s_addr)
+			return i;
+		if (a->ss_family == AF_INET6 && ss.ss_family == AF_INET6 &&
+		    memcmp(&((struct sockaddr_in6 *)a)->sin6_addr, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+			   16) == 0)
+			return i;
+	}
+	return dflt;
+}
+
 /* Adopt a socket whose hello arrived into its connection's group. Returns
  * the group's index if now complete, -1 otherwise. */
 static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h)
@@ -439,11 +481,16 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h)
 		close(fd);
 		return -1;
 	}
-	if (fqn_lane_tcp_adopt(fd, fqn_g->cfg.sock_buf_bytes, g->control ? fqn_g->cfg.lane_timeout_ms : 0,
-			       &lane) < 0)
+	if (fqn_transport_is_ib()) {
+		if (fqn_lane_ib_adopt(nic_of_fd(fd, l->dev), fd, h->chunk_size, &lane) < 0)
+			return -1;
+	} else if (fqn_lane_tcp_adopt(fd, fqn_g->cfg.sock_buf_bytes,
+				      g->control ? fqn_g->cfg.lane_timeout_ms : 0, &lane) < 0) {
 		return -1;
+	}
 	lane->index = h->lane;
-	lane->nic = l->dev;
+	if (!fqn_transport_is_ib()) /* an IB lane knows its NIC (its QP's port) */
+		lane->nic = l->dev;
 	lane->chunk_size = h->chunk_size;
 	g->lanes[h->lane] = lane;
 	g->have++;
