@@ -11,6 +11,7 @@ PROBE="$top_builddir/tests/nccl/ib-devices"
 [ -x "$CB" ] && [ -f "$SO" ] && [ -x "$PROBE" ] || skip_all "collbench, plugin or ib-devices not built"
 probe=$("$PROBE")
 if [ "$(head -1 <<<"$probe")" = 0 ]; then
+	grep -q "without verbs" <<<"$probe" && skip_all "built --without-verbs"
 	skip_all "no RDMA device (ibv_get_device_list returned none)"
 fi
 netdev=$(awk '$1 == "netdev" { print $2; exit }' <<<"$probe")
