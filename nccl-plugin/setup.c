@@ -23,6 +23,7 @@
 #include "nccl-plugin/ib_lane.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/rejoin.h"
+#include "nccl-plugin/telemetry.h"
 
 #define FQN_PENDING_MAX 64
 #define FQN_GROUPS_MAX  8
@@ -323,6 +324,37 @@ err:
 	return rc;
 }
 
+/* An IB lane whose two ends cannot form a QP (IB vs RoCE, RoCE v1 vs v2,
+ * ring sizes): a lane failure with cause "config" for the agent, beside
+ * the lane's WARN naming both ends. */
+static void ib_config_event(const struct fqn_connecting *st, int i, const struct fqn_lane *l)
+{
+	struct fqn_lane_sample *s;
+	int sync;
+
+	if (!fqn_g->telemetry)
+		return;
+	s = calloc(1, sizeof(*s)); /* large (its histogram); once per failed connect */
+	if (!s)
+		return;
+	s->event = 1;
+	snprintf(s->cause, sizeof(s->cause), "config");
+	s->conn_id = st->conn_id;
+	s->lane = i;
+	s->to_lane = -1;
+	s->is_send = 1;
+	s->rank1 = fqn_g->rank1;
+	snprintf(s->kind, sizeof(s->kind), "ib");
+	if (l->nic >= 0 && l->nic < fqn_g->nnics)
+		snprintf(s->nic, sizeof(s->nic), "%s", fqn_g->nics[l->nic].name);
+	memcpy(s->local, l->local, sizeof(s->local));
+	memcpy(s->peer, l->peer, sizeof(s->peer));
+	s->start_ns = fqn_clock_now(&sync);
+	s->synchronised = sync;
+	fqn_telemetry_push(fqn_g->telemetry, s);
+	free(s);
+}
+
 static int connect_poll(struct fqn_connecting *st, uint64_t token)
 {
 	int pending = 0;
@@ -352,6 +384,8 @@ static int connect_poll(struct fqn_connecting *st, uint64_t token)
 		}
 		if (rc < 0) {
 			FQN_WARN("connect lane %d (%s -> %s): %s", i, l->local, l->peer, strerror(-rc));
+			if (rc == -EPROTO && strcmp(l->ops->kind, "ib") == 0)
+				ib_config_event(st, i, l);
 			return rc;
 		}
 		st->ready[i] = 1;
