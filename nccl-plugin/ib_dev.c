@@ -135,7 +135,8 @@ static int vdev_open(const struct fqn_config *cfg, struct fqn_nic *nic, struct i
 
 			if (p->state != 4 || !nic_on_port(nic, &sd[i], p))
 				continue;
-			gi = fqib_gid_select(p, (const struct sockaddr *)&nic->addr, cfg->ib_gid_index, &why);
+			gi = fqib_gid_select(p, (const struct sockaddr *)&nic->addr, nic->name,
+					     cfg->ib_gid_index, &why);
 			if (gi < 0) {
 				FQN_WARN("%s: %s port %d: %s", nic->name, sd[i].name, p->num, why);
 				continue;

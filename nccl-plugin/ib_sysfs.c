@@ -287,11 +287,12 @@ static int addr_as_gid(const struct sockaddr *a, uint8_t out[16])
 	return -EINVAL;
 }
 
-int fqib_gid_select(const struct fqib_port *p, const struct sockaddr *addr, int override, const char **why)
+int fqib_gid_select(const struct fqib_port *p, const struct sockaddr *addr, const char *ndev, int override,
+		    const char **why)
 {
 	uint8_t want[16];
 	int have_want = addr && addr_as_gid(addr, want) == 0;
-	int first_v2 = -1, first_v4 = -1;
+	int first_v2 = -1, first_v4 = -1, by_ndev = 0;
 
 	if (override >= 0) {
 		for (int i = 0; i < p->ngids; i++)
@@ -311,10 +312,12 @@ int fqib_gid_select(const struct fqib_port *p, const struct sockaddr *addr, int 
 		*why = "InfiniBand port has no GID at index 0";
 		return -ENOENT;
 	}
+	for (int i = 0; ndev && *ndev && i < p->ngids; i++)
+		by_ndev |= p->gids[i].type == FQIB_GID_ROCE_V2 && strcmp(p->gids[i].ndev, ndev) == 0;
 	for (int i = 0; i < p->ngids; i++) {
 		const struct fqib_gid *g = &p->gids[i];
 
-		if (g->type != FQIB_GID_ROCE_V2)
+		if (g->type != FQIB_GID_ROCE_V2 || (by_ndev && strcmp(g->ndev, ndev) != 0))
 			continue;
 		if (have_want && memcmp(g->raw, want, 16) == 0) {
 			*why = "RoCE v2 GID of the NIC's address";

@@ -26,7 +26,7 @@
 #define FQIB_SYSFS_ROOT "/sys/class/infiniband"
 #define FQIB_MAX_DEVS   16
 #define FQIB_MAX_PORTS  4
-#define FQIB_MAX_GIDS   32 /* non-zero GIDs kept per port */
+#define FQIB_MAX_GIDS   128 /* non-zero GIDs kept per port */
 
 enum fqib_link {
 	FQIB_LINK_UNKNOWN = 0,
@@ -94,12 +94,15 @@ const char *fqib_link_name(enum fqib_link l);
  *  override >= 0 (FABRICIQ_IB_GID_INDEX): that index, which must hold a
  *    non-zero GID, else -ENOENT.
  *  InfiniBand: index 0 (the port GID).
- *  Ethernet (RoCE): RoCE v2 only; among them an IPv4-mapped GID
- *    ::ffff:a.b.c.d equal to addr's address if addr (AF_INET or
- *    AF_INET6) is given, else the first IPv4-mapped v2 GID, else the first
- *    v2 GID. No v2 GID: -ENOENT (RoCE v1 is chosen only by override).
+ *  Ethernet (RoCE): RoCE v2 only, and only those of netdev ndev if
+ *    ndev is given and some v2 GID belongs to it (a port's table also
+ *    holds its VLAN and macvlan netdevs' GIDs); among them the GID equal
+ *    to addr's address (IPv4-mapped ::ffff:a.b.c.d, or IPv6) if addr is
+ *    given, else the first IPv4-mapped v2 GID, else the first v2 GID. No
+ *    v2 GID: -ENOENT (RoCE v1 is chosen only by override).
  * Returns the position in p->gids[] (>= 0) or a negative errno; *why
  * (static) says what was chosen or missing. */
-int fqib_gid_select(const struct fqib_port *p, const struct sockaddr *addr, int override, const char **why);
+int fqib_gid_select(const struct fqib_port *p, const struct sockaddr *addr, const char *ndev, int override,
+		    const char **why);
 
 #endif /* FQIB_SYSFS_H */

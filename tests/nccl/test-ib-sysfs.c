@@ -72,21 +72,32 @@ static void test_select(const struct fqib_dev *d)
 	int i;
 
 	inet_pton(AF_INET, "198.18.9.9", &a.sin_addr);
-	i = fqib_gid_select(roce, (struct sockaddr *)&a, -1, &why);
+	i = fqib_gid_select(roce, (struct sockaddr *)&a, NULL, -1, &why);
 	ok(i >= 0 && roce->gids[i].index == 4, "v2 GID matching the NIC address 198.18.9.9 (%s)", why);
 	inet_pton(AF_INET, "198.18.1.10", &a.sin_addr);
-	i = fqib_gid_select(roce, (struct sockaddr *)&a, -1, &why);
+	i = fqib_gid_select(roce, (struct sockaddr *)&a, NULL, -1, &why);
 	ok(i >= 0 && roce->gids[i].index == 3, "v2 (not the v1 at index 2) for 198.18.1.10 (%s)", why);
-	i = fqib_gid_select(roce, NULL, -1, &why);
+	i = fqib_gid_select(roce, NULL, NULL, -1, &why);
 	ok(i >= 0 && roce->gids[i].index == 3, "no address: first IPv4-mapped v2 GID (%s)", why);
 	inet_pton(AF_INET, "203.0.113.1", &a.sin_addr);
-	i = fqib_gid_select(roce, (struct sockaddr *)&a, -1, &why);
+	i = fqib_gid_select(roce, (struct sockaddr *)&a, NULL, -1, &why);
 	ok(i >= 0 && roce->gids[i].index == 3, "unmatched address: first IPv4-mapped v2 GID");
-	i = fqib_gid_select(roce, NULL, 2, &why);
+	i = fqib_gid_select(roce, NULL, NULL, 2, &why);
 	ok(i >= 0 && roce->gids[i].index == 2 && roce->gids[i].type == FQIB_GID_IB_ROCE_V1,
 	   "override picks index 2 even though it is RoCE v1");
-	ok(fqib_gid_select(roce, NULL, 5, &why) == -ENOENT, "override on an empty entry: -ENOENT (%s)", why);
-	i = fqib_gid_select(ib, NULL, -1, &why);
+	ok(fqib_gid_select(roce, NULL, NULL, 5, &why) == -ENOENT, "override on an empty entry: -ENOENT (%s)",
+	   why);
+	i = fqib_gid_select(roce, NULL, "eth2.100", -1, &why);
+	ok(i >= 0 && roce->gids[i].index == 4, "netdev eth2.100, no address: its own v2 GID (4), not eth2's");
+	i = fqib_gid_select(roce, NULL, "eth2", -1, &why);
+	ok(i >= 0 && roce->gids[i].index == 3, "netdev eth2: its IPv4-mapped v2 GID (3)");
+	inet_pton(AF_INET, "198.18.9.9", &a.sin_addr);
+	i = fqib_gid_select(roce, (struct sockaddr *)&a, "eth2", -1, &why);
+	ok(i >= 0 && roce->gids[i].index == 3,
+	   "netdev eth2 with another netdev's address: stays on eth2 (3)");
+	i = fqib_gid_select(roce, NULL, "eth9", -1, &why);
+	ok(i >= 0 && roce->gids[i].index == 3, "a netdev with no GID here: no netdev filter (3)");
+	i = fqib_gid_select(ib, NULL, NULL, -1, &why);
 	ok(i == 0 && ib->gids[0].index == 0, "IB: port GID at index 0");
 
 	{ /* a RoCE port with only v1 GIDs: no default choice */
@@ -94,11 +105,11 @@ static void test_select(const struct fqib_dev *d)
 
 		for (int k = 0; k < v1.ngids; k++)
 			v1.gids[k].type = FQIB_GID_IB_ROCE_V1;
-		ok(fqib_gid_select(&v1, NULL, -1, &why) == -ENOENT && strstr(why, "v2"),
+		ok(fqib_gid_select(&v1, NULL, NULL, -1, &why) == -ENOENT && strstr(why, "v2"),
 		   "v1-only RoCE port: -ENOENT, says why (%s)", why);
 		/* a v2 GID that is not IPv4-mapped is still taken */
 		v1.gids[1].type = FQIB_GID_ROCE_V2;
-		i = fqib_gid_select(&v1, NULL, -1, &why);
+		i = fqib_gid_select(&v1, NULL, NULL, -1, &why);
 		ok(i == 1, "only an IPv6 v2 GID: taken (%s)", why);
 	}
 }
