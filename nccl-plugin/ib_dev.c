@@ -543,7 +543,8 @@ int fqn_lane_ib_connect(int nic, const struct sockaddr *local, const struct sock
 	return rc;
 }
 
-int fqn_lane_ib_adopt(int nic, int fd, size_t chunk_size, struct fqn_lane **out)
+int fqn_lane_ib_adopt(int nic, int fd, size_t chunk_size, const uint8_t peer_handle[FQIB_HANDLE_SIZE],
+		      struct fqn_lane **out)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -556,9 +557,14 @@ int fqn_lane_ib_adopt(int nic, int fd, size_t chunk_size, struct fqn_lane **out)
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 		fqn_sockaddr_str((struct sockaddr *)&ss, local, sizeof(local));
 	rc = ib_lane_new(nic, 0, fd, chunk_size, out);
-	if (rc == 0) {
-		snprintf((*out)->peer, sizeof((*out)->peer), "%s", peer);
-		snprintf((*out)->local, sizeof((*out)->local), "%s", local);
+	if (rc < 0)
+		return rc;
+	snprintf((*out)->peer, sizeof((*out)->peer), "%s", peer);
+	snprintf((*out)->local, sizeof((*out)->local), "%s", local);
+	rc = fqn_lane_ib_accept(*out, peer_handle);
+	if (rc < 0) {
+		(*out)->ops->destroy(*out);
+		*out = NULL;
 	}
 	return rc;
 }
@@ -615,10 +621,12 @@ int fqn_lane_ib_connect(int nic, const struct sockaddr *local, const struct sock
 	return -ENOTSUP;
 }
 
-int fqn_lane_ib_adopt(int nic, int fd, size_t chunk_size, struct fqn_lane **out)
+int fqn_lane_ib_adopt(int nic, int fd, size_t chunk_size, const uint8_t peer_handle[FQIB_HANDLE_SIZE],
+		      struct fqn_lane **out)
 {
 	(void)nic;
 	(void)chunk_size;
+	(void)peer_handle;
 	close(fd);
 	*out = NULL;
 	return -ENOTSUP;

@@ -24,10 +24,12 @@
  *
  * Setup: the lane's TCP connection is the side channel. The connector
  * sends its hello (setup.c) followed by its 64-byte IB handle; the
- * accepting end, created once the hello is read, sends its own handle;
- * each end moves its QP to RTR/RTS when it has the other's. The
- * handshake runs inside the lane's non-blocking calls (send_hello on the
- * connector, rx_* on the acceptor). A mismatch (IB vs Ethernet, RoCE v1
+ * listener reads both (setup.c, without blocking), creates the lane, moves
+ * its QP to RTR/RTS and only then sends its own handle, so the connector,
+ * which goes to RTS on reading it, never sends into a QP not yet ready
+ * (that would cost an RC retry timeout). The connector's side runs in its
+ * non-blocking send_hello calls; the acceptor is ready when accepted,
+ * which NCCL needs: it may not receive on a connection until all are up. A mismatch (IB vs Ethernet, RoCE v1
  * vs v2, receive slots too small for the chunk size) fails the lane with
  * -EPROTO and a WARN naming both ends. The TCP socket stays open: its EOF
  * tells the lane the peer process is gone long before an RC retry budget
@@ -104,6 +106,12 @@ struct fqib_io_ops {
 int fqn_lane_ib_create(const struct fqib_io_ops *ops, void *io, int sender, size_t chunk_size, int fd,
 		       struct fqn_lane **out);
 
+/* The accepting end, created over the side channel after the hello and
+ * the connector's handle were read: connect to that handle (RTR, so the
+ * connector's first SEND finds the QP ready), then send ours. 0 (ready)
+ * or a negative errno (the lane is dead). */
+int fqn_lane_ib_accept(struct fqn_lane *l, const uint8_t peer[FQIB_HANDLE_SIZE]);
+
 /* This end's handle, valid after create. */
 void fqn_lane_ib_handle(struct fqn_lane *l, struct fqib_handle *h);
 
@@ -130,6 +138,7 @@ int64_t fqib_cycles_to_ns(const struct fqib_clock_ref *ref, uint64_t cycles);
  * read. */
 int fqn_lane_ib_connect(int nic, const struct sockaddr *local, const struct sockaddr *remote,
 			size_t chunk_size, struct fqn_lane **out);
-int fqn_lane_ib_adopt(int nic, int fd, size_t chunk_size, struct fqn_lane **out);
+int fqn_lane_ib_adopt(int nic, int fd, size_t chunk_size, const uint8_t peer[FQIB_HANDLE_SIZE],
+		      struct fqn_lane **out);
 
 #endif /* FQIB_LANE_H */

@@ -229,6 +229,19 @@ static int side_poll(struct fqn_lane_ib *b)
 	}
 }
 
+/* Push the unsent part of hs_out: 0 (all sent, or the socket is full) or -errno. */
+static int side_push(struct fqn_lane_ib *b)
+{
+	while (b->hs_out_off < b->hs_out_len) {
+		ssize_t n = send(b->fd, b->hs_out + b->hs_out_off, b->hs_out_len - b->hs_out_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+		b->hs_out_off += (size_t)n;
+	}
+	return 0;
+}
+
 /* Progress: poll completions; every SIDE_CHECK_NS, the side channel. */
 static int progress(struct fqn_lane_ib *b)
 {
@@ -246,6 +259,8 @@ static int progress(struct fqn_lane_ib *b)
 	} while (n == 16 && b->state != ST_DEAD);
 	if (b->state == ST_DEAD)
 		return b->err;
+	if (b->fd >= 0 && b->hs_out_off < b->hs_out_len && side_push(b) < 0)
+		return lane_die(b, -ECONNRESET);
 	if (b->fd >= 0) {
 		int64_t now = raw_ns();
 
@@ -297,13 +312,10 @@ static int handshake(struct fqn_lane_ib *b)
 		return 0;
 	if (b->state == ST_DEAD)
 		return b->err;
-	while (b->hs_out_off < b->hs_out_len) {
-		ssize_t n = send(b->fd, b->hs_out + b->hs_out_off, b->hs_out_len - b->hs_out_off,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : lane_die(b, -ECONNRESET);
-		b->hs_out_off += (size_t)n;
-	}
+	if (side_push(b) < 0)
+		return lane_die(b, -ECONNRESET);
+	if (b->hs_out_off < b->hs_out_len)
+		return -EAGAIN;
 	rc = side_poll(b);
 	if (rc < 0)
 		return lane_die(b, rc);
@@ -433,11 +445,8 @@ static int rx_ready(struct fqn_lane_ib *b)
 {
 	int rc;
 
-	if (b->state == ST_HANDSHAKE) {
-		rc = b->fd >= 0 ? handshake(b) : -EAGAIN;
-		if (rc < 0)
-			return rc == -EAGAIN ? 0 : rc;
-	}
+	if (b->state == ST_HANDSHAKE)
+		return 0; /* fqn_lane_ib_start() not called yet */
 	rc = progress(b);
 	if (rc < 0)
 		return rc;
@@ -612,10 +621,6 @@ int fqn_lane_ib_create(const struct fqib_io_ops *ops, void *io, int sender, size
 	b->local.slot_size = sender ? FQIB_SMALL_SIZE : (uint32_t)b->slot_size;
 	b->local.size =
 	    (uint32_t)(sender ? FQIB_SMALL_SLOTS * FQIB_SMALL_SIZE : FQIB_DATA_SLOTS * b->slot_size);
-	if (!sender && fd >= 0) { /* the acceptor speaks first after the hello */
-		fqib_handle_encode(&b->local, b->hs_out);
-		b->hs_out_len = FQIB_HANDLE_SIZE;
-	}
 	*out = &b->base;
 	return 0;
 
@@ -640,4 +645,29 @@ int64_t fqn_lane_ib_rx_stamp(struct fqn_lane *l)
 	struct fqn_lane_ib *b = IB(l);
 
 	return b->rx_have_hdr ? b->rx_ts[b->rx_q[b->rx_h]] : 0;
+}
+
+int fqn_lane_ib_accept(struct fqn_lane *l, const uint8_t peer[FQIB_HANDLE_SIZE])
+{
+	struct fqn_lane_ib *b = IB(l);
+	struct fqib_handle remote;
+	const char *why;
+	int rc;
+
+	if (b->sender || b->fd < 0 || b->state != ST_HANDSHAKE)
+		return -EINVAL;
+	if (fqib_handle_decode(peer, &remote, &why) < 0) {
+		FQN_WARN("IB lane %d (%s <- %s): bad IB handle from the peer: %s", l->index, l->local,
+			 l->peer, why);
+		return lane_die(b, -EPROTO);
+	}
+	rc = fqn_lane_ib_start(l, &remote); /* RTR before the peer may send */
+	if (rc < 0)
+		return rc;
+	fqib_handle_encode(&b->local, b->hs_out);
+	b->hs_out_len = FQIB_HANDLE_SIZE;
+	b->hs_out_off = 0;
+	if (side_push(b) < 0) /* 64 bytes on a fresh socket: sent at once */
+		return lane_die(b, -ECONNRESET);
+	return 0;
 }

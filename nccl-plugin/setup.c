@@ -31,7 +31,7 @@
 struct fqn_pending {
 	int fd;
 	size_t got;
-	uint8_t buf[FQN_HELLO_SIZE];
+	uint8_t buf[FQN_HELLO_SIZE + FQIB_HANDLE_SIZE]; /* IB lanes: the hello, then the QP handle */
 };
 
 struct fqn_group {
@@ -486,7 +486,7 @@ static int nic_of_fd(int fd, int dflt)
 
 /* Adopt a socket whose hello arrived into its connection's group. Returns
  * the group's index if now complete, -1 otherwise. */
-static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h)
+static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h, const uint8_t *ib_handle)
 {
 	struct fqn_group *g = NULL;
 	struct fqn_lane *lane;
@@ -516,7 +516,7 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h)
 		return -1;
 	}
 	if (fqn_transport_is_ib()) {
-		if (fqn_lane_ib_adopt(nic_of_fd(fd, l->dev), fd, h->chunk_size, &lane) < 0)
+		if (fqn_lane_ib_adopt(nic_of_fd(fd, l->dev), fd, h->chunk_size, ib_handle, &lane) < 0)
 			return -1;
 	} else if (fqn_lane_tcp_adopt(fd, fqn_g->cfg.sock_buf_bytes,
 				      g->control ? fqn_g->cfg.lane_timeout_ms : 0, &lane) < 0) {
@@ -536,7 +536,8 @@ static int listen_read_hellos(struct fqn_listen *l)
 	for (int k = 0; k < l->npending;) {
 		struct fqn_pending *p = &l->pending[k];
 		struct fqn_hello h;
-		ssize_t n = recv(p->fd, p->buf + p->got, FQN_HELLO_SIZE - p->got, MSG_DONTWAIT);
+		size_t want = FQN_HELLO_SIZE + (fqn_transport_is_ib() ? FQIB_HANDLE_SIZE : 0);
+		ssize_t n = recv(p->fd, p->buf + p->got, want - p->got, MSG_DONTWAIT);
 		int done;
 
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -545,7 +546,7 @@ static int listen_read_hellos(struct fqn_listen *l)
 		}
 		if (n > 0)
 			p->got += (size_t)n;
-		if (p->got < FQN_HELLO_SIZE) {
+		if (p->got < want) {
 			k++;
 			continue;
 		}
@@ -554,7 +555,7 @@ static int listen_read_hellos(struct fqn_listen *l)
 			pending_drop(l, k, 1);
 			continue;
 		}
-		done = group_add(l, p->fd, &h);
+		done = group_add(l, p->fd, &h, p->buf + FQN_HELLO_SIZE);
 		pending_drop(l, k, 0);
 		if (done >= 0)
 			return done;

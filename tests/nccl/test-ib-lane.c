@@ -401,7 +401,7 @@ static void test_errors(void)
 
 static void test_side_channel(void)
 {
-	uint8_t hello[36], buf[36], src[64] = {1, 2, 3}, dst[64];
+	uint8_t hello[36], buf[36 + FQIB_HANDLE_SIZE], src[64] = {1, 2, 3}, dst[64];
 	struct fqn_lane *s, *r;
 	struct fake *fs, *fr;
 	struct fqn_chunk_hdr h = hdr(0, 3);
@@ -422,9 +422,12 @@ static void test_side_channel(void)
 			break;
 		got += (size_t)n;
 	}
-	ok(got == 36 && memcmp(buf, hello, 36) == 0, "acceptor reads the hello first");
+	ok(got == sizeof(buf) && memcmp(buf, hello, 36) == 0, "acceptor reads the hello and the QP handle");
 	ok(fqn_lane_ib_create(&fake_ops, fr, 0, CHUNK, sp[1], &r) == 0, "acceptor lane adopts the socket");
-	for (int i = 0; i < 100 && (rc != 0 || !fr->connected); i++) {
+	ok(recv_one(r, &h, dst) == 0 && !fr->connected, "not started yet: no data, no error");
+	ok(fqn_lane_ib_accept(r, buf + 36) == 0 && fr->connected, "acceptor connects its QP first (RTR)");
+	ok(fs->connected == 0, "the connector is not yet connected: it has not read the acceptor's handle");
+	for (int i = 0; i < 100 && (rc != 0 || !fs->connected); i++) {
 		rrc = recv_one(r, &h, dst);
 		rc = s->ops->send_hello(s, hello, sizeof(hello));
 	}
@@ -442,6 +445,21 @@ static void test_side_channel(void)
 	       "side channel EOF: -ECONNRESET, no QP timeout wait");
 	s->ops->destroy(s);
 
+	{ /* an acceptor given a garbage handle */
+		uint8_t junk[FQIB_HANDLE_SIZE];
+
+		ok(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp) == 0, "socketpair");
+		pair(&fs, &fr, FQIB_GID_ROCE_V2);
+		free(fs);
+		fr->peer = NULL;
+		memset(junk, 0x5a, sizeof(junk));
+		ok(fqn_lane_ib_create(&fake_ops, fr, 0, CHUNK, sp[1], &r) == 0, "acceptor lane");
+		is_int(fqn_lane_ib_accept(r, junk), -EPROTO, "acceptor: bad handle: -EPROTO");
+		ok(recv_one(r, &h, dst) == -EPROTO, "the lane is dead");
+		r->ops->destroy(r);
+		close(sp[0]);
+	}
+
 	/* a peer that sends garbage for a handle */
 	ok(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp) == 0, "another socketpair");
 	pair(&fs, &fr, FQIB_GID_ROCE_V2);
@@ -449,7 +467,7 @@ static void test_side_channel(void)
 	fs->peer = NULL;
 	ok(fqn_lane_ib_create(&fake_ops, fs, 1, CHUNK, sp[0], &s) == 0, "connector lane");
 	memset(buf, 0x99, sizeof(buf));
-	ok(send(sp[1], buf, sizeof(buf), 0) == 36 && send(sp[1], buf, 28, 0) == 28, "64 bytes of garbage");
+	ok(send(sp[1], buf, 36, 0) == 36 && send(sp[1], buf, 28, 0) == 28, "64 bytes of garbage");
 	rc = s->ops->send_hello(s, hello, sizeof(hello));
 	is_int(rc, -EPROTO, "bad handle: -EPROTO");
 	s->ops->destroy(s);
