@@ -38,6 +38,12 @@ static const struct fqn_env_var fqn_env_vars[] = {
     {"FABRICIQ_FAILOVER_GRACE_MS", FQN_ENV_INT, "30000", 100, 3600000, OFF(failover_grace_ms)},
     {"FABRICIQ_PATH_PAGE", FQN_ENV_STR, "/run/fabriciq/paths", 1, FQN_PATH_MAX, OFF(path_page)},
     {"FABRICIQ_RANK", FQN_ENV_STR, "", 0, 16, OFF(rank)},
+    {"FABRICIQ_TRANSPORT", FQN_ENV_STR, "tcp", 1, 8, OFF(transport)},
+    {"FABRICIQ_IB_GID_INDEX", FQN_ENV_STR, "", 0, 8, OFF(gid_index_s)},
+    {"FABRICIQ_IB_TC", FQN_ENV_INT, "0", 0, 255, OFF(ib_tc)},
+    {"FABRICIQ_IB_SL", FQN_ENV_INT, "0", 0, 15, OFF(ib_sl)},
+    {"FABRICIQ_IB_TIMEOUT", FQN_ENV_INT, "20", 1, 31, OFF(ib_timeout)},
+    {"FABRICIQ_IB_RETRY_CNT", FQN_ENV_INT, "7", 0, 7, OFF(ib_retry_cnt)},
 };
 
 int fqn_parse_size(const char *s, unsigned long long *out)
@@ -138,6 +144,22 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 		return -EINVAL;
 	}
 	cfg->control = strcmp(cfg->mode, "control") == 0;
+	if (strcmp(cfg->transport, "tcp") != 0 && strcmp(cfg->transport, "ib") != 0 &&
+	    strcmp(cfg->transport, "auto") != 0) {
+		snprintf(err, errlen, "FABRICIQ_TRANSPORT='%s': must be tcp, ib or auto", cfg->transport);
+		return -EINVAL;
+	}
+	cfg->ib_gid_index = -1;
+	if (*cfg->gid_index_s) {
+		if (strspn(cfg->gid_index_s, "0123456789") != strlen(cfg->gid_index_s) ||
+		    atoi(cfg->gid_index_s) > 255) {
+			snprintf(err, errlen,
+				 "FABRICIQ_IB_GID_INDEX='%s': must be a GID table index (0 to 255)",
+				 cfg->gid_index_s);
+			return -EINVAL;
+		}
+		cfg->ib_gid_index = atoi(cfg->gid_index_s);
+	}
 	if (*cfg->rank && (strspn(cfg->rank, "0123456789") != strlen(cfg->rank) || strlen(cfg->rank) > 9)) {
 		snprintf(err, errlen, "FABRICIQ_RANK='%s': must be a rank (0 to 999999999)", cfg->rank);
 		return -EINVAL;

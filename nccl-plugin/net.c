@@ -13,6 +13,7 @@
 #include "common/clock_page.h"
 #include "common/path_page.h"
 #include "nccl-plugin/conn.h"
+#include "nccl-plugin/ib_dev.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/rejoin.h"
 #include "nccl-plugin/telemetry.h"
@@ -57,6 +58,58 @@ static void init_log_nics(const struct fqn_global *g)
 	}
 }
 
+/* FABRICIQ_TRANSPORT: resolve auto, open the verbs devices for ib. After
+ * this, cfg.transport is "tcp" or "ib". ib without a usable device fails
+ * init (NCCL then falls back to its own transports, visibly). */
+static int init_transport(struct fqn_global *g)
+{
+	const char *why = "";
+	char err[256];
+	int rc;
+
+	if (strcmp(g->cfg.transport, "auto") == 0) {
+		if (fqib_devs_count(&why) == 0) {
+			FQN_INFO("FABRICIQ_TRANSPORT=auto: TCP lanes (%s)", why);
+			strcpy(g->cfg.transport, "tcp");
+			return 0;
+		}
+		rc = fqib_devs_open(&g->cfg, g->nics, &g->nnics, err, sizeof(err));
+		if (rc == 0) {
+			strcpy(g->cfg.transport, "ib");
+			return 0;
+		}
+		FQN_INFO("FABRICIQ_TRANSPORT=auto: TCP lanes (%s)", err);
+		strcpy(g->cfg.transport, "tcp");
+		fqn_nics_release(g->nics, g->nnics);
+		return fqn_nics_discover(g->cfg.ifaces, g->nics, &g->nnics, err, sizeof(err));
+	}
+	if (strcmp(g->cfg.transport, "ib") != 0)
+		return 0;
+	if (fqib_devs_count(&why) == 0) {
+		FQN_WARN("FABRICIQ_TRANSPORT=ib but no usable RDMA device: %s; the plugin does not load (set "
+			 "FABRICIQ_TRANSPORT=tcp or auto)",
+			 why);
+		return -ENODEV;
+	}
+	rc = fqib_devs_open(&g->cfg, g->nics, &g->nnics, err, sizeof(err));
+	if (rc < 0)
+		FQN_WARN("%s", err);
+	else if (fqib_gdr_available())
+		FQN_INFO("GPUDirect RDMA is loaded, but IB lanes copy through host memory: "
+			 "reporting NCCL_PTR_HOST only");
+	return rc;
+}
+
+int fqn_transport_is_ib(void)
+{
+	return fqn_g && strcmp(fqn_g->cfg.transport, "ib") == 0;
+}
+
+int fqn_comm_device(const void *comm)
+{
+	return ((const struct fqn_comm *)comm)->dev; /* fqn_send and fqn_recv start with it */
+}
+
 static int init_once(struct fqn_global *g)
 {
 	char err[256];
@@ -82,6 +135,11 @@ static int init_once(struct fqn_global *g)
 		FQN_WARN("%s", err);
 		return rc;
 	}
+	rc = init_transport(g);
+	if (rc < 0) {
+		fqn_nics_release(g->nics, g->nnics);
+		return rc;
+	}
 	rc = fq_clock_page_reader_open(g->cfg.clock_page, &g->clock);
 	if (rc < 0) {
 		g->clock = NULL;
@@ -102,6 +160,8 @@ static int init_once(struct fqn_global *g)
 			FQN_WARN("control mode: %s", strerror(-rc));
 			fqn_telemetry_stop(g->telemetry);
 			fq_clock_page_reader_close(g->clock);
+			if (strcmp(g->cfg.transport, "ib") == 0)
+				fqib_devs_close();
 			fqn_nics_release(g->nics, g->nnics);
 			return rc;
 		}
@@ -114,8 +174,8 @@ static int init_once(struct fqn_global *g)
 		}
 	}
 	init_log_nics(g);
-	FQN_INFO("%d device(s), %d lane(s) per connection, %zu-byte chunks, %s mode%s", g->nnics,
-		 g->cfg.lanes, g->cfg.chunk_size, g->cfg.mode,
+	FQN_INFO("%d device(s), %d %s lane(s) per connection, %zu-byte chunks, %s mode%s", g->nnics,
+		 g->cfg.lanes, g->cfg.transport, g->cfg.chunk_size, g->cfg.mode,
 		 g->cfg.control ? " (acked chunks, failover, failback)" : "");
 	return 0;
 }
@@ -151,6 +211,8 @@ void fqn_fini(void)
 		if (g->paths)
 			fq_path_page_reader_close(g->paths);
 		fqn_rejoin_destroy(g->rejoin);
+		if (strcmp(g->cfg.transport, "ib") == 0)
+			fqib_devs_close();
 		fqn_nics_release(g->nics, g->nnics);
 	}
 	pthread_mutex_unlock(&fqn_init_lock);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl-plugin/ib_dev.h"
 #include "nccl-plugin/net.h"
 #include "nccl-plugin/plog.h"
 
@@ -140,11 +141,20 @@ static ncclResult_t a_accept(void *listenComm, void **recvComm, void **recvDevCo
 /* Host memory needs no registration: the handle only proves the call. */
 static int fqn_mr_token;
 
+/* IB lanes: host memory is registered through the device's MR cache (the
+ * handle is the cache entry), ready for a zero-copy path; lanes today copy
+ * through their own registered rings. NCCL_PTR_CUDA stays unreported even
+ * with GPUDirect RDMA: that copy is a CPU memcpy. */
 static ncclResult_t a_regMr(void *comm, void *data, size_t size, int type, void **mhandle)
 {
-	(void)comm;
-	(void)data;
-	(void)size;
+	if (type == NCCL_PTR_HOST && fqn_transport_is_ib() && comm) {
+		int dev = fqn_comm_device(comm), rc = fqib_mr_reg(dev, data, size, mhandle);
+
+		if (rc < 0)
+			FQN_WARN("regMr: registering %zu bytes at %p on device %d: %s", size, data, dev,
+				 strerror(-rc));
+		return rc < 0 ? ncclSystemError : ncclSuccess;
+	}
 	if (type != NCCL_PTR_HOST) {
 		FQN_WARN(
 		    "regMr: memory type %d not supported (host memory only: ptrSupport is NCCL_PTR_HOST)",
@@ -171,7 +181,9 @@ static ncclResult_t a_regMrDmaBuf(void *comm, void *data, size_t size, int type,
 static ncclResult_t a_deregMr(void *comm, void *mhandle)
 {
 	(void)comm;
-	return mhandle == &fqn_mr_token ? ncclSuccess : ncclInvalidUsage;
+	if (mhandle == &fqn_mr_token)
+		return ncclSuccess;
+	return fqn_transport_is_ib() && fqib_mr_dereg(mhandle) == 0 ? ncclSuccess : ncclInvalidUsage;
 }
 
 static ncclResult_t a_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle, void **request)

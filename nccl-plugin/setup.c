@@ -19,8 +19,11 @@
 #include <unistd.h>
 
 #include "nccl-plugin/conn.h"
+#include "nccl-plugin/ib_dev.h"
+#include "nccl-plugin/ib_lane.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/rejoin.h"
+#include "nccl-plugin/telemetry.h"
 
 #define FQN_PENDING_MAX 64
 #define FQN_GROUPS_MAX  8
@@ -28,7 +31,7 @@
 struct fqn_pending {
 	int fd;
 	size_t got;
-	uint8_t buf[FQN_HELLO_SIZE];
+	uint8_t buf[FQN_HELLO_SIZE + FQIB_HANDLE_SIZE]; /* IB lanes: the hello, then the QP handle */
 };
 
 struct fqn_group {
@@ -213,6 +216,8 @@ int fqn_listen(int dev, void *handle, struct fqn_listen **out)
 		l->fds[l->nfds++] = fd;
 	}
 	h->flags = fqn_g->cfg.control ? FQN_HANDLE_F_CONTROL : 0;
+	if (fqn_transport_is_ib())
+		h->flags |= FQIB_HANDLE_F_IB;
 	h->magic = FQN_HANDLE_MAGIC;
 	h->naddr = (uint8_t)l->nfds;
 	h->token = l->token;
@@ -253,6 +258,14 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
+	if (!!(h->flags & FQIB_HANDLE_F_IB) != fqn_transport_is_ib()) {
+		FQN_WARN(
+		    "connect: the listener uses %s lanes, this process %s; set the same FABRICIQ_TRANSPORT "
+		    "on every rank",
+		    h->flags & FQIB_HANDLE_F_IB ? "ib" : "tcp", fqn_transport_is_ib() ? "ib" : "tcp");
+		free(st);
+		return -EPROTO;
+	}
 	st->nlanes = fqn_g->cfg.lanes;
 	st->conn_id = random64();
 	st->control = fqn_g->cfg.control && (h->flags & FQN_HANDLE_F_CONTROL);
@@ -283,9 +296,15 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
 				    h->rejoin_port[i % h->naddr];
 			st->can_rejoin[i] = h->rejoin_port[i % h->naddr] != 0;
 		}
-		rc = fqn_lane_tcp_connect(nic >= 0 ? (struct sockaddr *)&local : NULL,
-					  (struct sockaddr *)&remote, fqn_g->cfg.sock_buf_bytes,
-					  st->control ? fqn_g->cfg.lane_timeout_ms : 0, &st->lanes[i]);
+		if (fqn_transport_is_ib()) /* the TCP connection becomes the QP's side channel */
+			rc = fqn_lane_ib_connect(
+			    nic >= 0 ? nic : dev, nic >= 0 ? (struct sockaddr *)&local : NULL,
+			    (struct sockaddr *)&remote, fqn_g->cfg.chunk_size, &st->lanes[i]);
+		else
+			rc =
+			    fqn_lane_tcp_connect(nic >= 0 ? (struct sockaddr *)&local : NULL,
+						 (struct sockaddr *)&remote, fqn_g->cfg.sock_buf_bytes,
+						 st->control ? fqn_g->cfg.lane_timeout_ms : 0, &st->lanes[i]);
 		if (rc < 0) {
 			char abuf[64];
 			FQN_WARN("connect lane %d to %s: %s", i,
@@ -303,6 +322,37 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
 err:
 	connecting_free(st);
 	return rc;
+}
+
+/* An IB lane whose two ends cannot form a QP (IB vs RoCE, RoCE v1 vs v2,
+ * ring sizes): a lane failure with cause "config" for the agent, beside
+ * the lane's WARN naming both ends. */
+static void ib_config_event(const struct fqn_connecting *st, int i, const struct fqn_lane *l)
+{
+	struct fqn_lane_sample *s;
+	int sync;
+
+	if (!fqn_g->telemetry)
+		return;
+	s = calloc(1, sizeof(*s)); /* large (its histogram); once per failed connect */
+	if (!s)
+		return;
+	s->event = 1;
+	snprintf(s->cause, sizeof(s->cause), "config");
+	s->conn_id = st->conn_id;
+	s->lane = i;
+	s->to_lane = -1;
+	s->is_send = 1;
+	s->rank1 = fqn_g->rank1;
+	snprintf(s->kind, sizeof(s->kind), "ib");
+	if (l->nic >= 0 && l->nic < fqn_g->nnics)
+		snprintf(s->nic, sizeof(s->nic), "%s", fqn_g->nics[l->nic].name);
+	memcpy(s->local, l->local, sizeof(s->local));
+	memcpy(s->peer, l->peer, sizeof(s->peer));
+	s->start_ns = fqn_clock_now(&sync);
+	s->synchronised = sync;
+	fqn_telemetry_push(fqn_g->telemetry, s);
+	free(s);
 }
 
 static int connect_poll(struct fqn_connecting *st, uint64_t token)
@@ -334,6 +384,8 @@ static int connect_poll(struct fqn_connecting *st, uint64_t token)
 		}
 		if (rc < 0) {
 			FQN_WARN("connect lane %d (%s -> %s): %s", i, l->local, l->peer, strerror(-rc));
+			if (rc == -EPROTO && strcmp(l->ops->kind, "ib") == 0)
+				ib_config_event(st, i, l);
 			return rc;
 		}
 		st->ready[i] = 1;
@@ -408,9 +460,33 @@ static void listen_take_new(struct fqn_listen *l)
 	}
 }
 
+/* The NIC whose address fd was accepted on (an IB lane's QP goes on that
+ * NIC's verbs port); dflt if none matches. */
+static int nic_of_fd(int fd, int dflt)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return dflt;
+	for (int i = 0; i < fqn_g->nnics; i++) {
+		const struct sockaddr_storage *a = &fqn_g->nics[i].addr;
+
+		if (a->ss_family == AF_INET && ss.ss_family == AF_INET &&
+		    ((struct sockaddr_in *)a)->sin_addr.s_addr ==
+			((struct sockaddr_in *)&ss)->sin_addr.s_addr)
+			return i;
+		if (a->ss_family == AF_INET6 && ss.ss_family == AF_INET6 &&
+		    memcmp(&((struct sockaddr_in6 *)a)->sin6_addr, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+			   16) == 0)
+			return i;
+	}
+	return dflt;
+}
+
 /* Adopt a socket whose hello arrived into its connection's group. Returns
  * the group's index if now complete, -1 otherwise. */
-static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h)
+static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h, const uint8_t *ib_handle)
 {
 	struct fqn_group *g = NULL;
 	struct fqn_lane *lane;
@@ -439,11 +515,16 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h)
 		close(fd);
 		return -1;
 	}
-	if (fqn_lane_tcp_adopt(fd, fqn_g->cfg.sock_buf_bytes, g->control ? fqn_g->cfg.lane_timeout_ms : 0,
-			       &lane) < 0)
+	if (fqn_transport_is_ib()) {
+		if (fqn_lane_ib_adopt(nic_of_fd(fd, l->dev), fd, h->chunk_size, ib_handle, &lane) < 0)
+			return -1;
+	} else if (fqn_lane_tcp_adopt(fd, fqn_g->cfg.sock_buf_bytes,
+				      g->control ? fqn_g->cfg.lane_timeout_ms : 0, &lane) < 0) {
 		return -1;
+	}
 	lane->index = h->lane;
-	lane->nic = l->dev;
+	if (!fqn_transport_is_ib()) /* an IB lane knows its NIC (its QP's port) */
+		lane->nic = l->dev;
 	lane->chunk_size = h->chunk_size;
 	g->lanes[h->lane] = lane;
 	g->have++;
@@ -455,7 +536,8 @@ static int listen_read_hellos(struct fqn_listen *l)
 	for (int k = 0; k < l->npending;) {
 		struct fqn_pending *p = &l->pending[k];
 		struct fqn_hello h;
-		ssize_t n = recv(p->fd, p->buf + p->got, FQN_HELLO_SIZE - p->got, MSG_DONTWAIT);
+		size_t want = FQN_HELLO_SIZE + (fqn_transport_is_ib() ? FQIB_HANDLE_SIZE : 0);
+		ssize_t n = recv(p->fd, p->buf + p->got, want - p->got, MSG_DONTWAIT);
 		int done;
 
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -464,7 +546,7 @@ static int listen_read_hellos(struct fqn_listen *l)
 		}
 		if (n > 0)
 			p->got += (size_t)n;
-		if (p->got < FQN_HELLO_SIZE) {
+		if (p->got < want) {
 			k++;
 			continue;
 		}
@@ -473,7 +555,7 @@ static int listen_read_hellos(struct fqn_listen *l)
 			pending_drop(l, k, 1);
 			continue;
 		}
-		done = group_add(l, p->fd, &h);
+		done = group_add(l, p->fd, &h, p->buf + FQN_HELLO_SIZE);
 		pending_drop(l, k, 0);
 		if (done >= 0)
 			return done;
