@@ -38,6 +38,9 @@ static const struct fqn_env_var fqn_env_vars[] = {
     {"FABRICIQ_FAILOVER_GRACE_MS", FQN_ENV_INT, "30000", 100, 3600000, OFF(failover_grace_ms)},
     {"FABRICIQ_PATH_PAGE", FQN_ENV_STR, "/run/fabriciq/paths", 1, FQN_PATH_MAX, OFF(path_page)},
     {"FABRICIQ_RANK", FQN_ENV_STR, "", 0, 16, OFF(rank)},
+    {"FABRICIQ_STEER", FQN_ENV_STR, "", 0, 8, OFF(steer_str)},
+    {"FABRICIQ_STEER_TRACE", FQN_ENV_STR, "", 0, FQN_PATH_MAX, OFF(steer_trace)},
+    {"FABRICIQ_JOB_ID", FQN_ENV_STR, "", 0, 24, OFF(job_id)},
 };
 
 int fqn_parse_size(const char *s, unsigned long long *out)
@@ -140,6 +143,25 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 	cfg->control = strcmp(cfg->mode, "control") == 0;
 	if (*cfg->rank && (strspn(cfg->rank, "0123456789") != strlen(cfg->rank) || strlen(cfg->rank) > 9)) {
 		snprintf(err, errlen, "FABRICIQ_RANK='%s': must be a rank (0 to 999999999)", cfg->rank);
+		return -EINVAL;
+	}
+	/* Steering moves chunks by their ack latency: without acks (monitor
+	 * mode) there is nothing to steer by, so "on" there is an error. */
+	if (!*cfg->steer_str) {
+		cfg->steer = cfg->control;
+	} else if (strcmp(cfg->steer_str, "on") == 0 || strcmp(cfg->steer_str, "off") == 0) {
+		cfg->steer = strcmp(cfg->steer_str, "on") == 0;
+		if (cfg->steer && !cfg->control) {
+			snprintf(err, errlen,
+				 "FABRICIQ_STEER=on needs FABRICIQ_MODE=control (steering uses acks)");
+			return -EINVAL;
+		}
+	} else {
+		snprintf(err, errlen, "FABRICIQ_STEER='%s': must be on or off", cfg->steer_str);
+		return -EINVAL;
+	}
+	if (*cfg->job_id && strspn(cfg->job_id, "0123456789") != strlen(cfg->job_id)) {
+		snprintf(err, errlen, "FABRICIQ_JOB_ID='%s': must be a Slurm job id (digits)", cfg->job_id);
 		return -EINVAL;
 	}
 	return 0;

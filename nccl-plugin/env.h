@@ -31,6 +31,10 @@ struct fqn_config {
 	int lane_timeout_ms;             /* FABRICIQ_LANE_TIMEOUT_MS, 50..600000, default 1000 */
 	int failover_grace_ms;           /* FABRICIQ_FAILOVER_GRACE_MS, 100..3600000, default 30000 */
 	char path_page[FQN_PATH_MAX];    /* FABRICIQ_PATH_PAGE */
+	char steer_str[8];               /* FABRICIQ_STEER: "on", "off", "" (= on in control mode) */
+	int steer;                       /* weights lanes by their delay (control mode only) */
+	char steer_trace[FQN_PATH_MAX];  /* FABRICIQ_STEER_TRACE: append weight changes here ("" none) */
+	char job_id[24];                 /* FABRICIQ_JOB_ID (else SLURM_JOB_ID): path page advice key */
 };
 
 typedef const char *(*fqn_getenv_fn)(const char *name);
