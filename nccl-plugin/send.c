@@ -35,8 +35,13 @@
 #include "nccl-plugin/relia.h"
 #include "nccl-plugin/steer.h"
 
-/* Steering (control mode, FABRICIQ_STEER): each chunk's ack latency per
- * lane feeds steer.h's controller every FQN_STEER_UPDATE_MS; new chunks go
+/* Steering (control mode, FABRICIQ_STEER): per lane, how long after its
+ * message began each chunk was acked (the lane's share of a message is done
+ * when its last chunk is acked: the p99 of these lags is that lane's
+ * completion time) feeds steer.h's controller every FQN_STEER_UPDATE_MS.
+ * Measured from the message's start, not the chunk's, so a lane whose
+ * chunks wait behind the receiver (which is waiting for the slow lane)
+ * does not look slow itself. New chunks go
  * to lanes in proportion to its weights by virtual time (a lane taking a
  * chunk of len bytes advances its clock by len / weight; a lane may take a
  * new chunk only while its clock is at most one chunk ahead of the lowest
@@ -47,8 +52,8 @@
 struct steer_state {
 	struct fqn_steer *ctl;
 	double vt[FQN_MAX_LANES];
-	int64_t push_ns[FQN_MAX_LANES][FQN_TXQ_MAX]; /* when the lane took its k-th chunk */
-	struct fqn_hist lat[FQN_MAX_LANES];          /* ack latencies of this update period */
+	int64_t msg_start[FQN_SEND_SLOTS];  /* when a lane took the message's first chunk */
+	struct fqn_hist lat[FQN_MAX_LANES]; /* ack lags of this update period */
 	uint64_t acked_bytes[FQN_MAX_LANES], sent_bytes[FQN_MAX_LANES];
 	uint32_t retrans[FQN_MAX_LANES], ce[FQN_MAX_LANES];
 	int64_t next_ns;
@@ -81,6 +86,8 @@ struct fqn_send {
 	} ev;                   /* the failover whose chunks are being resent */
 	struct steer_state *st; /* NULL: steering off */
 	uint64_t acking;        /* bytes popped by the current ack */
+	int acking_lane;        /* and its lane, time */
+	int64_t acking_ns;
 };
 
 #define BACKOFF_MIN_MS 50
@@ -176,6 +183,9 @@ static void ctl_ack_done(void *arg, const struct fqn_cref *c)
 	struct fqn_req *m = &s->reqs[c->seq % FQN_SEND_SLOTS];
 
 	s->acking += c->len;
+	if (s->st) /* steering: lane acking_lane finished this chunk acking_ns after its message began */
+		fqn_hist_add(&s->st->lat[s->acking_lane],
+			     s->acking_ns - s->st->msg_start[c->seq % FQN_SEND_SLOTS]);
 	if (m->state == FQN_REQ_ACTIVE && m->seq == c->seq && --m->chunks_left == 0)
 		m->state = FQN_REQ_DONE;
 }
@@ -212,24 +222,16 @@ static int steer_allows(struct fqn_send *s, int i)
 	return st->vt[i] - vmin <= (double)s->c.chunk_size / fqn_steer_weight(st->ctl, i) + 1;
 }
 
-static void steer_took(struct fqn_send *s, int i, uint32_t len, int64_t now)
+static void steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int resent, int64_t now)
 {
 	struct steer_state *st = s->st;
 	double w = fqn_steer_weight(st->ctl, i);
+	uint32_t len = c->len;
 
-	st->push_ns[i][s->txq[i]->pushed % FQN_TXQ_MAX] = now;
+	if (!resent && c->offset == 0)
+		st->msg_start[c->seq % FQN_SEND_SLOTS] = now;
 	st->vt[i] += len / (w > 0 ? w : 1e-3);
 	st->sent_bytes[i] += len;
-}
-
-/* Cumulative ack: chunks prev..acked-1 of lane i were acked at now. */
-static void steer_acked(struct fqn_send *s, int i, uint64_t prev, int64_t now)
-{
-	struct steer_state *st = s->st;
-
-	for (uint64_t k = prev; k < s->txq[i]->acked; k++)
-		fqn_hist_add(&st->lat[i], now - st->push_ns[i][k % FQN_TXQ_MAX]);
-	st->acked_bytes[i] += s->acking;
 }
 
 /* Path page advice: MOVE for our job on lane i's path, a generation not
@@ -453,8 +455,6 @@ static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
 
 		if (rc <= 0)
 			return rc;
-		uint64_t prev;
-
 		if (fqn_ack_decode(rec, &ln, &count) < 0 || ln != i)
 			return -EPROTO;
 		if (lc->state == FQN_LANE_VERIFY) { /* hello out, ack back: the new path works */
@@ -481,13 +481,14 @@ static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
 			steer_lane_state(s, i, 1, now);
 			continue;
 		}
-		prev = s->txq[i]->acked;
 		s->acking = 0;
+		s->acking_lane = i;
+		s->acking_ns = now;
 		rc = fqn_txq_ack(s->txq[i], count, ctl_ack_done, s);
 		if (rc < 0)
 			return rc;
-		if (rc > 0 && s->st)
-			steer_acked(s, i, prev, now);
+		if (s->st)
+			s->st->acked_bytes[i] += s->acking;
 		if (rc > 0)
 			lc->progress_ns = now;
 	}
@@ -635,7 +636,7 @@ static int ctl_fill_lane(struct fqn_send *s, int i, int64_t now, const char **ca
 		if (!q->count)
 			s->c.lc[i].progress_ns = now; /* the no-progress clock starts with outstanding data */
 		if (s->st)
-			steer_took(s, i, c.len, now);
+			steer_took(s, i, &c, resent, now);
 		fqn_txq_push(q, &c);
 		s->c.stats[i].bytes += h.len;
 		s->c.stats[i].chunks++;

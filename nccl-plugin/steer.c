@@ -40,13 +40,13 @@ void fqn_steer_params_default(struct fqn_steer_params *p)
 	p->dead_band = 0.1;
 	p->floor = 0.05;
 	p->max_step = 2.0;
-	p->congest_ratio = 2.0;
-	p->congest_abs_ns = MS(1);
-	p->rehash_after_ns = MS(500);
+	p->congest_ratio = 3.0;
+	p->congest_abs_ns = MS(10);
+	p->rehash_after_ns = MS(2000);
 	p->trial_ns = MS(500);
 	p->keep_ratio = 0.8;
 	p->max_moves = 3;
-	p->cooldown_ns = MS(5000);
+	p->cooldown_ns = MS(10000);
 }
 
 static int params_ok(const struct fqn_steer_params *p, int n)
@@ -119,7 +119,7 @@ void fqn_steer_observe(struct fqn_steer *s, int lane, const struct fqn_steer_sam
 		return;
 	l = &s->l[lane];
 	if (smp->samples) {
-		l->obs = (double)(smp->p50_ns + smp->p99_ns) / 2;
+		l->obs = (double)smp->p99_ns;
 		if (smp->retrans_delta || smp->ce_delta)
 			l->obs *= 1.5;
 		if (l->obs < 1000)

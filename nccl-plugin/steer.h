@@ -2,19 +2,23 @@
  * steer: per-connection lane weights from lane delays (control mode), pure,
  * no I/O, so tests feed it numbers and a clock.
  *
- * Signal. The sender measures each chunk's ack latency: from the moment a
- * lane takes the chunk (tx_chunk) to the receiver's cumulative ack of it.
- * That is the time the chunk really waited on its lane: the sender's own
- * socket backlog, the fabric queues (a loaded, shaped spine) and the trip
- * back. It needs no change to the ack record (the receiver's one-way delay
- * would miss the sender-side backlog, which is where a slow lane's excess
- * chunks wait), and the ack batching it includes is the same on every lane.
- * Per update the caller hands in the interval's p50 and p99 of those
- * latencies, the bytes acked, and the kernel's congestion signs (TCP_INFO
- * retransmits and delivered_ce, as deltas).
+ * Signal. The sender measures, per lane, how long after its message began
+ * each chunk was acked (the message began when a lane took its first
+ * chunk; the ack is the receiver's cumulative count on that lane). The p99
+ * of these lags in an interval is when the lane's share of a message was
+ * done: a slow lane (a loaded spine, its own socket backlog) finishes its
+ * share late. It needs no change to the ack record (and the receiver's
+ * one-way delay would miss the sender's socket backlog, where a slow lane's
+ * excess chunks wait). Lags from the message start rather than per-chunk
+ * ack latencies, because the receiver holds a fast lane's chunks of the
+ * next message while it waits for the slow lane's chunks of this one, and
+ * per-chunk latencies would make both lanes look equally slow. Per update
+ * the caller hands in the interval's p50 and p99, the bytes acked, and the
+ * kernel's congestion signs (TCP_INFO retransmits and delivered_ce, as
+ * deltas, and the smoothed RTT).
  *
  * Control loop (every FQN_STEER_UPDATE_MS at most):
- *   d_i     = (p50 + p99) / 2 of the interval, x1.5 if the lane retransmitted
+ *   d_i     = the p99 of the interval, x1.5 if the lane retransmitted
  *             or saw CE marks; EWMA over intervals with gain alpha
  *   dref    = the weight-averaged d over the up lanes
  *   t_i     = w_i * clamp(dref / d_i, 1/max_step, max_step)  (slower lanes shed)
@@ -39,14 +43,15 @@
  * smoothed RTT of its socket (TCP_INFO: the fabric's queues, not the
  * sender's own socket backlog, so a job that merely saturates its lanes is
  * not "congested") exceeds congest_ratio x its base (the lowest RTT seen on
- * the lane, forgotten slowly) and the base by congest_abs. When every up lane has been congested for
- * rehash_after (default 500 ms), or the caller is advised to move (the path
+ * the lane, forgotten slowly) and the base by congest_abs (defaults 3x and 10 ms: a lane's own load on a
+ * shaped link already adds a queue). When every up lane has been congested
+ * for rehash_after (default 2 s), or the caller is advised to move (the path
  * page's FQ_PATH_ADVICE_MOVE), fqn_steer_rehash_pick() names the lane to
  * move (the most delayed); the caller re-opens it on a new source port and
  * calls fqn_steer_trial_begin(); after trial (default 500 ms) of traffic on
  * it, fqn_steer_trial_verdict() keeps it (its RTT fell below keep_ratio x
  * the RTT before the move, default 0.8) or asks to move again; at most
- * max_moves moves per episode, then a cooldown (default 5 s).
+ * max_moves (default 3) moves per episode, then a cooldown (default 10 s).
  */
 #ifndef FQN_STEER_H
 #define FQN_STEER_H
@@ -75,7 +80,7 @@ struct fqn_steer_params {
 
 /* One lane's interval, as the sender measured it. */
 struct fqn_steer_sample {
-	int64_t p50_ns, p99_ns; /* ack latency quantiles; ignored when samples == 0 */
+	int64_t p50_ns, p99_ns; /* ack lag quantiles (see above); ignored when samples == 0 */
 	uint64_t samples;       /* chunks acked in the interval */
 	uint64_t bytes;         /* bytes acked in the interval */
 	uint32_t retrans_delta, ce_delta;
@@ -104,7 +109,7 @@ int fqn_steer_update(struct fqn_steer *s, int64_t now);
 
 /* Lane i's weight, 0..1; the up lanes' weights sum to 1. */
 double fqn_steer_weight(const struct fqn_steer *s, int lane);
-/* Lane i's smoothed ack latency (ns; 0 before its first sample). */
+/* Lane i's smoothed signal d (ns; 0 before its first sample). */
 int64_t fqn_steer_delay(const struct fqn_steer *s, int lane);
 /* 1 if lane i is congested (see above). */
 int fqn_steer_congested(const struct fqn_steer *s, int lane);

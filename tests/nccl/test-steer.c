@@ -188,7 +188,7 @@ static void test_rehash(void)
 	struct fqn_steer_params p;
 	struct fqn_steer *s;
 	double d[2] = {5, 5};
-	uint32_t base[2] = {200, 200}, cong[2] = {8000, 6000};
+	uint32_t base[2] = {200, 200}, cong[2] = {40000, 26000};
 	int64_t now = 0;
 	int pick = -1;
 
@@ -200,14 +200,14 @@ static void test_rehash(void)
 	ok(!fqn_steer_congested(s, 0), "lane 0 not congested");
 	is_int(fqn_steer_rehash_pick(s, 1, now), 0, "advice: a move even when uncongested");
 	{
-		uint32_t mixed[2] = {8000, 200};
+		uint32_t mixed[2] = {28000, 200};
 
 		for (int k = 0; k < 20; k++)
 			feed(s, 2, d, mixed, now += p.update_ns);
 		ok(fqn_steer_congested(s, 0) && !fqn_steer_congested(s, 1), "one lane congested");
 		is_int(fqn_steer_rehash_pick(s, 0, now), -1, "one lane free: steer weights, no move");
 	}
-	for (int k = 0; k < 20 && pick < 0; k++) {
+	for (int k = 0; k < 60 && pick < 0; k++) {
 		feed(s, 2, d, cong, now += p.update_ns);
 		pick = fqn_steer_rehash_pick(s, 0, now);
 	}
@@ -218,7 +218,7 @@ static void test_rehash(void)
 	fqn_steer_set_up(s, 0, 0, now);
 	fqn_steer_set_up(s, 0, 1, now += MS(20));
 	{
-		uint32_t worse[2] = {9000, 6000};
+		uint32_t worse[2] = {45000, 26000};
 
 		feed(s, 2, d, worse, now += p.update_ns);
 		is_int(fqn_steer_trial_verdict(s, now), -1, "not decided before the trial period");
@@ -230,7 +230,7 @@ static void test_rehash(void)
 	fqn_steer_set_up(s, 0, 0, now);
 	fqn_steer_set_up(s, 0, 1, now += MS(20));
 	{
-		uint32_t better[2] = {300, 6000};
+		uint32_t better[2] = {300, 26000};
 
 		for (int k = 0; k < 12; k++)
 			feed(s, 2, d, better, now += p.update_ns);
@@ -248,7 +248,7 @@ static void test_max_moves(void)
 	struct fqn_steer_params p;
 	struct fqn_steer *s;
 	double d[2] = {5, 5};
-	uint32_t worse[2] = {9000, 9000};
+	uint32_t worse[2] = {30000, 30000};
 	int64_t now = 0;
 	int v = -1;
 
