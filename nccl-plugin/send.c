@@ -35,13 +35,15 @@
 #include "nccl-plugin/relia.h"
 #include "nccl-plugin/steer.h"
 
-/* Steering (control mode, FABRICIQ_STEER): per lane, how long after its
- * message began each chunk was acked (the lane's share of a message is done
- * when its last chunk is acked: the p99 of these lags is that lane's
- * completion time) feeds steer.h's controller every FQN_STEER_UPDATE_MS.
- * Measured from the message's start, not the chunk's, so a lane whose
- * chunks wait behind the receiver (which is waiting for the slow lane)
- * does not look slow itself. New chunks go
+/* Steering (control mode, FABRICIQ_STEER): per lane, each chunk's ack
+ * latency (from the moment the lane took it to the receiver's cumulative
+ * ack: the lane's socket backlog, the fabric's queues, the way back), and
+ * while acks are outstanding the age of the oldest unacked chunk as a floor
+ * (a lane whose acks stopped looks slow at once), feed steer.h's
+ * controller every FQN_STEER_UPDATE_MS. Per chunk, not per message:
+ * the weighted gate below holds a fast lane back to the slow lane's pace
+ * within a message, so lags from the message's start would be equal on
+ * every lane; a chunk's own wait is not. New chunks go
  * to lanes in proportion to its weights by virtual time (a lane taking a
  * chunk of len bytes advances its clock by len / weight; a lane may take a
  * new chunk only while its clock is at most one chunk ahead of the lowest
@@ -52,8 +54,8 @@
 struct steer_state {
 	struct fqn_steer *ctl;
 	double vt[FQN_MAX_LANES];
-	int64_t msg_start[FQN_SEND_SLOTS];  /* when a lane took the message's first chunk */
-	struct fqn_hist lat[FQN_MAX_LANES]; /* ack lags of this update period */
+	int64_t push_ns[FQN_MAX_LANES][FQN_TXQ_MAX]; /* when the lane took its k-th chunk */
+	struct fqn_hist lat[FQN_MAX_LANES];          /* ack latencies of this update period */
 	uint64_t acked_bytes[FQN_MAX_LANES], sent_bytes[FQN_MAX_LANES];
 	uint32_t retrans[FQN_MAX_LANES], ce[FQN_MAX_LANES];
 	int64_t next_ns;
@@ -183,9 +185,12 @@ static void ctl_ack_done(void *arg, const struct fqn_cref *c)
 	struct fqn_req *m = &s->reqs[c->seq % FQN_SEND_SLOTS];
 
 	s->acking += c->len;
-	if (s->st) /* steering: lane acking_lane finished this chunk acking_ns after its message began */
+	if (s->st) { /* steering: the chunk's ack latency on its lane */
+		struct fqn_txq *q = s->txq[s->acking_lane];
+
 		fqn_hist_add(&s->st->lat[s->acking_lane],
-			     s->acking_ns - s->st->msg_start[c->seq % FQN_SEND_SLOTS]);
+			     s->acking_ns - s->st->push_ns[s->acking_lane][(q->acked - 1) % FQN_TXQ_MAX]);
+	}
 	if (m->state == FQN_REQ_ACTIVE && m->seq == c->seq && --m->chunks_left == 0)
 		m->state = FQN_REQ_DONE;
 }
@@ -228,8 +233,8 @@ static void steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int 
 	double w = fqn_steer_weight(st->ctl, i);
 	uint32_t len = c->len;
 
-	if (!resent && c->offset == 0)
-		st->msg_start[c->seq % FQN_SEND_SLOTS] = now;
+	(void)resent;
+	st->push_ns[i][s->txq[i]->pushed % FQN_TXQ_MAX] = now;
 	st->vt[i] += len / (w > 0 ? w : 1e-3);
 	st->sent_bytes[i] += len;
 }
@@ -265,7 +270,7 @@ static void steer_trace(struct fqn_send *s, const char *what)
 	fprintf(st->trace, "%lld.%09ld %llx %s", (long long)ts.tv_sec, ts.tv_nsec,
 		(unsigned long long)s->c.conn_id, what);
 	for (int i = 0; i < s->c.nlanes; i++)
-		fprintf(st->trace, " lane%d w=%.3f sent=%llu delay_us=%lld%s", i,
+		fprintf(st->trace, " lane%d %s w=%.3f sent=%llu delay_us=%lld%s", i, s->c.lc[i].nic,
 			fqn_steer_weight(st->ctl, i), (unsigned long long)st->sent_bytes[i],
 			(long long)(fqn_steer_delay(st->ctl, i) / 1000),
 			fqn_steer_congested(st->ctl, i) ? " congested" : "");
@@ -322,6 +327,18 @@ static void steer_tick(struct fqn_send *s, int64_t now)
 		smp.p50_ns = fqn_hist_quantile(&st->lat[i], 0.5);
 		smp.p99_ns = fqn_hist_quantile(&st->lat[i], 0.99);
 		smp.bytes = st->acked_bytes[i];
+		if (s->txq[i]->count) {
+			/* a lane whose acks stopped must look slow at once, not
+			 * unfed: its oldest unacked chunk's lag so far is a floor */
+			const struct fqn_txq *q = s->txq[i];
+			int64_t age = now - st->push_ns[i][(q->pushed - q->count) % FQN_TXQ_MAX];
+
+			if (!smp.samples || age > smp.p99_ns) {
+				smp.p99_ns = age;
+				smp.p50_ns = smp.samples ? smp.p50_ns : age;
+				smp.samples += !smp.samples;
+			}
+		}
 		traffic |= smp.samples != 0;
 		if (s->c.lanes[i]->ops->info(s->c.lanes[i], &info) == 0) {
 			smp.rtt_us = info.rtt_us;

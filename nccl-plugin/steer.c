@@ -38,7 +38,7 @@ void fqn_steer_params_default(struct fqn_steer_params *p)
 	p->alpha = 0.5;
 	p->dwell_ns = MS(150);
 	p->dead_band = 0.1;
-	p->floor = 0.05;
+	p->floor = 0.02;
 	p->max_step = 2.0;
 	p->congest_ratio = 3.0;
 	p->congest_abs_ns = MS(10);

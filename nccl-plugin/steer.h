@@ -2,20 +2,18 @@
  * steer: per-connection lane weights from lane delays (control mode), pure,
  * no I/O, so tests feed it numbers and a clock.
  *
- * Signal. The sender measures, per lane, how long after its message began
- * each chunk was acked (the message began when a lane took its first
- * chunk; the ack is the receiver's cumulative count on that lane). The p99
- * of these lags in an interval is when the lane's share of a message was
- * done: a slow lane (a loaded spine, its own socket backlog) finishes its
- * share late. It needs no change to the ack record (and the receiver's
- * one-way delay would miss the sender's socket backlog, where a slow lane's
- * excess chunks wait). Lags from the message start rather than per-chunk
- * ack latencies, because the receiver holds a fast lane's chunks of the
- * next message while it waits for the slow lane's chunks of this one, and
- * per-chunk latencies would make both lanes look equally slow. Per update
- * the caller hands in the interval's p50 and p99, the bytes acked, and the
- * kernel's congestion signs (TCP_INFO retransmits and delivered_ce, as
- * deltas, and the smoothed RTT).
+ * Signal. The sender measures each chunk's ack latency on its lane: from
+ * the moment the lane takes the chunk (tx_chunk) to the receiver's
+ * cumulative ack of it: the lane's own socket backlog, the fabric's queues
+ * (a loaded, shaped spine) and the way back; while a lane has chunks
+ * unacked, the age of its oldest one is a floor for the interval's p99, so
+ * a lane whose acks stopped looks slow at once instead of unfed. It needs
+ * no change to the ack record (the receiver's one-way delay would miss the
+ * sender's socket backlog, where a slow lane's chunks wait), and the ack
+ * batching it includes is the same on every lane. Per update the caller
+ * hands in the interval's p50 and p99, the bytes acked, and the kernel's
+ * congestion signs (TCP_INFO retransmits and delivered_ce, as deltas, and
+ * the smoothed RTT).
  *
  * Control loop (every FQN_STEER_UPDATE_MS at most):
  *   d_i     = the p99 of the interval, x1.5 if the lane retransmitted
@@ -35,8 +33,8 @@
  *
  * Default time constants (struct fqn_steer_params):
  *   update 50 ms, EWMA gain 0.5 (a step shows half in one update, 90 % in
- *   ~3-4), dwell 150 ms, dead band 0.1 (relative), floor 0.05 of the traffic,
- *   max step 2x per change: a lane going from 1/2 to the floor takes about
+ *   ~3-4), dwell 150 ms, dead band 0.1 (relative), floor 0.02 of the traffic,
+ *   max step 2x per change: a lane going from 1/2 to 0.1 takes about
  *   3 changes, i.e. 300-450 ms after the queue builds.
  *
  * Congestion and a new ECMP hash. A lane is congested when the kernel's
