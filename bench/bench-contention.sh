@@ -26,7 +26,8 @@ SLOW=${BENCH_CT_SLOW:-25mbit}
 FAST=${BENCH_CT_FAST:-100mbit}
 SIZE=${BENCH_CT_SIZE:-2M}
 ITERS=${BENCH_CT_ITERS:-20}
-ROUNDS=${BENCH_CT_ROUNDS:-2}
+ROUNDS=${BENCH_CT_ROUNDS:-3}
+SOCKBUF=${BENCH_CT_SOCKBUF:-128K} # 4 MiB would be ~1 s of queue at these rates
 for f in "$CB" "$SO"; do [ -e "$f" ] || { echo "bench-contention: $f not built"; exit 1; }; done
 if [ "$(id -u)" -ne 0 ] || ! unshare --net true 2>/dev/null || [ ! -x "$FQTB_HELPERS/tb-hostns" ]; then
 	echo "bench-contention: skipped (needs root, network namespaces and the testbed helpers)"
@@ -55,7 +56,7 @@ job() {
 	port=$((port + 1))
 	for r in 3 2 1 0; do
 		"$TB" exec "n$((r + 1))" env FABRICIQ_MODE=control FABRICIQ_STEER="$steer" FABRICIQ_IFACES=rail0,rail1 \
-			FABRICIQ_TELEMETRY=0 FABRICIQ_CHUNK_SIZE=32K FABRICIQ_PATH_PAGE="$tmp/none" \
+			FABRICIQ_TELEMETRY=0 FABRICIQ_CHUNK_SIZE=32K FABRICIQ_SOCKET_BUFFER=$SOCKBUF FABRICIQ_PATH_PAGE="$tmp/none" \
 			timeout 300 "$CB" -p "$SO" --rank $r --nranks 4 --bootstrap "198.18.0.11:$port" -c alltoall \
 			-b "$SIZE" -e "$SIZE" -n "$ITERS" -w 2 --timeout 250 >"$tmp/out.$name.$r" 2>"$tmp/err.$name.$r" &
 		pids+=($!)
