@@ -317,6 +317,9 @@ static void steer_tick(struct fqn_send *s, int64_t now)
 	if (now < st->next_ns)
 		return;
 	st->next_ns = now + (int64_t)FQN_STEER_UPDATE_MS * 1000000;
+	if (st->vt[0] > 1e15) /* keep the virtual clocks small: only their differences count */
+		for (int i = s->c.nlanes - 1; i >= 0; i--)
+			st->vt[i] -= st->vt[0];
 	for (int i = 0; i < s->c.nlanes; i++) {
 		struct fqn_steer_sample smp = {0};
 		struct fqn_lane_info info;
