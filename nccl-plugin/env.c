@@ -44,6 +44,9 @@ static const struct fqn_env_var fqn_env_vars[] = {
     {"FABRICIQ_IB_SL", FQN_ENV_INT, "0", 0, 15, OFF(ib_sl)},
     {"FABRICIQ_IB_TIMEOUT", FQN_ENV_INT, "20", 1, 31, OFF(ib_timeout)},
     {"FABRICIQ_IB_RETRY_CNT", FQN_ENV_INT, "7", 0, 7, OFF(ib_retry_cnt)},
+    {"FABRICIQ_STEER", FQN_ENV_STR, "", 0, 8, OFF(steer_str)},
+    {"FABRICIQ_STEER_TRACE", FQN_ENV_STR, "", 0, FQN_PATH_MAX, OFF(steer_trace)},
+    {"FABRICIQ_JOB_ID", FQN_ENV_STR, "", 0, 24, OFF(job_id)},
 };
 
 int fqn_parse_size(const char *s, unsigned long long *out)
@@ -162,6 +165,25 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 	}
 	if (*cfg->rank && (strspn(cfg->rank, "0123456789") != strlen(cfg->rank) || strlen(cfg->rank) > 9)) {
 		snprintf(err, errlen, "FABRICIQ_RANK='%s': must be a rank (0 to 999999999)", cfg->rank);
+		return -EINVAL;
+	}
+	/* Steering moves chunks by their ack latency: without acks (monitor
+	 * mode) there is nothing to steer by, so "on" there is an error. */
+	if (!*cfg->steer_str) {
+		cfg->steer = cfg->control;
+	} else if (strcmp(cfg->steer_str, "on") == 0 || strcmp(cfg->steer_str, "off") == 0) {
+		cfg->steer = strcmp(cfg->steer_str, "on") == 0;
+		if (cfg->steer && !cfg->control) {
+			snprintf(err, errlen,
+				 "FABRICIQ_STEER=on needs FABRICIQ_MODE=control (steering uses acks)");
+			return -EINVAL;
+		}
+	} else {
+		snprintf(err, errlen, "FABRICIQ_STEER='%s': must be on or off", cfg->steer_str);
+		return -EINVAL;
+	}
+	if (*cfg->job_id && strspn(cfg->job_id, "0123456789") != strlen(cfg->job_id)) {
+		snprintf(err, errlen, "FABRICIQ_JOB_ID='%s': must be a Slurm job id (digits)", cfg->job_id);
 		return -EINVAL;
 	}
 	return 0;

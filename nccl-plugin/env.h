@@ -32,13 +32,17 @@ struct fqn_config {
 	int failover_grace_ms;           /* FABRICIQ_FAILOVER_GRACE_MS, 100..3600000, default 30000 */
 	char path_page[FQN_PATH_MAX];    /* FABRICIQ_PATH_PAGE */
 	/* IB verbs lanes (ib_lane.h) */
-	char transport[8];   /* FABRICIQ_TRANSPORT: "tcp" (default), "ib" or "auto" */
-	char gid_index_s[8]; /* FABRICIQ_IB_GID_INDEX: "" (choose: RoCE v2) or 0..255 */
-	int ib_gid_index;    /* parsed; -1: choose */
-	int ib_tc;           /* FABRICIQ_IB_TC, 0..255, default 0 */
-	int ib_sl;           /* FABRICIQ_IB_SL, 0..15, default 0 */
-	int ib_timeout;      /* FABRICIQ_IB_TIMEOUT, 1..31, default 20 (4.096 us x 2^20 per try) */
-	int ib_retry_cnt;    /* FABRICIQ_IB_RETRY_CNT, 0..7, default 7 */
+	char transport[8];              /* FABRICIQ_TRANSPORT: "tcp" (default), "ib" or "auto" */
+	char gid_index_s[8];            /* FABRICIQ_IB_GID_INDEX: "" (choose: RoCE v2) or 0..255 */
+	int ib_gid_index;               /* parsed; -1: choose */
+	int ib_tc;                      /* FABRICIQ_IB_TC, 0..255, default 0 */
+	int ib_sl;                      /* FABRICIQ_IB_SL, 0..15, default 0 */
+	int ib_timeout;                 /* FABRICIQ_IB_TIMEOUT, 1..31, default 20 (4.096 us x 2^20 per try) */
+	int ib_retry_cnt;               /* FABRICIQ_IB_RETRY_CNT, 0..7, default 7 */
+	char steer_str[8];              /* FABRICIQ_STEER: "on", "off", "" (= on in control mode) */
+	int steer;                      /* weights lanes by their delay (control mode only) */
+	char steer_trace[FQN_PATH_MAX]; /* FABRICIQ_STEER_TRACE: append weight changes here ("" none) */
+	char job_id[24];                /* FABRICIQ_JOB_ID (else SLURM_JOB_ID): path page advice key */
 };
 
 typedef const char *(*fqn_getenv_fn)(const char *name);

@@ -1,0 +1,318 @@
+/* steer: the weight controller fed with numbers and a fake clock. */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "nccl-plugin/env.h"
+
+#include "nccl-plugin/steer.h"
+#include "tests/unit/tap.h"
+
+#define MS(x) ((int64_t)(x)*1000000)
+
+/* One update period: lane i's ack latency d[i] ms, its RTT rtt[i] us. */
+static int feed(struct fqn_steer *s, int n, const double *d, const uint32_t *rtt, int64_t now)
+{
+	for (int i = 0; i < n; i++) {
+		struct fqn_steer_sample smp = {0};
+
+		if (d[i] > 0) {
+			smp.p50_ns = (int64_t)(d[i] * 1e6);
+			smp.p99_ns = smp.p50_ns;
+			smp.samples = 10;
+			smp.bytes = 10 << 15;
+		}
+		smp.rtt_us = rtt ? rtt[i] : 0;
+		fqn_steer_observe(s, i, &smp);
+	}
+	return fqn_steer_update(s, now);
+}
+
+static void test_create(void)
+{
+	struct fqn_steer_params p;
+	struct fqn_steer *s;
+
+	fqn_steer_params_default(&p);
+	is_int(fqn_steer_create(0, &p, 0, &s), -EINVAL, "0 lanes refused");
+	is_int(fqn_steer_create(FQN_MAX_LANES + 1, &p, 0, &s), -EINVAL, "17 lanes refused");
+	p.floor = 0.5;
+	is_int(fqn_steer_create(2, &p, 0, &s), -EINVAL, "a floor that leaves nothing to steer is refused");
+	fqn_steer_params_default(&p);
+	is_int(fqn_steer_create(4, &p, 0, &s), 0, "4 lanes");
+	ok(fabs(fqn_steer_weight(s, 0) - 0.25) < 1e-9 && fabs(fqn_steer_weight(s, 3) - 0.25) < 1e-9,
+	   "equal weights at start");
+	fqn_steer_destroy(s);
+}
+
+/* A plant: lane i's delay grows with the share it carries over its
+ * capacity (1 ms + 20 ms x w / cap). Lane 1 loses 90 % of its capacity:
+ * its weight falls below 0.2 within a few hundred ms, stays at or above the
+ * floor, the weights sum to 1 all along; the capacity comes back: so does
+ * the weight. */
+static void plant(struct fqn_steer *s, const double *cap, int64_t *now, int steps, int *sum_ok)
+{
+	for (int k = 0; k < steps; k++) {
+		double d[2];
+
+		for (int i = 0; i < 2; i++)
+			d[i] = 1 + 20 * fqn_steer_weight(s, i) / cap[i];
+		*now += MS(FQN_STEER_UPDATE_MS);
+		feed(s, 2, d, NULL, *now);
+		if (fabs(fqn_steer_weight(s, 0) + fqn_steer_weight(s, 1) - 1) > 1e-9)
+			*sum_ok = 0;
+	}
+}
+
+static void test_shift(void)
+{
+	struct fqn_steer_params p;
+	struct fqn_steer *s;
+	double cap[2] = {1, 1};
+	int64_t now = 0, t0, t_low = -1;
+	int sum_ok = 1;
+	double wmin = 1;
+
+	fqn_steer_params_default(&p);
+	fqn_steer_create(2, &p, 0, &s);
+	plant(s, cap, &now, 20, &sum_ok);
+	ok(fabs(fqn_steer_weight(s, 1) - 0.5) < 0.05, "equal lanes stay near 1/2 (%.3f)",
+	   fqn_steer_weight(s, 1));
+	cap[1] = 0.1;
+	t0 = now;
+	for (int k = 0; k < 40; k++) {
+		plant(s, cap, &now, 1, &sum_ok);
+		if (t_low < 0 && fqn_steer_weight(s, 1) <= 0.2)
+			t_low = now - t0;
+		if (fqn_steer_weight(s, 1) < wmin)
+			wmin = fqn_steer_weight(s, 1);
+	}
+	ok(sum_ok, "weights sum to 1");
+	ok(t_low > 0 && t_low <= MS(400), "congested lane below 0.2 after %lld ms (<= 400)",
+	   (long long)(t_low / 1000000));
+	ok(wmin >= p.floor - 1e-9, "never below the floor (%.3f)", wmin);
+	ok(fqn_steer_weight(s, 1) < 0.15, "settles low (%.3f; equal delays at 0.09)", fqn_steer_weight(s, 1));
+	cap[1] = 1;
+	t0 = now;
+	t_low = -1;
+	for (int k = 0; k < 60 && t_low < 0; k++) {
+		plant(s, cap, &now, 1, &sum_ok);
+		if (fqn_steer_weight(s, 1) >= 0.35)
+			t_low = now - t0;
+	}
+	ok(t_low > 0, "lane recovers once its capacity is back (0.35 after %lld ms)",
+	   (long long)(t_low / 1000000));
+	/* a lane at the floor with fixed, very high delay stays there, not below */
+	{
+		double d[2] = {1, 50};
+
+		for (int k = 0; k < 60; k++)
+			feed(s, 2, d, NULL, now += p.update_ns);
+		ok(fqn_steer_weight(s, 1) >= p.floor && fqn_steer_weight(s, 1) < p.floor + 0.03,
+		   "a hopeless lane sits near the floor (%.3f)", fqn_steer_weight(s, 1));
+	}
+	fqn_steer_destroy(s);
+}
+
+/* Equal-ish delays with noise inside the dead band: no change at all. */
+static void test_hysteresis(void)
+{
+	struct fqn_steer_params p;
+	struct fqn_steer *s;
+	int changes = 0;
+	int64_t now = 0, last = -1, min_gap = INT64_MAX;
+
+	fqn_steer_params_default(&p);
+	fqn_steer_create(2, &p, 0, &s);
+	for (int k = 0; k < 100; k++) {
+		double d[2] = {1.0 + 0.04 * (k & 1), 1.0 + 0.04 * !(k & 1)};
+
+		now += p.update_ns;
+		changes += feed(s, 2, d, NULL, now);
+	}
+	is_int(changes, 0, "alternating 4 %% noise moves nothing");
+	/* alternating big swings: changes, but never closer than the dwell time */
+	changes = 0;
+	for (int k = 0; k < 100; k++) {
+		double d[2] = {(k / 2) & 1 ? 1 : 5, (k / 2) & 1 ? 5 : 1};
+
+		now += p.update_ns;
+		if (feed(s, 2, d, NULL, now)) {
+			changes++;
+			if (last >= 0 && now - last < min_gap)
+				min_gap = now - last;
+			last = now;
+		}
+	}
+	ok(changes > 0, "large swings do move weights (%d changes)", changes);
+	ok(min_gap >= p.dwell_ns, "no two changes closer than the dwell time (%lld ms)",
+	   (long long)(min_gap / 1000000));
+	/* no traffic at all: nothing learnt, nothing changes */
+	{
+		double z[2] = {0, 0};
+		double w0 = fqn_steer_weight(s, 0);
+
+		now += p.update_ns * 10;
+		is_int(feed(s, 2, z, NULL, now), 0, "an idle interval changes nothing");
+		ok(fqn_steer_weight(s, 0) == w0, "weight kept");
+	}
+	/* updates closer than update_ns are ignored */
+	{
+		double d[2] = {1, 100};
+
+		is_int(feed(s, 2, d, NULL, now + 1), 0, "an update before update_ns is not one");
+	}
+	fqn_steer_destroy(s);
+}
+
+static void test_down_up(void)
+{
+	struct fqn_steer_params p;
+	struct fqn_steer *s;
+
+	fqn_steer_params_default(&p);
+	fqn_steer_create(3, &p, 0, &s);
+	fqn_steer_set_up(s, 2, 0, MS(10));
+	ok(fqn_steer_weight(s, 2) == 0 && fabs(fqn_steer_weight(s, 0) - 0.5) < 1e-9,
+	   "down lane: 0, the rest share");
+	fqn_steer_set_up(s, 2, 1, MS(20));
+	ok(fabs(fqn_steer_weight(s, 2) - p.floor) < 1e-9, "a lane back starts at the floor (%.3f)",
+	   fqn_steer_weight(s, 2));
+	fqn_steer_destroy(s);
+}
+
+/* Every lane's RTT far above its base for rehash_after: a move; the trial
+ * keeps a better path and moves again from a worse one, max_moves bound. */
+static void test_rehash(void)
+{
+	struct fqn_steer_params p;
+	struct fqn_steer *s;
+	double d[2] = {5, 5};
+	uint32_t base[2] = {200, 200}, cong[2] = {40000, 26000};
+	int64_t now = 0;
+	int pick = -1;
+
+	fqn_steer_params_default(&p);
+	fqn_steer_create(2, &p, 0, &s);
+	for (int k = 0; k < 4; k++)
+		feed(s, 2, d, base, now += p.update_ns);
+	is_int(fqn_steer_rehash_pick(s, 0, now), -1, "uncongested: no move");
+	ok(!fqn_steer_congested(s, 0), "lane 0 not congested");
+	is_int(fqn_steer_rehash_pick(s, 1, now), 0, "advice: a move even when uncongested");
+	{
+		uint32_t mixed[2] = {28000, 200};
+
+		for (int k = 0; k < 20; k++)
+			feed(s, 2, d, mixed, now += p.update_ns);
+		ok(fqn_steer_congested(s, 0) && !fqn_steer_congested(s, 1), "one lane congested");
+		is_int(fqn_steer_rehash_pick(s, 0, now), -1, "one lane free: steer weights, no move");
+	}
+	for (int k = 0; k < 60 && pick < 0; k++) {
+		feed(s, 2, d, cong, now += p.update_ns);
+		pick = fqn_steer_rehash_pick(s, 0, now);
+	}
+	is_int(pick, 0, "all congested: the most delayed lane moves");
+	fqn_steer_trial_begin(s, 0, now);
+	is_int(fqn_steer_trial_lane(s), 0, "trial on lane 0");
+	is_int(fqn_steer_rehash_pick(s, 0, now + MS(600)), -1, "no second move during a trial");
+	fqn_steer_set_up(s, 0, 0, now);
+	fqn_steer_set_up(s, 0, 1, now += MS(20));
+	{
+		uint32_t worse[2] = {45000, 26000};
+
+		feed(s, 2, d, worse, now += p.update_ns);
+		is_int(fqn_steer_trial_verdict(s, now), -1, "not decided before the trial period");
+		for (int k = 0; k < 12; k++)
+			feed(s, 2, d, worse, now += p.update_ns);
+		is_int(fqn_steer_trial_verdict(s, now), 0, "worse path: move again");
+	}
+	fqn_steer_trial_begin(s, 0, now);
+	fqn_steer_set_up(s, 0, 0, now);
+	fqn_steer_set_up(s, 0, 1, now += MS(20));
+	{
+		uint32_t better[2] = {300, 26000};
+
+		for (int k = 0; k < 12; k++)
+			feed(s, 2, d, better, now += p.update_ns);
+		is_int(fqn_steer_trial_verdict(s, now), 1, "better path: kept");
+		is_int(fqn_steer_trial_lane(s), -1, "trial over");
+		is_int(fqn_steer_rehash_pick(s, 1, now + MS(100)), -1, "cooldown: no move right after");
+		ok(fqn_steer_rehash_pick(s, 1, now + p.cooldown_ns + 1) >= 0,
+		   "after the cooldown, advice moves again");
+	}
+	fqn_steer_destroy(s);
+}
+
+static void test_max_moves(void)
+{
+	struct fqn_steer_params p;
+	struct fqn_steer *s;
+	double d[2] = {5, 5};
+	uint32_t worse[2] = {30000, 30000};
+	int64_t now = 0;
+	int v = -1;
+
+	fqn_steer_params_default(&p);
+	fqn_steer_create(2, &p, 0, &s);
+	feed(s, 2, d, worse, now += p.update_ns);
+	for (int m = 0; m < p.max_moves; m++) {
+		fqn_steer_trial_begin(s, 1, now);
+		fqn_steer_set_up(s, 1, 0, now);
+		fqn_steer_set_up(s, 1, 1, now);
+		for (int k = 0; k < 12; k++)
+			feed(s, 2, d, worse, now += p.update_ns);
+		v = fqn_steer_trial_verdict(s, now);
+	}
+	is_int(v, 1, "after max_moves the last path is kept");
+	fqn_steer_destroy(s);
+}
+
+/* FABRICIQ_STEER: on in control mode by default, off in monitor mode. */
+static const char *env_mode, *env_steer, *env_job;
+static const char *lookup(const char *name)
+{
+	if (!strcmp(name, "FABRICIQ_MODE"))
+		return env_mode;
+	if (!strcmp(name, "FABRICIQ_STEER"))
+		return env_steer;
+	if (!strcmp(name, "FABRICIQ_JOB_ID"))
+		return env_job;
+	return NULL;
+}
+
+static int load(const char *mode, const char *steer, const char *job, struct fqn_config *cfg, char *err)
+{
+	env_mode = mode;
+	env_steer = steer;
+	env_job = job;
+	return fqn_config_load(cfg, lookup, err, 256);
+}
+
+static void test_env(void)
+{
+	struct fqn_config cfg;
+	char err[256];
+
+	ok(load(NULL, NULL, NULL, &cfg, err) == 0 && !cfg.steer, "monitor mode: steering off by default");
+	ok(load("control", NULL, NULL, &cfg, err) == 0 && cfg.steer, "control mode: steering on by default");
+	ok(load("control", "off", NULL, &cfg, err) == 0 && !cfg.steer, "control mode, FABRICIQ_STEER=off");
+	ok(load("control", "on", "4242", &cfg, err) == 0 && cfg.steer && !strcmp(cfg.job_id, "4242"),
+	   "control mode, FABRICIQ_STEER=on, job id taken");
+	is_int(load("monitor", "on", NULL, &cfg, err), -EINVAL, "FABRICIQ_STEER=on in monitor mode refused");
+	like(err, "needs FABRICIQ_MODE=control", "... and says why");
+	is_int(load("control", "yes", NULL, &cfg, err), -EINVAL, "FABRICIQ_STEER=yes refused");
+	like(err, "must be on or off", "... and says what is allowed");
+	is_int(load("control", NULL, "12x", &cfg, err), -EINVAL, "FABRICIQ_JOB_ID=12x refused");
+}
+
+int main(void)
+{
+	test_env();
+	test_create();
+	test_shift();
+	test_hysteresis();
+	test_down_up();
+	test_rehash();
+	test_max_moves();
+	return done_testing();
+}
