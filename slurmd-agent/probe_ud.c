@@ -438,7 +438,9 @@ static struct ibv_context *open_named(const char *nic, const char *dev)
 	bool found = false;
 
 	if (!list) {
-		fq_error("NIC %s: ibv_get_device_list: %s", nic, strerror(errno));
+		fq_error(
+		    "NIC %s: RDMA device %s is in sysfs, but ibv_get_device_list found no verbs device: %s%s",
+		    nic, dev, strerror(errno), errno == ENOSYS ? " (no RDMA support in this kernel)" : "");
 		return NULL;
 	}
 	for (int i = 0; i < n && !found; i++)
