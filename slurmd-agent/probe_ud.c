@@ -81,6 +81,10 @@ void fq_ud_clock_add(struct fq_ud_clock *c, uint64_t hca, int64_t raw)
 	 * once it slides, <= ~10 s) older: long enough for a precise rate,
 	 * short enough to follow the crystal's temperature drift */
 	if (raw - c->raw[0] > 10 * FQ_NSEC_PER_SEC) {
+		/* the new baseline starts short: until it is 1 s long, the
+		 * rate of the one that ends here stands in for it */
+		c->rate_raw = c->raw[1] - c->raw[0];
+		c->rate_hca = (int64_t)(c->hca[1] - c->hca[0]);
 		c->hca[0] = c->hca[1];
 		c->raw[0] = c->raw[1];
 	}
@@ -100,6 +104,8 @@ int64_t fq_ud_clock_to_raw(const struct fq_ud_clock *c, uint64_t hca)
 		return 0;
 	if (c->n == 2 && span_raw >= FQ_NSEC_PER_SEC && span_hca > 0)
 		return c->raw[1] + (int64_t)(d * span_raw / span_hca);
+	if (c->rate_hca > 0 && c->rate_raw > 0)
+		return c->raw[1] + (int64_t)(d * c->rate_raw / c->rate_hca);
 	return c->raw[1] + (int64_t)(d * 1000000 / (__int128)c->khz);
 }
 
@@ -329,12 +335,17 @@ static int ud_tx_stamp(struct fq_probe_transport *t, uint32_t *key, int64_t *tx_
 	int rc = poll_one(u->scq_x, u->scq, &d);
 
 	if (rc <= 0)
-		return rc < 0 ? -ENODATA : 0;
+		return 0; /* empty, or a CQ error: nothing more to read now */
 	if (u->outstanding)
 		u->outstanding--;
 	if (d.status != IBV_WC_SUCCESS) {
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS, .cur_qp_state = IBV_QPS_SQE};
+
 		fq_log_rl(FQ_LOG_WARN, "NIC %s: probe send failed: %s", u->base.nic,
 			  ibv_wc_status_str(d.status));
+		/* a failed UD send leaves the send queue in SQE: resume it (a
+		 * QP in another state refuses, and the silence is the signal) */
+		ibv_modify_qp(u->qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE);
 		return -ENODATA;
 	}
 	*key = (uint32_t)d.wr_id;

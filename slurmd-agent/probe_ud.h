@@ -67,13 +67,15 @@ int fq_ud_ah_for(const struct fq_peer_addr *to, uint8_t port, bool roce, uint8_t
  * NIC clock -> CLOCK_MONOTONIC_RAW. Two cross points (NIC cycles, raw ns):
  * the latest and one about 1-10 s older; the rate is their slope once they
  * are >= 1 s apart (the NIC's crystal is not its nominal frequency to
- * better than ~50 ppm), else the nominal hca_core_clock (kHz).
+ * better than ~50 ppm), else the rate of the previous baseline, else the
+ * nominal hca_core_clock (kHz).
  */
 struct fq_ud_clock {
 	uint64_t khz;    /* nominal, from ibv_query_device_ex */
 	unsigned n;      /* cross points held: 0, 1, 2 */
 	uint64_t hca[2]; /* [0] older, [1] latest */
 	int64_t raw[2];
+	int64_t rate_raw, rate_hca; /* the previous baseline (0: none yet) */
 };
 
 /* The best of n samples taken as (raw before, NIC clock, raw after): the

@@ -197,6 +197,12 @@ static void test_clock(void)
 		/* 20 s on: the older point slides to the latest one */
 		fq_ud_clock_add(&c, h1 + (uint64_t)(20e9L / ns_per_cycle), r1 + 20 * FQ_NSEC_PER_SEC);
 		ok(c.raw[0] == r1 && c.raw[1] == r1 + 20 * FQ_NSEC_PER_SEC, "after 10 s the baseline slides");
+		fq_ud_clock_add(&c, h1 + (uint64_t)(20.1e9L / ns_per_cycle), r1 + 20100000000LL);
+		want = r1 + 20100000000LL + (int64_t)(78125000.0L * ns_per_cycle);
+		got = fq_ud_clock_to_raw(&c, h1 + (uint64_t)(20.1e9L / ns_per_cycle) + 78125000);
+		ok(c.raw[0] == r1 + 20 * FQ_NSEC_PER_SEC && llabs(got - want) <= 5,
+		   "a new baseline 100 ms long keeps the measured rate, not the nominal one (error %lld ns)",
+		   (long long)(got - want));
 	}
 	/* a million seconds of cycles: no overflow in the product */
 	c = (struct fq_ud_clock){.khz = 156250};
