@@ -171,9 +171,10 @@ int fq_probe_transport_open(const char *sysfs, const char *nic, uint16_t port,
 	case FQ_PROBE_USE_UD:
 		return fq_probe_ud_open(nic, &ib, out);
 	case FQ_PROBE_NO_VERBS:
-		fq_error("NIC %s: no IPv4 address, and probing its RDMA port %s:%u over UD needs verbs, "
-			 "which this agent was built without (configure --with-verbs)",
-			 nic, ib.dev, ib.port);
+		fq_error(
+		    "NIC %s: no IPv4 address, and probing its RDMA port (%s port %u) over UD needs verbs: "
+		    "this agent was built without verbs (configure --with-verbs)",
+		    nic, ib.dev, ib.port);
 		return -EPROTONOSUPPORT;
 	default:
 		fq_error("NIC %s: no IPv4 address and no RDMA port of that name (in %s/class/infiniband): "
