@@ -167,26 +167,46 @@ void fq_prober_destroy(struct fq_prober *p)
 	free(p);
 }
 
-int fq_prober_add_nic(struct fq_prober *p, const char *ifname)
+static struct nic *nic_named(struct fq_prober *p, const char *name)
+{
+	for (unsigned i = 0; i < p->n_nics; i++)
+		if (strcmp(p->nics[i].name, name) == 0)
+			return &p->nics[i];
+	return NULL;
+}
+
+int fq_prober_add_transport(struct fq_prober *p, struct fq_probe_transport *tp)
 {
 	struct nic *n;
-	int rc;
 
-	if (p->n_nics == MAX_NICS || strlen(ifname) >= IF_NAMESIZE)
-		return -EINVAL;
+	if (p->n_nics == MAX_NICS || nic_named(p, tp->nic)) {
+		tp->ops->destroy(tp);
+		return p->n_nics == MAX_NICS ? -EINVAL : -EEXIST;
+	}
 	n = &p->nics[p->n_nics];
 	memset(n, 0, sizeof(*n));
-	snprintf(n->name, sizeof(n->name), "%s", ifname);
-	rc = fq_probe_transport_open(p->cfg.sysfs, ifname, p->cfg.port, &n->tp);
-	if (rc < 0)
-		return rc;
-	n->ev = event_new(p->base, n->tp->ops->fd(n->tp), EV_READ | EV_PERSIST, on_readable, p);
+	snprintf(n->name, sizeof(n->name), "%s", tp->nic);
+	n->tp = tp;
+	n->ev = event_new(p->base, tp->ops->fd(tp), EV_READ | EV_PERSIST, on_readable, p);
 	if (!n->ev) {
-		n->tp->ops->destroy(n->tp);
+		tp->ops->destroy(tp);
 		return -ENOMEM;
 	}
 	p->n_nics++;
 	return 0;
+}
+
+int fq_prober_add_nic(struct fq_prober *p, const char *ifname)
+{
+	struct fq_probe_transport *tp;
+	int rc;
+
+	if (p->n_nics == MAX_NICS || strlen(ifname) >= IF_NAMESIZE)
+		return -EINVAL;
+	rc = fq_probe_transport_open(p->cfg.sysfs, ifname, p->cfg.port, &tp);
+	if (rc < 0)
+		return rc;
+	return fq_prober_add_transport(p, tp);
 }
 
 int fq_prober_nic_address(const struct fq_prober *p, const char *nic, char *buf, size_t len)
@@ -220,14 +240,6 @@ static void retime(struct fq_prober *p)
 	tick.tv_usec = (per % 1000000000) / 1000;
 	if (p->probe_ev)
 		event_add(p->probe_ev, &tick);
-}
-
-static struct nic *nic_named(struct fq_prober *p, const char *name)
-{
-	for (unsigned i = 0; i < p->n_nics; i++)
-		if (strcmp(p->nics[i].name, name) == 0)
-			return &p->nics[i];
-	return NULL;
 }
 
 int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *peer_node,

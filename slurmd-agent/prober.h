@@ -76,6 +76,12 @@ void fq_prober_destroy(struct fq_prober *p);
  * fq_probe_transport_open(). */
 int fq_prober_add_nic(struct fq_prober *p, const char *ifname);
 
+/* Add a NIC with a transport the caller opened (named tp->nic; tests use
+ * an in-memory one). The prober owns tp from here, also on failure. 0,
+ * -EEXIST (a NIC of that name), -EINVAL (too many), -ENOMEM. */
+struct fq_probe_transport;
+int fq_prober_add_transport(struct fq_prober *p, struct fq_probe_transport *tp);
+
 /* The address peers must give to probe this host's NIC (IPv4, or
  * "ud:lid=0x12/qpn=0x48" / "ud:gid=.../qpn=..." for UD: the QPN is new at
  * each start). 0 or -ENODEV. */
