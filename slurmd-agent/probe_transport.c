@@ -113,6 +113,9 @@ const char *fq_peer_addr_format(const struct fq_peer_addr *a, char *buf, size_t 
 		struct in_addr in = {.s_addr = a->ipv4};
 		if (!inet_ntop(AF_INET, &in, buf, (socklen_t)len))
 			snprintf(buf, len, "?");
+	} else if (a->kind == FQ_PEER_UD && a->has_gid && a->lid) {
+		inet_ntop(AF_INET6, a->gid, g, sizeof(g)); /* IB with a GRH: both */
+		snprintf(buf, len, "ud:lid=%#x/gid=%s/qpn=%#x", a->lid, g, a->qpn);
 	} else if (a->kind == FQ_PEER_UD && a->has_gid) {
 		inet_ntop(AF_INET6, a->gid, g, sizeof(g));
 		snprintf(buf, len, "ud:gid=%s/qpn=%#x", g, a->qpn);

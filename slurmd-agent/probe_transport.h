@@ -50,15 +50,16 @@ struct fq_peer_addr {
 	uint8_t gid[16];
 };
 
-/* Longest text form: "ud:gid=<39 chars>/qpn=0xffffff". */
-#define FQ_PEER_ADDR_STRLEN 64
+/* Longest text form: "ud:lid=0xbfff/gid=<39 chars>/qpn=0xffffff". */
+#define FQ_PEER_ADDR_STRLEN 80
 
 /*
  * Parse a peer address as written in agent.peers and in the controller's
  * peer assignment: "198.19.0.5" (UDP, port default_port) or
- * "ud:lid=0x12/qpn=0x48" or "ud:gid=fe80::2/qpn=0x48" (lid and gid may
- * both be given: the GID wins). No ',' or blank inside: agent.peers is a
- * comma/blank-separated list. 0 or -EINVAL.
+ * "ud:lid=0x12/qpn=0x48" or "ud:gid=fe80::2/qpn=0x48", or both lid and
+ * gid (InfiniBand with a GRH: routed by LID, the GRH names the GID). Keys
+ * in any order; numbers decimal, 0x hex or 0 octal. No ',' or blank
+ * inside: agent.peers is a comma/blank-separated list. 0 or -EINVAL.
  */
 int fq_peer_addr_parse(const char *s, uint16_t default_port, struct fq_peer_addr *out);
 

@@ -47,7 +47,7 @@ struct fq_owd_stats {
 /* One path over one report window. */
 struct fq_path_report {
 	char local_nic[16], peer_node[64], peer_nic[32];
-	char peer_addr[64]; /* as fq_prober_add_peer took it: IPv4, or "ud:lid=../qpn=.." */
+	char peer_addr[80]; /* IPv4, or "ud:lid=../qpn=.." (FQ_PEER_ADDR_STRLEN) */
 	uint32_t peer_ipv4; /* network order; 0 for a UD peer */
 	bool up;
 	int64_t changed_ns; /* last UP/DOWN transition (local raw) */

@@ -75,6 +75,69 @@ static void test_addr(void)
 		is_int(fq_peer_addr_parse(bad[i], 0, &a), -EINVAL, "refused: '%s'", bad[i]);
 }
 
+/* Hostile text: whatever parses formats back to the same address, and
+ * random GRH buffers never put the payload outside the buffer. */
+static void test_hostile(void)
+{
+	static const char *key[] = {"lid", "qpn", "gid", "qpn", "xyz", ""};
+	static const char *val[] = {"0x12",
+				    "18",
+				    "0",
+				    "0xbfff",
+				    "0xc000",
+				    "1",
+				    "0xffffff",
+				    "0x1000000",
+				    "-1",
+				    "",
+				    "fe80::1",
+				    "::",
+				    "fe80::zz",
+				    "0x",
+				    "12z",
+				    "::ffff:198.19.0.1",
+				    "0X1F",
+				    "077",
+				    "99999999999999999999"};
+	unsigned seed = 12345, accepted = 0, roundtrip = 0, inside = 1;
+	uint8_t buf[128];
+
+	for (int i = 0; i < 200000; i++) {
+		char s[160] = "ud:", f[FQ_PEER_ADDR_STRLEN];
+		int n = 1 + (int)(rand_r(&seed) % 4);
+		struct fq_peer_addr a, b;
+
+		for (int k = 0; k < n; k++) {
+			size_t l = strlen(s);
+			snprintf(s + l, sizeof(s) - l, "%s%s=%s", k ? "/" : "", key[rand_r(&seed) % 6],
+				 val[rand_r(&seed) % (sizeof(val) / sizeof(val[0]))]);
+		}
+		if (rand_r(&seed) % 8 == 0)
+			strcat(s, "/");
+		if (fq_peer_addr_parse(s, 7, &a) == 0) {
+			accepted++;
+			fq_peer_addr_format(&a, f, sizeof(f));
+			roundtrip += fq_peer_addr_parse(f, 7, &b) == 0 && fq_peer_addr_equal(&a, &b);
+		}
+	}
+	ok(accepted > 100 && accepted == roundtrip,
+	   "200000 random addresses: every accepted one (%u) round-trips", accepted);
+	for (int i = 0; i < 10000; i++) {
+		const uint8_t *p;
+		size_t len;
+		bool g;
+		uint8_t gid[16];
+		uint32_t bl = (uint32_t)(rand_r(&seed) % sizeof(buf));
+
+		for (size_t j = 0; j < sizeof(buf); j++)
+			buf[j] = (uint8_t)rand_r(&seed);
+		if (fq_ud_rx_payload(buf, bl, rand_r(&seed) % 2, &p, &len, &g, gid) == 0 &&
+		    (p < buf || p + len > buf + bl))
+			inside = 0;
+	}
+	ok(inside, "10000 random UD buffers: the payload always lies inside byte_len");
+}
+
 static void test_match(void)
 {
 	struct fq_peer_addr cfg, seen;
@@ -378,6 +441,7 @@ int main(void)
 	fq_log_init("test-agent-ud", FQ_LOG_ERROR, FQ_LOG_STDERR);
 	fq_log_set_sink(sink, NULL);
 	test_addr();
+	test_hostile();
 	test_match();
 	test_grh();
 	test_ah();
