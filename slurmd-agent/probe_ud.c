@@ -370,7 +370,7 @@ static long ud_recv(struct fq_probe_transport *t, uint8_t *buf, size_t cap, stru
 		rx->stamp = u->rcq_x ? FQ_STAMP_NIC : FQ_STAMP_USER;
 		slot = (unsigned)d.wr_id % RECV_SLOTS;
 		memset(&rx->from, 0, sizeof(rx->from));
-		if (d.status != IBV_WC_SUCCESS ||
+		if (d.status != IBV_WC_SUCCESS || d.byte_len > SLOT_BYTES ||
 		    fq_ud_rx_payload(u->mem + (size_t)slot * SLOT_BYTES, d.byte_len, d.grh, &payload, &len,
 				     &rx->from.has_gid, rx->from.gid) < 0) {
 			if (d.status != IBV_WC_WR_FLUSH_ERR)
