@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int fq_nics_route_iface(const char *ipv4, char out[FQ_NIC_NAME_MAX])
@@ -77,7 +78,139 @@ static int add(char names[][FQ_NIC_NAME_MAX], int n, int max, const char *name, 
 	return n + 1;
 }
 
-/* /sys/class/infiniband/DEV/device/net/NETDEV */
+/* The first line of a small sysfs file, without its newline: 0 or -errno. */
+static int read_line(const char *path, char *out, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	out[0] = '\0';
+	if (!f)
+		return -errno;
+	if (!fgets(out, (int)len, f))
+		out[0] = '\0';
+	fclose(f);
+	out[strcspn(out, "\n")] = '\0';
+	return 0;
+}
+
+/* The 1-based port of netdev `net` of device `dev` (its dev_port + 1). */
+static unsigned netdev_port(const char *sysfs, const char *dev, const char *net)
+{
+	char path[512], line[32];
+	unsigned long v;
+
+	snprintf(path, sizeof(path), "%s/class/infiniband/%s/device/net/%s/dev_port", sysfs, dev, net);
+	if (read_line(path, line, sizeof(line)) < 0 || sscanf(line, "%lu", &v) != 1 || v > 254)
+		return 1;
+	return (unsigned)v + 1;
+}
+
+/* Name of netdev of dev's port `port` into out ("" when none). */
+static void port_netdev(const char *sysfs, const char *dev, unsigned port, char out[FQ_NIC_NAME_MAX])
+{
+	char path[512];
+	DIR *d;
+	struct dirent *e;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/class/infiniband/%s/device/net", sysfs, dev);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && strlen(e->d_name) < FQ_NIC_NAME_MAX &&
+		    netdev_port(sysfs, dev, e->d_name) == port) {
+			snprintf(out, FQ_NIC_NAME_MAX, "%s", e->d_name);
+			break;
+		}
+	closedir(d);
+}
+
+static void fill_port(const char *sysfs, const char *dev, unsigned port, struct fq_ib_port *out)
+{
+	char path[512];
+
+	snprintf(out->dev, sizeof(out->dev), "%s", dev);
+	out->port = port;
+	snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%u/link_layer", sysfs, dev, port);
+	read_line(path, out->link_layer, sizeof(out->link_layer));
+	port_netdev(sysfs, dev, port, out->netdev);
+}
+
+int fq_nics_ib_port(const char *sysfs, const char *name, struct fq_ib_port *out)
+{
+	char dev[64], path[512];
+	const char *dot = strrchr(name, '.');
+	unsigned long port = 1;
+	struct stat st;
+	DIR *d;
+	struct dirent *e;
+	int rc = -ENOENT;
+
+	memset(out, 0, sizeof(*out));
+	/* a device name, maybe with ".PORT" */
+	snprintf(dev, sizeof(dev), "%.*s", dot ? (int)(dot - name) : (int)strlen(name), name);
+	if (dot && (sscanf(dot + 1, "%lu", &port) != 1 || port < 1 || port > 254))
+		dev[0] = '\0';
+	snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%lu", sysfs, dev, port);
+	if (dev[0] && strchr(dev, '/') == NULL && stat(path, &st) == 0) {
+		fill_port(sysfs, dev, (unsigned)port, out);
+		return 0;
+	}
+	/* a netdev of a device */
+	snprintf(path, sizeof(path), "%s/class/infiniband", sysfs);
+	d = opendir(path);
+	if (!d)
+		return -ENOENT;
+	while (rc < 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.' || strchr(name, '/'))
+			continue;
+		snprintf(path, sizeof(path), "%s/class/infiniband/%.64s/device/net/%s", sysfs, e->d_name,
+			 name);
+		if (stat(path, &st) == 0) {
+			fill_port(sysfs, e->d_name, netdev_port(sysfs, e->d_name, name), out);
+			rc = 0;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+/* DEV's InfiniBand ports that have no netdev, as "DEV" (port 1) or
+ * "DEV.PORT". An Ethernet (RoCE) port always has its netdev. */
+static int ib_ports(const char *sysfs, const char *dev, const char *frontend, char names[][FQ_NIC_NAME_MAX],
+		    int n, int max)
+{
+	char path[512], name[FQ_NIC_NAME_MAX + 8];
+	DIR *d;
+	struct dirent *e;
+	unsigned long port;
+
+	snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports", sysfs, dev);
+	d = opendir(path);
+	if (!d)
+		return n;
+	while ((e = readdir(d))) {
+		struct fq_ib_port ib;
+
+		if (sscanf(e->d_name, "%lu", &port) != 1 || port < 1 || port > 254)
+			continue;
+		memset(&ib, 0, sizeof(ib));
+		fill_port(sysfs, dev, (unsigned)port, &ib);
+		if (ib.netdev[0] || strcmp(ib.link_layer, "InfiniBand") != 0)
+			continue;
+		if (port == 1)
+			snprintf(name, sizeof(name), "%.20s", dev);
+		else
+			snprintf(name, sizeof(name), "%.16s.%lu", dev, port);
+		n = add(names, n, max, name, frontend);
+	}
+	closedir(d);
+	return n;
+}
+
+/* /sys/class/infiniband/DEV/device/net/NETDEV, and DEV[.PORT] for each
+ * InfiniBand port without a netdev */
 static int rdma_netdevs(const char *sysfs, const char *frontend, char names[][FQ_NIC_NAME_MAX], int max)
 {
 	char path[512];
@@ -94,12 +227,13 @@ static int rdma_netdevs(const char *sysfs, const char *frontend, char names[][FQ
 			continue;
 		snprintf(path, sizeof(path), "%s/class/infiniband/%.64s/device/net", sysfs, e->d_name);
 		nd = opendir(path);
-		if (!nd)
-			continue;
-		while ((ne = readdir(nd)))
-			if (ne->d_name[0] != '.')
-				n = add(names, n, max, ne->d_name, frontend);
-		closedir(nd);
+		if (nd) {
+			while ((ne = readdir(nd)))
+				if (ne->d_name[0] != '.')
+					n = add(names, n, max, ne->d_name, frontend);
+			closedir(nd);
+		}
+		n = ib_ports(sysfs, e->d_name, frontend, names, n, max);
 	}
 	closedir(d);
 	return n;

@@ -1,27 +1,23 @@
 #include "slurmd-agent/prober.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
-#include <linux/errqueue.h>
-#include <linux/net_tstamp.h>
 #include <net/if.h>
-#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "slurmd-agent/path.h"
+#include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/probe_wire.h"
 
 #define MAX_NICS       16
 #define MAX_PATHS      FQ_PROBER_MAX_PATHS
 #define PENDING        64   /* pairs in flight per path */
-#define TX_RING        4096 /* sends awaiting their kernel TX stamp, per NIC */
+#define TX_RING        4096 /* sends awaiting their TX stamp, per NIC */
 #define RESPONDERS     256  /* requests being answered, per NIC */
 #define WINDOW_SAMPLES 1024
 #define CHECK_NS       (5 * 1000000LL)
@@ -42,7 +38,7 @@ enum tx_role {
 
 struct tx_meta {
 	enum tx_role role;
-	uint32_t key; /* our count of this send: must equal the kernel's OPT_ID key */
+	uint32_t key; /* the transport's key of this send (UDP: the kernel's OPT_ID count) */
 	unsigned ref; /* path index (REQ) or responder slot (RESP) */
 	uint64_t pair;
 	uint8_t index;
@@ -67,7 +63,7 @@ struct pending {
 
 /* A request we answer: its RX stamps, then our RESP TX stamps for the FOLLOWUP. */
 struct responder {
-	struct sockaddr_in from;
+	struct fq_peer_addr from;
 	uint32_t session;
 	uint64_t pair;
 	int64_t rx[2], tx[2];
@@ -87,7 +83,7 @@ struct path {
 	double long_drift_ppb;           /* drift over the anchor..held baseline */
 	int64_t long_baseline_ns;        /* that baseline (0: none yet) */
 	char peer_node[64], peer_nic[32];
-	struct sockaddr_in addr;
+	struct fq_peer_addr addr;
 	struct fq_path live;
 	int64_t window_start_ns;
 	bool peer_epoch_valid;
@@ -101,10 +97,8 @@ struct path {
 
 struct nic {
 	char name[IF_NAMESIZE];
-	struct in_addr addr;
-	int fd;
+	struct fq_probe_transport *tp; /* UDP or UD (probe_transport.h) */
 	struct event *ev;
-	uint32_t tskey; /* the kernel's SOF_TIMESTAMPING_OPT_ID counter for this socket */
 	struct tx_meta tx[TX_RING];
 	struct responder resp[RESPONDERS];
 	unsigned resp_next;
@@ -117,7 +111,6 @@ struct fq_prober {
 	void *arg;
 	uint32_t session;
 	uint64_t next_pair;
-	struct fq_xstamp xs;
 	struct nic nics[MAX_NICS];
 	unsigned n_nics;
 	struct path paths[MAX_PATHS];
@@ -132,11 +125,6 @@ void fq_prober_set_epoch(struct fq_prober *p, bool valid, int64_t global_minus_l
 {
 	p->epoch_valid = valid;
 	p->epoch_ns = global_minus_local_ns;
-}
-
-static int64_t real_to_raw(const struct fq_prober *p, const struct timespec *ts)
-{
-	return fq_realtime_to_raw(&p->xs, fq_timespec_to_ns(ts));
 }
 
 static void on_readable(evutil_socket_t fd, short what, void *arg);
@@ -157,7 +145,6 @@ struct fq_prober *fq_prober_create(struct event_base *base, const struct fq_prob
 	if (getrandom(&p->session, sizeof(p->session), 0) != sizeof(p->session))
 		p->session = (uint32_t)fq_now_ns() ^ (uint32_t)getpid();
 	p->next_pair = 1;
-	fq_xstamp_measure(16, &p->xs);
 	return p;
 }
 
@@ -175,69 +162,66 @@ void fq_prober_destroy(struct fq_prober *p)
 	for (unsigned i = 0; i < p->n_nics; i++) {
 		if (p->nics[i].ev)
 			event_free(p->nics[i].ev);
-		close(p->nics[i].fd);
+		p->nics[i].tp->ops->destroy(p->nics[i].tp);
 	}
 	free(p);
 }
 
-static int nic_address(const char *ifname, struct in_addr *out)
+static struct nic *nic_named(struct fq_prober *p, const char *name)
 {
-	struct ifaddrs *ifa, *i;
-	int rc = -EADDRNOTAVAIL;
-
-	if (getifaddrs(&ifa) < 0)
-		return -errno;
-	for (i = ifa; i; i = i->ifa_next) {
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && strcmp(i->ifa_name, ifname) == 0) {
-			*out = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
-			rc = 0;
-			break;
-		}
-	}
-	freeifaddrs(ifa);
-	return rc;
+	for (unsigned i = 0; i < p->n_nics; i++)
+		if (strcmp(p->nics[i].name, name) == 0)
+			return &p->nics[i];
+	return NULL;
 }
 
-int fq_prober_add_nic(struct fq_prober *p, const char *ifname)
+int fq_prober_add_transport(struct fq_prober *p, struct fq_probe_transport *tp)
 {
 	struct nic *n;
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	int one = 1, rc;
-	unsigned flags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE |
-			 SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
 
-	if (p->n_nics == MAX_NICS || strlen(ifname) >= IF_NAMESIZE)
-		return -EINVAL;
+	if (p->n_nics == MAX_NICS || nic_named(p, tp->nic)) {
+		tp->ops->destroy(tp);
+		return p->n_nics == MAX_NICS ? -EINVAL : -EEXIST;
+	}
 	n = &p->nics[p->n_nics];
 	memset(n, 0, sizeof(*n));
-	snprintf(n->name, sizeof(n->name), "%s", ifname);
-	rc = nic_address(ifname, &n->addr);
-	if (rc < 0) {
-		fq_error("NIC %s: no IPv4 address: %s", ifname, strerror(-rc));
-		return rc;
-	}
-	n->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (n->fd < 0)
-		return -errno;
-	sa.sin_addr = n->addr;
-	sa.sin_port = htons(p->cfg.port);
-	if (setsockopt(n->fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname)) < 0 ||
-	    setsockopt(n->fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) < 0 ||
-	    setsockopt(n->fd, SOL_IP, IP_RECVERR, &one, sizeof(one)) < 0 ||
-	    bind(n->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		rc = -errno;
-		fq_error("NIC %s: probe socket on %s:%u: %s", ifname, inet_ntoa(n->addr), p->cfg.port,
-			 strerror(errno));
-		close(n->fd);
-		return rc;
-	}
-	n->ev = event_new(p->base, n->fd, EV_READ | EV_PERSIST, on_readable, p);
+	snprintf(n->name, sizeof(n->name), "%s", tp->nic);
+	n->tp = tp;
+	n->ev = event_new(p->base, tp->ops->fd(tp), EV_READ | EV_PERSIST, on_readable, p);
 	if (!n->ev) {
-		close(n->fd);
+		tp->ops->destroy(tp);
 		return -ENOMEM;
 	}
 	p->n_nics++;
 	return 0;
+}
+
+int fq_prober_add_nic(struct fq_prober *p, const char *ifname)
+{
+	struct fq_probe_transport *tp;
+	int rc;
+
+	if (p->n_nics == MAX_NICS || strlen(ifname) >= IF_NAMESIZE)
+		return -EINVAL;
+	rc = fq_probe_transport_open(p->cfg.sysfs, ifname, p->cfg.port, &tp);
+	if (rc < 0)
+		return rc;
+	return fq_prober_add_transport(p, tp);
+}
+
+int fq_prober_nic_address(const struct fq_prober *p, const char *nic, char *buf, size_t len)
+{
+	struct fq_peer_addr a;
+
+	for (unsigned i = 0; i < p->n_nics; i++)
+		if (strcmp(p->nics[i].name, nic) == 0) {
+			int rc = p->nics[i].tp->ops->local_addr(p->nics[i].tp, &a);
+			if (rc < 0)
+				return rc;
+			fq_peer_addr_format(&a, buf, len);
+			return 0;
+		}
+	return -ENODEV;
 }
 
 /* Recompute the probe tick: one pair per path per probe_interval, spread. */
@@ -258,28 +242,22 @@ static void retime(struct fq_prober *p)
 		event_add(p->probe_ev, &tick);
 }
 
-static struct nic *nic_named(struct fq_prober *p, const char *name)
-{
-	for (unsigned i = 0; i < p->n_nics; i++)
-		if (strcmp(p->nics[i].name, name) == 0)
-			return &p->nics[i];
-	return NULL;
-}
-
 int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *peer_node,
 		       const char *peer_nic, const char *addr)
 {
 	struct path *t = NULL;
 	struct nic *n = nic_named(p, local_nic ? local_nic : peer_nic);
-	struct in_addr in;
+	struct fq_peer_addr in;
 
 	if (!n)
 		return -ENODEV;
-	if (inet_pton(AF_INET, addr, &in) != 1)
+	if (fq_peer_addr_parse(addr, p->cfg.port, &in) < 0)
 		return -EINVAL;
+	if (in.kind != n->tp->peer_kind)
+		return -EAFNOSUPPORT; /* a UD peer on a UDP NIC, or the reverse */
 	for (unsigned i = 0; i < p->n_paths; i++) {
 		struct path *u = &p->paths[i];
-		if (u->nic == n && u->addr.sin_addr.s_addr == in.s_addr)
+		if (u->nic == n && fq_peer_addr_matches(&u->addr, &in))
 			return -EEXIST;
 		if (!u->nic && !t)
 			t = u;
@@ -290,9 +268,7 @@ int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *p
 		t = &p->paths[p->n_paths++];
 	}
 	memset(t, 0, sizeof(*t));
-	t->addr.sin_family = AF_INET;
-	t->addr.sin_port = htons(p->cfg.port);
-	t->addr.sin_addr = in;
+	t->addr = in;
 	snprintf(t->peer_node, sizeof(t->peer_node), "%s", peer_node);
 	snprintf(t->peer_nic, sizeof(t->peer_nic), "%s", peer_nic);
 	/* enough for window/probe_interval pairs, with room for bursts */
@@ -310,15 +286,15 @@ int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *p
 int fq_prober_remove_peer(struct fq_prober *p, const char *local_nic, const char *addr)
 {
 	struct nic *n = nic_named(p, local_nic);
-	struct in_addr in;
+	struct fq_peer_addr in;
 
 	if (!n)
 		return -ENODEV;
-	if (inet_pton(AF_INET, addr, &in) != 1)
+	if (fq_peer_addr_parse(addr, p->cfg.port, &in) < 0)
 		return -EINVAL;
 	for (unsigned i = 0; i < p->n_paths; i++) {
 		struct path *t = &p->paths[i];
-		if (t->nic == n && t->addr.sin_addr.s_addr == in.s_addr) {
+		if (t->nic == n && fq_peer_addr_matches(&t->addr, &in)) {
 			fq_clock_fit_destroy(t->fit);
 			memset(t, 0, sizeof(*t)); /* nic = NULL: a free slot */
 			retime(p);
@@ -329,29 +305,35 @@ int fq_prober_remove_peer(struct fq_prober *p, const char *local_nic, const char
 }
 
 /* Send one probe, remembering what its TX stamp will belong to. */
-static int send_probe(struct fq_prober *p, struct nic *n, const struct sockaddr_in *to,
+static int send_probe(struct fq_prober *p, struct nic *n, const struct fq_peer_addr *to,
 		      const struct fq_probe *pr, enum tx_role role, unsigned ref)
 {
 	uint8_t buf[FQ_PROBE_SIZE];
-	struct tx_meta *m = &n->tx[n->tskey % TX_RING];
+	struct tx_meta *m;
+	uint32_t key;
+	int rc;
 
+	(void)p;
 	fq_probe_encode(pr, buf);
-	if (sendto(n->fd, buf, sizeof(buf), 0, (const struct sockaddr *)to, sizeof(*to)) < 0)
-		return -errno;
+	rc = n->tp->ops->send(n->tp, to, buf, sizeof(buf), &key);
+	if (rc < 0) {
+		errno = -rc;
+		return rc;
+	}
+	m = &n->tx[key % TX_RING];
 	m->role = role;
-	m->key = n->tskey;
+	m->key = key;
 	m->ref = ref;
 	m->pair = pr->pair;
 	m->index = pr->index;
-	n->tskey++;
 	return 0;
 }
 
-static struct path *path_of(struct fq_prober *p, struct nic *n, const struct sockaddr_in *from)
+static struct path *path_of(struct fq_prober *p, struct nic *n, const struct fq_peer_addr *from)
 {
 	for (unsigned i = 0; i < p->n_paths; i++) {
 		struct path *t = &p->paths[i];
-		if (t->nic && t->nic == n && t->addr.sin_addr.s_addr == from->sin_addr.s_addr)
+		if (t->nic && t->nic == n && fq_peer_addr_matches(&t->addr, from))
 			return t;
 	}
 	return NULL;
@@ -451,14 +433,14 @@ static void on_check_timer(evutil_socket_t fd, short what, void *arg)
 }
 
 static void handle_request(struct fq_prober *p, struct nic *n, const struct fq_probe *pr,
-			   const struct sockaddr_in *from, int64_t rx)
+			   const struct fq_peer_addr *from, int64_t rx)
 {
 	struct responder *r = NULL;
 
 	for (unsigned i = 0; i < RESPONDERS; i++) {
 		struct responder *c = &n->resp[i];
 		if (c->used && c->pair == pr->pair && c->session == pr->session &&
-		    c->from.sin_addr.s_addr == from->sin_addr.s_addr && c->from.sin_port == from->sin_port) {
+		    fq_peer_addr_equal(&c->from, from)) {
 			r = c;
 			break;
 		}
@@ -490,7 +472,7 @@ static void handle_request(struct fq_prober *p, struct nic *n, const struct fq_p
 }
 
 static void handle_answer(struct fq_prober *p, struct nic *n, const struct fq_probe *pr,
-			  const struct sockaddr_in *from, int64_t rx)
+			  const struct fq_peer_addr *from, int64_t rx)
 {
 	struct path *t = path_of(p, n, from);
 	struct pending *q;
@@ -568,40 +550,17 @@ static void handle_tx_stamp(struct fq_prober *p, struct nic *n, uint32_t key, in
 	m->role = TX_NONE;
 }
 
-static struct timespec *find_stamp(struct msghdr *msg, uint32_t *key, int *have_key)
+static void drain_tx_stamps(struct fq_prober *p, struct nic *n)
 {
-	struct timespec *ts = NULL;
-
-	*have_key = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING)
-			ts = &((struct scm_timestamping *)CMSG_DATA(c))->ts[0];
-		else if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) {
-			struct sock_extended_err *e = (struct sock_extended_err *)CMSG_DATA(c);
-			if (e->ee_origin == SO_EE_ORIGIN_TIMESTAMPING) {
-				*key = e->ee_data;
-				*have_key = 1;
-			}
-		}
-	}
-	return ts;
-}
-
-static void drain_errqueue(struct fq_prober *p, struct nic *n)
-{
-	char ctrl[512];
-
 	for (int i = 0; i < 256; i++) {
-		struct msghdr msg = {.msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
-		struct timespec *ts;
 		uint32_t key;
-		int have_key;
+		int64_t tx;
+		int rc = n->tp->ops->tx_stamp(n->tp, &key, &tx);
 
-		if (recvmsg(n->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+		if (rc == 0)
 			break;
-		ts = find_stamp(&msg, &key, &have_key);
-		if (ts && have_key)
-			handle_tx_stamp(p, n, key, real_to_raw(p, ts));
+		if (rc > 0)
+			handle_tx_stamp(p, n, key, tx);
 		else
 			p->no_tx_stamp++;
 	}
@@ -614,55 +573,39 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	for (unsigned i = 0; i < p->n_nics; i++)
-		if (p->nics[i].fd == fd)
+		if (p->nics[i].tp->ops->fd(p->nics[i].tp) == fd)
 			n = &p->nics[i];
 	if (!n)
 		return;
-	/* Kernel stamps are REALTIME, which NTP slews against RAW by up to
-	 * 500 ppm: map them with a cross-stamp taken now, not one from the
-	 * last report (a few ppm over a second is microseconds). */
-	fq_xstamp_measure(4, &p->xs);
-	drain_errqueue(p, n);
+	n->tp->ops->ready(n->tp);
+	drain_tx_stamps(p, n);
 	for (int i = 0; i < 256; i++) {
 		uint8_t buf[FQ_PROBE_SIZE + 1];
-		char ctrl[512];
-		struct sockaddr_in from;
-		struct iovec iov = {buf, sizeof(buf)};
-		struct msghdr msg = {.msg_name = &from,
-				     .msg_namelen = sizeof(from),
-				     .msg_iov = &iov,
-				     .msg_iovlen = 1,
-				     .msg_control = ctrl,
-				     .msg_controllen = sizeof(ctrl)};
+		char from_s[FQ_PEER_ADDR_STRLEN];
+		struct fq_probe_rx rx;
 		struct fq_probe pr;
-		struct timespec *ts;
-		uint32_t key;
-		int have_key;
-		ssize_t len = recvmsg(fd, &msg, MSG_DONTWAIT);
-		int64_t rx;
+		long len = n->tp->ops->recv(n->tp, buf, sizeof(buf), &rx);
 
 		if (len < 0)
 			break;
-		ts = find_stamp(&msg, &key, &have_key);
-		rx = ts ? real_to_raw(p, ts) : fq_now_ns();
-		if (fq_probe_decode(buf, (size_t)len, &pr) < 0 || msg.msg_namelen != sizeof(from)) {
+		if (fq_probe_decode(buf, (size_t)len, &pr) < 0 || rx.from.kind == FQ_PEER_NONE) {
 			p->bad_packets++;
-			fq_log_rl(FQ_LOG_WARN, "%s: malformed probe (%zd bytes) from %s dropped", n->name,
-				  len, inet_ntoa(from.sin_addr));
+			fq_log_rl(FQ_LOG_WARN, "%s: malformed probe (%ld bytes) from %s dropped", n->name,
+				  len, fq_peer_addr_format(&rx.from, from_s, sizeof(from_s)));
 			continue;
 		}
-		if (pr.type == FQ_PROBE_REQ && !path_of(p, n, &from)) {
+		if (pr.type == FQ_PROBE_REQ && !path_of(p, n, &rx.from)) {
 			/* only peers we probe ourselves are answered: the mesh is
 			 * symmetric, and a stranger gets no reflector */
 			p->unknown_sender++;
 			fq_log_rl(FQ_LOG_WARN, "%s: probe from unknown host %s dropped", n->name,
-				  inet_ntoa(from.sin_addr));
+				  fq_peer_addr_format(&rx.from, from_s, sizeof(from_s)));
 		} else if (pr.type == FQ_PROBE_REQ)
-			handle_request(p, n, &pr, &from, rx);
+			handle_request(p, n, &pr, &rx.from, rx.rx_ns);
 		else
-			handle_answer(p, n, &pr, &from, rx);
+			handle_answer(p, n, &pr, &rx.from, rx.rx_ns);
 	}
-	drain_errqueue(p, n);
+	drain_tx_stamps(p, n);
 }
 
 int fq_prober_start(struct fq_prober *p)
@@ -795,8 +738,8 @@ size_t fq_prober_report(struct fq_prober *p, struct fq_path_report *out, size_t 
 		snprintf(r->local_nic, sizeof(r->local_nic), "%s", t->nic->name);
 		snprintf(r->peer_node, sizeof(r->peer_node), "%s", t->peer_node);
 		snprintf(r->peer_nic, sizeof(r->peer_nic), "%s", t->peer_nic);
-		inet_ntop(AF_INET, &t->addr.sin_addr, r->peer_addr, sizeof(r->peer_addr));
-		r->peer_ipv4 = t->addr.sin_addr.s_addr;
+		fq_peer_addr_format(&t->addr, r->peer_addr, sizeof(r->peer_addr));
+		r->peer_ipv4 = t->addr.kind == FQ_PEER_IPV4 ? t->addr.ipv4 : 0;
 		r->up = t->live.up;
 		r->changed_ns = t->live.changed_ns;
 		r->flaps_last_hour = fq_path_flaps_since(&t->live, now, 3600 * FQ_NSEC_PER_SEC);
@@ -826,12 +769,30 @@ size_t fq_prober_report(struct fq_prober *p, struct fq_path_report *out, size_t 
 
 struct json_object *fq_prober_counters(const struct fq_prober *p)
 {
-	struct json_object *o = json_object_new_object();
+	struct json_object *o = json_object_new_object(), *nics = NULL;
 
 	json_object_object_add(o, "malformed_packets", json_object_new_uint64(p->bad_packets));
 	json_object_object_add(o, "unknown_senders", json_object_new_uint64(p->unknown_sender));
 	json_object_object_add(o, "stale_sessions", json_object_new_uint64(p->stale_session));
 	json_object_object_add(o, "tx_without_stamp", json_object_new_uint64(p->no_tx_stamp));
 	json_object_object_add(o, "tx_key_mismatch", json_object_new_uint64(p->tx_key_mismatch));
+	for (unsigned i = 0; i < p->n_nics; i++) {
+		const struct fq_probe_transport *tp = p->nics[i].tp;
+		struct json_object *t = json_object_new_object();
+		char addr[FQ_PEER_ADDR_STRLEN];
+
+		if (!nics) {
+			nics = json_object_new_object();
+			json_object_object_add(o, "transports", nics);
+		}
+		json_object_object_add(t, "kind", json_object_new_string(tp->kind));
+		json_object_object_add(t, "rx_stamps",
+				       json_object_new_string(fq_stamp_kind_name(tp->rx_stamps)));
+		json_object_object_add(t, "tx_stamps",
+				       json_object_new_string(fq_stamp_kind_name(tp->tx_stamps)));
+		if (fq_prober_nic_address(p, p->nics[i].name, addr, sizeof(addr)) == 0)
+			json_object_object_add(t, "address", json_object_new_string(addr));
+		json_object_object_add(nics, p->nics[i].name, t);
+	}
 	return o;
 }

@@ -1,11 +1,14 @@
 /*
- * prober: the probe mesh of one agent — UDP sockets per local NIC with
- * kernel timestamps, the coded-pair exchange (probe_wire.h) as requester
- * and responder, per-path liveness (path.h) and clock fits (clock_fit.h).
+ * prober: the probe mesh of one agent — one probe transport per local NIC
+ * (probe_transport.h: UDP with kernel timestamps where the NIC has an IPv4
+ * address, InfiniBand UD with NIC completion timestamps where it has none),
+ * the coded-pair exchange (probe_wire.h) as requester and responder,
+ * per-path liveness (path.h) and clock fits (clock_fit.h). The pair logic
+ * is the same over both transports.
  *
  * Runs on the caller's libevent base; never blocks. All times are this
- * host's CLOCK_MONOTONIC_RAW; kernel stamps (CLOCK_REALTIME) are mapped
- * onto it with a cross-timestamp refreshed every report.
+ * host's CLOCK_MONOTONIC_RAW; the transports map kernel stamps
+ * (CLOCK_REALTIME) and NIC clocks onto it with cross-timestamps.
  */
 #ifndef FQ_AGENT_PROBER_H
 #define FQ_AGENT_PROBER_H
@@ -27,6 +30,7 @@ struct fq_prober_config {
 	int64_t guard_ns;          /* coded-pair purity band */
 	int64_t window_ns, bucket_ns;
 	int64_t down_after_ns;
+	const char *sysfs; /* where RDMA ports are looked up; NULL: "/sys" */
 };
 
 /* A path event, for the caller to log and report. Times on the local raw
@@ -42,8 +46,9 @@ struct fq_owd_stats {
 
 /* One path over one report window. */
 struct fq_path_report {
-	char local_nic[16], peer_node[64], peer_nic[32], peer_addr[16];
-	uint32_t peer_ipv4; /* network order */
+	char local_nic[16], peer_node[64], peer_nic[32];
+	char peer_addr[80]; /* IPv4, or "ud:lid=../qpn=.." (FQ_PEER_ADDR_STRLEN) */
+	uint32_t peer_ipv4; /* network order; 0 for a UD peer */
 	bool up;
 	int64_t changed_ns; /* last UP/DOWN transition (local raw) */
 	unsigned flaps_last_hour;
@@ -64,18 +69,34 @@ struct fq_prober *fq_prober_create(struct event_base *base, const struct fq_prob
 				   fq_prober_event_fn on_event, void *arg);
 void fq_prober_destroy(struct fq_prober *p);
 
-/* Open the probe socket on a local NIC (bound to its first IPv4 address
- * and to the device). 0 or a negative errno (logged with the NIC name). */
+/* Open the probe transport on a local NIC: UDP bound to its first IPv4
+ * address and to the device; with no IPv4 address, UD on its RDMA port
+ * (a netdev of an RDMA device, or a device name "mlx5_0" / "mlx5_0.2").
+ * 0 or a negative errno (logged with the NIC name): see
+ * fq_probe_transport_open(). */
 int fq_prober_add_nic(struct fq_prober *p, const char *ifname);
 
-/* Probe peer_node's peer_nic at addr (IPv4) from the local NIC of the same
- * name, or from local_nic when given. 0, -ENODEV (no such local NIC),
- * -EINVAL, -EEXIST (already probed from that NIC), -ENOSPC. Only known
- * peers' probes are answered. */
+/* Add a NIC with a transport the caller opened (named tp->nic; tests use
+ * an in-memory one). The prober owns tp from here, also on failure. 0,
+ * -EEXIST (a NIC of that name), -EINVAL (too many), -ENOMEM. */
+struct fq_probe_transport;
+int fq_prober_add_transport(struct fq_prober *p, struct fq_probe_transport *tp);
+
+/* The address peers must give to probe this host's NIC (IPv4, or
+ * "ud:lid=0x12/qpn=0x48" / "ud:gid=.../qpn=..." for UD: the QPN is new at
+ * each start). 0 or -ENODEV. */
+int fq_prober_nic_address(const struct fq_prober *p, const char *nic, char *buf, size_t len);
+
+/* Probe peer_node's peer_nic at addr from the local NIC of the same name,
+ * or from local_nic when given. addr: IPv4 for a UDP NIC, "ud:..." (see
+ * fq_peer_addr_parse) for a UD one. 0, -ENODEV (no such local NIC),
+ * -EINVAL, -EAFNOSUPPORT (address of the other transport's kind), -EEXIST
+ * (already probed from that NIC), -ENOSPC. Only known peers' probes are
+ * answered. */
 int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *peer_node,
 		       const char *peer_nic, const char *addr);
 
-/* Stop probing addr from local_nic (its state is forgotten). 0, -ENODEV,
+/* Stop probing addr (same forms) from local_nic (its state is forgotten). 0, -ENODEV,
  * -EINVAL, -ENOENT. */
 int fq_prober_remove_peer(struct fq_prober *p, const char *local_nic, const char *addr);
 

@@ -1,0 +1,224 @@
+/* probe_udp: UDP probe transport with kernel timestamps (see probe_udp.h). */
+#include "slurmd-agent/probe_udp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+struct udp {
+	struct fq_probe_transport base;
+	int fd;
+	struct in_addr addr;
+	uint16_t port;
+	uint32_t tskey; /* the kernel's SOF_TIMESTAMPING_OPT_ID counter for this socket */
+	struct fq_xstamp xs;
+};
+
+int fq_probe_udp_nic_ipv4(const char *ifname, uint32_t *out)
+{
+	struct ifaddrs *ifa, *i;
+	int rc = -EADDRNOTAVAIL;
+
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && strcmp(i->ifa_name, ifname) == 0) {
+			*out = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+			rc = 0;
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+	return rc;
+}
+
+static int udp_fd(struct fq_probe_transport *t)
+{
+	return ((struct udp *)t)->fd;
+}
+
+static void udp_ready(struct fq_probe_transport *t)
+{
+	/* Kernel stamps are REALTIME, which NTP slews against RAW by up to
+	 * 500 ppm: map them with a cross-stamp taken now, not one from the
+	 * last report (a few ppm over a second is microseconds). */
+	fq_xstamp_measure(4, &((struct udp *)t)->xs);
+}
+
+static int udp_send(struct fq_probe_transport *t, const struct fq_peer_addr *to, const uint8_t *buf,
+		    size_t len, uint32_t *key)
+{
+	struct udp *u = (struct udp *)t;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(to->port)};
+
+	if (to->kind != FQ_PEER_IPV4)
+		return -EAFNOSUPPORT;
+	sa.sin_addr.s_addr = to->ipv4;
+	if (sendto(u->fd, buf, len, 0, (const struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	/* the kernel counts successful sends only, and so do we */
+	*key = u->tskey++;
+	return 0;
+}
+
+static struct timespec *find_stamp(struct msghdr *msg, uint32_t *key, int *have_key)
+{
+	struct timespec *ts = NULL;
+
+	*have_key = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING)
+			ts = &((struct scm_timestamping *)CMSG_DATA(c))->ts[0];
+		else if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) {
+			struct sock_extended_err *e = (struct sock_extended_err *)CMSG_DATA(c);
+			if (e->ee_origin == SO_EE_ORIGIN_TIMESTAMPING) {
+				*key = e->ee_data;
+				*have_key = 1;
+			}
+		}
+	}
+	return ts;
+}
+
+static long udp_recv(struct fq_probe_transport *t, uint8_t *buf, size_t cap, struct fq_probe_rx *rx)
+{
+	struct udp *u = (struct udp *)t;
+	char ctrl[512];
+	struct sockaddr_in from;
+	struct iovec iov = {buf, cap};
+	struct msghdr msg = {.msg_name = &from,
+			     .msg_namelen = sizeof(from),
+			     .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctrl,
+			     .msg_controllen = sizeof(ctrl)};
+	struct timespec *ts;
+	uint32_t key;
+	int have_key;
+	ssize_t len = recvmsg(u->fd, &msg, MSG_DONTWAIT);
+
+	if (len < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	ts = find_stamp(&msg, &key, &have_key);
+	rx->rx_ns = ts ? fq_realtime_to_raw(&u->xs, fq_timespec_to_ns(ts)) : fq_now_ns();
+	rx->stamp = ts ? FQ_STAMP_KERNEL : FQ_STAMP_USER;
+	memset(&rx->from, 0, sizeof(rx->from));
+	if (msg.msg_namelen == sizeof(from) && from.sin_family == AF_INET) {
+		rx->from.kind = FQ_PEER_IPV4;
+		rx->from.ipv4 = from.sin_addr.s_addr;
+		rx->from.port = ntohs(from.sin_port);
+	}
+	return (long)len;
+}
+
+static int udp_tx_stamp(struct fq_probe_transport *t, uint32_t *key, int64_t *tx_ns)
+{
+	struct udp *u = (struct udp *)t;
+	char ctrl[512];
+	struct msghdr msg = {.msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+	struct timespec *ts;
+	int have_key;
+
+	if (recvmsg(u->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+		return 0;
+	ts = find_stamp(&msg, key, &have_key);
+	if (!ts || !have_key)
+		return -ENODATA;
+	*tx_ns = fq_realtime_to_raw(&u->xs, fq_timespec_to_ns(ts));
+	return 1;
+}
+
+static int udp_local_addr(struct fq_probe_transport *t, struct fq_peer_addr *out)
+{
+	struct udp *u = (struct udp *)t;
+
+	memset(out, 0, sizeof(*out));
+	out->kind = FQ_PEER_IPV4;
+	out->ipv4 = u->addr.s_addr;
+	out->port = u->port;
+	return 0;
+}
+
+static void udp_destroy(struct fq_probe_transport *t)
+{
+	struct udp *u = (struct udp *)t;
+
+	if (!u)
+		return;
+	close(u->fd);
+	free(u);
+}
+
+static const struct fq_probe_transport_ops udp_ops = {
+    .fd = udp_fd,
+    .ready = udp_ready,
+    .send = udp_send,
+    .recv = udp_recv,
+    .tx_stamp = udp_tx_stamp,
+    .local_addr = udp_local_addr,
+    .destroy = udp_destroy,
+};
+
+int fq_probe_udp_open(const char *ifname, uint16_t port, struct fq_probe_transport **out)
+{
+	struct udp *u;
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	int one = 1, rc;
+	unsigned flags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE |
+			 SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+
+	if (strlen(ifname) >= IF_NAMESIZE)
+		return -EINVAL;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	rc = fq_probe_udp_nic_ipv4(ifname, &u->addr.s_addr);
+	if (rc < 0) {
+		fq_error("NIC %s: no IPv4 address: %s", ifname, strerror(-rc));
+		goto free_u;
+	}
+	u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (u->fd < 0) {
+		rc = -errno;
+		goto free_u;
+	}
+	sa.sin_addr = u->addr;
+	sa.sin_port = htons(port);
+	if (setsockopt(u->fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname)) < 0 ||
+	    setsockopt(u->fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) < 0 ||
+	    setsockopt(u->fd, SOL_IP, IP_RECVERR, &one, sizeof(one)) < 0 ||
+	    bind(u->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		fq_error("NIC %s: probe socket on %s:%u: %s", ifname, inet_ntoa(u->addr), port,
+			 strerror(errno));
+		goto close_fd;
+	}
+	u->port = port;
+	fq_xstamp_measure(16, &u->xs);
+	u->base.ops = &udp_ops;
+	u->base.kind = "udp";
+	u->base.peer_kind = FQ_PEER_IPV4;
+	u->base.rx_stamps = FQ_STAMP_KERNEL;
+	u->base.tx_stamps = FQ_STAMP_KERNEL;
+	snprintf(u->base.nic, sizeof(u->base.nic), "%s", ifname);
+	*out = &u->base;
+	return 0;
+
+close_fd:
+	close(u->fd);
+free_u:
+	free(u);
+	return rc;
+}
