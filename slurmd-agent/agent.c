@@ -39,7 +39,8 @@ static const struct fq_cfg_option agent_options[] = {
 	"back-end NICs to probe from, comma-separated, rail order (e.g. rail0,rail1); default: discovered "
 	"(RDMA netdevs, else every IPv4 interface but the loopback and the front-end one)"),
     OPT("peers", FQ_CFG_STRING, peers, "", 0, 0, NULL,
-	"static peers, comma-separated NODE:NIC@IPV4 (probed from the local NIC of the same name), "
+	"static peers, comma-separated NODE:NIC@ADDRESS, ADDRESS an IPv4 address or a UD address "
+	"(ud:lid=0x12/qpn=0x48, ud:gid=fe80::2/qpn=0x48; probed from the local NIC of the same name), "
 	"in addition to those the controller assigns"),
     OPT("port", FQ_CFG_UINT, port, "7101", 1, 65535, NULL, "UDP probe port"),
     OPT("probe_interval", FQ_CFG_DURATION, probe_interval, "20ms", 1e6, 10e9, NULL,
@@ -271,7 +272,7 @@ static int add_peers(struct agent *a)
 	for (char *tok = strtok_r(list, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
 		char *colon = strchr(tok, ':'), *at = strchr(tok, '@');
 		if (!colon || !at || at < colon || colon == tok || at == colon + 1 || !at[1]) {
-			fq_error("agent.peers: '%s' is not NODE:NIC@IPV4", tok);
+			fq_error("agent.peers: '%s' is not NODE:NIC@ADDRESS (IPv4 or ud:...)", tok);
 			rc = -EINVAL;
 			break;
 		}
@@ -322,7 +323,10 @@ static void nic_info(struct agent_nic *n)
 	n->speed_mbps = (uint64_t)speed;
 }
 
-static int add_nics(struct agent *a)
+/* The NICs of agent.nics. A configured NIC the prober refuses (e.g. an
+ * InfiniBand port in a build without verbs) stops the agent; a discovered
+ * one is skipped with a warning. */
+static int add_nics(struct agent *a, bool discovered)
 {
 	char *list = strdup(a->cfg.nics), *save = NULL;
 	int rc = 0;
@@ -339,12 +343,25 @@ static int add_nics(struct agent *a)
 			break;
 		}
 		rc = fq_prober_add_nic(a->prober, tok);
+		if (rc < 0 && discovered) {
+			fq_warn("discovered NIC %s not probed: %s", tok, strerror(-rc));
+			rc = 0;
+			continue;
+		}
 		if (rc < 0)
 			break;
 		n = &a->nics[a->n_nics];
 		snprintf(n->name, sizeof(n->name), "%s", tok);
 		n->rail = a->n_nics++;
 		nic_info(n);
+		/* No IPv4 address: a UD NIC, whose address peers need is its
+		 * LID/GID and QP number. */
+		if (!*n->address)
+			fq_prober_nic_address(a->prober, n->name, n->address, sizeof(n->address));
+	}
+	if (rc == 0 && a->n_nics == 0) {
+		fq_error("agent.nics: no NIC could be probed");
+		rc = -ENODEV;
 	}
 	free(list);
 	return rc;
@@ -523,6 +540,7 @@ int main(int argc, char **argv)
 	char *sets[64];
 	int nsets = 0, status = 0, json = 0, dump = 0, opt, rc = 1;
 	char err[512], host[256];
+	bool discovered;
 
 	while ((opt = getopt_long(argc, argv, "c:s:h", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -578,7 +596,8 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	if ((!a.cfg.nics || !*a.cfg.nics) && discover_nics(&a) < 0)
+	discovered = !a.cfg.nics || !*a.cfg.nics;
+	if (discovered && discover_nics(&a) < 0)
 		goto out;
 	if (a.cfg.window / a.cfg.bucket > 256) {
 		fprintf(stderr, "fabriciq-agent: agent.window / agent.bucket must be at most 256\n");
@@ -631,7 +650,7 @@ int main(int argc, char **argv)
 		};
 		a.prober = fq_prober_create(a.base, &pc, agent_link_event, &a);
 	}
-	if (!a.prober || add_nics(&a) < 0 || add_peers(&a) < 0 || fq_prober_start(a.prober) < 0 ||
+	if (!a.prober || add_nics(&a, discovered) < 0 || add_peers(&a) < 0 || fq_prober_start(a.prober) < 0 ||
 	    start_sharing(&a) < 0)
 		goto out;
 	{

@@ -17,6 +17,7 @@
 #include "common/path_page.h"
 #include "proto/fabriciq.pb-c.h"
 #include "slurmd-agent/local.h"
+#include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/prober.h"
 #include "slurmd-agent/spool.h"
 #include "slurmd-agent/steps.h"
@@ -42,7 +43,7 @@ struct agent_config {
 
 struct agent_nic {
 	char name[16];
-	char address[16];
+	char address[FQ_PEER_ADDR_STRLEN]; /* IPv4, or "ud:..." for a UD NIC */
 	uint32_t rail;
 	uint64_t speed_mbps; /* 0: unknown */
 	bool all_down;       /* every probed path of this NIC is DOWN */
@@ -51,7 +52,7 @@ struct agent_nic {
 /* A path the controller assigned (removed again when a later assignment
  * leaves it out; static peers from the configuration stay). */
 struct agent_assigned {
-	char nic[16], addr[16];
+	char nic[16], addr[FQ_PEER_ADDR_STRLEN];
 };
 
 struct agent {
