@@ -43,8 +43,9 @@
  * earlier error) and the side channel's EOF give -ECONNRESET; every other
  * status (RETRY_EXC_ERR: the path is dead; RNR_RETRY_EXC_ERR; remote
  * access/operation errors) gives -EIO. send.c/recv.c's failover then
- * treats it as any lane error. Failback re-dials through rejoin.c, which
- * builds TCP lanes (see the report: rejoin.c would call the IB adopt).
+ * treats it as any lane error. Failback re-dials through rejoin.c with a
+ * new QP on each end (fqn_lane_dial / fqn_lane_accepted below), handles
+ * exchanged after the hello as at setup.
  *
  * The device is behind struct fqib_io_ops (post, poll, connect), so the
  * whole state machine runs in tests on a fake device that can inject any
