@@ -40,6 +40,9 @@ extern struct fqn_global *fqn_g;
 /* Now on the global timeline if the clock page is valid (*sync = 1), else
  * the local CLOCK_MONOTONIC_RAW (*sync = 0). */
 int64_t fqn_clock_now(int *sync);
+/* The same for a CLOCK_MONOTONIC_RAW time raw (a NIC's completion stamp);
+ * raw 0: now. */
+int64_t fqn_clock_at(int64_t raw, int *sync);
 
 /* The listen handle: the listener's addresses, one per local NIC (its
  * rail), the listener's token, and room for the connector's state. */

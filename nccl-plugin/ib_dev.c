@@ -52,7 +52,7 @@ static int query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *d
 	return vctx ? vctx->query_device_ex(ctx, NULL, dx, sizeof(*dx)) : -EOPNOTSUPP;
 }
 
-int fqib_devs_count(const char **why)
+static int devs_count(const char **why)
 {
 	struct ibv_device **list;
 	int n = 0, ndev = 0;
@@ -195,7 +195,7 @@ static int vdev_open(const struct fqn_config *cfg, struct fqn_nic *nic, struct i
 	return -ENODEV;
 }
 
-int fqib_devs_open(const struct fqn_config *cfg, struct fqn_nic *nics, int *n, char *err, size_t errlen)
+static int devs_open(const struct fqn_config *cfg, struct fqn_nic *nics, int *n, char *err, size_t errlen)
 {
 	static struct fqib_dev sd[FQIB_MAX_DEVS];
 	struct ibv_device **list;
@@ -239,7 +239,7 @@ int fqib_devs_open(const struct fqn_config *cfg, struct fqn_nic *nics, int *n, c
 	return 0;
 }
 
-void fqib_devs_close(void)
+static void devs_close(void)
 {
 	for (int i = 0; i < fqib_nvdevs; i++) {
 		fqib_mr_cache_destroy(fqib_vdevs[i].mrs);
@@ -504,16 +504,105 @@ err:
 	return rc;
 }
 
-static int ib_lane_new(int nic, int sender, int fd, size_t chunk_size, struct fqn_lane **out)
+/* The verbs io of a new lane on plugin NIC nic. */
+static int io_new(int nic, const struct fqib_io_ops **ops, void **io)
 {
 	struct fqib_vio *v;
 	int rc = vio_create(nic, &v);
+
+	if (rc == 0) {
+		*ops = &fqib_vio_ops;
+		*io = v;
+	}
+	return rc;
+}
+
+#else /* !HAVE_VERBS */
+
+static int devs_count(const char **why)
+{
+	*why = "built without verbs (--without-verbs)";
+	return 0;
+}
+
+static int devs_open(const struct fqn_config *cfg, struct fqn_nic *nics, int *n, char *err, size_t errlen)
+{
+	(void)cfg;
+	(void)nics;
+	(void)n;
+	snprintf(err, errlen, "FABRICIQ_TRANSPORT=ib: this plugin was built without verbs (--without-verbs)");
+	return -ENOTSUP;
+}
+
+static void devs_close(void)
+{
+}
+
+int fqib_mr_reg(int dev, void *data, size_t size, void **mh)
+{
+	(void)dev;
+	(void)data;
+	(void)size;
+	(void)mh;
+	return -ENOTSUP;
+}
+
+int fqib_mr_dereg(void *mh)
+{
+	(void)mh;
+	return -ENOTSUP;
+}
+
+int fqib_gdr_available(void)
+{
+	return 0;
+}
+
+static int io_new(int nic, const struct fqib_io_ops **ops, void **io)
+{
+	(void)nic;
+	(void)ops;
+	(void)io;
+	return -ENOTSUP;
+}
+
+#endif /* HAVE_VERBS */
+
+static fqib_io_factory io_factory; /* tests: a fake device */
+
+void fqib_set_io_factory(fqib_io_factory f)
+{
+	io_factory = f;
+}
+
+int fqib_devs_count(const char **why)
+{
+	*why = "";
+	return io_factory ? 1 : devs_count(why);
+}
+
+int fqib_devs_open(const struct fqn_config *cfg, struct fqn_nic *nics, int *n, char *err, size_t errlen)
+{
+	return io_factory ? 0 : devs_open(cfg, nics, n, err, errlen);
+}
+
+void fqib_devs_close(void)
+{
+	if (!io_factory)
+		devs_close();
+}
+
+static int ib_lane_new(int nic, int sender, int fd, size_t chunk_size, struct fqn_lane **out)
+{
+	const struct fqib_io_ops *ops;
+	void *io;
+	int rc = io_factory ? io_factory(nic, &ops, &io) : io_new(nic, &ops, &io);
 
 	if (rc < 0) {
 		close(fd);
 		return rc;
 	}
-	rc = fqn_lane_ib_create(&fqib_vio_ops, v, sender, chunk_size, fd, out);
+	rc = fqn_lane_ib_create(ops, io, sender, chunk_size, fd, out);
 	if (rc == 0)
 		(*out)->nic = nic;
 	return rc;
@@ -568,68 +657,3 @@ int fqn_lane_ib_adopt(int nic, int fd, size_t chunk_size, const uint8_t peer_han
 	}
 	return rc;
 }
-
-#else /* !HAVE_VERBS */
-
-int fqib_devs_count(const char **why)
-{
-	*why = "built without verbs (--without-verbs)";
-	return 0;
-}
-
-int fqib_devs_open(const struct fqn_config *cfg, struct fqn_nic *nics, int *n, char *err, size_t errlen)
-{
-	(void)cfg;
-	(void)nics;
-	(void)n;
-	snprintf(err, errlen, "FABRICIQ_TRANSPORT=ib: this plugin was built without verbs (--without-verbs)");
-	return -ENOTSUP;
-}
-
-void fqib_devs_close(void)
-{
-}
-
-int fqib_mr_reg(int dev, void *data, size_t size, void **mh)
-{
-	(void)dev;
-	(void)data;
-	(void)size;
-	(void)mh;
-	return -ENOTSUP;
-}
-
-int fqib_mr_dereg(void *mh)
-{
-	(void)mh;
-	return -ENOTSUP;
-}
-
-int fqib_gdr_available(void)
-{
-	return 0;
-}
-
-int fqn_lane_ib_connect(int nic, const struct sockaddr *local, const struct sockaddr *remote,
-			size_t chunk_size, struct fqn_lane **out)
-{
-	(void)nic;
-	(void)local;
-	(void)remote;
-	(void)chunk_size;
-	*out = NULL;
-	return -ENOTSUP;
-}
-
-int fqn_lane_ib_adopt(int nic, int fd, size_t chunk_size, const uint8_t peer_handle[FQIB_HANDLE_SIZE],
-		      struct fqn_lane **out)
-{
-	(void)nic;
-	(void)chunk_size;
-	(void)peer_handle;
-	close(fd);
-	*out = NULL;
-	return -ENOTSUP;
-}
-
-#endif /* HAVE_VERBS */

@@ -16,7 +16,10 @@
  * time) as small SENDs the other way, so the data direction never hits
  * RNR. The copy into the ring also makes tx completion immediate: a
  * chunk is "complete" (its payload reusable) once copied, and up to a ring
- * of chunks is in flight per lane.
+ * of chunks is in flight per lane. A chunk offered with no credit left is
+ * taken all the same and waits, uncopied, for the next credit return; its
+ * completion is reported when it is posted (lane.h: -EAGAIN only while
+ * the previous chunk's completion is outstanding).
  *
  * Reverse direction: credit returns and control records (FQN_CTRL_SIZE,
  * acks in control mode) go as small SEND_WITH_IMM into small buffers the
@@ -40,8 +43,9 @@
  * earlier error) and the side channel's EOF give -ECONNRESET; every other
  * status (RETRY_EXC_ERR: the path is dead; RNR_RETRY_EXC_ERR; remote
  * access/operation errors) gives -EIO. send.c/recv.c's failover then
- * treats it as any lane error. Failback re-dials through rejoin.c, which
- * builds TCP lanes (see the report: rejoin.c would call the IB adopt).
+ * treats it as any lane error. Failback re-dials through rejoin.c with a
+ * new QP on each end (fqn_lane_dial / fqn_lane_accepted below), handles
+ * exchanged after the hello as at setup.
  *
  * The device is behind struct fqib_io_ops (post, poll, connect), so the
  * whole state machine runs in tests on a fake device that can inject any
@@ -140,5 +144,28 @@ int fqn_lane_ib_connect(int nic, const struct sockaddr *local, const struct sock
 			size_t chunk_size, struct fqn_lane **out);
 int fqn_lane_ib_adopt(int nic, int fd, size_t chunk_size, const uint8_t peer[FQIB_HANDLE_SIZE],
 		      struct fqn_lane **out);
+
+/* Lanes of the plugin's transport (setup.c), for setup and failback
+ * alike (send.c re-dials, rejoin.c accepts re-dialed lanes):
+ * fqn_lane_hello_size() bytes open every lane, connector to listener:
+ * the hello, and for IB lanes the connector's QP handle behind it (the
+ * IB lane's send_hello sends both). fqn_lane_dial() connects from local
+ * (NULL: routed) to remote; fqn_lane_accepted() makes the lane of an
+ * accepted socket fd whose first fqn_lane_hello_size() bytes were read
+ * (after_hello: what followed the hello). nic: the device index an IB
+ * lane uses unless local (the accepted socket's address) is another
+ * NIC's. keepalive_ms: TCP lanes' keepalive (lane.h). 0 or a negative
+ * errno (fd closed). */
+size_t fqn_lane_hello_size(void);
+int fqn_lane_dial(int nic, const struct sockaddr *local, const struct sockaddr *remote, int keepalive_ms,
+		  struct fqn_lane **out);
+int fqn_lane_accepted(int nic, int fd, size_t chunk_size, int keepalive_ms, const uint8_t *after_hello,
+		      struct fqn_lane **out);
+
+/* Tests: lanes get their io from f (a fake device) instead of the verbs
+ * devices, and FABRICIQ_TRANSPORT=ib then finds one device and keeps the
+ * plugin's NICs as they are. NULL: verbs again. Set before fqn_init. */
+typedef int (*fqib_io_factory)(int nic, const struct fqib_io_ops **ops, void **io);
+void fqib_set_io_factory(fqib_io_factory f);
 
 #endif /* FQIB_LANE_H */

@@ -79,6 +79,10 @@ struct fqn_lane_ops {
 	int (*tx_ctrl)(struct fqn_lane *l, const uint8_t rec[FQN_CTRL_SIZE]);
 	int (*rx_ctrl)(struct fqn_lane *l, uint8_t rec[FQN_CTRL_SIZE]);
 	int (*info)(struct fqn_lane *l, struct fqn_lane_info *out);
+	/* Optional (NULL: none). When the current chunk (the one rx_header
+	 * returned) was stamped by the NIC on completion: CLOCK_MONOTONIC_RAW
+	 * ns, or 0 when unknown (the receiver then stamps it itself). */
+	int64_t (*rx_stamp)(struct fqn_lane *l);
 	void (*destroy)(struct fqn_lane *l);
 };
 

@@ -62,7 +62,10 @@ struct fqn_lane_ib {
 	/* sender */
 	int credits, tx_head, tx_inflight;
 	void *tx_cookie;
-	int tx_pending;
+	int tx_pending; /* a chunk taken whose completion is not yet reported */
+	int tx_staged;  /* ... and not yet posted: it waits for a credit or a ring slot */
+	struct fqn_chunk_hdr tx_hdr;
+	const void *tx_payload;
 	int ctl_q[FQIB_SMALL_SLOTS]; /* arrived control records (small rx slots) */
 	int ctl_h, ctl_n;
 	/* receiver */
@@ -370,10 +373,36 @@ static int ib_send_hello(struct fqn_lane *l, const void *buf, size_t len)
 	return handshake(b);
 }
 
+/* Post the staged chunk once a credit and a ring slot are free (copying
+ * it into the ring frees the caller's buffer). 0 or the lane's error. */
+static int tx_post(struct fqn_lane_ib *b)
+{
+	uint8_t *slot;
+	int rc;
+
+	if (!b->tx_staged || b->credits == 0 || b->tx_inflight == FQIB_DATA_SLOTS)
+		return 0;
+	slot = data_slot(b, b->tx_head);
+	fqn_chunk_hdr_encode(&b->tx_hdr, slot);
+	memcpy(slot + FQN_CHUNK_HDR_SIZE, b->tx_payload, b->tx_hdr.len);
+	rc = b->ops->post_send(b->io, WR(WR_DATA_TX, b->tx_head), slot, FQN_CHUNK_HDR_SIZE + b->tx_hdr.len,
+			       IMM(IMM_DATA, 0));
+	if (rc < 0)
+		return lane_die(b, rc);
+	b->credits--;
+	b->tx_inflight++;
+	b->tx_head = (b->tx_head + 1) % FQIB_DATA_SLOTS;
+	b->tx_staged = 0;
+	return 0;
+}
+
+/* lane.h's contract: -EAGAIN only while the previous chunk is not yet
+ * reported complete. Without a credit the chunk is taken anyway and
+ * waits (its payload stays valid until reported), so the caller's wait
+ * for its completion always ends when a credit returns. */
 static int ib_tx_chunk(struct fqn_lane *l, const struct fqn_chunk_hdr *h, const void *payload, void *cookie)
 {
 	struct fqn_lane_ib *b = IB(l);
-	uint8_t *slot;
 	int rc;
 
 	if (b->state != ST_READY)
@@ -381,23 +410,15 @@ static int ib_tx_chunk(struct fqn_lane *l, const struct fqn_chunk_hdr *h, const 
 	rc = progress(b);
 	if (rc < 0)
 		return rc;
-	if (b->tx_pending || b->credits == 0 || b->tx_inflight == FQIB_DATA_SLOTS)
+	if (b->tx_pending)
 		return -EAGAIN;
 	if (FQN_CHUNK_HDR_SIZE + (size_t)h->len > b->slot_size)
 		return -EMSGSIZE;
-	slot = data_slot(b, b->tx_head);
-	fqn_chunk_hdr_encode(h, slot);
-	memcpy(slot + FQN_CHUNK_HDR_SIZE, payload, h->len);
-	rc = b->ops->post_send(b->io, WR(WR_DATA_TX, b->tx_head), slot, FQN_CHUNK_HDR_SIZE + h->len,
-			       IMM(IMM_DATA, 0));
-	if (rc < 0)
-		return lane_die(b, rc);
-	b->credits--;
-	b->tx_inflight++;
-	b->tx_head = (b->tx_head + 1) % FQIB_DATA_SLOTS;
+	b->tx_hdr = *h;
+	b->tx_payload = payload;
 	b->tx_cookie = cookie;
-	b->tx_pending = 1;
-	return 0;
+	b->tx_pending = b->tx_staged = 1;
+	return tx_post(b);
 }
 
 static int ib_tx_progress(struct fqn_lane *l, void **cookie)
@@ -405,9 +426,11 @@ static int ib_tx_progress(struct fqn_lane *l, void **cookie)
 	struct fqn_lane_ib *b = IB(l);
 	int rc = progress(b);
 
+	if (rc == 0)
+		rc = tx_post(b);
 	if (rc < 0)
 		return rc;
-	if (!b->tx_pending)
+	if (!b->tx_pending || b->tx_staged)
 		return 0;
 	b->tx_pending = 0;
 	*cookie = b->tx_cookie; /* copied into the ring: the caller's buffer is free */
@@ -568,6 +591,7 @@ static const struct fqn_lane_ops fqn_lane_ib_ops = {
     .tx_ctrl = ib_tx_ctrl,
     .rx_ctrl = ib_rx_ctrl,
     .info = ib_info,
+    .rx_stamp = fqn_lane_ib_rx_stamp,
     .destroy = ib_destroy,
 };
 

@@ -28,20 +28,27 @@ static const char *fqn_env_lookup(const char *name)
 	return getenv(name);
 }
 
-int64_t fqn_clock_now(int *sync)
+int64_t fqn_clock_at(int64_t raw, int *sync)
 {
 	struct fq_clock_model m;
-	struct timespec ts;
-	int64_t raw;
 
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	raw = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (raw == 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+		raw = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	}
 	if (fqn_g && fqn_g->clock && fq_clock_page_read(fqn_g->clock, raw, &m) == 0) {
 		*sync = 1;
 		return fq_clock_model_global(&m, raw);
 	}
 	*sync = 0;
 	return raw;
+}
+
+int64_t fqn_clock_now(int *sync)
+{
+	return fqn_clock_at(0, sync);
 }
 
 static void init_log_nics(const struct fqn_global *g)

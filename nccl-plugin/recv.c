@@ -207,7 +207,7 @@ static int recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until)
 		if (rc == 0)
 			return 0;
 		if (!rl->seen_ns) {
-			rl->seen_ns = fqn_clock_now(&sync);
+			rl->seen_ns = fqn_clock_at(l->ops->rx_stamp ? l->ops->rx_stamp(l) : 0, &sync);
 			r->c.stats[i].unsync |= !sync || !(h.flags & FQN_CHUNK_F_SYNC);
 		}
 		if (!rl->accepted) {
@@ -390,7 +390,7 @@ static int ctl_recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until,
 		if (rc <= 0)
 			break;
 		if (!rl->seen_ns) {
-			rl->seen_ns = fqn_clock_now(&sync);
+			rl->seen_ns = fqn_clock_at(l->ops->rx_stamp ? l->ops->rx_stamp(l) : 0, &sync);
 			r->c.stats[i].unsync |= !sync || !(h.flags & FQN_CHUNK_F_SYNC);
 		}
 		if (!rl->accepted) {

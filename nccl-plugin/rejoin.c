@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "nccl-plugin/conn.h"
+#include "nccl-plugin/ib_lane.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/rejoin.h"
 
@@ -16,7 +17,7 @@ struct rejoin_pending {
 	int fd;
 	int nic;
 	size_t got;
-	uint8_t buf[FQN_HELLO_SIZE];
+	uint8_t buf[FQN_HELLO_SIZE + FQIB_HANDLE_SIZE]; /* IB lanes: the hello, then the QP handle */
 };
 
 struct rejoin_entry {
@@ -165,7 +166,8 @@ static void route(struct fqn_rejoin *j, int k)
 		pending_drop(j, k, 1);
 		return;
 	}
-	if (fqn_lane_tcp_adopt(p->fd, fqn_g->cfg.sock_buf_bytes, fqn_g->cfg.lane_timeout_ms, &lane) < 0) {
+	if (fqn_lane_accepted(p->nic, p->fd, h.chunk_size, fqn_g->cfg.lane_timeout_ms,
+			      p->buf + FQN_HELLO_SIZE, &lane) < 0) {
 		pending_drop(j, k, 0); /* adopt closed it */
 		return;
 	}
@@ -195,7 +197,8 @@ static void poll_listeners(struct fqn_rejoin *j)
 	}
 	for (int k = 0; k < j->npending;) {
 		struct rejoin_pending *p = &j->pending[k];
-		ssize_t n = recv(p->fd, p->buf + p->got, FQN_HELLO_SIZE - p->got, MSG_DONTWAIT);
+		size_t want = fqn_lane_hello_size();
+		ssize_t n = recv(p->fd, p->buf + p->got, want - p->got, MSG_DONTWAIT);
 
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
 			pending_drop(j, k, 1);
@@ -203,7 +206,7 @@ static void poll_listeners(struct fqn_rejoin *j)
 		}
 		if (n > 0)
 			p->got += (size_t)n;
-		if (p->got < FQN_HELLO_SIZE) {
+		if (p->got < want) {
 			k++;
 			continue;
 		}

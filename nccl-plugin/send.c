@@ -31,6 +31,7 @@
 
 #include "common/path_page.h"
 #include "nccl-plugin/conn.h"
+#include "nccl-plugin/ib_lane.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/relia.h"
 #include "nccl-plugin/steer.h"
@@ -547,9 +548,9 @@ static void ctl_redial(struct fqn_send *s, int i, int64_t now)
 			lc->next_try_ns = now + (int64_t)lc->backoff_ms * 1000000;
 			return;
 		}
-		rc = fqn_lane_tcp_connect((struct sockaddr *)&lc->bind_addr,
-					  (struct sockaddr *)&lc->rejoin_addr, fqn_g->cfg.sock_buf_bytes,
-					  fqn_g->cfg.lane_timeout_ms, &s->c.lanes[i]);
+		rc = fqn_lane_dial(s->c.dev, (struct sockaddr *)&lc->bind_addr,
+				   (struct sockaddr *)&lc->rejoin_addr, fqn_g->cfg.lane_timeout_ms,
+				   &s->c.lanes[i]);
 		if (rc < 0) {
 			s->c.lanes[i] = NULL;
 			ctl_lane_fail(s, i, "redial", rc, now);

@@ -296,15 +296,9 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
 				    h->rejoin_port[i % h->naddr];
 			st->can_rejoin[i] = h->rejoin_port[i % h->naddr] != 0;
 		}
-		if (fqn_transport_is_ib()) /* the TCP connection becomes the QP's side channel */
-			rc = fqn_lane_ib_connect(
-			    nic >= 0 ? nic : dev, nic >= 0 ? (struct sockaddr *)&local : NULL,
-			    (struct sockaddr *)&remote, fqn_g->cfg.chunk_size, &st->lanes[i]);
-		else
-			rc =
-			    fqn_lane_tcp_connect(nic >= 0 ? (struct sockaddr *)&local : NULL,
-						 (struct sockaddr *)&remote, fqn_g->cfg.sock_buf_bytes,
-						 st->control ? fqn_g->cfg.lane_timeout_ms : 0, &st->lanes[i]);
+		rc = fqn_lane_dial(nic >= 0 ? nic : dev, nic >= 0 ? (struct sockaddr *)&local : NULL,
+				   (struct sockaddr *)&remote, st->control ? fqn_g->cfg.lane_timeout_ms : 0,
+				   &st->lanes[i]);
 		if (rc < 0) {
 			char abuf[64];
 			FQN_WARN("connect lane %d to %s: %s", i,
@@ -460,28 +454,52 @@ static void listen_take_new(struct fqn_listen *l)
 	}
 }
 
-/* The NIC whose address fd was accepted on (an IB lane's QP goes on that
- * NIC's verbs port); dflt if none matches. */
-static int nic_of_fd(int fd, int dflt)
+/* The NIC whose address a is (an IB lane's QP goes on that NIC's verbs
+ * port); dflt if none matches. */
+static int nic_of_addr(const struct sockaddr_storage *a0, int dflt)
+{
+	for (int i = 0; i < fqn_g->nnics; i++) {
+		const struct sockaddr_storage *a = &fqn_g->nics[i].addr;
+
+		if (a->ss_family == AF_INET && a0->ss_family == AF_INET &&
+		    ((struct sockaddr_in *)a)->sin_addr.s_addr ==
+			((const struct sockaddr_in *)a0)->sin_addr.s_addr)
+			return i;
+		if (a->ss_family == AF_INET6 && a0->ss_family == AF_INET6 &&
+		    memcmp(&((struct sockaddr_in6 *)a)->sin6_addr,
+			   &((const struct sockaddr_in6 *)a0)->sin6_addr, 16) == 0)
+			return i;
+	}
+	return dflt;
+}
+
+size_t fqn_lane_hello_size(void)
+{
+	return FQN_HELLO_SIZE + (fqn_transport_is_ib() ? FQIB_HANDLE_SIZE : 0);
+}
+
+int fqn_lane_dial(int nic, const struct sockaddr *local, const struct sockaddr *remote, int keepalive_ms,
+		  struct fqn_lane **out)
+{
+	if (!fqn_transport_is_ib())
+		return fqn_lane_tcp_connect(local, remote, fqn_g->cfg.sock_buf_bytes, keepalive_ms, out);
+	if (local)
+		nic = nic_of_addr((const struct sockaddr_storage *)local, nic);
+	/* the TCP connection becomes the QP's side channel */
+	return fqn_lane_ib_connect(nic, local, remote, fqn_g->cfg.chunk_size, out);
+}
+
+int fqn_lane_accepted(int nic, int fd, size_t chunk_size, int keepalive_ms, const uint8_t *after_hello,
+		      struct fqn_lane **out)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
-		return dflt;
-	for (int i = 0; i < fqn_g->nnics; i++) {
-		const struct sockaddr_storage *a = &fqn_g->nics[i].addr;
-
-		if (a->ss_family == AF_INET && ss.ss_family == AF_INET &&
-		    ((struct sockaddr_in *)a)->sin_addr.s_addr ==
-			((struct sockaddr_in *)&ss)->sin_addr.s_addr)
-			return i;
-		if (a->ss_family == AF_INET6 && ss.ss_family == AF_INET6 &&
-		    memcmp(&((struct sockaddr_in6 *)a)->sin6_addr, &((struct sockaddr_in6 *)&ss)->sin6_addr,
-			   16) == 0)
-			return i;
-	}
-	return dflt;
+	if (!fqn_transport_is_ib())
+		return fqn_lane_tcp_adopt(fd, fqn_g->cfg.sock_buf_bytes, keepalive_ms, out);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		nic = nic_of_addr(&ss, nic);
+	return fqn_lane_ib_adopt(nic, fd, chunk_size, after_hello, out);
 }
 
 /* Adopt a socket whose hello arrived into its connection's group. Returns
@@ -515,13 +533,9 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h, co
 		close(fd);
 		return -1;
 	}
-	if (fqn_transport_is_ib()) {
-		if (fqn_lane_ib_adopt(nic_of_fd(fd, l->dev), fd, h->chunk_size, ib_handle, &lane) < 0)
-			return -1;
-	} else if (fqn_lane_tcp_adopt(fd, fqn_g->cfg.sock_buf_bytes,
-				      g->control ? fqn_g->cfg.lane_timeout_ms : 0, &lane) < 0) {
+	if (fqn_lane_accepted(l->dev, fd, h->chunk_size, g->control ? fqn_g->cfg.lane_timeout_ms : 0,
+			      ib_handle, &lane) < 0)
 		return -1;
-	}
 	lane->index = h->lane;
 	if (!fqn_transport_is_ib()) /* an IB lane knows its NIC (its QP's port) */
 		lane->nic = l->dev;
@@ -536,7 +550,7 @@ static int listen_read_hellos(struct fqn_listen *l)
 	for (int k = 0; k < l->npending;) {
 		struct fqn_pending *p = &l->pending[k];
 		struct fqn_hello h;
-		size_t want = FQN_HELLO_SIZE + (fqn_transport_is_ib() ? FQIB_HANDLE_SIZE : 0);
+		size_t want = fqn_lane_hello_size();
 		ssize_t n = recv(p->fd, p->buf + p->got, want - p->got, MSG_DONTWAIT);
 		int done;
 

@@ -3,12 +3,15 @@
  *
  * dlopens the built libnccl-net-fabriciq.so and, for each ABI version
  * (argument: 8..12), checks one semantic NCCL relies on per test, over
- * loopback (FABRICIQ_IFACES=lo), sender and receiver in this one thread
+ * loopback (FABRICIQ_IFACES=lo, FABRICIQ_TRANSPORT=tcp unless already set:
+ * tests/nccl/test-ib-device.sh runs it over an RDMA NIC with
+ * FABRICIQ_TRANSPORT=ib), sender and receiver in this one thread
  * (nothing blocks, so one thread can play both sides, as a proxy does).
  * Every wait is bounded.
  */
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -21,6 +24,7 @@
 #define FQN_TEST_SEND_SLOTS (NCCL_NET_MAX_REQUESTS * 8) /* 32 x maxRecvs */
 
 static struct netdrv *d;
+static const char *iface; /* the first interface FABRICIQ_IFACES names */
 static char last_warn[512];
 
 static void logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...)
@@ -130,11 +134,15 @@ static void t_props(void)
 	rc = netdrv_devices(d, &n);
 	ok(rc == ncclSuccess && n >= 1, "devices: %d", n);
 	rc = netdrv_props(d, 0, &p);
-	ok(rc == ncclSuccess && p.name && strcmp(p.name, "lo") == 0,
+	ok(rc == ncclSuccess && p.name && strcmp(p.name, iface) == 0,
 	   "device 0 is the interface FABRICIQ_IFACES names (%s)", p.name ? p.name : "(null)");
 	ok(p.speed > 0 && p.ptr_support == NCCL_PTR_HOST && p.max_recvs == 8 && p.max_comms > 0,
 	   "props: speed %d Mbps, host pointers, maxRecvs %d", p.speed, p.max_recvs);
-	ok(p.pci_path == NULL, "loopback is virtual: pciPath NULL");
+	if (strcmp(iface, "lo") == 0)
+		ok(p.pci_path == NULL, "loopback is virtual: pciPath NULL");
+	else
+		ok(p.pci_path && p.pci_path[0] == '/', "a real NIC: pciPath %s",
+		   p.pci_path ? p.pci_path : "(null)");
 	if (netdrv_version(d) == 12)
 		is_int(p.rail_id, 0, "v12 railId is the device's rail");
 	ok(netdrv_props(d, n, &p) != ncclSuccess, "props of a device that does not exist: error");
@@ -427,7 +435,14 @@ int main(int argc, char **argv)
 
 	if (!path)
 		path = FQ_PLUGIN_PATH;
-	setenv("FABRICIQ_IFACES", "lo", 1);
+	static char first[64];
+
+	setenv("FABRICIQ_IFACES", "lo", 0); /* the caller's, if set (a device run) */
+	setenv("FABRICIQ_TRANSPORT", "tcp", 0);
+	snprintf(first, sizeof(first), "%s", getenv("FABRICIQ_IFACES"));
+	first[strcspn(first, ",")] = '\0';
+	iface = first;
+	diag("over %s, FABRICIQ_TRANSPORT=%s", iface, getenv("FABRICIQ_TRANSPORT"));
 	setenv("FABRICIQ_CLOCK_PAGE", "/nonexistent/fabriciq-clock", 1);
 	setenv("FABRICIQ_TELEMETRY", "0", 1);
 	signal(SIGPIPE, SIG_IGN);

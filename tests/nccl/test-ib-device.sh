@@ -2,7 +2,8 @@
 # The IB lane on a real RDMA device: fabriciq-collbench (allreduce and
 # alltoall verified, pingpong) with FABRICIQ_TRANSPORT=ib (which never
 # falls back to TCP lanes: init fails instead) over the first RDMA netdev,
-# through two ABI versions. Skips without a device.
+# through two ABI versions, and the ncclNet conformance suite (test-abi)
+# over the ib lane. Skips without a device.
 . "$(dirname "$0")/../lib/tap.sh"
 : "${top_builddir:=.}"
 CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
@@ -17,7 +18,7 @@ fi
 netdev=$(awk '$1 == "netdev" { print $2; exit }' <<<"$probe")
 [ -n "$netdev" ] || skip_all "RDMA device without a netdev with an address (IB without IPoIB): no side channel"
 export FABRICIQ_IFACES=$netdev FABRICIQ_TRANSPORT=ib FABRICIQ_CLOCK_PAGE=/nonexistent FABRICIQ_TELEMETRY=0
-plan 7
+plan 8
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 port=$((30000 + $$ % 20000))
@@ -41,4 +42,14 @@ sed 's/^/# /' <<<"$out" | head -12
 for v in 8 11; do
 	run2 -c allreduce -b 4K -e 1M -f 16 -n 2 -w 0 --abi $v; ok $? "ib: allreduce through ncclNetPlugin_v$v"
 done
+ABI="$top_builddir/tests/nccl/test-abi"
+if [ -x "$ABI" ]; then
+	FQ_NCCL_PLUGIN=$SO timeout 300 "$ABI" >"$tmp/abi.out" 2>&1
+	rc=$?
+	grep '^not ok' "$tmp/abi.out" | sed 's/^/#   /' | head -20
+	[ $rc -eq 0 ] && ! grep -q '^not ok' "$tmp/abi.out"
+	ok $? "ib: ncclNet conformance (test-abi, ABI 8..12) over $netdev"
+else
+	skip "test-abi not built"
+fi
 done_testing

@@ -258,7 +258,8 @@ static void test_data(void)
 	/* Fill the ring without the receiver consuming: credits stop the sender. */
 	for (int i = 0; i < 20; i++) {
 		h = hdr((uint64_t)i, (uint32_t)(i * 100 + 1));
-		memset(src, i, sizeof(src));
+		/* a taken chunk's payload must stay as it was until reported complete */
+		memset(src, i < FQIB_DATA_SLOTS ? i : FQIB_DATA_SLOTS, sizeof(src));
 		rc = s->ops->tx_progress(s, &cookie);
 		if (rc < 0)
 			break;
@@ -267,13 +268,15 @@ static void test_data(void)
 			break;
 		sent++;
 	}
-	is_int(sent, FQIB_DATA_SLOTS, "sender stops at %d chunks (one credit per receive slot)",
+	is_int(sent, FQIB_DATA_SLOTS + 1,
+	       "sender posts %d chunks (one credit per receive slot) and takes one more, which waits",
 	       FQIB_DATA_SLOTS);
 	ok(cookie == (void *)(uintptr_t)FQIB_DATA_SLOTS,
-	   "the last chunk's cookie was reported before the refusal (copied into the ring)");
-	ok(s->ops->tx_progress(s, &cookie) == 0, "nothing more to report");
+	   "the last posted chunk's cookie was reported (copied into the ring)");
+	ok(s->ops->tx_progress(s, &cookie) == 0, "the waiting chunk is not reported complete");
 	h = hdr(99, 10);
-	ok(s->ops->tx_chunk(s, &h, src, NULL) == -EAGAIN, "no credit: -EAGAIN");
+	ok(s->ops->tx_chunk(s, &h, src, NULL) == -EAGAIN,
+	   "and the next is refused: -EAGAIN while a completion is outstanding");
 
 	for (int i = 0; i < FQIB_DATA_SLOTS; i++) {
 		memset(dst, 0xee, sizeof(dst));
@@ -286,6 +289,13 @@ static void test_data(void)
 	is_int(got, FQIB_DATA_SLOTS, "receiver gets all %d chunks", FQIB_DATA_SLOTS);
 	is_int(bad, 0, "in order, right lengths, right bytes, nothing past the chunk");
 	ok(recv_one(r, &h, dst) == 0, "then nothing");
+	cookie = NULL;
+	ok(s->ops->tx_progress(s, &cookie) == 1 && cookie == (void *)(uintptr_t)(FQIB_DATA_SLOTS + 1),
+	   "credits came back: the waiting chunk is posted and reported complete");
+	memset(dst, 0xee, sizeof(dst));
+	rc = recv_one(r, &h, dst);
+	ok(rc == 1 && h.seq == FQIB_DATA_SLOTS && dst[0] == FQIB_DATA_SLOTS,
+	   "the receiver gets it, intact (its payload was copied when posted)");
 
 	/* credits came back: the sender continues; 200 chunks round trip */
 	got = bad = 0;
