@@ -138,8 +138,9 @@ void fqn_steer_observe(struct fqn_steer *s, int lane, const struct fqn_steer_sam
 
 void fqn_steer_set_up(struct fqn_steer *s, int lane, int up, int64_t now)
 {
-	double t[FQN_MAX_LANES];
+	double t[FQN_MAX_LANES], others = 0;
 	struct steer_lane *l;
+	int nothers = 0;
 
 	if (lane < 0 || lane >= s->n || s->l[lane].up == !!up)
 		return;
@@ -148,9 +149,18 @@ void fqn_steer_set_up(struct fqn_steer *s, int lane, int up, int64_t now)
 	l->d = l->obs = l->rtt = l->base = 0;
 	l->fresh = 0;
 	l->congested = 0;
-	for (int i = 0; i < s->n; i++)
+	for (int i = 0; i < s->n; i++) {
 		t[i] = s->l[i].w;
-	t[lane] = 0; /* down: nothing; back: the floor, by normalise */
+		if (i != lane && s->l[i].up) {
+			others += t[i];
+			nothers++;
+		}
+	}
+	/* Down: nothing. Back (failback verified the path, or a moved lane
+	 * on its new hash): an average lane's share, and steering takes it
+	 * from there; starting at the floor would leave it there while the
+	 * lanes' delays are alike. */
+	t[lane] = up ? (nothers ? others / nothers : 1) : 0;
 	normalise(s, t);
 	for (int i = 0; i < s->n; i++)
 		s->l[i].w = t[i];

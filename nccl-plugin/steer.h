@@ -98,8 +98,8 @@ void fqn_steer_destroy(struct fqn_steer *s);
 void fqn_steer_observe(struct fqn_steer *s, int lane, const struct fqn_steer_sample *smp);
 
 /* Lane i failed (weight 0, its share to the others at once) or is back
- * (it rejoins at the floor and earns its share; its delay history is
- * forgotten: it may be on a new path). */
+ * (it rejoins with the average share of the up lanes, its path having
+ * been verified; its delay history is forgotten: it may be on a new path). */
 void fqn_steer_set_up(struct fqn_steer *s, int lane, int up, int64_t now);
 
 /* Recompute the weights from the observations; 1 if they changed. */

@@ -176,8 +176,8 @@ static void test_down_up(void)
 	ok(fqn_steer_weight(s, 2) == 0 && fabs(fqn_steer_weight(s, 0) - 0.5) < 1e-9,
 	   "down lane: 0, the rest share");
 	fqn_steer_set_up(s, 2, 1, MS(20));
-	ok(fabs(fqn_steer_weight(s, 2) - p.floor) < 1e-9, "a lane back starts at the floor (%.3f)",
-	   fqn_steer_weight(s, 2));
+	ok(fabs(fqn_steer_weight(s, 2) - 1.0 / 3) < 1e-9 && fabs(fqn_steer_weight(s, 0) - 1.0 / 3) < 1e-9,
+	   "a lane back gets an average lane's share (%.3f), not the floor", fqn_steer_weight(s, 2));
 	fqn_steer_destroy(s);
 }
 
