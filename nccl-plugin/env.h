@@ -31,6 +31,7 @@ struct fqn_config {
 	int lane_timeout_ms;             /* FABRICIQ_LANE_TIMEOUT_MS, 50..600000, default 1000 */
 	int failover_grace_ms;           /* FABRICIQ_FAILOVER_GRACE_MS, 100..3600000, default 30000 */
 	char path_page[FQN_PATH_MAX];    /* FABRICIQ_PATH_PAGE */
+	int path_page_max_age_ms;        /* FABRICIQ_PATH_PAGE_MAX_AGE_MS, 100..3600000, default 5000 */
 };
 
 typedef const char *(*fqn_getenv_fn)(const char *name);
