@@ -138,6 +138,20 @@ int fqn_ctl_path_down(struct fqn_comm *c, int i)
 	return e.state == FQ_PATH_STATE_DOWN;
 }
 
+/* The name of lane i's remote NIC from the path page (a name does not go
+ * stale with the page: any publication will do): 1 and name, or 0. */
+static int peer_nic_name(struct fqn_comm *c, int i, char *name, size_t len)
+{
+	struct fq_path_page_reader *r = __atomic_load_n(&fqn_g->paths, __ATOMIC_ACQUIRE);
+	struct fq_path_entry e;
+
+	if (!r || !c->lc[i].remote_ipv4 ||
+	    fq_path_page_lookup(r, c->lc[i].nic, c->lc[i].remote_ipv4, &e) < 0 || !e.remote_nic[0])
+		return 0;
+	snprintf(name, len, "%s", e.remote_nic);
+	return 1;
+}
+
 void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *cause, int64_t detect_ns,
 		   uint64_t bytes_resent, int64_t duration_ns)
 {
@@ -160,7 +174,10 @@ void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *c
 	snprintf(s->cause, sizeof(s->cause), "%s", cause);
 	memcpy(s->nic, c->lc[from_lane].nic, sizeof(s->nic));
 	memcpy(s->local, c->lc[from_lane].local, sizeof(s->local));
-	memcpy(s->peer, c->lc[from_lane].peer, sizeof(s->peer));
+	/* the event's remote NIC (telemetry.c sends s->peer as remote_nic): the
+	 * peer NIC's name where the agent's page knows the path, else its address */
+	if (!peer_nic_name(c, from_lane, s->peer, sizeof(s->peer)))
+		memcpy(s->peer, c->lc[from_lane].peer, sizeof(s->peer));
 	s->start_ns = fqn_clock_now(&sync);
 	s->synchronised = sync;
 	s->detect_ns = detect_ns;

@@ -264,15 +264,14 @@ int main(void)
 
 			ev_down += strcmp(f->cause, "path-down") == 0;
 			ev_back += strcmp(f->cause, "failback") == 0 && f->failback;
-			ev_ok &= strcmp(f->local_nic, "lo") == 0 &&
-				 strstr(f->remote_nic, "127.0.0.1:") == f->remote_nic && f->time_ns > 0 &&
-				 f->duration_ns >= 0;
+			ev_ok &= strcmp(f->local_nic, "lo") == 0 && strcmp(f->remote_nic, "lo") == 0 &&
+				 f->time_ns > 0 && f->duration_ns >= 0;
 		}
 		fq_frame_free(env);
 	}
 	ok(ev_down >= 2 && ev_back >= 1, "the agent got FailoverEvents: %d path-down, %d failback", ev_down,
 	   ev_back);
-	ok(ev_ok, "events name the local NIC and the remote address, with times");
+	ok(ev_ok, "events name the local NIC and the remote NIC (from the path page), with times");
 	close(afd);
 	close(lfd);
 	fq_frame_decoder_destroy(dec);
