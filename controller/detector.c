@@ -203,6 +203,8 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 	    .attach_slack_ns = 5000000000LL,
 	    .state_expire_ns = 7200000000000LL,
 	    .step_expire_ns = 600000000000LL,
+	    .collision_factor = 3.0,
+	    .advice_lifetime_ns = 30000000000LL,
 	    .max_paths = 262144,
 	    .max_nics = 65536,
 	    .max_nodes = 65536,

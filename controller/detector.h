@@ -54,6 +54,8 @@ struct fq_detector_config {
 	int64_t attach_slack_ns;         /* attach lanes that crossed up to this before the start (5 s) */
 	int64_t state_expire_ns;         /* drop path/NIC/node state unseen this long (2 h, >= flap window) */
 	int64_t step_expire_ns;          /* drop a step's lane history unseen this long (10 min) */
+	double collision_factor;         /* collision: lane p99 > factor x its NIC pair's probe owd (3) */
+	int64_t advice_lifetime_ns;      /* a MOVE advice holds this long unless renewed (30 s) */
 	/* Memory bounds: past them the least recently seen eighth is dropped. */
 	size_t max_paths;             /* directed NIC pairs (262144; ~300 B each with its NICs) */
 	size_t max_nics;              /* (65536) */
