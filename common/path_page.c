@@ -152,6 +152,11 @@ int fq_path_page_lookup(struct fq_path_page_reader *r, const char *local_nic, ui
 	return -EAGAIN;
 }
 
+int64_t fq_path_page_updated_ns(struct fq_path_page_reader *r)
+{
+	return __atomic_load_n(&r->page->updated_ns, __ATOMIC_RELAXED);
+}
+
 void fq_path_page_reader_close(struct fq_path_page_reader *r)
 {
 	if (!r)

@@ -82,6 +82,10 @@ int fq_path_page_reader_open(const char *path, struct fq_path_page_reader **out)
  * every bounded try), -EPROTO. */
 int fq_path_page_lookup(struct fq_path_page_reader *r, const char *local_nic, uint32_t remote_ipv4,
 			struct fq_path_entry *e);
+/* The writer's last publication time (updated_ns, local
+ * CLOCK_MONOTONIC_RAW; 0: never published), so a reader can refuse a page
+ * whose agent has stopped. */
+int64_t fq_path_page_updated_ns(struct fq_path_page_reader *r);
 void fq_path_page_reader_close(struct fq_path_page_reader *r);
 
 #endif /* FQ_COMMON_PATH_PAGE_H */

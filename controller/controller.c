@@ -751,6 +751,14 @@ static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 			rc = fq_db_close_anomaly(db, id, a->end_ns ? a->end_ns : now);
 		free(fq_strmap_remove(&c->anomaly, key));
 		break;
+	case FQ_DET_ADVICE: { /* collision advice to the agent on the moved job's node */
+		struct agent *ag = a->node ? fq_strmap_get(&c->agents, a->node) : NULL;
+
+		if (ag && ag->sess)
+			fq_session_send_advice(ag->sess, a->job_id, a->nic, a->remote_node, a->remote_nic,
+					       a->end_ns - a->start_ns, 0, a->reason, now);
+		return; /* nothing to store: the anomaly carries it */
+	}
 	case FQ_DET_HINT: {
 		struct fq_db_drain_hint h = {a->node, a->nic, a->resume, a->reason, id, now};
 		c->hints++;

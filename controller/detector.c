@@ -45,12 +45,13 @@ enum kind {
 	K_INBAND,
 	K_SLOW_SENDER,
 	K_SLOW_RECEIVER,
+	K_COLLISION,
 };
 
 static const char *const kind_names[] = {
     [K_LINK_DOWN] = "link_down",         [K_FLAPPING] = "flapping",      [K_PATH_DELAY] = "path_delay",
     [K_LANE_OUTLIER] = "lane_outlier",   [K_INBAND] = "inband_mismatch", [K_SLOW_SENDER] = "slow_sender",
-    [K_SLOW_RECEIVER] = "slow_receiver",
+    [K_SLOW_RECEIVER] = "slow_receiver", [K_COLLISION] = "collision",
 };
 
 enum {
@@ -203,6 +204,8 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 	    .attach_slack_ns = 5000000000LL,
 	    .state_expire_ns = 7200000000000LL,
 	    .step_expire_ns = 600000000000LL,
+	    .collision_factor = 3.0,
+	    .advice_lifetime_ns = 30000000000LL,
 	    .max_paths = 262144,
 	    .max_nics = 65536,
 	    .max_nodes = 65536,
@@ -660,6 +663,7 @@ static bool lane_matches(const struct anom_ent *a, const struct lane_rec *l)
 	case K_PATH_DELAY:
 	case K_INBAND:
 		return nic_eq(s, x) && nic_eq(t, y);
+	case K_COLLISION:
 	case K_LINK_DOWN:
 	case K_FLAPPING:
 		if (!is_path_place(a))
@@ -1191,6 +1195,127 @@ static void check_step_outliers(struct fq_detector *d, struct step_ent *s)
 	}
 }
 
+/* ---- collision ------------------------------------------------------------- */
+
+struct coll_lane {
+	const struct lane_rec *l;
+	char src[NODE_LEN + NIC_LEN + 1], dst[NODE_LEN + NIC_LEN + 1];
+};
+
+/* Gather the newest interval's lanes of every step that have a delay
+ * sample and a known far end, with their NIC pair's probe delay (the
+ * path's probe p50, else its baseline). 0, or -ENOMEM. */
+static int coll_gather(struct fq_detector *d, struct coll_lane **clp, struct fq_rule_clane **inp, size_t *np)
+{
+	struct coll_lane *cl = NULL;
+	struct fq_rule_clane *in = NULL;
+	size_t n = 0, cap = 0;
+
+	TAB_FOREACH(&d->steps, struct step_ent, s, nx)
+	{
+		int64_t half = s->newest_len_ns / 2 > 0 ? s->newest_len_ns / 2 : 1;
+		int64_t from = fq_rule_sat_sub(s->newest_end_ns, half);
+
+		for (size_t i = 0; i < s->n; i++) {
+			const struct lane_rec *l = &s->lanes[i];
+			const struct path_ent *p;
+
+			if (l->end_ns < from || l->p99_ns <= 0 || nic_empty(&l->p.dst))
+				continue;
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				struct coll_lane *c2 = realloc(cl, nc * sizeof(*c2));
+				struct fq_rule_clane *i2 = c2 ? realloc(in, nc * sizeof(*i2)) : NULL;
+
+				if (c2)
+					cl = c2;
+				if (!i2)
+					goto fail;
+				in = i2;
+				cap = nc;
+			}
+			p = (const struct path_ent *)tab_find(&d->paths, &l->p);
+			cl[n].l = l;
+			snprintf(cl[n].src, sizeof(cl[n].src), "%s/%s", l->p.src.node, l->p.src.nic);
+			snprintf(cl[n].dst, sizeof(cl[n].dst), "%s/%s", l->p.dst.node, l->p.dst.nic);
+			in[n] = (struct fq_rule_clane){s->k.job, NULL, NULL, l->p99_ns,
+						       p ? (p->p50_ns > 0 ? p->p50_ns : p->baseline_ns) : 0};
+			n++;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		in[i].src_nic = cl[i].src, in[i].dst_nic = cl[i].dst;
+	*clp = cl, *inp = in, *np = n;
+	return 0;
+fail:
+	free(cl);
+	free(in);
+	return -ENOMEM;
+}
+
+/* The collision rule over all steps' newest lanes: on a collision, the
+ * anomaly on the shared NIC (attached to every step whose lanes cross it)
+ * and one advice per path of the moved job's outlier lanes through it. */
+static void check_collisions(struct fq_detector *d, int64_t now)
+{
+	struct coll_lane *cl = NULL;
+	struct fq_rule_clane *in = NULL;
+	struct fq_rule_collision r;
+	const struct nic_key *shared = NULL;
+	char summary[384], evidence[384];
+	struct anom_ent *a;
+	bool *out = NULL;
+	size_t n = 0;
+
+	if (coll_gather(d, &cl, &in, &n) < 0 || !n || !(out = calloc(n, sizeof(*out))) ||
+	    !fq_rule_collision(&d->c, in, n, out, &r))
+		goto done;
+	for (size_t i = 0; i < n && !shared; i++)
+		shared = !strcmp(cl[i].src, r.nic)   ? &cl[i].l->p.src
+			 : !strcmp(cl[i].dst, r.nic) ? &cl[i].l->p.dst
+						     : NULL;
+	snprintf(summary, sizeof(summary),
+		 "jobs %" PRIu64 " and %" PRIu64 " collide on %s: %zu and %zu lanes above %.1fx their probe "
+		 "delay; job %" PRIu64 " advised to move",
+		 r.move_job, r.other_job, r.nic, r.move_lanes, r.other_lanes, d->c.collision_factor,
+		 r.move_job);
+	snprintf(evidence, sizeof(evidence),
+		 "{\"nic\":\"%s\",\"move_job\":%" PRIu64 ",\"other_job\":%" PRIu64
+		 ",\"move_lanes\":%zu,\"other_lanes\":%zu,\"jobs\":%zu,\"factor\":%.2f,"
+		 "\"rule\":\"fewest affected lanes, ties the higher job id\"}",
+		 r.nic, r.move_job, r.other_job, r.move_lanes, r.other_lanes, r.jobs, d->c.collision_factor);
+	a = anom_evidence(d, K_COLLISION, SEV_WARNING, shared, NULL, now, now, summary, evidence, NULL);
+	for (size_t i = 0; i < n; i++) {
+		const struct lane_rec *l = cl[i].l;
+		bool dup = false;
+
+		if (!out[i] || in[i].job_id != r.move_job ||
+		    (strcmp(cl[i].src, r.nic) != 0 && strcmp(cl[i].dst, r.nic) != 0))
+			continue;
+		for (size_t j = 0; j < i && !dup; j++) /* one advice per path */
+			dup = out[j] && in[j].job_id == r.move_job && !strcmp(cl[j].src, cl[i].src) &&
+			      !strcmp(cl[j].dst, cl[i].dst);
+		if (dup)
+			continue;
+		/* the sender steers its chunks: the advice goes to the lane's source node */
+		push(d, &(struct fq_det_action){.kind = FQ_DET_ADVICE,
+						.handle = a ? a->handle : 0,
+						.job_id = r.move_job,
+						.start_ns = now,
+						.end_ns = now + d->c.advice_lifetime_ns,
+						.node = l->p.src.node,
+						.nic = l->p.src.nic,
+						.remote_node = l->p.dst.node,
+						.remote_nic = l->p.dst.nic,
+						.reason = r.nic,
+						.summary = summary});
+	}
+done:
+	free(out);
+	free(cl);
+	free(in);
+}
+
 /* ---- tick ----------------------------------------------------------------- */
 
 static void check_slow_nics(struct fq_detector *d, int64_t now)
@@ -1354,6 +1479,8 @@ void fq_detector_tick(struct fq_detector *d, int64_t now_ns)
 			s->evaluated_ns = s->newest_end_ns;
 		}
 	}
+	if (d->c.collision_advice)
+		check_collisions(d, now_ns);
 	check_dead_nics(d, now_ns);
 	close_quiet(d, now_ns);
 	check_resume(d, now_ns);

@@ -11,7 +11,10 @@
  * step has used, the anomalies still open).
  *
  * Anomaly kinds (the sql/ check constraint): link_down, flapping,
- * path_delay, lane_outlier, inband_mismatch, slow_sender, slow_receiver.
+ * path_delay, lane_outlier, inband_mismatch, slow_sender, slow_receiver,
+ * and collision (with collision_advice: lanes of two or more jobs delay
+ * outliers on paths sharing a NIC, rules.h; attached to every step whose
+ * lanes crossed the NIC, and advice to move one job: FQ_DET_ADVICE).
  * Every anomaly is attached to the job steps (and their ranks) whose lanes
  * crossed the affected NIC or path while it lasted, including lanes that
  * arrive after it opened; a lane_outlier only to the step (and the two
@@ -54,6 +57,10 @@ struct fq_detector_config {
 	int64_t attach_slack_ns;         /* attach lanes that crossed up to this before the start (5 s) */
 	int64_t state_expire_ns;         /* drop path/NIC/node state unseen this long (2 h, >= flap window) */
 	int64_t step_expire_ns;          /* drop a step's lane history unseen this long (10 min) */
+	double collision_factor;         /* collision: lane p99 > factor x its NIC pair's probe owd (3) */
+	int64_t advice_lifetime_ns;      /* a MOVE advice holds this long unless renewed (30 s) */
+	bool collision_advice;           /* evaluate the collision rule each tick (false until the schema
+				* allows kind 'collision' and the daemon sends FQ_DET_ADVICE) */
 	/* Memory bounds: past them the least recently seen eighth is dropped. */
 	size_t max_paths;             /* directed NIC pairs (262144; ~300 B each with its NICs) */
 	size_t max_nics;              /* (65536) */
@@ -120,6 +127,12 @@ enum fq_det_action_kind {
 	FQ_DET_ATTACH = 2, /* handle, job_id, step_id, ranks (only those new to it; the db merges) */
 	FQ_DET_CLOSE = 3,  /* handle, end_ns */
 	FQ_DET_HINT = 4,   /* node, nic, resume, reason, handle (0: none), start_ns: created */
+	/* collision advice: job_id is the job to move; send an Advice to the
+	 * agent on node: move off nic -> remote_node/remote_nic, for
+	 * end_ns - start_ns (advice_lifetime_ns); handle: the collision
+	 * anomaly; reason: the shared NIC ("node/nic"); summary: why. Repeated each tick while the collision lasts
+	 * (the agent renews it in place). */
+	FQ_DET_ADVICE = 5,
 };
 
 struct fq_det_action {

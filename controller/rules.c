@@ -206,3 +206,89 @@ bool fq_rule_is_own_reason(const char *reason)
 {
 	return reason && strncmp(reason, FQ_RULE_REASON_PREFIX, strlen(FQ_RULE_REASON_PREFIX)) == 0;
 }
+
+/* ---- collision ---------------------------------------------------------- */
+
+static bool clane_outlier(const struct fq_detector_config *c, const struct fq_rule_clane *l)
+{
+	if (!l->src_nic || !l->dst_nic || !*l->src_nic || !*l->dst_nic || l->owd_p99_ns <= 0 ||
+	    l->probe_ns <= 0 || l->owd_p99_ns <= c->delay_floor_ns)
+		return false;
+	return (double)l->owd_p99_ns > scaled(l->probe_ns, c->collision_factor);
+}
+
+static bool touches(const struct fq_rule_clane *l, const char *nic)
+{
+	return strcmp(l->src_nic, nic) == 0 || strcmp(l->dst_nic, nic) == 0;
+}
+
+/* The jobs with outlier lanes on nic: how many, and the one to move and
+ * the other (most lanes) as the rule says. */
+static size_t collide_on(const struct fq_rule_clane *l, size_t n, const bool *out, const char *nic,
+			 struct fq_rule_collision *r)
+{
+	size_t jobs = 0, total = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->nic = nic;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		bool first = true;
+
+		if (!out[i] || !touches(&l[i], nic))
+			continue;
+		total++;
+		for (size_t j = 0; j < i && first; j++)
+			if (out[j] && touches(&l[j], nic) && l[j].job_id == l[i].job_id)
+				first = false;
+		if (!first)
+			continue;
+		for (size_t j = i; j < n; j++)
+			k += out[j] && touches(&l[j], nic) && l[j].job_id == l[i].job_id;
+		jobs++;
+		if (jobs == 1 || k < r->move_lanes || (k == r->move_lanes && l[i].job_id > r->move_job)) {
+			r->move_job = l[i].job_id;
+			r->move_lanes = k;
+		}
+		if (jobs == 1 || k > r->other_lanes || (k == r->other_lanes && l[i].job_id < r->other_job)) {
+			r->other_job = l[i].job_id;
+			r->other_lanes = k;
+		}
+	}
+	r->jobs = jobs; /* all counts equal: move the highest id, the other is the lowest */
+	return jobs >= 2 ? total : 0;
+}
+
+bool fq_rule_collision(const struct fq_detector_config *c, const struct fq_rule_clane *l, size_t n,
+		       bool *outlier, struct fq_rule_collision *out)
+{
+	bool *o = outlier;
+	size_t best = 0;
+	struct fq_rule_collision r;
+
+	if (!l || !n)
+		return false;
+	if (!o) {
+		o = calloc(n, sizeof(*o));
+		if (!o)
+			return false;
+	}
+	for (size_t i = 0; i < n; i++)
+		o[i] = clane_outlier(c, &l[i]);
+	for (size_t i = 0; i < n; i++) {
+		const char *nics[2] = {l[i].src_nic, l[i].dst_nic};
+
+		for (int s = 0; o[i] && s < 2; s++) {
+			size_t t = collide_on(l, n, o, nics[s], &r);
+
+			if (t > best) {
+				best = t;
+				if (out)
+					*out = r;
+			}
+		}
+	}
+	if (o != outlier)
+		free(o);
+	return best > 0;
+}

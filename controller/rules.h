@@ -90,6 +90,41 @@ bool fq_rule_inband_mismatch(const struct fq_detector_config *c, int64_t lane_mi
  * least slow_nic_min_paths. */
 bool fq_rule_slow_nic(const struct fq_detector_config *c, size_t paths, size_t elevated);
 
+/* ---- collision -------------------------------------------------------- */
+
+/* One lane of one job in one detector window, with the probe delay of its
+ * NIC pair (the out-of-band baseline: what the path gives without the
+ * jobs' traffic). NIC keys are "node/nic" strings; equal keys are one NIC. */
+struct fq_rule_clane {
+	uint64_t job_id;
+	const char *src_nic, *dst_nic;
+	int64_t owd_p99_ns; /* the lane's p99 one-way delay; <= 0: no sample */
+	int64_t probe_ns;   /* the NIC pair's probe owd (p50 baseline); <= 0: unknown */
+};
+
+struct fq_rule_collision {
+	uint64_t move_job;  /* the job advised to move */
+	uint64_t other_job; /* the job it collides with (the one with the most lanes affected) */
+	const char *nic;    /* the shared NIC key (points into the input) */
+	size_t move_lanes;  /* outlier lanes of move_job on that NIC */
+	size_t other_lanes; /* ... of other_job */
+	size_t jobs;        /* jobs with outlier lanes on that NIC (>= 2) */
+};
+
+/*
+ * Collision: in one window, lanes of two or more jobs are delay outliers
+ * (p99 above collision_factor x their NIC pair's probe delay and above
+ * delay_floor_ns) on paths that share a NIC (as source or destination).
+ * Where several NICs qualify, the one with the most outlier lanes wins
+ * (ties: the first in input order). The job to move is the one with the
+ * fewest outlier lanes on it (the cheaper one to disturb; ties: the higher
+ * job id, the younger job). outlier[i] (may be NULL) is set per lane.
+ * Returns true and *out on a collision; lanes without both NIC keys or a
+ * probe delay never count.
+ */
+bool fq_rule_collision(const struct fq_detector_config *c, const struct fq_rule_clane *l, size_t n,
+		       bool *outlier, struct fq_rule_collision *out);
+
 /* ---- text ------------------------------------------------------------- */
 
 /* A duration as the hint reasons write it: "1h", "40m", "90s", "250ms"

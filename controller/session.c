@@ -127,6 +127,28 @@ int fq_session_send(struct fq_session *s, const Fabriciq__Envelope *env)
 	return rc;
 }
 
+int fq_session_send_advice(struct fq_session *s, uint64_t job, const char *local_nic, const char *remote_node,
+			   const char *remote_nic, int64_t lifetime_ns, uint64_t other_job,
+			   const char *shared_nic, int64_t now_ns)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__Advice a = FABRICIQ__ADVICE__INIT;
+
+	a.job_id = job;
+	a.kind = "move";
+	a.local_nic = (char *)(local_nic ? local_nic : "");
+	a.remote_node = (char *)(remote_node ? remote_node : "");
+	a.remote_nic = (char *)(remote_nic ? remote_nic : "");
+	a.lifetime_ns = lifetime_ns;
+	a.collides_with_job = other_job;
+	a.shared_nic = (char *)(shared_nic ? shared_nic : "");
+	env.version = FQ_PROTOCOL_VERSION;
+	env.sent_ns = now_ns;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_ADVICE;
+	env.advice = &a;
+	return fq_session_send(s, &env);
+}
+
 int fq_session_ack(struct fq_session *s, uint64_t seq)
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;

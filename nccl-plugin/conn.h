@@ -191,12 +191,20 @@ int64_t fqn_mono_ns(void);
 /* Control mode helpers (failover.c). Fill lane i's names and path key from
  * its lane object (NIC index, addresses). */
 void fqn_ctl_lane_init(struct fqn_comm *c, int i);
-/* 1 if the path page has lane i's path DOWN, 0 if up or unknown. */
+/* 1 if the path page has lane i's path DOWN, 0 if up or unknown (no
+ * page, no entry, or a stale page: see fqn_path_page_fresh). */
 int fqn_ctl_path_down(struct fqn_comm *c, int i);
+/* 1 if a page published at updated_ns (CLOCK_MONOTONIC_RAW) may be
+ * trusted at now_ns: published, and no more than max_age_ms
+ * (FABRICIQ_PATH_PAGE_MAX_AGE_MS) old. An agent that died leaves its last
+ * page behind, DOWN entries included. Pure. */
+int fqn_path_page_fresh(int64_t updated_ns, int64_t now_ns, int max_age_ms);
 /* 1 when the comm's next path page check is due (every few ms, never per chunk). */
 int fqn_ctl_path_due(struct fqn_comm *c, int64_t now);
 /* Telemetry: one FailoverEvent (cause "socket-error", "no-progress",
- * "path-down", or "failback"). A no-op without telemetry. */
+ * "path-down", or "failback"); its remote NIC is the peer NIC's name from
+ * the agent's path page, the peer's address where the page has no entry.
+ * A no-op without telemetry. */
 void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *cause, int64_t detect_ns,
 		   uint64_t bytes_resent, int64_t duration_ns);
 /* All lanes down for longer than FABRICIQ_FAILOVER_GRACE_MS: fail the comm

@@ -37,6 +37,7 @@ static const struct fqn_env_var fqn_env_vars[] = {
     {"FABRICIQ_LANE_TIMEOUT_MS", FQN_ENV_INT, "1000", 50, 600000, OFF(lane_timeout_ms)},
     {"FABRICIQ_FAILOVER_GRACE_MS", FQN_ENV_INT, "30000", 100, 3600000, OFF(failover_grace_ms)},
     {"FABRICIQ_PATH_PAGE", FQN_ENV_STR, "/run/fabriciq/paths", 1, FQN_PATH_MAX, OFF(path_page)},
+    {"FABRICIQ_PATH_PAGE_MAX_AGE_MS", FQN_ENV_INT, "5000", 100, 3600000, OFF(path_page_max_age_ms)},
     {"FABRICIQ_RANK", FQN_ENV_STR, "", 0, 16, OFF(rank)},
     {"FABRICIQ_TRANSPORT", FQN_ENV_STR, "tcp", 1, 8, OFF(transport)},
     {"FABRICIQ_IB_GID_INDEX", FQN_ENV_STR, "", 0, 8, OFF(gid_index_s)},

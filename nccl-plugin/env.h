@@ -43,6 +43,7 @@ struct fqn_config {
 	int steer;                      /* weights lanes by their delay (control mode only) */
 	char steer_trace[FQN_PATH_MAX]; /* FABRICIQ_STEER_TRACE: append weight changes here ("" none) */
 	char job_id[24];                /* FABRICIQ_JOB_ID (else SLURM_JOB_ID): path page advice key */
+	int path_page_max_age_ms;       /* FABRICIQ_PATH_PAGE_MAX_AGE_MS, 100..3600000, default 5000 */
 };
 
 typedef const char *(*fqn_getenv_fn)(const char *name);

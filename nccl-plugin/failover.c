@@ -89,16 +89,67 @@ int fqn_ctl_path_due(struct fqn_comm *c, int64_t now)
 	return __atomic_load_n(&fqn_g->paths, __ATOMIC_ACQUIRE) != NULL;
 }
 
+int fqn_path_page_fresh(int64_t updated_ns, int64_t now_ns, int max_age_ms)
+{
+	int64_t age = now_ns - updated_ns;
+
+	/* never published, or from another clock (a page written in another
+	 * time namespace is years off): as stale as a dead agent's */
+	return updated_ns > 0 && age <= (int64_t)max_age_ms * 1000000 &&
+	       age >= -(int64_t)max_age_ms * 1000000;
+}
+
+static int64_t raw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The page is fresh enough to act on; says so at WARN when it goes stale
+ * (the agent died or hangs) and at INFO when it is fresh again. */
+static int page_usable(struct fq_path_page_reader *r)
+{
+	static int stale; /* process-wide: one page */
+	int64_t updated = fq_path_page_updated_ns(r), now = raw_now_ns();
+	int fresh = fqn_path_page_fresh(updated, now, fqn_g->cfg.path_page_max_age_ms);
+
+	if (!fresh && !__atomic_exchange_n(&stale, 1, __ATOMIC_RELAXED))
+		FQN_WARN("path page %s is stale (last update %lld ms ago, FABRICIQ_PATH_PAGE_MAX_AGE_MS=%d): "
+			 "is the node agent running? lanes follow their own timeouts until it updates again",
+			 fqn_g->cfg.path_page, updated > 0 ? (long long)((now - updated) / 1000000) : -1LL,
+			 fqn_g->cfg.path_page_max_age_ms);
+	else if (fresh && __atomic_exchange_n(&stale, 0, __ATOMIC_RELAXED))
+		FQN_INFO("path page %s is fresh again: lanes follow the agent's path health",
+			 fqn_g->cfg.path_page);
+	return fresh;
+}
+
 int fqn_ctl_path_down(struct fqn_comm *c, int i)
 {
 	struct fq_path_page_reader *r = __atomic_load_n(&fqn_g->paths, __ATOMIC_ACQUIRE);
 	struct fq_path_entry e;
 
-	if (!r || !c->lc[i].remote_ipv4)
+	if (!r || !c->lc[i].remote_ipv4 || !page_usable(r))
 		return 0;
 	if (fq_path_page_lookup(r, c->lc[i].nic, c->lc[i].remote_ipv4, &e) < 0)
 		return 0;
 	return e.state == FQ_PATH_STATE_DOWN;
+}
+
+/* The name of lane i's remote NIC from the path page (a name does not go
+ * stale with the page: any publication will do): 1 and name, or 0. */
+static int peer_nic_name(struct fqn_comm *c, int i, char *name, size_t len)
+{
+	struct fq_path_page_reader *r = __atomic_load_n(&fqn_g->paths, __ATOMIC_ACQUIRE);
+	struct fq_path_entry e;
+
+	if (!r || !c->lc[i].remote_ipv4 ||
+	    fq_path_page_lookup(r, c->lc[i].nic, c->lc[i].remote_ipv4, &e) < 0 || !e.remote_nic[0])
+		return 0;
+	snprintf(name, len, "%s", e.remote_nic);
+	return 1;
 }
 
 void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *cause, int64_t detect_ns,
@@ -123,7 +174,10 @@ void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *c
 	snprintf(s->cause, sizeof(s->cause), "%s", cause);
 	memcpy(s->nic, c->lc[from_lane].nic, sizeof(s->nic));
 	memcpy(s->local, c->lc[from_lane].local, sizeof(s->local));
-	memcpy(s->peer, c->lc[from_lane].peer, sizeof(s->peer));
+	/* the event's remote NIC (telemetry.c sends s->peer as remote_nic): the
+	 * peer NIC's name where the agent's page knows the path, else its address */
+	if (!peer_nic_name(c, from_lane, s->peer, sizeof(s->peer)))
+		memcpy(s->peer, c->lc[from_lane].peer, sizeof(s->peer));
 	s->start_ns = fqn_clock_now(&sync);
 	s->synchronised = sync;
 	s->detect_ns = detect_ns;

@@ -32,6 +32,7 @@
 
 #define REJOIN_POLL_NS (2LL * 1000000)
 #define ACK_EVERY      32
+#define PATH_HEALTH_NS (5LL * 1000000) /* silent-lane checks: every 5 ms per comm at most */
 
 struct fqn_rmsg {
 	int active;
@@ -65,6 +66,9 @@ struct fqn_recv {
 	/* control mode */
 	uint8_t *sink; /* chunk_size bytes for dropped copies */
 	int64_t next_rejoin_ns;
+	int64_t next_silent_ns; /* next silent-lane check */
+	int64_t waiting_ns;     /* a receive has been pending since (0: none pending) */
+	uint64_t pending_msgs;  /* messages posted and not complete */
 	int registered;
 	uint64_t dups;
 };
@@ -182,6 +186,7 @@ static void recv_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hd
 	st->msgs++;
 	m->req->size[m->elem] = m->reasm.size;
 	m->active = 0;
+	r->pending_msgs--;
 	if (--m->req->msgs_left == 0)
 		m->req->state = FQN_REQ_DONE;
 }
@@ -304,6 +309,7 @@ static void ctl_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hdr
 	fqn_seen_free(&m->seen);
 	m->req->size[m->elem] = m->reasm.size;
 	m->active = 0;
+	r->pending_msgs--;
 	if (--m->req->msgs_left == 0)
 		m->req->state = FQN_REQ_DONE;
 }
@@ -389,6 +395,7 @@ static int ctl_recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until,
 			return recv_bad(r, i, why);
 		if (rc <= 0)
 			break;
+		r->c.lc[i].progress_ns = now; /* the lane is not silent */
 		if (!rl->seen_ns) {
 			rl->seen_ns = fqn_clock_at(l->ops->rx_stamp ? l->ops->rx_stamp(l) : 0, &sync);
 			r->c.stats[i].unsync |= !sync || !(h.flags & FQN_CHUNK_F_SYNC);
@@ -419,10 +426,72 @@ static int ctl_recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until,
 	return 0;
 }
 
+/* How long a lane's transport may hear nothing from a live peer: TCP
+ * keepalive (set to the lane timeout, in whole seconds, by lane_tcp.c)
+ * answers an idle socket at least that often, and a lane timeout on top
+ * absorbs a late probe. */
+static int64_t silent_after_ns(void)
+{
+	int64_t t = (int64_t)fqn_g->cfg.lane_timeout_ms * 1000000;
+	int64_t ka = fqn_g->cfg.lane_timeout_ms < 1000 ? 1000000000LL : (t / 1000000000) * 1000000000;
+
+	return ka + t;
+}
+
+/* 1 if lane i's transport has heard nothing from the peer (not even a
+ * keepalive answer) for longer than a live peer allows, or cannot say. */
+static int ctl_peer_silent(struct fqn_recv *r, int i)
+{
+	struct fqn_lane_info info;
+
+	if (r->c.lanes[i]->ops->info(r->c.lanes[i], &info) < 0)
+		return 1;
+	return (int64_t)info.idle_rx_ms * 1000000 >= silent_after_ns();
+}
+
+/* Lane i's health on the receiving side, which no socket error reports
+ * when a link dies silently: with a receive posted, a lane that has seen
+ * no data for the lane timeout while its transport has heard nothing from
+ * the peer is failed ("no-data"); the path page having it DOWN fails it at
+ * once ("path-down"). Its socket stays (the sender decides: a socket
+ * closed here would look like a dead process); the peer heard again, the
+ * path back UP, or a re-dial (ctl_install) make it UP again. */
+static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
+{
+	struct fqn_lane_ctl *lc = &r->c.lc[i];
+	int64_t timeout = (int64_t)fqn_g->cfg.lane_timeout_ms * 1000000;
+	int64_t quiet_since = lc->progress_ns > r->waiting_ns ? lc->progress_ns : r->waiting_ns;
+	int down, silent;
+
+	if (lc->state != FQN_LANE_UP) {
+		if (!strcmp(lc->cause, "path-down") ? paths && !fqn_ctl_path_down(&r->c, i)
+						    : !ctl_peer_silent(r, i)) {
+			lc->state = FQN_LANE_UP;
+			lc->since_ns = now;
+			lc->down_ns = 0;
+		}
+		return;
+	}
+	down = paths && fqn_ctl_path_down(&r->c, i);
+	/* the syscall only for a lane quiet for a timeout with a receive posted */
+	silent = !down && r->waiting_ns && now - quiet_since >= timeout && ctl_peer_silent(r, i);
+	if (!down && !silent)
+		return;
+	lc->state = FQN_LANE_DOWN;
+	lc->cause = down ? "path-down" : "no-data";
+	lc->last_err = 0;
+	lc->down_ns = lc->since_ns = now;
+	FQN_WARN("connection %llx lane %d/%d (%s %s <- %s): %s (%s); waiting for the sender",
+		 (unsigned long long)r->c.conn_id, i, r->c.nlanes, lc->nic, lc->local, lc->peer, lc->cause,
+		 down ? "the agent's path page has the path DOWN"
+		      : "a receive is posted, nothing arrived for the lane timeout and the peer is silent");
+}
+
 static int ctl_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 {
 	int64_t now = fqn_mono_ns();
 	int paths = fqn_ctl_path_due(&r->c, now);
+	int health = now >= r->next_silent_ns;
 	struct fqn_lane *l;
 
 	if (now >= r->next_rejoin_ns) {
@@ -430,32 +499,23 @@ static int ctl_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 		while (fqn_rejoin_take(fqn_g->rejoin, r, &l) == 1)
 			ctl_install(r, l, now);
 	}
+	if (!r->pending_msgs)
+		r->waiting_ns = 0;
+	else if (!r->waiting_ns)
+		r->waiting_ns = now;
+	if (health)
+		r->next_silent_ns = now + PATH_HEALTH_NS;
 	for (int k = 0; k < r->c.nlanes; k++) {
 		int i = (r->last_lane + k) % r->c.nlanes;
 		int rc;
 
 		if (!r->c.lanes[i])
 			continue;
-		/* A path the agent has DOWN counts as a down lane (the grace
-		 * limit), but its socket stays: the sender decides, and a
-		 * socket the receiver closed would look like a dead peer. */
-		if (paths) {
-			struct fqn_lane_ctl *lc = &r->c.lc[i];
-			int down = fqn_ctl_path_down(&r->c, i);
-
-			if (down && lc->state == FQN_LANE_UP) {
-				lc->state = FQN_LANE_DOWN;
-				lc->cause = "path-down";
-				lc->last_err = 0;
-				lc->down_ns = now;
-			} else if (!down && lc->state == FQN_LANE_DOWN) {
-				lc->state = FQN_LANE_UP;
-				lc->down_ns = 0;
-			}
-		}
 		rc = ctl_recv_lane(r, i, until, now);
 		if (rc < 0)
 			return rc;
+		if (r->c.lanes[i] && (health || paths))
+			ctl_lane_health(r, i, paths, now);
 		if (until && until->state == FQN_REQ_DONE) {
 			r->last_lane = i;
 			break;
@@ -542,6 +602,7 @@ int fqn_irecv(struct fqn_recv *r, int n, void **data, const size_t *sizes, const
 	}
 	q->state = FQN_REQ_ACTIVE;
 	r->post_seq += (uint64_t)n;
+	r->pending_msgs += (uint64_t)n;
 	r->nposted++;
 	*out = q;
 	return fqn_recv_progress(r, q);

@@ -16,6 +16,7 @@
 #include "common/clock_page.h"
 #include "common/path_page.h"
 #include "proto/fabriciq.pb-c.h"
+#include "slurmd-agent/advice.h"
 #include "slurmd-agent/local.h"
 #include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/prober.h"
@@ -73,6 +74,7 @@ struct agent {
 	struct fq_xstamp xs; /* REALTIME - RAW, refreshed each report */
 	int64_t epoch_ns;    /* REALTIME - RAW at start: this host's global timeline as reference */
 	struct agent_nic nics[AGENT_MAX_NICS];
+	struct fq_advice_table advice; /* the controller's collision advice (path page) */
 	unsigned n_nics;
 	struct agent_assigned assigned[AGENT_MAX_ASSIGNED];
 	unsigned n_assigned;

@@ -236,6 +236,7 @@ static void publish_paths(struct agent *a, int64_t now)
 		e[i].owd_p50_ns = r->fwd.p50;
 		e[i].rtt_p50_ns = r->rtt.p50;
 	}
+	fq_advice_fill(&a->advice, e, a->n_paths, now);
 	fq_path_page_publish(a->path_page, e, a->n_paths, now);
 	free(e);
 }
@@ -445,8 +446,34 @@ static void on_peers(void *arg, const Fabriciq__PeerAssignment *p)
 		added, removed, kept);
 }
 
+/* Collision advice: onto the path page at once (not at the next window:
+ * the job should move while the collision lasts). */
+static void on_advice(void *arg, const Fabriciq__Advice *adv)
+{
+	struct agent *a = arg;
+	int64_t now = fq_now_ns();
+	int rc = fq_advice_take(&a->advice, adv, now);
+
+	if (rc < 0) {
+		fq_log_rl(FQ_LOG_WARN,
+			  "controller advice for job %llu on %s refused: not a valid move advice",
+			  (unsigned long long)adv->job_id, adv->local_nic ? adv->local_nic : "?");
+		return;
+	}
+	if (rc == 1)
+		fq_info(
+		    "controller advice: job %llu move off %s -> %s:%s for %lld ms (collides with job %llu "
+		    "on %s)",
+		    (unsigned long long)adv->job_id, adv->local_nic,
+		    *adv->remote_node ? adv->remote_node : "*", *adv->remote_nic ? adv->remote_nic : "*",
+		    (long long)(adv->lifetime_ns / 1000000), (unsigned long long)adv->collides_with_job,
+		    adv->shared_nic ? adv->shared_nic : "?");
+	publish_paths(a, now);
+}
+
 const struct fq_uplink_ops agent_uplink_ops = {
     .hello = on_hello,
     .correction = on_correction,
     .peers = on_peers,
+    .advice = on_advice,
 };

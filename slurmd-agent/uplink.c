@@ -197,6 +197,10 @@ static int on_frame(struct fq_uplink *u, Fabriciq__Envelope *env)
 		if (u->state == STREAMING && u->ops.peers)
 			u->ops.peers(u->arg, env->peers);
 		return 0;
+	case FABRICIQ__ENVELOPE__PAYLOAD_ADVICE:
+		if (u->state == STREAMING && u->ops.advice)
+			u->ops.advice(u->arg, env->advice);
+		return 0;
 	default:
 		return 0; /* a kind this agent does not know: ignored (proto versioning rules) */
 	}

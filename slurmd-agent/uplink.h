@@ -25,6 +25,7 @@ struct fq_uplink_ops {
 	void (*hello)(void *arg, Fabriciq__AgentHello *h);
 	void (*correction)(void *arg, const Fabriciq__ClockCorrection *c);
 	void (*peers)(void *arg, const Fabriciq__PeerAssignment *p);
+	void (*advice)(void *arg, const Fabriciq__Advice *a); /* may be NULL */
 };
 
 struct fq_uplink_config {

@@ -778,6 +778,70 @@ static void test_hostile(void)
 	}
 }
 
+/* Two jobs through n2/rail1 (the TBF spine's far end): probe owd of every
+ * NIC pair ~20 us; job 4242's two lanes into n2/rail1 at 94 and 400 us,
+ * job 4243's one lane at 120 us; quiet lanes elsewhere. */
+static void test_collision(void)
+{
+	struct fq_detector_config c;
+	struct fq_detector *d;
+	const struct rec *o, *adv = NULL;
+	size_t nadv = 0;
+
+	fq_detector_config_defaults(&c);
+	c.collision_advice = true;
+	d = fq_detector_create(&c);
+	reset();
+	for (int t = 1; t <= 3; t++) {
+		probe(d, "n1", "rail1", "n2", "rail1", t, 20, 30);
+		probe(d, "n3", "rail1", "n2", "rail1", t, 22, 30);
+		probe(d, "n4", "rail1", "n2", "rail1", t, 21, 30);
+		probe(d, "n1", "rail0", "n2", "rail0", t, 18, 25);
+	}
+	lane(d, 4242, 0, 1, 1, "n1", "rail1", "n2", "rail1", 3, 60, 94);
+	lane(d, 4242, 2, 1, 1, "n3", "rail1", "n2", "rail1", 3, 200, 400);
+	lane(d, 4242, 0, 1, 0, "n1", "rail0", "n2", "rail0", 3, 3, 4);
+	lane(d, 4243, 5, 6, 1, "n4", "rail1", "n2", "rail1", 3, 90, 120);
+	fq_detector_tick(d, S(3.5));
+	collect(d);
+	o = find_open("collision", "n2", "rail1");
+	ok(o != NULL, "collision anomaly on n2/rail1 (%s)", o ? o->summary : "none");
+	ok(o && attached(o->handle, 4242, 0) >= 0 && attached(o->handle, 4243, 0) >= 0,
+	   "attached to both jobs");
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].kind == FQ_DET_ADVICE) {
+			adv = &recs[i];
+			nadv++;
+		}
+	ok(nadv == 1 && adv->job == 4243 && !strcmp(adv->node, "n4") && !strcmp(adv->nic, "rail1") &&
+	       !strcmp(adv->rnode, "n2") && !strcmp(adv->rnic, "rail1"),
+	   "one advice: job 4243 (fewer lanes) to move n4/rail1 -> n2/rail1 (%zu advice)", nadv);
+	ok(adv && adv->end - adv->start == c.advice_lifetime_ns && o && adv->handle == o->handle &&
+	       !strcmp(adv->reason, "n2/rail1"),
+	   "for advice_lifetime_ns, tied to the anomaly, naming the shared NIC");
+	ok(o && strstr(o->evidence, "\"move_job\":4243") && strstr(o->evidence, "\"other_job\":4242"),
+	   "the evidence says which job moves and why");
+	reset();
+	fq_detector_tick(d, S(3.6)); /* the same window again: advice renewed, no second anomaly */
+	collect(d);
+	ok(count(FQ_DET_ADVICE, NULL) == 1 && count(FQ_DET_OPEN, "collision") == 0,
+	   "next tick, collision still there: advice again (renewal), the anomaly extended");
+	fq_detector_destroy(d);
+
+	fq_detector_config_defaults(&c); /* collision_advice off (the default) */
+	d = fq_detector_create(&c);
+	reset();
+	probe(d, "n1", "rail1", "n2", "rail1", 1, 20, 30);
+	probe(d, "n4", "rail1", "n2", "rail1", 1, 21, 30);
+	lane(d, 4242, 0, 1, 1, "n1", "rail1", "n2", "rail1", 1, 60, 400);
+	lane(d, 4243, 5, 6, 1, "n4", "rail1", "n2", "rail1", 1, 90, 120);
+	fq_detector_tick(d, S(1.5));
+	collect(d);
+	ok(count(FQ_DET_ADVICE, NULL) == 0 && !find_open("collision", NULL, NULL),
+	   "collision_advice off: nothing");
+	fq_detector_destroy(d);
+}
+
 int main(void)
 {
 	test_lane_outlier();
@@ -789,5 +853,6 @@ int main(void)
 	test_link_down();
 	test_memory_bounds();
 	test_hostile();
+	test_collision();
 	return done_testing();
 }

@@ -183,6 +183,60 @@ static void test_slow_nic(const struct fq_detector_config *c)
 	ok(!fq_rule_slow_nic(c, 3, 9), "more elevated than paths: refused");
 }
 
+/* Two jobs' lanes in one window through a TBF-shaped spine: probe owd of
+ * the NIC pairs ~20 us; job 4242's lanes through the shared n2/rail1 at
+ * 94-400 us, job 4243's at 120-180 us, quiet lanes at 4-30 us. */
+static void test_collision(const struct fq_detector_config *c)
+{
+	struct fq_rule_clane l[] = {
+	    {4242, "n1/rail1", "n2/rail1", US(94), US(20)},  /* outlier */
+	    {4242, "n3/rail1", "n2/rail1", US(400), US(22)}, /* outlier */
+	    {4242, "n1/rail0", "n2/rail0", US(4), US(18)},   /* quiet */
+	    {4243, "n4/rail1", "n2/rail1", US(120), US(21)}, /* outlier */
+	    {4243, "n4/rail0", "n3/rail0", US(30), US(19)},  /* quiet */
+	};
+	struct fq_rule_collision r;
+	bool out[8];
+
+	ok(fq_rule_collision(c, l, 5, out, &r), "two jobs' outlier lanes share n2/rail1: collision");
+	ok(out[0] && out[1] && !out[2] && out[3] && !out[4],
+	   "outliers: the lanes above 3x their probe delay");
+	is_str(r.nic, "n2/rail1", "the shared NIC");
+	is_int((long long)r.move_job, 4243, "move the job with fewer affected lanes (1 vs 2)");
+	is_int((long long)r.other_job, 4242, "the other job");
+	ok(r.move_lanes == 1 && r.other_lanes == 2 && r.jobs == 2, "lane counts 1 and 2, 2 jobs");
+
+	l[3].job_id = 4242;
+	ok(!fq_rule_collision(c, l, 5, out, &r),
+	   "one job alone on the NIC: no collision (that is lane_outlier's)");
+	l[3].job_id = 4243;
+	l[3].owd_p99_ns = US(60); /* 2.9x its probe: under the factor */
+	ok(!fq_rule_collision(c, l, 5, NULL, &r), "the other job's lane just under 3x: no collision");
+	l[3].owd_p99_ns = US(120);
+	l[3].dst_nic = "n5/rail1"; /* a path that shares no NIC with the others */
+	ok(!fq_rule_collision(c, l, 5, NULL, &r), "outliers on disjoint NICs: no collision");
+	l[3].src_nic = "n3/rail1"; /* shares n3/rail1 as the source of 4242's second lane */
+	ok(fq_rule_collision(c, l, 5, NULL, &r) && !strcmp(r.nic, "n3/rail1"),
+	   "a shared source NIC counts too (%s)", r.nic);
+
+	struct fq_rule_clane tie[] = {
+	    {7, "a/r1", "b/r1", US(300), US(20)},
+	    {9, "c/r1", "b/r1", US(300), US(20)},
+	    {8, "d/r1", "b/r1", US(300), US(20)},
+	};
+	ok(fq_rule_collision(c, tie, 3, NULL, &r) && r.move_job == 9 && r.other_job == 7 && r.jobs == 3,
+	   "equal lane counts: move the highest job id (9), other the lowest (7)");
+
+	struct fq_rule_clane bad[] = {
+	    {1, NULL, "b/r1", US(300), US(20)}, {2, "c/r1", "", US(300), US(20)},
+	    {3, "d/r1", "b/r1", US(300), 0},    {4, "e/r1", "b/r1", 0, US(20)},
+	    {5, "f/r1", "b/r1", US(40), US(1)}, /* 40x, but under the 50 us floor */
+	};
+	ok(!fq_rule_collision(c, bad, 5, out, &r) && !out[0] && !out[1] && !out[2] && !out[3] && !out[4],
+	   "missing NIC, no probe delay, no sample, under the floor: never outliers");
+	ok(!fq_rule_collision(c, NULL, 0, NULL, NULL), "no lanes");
+}
+
 static void test_text(void)
 {
 	char buf[128];
@@ -213,6 +267,7 @@ int main(void)
 	test_lane_outlier(&c);
 	test_inband(&c);
 	test_slow_nic(&c);
+	test_collision(&c);
 	test_text();
 	return done_testing();
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/frame.h"
+#include "slurmd-agent/advice.h"
 #include "slurmd-agent/nics.h"
 #include "slurmd-agent/spool.h"
 #include "slurmd-agent/steps.h"
@@ -302,12 +303,112 @@ static void test_nics(void)
 		diag("cleanup failed");
 }
 
+/* ---- advice ------------------------------------------------------------- */
+
+static void path_entry(struct fq_path_entry *e, const char *nic, const char *rnode, const char *rnic)
+{
+	memset(e, 0, sizeof(*e));
+	strcpy(e->local_nic, nic);
+	strcpy(e->remote_node, rnode);
+	strcpy(e->remote_nic, rnic);
+	e->state = FQ_PATH_STATE_UP;
+}
+
+/* An Advice frame as the controller sends it, through the wire codec. */
+static Fabriciq__Envelope *advice_frame(uint64_t job, const char *nic, const char *rnode, const char *rnic,
+					int64_t life)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT, *out = NULL;
+	Fabriciq__Advice a = FABRICIQ__ADVICE__INIT;
+	uint8_t buf[512];
+	size_t len;
+
+	a.job_id = job;
+	a.kind = "move";
+	a.local_nic = (char *)nic;
+	a.remote_node = (char *)rnode;
+	a.remote_nic = (char *)rnic;
+	a.lifetime_ns = life;
+	a.collides_with_job = 4242;
+	a.shared_nic = "n2/rail1";
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_ADVICE;
+	env.advice = &a;
+	len = fabriciq__envelope__pack(&env, buf);
+	out = fabriciq__envelope__unpack(NULL, len, buf);
+	return out;
+}
+
+static void test_advice(void)
+{
+	struct fq_advice_table t;
+	struct fq_path_entry e[3];
+	Fabriciq__Envelope *f;
+	int64_t now = 1000000000LL;
+	uint32_t gen;
+
+	memset(&t, 0, sizeof(t));
+	path_entry(&e[0], "rail1", "n2", "rail1");
+	path_entry(&e[1], "rail1", "n3", "rail1");
+	path_entry(&e[2], "rail0", "n2", "rail0");
+	f = advice_frame(4243, "rail1", "n2", "", 30000000000LL);
+	ok(f && f->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_ADVICE, "an Advice frame decodes");
+	is_int(fq_advice_take(&t, f->advice, now), 1, "advice taken: new");
+	is_int((long long)fq_advice_fill(&t, e, 3, now), 1, "one path entry gets it");
+	ok(e[0].advice == FQ_PATH_ADVICE_MOVE && e[0].advice_job == 4243 &&
+	       e[0].advice_until_ns == now + 30000000000LL && e[0].advice_gen == 1,
+	   "rail1 -> n2 (any NIC): MOVE, job 4243, until receipt + 30 s, generation 1");
+	ok(e[1].advice == FQ_PATH_ADVICE_NONE && e[2].advice == FQ_PATH_ADVICE_NONE && !e[1].advice_gen,
+	   "rail1 -> n3 and rail0 -> n2: no advice");
+	gen = e[0].advice_gen;
+	is_int(fq_advice_take(&t, f->advice, now + 10000000000LL), 0, "the same advice again: renewed");
+	fq_advice_fill(&t, e, 3, now + 35000000000LL);
+	ok(e[0].advice == FQ_PATH_ADVICE_MOVE && e[0].advice_gen == gen &&
+	       e[0].advice_until_ns == now + 40000000000LL,
+	   "renewed: holds 30 s from the renewal, same generation (the job acted on it already)");
+	fq_advice_fill(&t, e, 3, now + 40000000000LL);
+	ok(e[0].advice == FQ_PATH_ADVICE_NONE && e[0].advice_job == 0 && t.n == 0, "lapsed: cleared");
+	is_int(fq_advice_take(&t, f->advice, now + 41000000000LL), 1, "after it lapsed: a new advice");
+	fq_advice_fill(&t, e, 3, now + 41000000000LL);
+	ok(e[0].advice_gen == 2, "... with a new generation (%u)", e[0].advice_gen);
+	fabriciq__envelope__free_unpacked(f, NULL);
+
+	f = advice_frame(4243, "rail1", "", "", 1000);
+	is_int(fq_advice_take(&t, f->advice, now + 41000000000LL), 1, "advice for every path of rail1");
+	is_int((long long)fq_advice_fill(&t, e, 3, now + 41000000000LL), 2, "both rail1 entries have advice");
+	{
+		Fabriciq__Advice b = *f->advice;
+
+		b.kind = "stay";
+		is_int(fq_advice_take(&t, &b, now), -EINVAL, "kind other than move: refused");
+		b.kind = "move";
+		b.lifetime_ns = 0;
+		is_int(fq_advice_take(&t, &b, now), -EINVAL, "no lifetime: refused");
+		b.lifetime_ns = 1000;
+		b.local_nic = "a-nic-name-far-too-long";
+		is_int(fq_advice_take(&t, &b, now), -EINVAL, "a NIC name too long: refused");
+	}
+	fabriciq__envelope__free_unpacked(f, NULL);
+	for (int i = 0; i < FQ_ADVICE_MAX + 5; i++) {
+		char nic[16];
+		Fabriciq__Advice a = FABRICIQ__ADVICE__INIT;
+
+		snprintf(nic, sizeof(nic), "nic%d", i);
+		a.job_id = 1;
+		a.kind = "move";
+		a.local_nic = nic;
+		a.lifetime_ns = 1000000000LL + i;
+		fq_advice_take(&t, &a, now);
+	}
+	ok(t.n == FQ_ADVICE_MAX, "the table stays bounded (%zu)", t.n);
+}
+
 int main(void)
 {
-	plan(43);
+	plan(59);
 	test_nics();
 	test_steps();
 	test_spool();
 	test_timeline();
+	test_advice();
 	return done_testing();
 }

@@ -1,0 +1,78 @@
+/*
+ * advice: the controller's collision advice on the path page (see advice.h).
+ */
+#include "slurmd-agent/advice.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int fits(const char *s, size_t len)
+{
+	return s && strlen(s) < len;
+}
+
+int fq_advice_take(struct fq_advice_table *t, const Fabriciq__Advice *a, int64_t now_ns)
+{
+	const char *rn = a->remote_node ? a->remote_node : "", *rnic = a->remote_nic ? a->remote_nic : "";
+	struct fq_advice *e = NULL;
+
+	if (!a->kind || strcmp(a->kind, "move") != 0 || !a->job_id || a->job_id > UINT32_MAX ||
+	    !fits(a->local_nic, sizeof(e->local_nic)) || !*a->local_nic || a->lifetime_ns <= 0 ||
+	    !fits(rn, sizeof(e->remote_node)) || !fits(rnic, sizeof(e->remote_nic)))
+		return -EINVAL;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->e[i].job == a->job_id && !strcmp(t->e[i].local_nic, a->local_nic) &&
+		    !strcmp(t->e[i].remote_node, rn) && !strcmp(t->e[i].remote_nic, rnic) &&
+		    t->e[i].until_ns > now_ns) {
+			t->e[i].until_ns = now_ns + a->lifetime_ns;
+			return 0;
+		}
+	if (t->n < FQ_ADVICE_MAX) {
+		e = &t->e[t->n++];
+	} else {
+		e = &t->e[0];
+		for (size_t i = 1; i < t->n; i++)
+			if (t->e[i].until_ns < e->until_ns)
+				e = &t->e[i];
+	}
+	memset(e, 0, sizeof(*e));
+	strcpy(e->local_nic, a->local_nic);
+	strcpy(e->remote_node, rn);
+	strcpy(e->remote_nic, rnic);
+	e->job = (uint32_t)a->job_id;
+	e->until_ns = now_ns + a->lifetime_ns;
+	e->gen = ++t->next_gen ? t->next_gen : ++t->next_gen; /* 0 is "none" to a reader */
+	return 1;
+}
+
+static int matches(const struct fq_advice *a, const struct fq_path_entry *p)
+{
+	return !strncmp(a->local_nic, p->local_nic, sizeof(p->local_nic)) &&
+	       (!*a->remote_node || !strncmp(a->remote_node, p->remote_node, sizeof(p->remote_node))) &&
+	       (!*a->remote_nic || !strncmp(a->remote_nic, p->remote_nic, sizeof(p->remote_nic)));
+}
+
+size_t fq_advice_fill(struct fq_advice_table *t, struct fq_path_entry *e, size_t n, int64_t now_ns)
+{
+	size_t with = 0;
+
+	for (size_t i = 0; i < t->n;)
+		if (t->e[i].until_ns <= now_ns)
+			t->e[i] = t->e[--t->n];
+		else
+			i++;
+	for (size_t k = 0; k < n; k++) {
+		const struct fq_advice *best = NULL;
+
+		for (size_t i = 0; i < t->n; i++)
+			if (matches(&t->e[i], &e[k]) && (!best || t->e[i].until_ns > best->until_ns))
+				best = &t->e[i];
+		e[k].advice = best ? FQ_PATH_ADVICE_MOVE : FQ_PATH_ADVICE_NONE;
+		e[k].advice_job = best ? best->job : 0;
+		e[k].advice_until_ns = best ? best->until_ns : 0;
+		e[k].advice_gen = best ? best->gen : 0;
+		e[k].advice_pad = 0;
+		with += best != NULL;
+	}
+	return with;
+}

@@ -1,0 +1,48 @@
+/*
+ * advice: the controller's collision advice as the agent keeps it, and how
+ * it lands on the path page (common/path_page.h: advice, advice_job,
+ * advice_until_ns, advice_gen). Pure: no I/O, the clock is a parameter,
+ * so tests feed it frames and times.
+ *
+ * An advice names a local NIC, a remote node and NIC ("" = any) and a job;
+ * it holds for its lifetime from receipt. The same (job, local NIC,
+ * remote node, remote NIC) again renews it in place (its generation
+ * stays: the job has acted on it already); a new one takes a new
+ * generation, so a reader acts once per generation. The table is bounded:
+ * when full, the entry that expires first is replaced.
+ */
+#ifndef FQ_AGENT_ADVICE_H
+#define FQ_AGENT_ADVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/path_page.h"
+#include "proto/fabriciq.pb-c.h"
+
+#define FQ_ADVICE_MAX 64
+
+struct fq_advice {
+	char local_nic[16], remote_node[40], remote_nic[16];
+	uint32_t job;
+	int64_t until_ns; /* local CLOCK_MONOTONIC_RAW */
+	uint32_t gen;
+};
+
+struct fq_advice_table {
+	struct fq_advice e[FQ_ADVICE_MAX];
+	size_t n;
+	uint32_t next_gen; /* last generation given */
+};
+
+/* Take an Advice frame received at now_ns: 1 new, 0 renewed, -EINVAL (not
+ * "move", no job, no local NIC, lifetime <= 0, a name too long). */
+int fq_advice_take(struct fq_advice_table *t, const Fabriciq__Advice *a, int64_t now_ns);
+
+/* Drop expired advice; then set the advice fields of every path entry an
+ * advice matches (local NIC equal; remote node and NIC equal or the
+ * advice's ""), clear the others. Where several match, the one that lasts
+ * longest. Returns the number of entries with advice. */
+size_t fq_advice_fill(struct fq_advice_table *t, struct fq_path_entry *e, size_t n, int64_t now_ns);
+
+#endif /* FQ_AGENT_ADVICE_H */
