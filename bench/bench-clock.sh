@@ -38,7 +38,9 @@
 # route is known). Prints |error| p50/p99/max per phase, chrony's p99 over
 # fabriciq's on the same paths, and the machine's load average (1 min,
 # sampled every second: mean/max) during each phase.
-# BENCH_CLOCK_SECONDS (default 300) per phase.
+# BENCH_CLOCK_SECONDS (default 300) per phase. BENCH_CLOCK_KEEP=DIR keeps
+# the samples (PHASE.fqpath: "second host nic peer error_ns" per fabriciq
+# path, PHASE.chrony, PHASE.load) and chrony's logs there.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_builddir:=$top_srcdir/build}"
@@ -51,7 +53,12 @@ SECS=${BENCH_CLOCK_SECONDS:-300}
 command -v chronyd >/dev/null && command -v chronyc >/dev/null ||
 	{ echo "bench-clock: SKIP: chronyd/chronyc not installed (apt-get install chrony)"; exit 0; }
 [ -x "$AGENT" ] || { echo "bench-clock: fabriciq-agent not built"; exit 1; }
-trap '"$TB" down >/dev/null 2>&1' EXIT
+keep() {
+	[ -n "${BENCH_CLOCK_KEEP:-}" ] || return 0
+	mkdir -p "$BENCH_CLOCK_KEEP" && cp -r "$FQTB_STATE"/idle.* "$FQTB_STATE"/load.* "$FQTB_STATE/chrony" \
+		"$BENCH_CLOCK_KEEP"/ 2>/dev/null
+}
+trap 'keep; "$TB" down >/dev/null 2>&1' EXIT
 trap 'exit 130' INT TERM
 
 "$TB" up --prefix bclk --services none --max-offset 100ms >/dev/null 2>&1 || { echo "bench-clock: testbed up failed"; exit 1; }
@@ -138,33 +145,40 @@ start_load() {
 }
 
 # sample SECONDS OUT: every second, |estimate - truth| of every fabriciq
-# path (OUT.fq; the compared paths also in OUT.fqcmp), chrony's true error
-# (OUT.chrony: |System time| of `chronyc tracking`) and the 1-min loadavg
+# path (OUT.fq; the compared paths also in OUT.fqcmp; OUT.fqpath: "second
+# host nic peer error"), chrony's true error (OUT.chrony: |System time| of
+# `chronyc tracking`) and the 1-min loadavg. The agents' status files are
+# read directly (one awk for all four): the sampler itself must stay cheap
+# on a busy machine.
 sample() {
-	local end=$(($(date +%s) + $1)) i c s ip r v
+	local t0=$EPOCHSECONDS end=$((EPOCHSECONDS + $1)) c s ip r v la rest tr cmp
+	tr=$(for h in "${!truth[@]}"; do printf '%s=%s,' "$h" "${truth[$h]}"; done)
+	cmp=$(while read -r c s ip r; do printf '%s/rail%s/%s,' "$c" "$r" "$s"; done <<<"$PAIRS")
 	: >"$2.fq"
 	: >"$2.fqcmp"
 	: >"$2.chrony"
 	: >"$2.load"
-	while [ "$(date +%s)" -lt "$end" ]; do
+	: >"$2.fqpath"
+	while [ "$EPOCHSECONDS" -lt "$end" ]; do
 		sleep 1
-		for i in 1 2 3 4; do
-			"$AGENT" -c /dev/null -s "status_file=$FQTB_STATE/agent-n$i.json" --status --json 2>/dev/null |
-				awk -F'"' -v me="n$i" '/"local_nic"/ { nic = $4 } /"peer_node"/ { p = $4 }
-					/"offset_ns"/ { gsub(/[^0-9-]/, "", $3); print me, nic, p, $3 }'
-		done | while read -r me nic peer off; do
-			e=$((off - (truth[$peer] - truth[$me])))
-			echo "${e#-}" >>"$2.fq"
-			while read -r c s ip r; do
-				[ "$me" = "$c" ] && [ "$peer" = "$s" ] && [ "$nic" = "rail$r" ] && echo "${e#-}" >>"$2.fqcmp"
-			done <<<"$PAIRS"
-		done
+		awk -F'"' -v sec=$((EPOCHSECONDS - t0)) -v tr="$tr" -v cmp="$cmp" \
+			-v o_all="$2.fq" -v o_cmp="$2.fqcmp" -v o_path="$2.fqpath" '
+			BEGIN { n = split(tr, a, ","); for (i = 1; i <= n; i++) if (split(a[i], kv, "=") == 2) T[kv[1]] = kv[2]
+				n = split(cmp, a, ","); for (i = 1; i <= n; i++) C[a[i]] = 1 }
+			FNR == 1 { me = FILENAME; sub(/.*agent-/, "", me); sub(/\.json$/, "", me) }
+			/"local_nic"/ { nic = $4 } /"peer_node"/ { p = $4 }
+			/"offset_ns"/ { v = $3; gsub(/[^0-9-]/, "", v); e = v - (T[p] - T[me]); ae = e < 0 ? -e : e
+				printf "%d\n", ae >> o_all
+				if ((me "/" nic "/" p) in C) printf "%d\n", ae >> o_cmp
+				printf "%d %s %s %s %d\n", sec, me, nic, p, e >> o_path }' \
+			"$FQTB_STATE"/agent-n[1-4].json 2>/dev/null
 		while read -r c s ip r; do
 			# CSV field 5: System time, seconds (the accumulated correction)
 			v=$(chronyc -n -c -h "$cdir/$c/sock" tracking 2>/dev/null | awk -F, 'NF >= 14 { v = $5 * 1e9; if (v < 0) v = -v; printf "%d", v }')
 			[ -n "$v" ] && echo "$v" >>"$2.chrony"
 		done <<<"$PAIRS"
-		cut -d' ' -f1 /proc/loadavg >>"$2.load"
+		read -r la rest </proc/loadavg
+		echo "$la" >>"$2.load"
 	done
 }
 

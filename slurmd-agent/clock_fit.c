@@ -251,24 +251,67 @@ static int short_estimate(const struct fq_clock_fit *f, int64_t now_ns, struct f
 	return 0;
 }
 
+/* Least squares y = a + b x over n points, then once more without those
+ * beyond 3 MADs (at least 100 ns) of the first line. *cutoff: that
+ * trimming distance. -EAGAIN with fewer than 2 points. */
+static int trimmed_line(const double *x, const double *y, unsigned n, double *scratch, double *a, double *b,
+			double *cutoff)
+{
+	*a = *b = *cutoff = 0;
+	for (unsigned round = 0; round < 2; round++) {
+		double sx = 0, sy = 0, sxx = 0, sxy = 0, mx, my;
+		unsigned c = 0;
+
+		for (unsigned i = 0; i < n; i++) {
+			if (round && fabs(y[i] - (*a + *b * x[i])) > *cutoff)
+				continue;
+			sx += x[i];
+			sy += y[i];
+			c++;
+		}
+		if (c < 2)
+			return -EAGAIN;
+		mx = sx / c;
+		my = sy / c;
+		for (unsigned i = 0; i < n; i++) {
+			if (round && fabs(y[i] - (*a + *b * x[i])) > *cutoff)
+				continue;
+			sxx += (x[i] - mx) * (x[i] - mx);
+			sxy += (x[i] - mx) * (y[i] - my);
+		}
+		*b = sxx > 0 ? sxy / sxx : 0;
+		*a = my - *b * mx;
+		if (round == 0) {
+			for (unsigned i = 0; i < n; i++)
+				scratch[i] = fabs(y[i] - (*a + *b * x[i]));
+			*cutoff = 3 * 1.4826 * median(scratch, n);
+			*cutoff = *cutoff < 100 ? 100 : *cutoff;
+		}
+	}
+	return 0;
+}
+
 /*
- * The long fit (see clock_fit.h): the most recent clean history buckets,
- * those whose round trip is within the slack of the lowest round trip of
- * the whole history, and a least-squares line through their theta (one
- * pass of outlier trimming). slope_ns_per_ns corrects each bucket's round
- * trip for the drift between its two minima. -EAGAIN with fewer than
- * FQ_CLOCK_FIT_MIN_CLEAN clean buckets.
+ * The long fit (see clock_fit.h). The clean history buckets are those
+ * whose round trip (corrected by slope_ns_per_ns for the drift between
+ * its two minima) is within the slack of the lowest round trip of the
+ * whole history. A line through the newest FQ_CLOCK_FIT_RECENT of them
+ * gives theta at the newest one; from there to now the slope of a line
+ * through up to FQ_CLOCK_FIT_MAX_CLEAN of them (a long baseline) carries
+ * it when the newest is older than the short window, the recent line's
+ * own slope otherwise. -EAGAIN with fewer than FQ_CLOCK_FIT_MIN_CLEAN.
  */
 static int long_estimate(const struct fq_clock_fit *f, int64_t now_ns, double slope_ns_per_ns,
 			 struct fq_clock_estimate *out)
 {
 	static __thread double x[FQ_CLOCK_FIT_MAX_CLEAN], y[FQ_CLOCK_FIT_MAX_CLEAN],
-	    hr[FQ_CLOCK_FIT_MAX_CLEAN], ar[FQ_CLOCK_FIT_MAX_CLEAN];
+	    hr[FQ_CLOCK_FIT_MAX_CLEAN], scratch[FQ_CLOCK_FIT_MAX_CLEAN];
 	static __thread int64_t mf[FQ_CLOCK_FIT_MAX_CLEAN], mr[FQ_CLOCK_FIT_MAX_CLEAN];
-	int64_t now_idx = floor_div(now_ns, f->bucket_ns), best = INT64_MAX, slack = 0, t_last = INT64_MIN,
-		t_first = INT64_MAX, min_f = INT64_MAX, min_r = INT64_MAX;
-	double a = 0, b = 0, worst = 0, resid = 0, span, cutoff = 0;
-	unsigned n = 0, used = 0;
+	int64_t now_idx = floor_div(now_ns, f->bucket_ns), best = INT64_MAX, slack = 0, min_f = INT64_MAX,
+		min_r = INT64_MAX;
+	double ar, br, cr, al, bl, cl, worst_r = 0, worst_l = 0, resid = 0, x_last = -1e300, x_first = 1e300,
+				       xl_first = 1e300, gap, slope, span_r, span_l, off;
+	unsigned n = 0, nr, used = 0;
 
 	for (unsigned pass = 0; pass < 2; pass++) {
 		for (int64_t k = 0; k < (int64_t)f->n_hist && n < FQ_CLOCK_FIT_MAX_CLEAN; k++) {
@@ -301,64 +344,54 @@ static int long_estimate(const struct fq_clock_fit *f, int64_t now_ns, double sl
 	}
 	if (n < FQ_CLOCK_FIT_MIN_CLEAN)
 		return -EAGAIN;
-	for (unsigned round = 0; round < 2; round++) {
-		double sx = 0, sy = 0, sxx = 0, sxy = 0, m, d;
-		unsigned c = 0;
-
-		for (unsigned i = 0; i < n; i++) {
-			if (round && fabs(y[i] - (a + b * x[i])) > cutoff)
-				continue;
-			sx += x[i];
-			sy += y[i];
-			c++;
-		}
-		if (c < 2)
-			return -EAGAIN;
-		m = sx / c;
-		for (unsigned i = 0; i < n; i++) {
-			if (round && fabs(y[i] - (a + b * x[i])) > cutoff)
-				continue;
-			sxx += (x[i] - m) * (x[i] - m);
-			sxy += (x[i] - m) * (y[i] - sy / c);
-		}
-		d = sxx > 0 ? sxy / sxx : 0;
-		if (round == 0) {
-			/* trim beyond 3 MADs (at least 100 ns) of this fit */
-			for (unsigned i = 0; i < n; i++)
-				ar[i] = fabs(y[i] - (sy / c + d * (x[i] - m)));
-			cutoff = 3 * 1.4826 * median(ar, n);
-			cutoff = cutoff < 100 ? 100 : cutoff;
-		}
-		b = d;
-		a = sy / c - d * m; /* at x = 0: now */
-	}
+	nr = n < FQ_CLOCK_FIT_RECENT ? n : FQ_CLOCK_FIT_RECENT; /* the buckets are newest first */
+	if (trimmed_line(x, y, nr, scratch, &ar, &br, &cr) < 0 ||
+	    trimmed_line(x, y, n, scratch, &al, &bl, &cl) < 0)
+		return -EAGAIN;
 	for (unsigned i = 0; i < n; i++) {
-		double r = fabs(y[i] - (a + b * x[i]));
+		double r = fabs(y[i] - (al + bl * x[i]));
 
-		if (r > cutoff)
+		if (r <= cl) {
+			worst_l = hr[i] + r > worst_l ? hr[i] + r : worst_l;
+			xl_first = x[i] < xl_first ? x[i] : xl_first;
+		}
+		if (i >= nr)
+			continue;
+		r = fabs(y[i] - (ar + br * x[i]));
+		if (r > cr)
 			continue;
 		resid = r > resid ? r : resid;
-		worst = hr[i] + r > worst ? hr[i] + r : worst;
-		t_last = (int64_t)x[i] > t_last ? (int64_t)x[i] : t_last;
-		t_first = (int64_t)x[i] < t_first ? (int64_t)x[i] : t_first;
+		worst_r = hr[i] + r > worst_r ? hr[i] + r : worst_r;
+		x_last = x[i] > x_last ? x[i] : x_last;
+		x_first = x[i] < x_first ? x[i] : x_first;
 		min_f = mf[i] < min_f ? mf[i] : min_f;
 		min_r = mr[i] < min_r ? mr[i] : min_r;
 		used++;
 	}
-	span = (double)(t_last - t_first);
-	out->offset_ns = (int64_t)llround(a);
-	out->drift_ppb = b * 1e9;
+	gap = -x_last; /* since the newest clean bucket */
+	span_r = x_last - x_first > f->bucket_ns ? x_last - x_first : (double)f->bucket_ns;
+	span_l = x_last - xl_first > span_r ? x_last - xl_first : span_r;
+	if (gap <= (double)f->window_ns) {
+		slope = br;
+		off = ar;
+	} else {
+		slope = bl;
+		off = ar + br * x_last + bl * gap;
+	}
+	out->offset_ns = (int64_t)llround(off);
+	out->drift_ppb = slope * 1e9;
 	out->residual_ns = (int64_t)(resid + 0.5);
 	out->min_fwd_ns = min_f;
 	out->min_rev_ns = min_r;
-	/* at every bucket used the line is within (half its round trip + its
-	 * residual) of the truth, so its slope within 2 x that over the span;
-	 * from the last clean bucket to now it may move that much more, plus
-	 * the oscillator's wander */
-	out->bound_ns = (int64_t)(worst + 0.5) + (int64_t)(fabs(b) * (double)f->bucket_ns) +
-			(int64_t)((2 * worst / (span > f->bucket_ns ? span : (double)f->bucket_ns) +
+	/* at every bucket used the recent line is within (half its round trip
+	 * + its residual) of the truth, and its slope within 2 x that over its
+	 * span (the long line's likewise over its own); plus what theta moves
+	 * within a bucket; from the newest clean bucket to now the slope's
+	 * uncertainty, and the oscillator's wander, add up */
+	out->bound_ns = (int64_t)(worst_r + 0.5) + (int64_t)(fabs(slope) * (double)f->bucket_ns) +
+			(int64_t)((2 * (gap <= (double)f->window_ns ? worst_r / span_r : worst_l / span_l) +
 				   FQ_CLOCK_FIT_WANDER_PPB / 1e9) *
-				  (double)-t_last);
+				  gap);
 	out->at_ns = now_ns;
 	out->buckets = used;
 	out->samples = 0;

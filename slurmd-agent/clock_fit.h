@@ -31,12 +31,13 @@
  * clean when its round trip (corrected for the drift between its two
  * minima) is within max(best / FQ_CLOCK_FIT_SLACK_DIV, FQ_CLOCK_FIT_SLACK_NS)
  * of that best: a standing queue in either direction adds at least one
- * packet's serialisation time to it. The estimate is a least-squares line
- * (one pass of 3-MAD trimming) through the theta of the most recent
- * FQ_CLOCK_FIT_MAX_CLEAN clean buckets, evaluated now: on a quiet path a
- * fit over the last couple of minutes (less noise than the short window);
- * on a path whose round trip rose, the line through the last clean
- * minutes, extrapolated with its drift, instead of a queue-biased one. Its
+ * packet's serialisation time to it. The drift is the slope of a
+ * least-squares line (one pass of 3-MAD trimming) through the theta of the
+ * most recent FQ_CLOCK_FIT_MAX_CLEAN clean buckets (minutes: a precise
+ * drift), the offset the mean of the newest FQ_CLOCK_FIT_RECENT of them
+ * under that slope, evaluated now: on a quiet path less noise than the
+ * short window; on a path whose round trip rose, the last clean minutes
+ * extrapolated with their drift, instead of a queue-biased estimate. Its
  * bound grows with the time since the last clean bucket (the slope's
  * uncertainty plus FQ_CLOCK_FIT_WANDER_PPB). With fewer than
  * FQ_CLOCK_FIT_MIN_CLEAN clean buckets (just started) the short fit is
@@ -52,7 +53,8 @@
 struct fq_clock_fit;
 
 #define FQ_CLOCK_HIST_NS        (600 * 1000000000LL) /* long history kept */
-#define FQ_CLOCK_FIT_MAX_CLEAN  512                  /* clean buckets in the long fit, newest first */
+#define FQ_CLOCK_FIT_MAX_CLEAN  2048                 /* clean buckets for the drift, newest first */
+#define FQ_CLOCK_FIT_RECENT     256                  /* the newest clean buckets for the offset */
 #define FQ_CLOCK_FIT_MIN_CLEAN  16
 #define FQ_CLOCK_FIT_SLACK_DIV  10
 #define FQ_CLOCK_FIT_SLACK_NS   3000
