@@ -394,8 +394,77 @@ void fq_mesh_solution_free(struct fq_mesh_solution *s)
 	memset(s, 0, sizeof(*s));
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int plain_solve(uint32_t n_hosts, const struct fq_mesh_edge *edges, size_t n_edges, uint32_t reference,
+		       const struct fq_mesh_options *opts, struct fq_mesh_solution *out, size_t *skipped);
+
+/* Huber re-weighting (see mesh.h): each pass solves again with every
+ * edge's error scaled by sqrt(ratio / (k x scale)) where its ratio
+ * |residual| / error is beyond k x scale. */
 int fq_mesh_solve(uint32_t n_hosts, const struct fq_mesh_edge *edges, size_t n_edges, uint32_t reference,
 		  const struct fq_mesh_options *opts, struct fq_mesh_solution *out, size_t *skipped)
+{
+	struct fq_mesh_edge *re = NULL;
+	double *z = NULL, k = opts && opts->robust_k > 0 ? opts->robust_k : 1.5;
+	unsigned passes = opts ? opts->robust_passes : 0;
+	int rc = plain_solve(n_hosts, edges, n_edges, reference, opts, out, skipped);
+
+	if (rc < 0 || !passes || n_edges == 0)
+		return rc;
+	re = malloc(n_edges * sizeof(*re));
+	z = malloc(n_edges * sizeof(*z));
+	if (!re || !z) {
+		fq_mesh_solution_free(out);
+		rc = -ENOMEM;
+		goto done;
+	}
+	memcpy(re, edges, n_edges * sizeof(*re));
+	for (unsigned p = 0; p < passes; p++) {
+		size_t nz = 0;
+		double scale, w;
+
+		for (size_t e = 0; e < n_edges; e++)
+			if (edge_weight(&edges[e], n_hosts, &w) && out->solved[edges[e].a])
+				z[nz++] = fabs(out->offset_ns[edges[e].b] - out->offset_ns[edges[e].a] -
+					       edges[e].offset_ns) /
+					  edges[e].error_ns;
+		if (nz < 3)
+			break;
+		qsort(z, nz, sizeof(*z), cmp_double);
+		scale = 1.4826 * (nz % 2 ? z[nz / 2] : (z[nz / 2 - 1] + z[nz / 2]) / 2);
+		if (!(scale > 0))
+			break; /* the loops close exactly: nothing to re-weigh */
+		for (size_t e = 0; e < n_edges; e++) {
+			double r;
+
+			re[e].error_ns = edges[e].error_ns;
+			if (!edge_weight(&edges[e], n_hosts, &w) || !out->solved[edges[e].a])
+				continue;
+			r = fabs(out->offset_ns[edges[e].b] - out->offset_ns[edges[e].a] -
+				 edges[e].offset_ns) /
+			    edges[e].error_ns;
+			if (r > k * scale)
+				re[e].error_ns = edges[e].error_ns * sqrt(r / (k * scale));
+		}
+		fq_mesh_solution_free(out);
+		rc = plain_solve(n_hosts, re, n_edges, reference, opts, out, NULL);
+		if (rc < 0)
+			break;
+	}
+done:
+	free(re);
+	free(z);
+	return rc;
+}
+
+static int plain_solve(uint32_t n_hosts, const struct fq_mesh_edge *edges, size_t n_edges, uint32_t reference,
+		       const struct fq_mesh_options *opts, struct fq_mesh_solution *out, size_t *skipped)
 {
 	double tol = MESH_TOLERANCE_NS, *x2 = NULL, *work = NULL;
 	unsigned max_it = MESH_MAX_ITERATIONS;

@@ -42,6 +42,16 @@ struct fq_mesh_options {
 	 * it; drift uses the same number in ppb. */
 	double tolerance_ns;
 	unsigned max_iterations; /* 0: 2000 */
+	/* Loop-closure weighting. 0: plain weighted least squares. N > 0: N
+	 * more solves, each re-weighting every edge by its residual from the
+	 * previous one (Huber): an edge whose residual over its error is
+	 * beyond robust_k times the robust scale of those ratios (1.4826 x
+	 * their median) keeps only robust_k x scale / ratio of its weight. A
+	 * path biased by a one-sided queue disagrees with the loops around it,
+	 * so it is down-weighted even while its own bound does not show it.
+	 * Each pass costs one more solve. */
+	unsigned robust_passes;
+	double robust_k; /* <= 0: 1.5 */
 };
 
 struct fq_mesh_solution {
