@@ -80,7 +80,6 @@ struct path {
 	struct nic *nic;
 	struct fq_clock_estimate held;   /* the best recent estimate (held.at_ns == 0: none) */
 	struct fq_clock_estimate anchor; /* an accepted estimate >= ANCHOR_NS older than `held` */
-	double long_drift_ppb;           /* drift over the anchor..held baseline */
 	int64_t long_baseline_ns;        /* that baseline (0: none yet) */
 	char peer_node[64], peer_nic[32];
 	struct fq_peer_addr addr;
@@ -666,7 +665,9 @@ static int choose_estimate(const struct fq_prober *p, struct path *t, int64_t no
 	 * window). A held estimate's bound grows at that rate (plus the
 	 * oscillator's wander), so a fresh estimate soon wins again unless
 	 * a standing queue keeps its bound large. */
-	drift = t->long_baseline_ns ? t->long_drift_ppb : t->held.drift_ppb;
+	/* The fit's own drift: it comes from up to 2048 clean buckets (a
+	 * baseline of minutes), better than two points of our own. */
+	drift = t->held.drift_ppb;
 	drift_unc_ppb = 2e9 * (double)t->held.bound_ns /
 			(double)(t->long_baseline_ns ? t->long_baseline_ns : p->cfg.window_ns);
 	if (t->held.at_ns)
@@ -678,8 +679,6 @@ static int choose_estimate(const struct fq_prober *p, struct path *t, int64_t no
 			t->anchor = fresh;
 		if (fresh.at_ns - t->anchor.at_ns >= ANCHOR_NS) {
 			t->long_baseline_ns = fresh.at_ns - t->anchor.at_ns;
-			t->long_drift_ppb = (double)(fresh.offset_ns - t->anchor.offset_ns) * 1e9 /
-					    (double)t->long_baseline_ns;
 			/* slide the baseline: keep it between 1x and 2x ANCHOR_NS */
 			if (t->long_baseline_ns >= 2 * ANCHOR_NS)
 				t->anchor = fresh;
