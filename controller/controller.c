@@ -46,6 +46,9 @@ struct ctl_config {
 	uint64_t delay_persist;
 	uint64_t resume_after, quiet_close;
 	double delay_baseline_factor, lane_outlier_factor, inband_factor, slow_nic_share;
+	bool collision_advice;
+	double collision_factor;
+	uint64_t advice_lifetime;
 	int log_level;
 };
 
@@ -109,6 +112,13 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("slow_nic_share", FQ_CFG_DOUBLE, slow_nic_share, "0.8", 0.01, 1,
 	"slow_sender/receiver: this share of a NIC's paths elevated ..."),
     OPT("slow_nic_min_paths", FQ_CFG_UINT, slow_nic_min_paths, "3", 1, 1e6, "... out of at least this many"),
+    OPT("collision_advice", FQ_CFG_BOOL, collision_advice, "yes", 0, 0,
+	"collision: when lanes of two or more jobs are delayed on a shared NIC, advise one job to move "
+	"(through its nodes' agents and path pages)"),
+    OPT("collision_factor", FQ_CFG_DOUBLE, collision_factor, "3", 1, 1e6,
+	"... a lane counts when its p99 is above this factor times its NIC pair's probe delay"),
+    OPT("advice_lifetime", FQ_CFG_DURATION, advice_lifetime, "30s", 1e9, 3600e9,
+	"a MOVE advice holds this long unless the collision renews it"),
     OPT("resume_after", FQ_CFG_DURATION, resume_after, "10m", 1e9, 7 * 86400e9,
 	"resume hint after a node has been healthy this long since its drain"),
     OPT("quiet_close", FQ_CFG_DURATION, quiet_close, "30s", 1e9, 86400e9,
@@ -960,6 +970,9 @@ static int start_modules(struct ctl *c)
 	dc.slow_nic_min_paths = (unsigned)c->cfg.slow_nic_min_paths;
 	dc.resume_after_ns = (int64_t)c->cfg.resume_after;
 	dc.quiet_close_ns = (int64_t)c->cfg.quiet_close;
+	dc.collision_advice = c->cfg.collision_advice;
+	dc.collision_factor = c->cfg.collision_factor;
+	dc.advice_lifetime_ns = (int64_t)c->cfg.advice_lifetime;
 	if (!(c->det = fq_detector_create(&dc)) || !(c->metrics = fq_metrics_create())) {
 		fq_error("cannot create the detector");
 		return -ENOMEM;

@@ -59,8 +59,8 @@ struct fq_detector_config {
 	int64_t step_expire_ns;          /* drop a step's lane history unseen this long (10 min) */
 	double collision_factor;         /* collision: lane p99 > factor x its NIC pair's probe owd (3) */
 	int64_t advice_lifetime_ns;      /* a MOVE advice holds this long unless renewed (30 s) */
-	bool collision_advice;           /* evaluate the collision rule each tick (false until the schema
-				* allows kind 'collision' and the daemon sends FQ_DET_ADVICE) */
+	bool collision_advice;           /* evaluate the collision rule each tick (false; the daemon:
+					  * controller.collision_advice, default yes) */
 	/* Memory bounds: past them the least recently seen eighth is dropped. */
 	size_t max_paths;             /* directed NIC pairs (262144; ~300 B each with its NICs) */
 	size_t max_nics;              /* (65536) */
