@@ -93,7 +93,7 @@ struct fq_ingest {
 	bool down;
 	int64_t retry_ns, backoff_ns;
 	struct fq_spool *spool;
-	struct fq_strmap nodes, links, steps;
+	struct fq_strmap nodes, links, steps, rank_nics;
 	struct item *batch;
 	size_t nbatch, capbatch;
 	struct fq_ingest_stats st;
@@ -332,6 +332,36 @@ static int apply_probe(struct fq_ingest *ing, const struct item *it)
 	return rc;
 }
 
+/* The job report's rank NICs (fq_db_add_rank_nic): the reporting agent's
+ * own side of a lane, its rank and local NIC, once per (rank, node, NIC):
+ * rank_nics remembers what went into the flush being built and what was
+ * committed before; a flush that fails forgets it all (rank_nics_forget). */
+static int rank_nic(struct fq_ingest *ing, uint64_t job, uint32_t step, uint32_t rank, const char *node,
+		    const char *nic)
+{
+	char key[1024];
+	struct fq_strmap_entry *e;
+	int rc;
+
+	if (!nic || !*nic)
+		return 0;
+	snprintf(key, sizeof(key), "%llu.%u.%u\x1f%s\x1f%s", (unsigned long long)job, step, rank, node, nic);
+	if (fq_strmap_get(&ing->rank_nics, key))
+		return 0;
+	if ((rc = fq_db_add_rank_nic(ing->db, job, step, rank, node, nic)) < 0)
+		return rc;
+	if (ing->rank_nics.count >= STEP_CACHE_MAX)
+		fq_strmap_clear(&ing->rank_nics, NULL);
+	if ((e = fq_strmap_upsert(&ing->rank_nics, key)))
+		e->value = (void *)1;
+	return 0;
+}
+
+static void rank_nics_forget(struct fq_ingest *ing)
+{
+	fq_strmap_clear(&ing->rank_nics, NULL);
+}
+
 static int apply_lane(struct fq_ingest *ing, const struct item *it)
 {
 	const Fabriciq__LaneReport *l = it->env->lane;
@@ -361,8 +391,11 @@ static int apply_lane(struct fq_ingest *ing, const struct item *it)
 	    .tcp_ce = l->tcp_delivered_ce,
 	    .synchronised = l->synchronised,
 	};
+	int rc = fq_db_add_lane_windows(ing->db, &w, 1);
 
-	return fq_db_add_lane_windows(ing->db, &w, 1);
+	if (rc)
+		return rc;
+	return rank_nic(ing, l->job_id, l->step_id, l->is_send ? l->src_rank : l->dst_rank, me, l->local_nic);
 }
 
 static int apply_clock(struct fq_ingest *ing, const struct item *it)
@@ -638,14 +671,18 @@ static int apply_items(struct fq_ingest *ing, const struct item *items, size_t n
 			continue;
 		if (fq_ingest_transient(rc)) {
 			fq_db_discard(ing->db);
+			rank_nics_forget(ing);
 			return rc;
 		}
 		reject(ing, &items[i], rc);
-		if (one_by_one)
+		if (one_by_one) {
 			fq_db_discard(ing->db);
+			rank_nics_forget(ing);
+		}
 	}
 	if ((rc = items_seqs(ing, items, n, false)) < 0) {
 		fq_db_discard(ing->db);
+		rank_nics_forget(ing);
 		return rc;
 	}
 	t1 = now_mono();
@@ -663,6 +700,7 @@ static int apply_items(struct fq_ingest *ing, const struct item *items, size_t n
 	}
 	rc = (int)rows;
 	fq_db_discard(ing->db);
+	rank_nics_forget(ing);
 	if (fq_ingest_transient(rc))
 		return rc;
 	if (one_by_one) {
@@ -1095,6 +1133,7 @@ void fq_ingest_destroy(struct fq_ingest *ing)
 	fq_strmap_clear(&ing->nodes, node_free);
 	fq_strmap_clear(&ing->links, free);
 	fq_strmap_clear(&ing->steps, free);
+	fq_strmap_clear(&ing->rank_nics, NULL);
 	fq_spool_close(ing->spool);
 	fq_db_destroy(ing->db);
 	free(ing->conninfo);

@@ -345,6 +345,9 @@ void fq_db_discard(struct fq_db *db)
 	}
 	db->seq_nodes.len = db->seq_values.len = 0;
 	db->nseqs = 0;
+	for (int i = 0; i < 5; i++)
+		db->rn[i].len = 0;
+	db->nrank_nics = 0;
 }
 
 /* ---- agent seqs -------------------------------------------------------- */
@@ -397,6 +400,70 @@ int fq_db_add_agent_seq(struct fq_db *db, const char *node, uint64_t seq)
 size_t fq_db_pending_seqs(const struct fq_db *db)
 {
 	return db->nseqs;
+}
+
+int fq_db_add_rank_nic(struct fq_db *db, uint64_t job_id, uint32_t step_id, uint32_t rank, const char *node,
+		       const char *nic)
+{
+	const char *v[5];
+	char num[3][24];
+	size_t mark[5];
+	char sep = db->nrank_nics ? ',' : '{';
+
+	if (!node || !nic) {
+		fq_db_set_error(db, "rank NIC: %s is missing", node ? "nic" : "node");
+		return -EINVAL;
+	}
+	if (!fq_utf8_valid(node) || !fq_utf8_valid(nic)) {
+		fq_db_set_error(db, "rank NIC: node or nic is not valid UTF-8");
+		return -EILSEQ;
+	}
+	if (job_id > INT64_MAX) {
+		fq_db_set_error(db, "rank NIC: job %llu out of range", (unsigned long long)job_id);
+		return -ERANGE;
+	}
+	snprintf(num[0], sizeof(num[0]), "%llu", (unsigned long long)job_id);
+	snprintf(num[1], sizeof(num[1]), "%u", step_id);
+	snprintf(num[2], sizeof(num[2]), "%u", rank);
+	v[0] = num[0], v[1] = num[1], v[2] = num[2], v[3] = node, v[4] = nic;
+	for (int i = 0; i < 5; i++)
+		mark[i] = db->rn[i].len;
+	for (int i = 0; i < 5; i++) {
+		if (put_array_elem(&db->rn[i], sep, v[i])) {
+			for (int k = 0; k < 5; k++)
+				db->rn[k].len = mark[k];
+			fq_db_set_error(db, "rank NIC: out of memory");
+			return -ENOMEM;
+		}
+	}
+	db->nrank_nics++;
+	return 0;
+}
+
+/* The buffered rank NICs, one statement, after the flush's COPY rows.
+ * A rank whose list holds them all already is not rewritten. */
+static int write_rank_nics(struct fq_db *db)
+{
+	struct fq_db_params p = {0};
+
+	for (int i = 0; i < 5; i++) {
+		if (fq_buf_reserve(&db->rn[i], 2)) {
+			fq_db_set_error(db, "rank NICs: out of memory");
+			return -ENOMEM;
+		}
+		memcpy(db->rn[i].p + db->rn[i].len, "}", 2);
+		fq_db_param_str(&p, db->rn[i].p);
+	}
+	return fq_db_exec(
+	    db, "storing rank NICs",
+	    "update fabriciq.ranks r set nic = (select string_agg(distinct x, ',' order by x)"
+	    "  from unnest(string_to_array(r.nic, ',') || u.nics) as x) "
+	    "from (select j, s, k, n, array_agg(distinct c) as nics"
+	    "  from unnest($1::int8[], $2::int8[], $3::int[], $4::text[], $5::text[]) as t(j, s, k, n, c)"
+	    "  group by j, s, k, n) as u "
+	    "where r.job_id = u.j and r.step_id = u.s and r.rank = u.k and r.node = u.n"
+	    " and (r.nic is null or not (u.nics <@ string_to_array(r.nic, ',')))",
+	    &p);
 }
 
 /* The buffered seqs, one statement; the last one of a node wins. */
@@ -530,7 +597,7 @@ int64_t fq_db_flush(struct fq_db *db)
 	size_t rows = fq_db_pending_rows(db);
 	int rc;
 
-	if (!rows && !db->nseqs)
+	if (!rows && !db->nseqs && !db->nrank_nics)
 		return 0;
 	rc = fq_db_exec(db, "flush", "begin", NULL);
 	if (rc)
@@ -539,6 +606,8 @@ int64_t fq_db_flush(struct fq_db *db)
 		if (db->copy[t].rows && (rc = copy_table(db, (enum fq_db_table)t)))
 			goto rollback;
 	}
+	if (db->nrank_nics && (rc = write_rank_nics(db)))
+		goto rollback;
 	if (db->nseqs && (rc = write_seqs(db)))
 		goto rollback;
 	/* A failed commit aborts the transaction: the rows stay buffered. */
