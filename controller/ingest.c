@@ -82,7 +82,8 @@ struct fq_ingest {
 	char *conninfo, *spool_dir;
 	struct fq_ingest_ops ops;
 	void *arg;
-	struct fq_db *db;
+	struct fq_db *db;   /* the writer's while busy */
+	struct fq_db *aux;  /* the loop thread's own statements (fq_ingest_db) */
 	bool seq_loaded;    /* read once: later reads would undo restarted counts */
 	int timeout_ms;     /* the connection's statement timeout now */
 	unsigned gen, pass; /* apply_items calls, items_seqs passes */
@@ -112,7 +113,8 @@ struct fq_ingest {
 	int64_t budget_ns; /* of the last fq_ingest_flush */
 	struct item *inflight;
 	size_t ninflight, capinflight;
-	int64_t job_start_ns;
+	int64_t job_start_ns, submit_ns, done_ns;
+	uint64_t job_enc0, job_wr0;
 	uint64_t jobs, job_rows, job_wait_ns, job_busy_ns;
 };
 
@@ -871,6 +873,7 @@ static void *writer_main(void *arg)
 		pthread_mutex_lock(&ing->lock);
 		ing->job_rc = rc;
 		ing->job_done = true;
+		ing->done_ns = now_mono();
 		pthread_cond_broadcast(&ing->cond);
 		if (write(ing->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 			fq_log_rl(FQ_LOG_ERROR, "ingest: signalling a finished flush: %s", strerror(errno));
@@ -965,6 +968,9 @@ static int submit(struct fq_ingest *ing)
 	}
 	ing->busy = true;
 	ing->jobs++;
+	ing->submit_ns = now_mono();
+	ing->job_enc0 = ing->ac.encode_ns;
+	ing->job_wr0 = ing->ac.write_ns;
 	pthread_mutex_lock(&ing->lock);
 	ing->job_done = false;
 	ing->job_ready = true;
@@ -1004,6 +1010,14 @@ static int complete(struct fq_ingest *ing, bool wait)
 		fq_log_rl(FQ_LOG_ERROR, "ingest: reading the writer's eventfd: %s", strerror(errno));
 	ing->job_wait_ns += (uint64_t)(now_mono() - t0);
 	ing->busy = false;
+	fq_debug("ingest: [%.3f..%.3f] flush of %zu frames: encoding %.1f ms, COPY + commit %.1f ms, "
+		 "completed %.1f ms after "
+		 "it finished (%zu frames queued since)",
+		 (double)(ing->submit_ns % 100000000000ll) / 1e9,
+		 (double)(ing->done_ns % 100000000000ll) / 1e9, ing->ninflight,
+		 (double)(ing->ac.encode_ns - ing->job_enc0) / 1e6,
+		 (double)(ing->ac.write_ns - ing->job_wr0) / 1e6, (double)(now_mono() - ing->done_ns) / 1e6,
+		 ing->nbatch);
 	fold_counts(ing);
 	ing->job_busy_ns = ing->ac.encode_ns + ing->ac.write_ns;
 	if (rc == 0) {
@@ -1135,6 +1149,7 @@ void fq_ingest_destroy(struct fq_ingest *ing)
 	fq_strmap_clear(&ing->steps, free);
 	fq_strmap_clear(&ing->rank_nics, NULL);
 	fq_spool_close(ing->spool);
+	fq_db_destroy(ing->aux);
 	fq_db_destroy(ing->db);
 	free(ing->conninfo);
 	free(ing->spool_dir);
@@ -1389,16 +1404,30 @@ int fq_ingest_finish(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns)
 
 struct fq_db *fq_ingest_db(struct fq_ingest *ing)
 {
-	/* The writer owns the connection while a flush is in flight. */
-	complete(ing, true);
-	return ing->down ? NULL : ing->db;
+	struct fq_db_options o = {
+	    .conninfo = ing->conninfo,
+	    .connect_timeout_s = ing->cfg.connect_timeout_s,
+	    .statement_timeout_ms = ing->cfg.statement_timeout_ms,
+	};
+	char err[512];
+
+	if (ing->down)
+		return NULL;
+	if (!ing->aux && fq_db_connect(&o, &ing->aux, err, sizeof(err)) < 0) {
+		db_down(ing, err);
+		return NULL;
+	}
+	return ing->aux;
 }
 
 void fq_ingest_db_failed(struct fq_ingest *ing, int rc, int64_t now_ns)
 {
 	(void)now_ns;
-	if (fq_ingest_transient(rc))
-		db_down(ing, fq_db_error(ing->db));
+	if (!fq_ingest_transient(rc))
+		return;
+	db_down(ing, ing->aux ? fq_db_error(ing->aux) : "connection lost");
+	fq_db_destroy(ing->aux);
+	ing->aux = NULL;
 }
 
 void fq_ingest_get_stats(const struct fq_ingest *ing, struct fq_ingest_stats *st)

@@ -143,10 +143,11 @@ int fq_ingest_poll(struct fq_ingest *ing, int64_t now_ns);
  * that too. 0 or a negative errno as fq_ingest_flush. */
 int fq_ingest_finish(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns);
 
-/* The connection, for the daemon's own statements (anomalies), after
- * waiting for the flush in flight (if any): NULL while
- * the database is down. A failure there should be reported with
- * fq_ingest_db_failed. */
+/* A connection for the daemon's own statements (anomalies, hints), on the
+ * loop thread: not the writer's, so they never wait for a flush in flight
+ * (connected on first use, with the same limits). NULL while the database
+ * is down. A failure there should be reported with fq_ingest_db_failed
+ * (a transient one marks the database down and drops that connection). */
 struct fq_db *fq_ingest_db(struct fq_ingest *ing);
 void fq_ingest_db_failed(struct fq_ingest *ing, int rc, int64_t now_ns);
 
