@@ -148,7 +148,7 @@ struct ctl {
 	struct ctl_config cfg;
 	struct event_base *base;
 	struct evconnlistener *listener;
-	struct event *flush_ev, *report_ev, *sigterm_ev, *sigint_ev;
+	struct event *flush_ev, *flush_now_ev, *ingest_ev, *report_ev, *sigterm_ev, *sigint_ev;
 	struct fq_ingest *ingest;
 	struct fq_http *http;
 	struct fq_detector *det;
@@ -406,8 +406,12 @@ static void on_frame(void *arg, struct fq_session *s, Fabriciq__Envelope *env)
 		fq_metrics_frame(c->metrics, a->node, env);
 		if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_CLOCK)
 			keep_clock(a, env->clock, now);
+		/* Not the periodic flush_ev itself: libevent re-arms an
+		 * activated EV_PERSIST timer one interval after its pending
+		 * deadline, so each activation pushed the next timed flush
+		 * (the batch's tail) another flush_interval away. */
 		if (fq_ingest_should_flush(c->ingest))
-			event_active(c->flush_ev, EV_TIMEOUT, 0);
+			event_active(c->flush_now_ev, EV_TIMEOUT, 0);
 	} else if (rc == 0 && ack) {
 		fq_session_ack(s, ack);
 	} else if (rc < 0) {
@@ -847,6 +851,15 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 	fq_ingest_flush(c->ingest, now_real(), (int64_t)c->cfg.flush_interval / 2);
 }
 
+static void on_ingest_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl *c = arg;
+
+	(void)fd;
+	(void)what;
+	fq_ingest_poll(c->ingest, now_real());
+}
+
 static void publish_metrics(struct ctl *c)
 {
 	struct fq_ingest_stats st;
@@ -998,12 +1011,15 @@ static int start_modules(struct ctl *c)
 		return -EADDRINUSE;
 	}
 	c->flush_ev = event_new(c->base, -1, EV_PERSIST, on_flush, c);
+	c->flush_now_ev = event_new(c->base, -1, 0, on_flush, c);
+	c->ingest_ev = event_new(c->base, fq_ingest_fd(c->ingest), EV_READ | EV_PERSIST, on_ingest_done, c);
 	c->report_ev = event_new(c->base, -1, EV_PERSIST, on_report, c);
 	c->sigterm_ev = evsignal_new(c->base, SIGTERM, on_signal, c);
 	c->sigint_ev = evsignal_new(c->base, SIGINT, on_signal, c);
-	if (!c->flush_ev || !c->report_ev || !c->sigterm_ev || !c->sigint_ev ||
-	    event_add(c->flush_ev, &ftv) < 0 || event_add(c->report_ev, &rtv) < 0 ||
-	    event_add(c->sigterm_ev, NULL) < 0 || event_add(c->sigint_ev, NULL) < 0) {
+	if (!c->flush_ev || !c->flush_now_ev || !c->ingest_ev || !c->report_ev || !c->sigterm_ev ||
+	    !c->sigint_ev || event_add(c->flush_ev, &ftv) < 0 || event_add(c->ingest_ev, NULL) < 0 ||
+	    event_add(c->report_ev, &rtv) < 0 || event_add(c->sigterm_ev, NULL) < 0 ||
+	    event_add(c->sigint_ev, NULL) < 0) {
 		fq_error("cannot set up timers and signals");
 		return -ENOMEM;
 	}
@@ -1093,7 +1109,7 @@ int main(int argc, char **argv)
 
 	/* SIGTERM: stop taking frames, make what was accepted durable, ack it. */
 	evconnlistener_disable(c.listener);
-	fq_ingest_flush(c.ingest, now_real(), 5000000000ll);
+	fq_ingest_finish(c.ingest, now_real(), 5000000000ll);
 	event_base_loop(c.base, EVLOOP_NONBLOCK); /* push the last acks out */
 	rc = 0;
 
@@ -1109,6 +1125,10 @@ out: /* finalise in reverse */
 		event_free(c.report_ev);
 	if (c.flush_ev)
 		event_free(c.flush_ev);
+	if (c.ingest_ev)
+		event_free(c.ingest_ev);
+	if (c.flush_now_ev)
+		event_free(c.flush_now_ev);
 	if (c.listener)
 		evconnlistener_free(c.listener);
 	fq_http_stop(c.http);

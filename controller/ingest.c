@@ -8,11 +8,14 @@
 #include "controller/ingest.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/frame.h"
 #include "common/log.h"
@@ -29,17 +32,23 @@
 #define RETRY_TIMEOUT_MS 250
 #define LINK_REFRESH_NS  (60 * 1000000000ll)
 #define STEP_CACHE_MAX   100000
+/* While a flush is in flight the next batch grows; beyond this many times
+ * max_batch_frames the event loop waits for the flush, so a database
+ * slower than the agents slows the agents (TCP) instead of filling memory. */
+#define INFLIGHT_BACKLOG 4
 
 struct node_state {
 	char *name;
-	uint64_t accepted;  /* highest seq queued, stored or spooled */
-	uint64_t durable;   /* highest seq stored or spooled (acknowledged) */
-	uint64_t stored;    /* fabriciq.agent_seq's last_seq as last read or committed */
-	uint64_t confirmed; /* highest seq its agent showed it knew acknowledged (hello) */
-	uint64_t batch_max; /* highest seq in the current batch (0: none) */
+	uint64_t accepted;     /* highest seq queued, stored or spooled */
+	uint64_t durable;      /* highest seq stored or spooled (acknowledged) */
+	uint64_t stored;       /* fabriciq.agent_seq's last_seq as last read or committed */
+	uint64_t confirmed;    /* highest seq its agent showed it knew acknowledged (hello) */
+	uint64_t batch_max;    /* highest seq in the current batch (0: none) */
+	uint64_t inflight_max; /* highest seq in the flush in flight (0: none) */
 	/* apply_items' scratch: the node's seq as of the item being applied */
 	uint64_t cur;
 	unsigned gen, pass;   /* of apply_items, of items_seqs */
+	unsigned restarts;    /* restarted counts (hellos): no ack across one */
 	bool restarted;       /* count restarted before agent_seq was read: keep ours */
 	bool restart_dropped; /* its restarting hello dropped (spool full) */
 };
@@ -53,6 +62,7 @@ struct item {
 	uint64_t seq; /* or SEQ_HELLO, SEQ_RESTART */
 	int64_t recv_ns;
 	Fabriciq__Envelope *env;
+	unsigned restarts; /* its node's restarts when it was queued */
 };
 
 struct link_state {
@@ -60,12 +70,20 @@ struct link_state {
 	int64_t since_ns, upserted_ns;
 };
 
+/* What apply_items counts: written by whichever thread runs it, folded
+ * into the stats by the event loop thread (fold_counts). */
+struct apply_counts {
+	uint64_t duplicates, rows, rejected;
+	uint64_t encode_ns, write_ns; /* frames to COPY rows + upserts; COPY, seqs, commit */
+};
+
 struct fq_ingest {
 	struct fq_ingest_config cfg;
 	char *conninfo, *spool_dir;
 	struct fq_ingest_ops ops;
 	void *arg;
-	struct fq_db *db;
+	struct fq_db *db;   /* the writer's while busy */
+	struct fq_db *aux;  /* the loop thread's own statements (fq_ingest_db) */
 	bool seq_loaded;    /* read once: later reads would undo restarted counts */
 	int timeout_ms;     /* the connection's statement timeout now */
 	unsigned gen, pass; /* apply_items calls, items_seqs passes */
@@ -76,10 +94,28 @@ struct fq_ingest {
 	bool down;
 	int64_t retry_ns, backoff_ns;
 	struct fq_spool *spool;
-	struct fq_strmap nodes, links, steps;
+	struct fq_strmap nodes, links, steps, rank_nics;
 	struct item *batch;
 	size_t nbatch, capbatch;
 	struct fq_ingest_stats st;
+	struct apply_counts ac;
+	/* The writer thread (ingest.h): it owns db, links, steps and the
+	 * nodes' apply scratch while busy; the event loop thread owns the
+	 * rest. lock guards job_ready, job_done, job_rc, stop. */
+	pthread_t writer;
+	bool writer_up;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool job_ready, job_done, stop;
+	int job_rc, efd;
+	bool busy;         /* a flush handed over and not completed (loop thread) */
+	bool flush_wanted; /* a flush was asked for while busy */
+	int64_t budget_ns; /* of the last fq_ingest_flush */
+	struct item *inflight;
+	size_t ninflight, capinflight;
+	int64_t job_start_ns, submit_ns, done_ns;
+	uint64_t job_enc0, job_wr0;
+	uint64_t jobs, job_rows, job_wait_ns, job_busy_ns;
 };
 
 bool fq_ingest_transient(int rc)
@@ -298,6 +334,36 @@ static int apply_probe(struct fq_ingest *ing, const struct item *it)
 	return rc;
 }
 
+/* The job report's rank NICs (fq_db_add_rank_nic): the reporting agent's
+ * own side of a lane, its rank and local NIC, once per (rank, node, NIC):
+ * rank_nics remembers what went into the flush being built and what was
+ * committed before; a flush that fails forgets it all (rank_nics_forget). */
+static int rank_nic(struct fq_ingest *ing, uint64_t job, uint32_t step, uint32_t rank, const char *node,
+		    const char *nic)
+{
+	char key[1024];
+	struct fq_strmap_entry *e;
+	int rc;
+
+	if (!nic || !*nic)
+		return 0;
+	snprintf(key, sizeof(key), "%llu.%u.%u\x1f%s\x1f%s", (unsigned long long)job, step, rank, node, nic);
+	if (fq_strmap_get(&ing->rank_nics, key))
+		return 0;
+	if ((rc = fq_db_add_rank_nic(ing->db, job, step, rank, node, nic)) < 0)
+		return rc;
+	if (ing->rank_nics.count >= STEP_CACHE_MAX)
+		fq_strmap_clear(&ing->rank_nics, NULL);
+	if ((e = fq_strmap_upsert(&ing->rank_nics, key)))
+		e->value = (void *)1;
+	return 0;
+}
+
+static void rank_nics_forget(struct fq_ingest *ing)
+{
+	fq_strmap_clear(&ing->rank_nics, NULL);
+}
+
 static int apply_lane(struct fq_ingest *ing, const struct item *it)
 {
 	const Fabriciq__LaneReport *l = it->env->lane;
@@ -327,8 +393,11 @@ static int apply_lane(struct fq_ingest *ing, const struct item *it)
 	    .tcp_ce = l->tcp_delivered_ce,
 	    .synchronised = l->synchronised,
 	};
+	int rc = fq_db_add_lane_windows(ing->db, &w, 1);
 
-	return fq_db_add_lane_windows(ing->db, &w, 1);
+	if (rc)
+		return rc;
+	return rank_nic(ing, l->job_id, l->step_id, l->is_send ? l->src_rank : l->dst_rank, me, l->local_nic);
 }
 
 static int apply_clock(struct fq_ingest *ing, const struct item *it)
@@ -537,7 +606,7 @@ static int apply_item(struct fq_ingest *ing, const struct item *it)
 
 static void reject(struct fq_ingest *ing, const struct item *it, int rc)
 {
-	ing->st.rows_rejected++;
+	ing->ac.rejected++;
 	fq_log_rl(FQ_LOG_WARN, "frame seq %llu from %s refused by the database (%s): %s",
 		  (unsigned long long)it->seq, it->node->name, strerror(-rc), fq_db_error(ing->db));
 }
@@ -591,41 +660,49 @@ static int items_seqs(struct fq_ingest *ing, const struct item *items, size_t n,
  * (nothing committed) with its errno. */
 static int apply_items(struct fq_ingest *ing, const struct item *items, size_t n, bool one_by_one)
 {
-	int64_t rows;
+	int64_t rows, t0 = now_mono(), t1;
 	int rc;
 
 	ing->gen++;
 	for (size_t i = 0; i < n; i++) {
 		if (!item_advance(ing, &items[i])) {
-			ing->st.duplicates++;
+			ing->ac.duplicates++;
 			continue;
 		}
 		if ((rc = apply_item(ing, &items[i])) == 0)
 			continue;
 		if (fq_ingest_transient(rc)) {
 			fq_db_discard(ing->db);
+			rank_nics_forget(ing);
 			return rc;
 		}
 		reject(ing, &items[i], rc);
-		if (one_by_one)
+		if (one_by_one) {
 			fq_db_discard(ing->db);
+			rank_nics_forget(ing);
+		}
 	}
 	if ((rc = items_seqs(ing, items, n, false)) < 0) {
 		fq_db_discard(ing->db);
+		rank_nics_forget(ing);
 		return rc;
 	}
+	t1 = now_mono();
+	ing->ac.encode_ns += (uint64_t)(t1 - t0);
 	rows = fq_db_flush(ing->db);
+	ing->ac.write_ns += (uint64_t)(now_mono() - t1);
 	if (rows >= 0) {
 		if (ing->test_kill_after && ++ing->commits == ing->test_kill_after) {
 			fq_warn("FQ_INGEST_TEST_KILL_AFTER_FLUSHES: killed after commit %lu", ing->commits);
 			raise(SIGKILL);
 		}
 		items_seqs(ing, items, n, true);
-		ing->st.rows_written += (uint64_t)rows;
+		ing->ac.rows += (uint64_t)rows;
 		return 0;
 	}
 	rc = (int)rows;
 	fq_db_discard(ing->db);
+	rank_nics_forget(ing);
 	if (fq_ingest_transient(rc))
 		return rc;
 	if (one_by_one) {
@@ -765,6 +842,242 @@ static int scan_spool(struct fq_ingest *ing)
 	return rc < 0 ? rc : 0;
 }
 
+/* ---- the writer thread ------------------------------------------------ */
+
+/*
+ * One flush at a time runs on the writer thread: apply_items (frames to
+ * COPY rows, upserts) and fq_db_flush (COPY, agent seqs, commit), while
+ * the event loop goes on reading and decoding the next batch. That is
+ * where the time went: with the flush on the loop thread, PostgreSQL sat
+ * idle while the controller decoded and encoded, and the controller sat
+ * idle while PostgreSQL parsed the COPY. Everything else (replaying the
+ * spool, spooling, the acks) stays on the loop thread, which completes a
+ * flush when the writer signals efd (fq_ingest_poll).
+ */
+
+static void *writer_main(void *arg)
+{
+	struct fq_ingest *ing = arg;
+	uint64_t one = 1;
+	int rc;
+
+	pthread_mutex_lock(&ing->lock);
+	for (;;) {
+		while (!ing->job_ready && !ing->stop)
+			pthread_cond_wait(&ing->cond, &ing->lock);
+		if (!ing->job_ready)
+			break;
+		ing->job_ready = false;
+		pthread_mutex_unlock(&ing->lock);
+		rc = apply_items(ing, ing->inflight, ing->ninflight, false);
+		pthread_mutex_lock(&ing->lock);
+		ing->job_rc = rc;
+		ing->job_done = true;
+		ing->done_ns = now_mono();
+		pthread_cond_broadcast(&ing->cond);
+		if (write(ing->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			fq_log_rl(FQ_LOG_ERROR, "ingest: signalling a finished flush: %s", strerror(errno));
+	}
+	pthread_mutex_unlock(&ing->lock);
+	return NULL;
+}
+
+static int writer_start(struct fq_ingest *ing)
+{
+	int rc;
+
+	if ((ing->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+		return -errno;
+	if ((rc = pthread_mutex_init(&ing->lock, NULL)))
+		return -rc;
+	if ((rc = pthread_cond_init(&ing->cond, NULL))) {
+		pthread_mutex_destroy(&ing->lock);
+		return -rc;
+	}
+	if ((rc = pthread_create(&ing->writer, NULL, writer_main, ing))) {
+		pthread_cond_destroy(&ing->cond);
+		pthread_mutex_destroy(&ing->lock);
+		return -rc;
+	}
+	ing->writer_up = true;
+	ing->job_start_ns = now_mono();
+	return 0;
+}
+
+static int complete(struct fq_ingest *ing, bool wait);
+
+static void writer_stop(struct fq_ingest *ing)
+{
+	if (ing->writer_up) {
+		complete(ing, true);
+		pthread_mutex_lock(&ing->lock);
+		ing->stop = true;
+		pthread_cond_broadcast(&ing->cond);
+		pthread_mutex_unlock(&ing->lock);
+		pthread_join(ing->writer, NULL);
+		pthread_cond_destroy(&ing->cond);
+		pthread_mutex_destroy(&ing->lock);
+		ing->writer_up = false;
+	}
+	if (ing->efd >= 0)
+		close(ing->efd);
+	ing->efd = -1;
+}
+
+/* Folds what apply_items counted into the stats (loop thread, writer idle). */
+static void fold_counts(struct fq_ingest *ing)
+{
+	ing->st.duplicates += ing->ac.duplicates;
+	ing->st.rows_rejected += ing->ac.rejected;
+	ing->st.rows_written += ing->ac.rows;
+	ing->job_rows += ing->ac.rows;
+	ing->ac.duplicates = ing->ac.rejected = ing->ac.rows = 0;
+}
+
+/* Hands the first max_batch_frames frames of the batch to the writer (a
+ * flush never grows past what one statement timeout allows). Each node's
+ * acknowledgement moves with its frames (inflight_max): the highest seq
+ * among them, unless its count restarted since (never acknowledge the old
+ * count's seqs to the new one); the rest of the batch keeps batch_max. */
+static int submit(struct fq_ingest *ing)
+{
+	size_t k = ing->nbatch < ing->cfg.max_batch_frames ? ing->nbatch : ing->cfg.max_batch_frames;
+
+	if (ing->capinflight < k) {
+		struct item *b = realloc(ing->inflight, k * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		ing->inflight = b;
+		ing->capinflight = k;
+	}
+	memcpy(ing->inflight, ing->batch, k * sizeof(*ing->batch));
+	memmove(ing->batch, ing->batch + k, (ing->nbatch - k) * sizeof(*ing->batch));
+	ing->ninflight = k;
+	ing->nbatch -= k;
+	for (size_t i = 0; i < k; i++) {
+		const struct item *it = &ing->inflight[i];
+		struct node_state *n = it->node;
+		if (it->seq != SEQ_HELLO && it->seq != SEQ_RESTART && it->restarts == n->restarts &&
+		    it->seq > n->inflight_max)
+			n->inflight_max = it->seq;
+	}
+	for (size_t i = 0; i < k; i++) {
+		struct node_state *n = ing->inflight[i].node;
+		if (n->batch_max && n->batch_max == n->inflight_max)
+			n->batch_max = 0; /* its last frame is in flight */
+	}
+	ing->busy = true;
+	ing->jobs++;
+	ing->submit_ns = now_mono();
+	ing->job_enc0 = ing->ac.encode_ns;
+	ing->job_wr0 = ing->ac.write_ns;
+	pthread_mutex_lock(&ing->lock);
+	ing->job_done = false;
+	ing->job_ready = true;
+	pthread_cond_signal(&ing->cond);
+	pthread_mutex_unlock(&ing->lock);
+	return 0;
+}
+
+static void batch_durable(struct fq_ingest *ing);
+static void items_drop(struct fq_ingest *ing, const struct item *items, size_t nitems);
+static void batch_drop(struct fq_ingest *ing);
+static int batch_to_spool(struct fq_ingest *ing);
+
+/* Completes the flush in flight, if any and if finished (or waiting for it
+ * with wait): committed, its frames are acknowledged; failed, they go to
+ * the spool with the frames accepted since behind them (order), as a
+ * failed flush on the loop thread would. 1 completed, 0 nothing to do or
+ * still running; a negative errno if frames had to be dropped. */
+static int complete(struct fq_ingest *ing, bool wait)
+{
+	int64_t t0 = now_mono();
+	uint64_t v;
+	int rc;
+
+	if (!ing->busy)
+		return 0;
+	pthread_mutex_lock(&ing->lock);
+	if (!ing->job_done && !wait) {
+		pthread_mutex_unlock(&ing->lock);
+		return 0;
+	}
+	while (!ing->job_done)
+		pthread_cond_wait(&ing->cond, &ing->lock);
+	rc = ing->job_rc;
+	pthread_mutex_unlock(&ing->lock);
+	if (read(ing->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		fq_log_rl(FQ_LOG_ERROR, "ingest: reading the writer's eventfd: %s", strerror(errno));
+	ing->job_wait_ns += (uint64_t)(now_mono() - t0);
+	ing->busy = false;
+	fq_debug("ingest: [%.3f..%.3f] flush of %zu frames: encoding %.1f ms, COPY + commit %.1f ms, "
+		 "completed %.1f ms after "
+		 "it finished (%zu frames queued since)",
+		 (double)(ing->submit_ns % 100000000000ll) / 1e9,
+		 (double)(ing->done_ns % 100000000000ll) / 1e9, ing->ninflight,
+		 (double)(ing->ac.encode_ns - ing->job_enc0) / 1e6,
+		 (double)(ing->ac.write_ns - ing->job_wr0) / 1e6, (double)(now_mono() - ing->done_ns) / 1e6,
+		 ing->nbatch);
+	fold_counts(ing);
+	ing->job_busy_ns = ing->ac.encode_ns + ing->ac.write_ns;
+	if (rc == 0) {
+		db_ok(ing);
+		for (size_t i = 0; i < ing->ninflight; i++) {
+			struct node_state *n = ing->inflight[i].node;
+			if (!n->inflight_max)
+				continue;
+			n->durable = n->inflight_max;
+			n->inflight_max = 0;
+			ing->ops.durable(ing->arg, n->name, n->durable);
+		}
+		free_items(ing->inflight, ing->ninflight);
+		ing->ninflight = 0;
+		return 1;
+	}
+	ing->st.flush_failures++;
+	db_down(ing, fq_db_error(ing->db));
+	/* inflight, then the batch accepted since: one batch, to the spool. */
+	if (ing->capinflight < ing->ninflight + ing->nbatch) {
+		struct item *b = realloc(ing->inflight, (ing->ninflight + ing->nbatch) * sizeof(*b));
+		if (!b) {
+			/* Not even that: drop both, their agents resend them. */
+			items_drop(ing, ing->inflight, ing->ninflight);
+			batch_drop(ing);
+			free_items(ing->inflight, ing->ninflight);
+			ing->ninflight = 0;
+			free_items(ing->batch, ing->nbatch);
+			ing->nbatch = 0;
+			return -ENOMEM;
+		}
+		ing->inflight = b;
+		ing->capinflight = ing->ninflight + ing->nbatch;
+	}
+	memcpy(ing->inflight + ing->ninflight, ing->batch, ing->nbatch * sizeof(*ing->batch));
+	{
+		struct item *t = ing->batch;
+		size_t cap = ing->capbatch;
+		ing->batch = ing->inflight;
+		ing->nbatch = ing->ninflight + ing->nbatch;
+		ing->capbatch = ing->capinflight;
+		ing->inflight = t;
+		ing->capinflight = cap;
+		ing->ninflight = 0;
+	}
+	for (size_t i = 0; i < ing->nbatch; i++) {
+		struct node_state *n = ing->batch[i].node;
+		if (!n->batch_max)
+			n->batch_max = n->inflight_max;
+		n->inflight_max = 0;
+	}
+	if ((rc = batch_to_spool(ing)) == 0)
+		batch_durable(ing);
+	else
+		batch_drop(ing);
+	free_items(ing->batch, ing->nbatch);
+	ing->nbatch = 0;
+	return rc < 0 ? rc : 1;
+}
+
 /* ---- the public side ------------------------------------------------ */
 
 int fq_ingest_create(const struct fq_ingest_config *c, const struct fq_ingest_ops *ops, void *arg,
@@ -791,12 +1104,17 @@ int fq_ingest_create(const struct fq_ingest_config *c, const struct fq_ingest_op
 		rc = -ENOMEM;
 		goto fail;
 	}
+	ing->efd = -1;
 	if ((rc = fq_spool_open(c->spool_dir, c->spool_max, &ing->spool, err, errlen)) < 0)
 		goto fail;
 	if (db_usable(ing))
 		fq_info("database connected");
 	if ((rc = scan_spool(ing)) < 0) {
 		snprintf(err, errlen, "spool %s: %s", c->spool_dir, strerror(-rc));
+		goto fail;
+	}
+	if ((rc = writer_start(ing)) < 0) {
+		snprintf(err, errlen, "starting the database writer thread: %s", strerror(-rc));
 		goto fail;
 	}
 	*out = ing;
@@ -811,12 +1129,27 @@ void fq_ingest_destroy(struct fq_ingest *ing)
 {
 	if (!ing)
 		return;
+	writer_stop(ing);
+	if (ing->jobs)
+		fq_info(
+		    "ingest: %llu flushes, %llu rows (%.0f a flush); encoding %.2f us/row, COPY + commit "
+		    "%.2f us/row; a flush in flight %.0f%% of the time, the event loop waited on it %.3f s",
+		    (unsigned long long)ing->jobs, (unsigned long long)ing->job_rows,
+		    (double)ing->job_rows / (double)ing->jobs,
+		    ing->job_rows ? (double)ing->ac.encode_ns / 1e3 / (double)ing->job_rows : 0.0,
+		    ing->job_rows ? (double)ing->ac.write_ns / 1e3 / (double)ing->job_rows : 0.0,
+		    100.0 * (double)ing->job_busy_ns / (double)(now_mono() - ing->job_start_ns + 1),
+		    (double)ing->job_wait_ns / 1e9);
+	free_items(ing->inflight, ing->ninflight);
+	free(ing->inflight);
 	free_items(ing->batch, ing->nbatch);
 	free(ing->batch);
 	fq_strmap_clear(&ing->nodes, node_free);
 	fq_strmap_clear(&ing->links, free);
 	fq_strmap_clear(&ing->steps, free);
+	fq_strmap_clear(&ing->rank_nics, NULL);
 	fq_spool_close(ing->spool);
+	fq_db_destroy(ing->aux);
 	fq_db_destroy(ing->db);
 	free(ing->conninfo);
 	free(ing->spool_dir);
@@ -834,7 +1167,7 @@ static int queue(struct fq_ingest *ing, struct node_state *n, uint64_t seq, Fabr
 		ing->batch = b;
 		ing->capbatch = cap;
 	}
-	ing->batch[ing->nbatch++] = (struct item){n, seq, now_ns, env};
+	ing->batch[ing->nbatch++] = (struct item){n, seq, now_ns, env, n->restarts};
 	return 0;
 }
 
@@ -873,7 +1206,9 @@ int fq_ingest_hello(struct fq_ingest *ing, Fabriciq__Envelope *env, int64_t now_
 		    n->name, (unsigned long long)h->next_seq, (unsigned long long)n->accepted,
 		    (unsigned long long)n->confirmed);
 		n->accepted = n->durable = h->next_seq - 1;
-		n->batch_max = 0; /* never acknowledge the old count's seqs to the new one */
+		/* never acknowledge the old count's seqs to the new one */
+		n->batch_max = n->inflight_max = 0;
+		n->restarts++;
 		n->confirmed = h->next_seq - 1;
 		n->restarted = true;
 		n->restart_dropped = false;
@@ -959,20 +1294,25 @@ static void batch_durable(struct fq_ingest *ing)
 	}
 }
 
-/* The spool is full: forget the batch, let its agents resend it. */
-static void batch_drop(struct fq_ingest *ing)
+/* The spool is full: forget these frames, let their agents resend them. */
+static void items_drop(struct fq_ingest *ing, const struct item *items, size_t nitems)
 {
-	for (size_t i = 0; i < ing->nbatch; i++) {
-		struct node_state *n = ing->batch[i].node;
-		if (ing->batch[i].seq == SEQ_RESTART)
+	for (size_t i = 0; i < nitems; i++) {
+		struct node_state *n = items[i].node;
+		if (items[i].seq == SEQ_RESTART)
 			n->restart_dropped = true;
-		if (!n->batch_max)
+		if (!n->batch_max && !n->inflight_max)
 			continue;
 		n->accepted = n->durable;
-		n->batch_max = 0;
+		n->batch_max = n->inflight_max = 0;
 		ing->ops.dropped(ing->arg, n->name);
 	}
-	ing->st.spool_full_drops += ing->nbatch;
+	ing->st.spool_full_drops += nitems;
+}
+
+static void batch_drop(struct fq_ingest *ing)
+{
+	items_drop(ing, ing->batch, ing->nbatch);
 }
 
 static int batch_to_spool(struct fq_ingest *ing)
@@ -997,10 +1337,22 @@ static int batch_to_spool(struct fq_ingest *ing)
 
 int fq_ingest_flush(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns)
 {
-	bool usable = db_usable(ing);
+	bool usable;
 	int rc = 0;
 
 	(void)now_ns;
+	ing->budget_ns = budget_ns;
+	if (ing->busy) {
+		/* Finished but not yet polled? Else flush when it is. */
+		if ((rc = complete(ing, ing->nbatch >= INFLIGHT_BACKLOG * ing->cfg.max_batch_frames)) < 0)
+			return rc;
+		if (ing->busy) {
+			ing->flush_wanted = true;
+			return 0;
+		}
+	}
+	ing->flush_wanted = false;
+	usable = db_usable(ing);
 	if (usable && fq_spool_pending_bytes(ing->spool)) {
 		if (replay(ing, budget_ns) < 0)
 			usable = false;
@@ -1008,45 +1360,80 @@ int fq_ingest_flush(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns)
 	if (!ing->nbatch)
 		goto out;
 	ing->st.flushes++;
-	if (usable && !fq_spool_pending_bytes(ing->spool)) {
-		rc = apply_items(ing, ing->batch, ing->nbatch, false);
-		if (rc == 0) {
-			db_ok(ing);
-			batch_durable(ing);
-			goto done;
-		}
-		ing->st.flush_failures++;
-		db_down(ing, fq_db_error(ing->db));
-	}
+	if (usable && !fq_spool_pending_bytes(ing->spool) && submit(ing) == 0)
+		return 0;
 	if ((rc = batch_to_spool(ing)) == 0)
 		batch_durable(ing);
 	else
 		batch_drop(ing);
-done:
 	free_items(ing->batch, ing->nbatch);
 	ing->nbatch = 0;
 out:
+	fold_counts(ing);
 	if (usable && !ing->down && !fq_spool_pending_bytes(ing->spool))
 		db_ok(ing);
 	return rc;
 }
 
+int fq_ingest_fd(const struct fq_ingest *ing)
+{
+	return ing->efd;
+}
+
+int fq_ingest_poll(struct fq_ingest *ing, int64_t now_ns)
+{
+	int rc = complete(ing, false);
+
+	if (rc < 0)
+		return rc;
+	if (!ing->busy && (ing->flush_wanted || fq_ingest_should_flush(ing)))
+		return fq_ingest_flush(ing, now_ns, ing->budget_ns);
+	return 0;
+}
+
+int fq_ingest_finish(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns)
+{
+	int rc = complete(ing, true), rc2;
+
+	rc2 = fq_ingest_flush(ing, now_ns, budget_ns);
+	if (rc >= 0)
+		rc = rc2;
+	rc2 = complete(ing, true);
+	return rc < 0 ? rc : rc2 < 0 ? rc2 : 0;
+}
+
 struct fq_db *fq_ingest_db(struct fq_ingest *ing)
 {
-	return ing->down ? NULL : ing->db;
+	struct fq_db_options o = {
+	    .conninfo = ing->conninfo,
+	    .connect_timeout_s = ing->cfg.connect_timeout_s,
+	    .statement_timeout_ms = ing->cfg.statement_timeout_ms,
+	};
+	char err[512];
+
+	if (ing->down)
+		return NULL;
+	if (!ing->aux && fq_db_connect(&o, &ing->aux, err, sizeof(err)) < 0) {
+		db_down(ing, err);
+		return NULL;
+	}
+	return ing->aux;
 }
 
 void fq_ingest_db_failed(struct fq_ingest *ing, int rc, int64_t now_ns)
 {
 	(void)now_ns;
-	if (fq_ingest_transient(rc))
-		db_down(ing, fq_db_error(ing->db));
+	if (!fq_ingest_transient(rc))
+		return;
+	db_down(ing, ing->aux ? fq_db_error(ing->aux) : "connection lost");
+	fq_db_destroy(ing->aux);
+	ing->aux = NULL;
 }
 
 void fq_ingest_get_stats(const struct fq_ingest *ing, struct fq_ingest_stats *st)
 {
 	*st = ing->st;
 	st->spool_bytes = fq_spool_pending_bytes(ing->spool);
-	st->pending_frames = ing->nbatch;
+	st->pending_frames = ing->nbatch + ing->ninflight;
 	st->db_up = ing->db && !ing->down;
 }

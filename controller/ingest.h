@@ -22,7 +22,19 @@
  * the database is down each retry writes a small first chunk under a
  * short timeout before going back to full batches.
  *
- * Single-threaded: call everything from the daemon's event loop thread.
+ * Throughput: a flush runs on a writer thread of its own (frames to COPY
+ * rows and upserts, then COPY, agent seqs, commit), so the event loop goes
+ * on receiving and decoding while PostgreSQL parses the previous batch.
+ * One flush is in flight at a time; the writer owns the connection while
+ * it runs. When it is done it signals fq_ingest_fd(), and the loop calls
+ * fq_ingest_poll(), which acknowledges its frames (ops->durable) or, if it
+ * failed, spools them with the frames accepted since behind them. The
+ * spool, its replay and every callback stay on the loop thread. While a
+ * flush is in flight the next batch grows; past 4 x max_batch_frames the
+ * loop waits for it (the agents then wait on TCP, not on our memory).
+ *
+ * Apart from that thread: call everything from the daemon's event loop
+ * thread.
  */
 #ifndef FQ_CONTROLLER_INGEST_H
 #define FQ_CONTROLLER_INGEST_H
@@ -113,13 +125,29 @@ int fq_ingest_frame(struct fq_ingest *ing, const char *node, Fabriciq__Envelope 
 bool fq_ingest_should_flush(const struct fq_ingest *ing);
 
 /* Makes the queued frames durable and replays the spool while the
- * database answers (for at most budget_ns of replay). 0, or a negative
- * errno when frames had to be dropped. */
+ * database answers (for at most budget_ns of replay): hands them to the
+ * writer thread (durable when fq_ingest_poll says so), or, while the
+ * database is down or the spool is not yet replayed, spools them now. A
+ * flush asked for while one is in flight starts when that one completes.
+ * 0, or a negative errno when frames had to be dropped. */
 int fq_ingest_flush(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns);
 
-/* The connection, for the daemon's own statements (anomalies): NULL while
- * the database is down. A failure there should be reported with
- * fq_ingest_db_failed. */
+/* An eventfd that becomes readable when a flush in flight has finished:
+ * then call fq_ingest_poll. */
+int fq_ingest_fd(const struct fq_ingest *ing);
+/* Completes a finished flush (acks, or the spool) and starts the next one
+ * if one was asked for meanwhile. 0, or a negative errno when frames had
+ * to be dropped. */
+int fq_ingest_poll(struct fq_ingest *ing, int64_t now_ns);
+/* At exit: waits for the flush in flight, flushes the rest and waits for
+ * that too. 0 or a negative errno as fq_ingest_flush. */
+int fq_ingest_finish(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns);
+
+/* A connection for the daemon's own statements (anomalies, hints), on the
+ * loop thread: not the writer's, so they never wait for a flush in flight
+ * (connected on first use, with the same limits). NULL while the database
+ * is down. A failure there should be reported with fq_ingest_db_failed
+ * (a transient one marks the database down and drops that connection). */
 struct fq_db *fq_ingest_db(struct fq_ingest *ing);
 void fq_ingest_db_failed(struct fq_ingest *ing, int rc, int64_t now_ns);
 

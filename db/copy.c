@@ -1,6 +1,8 @@
 /*
  * copy: the batched COPY writers. Rows are encoded into per-table buffers
- * in COPY text format when added (db/encode.c) and written by fq_db_flush()
+ * when added (db/encode.c: COPY binary for lane_windows, the bulk of the
+ * telemetry, so PostgreSQL parses no text; COPY text for the others) and
+ * written by fq_db_flush()
  * with one COPY per table inside one transaction: either the whole batch is
  * stored or none of it is, and then it is still buffered for a retry.
  */
@@ -15,6 +17,7 @@
 struct copy_table {
 	const char *name;
 	const char *columns;
+	bool binary; /* COPY binary format (db/encode.h), else text */
 };
 
 /* Column lists in the order the encoders below write the fields. */
@@ -28,7 +31,8 @@ static const struct copy_table tables[FQ_DB_T_COUNT] = {
 	{"lane_windows",
 	 "interval_start, interval_end, job_id, step_id, src_rank, dst_rank, lane, lane_kind, "
 	 "src_node, src_nic, dst_node, dst_nic, bytes, chunks, messages, owd_min_ns, "
-	 "owd_p50_ns, owd_p99_ns, owd_max_ns, tcp_rtt_us, tcp_retrans, tcp_ce, synchronised"},
+	 "owd_p50_ns, owd_p99_ns, owd_max_ns, tcp_rtt_us, tcp_retrans, tcp_ce, synchronised",
+	 true},
     [FQ_DB_T_CLOCK_ESTIMATES] =
 	{"clock_estimates", "reported_at, node, peer_node, offset_ns, drift_ppb, error_bound_ns, samples, "
 			    "window_start_local_ns, window_end_local_ns, applied_offset_ns, "
@@ -128,38 +132,50 @@ static int check_lane(struct fq_db *db, const void *row, size_t i)
 	    (rc = check_str(db, t, i, "dst_node", r->dst_node, true)) ||
 	    (rc = check_str(db, t, i, "dst_nic", r->dst_nic, true)))
 		return rc;
+	/* Binary COPY sends the columns' own types: a value that does not fit
+	 * (which PostgreSQL refused in text) is refused here, not wrapped. */
+	if (r->job_id > INT64_MAX || r->bytes > INT64_MAX || r->chunks > INT64_MAX ||
+	    r->messages > INT64_MAX || r->src_rank > INT32_MAX || r->dst_rank > INT32_MAX ||
+	    r->lane > INT32_MAX || r->tcp_rtt_us > INT32_MAX || r->tcp_retrans > INT32_MAX ||
+	    r->tcp_ce > INT32_MAX) {
+		fq_db_set_error(db, "%s row %zu: a number is out of range for its column", tables[t].name, i);
+		return -ERANGE;
+	}
 	return 0;
 }
 
+/* Binary, in the column order of tables[FQ_DB_T_LANE_WINDOWS]; the types
+ * are those of sql/001_init.sql (int8 job_id, step_id, bytes...; int4
+ * ranks, lane, tcp_*). */
 static int encode_lane(struct fq_buf *b, const void *row)
 {
 	const struct fq_db_lane_window *r = row;
 	int rc = 0;
 
-	rc |= fq_copy_ts(b, true, r->interval_start_ns);
-	rc |= fq_copy_ts(b, false, r->interval_end_ns);
-	rc |= fq_copy_u64(b, false, r->job_id);
-	rc |= fq_copy_u64(b, false, r->step_id);
-	rc |= fq_copy_u64(b, false, r->src_rank);
-	rc |= fq_copy_u64(b, false, r->dst_rank);
-	rc |= fq_copy_u64(b, false, r->lane);
-	rc |= fq_copy_str(b, false, r->lane_kind);
-	rc |= fq_copy_str(b, false, r->src_node);
-	rc |= fq_copy_str(b, false, r->src_nic);
-	rc |= fq_copy_str(b, false, r->dst_node);
-	rc |= fq_copy_str(b, false, r->dst_nic);
-	rc |= fq_copy_u64(b, false, r->bytes);
-	rc |= fq_copy_u64(b, false, r->chunks);
-	rc |= fq_copy_u64(b, false, r->messages);
-	rc |= fq_copy_i64_or_null(b, false, r->owd_min_ns);
-	rc |= fq_copy_i64_or_null(b, false, r->owd_p50_ns);
-	rc |= fq_copy_i64_or_null(b, false, r->owd_p99_ns);
-	rc |= fq_copy_i64_or_null(b, false, r->owd_max_ns);
-	rc |= fq_copy_u64(b, false, r->tcp_rtt_us);
-	rc |= fq_copy_u64(b, false, r->tcp_retrans);
-	rc |= fq_copy_u64(b, false, r->tcp_ce);
-	rc |= fq_copy_bool(b, false, r->synchronised);
-	rc |= fq_copy_eol(b);
+	rc |= fq_bin_row(b, 23);
+	rc |= fq_bin_ts(b, r->interval_start_ns);
+	rc |= fq_bin_ts(b, r->interval_end_ns);
+	rc |= fq_bin_i64(b, (int64_t)r->job_id);
+	rc |= fq_bin_i64(b, r->step_id);
+	rc |= fq_bin_i32(b, (int32_t)r->src_rank);
+	rc |= fq_bin_i32(b, (int32_t)r->dst_rank);
+	rc |= fq_bin_i32(b, (int32_t)r->lane);
+	rc |= fq_bin_str(b, r->lane_kind);
+	rc |= fq_bin_str(b, r->src_node);
+	rc |= fq_bin_str(b, r->src_nic);
+	rc |= fq_bin_str(b, r->dst_node);
+	rc |= fq_bin_str(b, r->dst_nic);
+	rc |= fq_bin_i64(b, (int64_t)r->bytes);
+	rc |= fq_bin_i64(b, (int64_t)r->chunks);
+	rc |= fq_bin_i64(b, (int64_t)r->messages);
+	rc |= fq_bin_i64_or_null(b, r->owd_min_ns);
+	rc |= fq_bin_i64_or_null(b, r->owd_p50_ns);
+	rc |= fq_bin_i64_or_null(b, r->owd_p99_ns);
+	rc |= fq_bin_i64_or_null(b, r->owd_max_ns);
+	rc |= fq_bin_i32(b, (int32_t)r->tcp_rtt_us);
+	rc |= fq_bin_i32(b, (int32_t)r->tcp_retrans);
+	rc |= fq_bin_i32(b, (int32_t)r->tcp_ce);
+	rc |= fq_bin_bool(b, r->synchronised);
 	return rc ? -ENOMEM : 0;
 }
 
@@ -278,6 +294,10 @@ static int add_rows(struct fq_db *db, enum fq_db_table t, const void *rows, size
 	size_t mark = c->buf.len;
 	int rc;
 
+	if (tables[t].binary && !c->buf.len && n && fq_bin_header(&c->buf)) {
+		fq_db_set_error(db, "%s: out of memory", tables[t].name);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const void *row = (const char *)rows + i * size;
 
@@ -345,6 +365,9 @@ void fq_db_discard(struct fq_db *db)
 	}
 	db->seq_nodes.len = db->seq_values.len = 0;
 	db->nseqs = 0;
+	for (int i = 0; i < 5; i++)
+		db->rn[i].len = 0;
+	db->nrank_nics = 0;
 }
 
 /* ---- agent seqs -------------------------------------------------------- */
@@ -397,6 +420,70 @@ int fq_db_add_agent_seq(struct fq_db *db, const char *node, uint64_t seq)
 size_t fq_db_pending_seqs(const struct fq_db *db)
 {
 	return db->nseqs;
+}
+
+int fq_db_add_rank_nic(struct fq_db *db, uint64_t job_id, uint32_t step_id, uint32_t rank, const char *node,
+		       const char *nic)
+{
+	const char *v[5];
+	char num[3][24];
+	size_t mark[5];
+	char sep = db->nrank_nics ? ',' : '{';
+
+	if (!node || !nic) {
+		fq_db_set_error(db, "rank NIC: %s is missing", node ? "nic" : "node");
+		return -EINVAL;
+	}
+	if (!fq_utf8_valid(node) || !fq_utf8_valid(nic)) {
+		fq_db_set_error(db, "rank NIC: node or nic is not valid UTF-8");
+		return -EILSEQ;
+	}
+	if (job_id > INT64_MAX) {
+		fq_db_set_error(db, "rank NIC: job %llu out of range", (unsigned long long)job_id);
+		return -ERANGE;
+	}
+	snprintf(num[0], sizeof(num[0]), "%llu", (unsigned long long)job_id);
+	snprintf(num[1], sizeof(num[1]), "%u", step_id);
+	snprintf(num[2], sizeof(num[2]), "%u", rank);
+	v[0] = num[0], v[1] = num[1], v[2] = num[2], v[3] = node, v[4] = nic;
+	for (int i = 0; i < 5; i++)
+		mark[i] = db->rn[i].len;
+	for (int i = 0; i < 5; i++) {
+		if (put_array_elem(&db->rn[i], sep, v[i])) {
+			for (int k = 0; k < 5; k++)
+				db->rn[k].len = mark[k];
+			fq_db_set_error(db, "rank NIC: out of memory");
+			return -ENOMEM;
+		}
+	}
+	db->nrank_nics++;
+	return 0;
+}
+
+/* The buffered rank NICs, one statement, after the flush's COPY rows.
+ * A rank whose list holds them all already is not rewritten. */
+static int write_rank_nics(struct fq_db *db)
+{
+	struct fq_db_params p = {0};
+
+	for (int i = 0; i < 5; i++) {
+		if (fq_buf_reserve(&db->rn[i], 2)) {
+			fq_db_set_error(db, "rank NICs: out of memory");
+			return -ENOMEM;
+		}
+		memcpy(db->rn[i].p + db->rn[i].len, "}", 2);
+		fq_db_param_str(&p, db->rn[i].p);
+	}
+	return fq_db_exec(
+	    db, "storing rank NICs",
+	    "update fabriciq.ranks r set nic = (select string_agg(distinct x, ',' order by x)"
+	    "  from unnest(string_to_array(r.nic, ',') || u.nics) as x) "
+	    "from (select j, s, k, n, array_agg(distinct c) as nics"
+	    "  from unnest($1::int8[], $2::int8[], $3::int[], $4::text[], $5::text[]) as t(j, s, k, n, c)"
+	    "  group by j, s, k, n) as u "
+	    "where r.job_id = u.j and r.step_id = u.s and r.rank = u.k and r.node = u.n"
+	    " and (r.nic is null or not (u.nics <@ string_to_array(r.nic, ',')))",
+	    &p);
 }
 
 /* The buffered seqs, one statement; the last one of a node wins. */
@@ -493,7 +580,8 @@ static int copy_table(struct fq_db *db, enum fq_db_table t)
 	PGresult *res;
 	int rc;
 
-	snprintf(sql, sizeof(sql), "copy fabriciq.%s (%s) from stdin", tables[t].name, tables[t].columns);
+	snprintf(sql, sizeof(sql), "copy fabriciq.%s (%s) from stdin%s", tables[t].name, tables[t].columns,
+		 tables[t].binary ? " with (format binary)" : "");
 	res = PQexec(db->conn, sql);
 	if (PQresultStatus(res) != PGRES_COPY_IN) {
 		char what[128];
@@ -516,7 +604,8 @@ static int copy_table(struct fq_db *db, enum fq_db_table t)
 			return -ECONNRESET;
 		}
 	}
-	if (PQputCopyEnd(db->conn, NULL) != 1) {
+	if ((tables[t].binary && PQputCopyData(db->conn, fq_bin_trailer, FQ_BIN_TRAILER_LEN) != 1) ||
+	    PQputCopyEnd(db->conn, NULL) != 1) {
 		fq_db_set_error(db, "COPY into fabriciq.%s: ending: %s", tables[t].name,
 				PQerrorMessage(db->conn));
 		copy_result(db, t);
@@ -530,7 +619,7 @@ int64_t fq_db_flush(struct fq_db *db)
 	size_t rows = fq_db_pending_rows(db);
 	int rc;
 
-	if (!rows && !db->nseqs)
+	if (!rows && !db->nseqs && !db->nrank_nics)
 		return 0;
 	rc = fq_db_exec(db, "flush", "begin", NULL);
 	if (rc)
@@ -539,6 +628,8 @@ int64_t fq_db_flush(struct fq_db *db)
 		if (db->copy[t].rows && (rc = copy_table(db, (enum fq_db_table)t)))
 			goto rollback;
 	}
+	if (db->nrank_nics && (rc = write_rank_nics(db)))
+		goto rollback;
 	if (db->nseqs && (rc = write_seqs(db)))
 		goto rollback;
 	/* A failed commit aborts the transaction: the rows stay buffered. */

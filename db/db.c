@@ -133,6 +133,8 @@ void fq_db_destroy(struct fq_db *db)
 		fq_buf_free(&db->copy[t].buf);
 	fq_buf_free(&db->seq_nodes);
 	fq_buf_free(&db->seq_values);
+	for (int i = 0; i < 5; i++)
+		fq_buf_free(&db->rn[i]);
 	PQfinish(db->conn);
 	free(db);
 }

@@ -202,8 +202,22 @@ struct fq_db_agent_seq {
 int fq_db_agent_seqs(struct fq_db *db, struct fq_db_agent_seq **rows, size_t *n);
 void fq_db_agent_seqs_free(struct fq_db_agent_seq *rows, size_t n);
 
-/* Writes every buffered row and seq (see above) in one transaction;
- * returns the number of rows written. */
+/*
+ * The job report's rank NICs: "rank `rank` of job_id.step_id, on `node`,
+ * sent or received a lane through its NIC `nic`" (a lane window's src or
+ * dst side), buffered (no I/O) and merged by the next fq_db_flush, in its
+ * transaction, into fabriciq.ranks.nic: the distinct NICs the rank's lanes
+ * used on its node, sorted and comma-separated ("rail0" or "rail0,rail1").
+ * A rank not stored yet is left alone: fq_db_upsert_rank fills a missing
+ * nic from the lane windows stored before it. Adding the same pair again
+ * is harmless (the caller may remember which it added to spare the
+ * statement). -EINVAL / -EILSEQ for a missing or non-UTF-8 string.
+ */
+int fq_db_add_rank_nic(struct fq_db *db, uint64_t job_id, uint32_t step_id, uint32_t rank, const char *node,
+		       const char *nic);
+
+/* Writes every buffered row, seq and rank NIC (see above) in one
+ * transaction; returns the number of rows written. */
 int64_t fq_db_flush(struct fq_db *db);
 void fq_db_discard(struct fq_db *db);
 
@@ -255,7 +269,7 @@ struct fq_db_rank {
 	uint64_t job_id;
 	uint32_t step_id, rank, local_rank;
 	const char *node;
-	const char *nic; /* optional: learned from the lanes */
+	const char *nic; /* optional; NULL: from the lane windows stored (fq_db_add_rank_nic) */
 	int32_t pid;
 };
 

@@ -7,6 +7,7 @@
  */
 #include "db/encode.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -273,4 +274,83 @@ int fq_copy_ts(struct fq_buf *b, bool first, int64_t ns)
 int fq_copy_eol(struct fq_buf *b)
 {
 	return buf_put(b, "\n", 1);
+}
+
+/* ---- COPY binary ------------------------------------------------------- */
+
+const char fq_bin_trailer[FQ_BIN_TRAILER_LEN] = {'\xff', '\xff'};
+
+int fq_bin_header(struct fq_buf *b)
+{
+	/* signature, flags (no OIDs), header extension length */
+	static const char h[19] = "PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
+
+	return buf_put(b, h, sizeof(h));
+}
+
+int fq_bin_row(struct fq_buf *b, uint16_t nfields)
+{
+	uint16_t v = htobe16(nfields);
+
+	return buf_put(b, (const char *)&v, 2);
+}
+
+/* A field: its length, then len bytes of p. */
+static int bin_field(struct fq_buf *b, const void *p, int32_t len)
+{
+	uint32_t l = htobe32((uint32_t)len);
+	int rc = fq_buf_reserve(b, 4 + (size_t)(len > 0 ? len : 0));
+
+	if (rc)
+		return rc;
+	memcpy(b->p + b->len, &l, 4);
+	if (len > 0)
+		memcpy(b->p + b->len + 4, p, (size_t)len);
+	b->len += 4 + (size_t)(len > 0 ? len : 0);
+	return 0;
+}
+
+int fq_bin_i64(struct fq_buf *b, int64_t v)
+{
+	uint64_t be = htobe64((uint64_t)v);
+
+	return bin_field(b, &be, 8);
+}
+
+int fq_bin_i64_or_null(struct fq_buf *b, int64_t v)
+{
+	return v ? fq_bin_i64(b, v) : bin_field(b, NULL, -1);
+}
+
+int fq_bin_i32(struct fq_buf *b, int32_t v)
+{
+	uint32_t be = htobe32((uint32_t)v);
+
+	return bin_field(b, &be, 4);
+}
+
+int fq_bin_bool(struct fq_buf *b, bool v)
+{
+	char c = v ? 1 : 0;
+
+	return bin_field(b, &c, 1);
+}
+
+int fq_bin_str(struct fq_buf *b, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n > INT32_MAX)
+		return -ENOMEM;
+	return s ? bin_field(b, s, (int32_t)n) : bin_field(b, NULL, -1);
+}
+
+/* 2000-01-01 00:00:00 UTC, PostgreSQL's epoch, in us since 1970. */
+#define PG_EPOCH_US 946684800000000LL
+
+int fq_bin_ts(struct fq_buf *b, int64_t ns)
+{
+	int64_t us = ns / 1000 - (ns % 1000 < 0);
+
+	return fq_bin_i64(b, us - PG_EPOCH_US);
 }

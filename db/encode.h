@@ -50,4 +50,26 @@ int fq_copy_ts(struct fq_buf *b, bool first, int64_t ns);
 /* Ends the row. */
 int fq_copy_eol(struct fq_buf *b);
 
+/*
+ * COPY binary format (doc: sql-copy.html, "Binary Format"): a signature
+ * header, then per row a field count and per field its length and value in
+ * network byte order (-1: NULL), then a -1 trailer. PostgreSQL then skips
+ * parsing text: the lane windows, the bulk of the telemetry, go this way.
+ * The caller matches each value to its column's type exactly (int8 vs
+ * int4), which PostgreSQL checks by length. 0 or -ENOMEM.
+ */
+#define FQ_BIN_TRAILER_LEN 2
+int fq_bin_header(struct fq_buf *b);
+int fq_bin_row(struct fq_buf *b, uint16_t nfields);
+int fq_bin_i64(struct fq_buf *b, int64_t v);
+int fq_bin_i64_or_null(struct fq_buf *b, int64_t v); /* 0 -> NULL */
+int fq_bin_i32(struct fq_buf *b, int32_t v);
+int fq_bin_bool(struct fq_buf *b, bool v);
+int fq_bin_str(struct fq_buf *b, const char *s); /* NULL -> NULL */
+/* timestamptz: microseconds since 2000-01-01 UTC, truncated towards the
+ * past like fq_ts_format. */
+int fq_bin_ts(struct fq_buf *b, int64_t ns);
+/* The trailer's bytes (sent after the rows, not buffered). */
+extern const char fq_bin_trailer[FQ_BIN_TRAILER_LEN];
+
 #endif /* FQ_DB_ENCODE_H */

@@ -33,6 +33,9 @@ struct fq_db {
 	/* fq_db_add_agent_seq: array literals' elements ("node",... / n,...) */
 	struct fq_buf seq_nodes, seq_values;
 	size_t nseqs;
+	/* fq_db_add_rank_nic: array literals of job, step, rank, node, nic */
+	struct fq_buf rn[5];
+	size_t nrank_nics;
 	int statement_timeout_ms; /* 0: none */
 };
 

@@ -174,10 +174,18 @@ int fq_db_upsert_rank(struct fq_db *db, const struct fq_db_rank *r)
 	fq_db_param_str(&p, r->node);
 	fq_db_param_str(&p, r->nic);
 	fq_db_param_i64(&p, r->pid);
+	/* Without a nic: the NICs its lanes already stored used on its node
+	 * (its peers' agents may report lanes before its own agent registers
+	 * the step); lane_windows_job_idx finds the step's lanes. */
 	return fq_db_exec(
 	    db, "upserting a rank",
 	    "insert into fabriciq.ranks (job_id, step_id, rank, local_rank, node, nic, pid) "
-	    "values ($1, $2, $3, $4, $5, $6, $7) on conflict (job_id, step_id, rank) do update set "
+	    "values ($1, $2, $3, $4, $5, coalesce($6, (select string_agg(distinct x, ',' order by x) from ("
+	    "  select src_nic from fabriciq.lane_windows"
+	    "   where job_id = $1 and step_id = $2 and src_rank = $3 and src_node = $5"
+	    "  union select dst_nic from fabriciq.lane_windows"
+	    "   where job_id = $1 and step_id = $2 and dst_rank = $3 and dst_node = $5) as t(x))), $7) "
+	    "on conflict (job_id, step_id, rank) do update set "
 	    "local_rank = excluded.local_rank, node = excluded.node, "
 	    "nic = coalesce(excluded.nic, ranks.nic), pid = excluded.pid",
 	    &p);

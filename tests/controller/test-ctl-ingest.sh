@@ -7,7 +7,7 @@
 . "$(dirname "$0")/ctl-lib.sh"
 
 munge_up || skip_all "private munged did not start"
-plan 27
+plan 29
 ctl_up; ok $? "controller starts"
 
 out=$(sim --agents 3 --all-kinds --evil --prefix ev --duration 3 --probes 2 --lanes 2 2>&1)
@@ -28,6 +28,13 @@ n2=$(v fabriciq.lane_windows lane_kind "$evil" | sed 's/[1-9][0-9]*/+/')$(v fabr
 is "$n1$n2" "133+63" "strings stored verbatim (node name, agent version, NIC, lane kind, detector, cause)"
 is "$(q "select count(*) from fabriciq.steps where end_time is not null and mode = 'control' and exit_status = 0")" 3 \
 	"StepEnd kept the step's mode and recorded its end"
+# The job report's rank NICs: each rank's local NIC from its lanes (the
+# simulator's rank 0 sends on rail1, rank 1 receives on rail0).
+is "$(q "select count(*) from fabriciq.ranks where (rank = 0 and nic = \$q\$${evil}rail1\$q\$) or (rank = 1 and nic = \$q\$${evil}rail0\$q\$)")" 6 \
+	"every rank's NIC learned from its lanes, stored verbatim"
+nic=$("$top_builddir/controller/fabriciq" --controller "http://127.0.0.1:$HTTP_PORT" --json job 1000 |
+	python3 -c 'import json, sys; print(",".join(r["nic"] for s in json.load(sys.stdin)["steps"] for r in s["ranks"]))' 2>&1)
+is "$nic" "${evil}rail1,${evil}rail0" "... shown by fabriciq --json job"
 
 # replay after a broken connection: stored once
 out=$(sim --agents 2 --prefix dd --duration 3 --probes 3 --lanes 1 --replay 2>&1)

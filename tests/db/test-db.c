@@ -483,6 +483,97 @@ static void test_views(struct fq_db *db)
 	is_int(fq_db_insert_drain_hint(db, &hint, &id), 0, "a drain hint");
 }
 
+/* The job report's rank NICs: merged from the lanes' sides into
+ * fabriciq.ranks.nic at flush, or filled from stored lane windows when the
+ * rank is stored after them. */
+static void test_rank_nics(struct fq_db *db)
+{
+	int64_t now = now_ns();
+	struct fq_db_step step = {.job_id = 777, .step_id = 3, .uid = 1000, .start_ns = now - SEC};
+	struct fq_db_rank r0 = {777, 3, 0, 0, "a", NULL, 100}, r1 = {777, 3, 1, 0, "b", NULL, 200},
+			  r2 = {777, 3, 2, 1, "b", NULL, 201};
+	struct fq_db_lane_window lw = {.interval_start_ns = now - SEC,
+				       .interval_end_ns = now,
+				       .job_id = 777,
+				       .step_id = 3,
+				       .src_rank = 2,
+				       .dst_rank = 0,
+				       .lane_kind = "tcp",
+				       .src_node = "b",
+				       .src_nic = "rail1",
+				       .dst_node = "a",
+				       .dst_nic = "rail0",
+				       .bytes = 1};
+	int rc = fq_db_upsert_step(db, &step);
+
+	rc |= fq_db_upsert_rank(db, &r0);
+	rc |= fq_db_upsert_rank(db, &r1);
+	is_int(rc, 0, "rank NICs: step and two ranks stored without a NIC");
+	is_str(q("select coalesce(string_agg(nic, ' '), 'none') from fabriciq.ranks where job_id = 777"),
+	       "none", "... no NIC yet");
+	rc = fq_db_add_rank_nic(db, 777, 3, 0, "a", "rail0");
+	rc |= fq_db_add_rank_nic(db, 777, 3, 1, "b", "rail1");
+	rc |= fq_db_add_rank_nic(db, 777, 3, 0, "a", "rail1");
+	rc |= fq_db_add_rank_nic(db, 777, 3, 1, "a", "rail0"); /* not its node: ignored */
+	rc |= fq_db_add_rank_nic(db, 777, 3, 2, "b", "rail1"); /* not stored yet */
+	rc |= fq_db_add_lane_windows(db, &lw, 1);
+	is_int(rc, 0, "... five rank NICs and a lane buffered");
+	is_int(fq_db_add_rank_nic(db, 777, 3, 0, "a", NULL), -EINVAL, "... a missing NIC refused");
+	is_int(fq_db_add_rank_nic(db, 777, 3, 0, "a", "\xff"), -EILSEQ, "... a non-UTF-8 NIC refused");
+	is_int(fq_db_flush(db), 1, "... flushed with the lane");
+	is_str(
+	    q("select string_agg(rank || '=' || coalesce(nic, '-'), ' ' order by rank) from fabriciq.ranks "
+	      "where job_id = 777"),
+	    "0=rail0,rail1 1=rail1", "... merged per rank: sorted, comma-separated, its own node only");
+	is_int(fq_db_upsert_rank(db, &r2), 0, "... a rank stored after its lanes");
+	is_str(q("select nic from fabriciq.ranks where job_id = 777 and rank = 2"), "rail1",
+	       "... gets its NIC from the stored lane windows");
+	fq_db_add_rank_nic(db, 777, 3, 0, "a", "rail0");
+	is_int(fq_db_flush(db), 0, "... a known NIC again: nothing to write");
+	is_str(q("select nic from fabriciq.ranks where job_id = 777 and rank = 0"), "rail0,rail1",
+	       "... the list unchanged");
+	fq_db_add_rank_nic(db, 777, 3, 1, "b", "rail1");
+	fq_db_discard(db);
+	is_int(fq_db_flush(db), 0, "... discarded with the batch");
+	q("delete from fabriciq.lane_windows where job_id = 777");
+	q("delete from fabriciq.steps where job_id = 777");
+}
+
+/* Lane windows go as COPY binary: a number that does not fit its column
+ * is refused when added (text COPY refused it at the server), not wrapped;
+ * the edges that fit are stored exactly. */
+static void test_lane_ranges(struct fq_db *db)
+{
+	struct fq_db_lane_window lw = {.interval_start_ns = -1,
+				       .interval_end_ns = 1700000000123456789LL,
+				       .job_id = INT64_MAX,
+				       .step_id = UINT32_MAX,
+				       .src_rank = INT32_MAX,
+				       .lane_kind = "tcp",
+				       .src_node = "a",
+				       .src_nic = "n",
+				       .dst_node = "b",
+				       .dst_nic = "n",
+				       .bytes = INT64_MAX,
+				       .owd_p99_ns = -5};
+	struct fq_db_lane_window bad = lw;
+
+	bad.dst_rank = (uint32_t)INT32_MAX + 1;
+	is_int(fq_db_add_lane_windows(db, &bad, 1), -ERANGE, "lane ranges: a rank above int4 refused");
+	bad = lw;
+	bad.job_id = (uint64_t)INT64_MAX + 1;
+	is_int(fq_db_add_lane_windows(db, &bad, 1), -ERANGE, "... a job id above int8 refused");
+	is_int(fq_db_add_lane_windows(db, &lw, 1), 0, "... the largest values that fit accepted");
+	is_int(fq_db_flush(db), 1, "... and stored");
+	is_str(q("select concat_ws(' ', interval_start, interval_end, job_id, step_id, src_rank, bytes, "
+		 "owd_min_ns,"
+		 " owd_p99_ns, synchronised) from fabriciq.lane_windows where job_id = 9223372036854775807"),
+	       "1969-12-31 23:59:59.999999+00 2023-11-14 22:13:20.123456+00 9223372036854775807 4294967295 "
+	       "2147483647 9223372036854775807 -5 f",
+	       "... exactly (times truncated to the us towards the past, 0 delays NULL)");
+	q("delete from fabriciq.lane_windows where job_id = 9223372036854775807");
+}
+
 static void test_partitions(struct fq_db *db)
 {
 	struct fq_db_lane_window lw = {
@@ -557,6 +648,8 @@ int main(void)
 	test_atomic_flush(db);
 	test_statement_timeout();
 	test_views(db);
+	test_rank_nics(db);
+	test_lane_ranges(db);
 	test_partitions(db);
 	fq_db_destroy(db);
 	PQfinish(pg);
