@@ -132,7 +132,7 @@ void fqn_failover_fill(Fabriciq__FailoverEvent *f, const struct fqn_lane_sample 
 	f->from_lane = (uint32_t)s->lane;
 	f->to_lane = (uint32_t)(s->to_lane >= 0 ? s->to_lane : s->lane);
 	f->local_nic = (char *)s->nic;
-	f->remote_nic = (char *)s->peer; /* the far NIC's address: the plugin knows no names */
+	f->remote_nic = (char *)s->peer; /* the far NIC's name from the path page, else its address */
 	f->cause = (char *)s->cause;
 	f->time_ns = s->start_ns;
 	f->detect_ns = s->detect_ns;
