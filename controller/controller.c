@@ -384,6 +384,11 @@ static void feed_detector(struct ctl *c, const char *node, const Fabriciq__Envel
 					l->nic_level,
 					l->time_ns};
 		fq_detector_link(c->det, &d);
+	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER) {
+		const Fabriciq__FailoverEvent *f = env->failover;
+		struct fq_det_lane_event d = {node,       f->local_nic, f->remote_nic, f->cause,  f->job_id,
+					      f->step_id, f->src_rank,  f->dst_rank,   f->time_ns};
+		fq_detector_lane_event(c->det, &d);
 	}
 }
 

@@ -46,12 +46,13 @@ enum kind {
 	K_SLOW_SENDER,
 	K_SLOW_RECEIVER,
 	K_COLLISION,
+	K_RDMA_CONFIG,
 };
 
 static const char *const kind_names[] = {
     [K_LINK_DOWN] = "link_down",         [K_FLAPPING] = "flapping",      [K_PATH_DELAY] = "path_delay",
     [K_LANE_OUTLIER] = "lane_outlier",   [K_INBAND] = "inband_mismatch", [K_SLOW_SENDER] = "slow_sender",
-    [K_SLOW_RECEIVER] = "slow_receiver", [K_COLLISION] = "collision",
+    [K_SLOW_RECEIVER] = "slow_receiver", [K_COLLISION] = "collision",    [K_RDMA_CONFIG] = "rdma_config",
 };
 
 enum {
@@ -655,6 +656,7 @@ static bool lane_matches(const struct anom_ent *a, const struct lane_rec *l)
 
 	switch ((enum kind)a->k.kind) {
 	case K_LANE_OUTLIER:
+	case K_RDMA_CONFIG:
 		return false; /* attached explicitly to the step it was seen in */
 	case K_SLOW_SENDER:
 		return nic_eq(s, x);
@@ -1079,6 +1081,32 @@ static void check_inband(struct fq_detector *d, const struct step_ent *s, const 
 	    l->min_ns, p->p50_ns, d->c.inband_factor, d->c.inband_floor_ns, s->k.job, s->k.step, l->lane);
 	anom_evidence(d, K_INBAND, SEV_WARNING, &k.src, &k.dst, l->start_ns, l->end_ns, summary, evidence,
 		      NULL);
+}
+
+void fq_detector_lane_event(struct fq_detector *d, const struct fq_det_lane_event *e)
+{
+	uint32_t ranks[2] = {e->src_rank, e->dst_rank};
+	char summary[384], evidence[256];
+	struct anom_ent *a;
+	struct nic_key k;
+
+	if (!d || !e || !has(e->node) || !has(e->nic) || !e->cause || strcmp(e->cause, "config") != 0)
+		return;
+	nic_key_set(&k, e->node, e->nic);
+	snprintf(summary, sizeof(summary),
+		 "%s/%s: an RDMA lane to %s could not be formed (job %" PRIu64 ".%" PRIu32 " ranks %" PRIu32
+		 "->%" PRIu32 "): the two ends disagree on link layer or RoCE version "
+		 "(see the job's NCCL log)",
+		 k.node, k.nic, has(e->remote_nic) ? e->remote_nic : "?", e->job_id, e->step_id, e->src_rank,
+		 e->dst_rank);
+	snprintf(evidence, sizeof(evidence),
+		 "{\"cause\":\"config\",\"job_id\":%" PRIu64 ",\"step_id\":%" PRIu32 ",\"src_rank\":%" PRIu32
+		 ",\"dst_rank\":%" PRIu32 "}",
+		 e->job_id, e->step_id, e->src_rank, e->dst_rank);
+	a = anom_evidence(d, K_RDMA_CONFIG, SEV_WARNING, &k, NULL, e->time_ns, e->time_ns, summary, evidence,
+			  NULL);
+	if (a)
+		anom_attach(d, a, e->job_id, e->step_id, ranks, e->src_rank == e->dst_rank ? 1 : 2);
 }
 
 void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)

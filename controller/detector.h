@@ -107,6 +107,20 @@ struct fq_det_link {
 void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p);
 void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l);
 void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e);
+
+/* A lane event of a job's NCCL plugin (proto FailoverEvent), reported by
+ * the agent on node. Cause "config": an RDMA lane the two ends could not
+ * form (InfiniBand against RoCE, RoCE v1 against v2: the classic
+ * misconfiguration) -> anomaly rdma_config on node/nic, attached to the
+ * step and its two ranks, closed quiet_close_ns after the last such event.
+ * Other causes are failovers and moves: failover_events holds them. */
+struct fq_det_lane_event {
+	const char *node, *nic, *remote_nic, *cause;
+	uint64_t job_id;
+	uint32_t step_id, src_rank, dst_rank;
+	int64_t time_ns;
+};
+void fq_detector_lane_event(struct fq_detector *d, const struct fq_det_lane_event *e);
 /* A node drained (by anyone) / resumed, as the daemon learns it from Slurm
  * or from applying a hint: reason is the drain reason, NULL or "" when the
  * node is no longer drained (resumed). Resume hints are given only for

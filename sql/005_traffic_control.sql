@@ -2,11 +2,13 @@
 --
 -- collision: lanes of two or more jobs delayed far above their paths'
 -- probe delay on a shared NIC; the controller advises one job to move
--- (doc/fabriciq-controller.8, "The control loop").
+-- (doc/fabriciq-controller.8, "The control loop"). rdma_config: a job's
+-- RDMA lane that the two ends could not form (InfiniBand against RoCE,
+-- RoCE v1 against v2), reported by the NCCL plugin at connect time.
 alter table fabriciq.anomalies drop constraint anomalies_kind_check;
 alter table fabriciq.anomalies add constraint anomalies_kind_check
 	check (kind in ('link_down', 'flapping', 'path_delay', 'lane_outlier', 'inband_mismatch', 'slow_sender',
-	                'slow_receiver', 'collision'));
+	                'slow_receiver', 'collision', 'rdma_config'));
 
 -- A steering move (a lane re-opened on a new ECMP hash, cause 'steer') is
 -- stored with the failover events, the job report lists it, but it is no

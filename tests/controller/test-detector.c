@@ -842,6 +842,52 @@ static void test_collision(void)
 	fq_detector_destroy(d);
 }
 
+/* An RDMA lane refused for its configuration (plugin FailoverEvent cause
+ * "config"): one rdma_config anomaly per NIC, attached to the step and its
+ * ranks, renewed by repeats, closed when they stop; other causes nothing. */
+static void test_rdma_config(void)
+{
+	struct fq_detector *d = make();
+	const struct rec *o;
+	struct fq_det_lane_event e = {.node = "n1",
+				      .nic = "mlx5_0",
+				      .remote_nic = "198.19.0.5",
+				      .cause = "path-down",
+				      .job_id = 77,
+				      .step_id = 2,
+				      .src_rank = 0,
+				      .dst_rank = 3,
+				      .time_ns = S(10)};
+
+	reset();
+	fq_detector_lane_event(NULL, &e);
+	fq_detector_lane_event(d, NULL);
+	fq_detector_lane_event(d, &e);
+	e.cause = "steer";
+	fq_detector_lane_event(d, &e);
+	collect(d);
+	ok(nrecs == 0, "failovers and steering moves open no anomaly");
+	e.cause = "config";
+	fq_detector_lane_event(d, &e);
+	e.time_ns = S(12), e.src_rank = 1, e.dst_rank = 3;
+	fq_detector_lane_event(d, &e);
+	collect(d);
+	o = find_open("rdma_config", "n1", "mlx5_0");
+	ok(o && count(FQ_DET_OPEN, "rdma_config") == 1 && o->severity == 1 &&
+	       strstr(o->summary, "198.19.0.5") && strstr(o->summary, "RoCE version"),
+	   "cause config: one rdma_config warning on n1/mlx5_0 (%s)", o ? o->summary : "none");
+	ok(o && attached(o->handle, 77, 2) == ((1LL << 0) | (1LL << 1) | (1LL << 3)),
+	   "attached to job 77.2, ranks 0, 1 and 3");
+	fq_detector_tick(d, S(30));
+	collect(d);
+	ok(o && !find_kind(FQ_DET_CLOSE, o->handle), "still open within quiet_close of the last event");
+	fq_detector_tick(d, S(43));
+	collect(d);
+	ok(o && find_kind(FQ_DET_CLOSE, o->handle) && find_kind(FQ_DET_CLOSE, o->handle)->end == S(12),
+	   "closed quiet_close after the last event, ending at it");
+	fq_detector_destroy(d);
+}
+
 int main(void)
 {
 	test_lane_outlier();
@@ -854,5 +900,6 @@ int main(void)
 	test_memory_bounds();
 	test_hostile();
 	test_collision();
+	test_rdma_config();
 	return done_testing();
 }
