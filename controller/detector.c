@@ -1085,13 +1085,15 @@ static void check_inband(struct fq_detector *d, const struct step_ent *s, const 
 
 void fq_detector_lane_event(struct fq_detector *d, const struct fq_det_lane_event *e)
 {
-	uint32_t ranks[2] = {e->src_rank, e->dst_rank};
 	char summary[384], evidence[256];
 	struct anom_ent *a;
 	struct nic_key k;
+	uint32_t ranks[2];
 
 	if (!d || !e || !has(e->node) || !has(e->nic) || !e->cause || strcmp(e->cause, "config") != 0)
 		return;
+	ranks[0] = e->src_rank;
+	ranks[1] = e->dst_rank;
 	nic_key_set(&k, e->node, e->nic);
 	snprintf(summary, sizeof(summary),
 		 "%s/%s: an RDMA lane to %s could not be formed (job %" PRIu64 ".%" PRIu32 " ranks %" PRIu32

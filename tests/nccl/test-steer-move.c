@@ -58,7 +58,8 @@ static void advise(uint32_t job, uint32_t gen)
 	e.advice_job = job;
 	e.advice_gen = gen;
 	e.advice_until_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + 30LL * 1000000000;
-	fq_path_page_publish(page, &e, 1, 0);
+	/* published now: the plugin ignores a stale page */
+	fq_path_page_publish(page, &e, 1, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 }
 
 /* Messages of 256 KiB for `secs`: 1 if every one completed intact. */
