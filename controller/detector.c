@@ -1235,7 +1235,8 @@ struct coll_lane {
 /* Gather the newest interval's lanes of every step that have a delay
  * sample and a known far end, with their NIC pair's probe delay (the
  * path's probe p50, else its baseline). 0, or -ENOMEM. */
-static int coll_gather(struct fq_detector *d, struct coll_lane **clp, struct fq_rule_clane **inp, size_t *np)
+static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **clp, struct fq_rule_clane **inp,
+		       size_t *np)
 {
 	struct coll_lane *cl = NULL;
 	struct fq_rule_clane *in = NULL;
@@ -1245,6 +1246,12 @@ static int coll_gather(struct fq_detector *d, struct coll_lane **clp, struct fq_
 	{
 		int64_t half = s->newest_len_ns / 2 > 0 ? s->newest_len_ns / 2 : 1;
 		int64_t from = fq_rule_sat_sub(s->newest_end_ns, half);
+
+		/* Only running steps collide: a step whose newest interval ended
+		 * more than two intervals (at least 2 s) ago has stopped (its
+		 * lanes are kept for attachment, not as current evidence). */
+		if (older_than(now, s->newest_end_ns, max64(2 * s->newest_len_ns, 2000000000)))
+			continue;
 
 		for (size_t i = 0; i < s->n; i++) {
 			const struct lane_rec *l = &s->lanes[i];
@@ -1297,7 +1304,7 @@ static void check_collisions(struct fq_detector *d, int64_t now)
 	bool *out = NULL;
 	size_t n = 0;
 
-	if (coll_gather(d, &cl, &in, &n) < 0 || !n || !(out = calloc(n, sizeof(*out))) ||
+	if (coll_gather(d, now, &cl, &in, &n) < 0 || !n || !(out = calloc(n, sizeof(*out))) ||
 	    !fq_rule_collision(&d->c, in, n, out, &r))
 		goto done;
 	for (size_t i = 0; i < n && !shared; i++)
