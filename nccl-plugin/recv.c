@@ -18,7 +18,10 @@
  * re-dialed lane replaces it (rejoin.h) and is acked at once (the
  * sender's test that the new path works). Chunks are counted when their
  * payload is complete, so a chunk cut off with its lane is simply taken
- * again from the resend.
+ * again from the resend. A comm with no receive posted is still served
+ * (copies drained and acked, re-dialed lanes taken and acked) from any
+ * control-mode progress call in the process (fqn_recv_serve_idle): NCCL
+ * calls nothing on it then, and the sender may be waiting for those acks.
  */
 #include <errno.h>
 #include <pthread.h>
