@@ -18,9 +18,13 @@
  * re-dialed lane replaces it (rejoin.h) and is acked at once (the
  * sender's test that the new path works). Chunks are counted when their
  * payload is complete, so a chunk cut off with its lane is simply taken
- * again from the resend.
+ * again from the resend. A comm with no receive posted is still served
+ * (copies drained and acked, re-dialed lanes taken and acked) from any
+ * control-mode progress call in the process (fqn_recv_serve_idle): NCCL
+ * calls nothing on it then, and the sender may be waiting for those acks.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +37,7 @@
 #define REJOIN_POLL_NS (2LL * 1000000)
 #define ACK_EVERY      32
 #define PATH_HEALTH_NS (5LL * 1000000) /* silent-lane checks: every 5 ms per comm at most */
+#define IDLE_SERVE_NS  (1LL * 1000000) /* idle receive comms: served every 1 ms at most */
 
 struct fqn_rmsg {
 	int active;
@@ -71,7 +76,17 @@ struct fqn_recv {
 	uint64_t pending_msgs;  /* messages posted and not complete */
 	int registered;
 	uint64_t dups;
+	/* control mode: the owner's calls and fqn_recv_serve_idle (from any
+	 * thread) take lock; idle_next links the served comms */
+	pthread_mutex_t lock;
+	struct fqn_recv *idle_next;
+	int listed;
 };
+
+/* Control-mode receive comms, for fqn_recv_serve_idle. */
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fqn_recv *idle_list;
+static int64_t idle_next_ns; /* the next sweep (atomic) */
 
 int fqn_recv_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,
 			struct fqn_recv **out)
@@ -88,6 +103,7 @@ int fqn_recv_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chu
 	for (int i = 0; i < nlanes; i++)
 		r->c.lanes[i] = lanes[i];
 	fqn_comm_stats_init(&r->c);
+	pthread_mutex_init(&r->lock, NULL);
 	*out = r;
 	return 0;
 }
@@ -540,10 +556,36 @@ int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)
 	}
 	r->c.token = token;
 	r->c.control = 1;
+	pthread_mutex_lock(&idle_lock);
+	r->idle_next = idle_list;
+	idle_list = r;
+	r->listed = 1;
+	pthread_mutex_unlock(&idle_lock);
 	return 0;
 }
 
-int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
+void fqn_recv_serve_idle(void)
+{
+	int64_t now = fqn_mono_ns();
+
+	if (now < __atomic_load_n(&idle_next_ns, __ATOMIC_RELAXED) || pthread_mutex_trylock(&idle_lock))
+		return; /* not due, or another thread is at it */
+	__atomic_store_n(&idle_next_ns, now + IDLE_SERVE_NS, __ATOMIC_RELAXED);
+	for (struct fqn_recv *r = idle_list; r; r = r->idle_next) {
+		if (pthread_mutex_trylock(&r->lock))
+			continue; /* its owner is in it (or it is the caller's own) */
+		/* Only a comm with no receive pending: serving it completes no
+		 * request, so its owner's unlocked look at a request's state
+		 * (fqn_test) never races with this thread. */
+		if (!r->c.err && !r->pending_msgs)
+			ctl_recv_progress(r, NULL);
+		pthread_mutex_unlock(&r->lock);
+	}
+	pthread_mutex_unlock(&idle_lock);
+}
+
+/* fqn_recv_progress without control mode's lock (the caller holds it). */
+static int recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 {
 	if (r->c.err)
 		return r->c.err;
@@ -564,8 +606,21 @@ int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 	return 0;
 }
 
-int fqn_irecv(struct fqn_recv *r, int n, void **data, const size_t *sizes, const int *tags,
-	      struct fqn_req **out)
+int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
+{
+	int rc;
+
+	if (!r->c.control)
+		return recv_progress(r, until);
+	pthread_mutex_lock(&r->lock);
+	rc = recv_progress(r, until);
+	pthread_mutex_unlock(&r->lock);
+	fqn_recv_serve_idle();
+	return rc;
+}
+
+static int recv_post(struct fqn_recv *r, int n, void **data, const size_t *sizes, const int *tags,
+		     struct fqn_req **out)
 {
 	struct fqn_req *q;
 
@@ -605,7 +660,21 @@ int fqn_irecv(struct fqn_recv *r, int n, void **data, const size_t *sizes, const
 	r->pending_msgs += (uint64_t)n;
 	r->nposted++;
 	*out = q;
-	return fqn_recv_progress(r, q);
+	return recv_progress(r, q);
+}
+
+int fqn_irecv(struct fqn_recv *r, int n, void **data, const size_t *sizes, const int *tags,
+	      struct fqn_req **out)
+{
+	int rc;
+
+	if (!r->c.control)
+		return recv_post(r, n, data, sizes, tags, out);
+	pthread_mutex_lock(&r->lock);
+	rc = recv_post(r, n, data, sizes, tags, out);
+	pthread_mutex_unlock(&r->lock);
+	fqn_recv_serve_idle();
+	return rc;
 }
 
 static struct fqn_req fqn_flush_done = {.kind = FQN_REQ_FLUSH, .state = FQN_REQ_DONE};
@@ -660,6 +729,15 @@ int fqn_close_recv(struct fqn_recv *r)
 {
 	if (!r)
 		return 0;
+	if (r->listed) { /* a sweep holds idle_lock throughout: none is serving r after this */
+		pthread_mutex_lock(&idle_lock);
+		for (struct fqn_recv **p = &idle_list; *p; p = &(*p)->idle_next)
+			if (*p == r) {
+				*p = r->idle_next;
+				break;
+			}
+		pthread_mutex_unlock(&idle_lock);
+	}
 	if (r->registered)
 		fqn_rejoin_unregister(fqn_g->rejoin, r);
 	if (r->dups)
@@ -669,6 +747,7 @@ int fqn_close_recv(struct fqn_recv *r)
 	for (int k = 0; k < FQN_SEND_SLOTS; k++)
 		fqn_seen_free(&r->msgs[k].seen);
 	free(r->sink);
+	pthread_mutex_destroy(&r->lock);
 	free(r);
 	return 0;
 }

@@ -17,7 +17,12 @@
  * deadlock-free: a lane can wait behind a chunk of a message the receiver
  * has not posted yet, but as in NCCL's pipeline the receiver posts message
  * M+k once M+k-depth is consumed, never waiting for M itself, and the
- * sender cannot run more than its own depth past an unacked M). A lane fails on a socket error, on no progress for
+ * sender cannot run more than its own depth past an unacked M). Acks for
+ * resent copies the receiver already holds, and for a re-dialed lane, come
+ * from a receive comm that may have no receive posted (NCCL calls nothing
+ * on it then): every progress call here also serves those
+ * (fqn_recv_serve_idle), else two ranks each waiting for the other's acks
+ * before posting the next receive would wait for ever. A lane fails on a socket error, on no progress for
  * FABRICIQ_LANE_TIMEOUT_MS while the transport has data unacknowledged and
  * has heard nothing from the peer, or when the agent's path page has its
  * path DOWN; it is re-dialed in the background with backoff (rejoin.h) and
@@ -304,12 +309,26 @@ static void steer_move_out(struct fqn_send *s, int i, int64_t now)
 	lc->next_try_ns = now; /* at once */
 }
 
-/* Every FQN_STEER_UPDATE_MS: feed the controller, move a lane if due. */
+/* 1 if a lane other than i is UP. */
+static int steer_others_up(const struct fqn_send *s, int i)
+{
+	for (int k = 0; k < s->c.nlanes; k++)
+		if (k != i && s->c.lc[k].state == FQN_LANE_UP)
+			return 1;
+	return 0;
+}
+
+/* Every FQN_STEER_UPDATE_MS: feed the controller, move a lane if due.
+ * Never the last UP lane: a lane being moved takes no new chunks, and a
+ * moved-out last lane would leave the connection with none (a lone lane
+ * carrying a failed lane's share looks congested, which is no reason). */
 static void steer_tick(struct fqn_send *s, int64_t now)
 {
 	struct steer_state *st = s->st;
 	int changed, advised = -1, pick, trial = fqn_steer_trial_lane(st->ctl), traffic = 0;
 
+	if (st->move >= 0 && !steer_others_up(s, st->move))
+		st->move = -1; /* the other lanes failed while it drained: keep it */
 	if (st->move >= 0 && s->c.lc[st->move].state == FQN_LANE_UP && !s->txq[st->move]->count &&
 	    !s->busy[st->move]) {
 		steer_move_out(s, st->move, now);
@@ -369,13 +388,14 @@ static void steer_tick(struct fqn_send *s, int64_t now)
 		steer_trace(s, "keep");
 		return;
 	case 0:
-		st->move = trial;
+		if (steer_others_up(s, trial))
+			st->move = trial;
 		return;
 	}
 	pick = fqn_steer_rehash_pick(st->ctl, advised >= 0, now);
 	if (advised >= 0)
 		pick = advised;
-	if (pick >= 0 && s->c.lc[pick].can_rejoin)
+	if (pick >= 0 && s->c.lc[pick].can_rejoin && steer_others_up(s, pick))
 		st->move = pick;
 }
 
@@ -749,8 +769,12 @@ int fqn_send_progress(struct fqn_send *s)
 
 	if (s->c.err)
 		return s->c.err;
-	if (s->c.control)
-		return ctl_progress(s);
+	if (s->c.control) {
+		int rc = ctl_progress(s);
+
+		fqn_recv_serve_idle(); /* the acks this send may be waiting for */
+		return rc;
+	}
 	for (int k = 0; k < n; k++) {
 		int rc = send_fill_lane(s, (int)((s->rr + (unsigned)k) % (unsigned)n));
 

@@ -135,6 +135,73 @@ static int intact(const struct xfer *x, char fill)
 	return 1;
 }
 
+/* Fault injection (issue 7): the sender's lanes run through these ops,
+ * which report a socket error on a lane once it is cut and note which
+ * lane took the last chunk. A re-dialed lane gets the real ops again. */
+static const struct fqn_lane_ops *real_ops;
+static struct fqn_lane_ops cut_ops;
+static int cut[FQN_MAX_LANES], last_lane = -1;
+
+static int cut_tx_chunk(struct fqn_lane *l, const struct fqn_chunk_hdr *h, const void *p, void *cookie)
+{
+	int rc = cut[l->index] ? -ECONNRESET : real_ops->tx_chunk(l, h, p, cookie);
+
+	if (rc == 0)
+		last_lane = l->index;
+	return rc;
+}
+
+static int cut_tx_progress(struct fqn_lane *l, void **cookie)
+{
+	return cut[l->index] ? -ECONNRESET : real_ops->tx_progress(l, cookie);
+}
+
+static int cut_rx_ctrl(struct fqn_lane *l, uint8_t rec[FQN_CTRL_SIZE])
+{
+	return cut[l->index] ? -ECONNRESET : real_ops->rx_ctrl(l, rec);
+}
+
+static void cut_install(struct fqn_send *s)
+{
+	struct fqn_comm *c = (struct fqn_comm *)s; /* struct fqn_send starts with its comm */
+
+	for (int i = 0; i < c->nlanes; i++)
+		if (c->lanes[i] && c->lanes[i]->ops != &cut_ops) {
+			real_ops = c->lanes[i]->ops; /* every lane's: they are all TCP */
+			c->lanes[i]->ops = &cut_ops;
+		}
+	cut_ops = *real_ops;
+	cut_ops.tx_chunk = cut_tx_chunk;
+	cut_ops.tx_progress = cut_tx_progress;
+	cut_ops.rx_ctrl = cut_rx_ctrl;
+	memset(cut, 0, sizeof(cut));
+	last_lane = -1;
+}
+
+/* Progress the receive until it completes, the send only while it has
+ * not: the receiver's last acks stay unread, as when a lane dies with
+ * them. */
+static void xfer_spin_recv_first(struct xfer *x, double secs)
+{
+	double end = now_s() + secs;
+
+	while (!x->rd && !x->src && !x->rrc && now_s() < end) {
+		x->rrc = fqn_test(x->rq, &x->rd, NULL, NULL);
+		if (!x->rd && !x->sd)
+			x->src = fqn_test(x->sq, &x->sd, NULL, NULL);
+	}
+}
+
+/* Test only the send (NCCL with no receive posted on the other comm), up
+ * to secs. */
+static void xfer_spin_send(struct xfer *x, double secs)
+{
+	double end = now_s() + secs;
+
+	while (!x->sd && !x->src && now_s() < end)
+		x->src = fqn_test(x->sq, &x->sd, NULL, NULL);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/nccl-plugin-failover-XXXXXX", sock[256], paths[256],
@@ -226,6 +293,59 @@ int main(void)
 	xfer_start(s, r, &x, 'c');
 	xfer_spin(&x, 5);
 	ok(x.sd && x.rd && intact(&x, 'c'), "and traffic flows on");
+
+	/* Issue 7: the receive completed and no further receive is posted (a
+	 * ring step posts it only once its own send is done), when the lane
+	 * that carried the last chunk dies with its ack. The chunk is resent
+	 * on the other lane; the receiver must take the copy and ack it, and
+	 * take the re-dialed lane and ack it (failback), although nothing is
+	 * called on it: before the fix the send waited for ever. */
+	{
+		size_t full = x.size;
+		int fb, dead;
+
+		cut_install(s);
+		x.size = 64 << 10; /* one chunk: one lane holds it, deterministically */
+		xfer_start(s, r, &x, 'e');
+		xfer_spin_recv_first(&x, 5);
+		dead = last_lane;
+		ok(x.rd && !x.sd && !x.src && intact(&x, 'e') && dead >= 0,
+		   "one chunk received on lane %d; its ack not yet read by the sender", dead);
+		cut[dead < 0 ? 0 : dead] = 1;
+		fb = warns_failback;
+		t0 = now_s();
+		xfer_spin_send(&x, 3);
+		ok(x.sd && !x.src,
+		   "lane %d dies with the ack: the resend is acked by the idle receiver, the send completes "
+		   "in "
+		   "%.0f ms (rc %d)",
+		   dead, (now_s() - t0) * 1e3, x.src);
+		end = now_s() + 3;
+		while (warns_failback == fb && now_s() < end && fqn_send_progress(s) == 0)
+			;
+		ok(warns_failback > fb,
+		   "... and lane %d comes back (failback) with no receive posted, in %.0f ms", dead,
+		   (now_s() - t0) * 1e3);
+
+		/* Both lanes at once, 16 chunks: every resend waits for a re-dial
+		 * that only the idle receiver can verify. */
+		x.size = full;
+		cut_install(s);
+		xfer_start(s, r, &x, 'f');
+		xfer_spin_recv_first(&x, 5);
+		ok(x.rd && !x.sd && !x.src && intact(&x, 'f'), "1 MiB received; the last acks not yet read");
+		cut[0] = cut[1] = 1;
+		t0 = now_s();
+		xfer_spin_send(&x, 3);
+		ok(x.sd && !x.src,
+		   "both lanes die with acks: re-dialed, verified and resent with no receive posted, the "
+		   "send "
+		   "completes in %.0f ms (rc %d)",
+		   (now_s() - t0) * 1e3, x.src);
+		xfer_start(s, r, &x, 'g');
+		xfer_spin(&x, 5);
+		ok(x.sd && x.rd && intact(&x, 'g'), "and traffic flows on");
+	}
 
 	path_state(FQ_PATH_STATE_DOWN);
 	usleep(20000);
