@@ -49,6 +49,7 @@ struct fqn_rlane {
 	uint64_t last_off;
 	int have_last;
 	int64_t seen_ns; /* when its header was first seen */
+	unsigned idle;   /* consecutive polls that found no chunk header */
 	/* control mode: the current chunk */
 	int dup; /* a copy of a chunk held already: read into the sink */
 	uint64_t cur_seq, cur_idx;
@@ -59,6 +60,7 @@ struct fqn_recv {
 	uint64_t post_seq; /* next message number a receive will claim */
 	uint64_t nposted;  /* receives posted */
 	int last_lane;     /* where polling starts */
+	unsigned polls;    /* progress calls, for polling idle lanes less often */
 	struct fqn_rlane rl[FQN_MAX_LANES];
 	struct fqn_rmsg msgs[FQN_SEND_SLOTS];
 	struct fqn_req reqs[FQN_RECV_SLOTS];
@@ -186,6 +188,15 @@ static void recv_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hd
 		m->req->state = FQN_REQ_DONE;
 }
 
+/* Polling an empty socket is a syscall: a lane that has found no chunk
+ * header for IDLE_AFTER polls in a row is polled on every IDLE_EVERY-th
+ * progress call only, so a test() waiting for a small message costs one
+ * recv() (on the lane the sender uses while its lanes are idle), not one
+ * per lane. A lane with anything in flight is hot again at once; a chunk
+ * arriving on an idle lane waits at most IDLE_EVERY - 1 calls. */
+#define IDLE_AFTER 16
+#define IDLE_EVERY 4
+
 /* Progress lane i; stop early once `until` (if set) is complete, so a
  * test() that succeeds costs no extra recv() on the way out. */
 static int recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until)
@@ -193,6 +204,7 @@ static int recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until)
 	struct fqn_lane *l = r->c.lanes[i];
 	struct fqn_rlane *rl = &r->rl[i];
 
+	rl->idle++;
 	for (;;) {
 		struct fqn_chunk_hdr h;
 		const char *why = "?";
@@ -206,6 +218,7 @@ static int recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until)
 			return fqn_comm_fail(&r->c, i, rc, "receive");
 		if (rc == 0)
 			return 0;
+		rl->idle = 0;
 		if (!rl->seen_ns) {
 			rl->seen_ns = fqn_clock_now(&sync);
 			r->c.stats[i].unsync |= !sync || !(h.flags & FQN_CHUNK_F_SYNC);
@@ -489,11 +502,14 @@ int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 		return r->c.err;
 	if (r->c.control)
 		return ctl_recv_progress(r, until);
+	r->polls++;
 	for (int k = 0; k < r->c.nlanes; k++) {
 		/* Start where the last chunk came from: small messages follow one another. */
-		int i = (r->last_lane + k) % r->c.nlanes;
-		int rc = recv_lane(r, i, until);
+		int i = (r->last_lane + k) % r->c.nlanes, rc;
 
+		if (r->rl[i].idle >= IDLE_AFTER && r->polls % IDLE_EVERY)
+			continue;
+		rc = recv_lane(r, i, until);
 		if (rc < 0)
 			return rc;
 		if (until && until->state == FQN_REQ_DONE) {

@@ -474,7 +474,11 @@ int fqn_send_progress(struct fqn_send *s)
 		if (rc < 0)
 			return rc;
 	}
-	s->rr++;
+	/* Rotate the first lane only while lanes are the limit (chunks left
+	 * over): messages that go out at once keep to one lane, which the
+	 * receiver then polls alone (recv.c: idle lanes are polled less). */
+	if (s->tx_seq != s->next_seq)
+		s->rr++;
 	return 0;
 }
 
