@@ -79,6 +79,10 @@ struct fqn_lane_ops {
 	int (*tx_ctrl)(struct fqn_lane *l, const uint8_t rec[FQN_CTRL_SIZE]);
 	int (*rx_ctrl)(struct fqn_lane *l, uint8_t rec[FQN_CTRL_SIZE]);
 	int (*info)(struct fqn_lane *l, struct fqn_lane_info *out);
+	/* The traffic class (0..255: DSCP << 2, the byte NCCL's trafficClass
+	 * carries) of the lane's packets from now on: IP_TOS or IPV6_TCLASS
+	 * on a TCP lane, the GRH traffic class on an IB lane. 0 or an errno. */
+	int (*set_tclass)(struct fqn_lane *l, int tclass);
 	void (*destroy)(struct fqn_lane *l);
 };
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl-plugin/conn.h"
 #include "nccl-plugin/net.h"
 #include "nccl-plugin/plog.h"
 
@@ -283,11 +284,36 @@ static ncclResult_t a_init_v10(ncclDebugLogger_t logger, ncclProfilerCallback_t 
 	return a_init(logger);
 }
 
+/* NCCL's trafficClass (v10+): the byte the send comm's lanes put in their
+ * packets' IP TOS / IPv6 traffic class. NCCL passes NCCL_CONFIG_UNDEF_INT
+ * (INT_MIN) when the user set none: anything outside 0..255 leaves the
+ * kernel's default. Applied once the comm is up, before its first chunk
+ * (the handshake went with the default class). A lane that refuses is a
+ * WARN, not an error: the class is a QoS hint. Lanes re-dialed after a
+ * failover (control mode) keep the default class. */
+static ncclResult_t connect_tclass(int dev, int tclass, void *handle, void **sendComm, void **sendDevComm)
+{
+	ncclResult_t rc = a_connect(dev, handle, sendComm, sendDevComm);
+	struct fqn_comm *c = *sendComm; /* struct fqn_send begins with its comm */
+
+	if (rc != ncclSuccess || !c || tclass < 0 || tclass > 255)
+		return rc;
+	for (int i = 0; i < c->nlanes; i++) {
+		struct fqn_lane *l = c->lanes[i];
+		int err = l && l->ops->set_tclass ? l->ops->set_tclass(l, tclass) : -ENOTSUP;
+
+		if (err < 0)
+			FQN_WARN("connection %llx lane %d (%s -> %s): traffic class %d not set: %s",
+				 (unsigned long long)c->conn_id, i, l ? l->local : "?", l ? l->peer : "?",
+				 tclass, strerror(-err));
+	}
+	return rc;
+}
+
 static ncclResult_t a_connect_v10(int dev, ncclNetCommConfig_t *config, void *handle, void **sendComm,
 				  void **sendDevComm)
 {
-	(void)config; /* traffic class: TCP lanes do not set DSCP yet */
-	return a_connect(dev, handle, sendComm, sendDevComm);
+	return connect_tclass(dev, config ? config->trafficClass : -1, handle, sendComm, sendDevComm);
 }
 
 /* v11+: one context per NCCL communicator; the network state stays global. */
@@ -340,8 +366,9 @@ static ncclResult_t a_listen_v11(void *ctx, int dev, void *handle, void **listen
 
 static ncclResult_t a_connect_v11(void *ctx, int dev, void *handle, void **sendComm, void **sendDevComm)
 {
-	(void)ctx;
-	return a_connect(dev, handle, sendComm, sendDevComm);
+	const struct fqn_ctx *c = ctx;
+
+	return connect_tclass(dev, c ? c->traffic_class : -1, handle, sendComm, sendDevComm);
 }
 
 #define EXPORT __attribute__((visibility("default")))

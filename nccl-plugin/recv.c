@@ -193,9 +193,10 @@ static void recv_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hd
  * progress call only, so a test() waiting for a small message costs one
  * recv() (on the lane the sender uses while its lanes are idle), not one
  * per lane. A lane with anything in flight is hot again at once; a chunk
- * arriving on an idle lane waits at most IDLE_EVERY - 1 calls. */
+ * arriving on an idle lane waits at most IDLE_EVERY - 1 calls, which only
+ * happens when the sender moved on to another lane while this one was busy. */
 #define IDLE_AFTER 16
-#define IDLE_EVERY 4
+#define IDLE_EVERY 16
 
 /* Progress lane i; stop early once `until` (if set) is complete, so a
  * test() that succeeds costs no extra recv() on the way out. */
