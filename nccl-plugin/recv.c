@@ -190,11 +190,12 @@ static void recv_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hd
 
 /* Polling an empty socket is a syscall: a lane that has found no chunk
  * header for IDLE_AFTER polls in a row is polled on every IDLE_EVERY-th
- * progress call only, so a test() waiting for a small message costs one
- * recv() (on the lane the sender uses while its lanes are idle), not one
- * per lane. A lane with anything in flight is hot again at once; a chunk
- * arriving on an idle lane waits at most IDLE_EVERY - 1 calls, which only
- * happens when the sender moved on to another lane while this one was busy. */
+ * progress call only, unless the last message completed on it. So a
+ * test() waiting for a small message costs one recv() (on the lane the
+ * sender keeps using while its lanes keep up), not one per lane. A lane is
+ * hot again as soon as a header arrives on it; a chunk arriving on an idle
+ * lane waits at most IDLE_EVERY - 1 calls, which happens when the sender
+ * moves to another lane (its lanes were the limit, or one was busy). */
 #define IDLE_AFTER 16
 #define IDLE_EVERY 16
 
@@ -508,7 +509,7 @@ int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 		/* Start where the last chunk came from: small messages follow one another. */
 		int i = (r->last_lane + k) % r->c.nlanes, rc;
 
-		if (r->rl[i].idle >= IDLE_AFTER && r->polls % IDLE_EVERY)
+		if (i != r->last_lane && r->rl[i].idle >= IDLE_AFTER && r->polls % IDLE_EVERY)
 			continue;
 		rc = recv_lane(r, i, until);
 		if (rc < 0)
