@@ -61,6 +61,7 @@ struct fqn_recv {
 	uint64_t nposted;  /* receives posted */
 	int last_lane;     /* where polling starts */
 	unsigned polls;    /* progress calls, for polling idle lanes less often */
+	int small;         /* the last chunk header seen was of a one-chunk message */
 	struct fqn_rlane rl[FQN_MAX_LANES];
 	struct fqn_rmsg msgs[FQN_SEND_SLOTS];
 	struct fqn_req reqs[FQN_RECV_SLOTS];
@@ -188,15 +189,18 @@ static void recv_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hd
 		m->req->state = FQN_REQ_DONE;
 }
 
-/* Polling an empty socket is a syscall: a lane that has found no chunk
+/* Polling an empty socket is a syscall: while the traffic is one-chunk
+ * messages (the last header seen says so), a lane that has found no chunk
  * header for IDLE_AFTER polls in a row is polled on every IDLE_EVERY-th
  * progress call only, unless the last message completed on it. So a
  * test() waiting for a small message costs one recv() (on the lane the
  * sender keeps using while its lanes keep up), not one per lane. A lane is
  * hot again as soon as a header arrives on it; a chunk arriving on an idle
  * lane waits at most IDLE_EVERY - 1 calls, which happens when the sender
- * moves to another lane (its lanes were the limit, or one was busy). */
-#define IDLE_AFTER 16
+ * moves to another lane (one was busy, or a large message begins). Large
+ * messages poll every lane on every call: a lane polled late would fill
+ * its socket buffer and lose its share of the stripes. */
+#define IDLE_AFTER 1024
 #define IDLE_EVERY 16
 
 /* Progress lane i; stop early once `until` (if set) is complete, so a
@@ -221,6 +225,7 @@ static int recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until)
 		if (rc == 0)
 			return 0;
 		rl->idle = 0;
+		r->small = h.msg_size <= r->c.chunk_size;
 		if (!rl->seen_ns) {
 			rl->seen_ns = fqn_clock_now(&sync);
 			r->c.stats[i].unsync |= !sync || !(h.flags & FQN_CHUNK_F_SYNC);
@@ -509,7 +514,7 @@ int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 		/* Start where the last chunk came from: small messages follow one another. */
 		int i = (r->last_lane + k) % r->c.nlanes, rc;
 
-		if (i != r->last_lane && r->rl[i].idle >= IDLE_AFTER && r->polls % IDLE_EVERY)
+		if (r->small && i != r->last_lane && r->rl[i].idle >= IDLE_AFTER && r->polls % IDLE_EVERY)
 			continue;
 		rc = recv_lane(r, i, until);
 		if (rc < 0)
