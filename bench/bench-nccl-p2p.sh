@@ -5,8 +5,13 @@
 #  - latency: 8-byte messages, half round trip; goal plugin/raw <= 1.2,
 #    against raw TCP on one connection (replies carry the ACKs) and on two
 #    one-way connections (the shape of every ncclNet plugin: NCCL's send and
-#    receive comms are separate connections).
-# Each figure is the median of BENCH_P2P_REPEAT (default 3) runs.
+#    receive comms are separate connections). The plugin side is fq-netlat
+#    (ping-pong through the plugin's exported API, timed per iteration);
+#    the figure is the per-iteration median (a descheduled process on the
+#    shared cores costs a mean a whole time slice, a median nothing), the
+#    mean is printed beside it.
+# Plugin and raw runs alternate; each figure is the median of
+# BENCH_P2P_REPEAT (default 3) runs (latency: BENCH_P2P_LAT_REPEAT, default 7).
 # The machine's cores are shared: this measures CPU cost as much as wire.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -14,8 +19,10 @@ set -u
 CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
 SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 RAW="$top_builddir/bench/fq-rawtcp"
+LAT="$top_builddir/bench/fq-netlat"
 REPEAT=${BENCH_P2P_REPEAT:-3}
-for f in "$CB" "$SO" "$RAW"; do [ -e "$f" ] || { echo "bench-nccl-p2p: $f not built"; exit 1; }; done
+LAT_REPEAT=${BENCH_P2P_LAT_REPEAT:-7}
+for f in "$CB" "$SO" "$RAW" "$LAT"; do [ -e "$f" ] || { echo "bench-nccl-p2p: $f not built"; exit 1; }; done
 export FABRICIQ_IFACES=lo FABRICIQ_TELEMETRY=0
 port=$((30000 + $$ % 10000))
 
@@ -34,19 +41,38 @@ raw() {
 	wait
 }
 median() { sort -g | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'; }
-measure() { # FN SIZE ITERS WARMUP FIELD
-	for _ in $(seq "$REPEAT"); do "$1" "$2" "$3" "$4"; done | awk -v f="$5" '{ print $f }' | median
-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 
-p_bw=$(measure plugin $((64 << 20)) 10 2 2)
-p1_bw=$(FABRICIQ_LANES=1 measure plugin $((64 << 20)) 10 2 2)
-r_bw=$(measure raw $((64 << 20)) 10 2 2)
+for _ in $(seq "$REPEAT"); do
+	plugin $((64 << 20)) 10 2 | awk '{ print $2 }' >>"$tmp/bp"
+	FABRICIQ_LANES=1 plugin $((64 << 20)) 10 2 | awk '{ print $2 }' >>"$tmp/bp1"
+	raw $((64 << 20)) 10 2 | awk '{ print $2 }' >>"$tmp/br"
+done
+p_bw=$(median <"$tmp/bp") p1_bw=$(median <"$tmp/bp1") r_bw=$(median <"$tmp/br")
 echo "64 MiB ping-pong, one-way bandwidth: plugin ${FABRICIQ_LANES:-2} lanes $p_bw GB/s, 1 lane $p1_bw GB/s, raw TCP $r_bw GB/s"
 awk -v p="$p_bw" -v q="$p1_bw" -v r="$r_bw" 'BEGIN {
 	printf "bandwidth ratio plugin/raw: %.3f (1 lane: %.3f) (goal >= 0.90)\n", p / r, q / r }'
-p_lat=$(measure plugin 8 2000 200 1)
-r_lat=$(measure raw 8 2000 200 1)
-s_lat=$(FQ_RAWTCP_SPLIT=1 measure raw 8 2000 200 1)
-echo "8-byte ping-pong, half round trip: plugin $p_lat us, raw TCP $r_lat us (one connection), $s_lat us (two one-way connections)"
+# latency: rounds of plugin (2 lanes, 1 lane), raw, raw split, alternating;
+# each line "MEDIAN_US MEAN_US"
+lat_plugin() { "$LAT" "$SO" 8 5000 500 | awk '{ print $3, $2 }'; }
+lat_raw() {
+	port=$((port + 1))
+	"$RAW" server $port 8 5000 500 &
+	"$RAW" client 127.0.0.1 $port 8 5000 500 | awk '{ print $4, $2 }'
+	wait
+}
+for _ in $(seq "$LAT_REPEAT"); do
+	lat_plugin >>"$tmp/p"
+	FABRICIQ_LANES=1 lat_plugin >>"$tmp/p1"
+	lat_raw >>"$tmp/r"
+	FQ_RAWTCP_SPLIT=1 lat_raw >>"$tmp/s"
+done
+med() { awk -v f="$2" '{ print $f }' "$tmp/$1" | median; }
+p_lat=$(med p 1) p1_lat=$(med p1 1) r_lat=$(med r 1) s_lat=$(med s 1)
+echo "8-byte ping-pong, half round trip (median per iteration; median of $LAT_REPEAT runs):" \
+	"plugin ${FABRICIQ_LANES:-2} lanes $p_lat us, 1 lane $p1_lat us;" \
+	"raw TCP $r_lat us (one connection), $s_lat us (two one-way connections)"
+echo "  the same as means over each run: plugin $(med p 2) us, 1 lane $(med p1 2) us, raw $(med r 2) us, split $(med s 2) us"
 awk -v p="$p_lat" -v r="$r_lat" -v s="$s_lat" 'BEGIN {
 	printf "latency ratio plugin/raw: %.3f vs one connection, %.3f vs two one-way connections (goal <= 1.2)\n", p / r, p / s }'

@@ -3,7 +3,12 @@
  * connection, TCP_NODELAY, the plugin's default socket buffers, and the
  * same traffic pattern as `fabriciq-collbench -c pingpong`: SIZE bytes one
  * way, SIZE bytes back, busy-polling non-blocking sockets as NCCL's proxy
- * polls test(). Prints the half round trip and the one-way bandwidth.
+ * polls test(). Prints
+ *   SIZE MEAN_US GBPS MEDIAN_US P10_US
+ * the half round trip (mean over the run), the one-way bandwidth, and the
+ * per-iteration median and 10th percentile half round trip (fq-netlat's
+ * columns: on a shared machine a descheduled process costs the mean a
+ * whole time slice, the median nothing).
  * With FQ_RAWTCP_SPLIT=1 in the environment, each direction has its own
  * connection, the shape of every ncclNet plugin (NCCL's send and receive
  * comms are separate connections), so no ACK rides on the reply.
@@ -60,6 +65,13 @@ static int dial(const struct sockaddr_in *sa)
 	return -1;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -76,7 +88,7 @@ int main(int argc, char **argv)
 	size_t size;
 	int iters, warmup;
 	char *buf;
-	double t0 = 0;
+	double t0 = 0, *lat;
 
 	if (!server && !(argc == 7 && strcmp(argv[1], "client") == 0)) {
 		fprintf(
@@ -89,6 +101,11 @@ int main(int argc, char **argv)
 	iters = atoi(argv[a + 2]);
 	warmup = atoi(argv[a + 3]);
 	buf = calloc(1, size ? size : 1);
+	lat = calloc((size_t)(iters + warmup), sizeof(double));
+	if (!buf || !lat || iters < 1 || warmup < 0) {
+		fprintf(stderr, "fq-rawtcp: bad arguments or out of memory\n");
+		return 1;
+	}
 	if (server) {
 		int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 
@@ -111,21 +128,29 @@ int main(int argc, char **argv)
 		}
 	}
 	for (int i = 0; i < warmup + iters; i++) {
+		double t = now_s();
+
 		if (i == warmup)
-			t0 = now_s();
+			t0 = t;
 		/* there on fd, back on fd2 (the same socket unless split) */
 		if (xfer(fd, buf, size, !server) < 0 || xfer(fd2, buf, size, server) < 0) {
 			fprintf(stderr, "fq-rawtcp: connection lost\n");
 			return 1;
 		}
+		lat[i] = now_s() - t;
 	}
 	if (!server) {
 		double half_us = (now_s() - t0) / iters / 2 * 1e6;
-		printf("%zu %.2f %.3f\n", size, half_us, half_us > 0 ? (double)size / half_us / 1e3 : 0);
+
+		qsort(lat + warmup, (size_t)iters, sizeof(double), cmp_double);
+		printf("%zu %.2f %.3f %.2f %.2f\n", size, half_us,
+		       half_us > 0 ? (double)size / half_us / 1e3 : 0, lat[warmup + iters / 2] / 2 * 1e6,
+		       lat[warmup + iters / 10] / 2 * 1e6);
 	}
 	close(fd);
 	if (fd2 != fd)
 		close(fd2);
 	free(buf);
+	free(lat);
 	return 0;
 }

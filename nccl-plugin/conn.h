@@ -168,7 +168,12 @@ struct fqn_comm {
 	int64_t next_path_ns; /* next path page check */
 	uint64_t failovers, failbacks;
 	uint32_t peer_rank1; /* the other end's global rank + 1 (0: unknown) */
+	int tclass;          /* NCCL's trafficClass for the lanes (send comm), -1: the default */
 };
+
+/* Lane i's traffic class from c->tclass (nothing when -1); a lane that
+ * refuses is a WARN (a QoS hint, not an error). */
+void fqn_comm_apply_tclass(struct fqn_comm *c, int i);
 
 struct fqn_req {
 	enum fqn_req_kind kind;

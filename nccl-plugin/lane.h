@@ -83,6 +83,10 @@ struct fqn_lane_ops {
 	 * returned) was stamped by the NIC on completion: CLOCK_MONOTONIC_RAW
 	 * ns, or 0 when unknown (the receiver then stamps it itself). */
 	int64_t (*rx_stamp)(struct fqn_lane *l);
+	/* The traffic class (0..255: DSCP << 2, the byte NCCL's trafficClass
+	 * carries) of the lane's packets from now on: IP_TOS or IPV6_TCLASS
+	 * on a TCP lane, the GRH traffic class on an IB lane. 0 or an errno. */
+	int (*set_tclass)(struct fqn_lane *l, int tclass);
 	void (*destroy)(struct fqn_lane *l);
 };
 

@@ -297,6 +297,21 @@ static int tcp_info(struct fqn_lane *l, struct fqn_lane_info *out)
 	return 0;
 }
 
+static int tcp_set_tclass(struct fqn_lane *l, int tclass)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd = TCP(l)->fd;
+
+	if (tclass < 0 || tclass > 255)
+		return -EINVAL;
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return -errno;
+	if (ss.ss_family == AF_INET6)
+		return setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tclass, sizeof(tclass)) < 0 ? -errno : 0;
+	return setsockopt(fd, IPPROTO_IP, IP_TOS, &tclass, sizeof(tclass)) < 0 ? -errno : 0;
+}
+
 static void tcp_destroy(struct fqn_lane *l)
 {
 	if (!l)
@@ -317,6 +332,7 @@ static const struct fqn_lane_ops fqn_lane_tcp_ops = {
     .tx_ctrl = tcp_tx_ctrl,
     .rx_ctrl = tcp_rx_ctrl,
     .info = tcp_info,
+    .set_tclass = tcp_set_tclass,
     .destroy = tcp_destroy,
 };
 

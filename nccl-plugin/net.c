@@ -350,3 +350,16 @@ enum fqn_err_class fqn_errno_to_class(int negerr)
 		return FQN_ERR_SYSTEM;
 	}
 }
+
+void fqn_comm_apply_tclass(struct fqn_comm *c, int i)
+{
+	struct fqn_lane *l = c->lanes[i];
+	int err;
+
+	if (c->tclass < 0 || !l)
+		return;
+	err = l->ops->set_tclass ? l->ops->set_tclass(l, c->tclass) : -ENOTSUP;
+	if (err < 0)
+		FQN_WARN("connection %llx lane %d (%s -> %s): traffic class %d not set: %s",
+			 (unsigned long long)c->conn_id, i, l->local, l->peer, c->tclass, strerror(-err));
+}

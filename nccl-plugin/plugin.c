@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl-plugin/conn.h"
 #include "nccl-plugin/ib_dev.h"
 #include "nccl-plugin/net.h"
 #include "nccl-plugin/plog.h"
@@ -295,11 +296,29 @@ static ncclResult_t a_init_v10(ncclDebugLogger_t logger, ncclProfilerCallback_t 
 	return a_init(logger);
 }
 
+/* NCCL's trafficClass (v10+): the byte the send comm's lanes put in their
+ * packets' IP TOS / IPv6 traffic class. NCCL passes NCCL_CONFIG_UNDEF_INT
+ * (INT_MIN) when the user set none: anything outside 0..255 leaves the
+ * kernel's default. Applied once the comm is up, before its first chunk
+ * (the handshake went with the default class); the comm remembers it for
+ * lanes re-dialed after a failover or a steering move (send.c). */
+static ncclResult_t connect_tclass(int dev, int tclass, void *handle, void **sendComm, void **sendDevComm)
+{
+	ncclResult_t rc = a_connect(dev, handle, sendComm, sendDevComm);
+	struct fqn_comm *c = *sendComm; /* struct fqn_send begins with its comm */
+
+	if (rc != ncclSuccess || !c || tclass < 0 || tclass > 255)
+		return rc;
+	c->tclass = tclass;
+	for (int i = 0; i < c->nlanes; i++)
+		fqn_comm_apply_tclass(c, i);
+	return rc;
+}
+
 static ncclResult_t a_connect_v10(int dev, ncclNetCommConfig_t *config, void *handle, void **sendComm,
 				  void **sendDevComm)
 {
-	(void)config; /* traffic class: TCP lanes do not set DSCP yet */
-	return a_connect(dev, handle, sendComm, sendDevComm);
+	return connect_tclass(dev, config ? config->trafficClass : -1, handle, sendComm, sendDevComm);
 }
 
 /* v11+: one context per NCCL communicator; the network state stays global. */
@@ -352,8 +371,9 @@ static ncclResult_t a_listen_v11(void *ctx, int dev, void *handle, void **listen
 
 static ncclResult_t a_connect_v11(void *ctx, int dev, void *handle, void **sendComm, void **sendDevComm)
 {
-	(void)ctx;
-	return a_connect(dev, handle, sendComm, sendDevComm);
+	const struct fqn_ctx *c = ctx;
+
+	return connect_tclass(dev, c ? c->traffic_class : -1, handle, sendComm, sendDevComm);
 }
 
 #define EXPORT __attribute__((visibility("default")))

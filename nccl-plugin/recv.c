@@ -55,6 +55,7 @@ struct fqn_rlane {
 	uint64_t last_off;
 	int have_last;
 	int64_t seen_ns; /* when its header was first seen */
+	unsigned idle;   /* consecutive polls that found no chunk header */
 	/* control mode: the current chunk */
 	int dup; /* a copy of a chunk held already: read into the sink */
 	uint64_t cur_seq, cur_idx;
@@ -65,6 +66,8 @@ struct fqn_recv {
 	uint64_t post_seq; /* next message number a receive will claim */
 	uint64_t nposted;  /* receives posted */
 	int last_lane;     /* where polling starts */
+	unsigned polls;    /* progress calls, for polling idle lanes less often */
+	int small;         /* the last chunk header seen was of a one-chunk message */
 	struct fqn_rlane rl[FQN_MAX_LANES];
 	struct fqn_rmsg msgs[FQN_SEND_SLOTS];
 	struct fqn_req reqs[FQN_RECV_SLOTS];
@@ -100,6 +103,7 @@ int fqn_recv_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chu
 	r->c.chunk_size = chunk_size;
 	r->c.conn_id = conn_id;
 	r->c.err_lane = -1;
+	r->c.tclass = -1;
 	for (int i = 0; i < nlanes; i++)
 		r->c.lanes[i] = lanes[i];
 	fqn_comm_stats_init(&r->c);
@@ -207,6 +211,20 @@ static void recv_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hd
 		m->req->state = FQN_REQ_DONE;
 }
 
+/* Polling an empty socket is a syscall: while the traffic is one-chunk
+ * messages (the last header seen says so), a lane that has found no chunk
+ * header for IDLE_AFTER polls in a row is polled on every IDLE_EVERY-th
+ * progress call only, unless the last message completed on it. So a
+ * test() waiting for a small message costs one recv() (on the lane the
+ * sender keeps using while its lanes keep up), not one per lane. A lane is
+ * hot again as soon as a header arrives on it; a chunk arriving on an idle
+ * lane waits at most IDLE_EVERY - 1 calls, which happens when the sender
+ * moves to another lane (one was busy, or a large message begins). Large
+ * messages poll every lane on every call: a lane polled late would fill
+ * its socket buffer and lose its share of the stripes. */
+#define IDLE_AFTER 1024
+#define IDLE_EVERY 16
+
 /* Progress lane i; stop early once `until` (if set) is complete, so a
  * test() that succeeds costs no extra recv() on the way out. */
 static int recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until)
@@ -214,6 +232,7 @@ static int recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until)
 	struct fqn_lane *l = r->c.lanes[i];
 	struct fqn_rlane *rl = &r->rl[i];
 
+	rl->idle++;
 	for (;;) {
 		struct fqn_chunk_hdr h;
 		const char *why = "?";
@@ -227,6 +246,8 @@ static int recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until)
 			return fqn_comm_fail(&r->c, i, rc, "receive");
 		if (rc == 0)
 			return 0;
+		rl->idle = 0;
+		r->small = h.msg_size <= r->c.chunk_size;
 		if (!rl->seen_ns) {
 			rl->seen_ns = fqn_clock_at(l->ops->rx_stamp ? l->ops->rx_stamp(l) : 0, &sync);
 			r->c.stats[i].unsync |= !sync || !(h.flags & FQN_CHUNK_F_SYNC);
@@ -591,11 +612,14 @@ static int recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 		return r->c.err;
 	if (r->c.control)
 		return ctl_recv_progress(r, until);
+	r->polls++;
 	for (int k = 0; k < r->c.nlanes; k++) {
 		/* Start where the last chunk came from: small messages follow one another. */
-		int i = (r->last_lane + k) % r->c.nlanes;
-		int rc = recv_lane(r, i, until);
+		int i = (r->last_lane + k) % r->c.nlanes, rc;
 
+		if (r->small && i != r->last_lane && r->rl[i].idle >= IDLE_AFTER && r->polls % IDLE_EVERY)
+			continue;
+		rc = recv_lane(r, i, until);
 		if (rc < 0)
 			return rc;
 		if (until && until->state == FQN_REQ_DONE) {

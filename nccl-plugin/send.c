@@ -114,6 +114,7 @@ int fqn_send_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chu
 	s->c.chunk_size = chunk_size;
 	s->c.conn_id = conn_id;
 	s->c.err_lane = -1;
+	s->c.tclass = -1;
 	for (int i = 0; i < nlanes; i++)
 		s->c.lanes[i] = lanes[i];
 	fqn_comm_stats_init(&s->c);
@@ -579,6 +580,7 @@ static void ctl_redial(struct fqn_send *s, int i, int64_t now)
 		s->c.lanes[i]->index = i;
 		s->c.lanes[i]->nic = -1;
 		s->c.lanes[i]->chunk_size = s->c.chunk_size;
+		fqn_comm_apply_tclass(&s->c, i);
 		lc->state = FQN_LANE_DIALING;
 		lc->since_ns = now;
 		return;
@@ -781,7 +783,11 @@ int fqn_send_progress(struct fqn_send *s)
 		if (rc < 0)
 			return rc;
 	}
-	s->rr++;
+	/* Rotate the first lane only while lanes are the limit (chunks left
+	 * over): messages that go out at once keep to one lane, which the
+	 * receiver then polls alone (recv.c: idle lanes are polled less). */
+	if (s->tx_seq != s->next_seq)
+		s->rr++;
 	return 0;
 }
 
