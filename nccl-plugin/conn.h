@@ -245,6 +245,16 @@ void fqn_comm_release(struct fqn_comm *c);
 int fqn_send_progress(struct fqn_send *s);
 /* Progress every lane; with until set, stop as soon as that request completes. */
 int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until);
+/* (recv.c) Serve this process's control-mode receive comms that
+ * have no receive posted: take re-dialed lanes and ack them (failback),
+ * drain and ack resent copies of chunks already held. A sender waits for
+ * those acks, and NCCL (like collbench) calls nothing on a receive comm
+ * until it posts the next receive, which a ring step posts only once its
+ * own sends have completed: with both ends of a pair in that state, each
+ * waits for the other's acks for ever. Every control-mode progress call
+ * (send or receive) ends with this; at most once per ms per process, and
+ * a comm whose owner is in it (another thread) is skipped. */
+void fqn_recv_serve_idle(void);
 int fqn_send_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,
 			struct fqn_send **out);
 int fqn_recv_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,

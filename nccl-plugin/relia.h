@@ -110,15 +110,4 @@ enum fqn_rx_class {
 };
 enum fqn_rx_class fqn_rx_classify(uint64_t seq, uint64_t post_seq, int slot_active, uint64_t slot_seq);
 
-/* Not pure (recv.c): serve this process's control-mode receive comms that
- * have no receive posted: take re-dialed lanes and ack them (failback),
- * drain and ack resent copies of chunks already held. A sender waits for
- * those acks, and NCCL (like collbench) calls nothing on a receive comm
- * until it posts the next receive, which a ring step posts only once its
- * own sends have completed: with both ends of a pair in that state, each
- * waits for the other's acks for ever. Every control-mode progress call
- * (send or receive) ends with this; at most once per ms per process, and
- * a comm whose owner is in it (another thread) is skipped. */
-void fqn_recv_serve_idle(void);
-
 #endif /* FQN_RELIA_H */
