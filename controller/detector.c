@@ -1301,6 +1301,7 @@ static void check_collisions(struct fq_detector *d, int64_t now)
 		push(d, &(struct fq_det_action){.kind = FQ_DET_ADVICE,
 						.handle = a ? a->handle : 0,
 						.job_id = r.move_job,
+						.other_job = r.other_job,
 						.start_ns = now,
 						.end_ns = now + d->c.advice_lifetime_ns,
 						.node = l->p.src.node,
