@@ -20,8 +20,12 @@
  * tick the source nodes report probe windows of their path to D/rail0
  * (p50 10 us) and D reports the receiving side of every lane over the last
  * 100 ms, with p99 2 ms ("outlier", "tie": far above the probe delay) or
- * 20 us ("control": within it). Every Advice frame received is printed as
- * a JSON line {"advice":{"node":...,"job":...,...}}.
+ * 20 us ("control": within it). --both-ends: the senders also report
+ * their side of each lane (no delay, as the plugin's sending side does),
+ * its interval ending 50 ms after D's. --lanes-for S: D stops reporting
+ * lanes after S seconds (the jobs are over). Every Advice frame received
+ * is printed as a JSON line {"advice":{"node":...,"job":...,"t_ms":...}}
+ * (t_ms: since the simulator started).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -70,6 +74,8 @@ struct sim {
 	const char *collision; /* NULL, "outlier", "tie" or "control" */
 	uint64_t job_base;
 	uint64_t advice;
+	bool both_ends;
+	double lanes_for; /* seconds; 0: all along */
 	struct agent *agents;
 	struct event *tick_ev, *end_ev;
 	char *saved_cred;
@@ -356,35 +362,41 @@ static void coll_tick(struct agent *a)
 		env.probe = &p;
 		send_env(a, &env);
 		a->sent++;
-		return;
 	}
+	if (s->lanes_for > 0 && t - s->t0 > (int64_t)(s->lanes_for * 1e9))
+		return;
 	for (size_t i = 0; i < coll_nlanes(s); i++) {
 		const struct coll_lane *cl = &coll_lanes[i];
 		Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 		Fabriciq__LaneReport l = FABRICIQ__LANE_REPORT__INIT;
-		bool hot = strcmp(s->collision, "control") != 0;
+		bool hot = strcmp(s->collision, "control") != 0, send = a->idx != d;
 
+		if (send && (!s->both_ends || cl->src_agent != a->idx))
+			continue;
 		name_of(s, cl->src_agent, snode, sizeof(snode));
 		l.job_id = s->job_base + (uint64_t)cl->job;
 		l.src_rank = cl->src_rank;
 		l.dst_rank = cl->dst_rank;
 		l.lane = cl->lane;
 		l.local_nic = "rail0";
-		l.remote_node = snode;
+		l.remote_node = send ? dnode : snode;
 		l.remote_nic = "rail0";
-		l.interval_start_ns = t - 100000000;
-		l.interval_end_ns = t;
+		/* --both-ends: the sender's timer fires 50 ms after the receiver's */
+		l.interval_end_ns = s->both_ends && !send ? t - 50000000 : t;
+		l.interval_start_ns = l.interval_end_ns - 100000000;
 		l.bytes = 50000000;
 		l.chunks = 100;
 		l.messages = 10;
-		l.owd_min_ns = 9000;
-		l.owd_p50_ns = hot ? 500000 : 11000;
-		l.owd_p99_ns = hot ? 2000000 : 20000;
-		l.owd_max_ns = hot ? 3000000 : 25000;
+		if (!send) { /* only the receiving side measures the one-way delay */
+			l.owd_min_ns = 9000;
+			l.owd_p50_ns = hot ? 500000 : 11000;
+			l.owd_p99_ns = hot ? 2000000 : 20000;
+			l.owd_max_ns = hot ? 3000000 : 25000;
+		}
 		l.tcp_rtt_us = 30;
 		l.synchronised = true;
 		l.lane_kind = "tcp";
-		l.is_send = false;
+		l.is_send = send;
 		env.seq = a->next_seq++;
 		env.sent_ns = t;
 		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
@@ -397,11 +409,11 @@ static void coll_tick(struct agent *a)
 static void print_advice(struct agent *a, const Fabriciq__Advice *v)
 {
 	a->sim->advice++;
-	printf("{\"advice\":{\"node\":\"%s\",\"job\":%llu,\"kind\":\"%s\",\"local_nic\":\"%s\","
+	printf("{\"advice\":{\"t_ms\":%lld,\"node\":\"%s\",\"job\":%llu,\"kind\":\"%s\",\"local_nic\":\"%s\","
 	       "\"remote_node\":\"%s\",\"remote_nic\":\"%s\",\"lifetime_ns\":%lld,"
 	       "\"collides_with_job\":%llu,\"shared_nic\":\"%s\"}}\n",
-	       a->node, (unsigned long long)v->job_id, v->kind ? v->kind : "",
-	       v->local_nic ? v->local_nic : "", v->remote_node ? v->remote_node : "",
+	       (long long)((now_ns() - a->sim->t0) / 1000000), a->node, (unsigned long long)v->job_id,
+	       v->kind ? v->kind : "", v->local_nic ? v->local_nic : "", v->remote_node ? v->remote_node : "",
 	       v->remote_nic ? v->remote_nic : "", (long long)v->lifetime_ns,
 	       (unsigned long long)v->collides_with_job, v->shared_nic ? v->shared_nic : "");
 	fflush(stdout);
@@ -689,16 +701,28 @@ static double burst(struct sim *s, double drain_s)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"connect", required_argument, NULL, 'c'},  {"agents", required_argument, NULL, 'n'},
-	    {"duration", required_argument, NULL, 'd'}, {"probes", required_argument, NULL, 'p'},
-	    {"lanes", required_argument, NULL, 'l'},    {"munge-socket", required_argument, NULL, 'm'},
-	    {"prefix", required_argument, NULL, 'P'},   {"start-seq", required_argument, NULL, 's'},
-	    {"auth", required_argument, NULL, 'a'},     {"all-kinds", no_argument, NULL, 'k'},
-	    {"evil", no_argument, NULL, 'e'},           {"replay", no_argument, NULL, 'r'},
-	    {"ttl", required_argument, NULL, 't'},      {"auth-delay-ms", required_argument, NULL, 'D'},
-	    {"burst", required_argument, NULL, 'b'},    {"tick", required_argument, NULL, 'T'},
-	    {"drain", required_argument, NULL, 'w'},    {"collision", required_argument, NULL, 'C'},
-	    {"job-base", required_argument, NULL, 'J'}, {NULL, 0, NULL, 0},
+	    {"connect", required_argument, NULL, 'c'},
+	    {"agents", required_argument, NULL, 'n'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"probes", required_argument, NULL, 'p'},
+	    {"lanes", required_argument, NULL, 'l'},
+	    {"munge-socket", required_argument, NULL, 'm'},
+	    {"prefix", required_argument, NULL, 'P'},
+	    {"start-seq", required_argument, NULL, 's'},
+	    {"auth", required_argument, NULL, 'a'},
+	    {"all-kinds", no_argument, NULL, 'k'},
+	    {"evil", no_argument, NULL, 'e'},
+	    {"replay", no_argument, NULL, 'r'},
+	    {"ttl", required_argument, NULL, 't'},
+	    {"auth-delay-ms", required_argument, NULL, 'D'},
+	    {"burst", required_argument, NULL, 'b'},
+	    {"tick", required_argument, NULL, 'T'},
+	    {"drain", required_argument, NULL, 'w'},
+	    {"collision", required_argument, NULL, 'C'},
+	    {"job-base", required_argument, NULL, 'J'},
+	    {"both-ends", no_argument, NULL, 'B'},
+	    {"lanes-for", required_argument, NULL, 'L'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct sim s = {.nagents = 1,
 			.probes = 4,
@@ -773,6 +797,12 @@ int main(int argc, char **argv)
 		case 'J':
 			s.job_base = strtoull(optarg, NULL, 10);
 			break;
+		case 'B':
+			s.both_ends = true;
+			break;
+		case 'L':
+			s.lanes_for = atof(optarg);
+			break;
 		default:
 			fprintf(stderr,
 				"usage: fq-agentsim [--connect IP:PORT] [--agents N] [--duration S] "
@@ -781,7 +811,8 @@ int main(int argc, char **argv)
 				"[--all-kinds]\n"
 				"  [--evil] [--replay] [--auth good|forged|replay|none|garbage|oversized]\n"
 				"  [--ttl S] [--auth-delay-ms MS] [--burst N] [--tick S] [--drain S]\n"
-				"  [--collision outlier|tie|control] [--job-base N]\n");
+				"  [--collision outlier|tie|control] [--job-base N] [--both-ends] "
+				"[--lanes-for S]\n");
 			return 2;
 		}
 	}
