@@ -18,9 +18,10 @@
  * lanes all end on D's rail0. Job base+1 has one lane A->D, job base+2
  * two lanes B->D and C->D ("outlier"; "tie": job base+2 only B->D). Each
  * tick the source nodes report probe windows of their path to D/rail0
- * (p50 10 us) and D reports the receiving side of every lane over the last
- * 100 ms, with p99 2 ms ("outlier", "tie": far above the probe delay) or
- * 20 us ("control": within it). --both-ends: the senders also report
+ * and D reports the receiving side of every lane over the last 100 ms:
+ * probe p50 10 us and lane p99 2 ms ("outlier", "tie": far above it), or
+ * probe p50 100 us and lane p99 250 us ("control": above the detector's
+ * delay floor, within collision_factor 3 of the probe delay). --both-ends: the senders also report
  * their side of each lane (no delay, as the plugin's sending side does),
  * its interval ending 50 ms after D's. --lanes-for S: D stops reporting
  * lanes after S seconds (the jobs are over). Every Advice frame received
@@ -294,6 +295,7 @@ static void coll_tick(struct agent *a)
 	int64_t t = now_ns();
 	char dnode[256], snode[256];
 	const int d = 3;
+	const bool cold = !strcmp(s->collision, "control");
 
 	name_of(s, d, dnode, sizeof(dnode));
 	if (a->next_seq == a->first_seq) {
@@ -349,10 +351,12 @@ static void coll_tick(struct agent *a)
 		p.window_start_ns = t - 1000000000;
 		p.window_end_ns = t;
 		p.sent = p.answered = 50;
-		p.owd_fwd_min_ns = p.owd_rev_min_ns = 9000;
-		p.owd_fwd_p50_ns = p.owd_rev_p50_ns = 10000;
-		p.owd_fwd_p99_ns = p.owd_rev_p99_ns = 12000;
-		p.owd_fwd_max_ns = p.owd_rev_max_ns = 15000;
+		/* control: a slower path (100 us), so that its lanes' p99 is above
+		 * the delay floor yet within collision_factor of the probe delay */
+		p.owd_fwd_min_ns = p.owd_rev_min_ns = cold ? 90000 : 9000;
+		p.owd_fwd_p50_ns = p.owd_rev_p50_ns = cold ? 100000 : 10000;
+		p.owd_fwd_p99_ns = p.owd_rev_p99_ns = cold ? 120000 : 12000;
+		p.owd_fwd_max_ns = p.owd_rev_max_ns = cold ? 150000 : 15000;
 		p.rtt_p50_ns = 20000;
 		p.timestamp_kind = FABRICIQ__TIMESTAMP_KIND__TIMESTAMP_SOFTWARE;
 		p.path_up = true;
@@ -388,10 +392,10 @@ static void coll_tick(struct agent *a)
 		l.chunks = 100;
 		l.messages = 10;
 		if (!send) { /* only the receiving side measures the one-way delay */
-			l.owd_min_ns = 9000;
-			l.owd_p50_ns = hot ? 500000 : 11000;
-			l.owd_p99_ns = hot ? 2000000 : 20000;
-			l.owd_max_ns = hot ? 3000000 : 25000;
+			l.owd_min_ns = hot ? 9000 : 95000;
+			l.owd_p50_ns = hot ? 500000 : 150000;
+			l.owd_p99_ns = hot ? 2000000 : 250000;
+			l.owd_max_ns = hot ? 3000000 : 280000;
 		}
 		l.tcp_rtt_us = 30;
 		l.synchronised = true;

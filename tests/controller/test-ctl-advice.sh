@@ -8,8 +8,10 @@
 # attached to both jobs (SQL, fabriciq --json anomalies / job); an Advice
 # received only by the moved job's source node, for the right job (fewest
 # outlier lanes moves; ties: the higher job id), with the configured
-# lifetime; no advice and no collision when the lanes are within the
-# probe delay (control).
+# lifetime; no advice and no collision when the lanes' p99 is within
+# collision_factor (3) of the probe delay (control); none once the lanes
+# stop; the same with both ends of every lane reporting; none with
+# collision_advice = no.
 [ -n "${FQ_TEST_PG:-}" ] || exec "$(dirname "$0")/../db/with-postgres.sh" "$0" "$@"
 . "$(dirname "$0")/ctl-lib.sh"
 
@@ -17,7 +19,7 @@ command -v python3 >/dev/null || skip_all "python3 not installed"
 CLI=$top_builddir/controller/fabriciq
 [ -x "$CLI" ] || skip_all "build controller/fabriciq first"
 munge_up || skip_all "private munged did not start"
-plan 33
+plan 35
 
 # advice_lifetime: not the default, so the lifetime checked is the configured one
 ctl_up controller.advice_lifetime=7s
@@ -45,15 +47,15 @@ attached() {
 	   join fabriciq.anomalies a on a.id = aj.anomaly_id where a.kind = 'collision' and a.node = '$1'"
 }
 
-# ---- control: lanes at 2x the probe delay (not outliers): nothing -------
+# ---- control: lanes at 2.5x the probe delay (not outliers): nothing -----
 run_sim control ctl 8000
 ok $? "control: 4 agents, all frames acknowledged ($(tail -1 "$T/control.out"))"
 sleep 1.5
 is "$(advice control 'len(A)')" 0 "control: no Advice sent to any agent"
 is "$(coll ctl00003)" 0 "control: no collision anomaly"
 is "$(q "select count(*) from fabriciq.lane_windows where job_id in (8001, 8002)")" \
-	"$(q "select count(*) from fabriciq.lane_windows where job_id in (8001, 8002) and owd_p99_ns = 20000")" \
-	"control: the lanes were stored (with their 20 us p99)"
+	"$(q "select count(*) from fabriciq.lane_windows where job_id in (8001, 8002) and owd_p99_ns = 250000")" \
+	"control: the lanes were stored (with their 250 us p99)"
 
 # ---- outlier: job 9001 one lane A->D, job 9002 two (B->D, C->D) --------
 run_sim outlier out 9000
@@ -137,4 +139,12 @@ ok $? "controller restarted with collision_advice = no"
 run_sim outlier off 9200
 sleep 1.5
 is "$(advice outlier 'len(A)') $(coll off00003)" "0 0" "collision_advice = no: no advice, no collision anomaly"
+
+# ---- collision_factor = 2: the control scenario's lanes (2.5x) now count ---
+ctl_down; ctl_up controller.collision_factor=2
+ok $? "controller restarted with collision_factor = 2"
+run_sim control fac 9500
+sleep 1.5
+is "$(advice control '",".join(sorted(set("%s:%s" % (a["node"], a["job"]) for a in A)))') $(attached fac00003)" \
+	"fac00000:9501 9501,9502" "collision_factor = 2: the control's lanes collide, job 9501 advised"
 done_testing
