@@ -1225,8 +1225,10 @@ struct coll_lane {
 
 /* Gather the newest interval's lanes of every step seen in the last
  * COLL_STALE_NS that have a delay sample and a known far end, with their
- * NIC pair's probe delay (the path's probe p50, else its baseline). 0, or
- * -ENOMEM. */
+ * NIC pair's probe delay (the path's probe p50, else its baseline). Each
+ * record holds its lane's newest interval, and the receiving ranks' timers
+ * have their own phases: a lane counts when it ended within an interval
+ * and a half of the step's newest. 0, or -ENOMEM. */
 static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **clp, struct fq_rule_clane **inp,
 		       size_t *np)
 {
@@ -1236,8 +1238,9 @@ static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **cl
 
 	TAB_FOREACH(&d->steps, struct step_ent, s, nx)
 	{
-		int64_t half = s->newest_len_ns / 2 > 0 ? s->newest_len_ns / 2 : 1;
-		int64_t from = fq_rule_sat_sub(s->newest_end_ns, half);
+		int64_t span =
+		    s->newest_len_ns + s->newest_len_ns / 2 > 0 ? s->newest_len_ns + s->newest_len_ns / 2 : 1;
+		int64_t from = fq_rule_sat_sub(s->newest_end_ns, span);
 
 		if (older_than(now, s->newest_end_ns, COLL_STALE_NS))
 			continue;

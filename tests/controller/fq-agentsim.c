@@ -24,7 +24,9 @@
  * delay floor, within collision_factor 3 of the probe delay). --both-ends: the senders also report
  * their side of each lane (no delay, as the plugin's sending side does),
  * its interval ending 50 ms after D's. --lanes-for S: D stops reporting
- * lanes after S seconds (the jobs are over). Every Advice frame received
+ * lanes after S seconds (the jobs are over). --phases: D's lanes end 40
+ * (A->D), 80 (B->D) and 0 ms (C->D) before the tick (each receiving rank's
+ * timer has its phase; job base+2's two lanes 80 ms apart). Every Advice frame received
  * is printed as a JSON line {"advice":{"node":...,"job":...,"t_ms":...}}
  * (t_ms: since the simulator started).
  */
@@ -75,7 +77,7 @@ struct sim {
 	const char *collision; /* NULL, "outlier", "tie" or "control" */
 	uint64_t job_base;
 	uint64_t advice;
-	bool both_ends;
+	bool both_ends, phases;
 	double lanes_for; /* seconds; 0: all along */
 	struct agent *agents;
 	struct event *tick_ev, *end_ev;
@@ -387,6 +389,8 @@ static void coll_tick(struct agent *a)
 		l.remote_nic = "rail0";
 		/* --both-ends: the sender's timer fires 50 ms after the receiver's */
 		l.interval_end_ns = s->both_ends && !send ? t - 50000000 : t;
+		if (s->phases && !send) /* --phases: each receiving rank's timer its own phase */
+			l.interval_end_ns -= (int64_t)(i == 0 ? 40 : i == 1 ? 80 : 0) * 1000000;
 		l.interval_start_ns = l.interval_end_ns - 100000000;
 		l.bytes = 50000000;
 		l.chunks = 100;
@@ -726,6 +730,7 @@ int main(int argc, char **argv)
 	    {"job-base", required_argument, NULL, 'J'},
 	    {"both-ends", no_argument, NULL, 'B'},
 	    {"lanes-for", required_argument, NULL, 'L'},
+	    {"phases", no_argument, NULL, 'H'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct sim s = {.nagents = 1,
@@ -804,6 +809,9 @@ int main(int argc, char **argv)
 		case 'B':
 			s.both_ends = true;
 			break;
+		case 'H':
+			s.phases = true;
+			break;
 		case 'L':
 			s.lanes_for = atof(optarg);
 			break;
@@ -816,7 +824,7 @@ int main(int argc, char **argv)
 				"  [--evil] [--replay] [--auth good|forged|replay|none|garbage|oversized]\n"
 				"  [--ttl S] [--auth-delay-ms MS] [--burst N] [--tick S] [--drain S]\n"
 				"  [--collision outlier|tie|control] [--job-base N] [--both-ends] "
-				"[--lanes-for S]\n");
+				"[--lanes-for S] [--phases]\n");
 			return 2;
 		}
 	}

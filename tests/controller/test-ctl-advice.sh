@@ -19,7 +19,7 @@ command -v python3 >/dev/null || skip_all "python3 not installed"
 CLI=$top_builddir/controller/fabriciq
 [ -x "$CLI" ] || skip_all "build controller/fabriciq first"
 munge_up || skip_all "private munged did not start"
-plan 35
+plan 37
 
 # advice_lifetime: not the default, so the lifetime checked is the configured one
 ctl_up controller.advice_lifetime=7s
@@ -109,6 +109,15 @@ sleep 1.5
 is "$(advice outlier '"%s %s %s" % (",".join(sorted(set(a["node"] for a in A))), ",".join(sorted(set(str(a["job"]) for a in A))), len(A) >= 2)')" \
 	"both00000 9301 True" "both ends: the advice still reaches A for job 9301, renewed"
 is "$(attached both00003)" 9301,9302 "both ends: the collision attached to both jobs"
+
+# ---- receivers at different phases: the lanes' newest intervals end 40
+# (A->D), 80 (B->D) and 0 ms (C->D) before each tick; job 9602's two lanes,
+# 80 ms apart, both count (else 1 against 1, and the tie moves 9602).
+run_sim outlier phs 9600 --phases
+ok $? "phases: all frames acknowledged ($(tail -1 "$T/outlier.out"))"
+sleep 1.5
+is "$(advice outlier '",".join(sorted(set("%s:%s" % (a["node"], a["job"]) for a in A)))') $(attached phs00003)" \
+	"phs00000:9601 9601,9602" "phases: the collision seen, job 9601 advised, both attached"
 
 # ---- the jobs stop reporting lanes: the advice stops -------------------------
 # D's lanes stop after 2 s (the agents stay connected, probes go on); the
