@@ -775,7 +775,7 @@ static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 
 		if (ag && ag->sess)
 			fq_session_send_advice(ag->sess, a->job_id, a->nic, a->remote_node, a->remote_nic,
-					       a->end_ns - a->start_ns, 0, a->reason, now);
+					       a->end_ns - a->start_ns, a->other_job, a->reason, now);
 		return; /* nothing to store: the anomaly carries it */
 	}
 	case FQ_DET_HINT: {

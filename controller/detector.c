@@ -36,6 +36,10 @@
 #define NIC_LEN   32
 #define MAX_DOWNS 256 /* DOWN times kept per NIC (flap_threshold is clamped below) */
 #define SWEEP_NS  60000000000LL
+/* collision: a step whose newest lane interval ended this long before the
+ * tick no longer counts (its job ended or stopped reporting): two report
+ * windows. */
+#define COLL_STALE_NS 2000000000LL
 
 enum kind {
 	K_LINK_DOWN,
@@ -1026,6 +1030,12 @@ static void step_drop(struct fq_detector *d, struct ent *e)
 	free(s->lanes);
 }
 
+/* A lane record with a delay sample (the receiving side's report). */
+static bool timed(const struct lane_rec *r)
+{
+	return r->p99_ns > 0 || r->p50_ns > 0 || r->min_ns > 0;
+}
+
 /* The step's record for this lane: found, appended, or (at a bound) the
  * record with the oldest interval reused. */
 static struct lane_rec *lane_slot(struct fq_detector *d, struct step_ent *s, const struct lane_rec *key)
@@ -1145,19 +1155,30 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 	s = (struct step_ent *)tab_get(d, &d->steps, &sk, l->end_ns, true, &created);
 	if (!s || !(r = lane_slot(d, s, &key)))
 		return;
+	/* Both ends report a lane; only the receiving side measures its delay,
+	 * and the two sides' intervals end at different times. Within two
+	 * intervals of each other the delay-less side never displaces the
+	 * receiver's record, and the receiver's replaces a delay-less one even
+	 * when it ends earlier; the step's newest interval is its newest with
+	 * a delay (what the delay rules look at). */
 	if (r->first_ns != key.first_ns || r->end_ns != key.end_ns) { /* an existing record: update it */
 		int64_t first = r->first_ns < key.first_ns ? r->first_ns : key.first_ns;
+		int64_t span = 2 * fq_rule_sat_sub(key.end_ns, key.start_ns);
 
-		if (key.end_ns < r->end_ns)
+		if (timed(r) && !timed(&key) && !older_than(key.end_ns, r->end_ns, span))
+			goto attach; /* the sender's side of a lane the receiver reports */
+		if (key.end_ns < r->end_ns &&
+		    !(timed(&key) && !timed(r) && !older_than(r->end_ns, key.end_ns, span)))
 			return; /* an older interval than the one kept */
 		*r = key;
 		r->first_ns = first;
 	}
-	if (r->end_ns >= s->newest_end_ns) {
+	if (timed(r) && r->end_ns >= s->newest_end_ns) {
 		s->newest_end_ns = r->end_ns;
 		s->newest_len_ns = fq_rule_sat_sub(r->end_ns, r->start_ns);
 	}
 	check_inband(d, s, r);
+attach:
 	TAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
 	{
 		attach_lane(d, a, &s->k, r);
@@ -1232,9 +1253,12 @@ struct coll_lane {
 	char src[NODE_LEN + NIC_LEN + 1], dst[NODE_LEN + NIC_LEN + 1];
 };
 
-/* Gather the newest interval's lanes of every step that have a delay
- * sample and a known far end, with their NIC pair's probe delay (the
- * path's probe p50, else its baseline). 0, or -ENOMEM. */
+/* Gather the newest interval's lanes of every step seen in the last
+ * COLL_STALE_NS that have a delay sample and a known far end, with their
+ * NIC pair's probe delay (the path's probe p50, else its baseline). Each
+ * record holds its lane's newest interval, and the receiving ranks' timers
+ * have their own phases: a lane counts when it ended within an interval
+ * and a half of the step's newest. 0, or -ENOMEM. */
 static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **clp, struct fq_rule_clane **inp,
 		       size_t *np)
 {
@@ -1244,15 +1268,12 @@ static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **cl
 
 	TAB_FOREACH(&d->steps, struct step_ent, s, nx)
 	{
-		int64_t half = s->newest_len_ns / 2 > 0 ? s->newest_len_ns / 2 : 1;
-		int64_t from = fq_rule_sat_sub(s->newest_end_ns, half);
+		int64_t span =
+		    s->newest_len_ns + s->newest_len_ns / 2 > 0 ? s->newest_len_ns + s->newest_len_ns / 2 : 1;
+		int64_t from = fq_rule_sat_sub(s->newest_end_ns, span);
 
-		/* Only running steps collide: a step whose newest interval ended
-		 * more than two intervals (at least 2 s) ago has stopped (its
-		 * lanes are kept for attachment, not as current evidence). */
-		if (older_than(now, s->newest_end_ns, max64(2 * s->newest_len_ns, 2000000000)))
+		if (older_than(now, s->newest_end_ns, COLL_STALE_NS))
 			continue;
-
 		for (size_t i = 0; i < s->n; i++) {
 			const struct lane_rec *l = &s->lanes[i];
 			const struct path_ent *p;
@@ -1338,6 +1359,7 @@ static void check_collisions(struct fq_detector *d, int64_t now)
 		push(d, &(struct fq_det_action){.kind = FQ_DET_ADVICE,
 						.handle = a ? a->handle : 0,
 						.job_id = r.move_job,
+						.other_job = r.other_job,
 						.start_ns = now,
 						.end_ns = now + d->c.advice_lifetime_ns,
 						.node = l->p.src.node,

@@ -144,7 +144,8 @@ enum fq_det_action_kind {
 	/* collision advice: job_id is the job to move; send an Advice to the
 	 * agent on node: move off nic -> remote_node/remote_nic, for
 	 * end_ns - start_ns (advice_lifetime_ns); handle: the collision
-	 * anomaly; reason: the shared NIC ("node/nic"); summary: why. Repeated each tick while the collision lasts
+	 * anomaly; reason: the shared NIC ("node/nic"); other_job: the job it
+	 * collides with; summary: why. Repeated each tick while the collision lasts
 	 * (the agent renews it in place). */
 	FQ_DET_ADVICE = 5,
 };
@@ -159,6 +160,7 @@ struct fq_det_action {
 	const char *summary;
 	const char *evidence_json;
 	uint64_t job_id;
+	uint64_t other_job; /* FQ_DET_ADVICE: the job collided with */
 	uint32_t step_id;
 	const uint32_t *ranks;
 	size_t nranks;

@@ -13,6 +13,22 @@
  * Prints one summary line: agents=... sent=... acked=... and exits 0 when
  * every agent's frames were all acknowledged (or, with --auth other than
  * good, when the controller refused as expected).
+ *
+ * --collision MODE (4 agents A B C D = prefix00000..3): two jobs whose
+ * lanes all end on D's rail0. Job base+1 has one lane A->D, job base+2
+ * two lanes B->D and C->D ("outlier"; "tie": job base+2 only B->D). Each
+ * tick the source nodes report probe windows of their path to D/rail0
+ * and D reports the receiving side of every lane over the last 100 ms:
+ * probe p50 10 us and lane p99 2 ms ("outlier", "tie": far above it), or
+ * probe p50 100 us and lane p99 250 us ("control": above the detector's
+ * delay floor, within collision_factor 3 of the probe delay). --both-ends: the senders also report
+ * their side of each lane (no delay, as the plugin's sending side does),
+ * its interval ending 50 ms after D's. --lanes-for S: D stops reporting
+ * lanes after S seconds (the jobs are over). --phases: D's lanes end 40
+ * (A->D), 80 (B->D) and 0 ms (C->D) before the tick (each receiving rank's
+ * timer has its phase; job base+2's two lanes 80 ms apart). Every Advice frame received
+ * is printed as a JSON line {"advice":{"node":...,"job":...,"t_ms":...}}
+ * (t_ms: since the simulator started).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,6 +74,11 @@ struct sim {
 	bool replay;
 	bool burst_wait; /* stop the loop at the last ack (burst timing) */
 	int64_t last_ack_ns;
+	const char *collision; /* NULL, "outlier", "tie" or "control" */
+	uint64_t job_base;
+	uint64_t advice;
+	bool both_ends, phases;
+	double lanes_for; /* seconds; 0: all along */
 	struct agent *agents;
 	struct event *tick_ev, *end_ev;
 	char *saved_cred;
@@ -252,6 +273,160 @@ static void send_seq(struct agent *a, uint64_t seq)
 	a->sent++;
 }
 
+/* ---- --collision ---------------------------------------------------------- */
+
+/* The lanes of the scenario: job (base + job), sender agent, ranks, lane. */
+struct coll_lane {
+	int job, src_agent;
+	uint32_t src_rank, dst_rank, lane;
+};
+
+static const struct coll_lane coll_lanes[] = {{1, 0, 0, 1, 0}, {2, 1, 0, 2, 0}, {2, 2, 1, 2, 0}};
+
+static size_t coll_nlanes(const struct sim *s)
+{
+	return strcmp(s->collision, "tie") ? 3 : 2;
+}
+
+/* One collision tick of agent a: its StepStarts (first tick), probe
+ * windows of its path to D/rail0 (senders), the receiving side of every
+ * lane (D). */
+static void coll_tick(struct agent *a)
+{
+	struct sim *s = a->sim;
+	int64_t t = now_ns();
+	char dnode[256], snode[256];
+	const int d = 3;
+	const bool cold = !strcmp(s->collision, "control");
+
+	name_of(s, d, dnode, sizeof(dnode));
+	if (a->next_seq == a->first_seq) {
+		for (int job = 1; job <= 2; job++) {
+			Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+			Fabriciq__StepStart ss = FABRICIQ__STEP_START__INIT;
+			Fabriciq__Rank r[3] = {FABRICIQ__RANK__INIT, FABRICIQ__RANK__INIT,
+					       FABRICIQ__RANK__INIT};
+			Fabriciq__Rank *rp[3] = {&r[0], &r[1], &r[2]};
+			uint32_t nranks = 0, tasks = 1;
+
+			for (size_t i = 0; i < coll_nlanes(s); i++) {
+				const struct coll_lane *l = &coll_lanes[i];
+				if (l->job != job)
+					continue;
+				tasks = l->dst_rank + 1;
+				if (a->idx == d) { /* one receiving rank per job */
+					r[0].global_rank = l->dst_rank;
+					r[0].pid = (uint32_t)(1000 * job + a->idx);
+					nranks = 1;
+				} else if (l->src_agent == a->idx) {
+					r[nranks].global_rank = l->src_rank;
+					r[nranks].pid = (uint32_t)(1000 * job + a->idx);
+					nranks++;
+				}
+			}
+			if (!nranks)
+				continue;
+			ss.job_id = s->job_base + (uint64_t)job;
+			ss.uid = 1000;
+			ss.node = a->node;
+			ss.ranks = rp;
+			ss.n_ranks = nranks;
+			ss.time_ns = t - 1000000000;
+			ss.mode = "control";
+			ss.node_count = tasks;
+			ss.task_count = tasks;
+			env.seq = a->next_seq++;
+			env.sent_ns = t;
+			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
+			env.step_start = &ss;
+			send_env(a, &env);
+			a->sent++;
+		}
+	}
+	if (a->idx != d) {
+		Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+		Fabriciq__ProbeReport p = FABRICIQ__PROBE_REPORT__INIT;
+
+		p.local_nic = "rail0";
+		p.remote_node = dnode;
+		p.remote_nic = "rail0";
+		p.window_start_ns = t - 1000000000;
+		p.window_end_ns = t;
+		p.sent = p.answered = 50;
+		/* control: a slower path (100 us), so that its lanes' p99 is above
+		 * the delay floor yet within collision_factor of the probe delay */
+		p.owd_fwd_min_ns = p.owd_rev_min_ns = cold ? 90000 : 9000;
+		p.owd_fwd_p50_ns = p.owd_rev_p50_ns = cold ? 100000 : 10000;
+		p.owd_fwd_p99_ns = p.owd_rev_p99_ns = cold ? 120000 : 12000;
+		p.owd_fwd_max_ns = p.owd_rev_max_ns = cold ? 150000 : 15000;
+		p.rtt_p50_ns = 20000;
+		p.timestamp_kind = FABRICIQ__TIMESTAMP_KIND__TIMESTAMP_SOFTWARE;
+		p.path_up = true;
+		env.seq = a->next_seq++;
+		env.sent_ns = t;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_PROBE;
+		env.probe = &p;
+		send_env(a, &env);
+		a->sent++;
+	}
+	if (s->lanes_for > 0 && t - s->t0 > (int64_t)(s->lanes_for * 1e9))
+		return;
+	for (size_t i = 0; i < coll_nlanes(s); i++) {
+		const struct coll_lane *cl = &coll_lanes[i];
+		Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+		Fabriciq__LaneReport l = FABRICIQ__LANE_REPORT__INIT;
+		bool hot = strcmp(s->collision, "control") != 0, send = a->idx != d;
+
+		if (send && (!s->both_ends || cl->src_agent != a->idx))
+			continue;
+		name_of(s, cl->src_agent, snode, sizeof(snode));
+		l.job_id = s->job_base + (uint64_t)cl->job;
+		l.src_rank = cl->src_rank;
+		l.dst_rank = cl->dst_rank;
+		l.lane = cl->lane;
+		l.local_nic = "rail0";
+		l.remote_node = send ? dnode : snode;
+		l.remote_nic = "rail0";
+		/* --both-ends: the sender's timer fires 50 ms after the receiver's */
+		l.interval_end_ns = s->both_ends && !send ? t - 50000000 : t;
+		if (s->phases && !send) /* --phases: each receiving rank's timer its own phase */
+			l.interval_end_ns -= (int64_t)(i == 0 ? 40 : i == 1 ? 80 : 0) * 1000000;
+		l.interval_start_ns = l.interval_end_ns - 100000000;
+		l.bytes = 50000000;
+		l.chunks = 100;
+		l.messages = 10;
+		if (!send) { /* only the receiving side measures the one-way delay */
+			l.owd_min_ns = hot ? 9000 : 95000;
+			l.owd_p50_ns = hot ? 500000 : 150000;
+			l.owd_p99_ns = hot ? 2000000 : 250000;
+			l.owd_max_ns = hot ? 3000000 : 280000;
+		}
+		l.tcp_rtt_us = 30;
+		l.synchronised = true;
+		l.lane_kind = "tcp";
+		l.is_send = send;
+		env.seq = a->next_seq++;
+		env.sent_ns = t;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+		env.lane = &l;
+		send_env(a, &env);
+		a->sent++;
+	}
+}
+
+static void print_advice(struct agent *a, const Fabriciq__Advice *v)
+{
+	a->sim->advice++;
+	printf("{\"advice\":{\"t_ms\":%lld,\"node\":\"%s\",\"job\":%llu,\"kind\":\"%s\",\"local_nic\":\"%s\","
+	       "\"remote_node\":\"%s\",\"remote_nic\":\"%s\",\"lifetime_ns\":%lld,"
+	       "\"collides_with_job\":%llu,\"shared_nic\":\"%s\"}}\n",
+	       (long long)((now_ns() - a->sim->t0) / 1000000), a->node, (unsigned long long)v->job_id,
+	       v->kind ? v->kind : "", v->local_nic ? v->local_nic : "", v->remote_node ? v->remote_node : "",
+	       v->remote_nic ? v->remote_nic : "", (long long)v->lifetime_ns,
+	       (unsigned long long)v->collides_with_job, v->shared_nic ? v->shared_nic : "");
+	fflush(stdout);
+}
+
 static void send_auth(struct agent *a, const Fabriciq__Challenge *ch)
 {
 	struct sim *s = a->sim;
@@ -359,6 +534,9 @@ static void on_env(struct agent *a, Fabriciq__Envelope *env)
 	case FABRICIQ__ENVELOPE__PAYLOAD_PEERS:
 		a->peers++;
 		break;
+	case FABRICIQ__ENVELOPE__PAYLOAD_ADVICE:
+		print_advice(a, env->advice);
+		break;
 	case FABRICIQ__ENVELOPE__PAYLOAD_RESULT:
 		a->got_result = true;
 		printf("result: code=%d message=%s\n", env->result->code, env->result->message);
@@ -427,6 +605,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		struct agent *a = &s->agents[i];
 		if (a->state != 1)
 			continue;
+		if (s->collision) {
+			coll_tick(a);
+			continue;
+		}
 		if (s->all_kinds && a->next_seq < 6) {
 			while (a->next_seq < 6)
 				send_seq(a, a->next_seq++);
@@ -527,15 +709,29 @@ static double burst(struct sim *s, double drain_s)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"connect", required_argument, NULL, 'c'},  {"agents", required_argument, NULL, 'n'},
-	    {"duration", required_argument, NULL, 'd'}, {"probes", required_argument, NULL, 'p'},
-	    {"lanes", required_argument, NULL, 'l'},    {"munge-socket", required_argument, NULL, 'm'},
-	    {"prefix", required_argument, NULL, 'P'},   {"start-seq", required_argument, NULL, 's'},
-	    {"auth", required_argument, NULL, 'a'},     {"all-kinds", no_argument, NULL, 'k'},
-	    {"evil", no_argument, NULL, 'e'},           {"replay", no_argument, NULL, 'r'},
-	    {"ttl", required_argument, NULL, 't'},      {"auth-delay-ms", required_argument, NULL, 'D'},
-	    {"burst", required_argument, NULL, 'b'},    {"tick", required_argument, NULL, 'T'},
-	    {"drain", required_argument, NULL, 'w'},    {NULL, 0, NULL, 0},
+	    {"connect", required_argument, NULL, 'c'},
+	    {"agents", required_argument, NULL, 'n'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"probes", required_argument, NULL, 'p'},
+	    {"lanes", required_argument, NULL, 'l'},
+	    {"munge-socket", required_argument, NULL, 'm'},
+	    {"prefix", required_argument, NULL, 'P'},
+	    {"start-seq", required_argument, NULL, 's'},
+	    {"auth", required_argument, NULL, 'a'},
+	    {"all-kinds", no_argument, NULL, 'k'},
+	    {"evil", no_argument, NULL, 'e'},
+	    {"replay", no_argument, NULL, 'r'},
+	    {"ttl", required_argument, NULL, 't'},
+	    {"auth-delay-ms", required_argument, NULL, 'D'},
+	    {"burst", required_argument, NULL, 'b'},
+	    {"tick", required_argument, NULL, 'T'},
+	    {"drain", required_argument, NULL, 'w'},
+	    {"collision", required_argument, NULL, 'C'},
+	    {"job-base", required_argument, NULL, 'J'},
+	    {"both-ends", no_argument, NULL, 'B'},
+	    {"lanes-for", required_argument, NULL, 'L'},
+	    {"phases", no_argument, NULL, 'H'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct sim s = {.nagents = 1,
 			.probes = 4,
@@ -544,6 +740,7 @@ int main(int argc, char **argv)
 			.auth = "good",
 			.prefix = "sim",
 			.start_seq = 1,
+			.job_base = 7000,
 			.tick_s = 1.0};
 	const char *connect_to = "127.0.0.1:7100";
 	double drain = 10;
@@ -603,6 +800,21 @@ int main(int argc, char **argv)
 		case 'w':
 			drain = atof(optarg);
 			break;
+		case 'C':
+			s.collision = optarg;
+			break;
+		case 'J':
+			s.job_base = strtoull(optarg, NULL, 10);
+			break;
+		case 'B':
+			s.both_ends = true;
+			break;
+		case 'H':
+			s.phases = true;
+			break;
+		case 'L':
+			s.lanes_for = atof(optarg);
+			break;
 		default:
 			fprintf(stderr,
 				"usage: fq-agentsim [--connect IP:PORT] [--agents N] [--duration S] "
@@ -610,7 +822,9 @@ int main(int argc, char **argv)
 				"  [--lanes L] [--munge-socket PATH] [--prefix NAME] [--start-seq S] "
 				"[--all-kinds]\n"
 				"  [--evil] [--replay] [--auth good|forged|replay|none|garbage|oversized]\n"
-				"  [--ttl S] [--auth-delay-ms MS] [--burst N] [--tick S] [--drain S]\n");
+				"  [--ttl S] [--auth-delay-ms MS] [--burst N] [--tick S] [--drain S]\n"
+				"  [--collision outlier|tie|control] [--job-base N] [--both-ends] "
+				"[--lanes-for S] [--phases]\n");
 			return 2;
 		}
 	}
@@ -628,6 +842,20 @@ int main(int argc, char **argv)
 	}
 	if (s.probes + s.lanes < 0)
 		return 2;
+	if (s.collision) {
+		if (strcmp(s.collision, "outlier") && strcmp(s.collision, "tie") &&
+		    strcmp(s.collision, "control")) {
+			fprintf(stderr, "fq-agentsim: --collision: outlier, tie or control, not %s\n",
+				s.collision);
+			return 2;
+		}
+		if (s.nagents != 4 || s.evil || s.replay || s.all_kinds || s.total_lanes) {
+			fprintf(stderr,
+				"fq-agentsim: --collision needs --agents 4 and none of --evil, --replay, "
+				"--all-kinds, --burst\n");
+			return 2;
+		}
+	}
 	if (s.lanes == 0 && s.probes == 0 && s.total_lanes)
 		s.lanes = 1;
 	if (s.total_lanes) {
@@ -667,6 +895,8 @@ int main(int argc, char **argv)
 			printf("burst: %.3f s\n", secs);
 	} else {
 		run_phase(&s, s.duration, true, drain);
+		if (s.collision)
+			run_phase(&s, 1.5, false, 0); /* advice sent after the last tick */
 		if (s.replay) {
 			/* break every connection and replay everything from the start */
 			for (int i = 0; i < s.nagents; i++) {
@@ -698,10 +928,11 @@ int main(int argc, char **argv)
 		fq_frame_decoder_destroy(a->dec);
 	}
 	printf("agents=%d connected=%llu sent=%llu acked=%llu complete=%llu corrections=%llu peers=%llu "
-	       "last_offset_ns[1]=%lld results=%llu\n",
+	       "last_offset_ns[1]=%lld results=%llu advice=%llu\n",
 	       s.nagents, (unsigned long long)connected, (unsigned long long)sent, (unsigned long long)acked,
 	       (unsigned long long)complete, (unsigned long long)corrections, (unsigned long long)peers,
-	       (long long)(s.nagents > 1 ? s.agents[1].last_offset : 0), (unsigned long long)results);
+	       (long long)(s.nagents > 1 ? s.agents[1].last_offset : 0), (unsigned long long)results,
+	       (unsigned long long)s.advice);
 	free(s.agents);
 	free(s.saved_cred);
 	event_base_free(s.base);
