@@ -70,4 +70,22 @@ void fqn_reasm_begin(struct fqn_reasm *r, uint64_t size, int32_t tag, size_t chu
  * message (size or tag differ, or more chunks than the message has). */
 int fqn_reasm_add(struct fqn_reasm *r, const struct fqn_chunk_hdr *h, const char **why);
 
+/* n-byte little-endian fields of the setup messages (hello, IB handle):
+ * byte at a time, any alignment. The chunk header has its own fixed-width
+ * accessors (chunk.c), on the data path. */
+static inline void fqn_put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint64_t fqn_get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
 #endif /* FQN_CHUNK_H */

@@ -7,39 +7,24 @@
 #include "nccl-plugin/ib_handle.h"
 #include "nccl-plugin/ib_sysfs.h"
 
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
 void fqib_handle_encode(const struct fqib_handle *h, uint8_t out[FQIB_HANDLE_SIZE])
 {
 	memset(out, 0, FQIB_HANDLE_SIZE);
-	put_le(out, FQIB_HANDLE_MAGIC, 4);
-	put_le(out + 4, FQIB_HANDLE_VERSION, 2);
+	fqn_put_le(out, FQIB_HANDLE_MAGIC, 4);
+	fqn_put_le(out + 4, FQIB_HANDLE_VERSION, 2);
 	out[6] = h->link;
 	out[7] = h->gid_type;
 	out[8] = h->mtu;
 	out[9] = h->port;
-	put_le(out + 10, h->lid, 2);
-	put_le(out + 12, h->qpn, 4);
-	put_le(out + 16, h->psn, 4);
+	fqn_put_le(out + 10, h->lid, 2);
+	fqn_put_le(out + 12, h->qpn, 4);
+	fqn_put_le(out + 16, h->psn, 4);
 	memcpy(out + 20, h->gid, 16);
-	put_le(out + 36, h->rkey, 4);
-	put_le(out + 40, h->addr, 8);
-	put_le(out + 48, h->size, 4);
-	put_le(out + 52, h->slots, 4);
-	put_le(out + 56, h->slot_size, 4);
+	fqn_put_le(out + 36, h->rkey, 4);
+	fqn_put_le(out + 40, h->addr, 8);
+	fqn_put_le(out + 48, h->size, 4);
+	fqn_put_le(out + 52, h->slots, 4);
+	fqn_put_le(out + 56, h->slot_size, 4);
 }
 
 int fqib_mtu_bytes(int mtu)
@@ -50,11 +35,11 @@ int fqib_mtu_bytes(int mtu)
 int fqib_handle_decode(const uint8_t in[FQIB_HANDLE_SIZE], struct fqib_handle *h, const char **why)
 {
 	memset(h, 0, sizeof(*h));
-	if (get_le(in, 4) != FQIB_HANDLE_MAGIC) {
+	if (fqn_get_le(in, 4) != FQIB_HANDLE_MAGIC) {
 		*why = "bad magic (not an IB lane handle)";
 		return -EPROTO;
 	}
-	if (get_le(in + 4, 2) != FQIB_HANDLE_VERSION) {
+	if (fqn_get_le(in + 4, 2) != FQIB_HANDLE_VERSION) {
 		*why = "unsupported handle version";
 		return -EPROTO;
 	}
@@ -62,15 +47,15 @@ int fqib_handle_decode(const uint8_t in[FQIB_HANDLE_SIZE], struct fqib_handle *h
 	h->gid_type = in[7];
 	h->mtu = in[8];
 	h->port = in[9];
-	h->lid = (uint16_t)get_le(in + 10, 2);
-	h->qpn = (uint32_t)get_le(in + 12, 4);
-	h->psn = (uint32_t)get_le(in + 16, 4);
+	h->lid = (uint16_t)fqn_get_le(in + 10, 2);
+	h->qpn = (uint32_t)fqn_get_le(in + 12, 4);
+	h->psn = (uint32_t)fqn_get_le(in + 16, 4);
 	memcpy(h->gid, in + 20, 16);
-	h->rkey = (uint32_t)get_le(in + 36, 4);
-	h->addr = get_le(in + 40, 8);
-	h->size = (uint32_t)get_le(in + 48, 4);
-	h->slots = (uint32_t)get_le(in + 52, 4);
-	h->slot_size = (uint32_t)get_le(in + 56, 4);
+	h->rkey = (uint32_t)fqn_get_le(in + 36, 4);
+	h->addr = fqn_get_le(in + 40, 8);
+	h->size = (uint32_t)fqn_get_le(in + 48, 4);
+	h->slots = (uint32_t)fqn_get_le(in + 52, 4);
+	h->slot_size = (uint32_t)fqn_get_le(in + 56, 4);
 	*why = NULL;
 	if (h->link != FQIB_LINK_IB && h->link != FQIB_LINK_ETH)
 		*why = "unknown link layer";
@@ -88,7 +73,7 @@ int fqib_handle_decode(const uint8_t in[FQIB_HANDLE_SIZE], struct fqib_handle *h
 		*why = "receive slots out of 1..1024";
 	else if (h->slot_size < FQN_CHUNK_HDR_SIZE || (uint64_t)h->slots * h->slot_size > h->size)
 		*why = "receive ring smaller than its slots";
-	else if (get_le(in + 60, 4) != 0)
+	else if (fqn_get_le(in + 60, 4) != 0)
 		*why = "reserved bytes not zero";
 	return *why ? -EPROTO : 0;
 }

@@ -10,8 +10,7 @@
 
 #include "nccl-plugin/ib_sysfs.h"
 
-/* First line of root/rel into buf, newline stripped. 0 or -errno. */
-static int read_line(const char *dir, const char *rel, char *buf, size_t len)
+int fqib_read_line(const char *dir, const char *rel, char *buf, size_t len)
 {
 	char path[PATH_MAX];
 	FILE *f;
@@ -140,17 +139,17 @@ static void scan_gids(const char *pdir, struct fqib_port *p)
 			continue;
 		memset(g, 0, sizeof(*g));
 		g->index = (int)idx;
-		if (read_line(dir, de->d_name, buf, sizeof(buf)) < 0 || gid_parse(buf, g->raw) < 0 ||
+		if (fqib_read_line(dir, de->d_name, buf, sizeof(buf)) < 0 || gid_parse(buf, g->raw) < 0 ||
 		    memcmp(g->raw, zero, 16) == 0)
 			continue;
 		snprintf(rel, sizeof(rel), "gid_attrs/types/%d", g->index);
 		/* On IB there is only one type; the kernel still says "IB/RoCE v1". */
-		g->type =
-		    read_line(pdir, rel, buf, sizeof(buf)) == 0 ? fqib_gid_type_parse(buf) : FQIB_GID_UNKNOWN;
+		g->type = fqib_read_line(pdir, rel, buf, sizeof(buf)) == 0 ? fqib_gid_type_parse(buf)
+									   : FQIB_GID_UNKNOWN;
 		if (g->type == FQIB_GID_UNKNOWN && p->link == FQIB_LINK_IB)
 			g->type = FQIB_GID_IB_ROCE_V1;
 		snprintf(rel, sizeof(rel), "gid_attrs/ndevs/%d", g->index);
-		if (read_line(pdir, rel, buf, sizeof(buf)) == 0 && strlen(buf) < sizeof(g->ndev))
+		if (fqib_read_line(pdir, rel, buf, sizeof(buf)) == 0 && strlen(buf) < sizeof(g->ndev))
 			strcpy(g->ndev, buf);
 		p->ngids++;
 	}
@@ -170,7 +169,7 @@ static int scan_port(const char *ddir, const char *name, struct fqib_port *p)
 	p->num = (int)num;
 	if ((size_t)snprintf(pdir, sizeof(pdir), "%s/ports/%s", ddir, name) >= sizeof(pdir))
 		return -ENAMETOOLONG;
-	if (read_line(pdir, "link_layer", buf, sizeof(buf)) < 0)
+	if (fqib_read_line(pdir, "link_layer", buf, sizeof(buf)) < 0)
 		return -ENOENT;
 	if (strcmp(buf, "InfiniBand") == 0)
 		p->link = FQIB_LINK_IB;
@@ -178,11 +177,11 @@ static int scan_port(const char *ddir, const char *name, struct fqib_port *p)
 		p->link = FQIB_LINK_ETH;
 	else
 		return -EINVAL;
-	if (read_line(pdir, "state", buf, sizeof(buf)) == 0)
+	if (fqib_read_line(pdir, "state", buf, sizeof(buf)) == 0)
 		p->state = atoi(buf);
-	if (read_line(pdir, "rate", buf, sizeof(buf)) == 0 && fqib_rate_parse(buf, &p->rate_mbps) < 0)
+	if (fqib_read_line(pdir, "rate", buf, sizeof(buf)) == 0 && fqib_rate_parse(buf, &p->rate_mbps) < 0)
 		p->rate_mbps = 0;
-	if (read_line(pdir, "lid", buf, sizeof(buf)) == 0)
+	if (fqib_read_line(pdir, "lid", buf, sizeof(buf)) == 0)
 		p->lid = (int)(strtol(buf, NULL, 0) & 0xffff);
 	scan_gids(pdir, p);
 	return 0;
@@ -205,7 +204,7 @@ static int scan_dev(const char *root, const char *name, struct fqib_dev *dv)
 	strcpy(dv->name, name);
 	if ((size_t)snprintf(ddir, sizeof(ddir), "%s/%s", root, name) >= sizeof(ddir))
 		return -ENAMETOOLONG;
-	if (read_line(ddir, "node_guid", buf, sizeof(buf)) == 0)
+	if (fqib_read_line(ddir, "node_guid", buf, sizeof(buf)) == 0)
 		fqib_guid_parse(buf, &dv->node_guid);
 	snprintf(path, sizeof(path), "%s/device", ddir);
 	if (realpath(path, real)) {

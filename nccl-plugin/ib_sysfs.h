@@ -105,4 +105,8 @@ const char *fqib_link_name(enum fqib_link l);
 int fqib_gid_select(const struct fqib_port *p, const struct sockaddr *addr, const char *ndev, int override,
 		    const char **why);
 
+/* The first line of dir/rel into buf, newline stripped (sysfs attributes;
+ * nic.c reads /sys/class/net through it too). 0 or a negative errno. */
+int fqib_read_line(const char *dir, const char *rel, char *buf, size_t len);
+
 #endif /* FQIB_SYSFS_H */

@@ -8,24 +8,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nccl-plugin/ib_sysfs.h"
 #include "nccl-plugin/nic.h"
 
 static int sysfs_read(const char *ifname, const char *leaf, char *buf, size_t len)
 {
-	char path[128];
-	FILE *f;
+	char dir[128];
 
-	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", ifname, leaf);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)len, f)) {
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
+	snprintf(dir, sizeof(dir), "/sys/class/net/%s", ifname);
+	return fqib_read_line(dir, leaf, buf, len);
 }
 
 static void nic_fill_sysfs(struct fqn_nic *nic)

@@ -63,45 +63,30 @@ struct fqn_connecting {
 	int ready[FQN_MAX_LANES];
 };
 
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
 void fqn_hello_encode(const struct fqn_hello *h, uint8_t out[FQN_HELLO_SIZE])
 {
 	memset(out, 0, FQN_HELLO_SIZE);
-	put_le(out, FQN_HELLO_MAGIC, 4);
-	put_le(out + 4, FQN_HELLO_VERSION, 2);
-	put_le(out + 6, h->lane, 2);
-	put_le(out + 8, h->nlanes, 2);
-	put_le(out + 10, h->flags, 2);
-	put_le(out + 12, h->chunk_size, 4);
-	put_le(out + 16, h->token, 8);
-	put_le(out + 24, h->conn_id, 8);
-	put_le(out + 32, h->rank1, 4);
+	fqn_put_le(out, FQN_HELLO_MAGIC, 4);
+	fqn_put_le(out + 4, FQN_HELLO_VERSION, 2);
+	fqn_put_le(out + 6, h->lane, 2);
+	fqn_put_le(out + 8, h->nlanes, 2);
+	fqn_put_le(out + 10, h->flags, 2);
+	fqn_put_le(out + 12, h->chunk_size, 4);
+	fqn_put_le(out + 16, h->token, 8);
+	fqn_put_le(out + 24, h->conn_id, 8);
+	fqn_put_le(out + 32, h->rank1, 4);
 }
 
 int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h)
 {
-	h->lane = (uint16_t)get_le(in + 6, 2);
-	h->nlanes = (uint16_t)get_le(in + 8, 2);
-	h->flags = (uint16_t)get_le(in + 10, 2);
-	h->chunk_size = (uint32_t)get_le(in + 12, 4);
-	h->token = get_le(in + 16, 8);
-	h->conn_id = get_le(in + 24, 8);
-	h->rank1 = (uint32_t)get_le(in + 32, 4);
-	if (get_le(in, 4) != FQN_HELLO_MAGIC || get_le(in + 4, 2) != FQN_HELLO_VERSION)
+	h->lane = (uint16_t)fqn_get_le(in + 6, 2);
+	h->nlanes = (uint16_t)fqn_get_le(in + 8, 2);
+	h->flags = (uint16_t)fqn_get_le(in + 10, 2);
+	h->chunk_size = (uint32_t)fqn_get_le(in + 12, 4);
+	h->token = fqn_get_le(in + 16, 8);
+	h->conn_id = fqn_get_le(in + 24, 8);
+	h->rank1 = (uint32_t)fqn_get_le(in + 32, 4);
+	if (fqn_get_le(in, 4) != FQN_HELLO_MAGIC || fqn_get_le(in + 4, 2) != FQN_HELLO_VERSION)
 		return -EPROTO;
 	if (h->nlanes < 1 || h->nlanes > FQN_MAX_LANES || h->lane >= h->nlanes)
 		return -EPROTO;
