@@ -78,6 +78,7 @@ struct fqn_send {
 	uint64_t tx_seq;   /* message the cursor is in */
 	uint64_t tx_off;   /* next chunk's offset in it */
 	unsigned rr;       /* first lane to offer a chunk to */
+	int multi;         /* this pass handed out a chunk of a multi-chunk message */
 	struct fqn_req reqs[FQN_SEND_SLOTS];
 	/* control mode */
 	struct fqn_txq *txq[FQN_MAX_LANES];
@@ -165,6 +166,7 @@ static int send_fill_lane(struct fqn_send *s, int i)
 		s->c.stats[i].bytes += h.len;
 		s->c.stats[i].chunks++;
 		s->c.stats[i].unsync |= !sync;
+		s->multi |= h.msg_size > s->c.chunk_size;
 		s->tx_off += h.len;
 		if (s->tx_off >= h.msg_size) {
 			s->c.stats[i].msgs++;
@@ -777,16 +779,19 @@ int fqn_send_progress(struct fqn_send *s)
 		fqn_recv_serve_idle(); /* the acks this send may be waiting for */
 		return rc;
 	}
+	s->multi = 0;
 	for (int k = 0; k < n; k++) {
 		int rc = send_fill_lane(s, (int)((s->rr + (unsigned)k) % (unsigned)n));
 
 		if (rc < 0)
 			return rc;
 	}
-	/* Rotate the first lane only while lanes are the limit (chunks left
-	 * over): messages that go out at once keep to one lane, which the
-	 * receiver then polls alone (recv.c: idle lanes are polled less). */
-	if (s->tx_seq != s->next_seq)
+	/* Rotate the first lane while lanes are the limit (chunks left over)
+	 * or messages span several chunks (striped over the rails even when
+	 * one socket could absorb them); one-chunk messages that go out at
+	 * once keep to one lane, which the receiver then polls alone (recv.c:
+	 * idle lanes are polled less). */
+	if (s->tx_seq != s->next_seq || s->multi)
 		s->rr++;
 	return 0;
 }
