@@ -98,7 +98,9 @@ diag "$slow weight <= 0.25 after ${t_shift:-never} ms"
 ok $? "$slow loses its weight within 2 s of the load (${t_shift:-never} ms)"
 diag "load from $t_load to $t_end"
 n_tl=$(grep -c '^# timeline' "$tmp/out.0")
-[ "$n_tl" -ge 8 ] && [ -z "$(awk '/^# timeline/ && $6 != 0' "$tmp/out.0")" ]
+# ~8 s of a 500 ms timeline: 16 intervals when the machine is idle, fewer
+# on a loaded one (an interval is printed at an iteration's end)
+[ "$n_tl" -ge 4 ] && [ -z "$(awk '/^# timeline/ && $6 != 0' "$tmp/out.0")" ]
 ok $? "allreduce verified every iteration ($n_tl timeline intervals, none wrong)" || tail -3 "$tmp/out.0" | sed 's/^/#   /'
 ! grep -q 'failback\|no-progress\|socket-error' "$tmp"/err.*
 ok $? "no lane failed: steering, not failover" || sed 's/^/#   /' "$tmp"/err.* | head -5
