@@ -21,6 +21,7 @@
  * and evidence are then valid UTF-8 and JSON without escaping.
  */
 #include "controller/detector.h"
+#include "controller/captab.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -89,24 +90,8 @@ struct anom_key {
 	struct nic_key a, b; /* b empty: a NIC place */
 };
 
-/* ---- a small chained hash table with a cap --------------------------- */
-
-struct ent {
-	struct ent *next;
-	uint64_t hash;
-	int64_t seen_ns;
-};
-
-struct tab {
-	struct ent **b;
-	size_t nb, n, max;
-	size_t key_off, key_size, ent_size;
-	int64_t expire_ns;
-	void (*drop)(struct fq_detector *d, struct ent *e);
-};
-
 struct path_ent {
-	struct ent h;
+	struct fq_captab_ent h;
 	struct path_key k;
 	int64_t baseline_ns, p50_ns, p99_ns, last_end_ns, state_ns;
 	unsigned quiet, streak; /* quiet windows; elevated windows in a row */
@@ -116,7 +101,7 @@ struct path_ent {
 };
 
 struct nic_ent {
-	struct ent h;
+	struct fq_captab_ent h;
 	struct nic_key k;
 	int64_t *downs;
 	size_t ndowns, cap;
@@ -127,7 +112,7 @@ struct nic_ent {
 };
 
 struct node_ent {
-	struct ent h;
+	struct fq_captab_ent h;
 	char name[NODE_LEN];
 	bool drained, own_reason, drain_hinted, resume_hinted;
 	int64_t drained_ns, unhealthy_ns;
@@ -140,7 +125,7 @@ struct lane_rec {
 };
 
 struct step_ent {
-	struct ent h;
+	struct fq_captab_ent h;
 	struct step_key k;
 	struct lane_rec *lanes;
 	size_t n, cap;
@@ -155,7 +140,7 @@ struct att {
 };
 
 struct anom_ent {
-	struct ent h;
+	struct fq_captab_ent h;
 	struct anom_key k;
 	uint64_t handle;
 	int64_t start_ns, last_ns;
@@ -172,7 +157,7 @@ struct qact {
 
 struct fq_detector {
 	struct fq_detector_config c;
-	struct tab paths, nics, nodes, steps, anoms;
+	struct fq_captab paths, nics, nodes, steps, anoms;
 	size_t nlanes;
 	uint64_t next_handle;
 	struct qact *head, *tail, *cur;
@@ -274,177 +259,6 @@ static double us(int64_t ns)
 	return (double)ns / 1000.0;
 }
 
-static uint64_t fnv1a(const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	uint64_t h = 14695981039346656037ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ULL;
-	return h;
-}
-
-/* ---- table -------------------------------------------------------------- */
-
-static void tab_init(struct tab *t, size_t key_off, size_t key_size, size_t ent_size, size_t max,
-		     int64_t expire_ns, void (*drop)(struct fq_detector *, struct ent *))
-{
-	*t = (struct tab){.key_off = key_off,
-			  .key_size = key_size,
-			  .ent_size = ent_size,
-			  .max = max ? max : 1,
-			  .expire_ns = expire_ns,
-			  .drop = drop};
-}
-
-static const void *ent_key(const struct tab *t, const struct ent *e)
-{
-	return (const char *)e + t->key_off;
-}
-
-static struct ent *tab_find(const struct tab *t, const void *key)
-{
-	uint64_t h;
-
-	if (!t->nb)
-		return NULL;
-	h = fnv1a(key, t->key_size);
-	for (struct ent *e = t->b[h & (t->nb - 1)]; e; e = e->next)
-		if (e->hash == h && memcmp(ent_key(t, e), key, t->key_size) == 0)
-			return e;
-	return NULL;
-}
-
-static void tab_unlink(struct fq_detector *d, struct tab *t, struct ent *e)
-{
-	struct ent **pp = &t->b[e->hash & (t->nb - 1)];
-
-	while (*pp && *pp != e)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = e->next;
-	t->n--;
-	if (t->drop)
-		t->drop(d, e);
-	free(e);
-}
-
-/* Drops every entry with seen_ns <= cutoff (optionally skipping keep). */
-static size_t tab_drop_upto(struct fq_detector *d, struct tab *t, int64_t cutoff, const struct ent *keep)
-{
-	size_t dropped = 0;
-
-	for (size_t i = 0; i < t->nb; i++) {
-		struct ent *e = t->b[i], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			if (e != keep && e->seen_ns <= cutoff) {
-				tab_unlink(d, t, e);
-				dropped++;
-			}
-		}
-	}
-	return dropped;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Full: drop what expired, else the least recently seen eighth. */
-static void tab_make_room(struct fq_detector *d, struct tab *t, int64_t now, const struct ent *keep)
-{
-	int64_t *seen;
-	size_t k = 0;
-
-	if (t->expire_ns > 0)
-		tab_drop_upto(d, t, fq_rule_sat_sub(now, t->expire_ns) - 1, keep);
-	if (t->n < t->max)
-		return;
-	seen = malloc(t->n * sizeof(*seen));
-	if (!seen)
-		return;
-	for (size_t i = 0; i < t->nb; i++)
-		for (struct ent *e = t->b[i]; e; e = e->next)
-			if (e != keep)
-				seen[k++] = e->seen_ns;
-	if (k) {
-		qsort(seen, k, sizeof(*seen), cmp_i64);
-		tab_drop_upto(d, t, seen[k / 8], keep);
-	}
-	free(seen);
-}
-
-static int tab_grow(struct tab *t)
-{
-	size_t nb = t->nb ? t->nb * 2 : 64;
-	struct ent **b = calloc(nb, sizeof(*b));
-
-	if (!b)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->nb; i++) {
-		struct ent *e = t->b[i], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			e->next = b[e->hash & (nb - 1)];
-			b[e->hash & (nb - 1)] = e;
-		}
-	}
-	free(t->b);
-	t->b = b;
-	t->nb = nb;
-	return 0;
-}
-
-/* The entry for key, created (zeroed) if new; NULL: no memory, or the
- * table is full and may not evict (evict false). seen_ns moves forward. */
-static struct ent *tab_get(struct fq_detector *d, struct tab *t, const void *key, int64_t now, bool evict,
-			   bool *created)
-{
-	struct ent *e = tab_find(t, key);
-
-	if (created)
-		*created = false;
-	if (!e) {
-		if (t->n >= t->max && (!evict || (tab_make_room(d, t, now, NULL), t->n >= t->max)))
-			return NULL;
-		if (t->n >= t->nb && tab_grow(t) < 0)
-			return NULL;
-		e = calloc(1, t->ent_size);
-		if (!e)
-			return NULL;
-		memcpy((char *)e + t->key_off, key, t->key_size);
-		e->hash = fnv1a(key, t->key_size);
-		e->seen_ns = now;
-		e->next = t->b[e->hash & (t->nb - 1)];
-		t->b[e->hash & (t->nb - 1)] = e;
-		t->n++;
-		if (created)
-			*created = true;
-	}
-	if (now > e->seen_ns)
-		e->seen_ns = now;
-	return e;
-}
-
-static void tab_free(struct fq_detector *d, struct tab *t)
-{
-	tab_drop_upto(d, t, INT64_MAX, NULL);
-	free(t->b);
-	t->b = NULL;
-	t->nb = 0;
-}
-
-#define TAB_FOREACH(t, type, var, nextvar)                                                                   \
-	for (size_t i_##var = 0; i_##var < (t)->nb; i_##var++)                                               \
-		for (struct ent *e_##var = (t)->b[i_##var], *nextvar; e_##var; e_##var = nextvar)            \
-			for (type *var = (nextvar = e_##var->next, (type *)e_##var); var; var = NULL)
-
 /* ---- action queue ------------------------------------------------------- */
 
 static char *dup_opt(const char *s)
@@ -532,12 +346,12 @@ static struct node_ent *node_get(struct fq_detector *d, const char *name, int64_
 	char key[NODE_LEN];
 
 	copy_name(key, sizeof(key), name);
-	return (struct node_ent *)tab_get(d, &d->nodes, key, now, true, NULL);
+	return (struct node_ent *)fq_captab_get(&d->nodes, key, now, true, NULL);
 }
 
 static struct node_ent *node_find(struct fq_detector *d, const char *name)
 {
-	return (struct node_ent *)tab_find(&d->nodes, name); /* name: a NODE_LEN key */
+	return (struct node_ent *)fq_captab_find(&d->nodes, name); /* name: a NODE_LEN key */
 }
 
 /* A drain hint for the node, unless it is drained already or one is pending. */
@@ -578,8 +392,10 @@ void fq_detector_node_drained(struct fq_detector *d, const char *node, const cha
 
 /* ---- anomalies ------------------------------------------------------------ */
 
-static void anom_drop(struct fq_detector *d, struct ent *e)
+static void anom_drop(void *ctx, struct fq_captab_ent *e)
 {
+	struct fq_detector *d = ctx;
+
 	struct anom_ent *a = (struct anom_ent *)e;
 
 	(void)d;
@@ -707,7 +523,7 @@ static struct anom_ent *anom_evidence(struct fq_detector *d, enum kind kind, int
 		key.b = *b;
 	if (opened)
 		*opened = false;
-	e = (struct anom_ent *)tab_get(d, &d->anoms, &key, ev_ns, false, &created);
+	e = (struct anom_ent *)fq_captab_get(&d->anoms, &key, ev_ns, false, &created);
 	if (!e) {
 		d->dropped_anomalies++;
 		return NULL;
@@ -732,7 +548,7 @@ static struct anom_ent *anom_evidence(struct fq_detector *d, enum kind kind, int
 					.remote_nic = b ? b->nic : NULL,
 					.summary = summary,
 					.evidence_json = evidence});
-	TAB_FOREACH(&d->steps, struct step_ent, s, nx)
+	FQ_CAPTAB_FOREACH(&d->steps, struct step_ent, s, nx)
 	{
 		for (size_t i = 0; i < s->n; i++)
 			attach_lane(d, e, &s->k, &s->lanes[i]);
@@ -750,7 +566,7 @@ static struct anom_ent *anom_find(struct fq_detector *d, enum kind kind, const s
 	key.a = *a;
 	if (b)
 		key.b = *b;
-	return (struct anom_ent *)tab_find(&d->anoms, &key);
+	return (struct anom_ent *)fq_captab_find(&d->anoms, &key);
 }
 
 static void anom_close(struct fq_detector *d, struct anom_ent *a, int64_t end_ns)
@@ -759,20 +575,22 @@ static void anom_close(struct fq_detector *d, struct anom_ent *a, int64_t end_ns
 					.handle = a->handle,
 					.start_ns = a->start_ns,
 					.end_ns = max64(end_ns, a->start_ns)});
-	tab_unlink(d, &d->anoms, &a->h);
+	fq_captab_unlink(&d->anoms, &a->h);
 }
 
 /* ---- NICs: flapping and NIC-level down ------------------------------------ */
 
-static void nic_drop(struct fq_detector *d, struct ent *e)
+static void nic_drop(void *ctx, struct fq_captab_ent *e)
 {
+	struct fq_detector *d = ctx;
+
 	(void)d;
 	free(((struct nic_ent *)e)->downs);
 }
 
 static struct nic_ent *nic_get(struct fq_detector *d, const struct nic_key *k, int64_t now)
 {
-	return (struct nic_ent *)tab_get(d, &d->nics, k, now, true, NULL);
+	return (struct nic_ent *)fq_captab_get(&d->nics, k, now, true, NULL);
 }
 
 static void nic_record_down(struct fq_detector *d, struct nic_ent *n, int64_t t)
@@ -851,12 +669,14 @@ static void nic_transition(struct fq_detector *d, struct nic_ent *n, bool down, 
 
 /* ---- paths: link state and delay ----------------------------------------- */
 
-static void path_drop(struct fq_detector *d, struct ent *e)
+static void path_drop(void *ctx, struct fq_captab_ent *e)
 {
+	struct fq_detector *d = ctx;
+
 	struct path_ent *p = (struct path_ent *)e;
 	struct nic_ent *n;
 
-	if (p->state == ST_UNKNOWN || !(n = (struct nic_ent *)tab_find(&d->nics, &p->k.src)))
+	if (p->state == ST_UNKNOWN || !(n = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.src)))
 		return;
 	if (n->paths_known)
 		n->paths_known--;
@@ -869,7 +689,7 @@ static struct path_ent *path_get(struct fq_detector *d, const struct nic_key *sr
 {
 	struct path_key k = {*src, *dst};
 
-	return (struct path_ent *)tab_get(d, &d->paths, &k, now, true, NULL);
+	return (struct path_ent *)fq_captab_get(&d->paths, &k, now, true, NULL);
 }
 
 static void path_set_state(struct fq_detector *d, struct path_ent *p, int state, int64_t t)
@@ -1022,8 +842,10 @@ void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e)
 
 /* ---- lanes ---------------------------------------------------------------- */
 
-static void step_drop(struct fq_detector *d, struct ent *e)
+static void step_drop(void *ctx, struct fq_captab_ent *e)
 {
+	struct fq_detector *d = ctx;
+
 	struct step_ent *s = (struct step_ent *)e;
 
 	d->nlanes -= s->n <= d->nlanes ? s->n : d->nlanes;
@@ -1073,7 +895,7 @@ static struct lane_rec *lane_slot(struct fq_detector *d, struct step_ent *s, con
 static void check_inband(struct fq_detector *d, const struct step_ent *s, const struct lane_rec *l)
 {
 	struct path_key k = l->p;
-	struct path_ent *p = (struct path_ent *)tab_find(&d->paths, &k);
+	struct path_ent *p = (struct path_ent *)fq_captab_find(&d->paths, &k);
 	char summary[384], evidence[256];
 
 	if (!p || nic_empty(&l->p.dst) || older_than(l->end_ns, p->last_end_ns, d->c.quiet_close_ns) ||
@@ -1150,9 +972,9 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 	key.min_ns = l->owd_min_ns > 0 ? l->owd_min_ns : 0;
 
 	/* All lane records in use: drop the least recently seen steps first. */
-	if (d->nlanes >= d->c.max_lanes && !tab_find(&d->steps, &sk))
-		tab_make_room(d, &d->steps, l->end_ns, NULL);
-	s = (struct step_ent *)tab_get(d, &d->steps, &sk, l->end_ns, true, &created);
+	if (d->nlanes >= d->c.max_lanes && !fq_captab_find(&d->steps, &sk))
+		fq_captab_make_room(&d->steps, l->end_ns, NULL);
+	s = (struct step_ent *)fq_captab_get(&d->steps, &sk, l->end_ns, true, &created);
 	if (!s || !(r = lane_slot(d, s, &key)))
 		return;
 	/* Both ends report a lane; only the receiving side measures its delay,
@@ -1179,7 +1001,7 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 	}
 	check_inband(d, s, r);
 attach:
-	TAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
+	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
 	{
 		attach_lane(d, a, &s->k, r);
 	}
@@ -1266,7 +1088,7 @@ static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **cl
 	struct fq_rule_clane *in = NULL;
 	size_t n = 0, cap = 0;
 
-	TAB_FOREACH(&d->steps, struct step_ent, s, nx)
+	FQ_CAPTAB_FOREACH(&d->steps, struct step_ent, s, nx)
 	{
 		int64_t span =
 		    s->newest_len_ns + s->newest_len_ns / 2 > 0 ? s->newest_len_ns + s->newest_len_ns / 2 : 1;
@@ -1292,7 +1114,7 @@ static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **cl
 				in = i2;
 				cap = nc;
 			}
-			p = (const struct path_ent *)tab_find(&d->paths, &l->p);
+			p = (const struct path_ent *)fq_captab_find(&d->paths, &l->p);
 			cl[n].l = l;
 			snprintf(cl[n].src, sizeof(cl[n].src), "%s/%s", l->p.src.node, l->p.src.nic);
 			snprintf(cl[n].dst, sizeof(cl[n].dst), "%s/%s", l->p.dst.node, l->p.dst.nic);
@@ -1381,22 +1203,22 @@ static void check_slow_nics(struct fq_detector *d, int64_t now)
 {
 	char summary[256], evidence[256];
 
-	TAB_FOREACH(&d->nics, struct nic_ent, n, nx)
+	FQ_CAPTAB_FOREACH(&d->nics, struct nic_ent, n, nx)
 	{
 		n->tx_paths = n->tx_elev = n->rx_paths = n->rx_elev = 0;
 	}
-	TAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
 	{
 		struct nic_ent *s, *t;
 
 		if (p->p99_ns <= 0 || older_than(now, p->last_end_ns, d->c.quiet_close_ns))
 			continue;
-		if ((s = (struct nic_ent *)tab_find(&d->nics, &p->k.src)))
+		if ((s = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.src)))
 			s->tx_paths++, s->tx_elev += p->elevated;
-		if ((t = (struct nic_ent *)tab_find(&d->nics, &p->k.dst)))
+		if ((t = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.dst)))
 			t->rx_paths++, t->rx_elev += p->elevated;
 	}
-	TAB_FOREACH(&d->nics, struct nic_ent, n, nx)
+	FQ_CAPTAB_FOREACH(&d->nics, struct nic_ent, n, nx)
 	{
 		for (int dir = 0; dir < 2; dir++) {
 			unsigned paths = dir ? n->rx_paths : n->tx_paths,
@@ -1420,7 +1242,7 @@ static void check_dead_nics(struct fq_detector *d, int64_t now)
 {
 	char reason[160];
 
-	TAB_FOREACH(&d->nics, struct nic_ent, n, nx)
+	FQ_CAPTAB_FOREACH(&d->nics, struct nic_ent, n, nx)
 	{
 		struct anom_ent *a;
 		unsigned count;
@@ -1441,7 +1263,7 @@ static void check_dead_nics(struct fq_detector *d, int64_t now)
 
 static void close_quiet(struct fq_detector *d, int64_t now)
 {
-	TAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
+	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
 	{
 		struct nic_ent *n;
 		struct path_ent *p;
@@ -1450,11 +1272,11 @@ static void close_quiet(struct fq_detector *d, int64_t now)
 		switch ((enum kind)a->k.kind) {
 		case K_LINK_DOWN: /* until UP; or the place's state was dropped */
 			if (is_path_place(a)) {
-				p = (struct path_ent *)tab_find(&d->paths, &pk);
+				p = (struct path_ent *)fq_captab_find(&d->paths, &pk);
 				if (!p || p->state != ST_DOWN)
 					anom_close(d, a, a->last_ns);
 			} else {
-				n = (struct nic_ent *)tab_find(&d->nics, &a->k.a);
+				n = (struct nic_ent *)fq_captab_find(&d->nics, &a->k.a);
 				if (!n || !n->down)
 					anom_close(d, a, a->last_ns);
 				else
@@ -1462,7 +1284,7 @@ static void close_quiet(struct fq_detector *d, int64_t now)
 			}
 			break;
 		case K_FLAPPING: /* until the window holds no more than the threshold */
-			n = (struct nic_ent *)tab_find(&d->nics, &a->k.a);
+			n = (struct nic_ent *)fq_captab_find(&d->nics, &a->k.a);
 			if (!n || !fq_rule_flapping(&d->c, n->downs, n->ndowns, now, NULL))
 				anom_close(d, a, now > a->last_ns ? now : a->last_ns);
 			break;
@@ -1486,14 +1308,14 @@ static void check_resume(struct fq_detector *d, int64_t now)
 {
 	char reason[96], win[32];
 
-	TAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
+	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
 	{
 		mark_unhealthy(d, a->k.a.node, now);
 		mark_unhealthy(d, a->k.b.node, now);
 	}
 	fq_rule_format_duration(d->c.resume_after_ns, win, sizeof(win));
 	snprintf(reason, sizeof(reason), FQ_RULE_REASON_PREFIX " no anomaly for %s", win);
-	TAB_FOREACH(&d->nodes, struct node_ent, n, nx)
+	FQ_CAPTAB_FOREACH(&d->nodes, struct node_ent, n, nx)
 	{
 		int64_t healthy_from = max64(n->drained_ns, n->unhealthy_ns);
 
@@ -1515,10 +1337,10 @@ static void sweep(struct fq_detector *d, int64_t now)
 {
 	int64_t state_cut = fq_rule_sat_sub(now, d->c.state_expire_ns) - 1;
 
-	tab_drop_upto(d, &d->paths, state_cut, NULL);
-	tab_drop_upto(d, &d->nics, state_cut, NULL);
-	tab_drop_upto(d, &d->nodes, state_cut, NULL);
-	tab_drop_upto(d, &d->steps, fq_rule_sat_sub(now, d->c.step_expire_ns) - 1, NULL);
+	fq_captab_drop_upto(&d->paths, state_cut, NULL);
+	fq_captab_drop_upto(&d->nics, state_cut, NULL);
+	fq_captab_drop_upto(&d->nodes, state_cut, NULL);
+	fq_captab_drop_upto(&d->steps, fq_rule_sat_sub(now, d->c.step_expire_ns) - 1, NULL);
 	if (d->dropped_anomalies || d->dropped_actions || d->rejected_inputs)
 		fq_log_ratelimited(&d->rl, FQ_LOG_WARN,
 				   "detector: %" PRIu64 " anomalies not opened (max_open), %" PRIu64
@@ -1531,7 +1353,7 @@ void fq_detector_tick(struct fq_detector *d, int64_t now_ns)
 	if (!d || now_ns <= 0)
 		return;
 	check_slow_nics(d, now_ns);
-	TAB_FOREACH(&d->steps, struct step_ent, s, nx)
+	FQ_CAPTAB_FOREACH(&d->steps, struct step_ent, s, nx)
 	{
 		if (s->newest_end_ns > s->evaluated_ns) {
 			check_step_outliers(d, s);
@@ -1567,16 +1389,16 @@ struct fq_detector *fq_detector_create(const struct fq_detector_config *c)
 		d->c.flap_threshold = MAX_DOWNS - 1;
 	expire = max64(d->c.state_expire_ns, d->c.flap_window_ns); /* flap times must outlive their window */
 	d->c.state_expire_ns = expire;
-	tab_init(&d->paths, offsetof(struct path_ent, k), sizeof(struct path_key), sizeof(struct path_ent),
-		 d->c.max_paths, expire, path_drop);
-	tab_init(&d->nics, offsetof(struct nic_ent, k), sizeof(struct nic_key), sizeof(struct nic_ent),
-		 d->c.max_nics, expire, nic_drop);
-	tab_init(&d->nodes, offsetof(struct node_ent, name), NODE_LEN, sizeof(struct node_ent),
-		 d->c.max_nodes, expire, NULL);
-	tab_init(&d->steps, offsetof(struct step_ent, k), sizeof(struct step_key), sizeof(struct step_ent),
-		 d->c.max_steps, d->c.step_expire_ns, step_drop);
-	tab_init(&d->anoms, offsetof(struct anom_ent, k), sizeof(struct anom_key), sizeof(struct anom_ent),
-		 d->c.max_open, 0, anom_drop);
+	fq_captab_init(&d->paths, d, offsetof(struct path_ent, k), sizeof(struct path_key),
+		       sizeof(struct path_ent), d->c.max_paths, expire, path_drop);
+	fq_captab_init(&d->nics, d, offsetof(struct nic_ent, k), sizeof(struct nic_key),
+		       sizeof(struct nic_ent), d->c.max_nics, expire, nic_drop);
+	fq_captab_init(&d->nodes, d, offsetof(struct node_ent, name), NODE_LEN, sizeof(struct node_ent),
+		       d->c.max_nodes, expire, NULL);
+	fq_captab_init(&d->steps, d, offsetof(struct step_ent, k), sizeof(struct step_key),
+		       sizeof(struct step_ent), d->c.max_steps, d->c.step_expire_ns, step_drop);
+	fq_captab_init(&d->anoms, d, offsetof(struct anom_ent, k), sizeof(struct anom_key),
+		       sizeof(struct anom_ent), d->c.max_open, 0, anom_drop);
 	if (!d->c.max_lanes)
 		d->c.max_lanes = 1;
 	if (!d->c.max_lanes_per_step)
@@ -1590,11 +1412,11 @@ void fq_detector_destroy(struct fq_detector *d)
 
 	if (!d)
 		return;
-	tab_free(d, &d->anoms);
-	tab_free(d, &d->steps);
-	tab_free(d, &d->paths);
-	tab_free(d, &d->nics);
-	tab_free(d, &d->nodes);
+	fq_captab_free(&d->anoms);
+	fq_captab_free(&d->steps);
+	fq_captab_free(&d->paths);
+	fq_captab_free(&d->nics);
+	fq_captab_free(&d->nodes);
 	for (q = d->head; q; q = next) {
 		next = q->next;
 		qact_free(q);
