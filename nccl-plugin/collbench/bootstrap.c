@@ -100,6 +100,20 @@ static int open_root(struct bootstrap *b, struct addrinfo *ai, char *err, size_t
 	return rc;
 }
 
+/* Connecting in a loop to a local port nobody listens on yet can, once
+ * the kernel picks that very port as the source, connect the socket to
+ * itself (TCP simultaneous open): it would then "reach rank 0" and keep
+ * rank 0 from binding. Such a connection is dropped and retried. */
+static int self_connected(int fd)
+{
+	struct sockaddr_storage a, b;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+
+	if (getsockname(fd, (struct sockaddr *)&a, &la) < 0 || getpeername(fd, (struct sockaddr *)&b, &lb) < 0)
+		return 0;
+	return la == lb && memcmp(&a, &b, la) == 0;
+}
+
 static int open_peer(struct bootstrap *b, struct addrinfo *ai, char *err, size_t errlen)
 {
 	struct timespec t0, t;
@@ -111,7 +125,7 @@ static int open_peer(struct bootstrap *b, struct addrinfo *ai, char *err, size_t
 
 		if (fd < 0)
 			return -errno;
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 && !self_connected(fd)) {
 			b->root_fd = fd;
 			return io_full(fd, &r, sizeof(r), 1, b->timeout_ms);
 		}

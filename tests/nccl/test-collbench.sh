@@ -10,11 +10,10 @@ SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 export FABRICIQ_IFACES=lo FABRICIQ_CLOCK_PAGE=/nonexistent FABRICIQ_TELEMETRY=0
 plan 16
 
-port=$((20000 + $$ % 20000))
 # run2 ARGS...: rank 1 in the background, rank 0 in front; rank 0's output
 # in $out, status 0 iff both ranks exit 0.
 run2() {
-	port=$((port + 1))
+	port=$(free_port)
 	timeout 120 "$CB" -p "$SO" --rank 1 --nranks 2 --bootstrap "127.0.0.1:$port" "$@" >/dev/null 2>"$tmp/r1.err" &
 	local p1=$!
 	out=$(timeout 120 "$CB" -p "$SO" --rank 0 --nranks 2 --bootstrap "127.0.0.1:$port" "$@" 2>"$tmp/r0.err")

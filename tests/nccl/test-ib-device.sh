@@ -21,9 +21,8 @@ export FABRICIQ_IFACES=$netdev FABRICIQ_TRANSPORT=ib FABRICIQ_CLOCK_PAGE=/nonexi
 plan 8
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-port=$((30000 + $$ % 20000))
 run2() {
-	port=$((port + 1))
+	port=$(free_port)
 	timeout 120 "$CB" -p "$SO" --rank 1 --nranks 2 --bootstrap "127.0.0.1:$port" "$@" >/dev/null 2>"$tmp/r1.err" &
 	local p1=$!
 	out=$(timeout 120 "$CB" -p "$SO" --rank 0 --nranks 2 --bootstrap "127.0.0.1:$port" "$@" 2>"$tmp/r0.err")

@@ -18,14 +18,18 @@ ok $? "FABRICIQ_TRANSPORT=ib, no device: init fails" || diag "$err"
 grep -q "FABRICIQ_TRANSPORT=ib but no usable RDMA device: .*; the plugin does not load" <<<"$err"
 ok $? "the WARN says why ($(grep -o 'FABRICIQ_TRANSPORT=ib but[^;]*' <<<"$err" | head -1))"
 
-port=$((40000 + $$ % 20000))
+port=$(free_port)
+r1err=$(mktemp)
+trap 'rm -f "$r1err"' EXIT
 FABRICIQ_TRANSPORT=auto timeout 60 "$CB" -p "$SO" --rank 1 --nranks 2 --bootstrap "127.0.0.1:$port" \
-	-c allreduce -b 8 -e 1M -f 16 -n 2 -w 0 >/dev/null 2>&1 &
+	-c allreduce -b 8 -e 1M -f 16 -n 2 -w 0 >/dev/null 2>"$r1err" &
 p1=$!
 out=$(FABRICIQ_TRANSPORT=auto timeout 60 "$CB" -p "$SO" --rank 0 --nranks 2 --bootstrap "127.0.0.1:$port" \
 	-c allreduce -b 8 -e 1M -f 16 -n 2 -w 0 2>&1); rc=$?
 wait $p1; rc1=$?
-[ $rc -eq 0 ] && [ $rc1 -eq 0 ]; ok $? "FABRICIQ_TRANSPORT=auto, no device: allreduce runs" || diag "$out"
+[ $rc -eq 0 ] && [ $rc1 -eq 0 ]
+ok $? "FABRICIQ_TRANSPORT=auto, no device: allreduce runs" ||
+	{ diag "port $port, rank 0 exit $rc, rank 1 exit $rc1"; diag "$out"; sed 's/^/# rank 1: /' "$r1err"; }
 [ -z "$(awk '!/^#/ && $8 != 0' <<<"$out")" ]; ok $? "auto: allreduce verified"
 
 for bad in "FABRICIQ_TRANSPORT=rdma:must be tcp, ib or auto" \

@@ -11,7 +11,10 @@
 # 100-400 Gbit/s rail it is well under a millisecond. The sender on n1
 # (FABRICIQ_STEER_TRACE) must move traffic off lane 1 within a few hundred
 # ms, and carry a small share on it while the load lasts; the allreduce
-# stays verified.
+# stays verified. The lane timeout is 5 s here: at 10 Mbit/s behind a bulk
+# flow, the loaded lane's TCP can sit over a second in a retransmit
+# timeout on a slow machine, and failing it over then is failover's work
+# (test-failover-testbed.sh), not what this test measures.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../testbed/lib/testlib.sh"
 CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
@@ -40,7 +43,7 @@ ok $? "routes pinned: rail0 over spine2, rail1 over spine1"
 port=29800
 pids=()
 for r in 1 0; do
-	tb exec "n$((r + 1))" env FABRICIQ_IFACES=rail0,rail1 FABRICIQ_TELEMETRY=0 FABRICIQ_MODE=control \
+	tb exec "n$((r + 1))" env FABRICIQ_IFACES=rail0,rail1 FABRICIQ_TELEMETRY=0 FABRICIQ_MODE=control FABRICIQ_LANE_TIMEOUT_MS=5000 \
 		FABRICIQ_CHUNK_SIZE=32K FABRICIQ_SOCKET_BUFFER=${STEER_TEST_SOCKBUF:-128K} FABRICIQ_STEER_TRACE="$tmp/trace.$r" FABRICIQ_PATH_PAGE="$tmp/none" \
 		timeout 60 "$CB" -p "$SO" --rank "$r" --nranks 2 --bootstrap "198.18.0.11:$port" \
 		-c allreduce -b 4M -e 4M -n 100000 -w 2 --timeline 500 --timeout 40 >"$tmp/out.$r" 2>"$tmp/err.$r" &
@@ -103,4 +106,4 @@ n_tl=$(grep -c '^# timeline' "$tmp/out.0")
 [ "$n_tl" -ge 4 ] && [ -z "$(awk '/^# timeline/ && $6 != 0' "$tmp/out.0")" ]
 ok $? "allreduce verified every iteration ($n_tl timeline intervals, none wrong)" || tail -3 "$tmp/out.0" | sed 's/^/#   /'
 ! grep -q 'failback\|no-progress\|socket-error' "$tmp"/err.*
-ok $? "no lane failed: steering, not failover" || sed 's/^/#   /' "$tmp"/err.* | head -5
+ok $? "no lane failed: steering, not failover" || grep -h 'failback\|no-progress\|socket-error' "$tmp"/err.* | sed 's/^/#   /' | head -8
