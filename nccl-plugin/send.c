@@ -99,8 +99,18 @@ struct fqn_send {
 	int64_t acking_ns;
 };
 
-#define BACKOFF_MIN_MS 50
-#define BACKOFF_MAX_MS 2000
+/* Re-dialing a failed lane. A dial whose SYN is lost on a dead path is
+ * dropped after DIAL_TIMEOUT_MS and tried again after the backoff (50 ms
+ * doubling to BACKOFF_MAX_MS): the kernel would resend the SYN only after
+ * a second and then after three, so a path that heals is found within
+ * about DIAL_TIMEOUT_MS + BACKOFF_MAX_MS of coming up, for the cost of one
+ * SYN a second while it is down. While the agent's page has the path DOWN
+ * nothing is dialed; the page is looked at every PATH_RECHECK_MS and its
+ * UP dials at once. */
+#define BACKOFF_MIN_MS  50
+#define BACKOFF_MAX_MS  500
+#define DIAL_TIMEOUT_MS 500
+#define PATH_RECHECK_MS 50
 
 int fqn_send_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,
 			struct fqn_send **out)
@@ -560,15 +570,20 @@ static int ctl_no_progress(struct fqn_send *s, int i, int64_t now)
 static void ctl_redial(struct fqn_send *s, int i, int64_t now)
 {
 	struct fqn_lane_ctl *lc = &s->c.lc[i];
+	/* connected, hello out: the receiver takes it on its next progress
+	 * call, which a busy rank may make late */
 	int64_t limit =
-	    (int64_t)(fqn_g->cfg.lane_timeout_ms < 1000 ? 1000 : fqn_g->cfg.lane_timeout_ms) * 2000000;
+	    lc->state == FQN_LANE_DIALING
+		? (int64_t)DIAL_TIMEOUT_MS * 1000000
+		: (int64_t)(fqn_g->cfg.lane_timeout_ms < 1000 ? 1000 : fqn_g->cfg.lane_timeout_ms) * 2000000;
 	int rc;
 
 	if (lc->state == FQN_LANE_DOWN) {
 		if (!lc->can_rejoin || now < lc->next_try_ns)
 			return;
-		if (fqn_ctl_path_down(&s->c, i)) { /* once per backoff step: not on the hot path */
-			lc->next_try_ns = now + (int64_t)lc->backoff_ms * 1000000;
+		if (fqn_ctl_path_down(&s->c, i)) { /* a page lookup: cheap, but not per call */
+			lc->next_try_ns = now + (int64_t)PATH_RECHECK_MS * 1000000;
+			lc->backoff_ms = BACKOFF_MIN_MS;
 			return;
 		}
 		rc = fqn_lane_dial(s->c.dev, (struct sockaddr *)&lc->bind_addr,
@@ -587,7 +602,7 @@ static void ctl_redial(struct fqn_send *s, int i, int64_t now)
 		lc->since_ns = now;
 		return;
 	}
-	if (now - lc->since_ns > limit) { /* SYN or hello lost on a still-dead path */
+	if (now - lc->since_ns > limit) { /* SYN, or hello's ack, lost on a still-dead path */
 		ctl_lane_fail(s, i, "redial", -ETIMEDOUT, now);
 		return;
 	}

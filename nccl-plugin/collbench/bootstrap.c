@@ -109,7 +109,8 @@ static int self_connected(int fd)
 	struct sockaddr_storage a, b;
 	socklen_t la = sizeof(a), lb = sizeof(b);
 
-	if (getsockname(fd, (struct sockaddr *)&a, &la) < 0 || getpeername(fd, (struct sockaddr *)&b, &lb) < 0)
+	if (getsockname(fd, (struct sockaddr *)&a, &la) < 0 ||
+	    getpeername(fd, (struct sockaddr *)&b, &lb) < 0)
 		return 0;
 	return la == lb && memcmp(&a, &b, la) == 0;
 }
