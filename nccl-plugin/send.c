@@ -103,13 +103,14 @@ struct fqn_send {
  * dropped after DIAL_TIMEOUT_MS and tried again after the backoff (50 ms
  * doubling to BACKOFF_MAX_MS): the kernel would resend the SYN only after
  * a second and then after three, so a path that heals is found within
- * about DIAL_TIMEOUT_MS + BACKOFF_MAX_MS of coming up, for the cost of one
- * SYN a second while it is down. While the agent's page has the path DOWN
+ * about DIAL_TIMEOUT_MS + BACKOFF_MAX_MS of coming up, for the cost of two
+ * SYNs a second while it is down (a fabric's round trip is micro- to
+ * milliseconds: 250 ms is no SYN's normal wait). While the agent's page has the path DOWN
  * nothing is dialed; the page is looked at every PATH_RECHECK_MS and its
  * UP dials at once. */
 #define BACKOFF_MIN_MS  50
-#define BACKOFF_MAX_MS  500
-#define DIAL_TIMEOUT_MS 500
+#define BACKOFF_MAX_MS  250
+#define DIAL_TIMEOUT_MS 250
 #define PATH_RECHECK_MS 50
 
 int fqn_send_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,
@@ -288,10 +289,11 @@ static void steer_trace(struct fqn_send *s, const char *what)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	fprintf(st->trace, "%lld.%09ld %llx %s", (long long)ts.tv_sec, ts.tv_nsec,
 		(unsigned long long)s->c.conn_id, what);
-	for (int i = 0; i < s->c.nlanes; i++)
-		fprintf(st->trace, " lane%d %s w=%.3f sent=%llu delay_us=%lld%s", i, s->c.lc[i].nic,
-			fqn_steer_weight(st->ctl, i), (unsigned long long)st->sent_bytes[i],
+	for (int i = 0; i < s->c.nlanes; i++) /* path=: the lane's socket now (a move changes it) */
+		fprintf(st->trace, " lane%d %s w=%.3f sent=%llu delay_us=%lld path=%s>%s%s", i,
+			s->c.lc[i].nic, fqn_steer_weight(st->ctl, i), (unsigned long long)st->sent_bytes[i],
 			(long long)(fqn_steer_delay(st->ctl, i) / 1000),
+			s->c.lanes[i] ? s->c.lanes[i]->local : "-", s->c.lanes[i] ? s->c.lanes[i]->peer : "-",
 			fqn_steer_congested(st->ctl, i) ? " congested" : "");
 	fputc('\n', st->trace);
 	fflush(st->trace);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "nccl-plugin/collbench/bootstrap.h"
@@ -61,7 +62,9 @@ static void usage(FILE *f)
 	    "                           print '# timeline T_S BUSBW_GBPS ITERS WRONG UNIX_S' every MS ms "
 	    "(rank 0)\n"
 	    "      --json               one JSON document instead of the table\n"
-	    "  -h, --help\n");
+	    "  -h, --help\n"
+	    "The plugin's log goes to stderr, each line stamped with the realtime clock: WARN always,\n"
+	    "INFO with NCCL_DEBUG=INFO, as under NCCL.\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -117,6 +120,35 @@ static void die(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+/* The logger handed to the plugin, as NCCL's: WARN always, INFO with
+ * NCCL_DEBUG=INFO (or TRACE); each line stamped with the realtime clock,
+ * so a plugin's failover and failback can be set against the testbed's
+ * link events. */
+static void plugin_log(int level, unsigned long flags, const char *file, int line, const char *fmt, ...)
+{
+	static int info = -1;
+	const char *msg, *pfx = "fabriciq: ";
+	struct timespec ts;
+	char buf[640];
+	va_list ap;
+
+	(void)flags, (void)file, (void)line;
+	if (info < 0) {
+		const char *d = getenv("NCCL_DEBUG");
+
+		info = d && (strcasecmp(d, "INFO") == 0 || strcasecmp(d, "TRACE") == 0);
+	}
+	if (level != NCCL_LOG_WARN && !(level == NCCL_LOG_INFO && info))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	msg = strncmp(buf, pfx, strlen(pfx)) == 0 ? buf + strlen(pfx) : buf;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fprintf(stderr, "%lld.%06ld fabriciq: %s: %s\n", (long long)ts.tv_sec, ts.tv_nsec / 1000,
+		level == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -506,7 +538,7 @@ int main(int argc, char **argv)
 	d = load_plugin(&o);
 	if (!d)
 		return 2;
-	if (netdrv_init(d, NULL) != ncclSuccess) {
+	if (netdrv_init(d, plugin_log) != ncclSuccess) {
 		die("plugin init failed (see its warnings above)");
 		goto out;
 	}

@@ -20,16 +20,22 @@ mgmt_ip() { echo "198.18.0.$((10 + $1))"; }
 ls_leaf_ip() { echo "198.18.$((100 + $1)).$((2 * $2 - 2))"; }  # L S
 ls_spine_ip() { echo "198.18.$((100 + $1)).$((2 * $2 - 1))"; } # L S
 
-# Router and host sysctls. Routers forward and hash L4 for ECMP
-# (fib_multipath_hash_policy=1), so different source ports take different
-# spines; strict reverse-path filtering would drop asymmetric ECMP returns.
+# Router and host sysctls. Routers forward and hash the 5-tuple for ECMP,
+# as a switch does, so different source ports take different spines:
+# policy 3 with fields 0x37 (addresses, protocol, ports). Policy 1 would
+# reuse the hash a local sender's socket put on the packet (random per
+# socket, re-drawn by TCP after a timeout), so neither `ip route get` nor a
+# port would tell a flow's spine; kernels without policy 3 (before 5.12)
+# get 1. Strict reverse-path filtering would drop asymmetric ECMP returns.
 ns_sysctls() {
 	local ns=$1 kind=$2
 	ip netns exec "$ns" sh -c '
 		sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 		sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
 		if [ "$1" = router ]; then
-			sysctl -qw net.ipv4.ip_forward=1 net.ipv4.fib_multipath_hash_policy=1
+			sysctl -qw net.ipv4.ip_forward=1
+			sysctl -qw net.ipv4.fib_multipath_hash_policy=3 net.ipv4.fib_multipath_hash_fields=0x0037 2>/dev/null ||
+				sysctl -qw net.ipv4.fib_multipath_hash_policy=1
 			sysctl -qw net.ipv4.conf.all.ignore_routes_with_linkdown=1
 		fi' sh "$kind"
 }
@@ -186,7 +192,7 @@ link_nodes() { # NS_A NS_B -> node names
 # at both ends, as a routing protocol would withdraw it: the leaf's ECMP
 # route drops that spine and the spine forgets the leaf's hosts.
 link_set() { # link_set NAME up|down
-	local ends nsa ifa nsb ifb n
+	local ends nsa ifa nsb ifb n t
 	ends=$(link_lookup "$1") || die "unknown link '$1' (see: $TB_PROG status)"
 	read -r nsa ifa nsb ifb <<<"$ends"
 	case $1 in
@@ -194,6 +200,7 @@ link_set() { # link_set NAME up|down
 	n*-rail*) ip -n "$nsb" link set "$ifb" "$2" ;;
 	*) ip -n "$nsa" link set "$ifa" "$2" && ip -n "$nsb" link set "$ifb" "$2" ;;
 	esac || return 1
+	t=$(now_ns) # the event's time: the link changed now; routes follow
 	if [ "$2" = up ]; then
 		# Neighbours that failed while the link was down would hold off
 		# ARP for up to a second; a switch port coming up starts afresh.
@@ -207,7 +214,7 @@ link_set() { # link_set NAME up|down
 	elif [ "$2" = up ]; then
 		for n in $(link_nodes "$nsa" "$nsb"); do routes_apply "$n"; done
 	fi
-	echo "$(now_ns) link $2 $1" >>"$TB_STATE/events"
+	echo "$t link $2 $1" >>"$TB_STATE/events"
 }
 
 link_state() { # link_state NAME -> up|down (as seen at the switch side)
