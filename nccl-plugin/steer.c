@@ -180,8 +180,12 @@ static void update_congestion(struct fqn_steer *s, int64_t now)
 		if (!l->up)
 			continue;
 		k++;
-		c = l->rtt > 0 && l->base > 0 && l->rtt > l->base * s->p.congest_ratio &&
-		    l->rtt - l->base > (double)s->p.congest_abs_ns;
+		if (!l->congested) /* enter above the thresholds */
+			c = l->rtt > 0 && l->base > 0 && l->rtt > l->base * s->p.congest_ratio &&
+			    l->rtt - l->base > (double)s->p.congest_abs_ns;
+		else /* leave below half of them: one quiet sample is no end of it */
+			c = l->rtt > 0 && l->rtt > l->base * (1 + (s->p.congest_ratio - 1) / 2) &&
+			    l->rtt - l->base > (double)s->p.congest_abs_ns / 2;
 		if (c && !l->congested)
 			l->congested = now;
 		else if (!c)

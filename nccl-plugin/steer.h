@@ -41,8 +41,11 @@
  * smoothed RTT of its socket (TCP_INFO: the fabric's queues, not the
  * sender's own socket backlog, so a job that merely saturates its lanes is
  * not "congested") exceeds congest_ratio x its base (the lowest RTT seen on
- * the lane, forgotten slowly) and the base by congest_abs (defaults 3x and 10 ms: a lane's own load on a
- * shaped link already adds a queue). When every up lane has been congested
+ * the lane, forgotten slowly) and the base by congest_abs (defaults 3x
+ * and 10 ms: a lane's own load on a shaped link already adds a queue); it
+ * stays congested until its RTT falls below half those margins (2x and
+ * 5 ms over the base): a loaded queue's RTT swings, and one low sample must
+ * not restart the clock below. When every up lane has been congested
  * for rehash_after (default 2 s), or the caller is advised to move (the path
  * page's FQ_PATH_ADVICE_MOVE), fqn_steer_rehash_pick() names the lane to
  * move (the most delayed); the caller re-opens it on a new source port and

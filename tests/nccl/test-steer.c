@@ -207,6 +207,18 @@ static void test_rehash(void)
 		ok(fqn_steer_congested(s, 0) && !fqn_steer_congested(s, 1), "one lane congested");
 		is_int(fqn_steer_rehash_pick(s, 0, now), -1, "one lane free: steer weights, no move");
 	}
+	{
+		/* hysteresis: under the entry margin but over half of it, still
+		 * congested; under half, not */
+		uint32_t dip[2] = {10000, 200}, low[2] = {4000, 200}, mixed[2] = {28000, 200};
+
+		feed(s, 2, d, dip, now += p.update_ns);
+		ok(fqn_steer_congested(s, 0),
+		   "a congested lane's RTT dips under the entry margin: still congested");
+		feed(s, 2, d, low, now += p.update_ns);
+		ok(!fqn_steer_congested(s, 0), "... and under half of it: no longer");
+		feed(s, 2, d, mixed, now += p.update_ns);
+	}
 	for (int k = 0; k < 60 && pick < 0; k++) {
 		feed(s, 2, d, cong, now += p.update_ns);
 		pick = fqn_steer_rehash_pick(s, 0, now);
