@@ -25,7 +25,8 @@
 #    flapped - unflapped.
 # Total about 5 x BENCH_FO_SECONDS plus setup (~5.5 min at the default;
 # BENCH_FO_SECONDS=20 BENCH_FO_DOWN=5 BENCH_FO_FLAPS=3 BENCH_FO_FLAP_PERIOD=4000
-# for a quick look; BENCH_FO_FLAPS=0 runs part 1 only). Needs root and
+# for a quick look; BENCH_FO_FLAPS=0 runs part 1 only; BENCH_FO_KEEP=DIR
+# keeps the runs' outputs and logs there). Needs root and
 # namespaces (the emulated cluster); says why and exits 0 if not. Exit 1
 # if a control-mode run fails.
 set -u
@@ -48,7 +49,7 @@ if [ "$(id -u)" -ne 0 ] || ! unshare --net true 2>/dev/null || [ ! -x "$FQTB_HEL
 fi
 export FQTB_STATE="${TMPDIR:-/tmp}/fqtb-fobench-$$"
 tmp=$(mktemp -d)
-cleanup() { "$TB" down >/dev/null 2>&1; rm -rf "$tmp"; }
+cleanup() { "$TB" down >/dev/null 2>&1; [ -n "${BENCH_FO_KEEP:-}" ] && cp -r "$tmp" "$BENCH_FO_KEEP"; rm -rf "$tmp"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 "$TB" up --prefix fob --hosts 4 --services none --clock-offsets zero --host-rate "$RATE" >"$tmp/up.log" 2>&1 ||

@@ -3,13 +3,8 @@
 # on both rails (FABRICIQ_IFACES=rail0,rail1). allreduce and alltoall with
 # 2 and 4 ranks, verified; the lanes of a connection really use both rails;
 # ranks launched by Slurm (srun) take their rank from SLURM_PROCID.
-. "$(dirname "$0")/../lib/tap.sh"
-. "$(dirname "$0")/../testbed/lib/testlib.sh"
-CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
-SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
-[ -x "$CB" ] && [ -f "$SO" ] || skip_all "collbench or plugin not built"
-tb_require
-tb_setup nc
+. "$(dirname "$0")/testbed.sh"
+nccl_tb_setup nc
 plan 11
 
 check "up: 4 hosts, 2 rails, munge and Slurm" tb up --prefix "$TB_PFX" --services munge,slurm --clock-offsets zero

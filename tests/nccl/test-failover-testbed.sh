@@ -5,13 +5,8 @@
 # rail1 carries traffic again); with every rail of n2 cut past the grace
 # time the ranks get a clean error naming both ends, no hang; monitor mode
 # still runs as before.
-. "$(dirname "$0")/../lib/tap.sh"
-. "$(dirname "$0")/../testbed/lib/testlib.sh"
-CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
-SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
-[ -x "$CB" ] && [ -f "$SO" ] || skip_all "collbench or plugin not built"
-tb_require
-tb_setup fo
+. "$(dirname "$0")/testbed.sh"
+nccl_tb_setup fo
 plan 15
 
 # Shaped host links: the network, not the 2 shared CPUs, sets the pace.

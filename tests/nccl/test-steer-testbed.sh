@@ -15,21 +15,16 @@
 # flow, the loaded lane's TCP can sit over a second in a retransmit
 # timeout on a slow machine, and failing it over then is failover's work
 # (test-failover-testbed.sh), not what this test measures.
-. "$(dirname "$0")/../lib/tap.sh"
-. "$(dirname "$0")/../testbed/lib/testlib.sh"
-CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
-SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
+. "$(dirname "$0")/testbed.sh"
 FLOW="$top_builddir/tests/testbed/tb-flow"
-[ -x "$CB" ] && [ -f "$SO" ] && [ -x "$FLOW" ] || skip_all "collbench, plugin or tb-flow not built"
-tb_require
-tb_setup st
+nccl_tb_setup st "$FLOW"
 plan 8
 RATE=${STEER_TEST_RATE:-40mbit}
 
 check "up: 2 hosts on 2 leaves, 2 spines, spine links at $RATE" tb up --prefix "$TB_PFX" --hosts 2 --leaves 2 \
 	--spines 2 --services none --clock-offsets zero --spine-rate "$RATE"
 tmp=$(mktemp -d)
-trap '[ -n "${STEER_TEST_KEEP:-}" ] && cp -r "$tmp" "$STEER_TEST_KEEP"; rm -rf "$tmp"; tb_teardown' EXIT
+trap 'rc=$?; [ -n "${STEER_TEST_KEEP:-}" ] && cp -r "$tmp" "$STEER_TEST_KEEP"; rm -rf "$tmp"; (exit $rc); tb_teardown' EXIT
 
 # Pin: leaf L reaches the other host's rail0 over spine2, its rail1 over spine1.
 pin() {
