@@ -19,8 +19,11 @@
  * Control records (control mode): small fixed-size records (FQN_CTRL_SIZE
  * bytes, opaque to the lane; acks today) travel in the reverse direction,
  * from the receiving end to the sending end of the same lane. tx_ctrl()
- * takes a whole record or returns -EAGAIN (nothing taken: the caller sends
- * a newer one later, acks being cumulative); rx_ctrl() returns 1 and the
+ * returns 0 (the record is on its way), 1 (taken, but queued in the lane
+ * behind a full transport: the caller must call tx_ctrl again, with the
+ * same or a newer record, until it returns 0; that call first finishes the
+ * queued one) or -EAGAIN (nothing taken: the caller sends a newer one
+ * later, acks being cumulative); rx_ctrl() returns 1 and the
  * next whole record, or 0. A TCP lane uses its socket's idle direction; an
  * IB lane would post a small SEND the other way on the same QP.
  *

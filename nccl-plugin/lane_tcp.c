@@ -247,7 +247,8 @@ static int tcp_tx_ctrl(struct fqn_lane *l, const uint8_t rec[FQN_CTRL_SIZE])
 	t->ctl_tx_off = 0;
 	t->ctl_tx_len = FQN_CTRL_SIZE;
 	rc = tcp_ctl_flush(t);
-	return rc < 0 ? rc : 0;
+	/* queued behind a full socket: nothing else would push it out */
+	return rc < 0 ? rc : rc == 0 ? 1 : 0;
 }
 
 /* The sending end reads records through its (otherwise unused) staging buffer. */

@@ -387,7 +387,10 @@ static int ctl_ack(struct fqn_recv *r, int i)
 	if (rc < 0)
 		return rc;
 	lc->ack_sent = lc->rx_count;
-	lc->ack_owed = 0;
+	/* 1: queued behind a full socket. Owed until it is out: the sender
+	 * may be waiting for it with nothing more to send, so no newer ack
+	 * would ever push it (a stall that outlived the congestion). */
+	lc->ack_owed = rc == 1;
 	return 0;
 }
 
