@@ -227,6 +227,15 @@ link_state() { # link_state NAME -> up|down (as seen at the switch side)
 	fi
 }
 
+# tbf_set NS DEV RATE BURST LATENCY: a fresh TBF. Not `tc qdisc replace`:
+# a changed TBF keeps its queue, and a packet queued under a larger burst
+# than the new one can never be sent, so the link stops for good with that
+# packet at its head (seen: a job stalled on a re-shaped spine).
+tbf_set() {
+	ip netns exec "$1" tc qdisc del dev "$2" root 2>/dev/null
+	ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$3" burst "$4" latency "$5"
+}
+
 # TBF on both ends of a link: a real bottleneck with a real queue. Burst is
 # at least 4 ms of line rate (and 16 KB): smaller bursts starve TSO-sized
 # packets; `latency` bounds the queue, so the delay a loaded link adds.
@@ -242,8 +251,7 @@ link_shape() { # link_shape NAME RATE|off [LATENCY_MS]
 	bps=$(rate_bps "$2") || die "bad rate '$2' (examples: 200mbit, 1gbit, 500kbit)"
 	burst=$((bps / 8 / 250))
 	[ "$burst" -ge 16384 ] || burst=16384
-	ip netns exec "$nsa" tc qdisc replace dev "$ifa" root tbf rate "$2" burst "$burst" latency "${lat}ms" &&
-		ip netns exec "$nsb" tc qdisc replace dev "$ifb" root tbf rate "$2" burst "$burst" latency "${lat}ms"
+	tbf_set "$nsa" "$ifa" "$2" "$burst" "${lat}ms" && tbf_set "$nsb" "$ifb" "$2" "$burst" "${lat}ms"
 }
 
 link_rate() { # link_rate NAME -> tbf rate or "-"
