@@ -5,7 +5,9 @@
 #  - latency: 8-byte messages, half round trip; goal plugin/raw <= 1.2,
 #    against raw TCP on one connection (replies carry the ACKs) and on two
 #    one-way connections (the shape of every ncclNet plugin: NCCL's send and
-#    receive comms are separate connections). The plugin side is fq-netlat
+#    receive comms are separate connections; the plugin's receiving lanes
+#    peek small chunks so the kernel's ACK leaves after the reply: see
+#    lane_tcp.c). The plugin side is fq-netlat
 #    (ping-pong through the plugin's exported API, timed per iteration);
 #    the figure is the per-iteration median (a descheduled process on the
 #    shared cores costs a mean a whole time slice, a median nothing), the
