@@ -7,8 +7,13 @@
 
 #define MS(x) ((int64_t)(x)*1000000)
 
-/* The base RTT forgets upward at this rate per update (1/256 of the gap):
- * a route change that raised the floor for good is learnt in ~10 s. */
+/* The base RTT forgets upward at this rate per update (1/256 of the gap),
+ * and only while the lane is not congested: a route change that raised the
+ * floor for good is learnt in ~10 s, a queue that stays full is not (learnt,
+ * it raised the base by a sixth of the queue's delay in 2 s, and a
+ * congested lane's swinging RTT then dipped under the leaving margin before
+ * rehash_after: seen on the testbed, a connection whose every lane sat
+ * behind a 100 ms queue never moved). */
 #define BASE_FORGET 256
 
 struct steer_lane {
@@ -30,6 +35,7 @@ struct fqn_steer {
 	int trial_lane, moves;       /* -1: no trial */
 	int64_t trial_start, cooldown_until;
 	double trial_before; /* the moved lane's RTT before the move */
+	double trial_base;   /* ... and its base: the path's floor, uncongested */
 };
 
 void fqn_steer_params_default(struct fqn_steer_params *p)
@@ -131,7 +137,7 @@ void fqn_steer_observe(struct fqn_steer *s, int lane, const struct fqn_steer_sam
 		l->rtt = rtt;
 		if (l->base <= 0 || rtt < l->base)
 			l->base = rtt;
-		else
+		else if (!l->congested)
 			l->base += (rtt - l->base) / BASE_FORGET;
 	}
 }
@@ -291,6 +297,7 @@ void fqn_steer_trial_begin(struct fqn_steer *s, int lane, int64_t now)
 	if (s->trial_lane != lane) {
 		s->moves = 0;
 		s->trial_before = s->l[lane].rtt;
+		s->trial_base = s->l[lane].base;
 	}
 	s->trial_lane = lane;
 	s->trial_start = now;
@@ -312,7 +319,13 @@ int fqn_steer_trial_verdict(struct fqn_steer *s, int64_t now)
 	l = &s->l[s->trial_lane];
 	if (!l->up || now - s->trial_start < s->p.trial_ns || l->rtt <= 0)
 		return -1;
-	if (l->rtt < s->trial_before * s->p.keep_ratio || s->moves >= s->p.max_moves) {
+	/* kept: lower than before, and not itself congested by the entry rule
+	 * against the floor before the move (a queue's RTT swings: a full one
+	 * can read lower than the last one did, and must not be kept for it) */
+	if ((l->rtt < s->trial_before * s->p.keep_ratio &&
+	     !(s->trial_base > 0 && l->rtt > s->trial_base * s->p.congest_ratio &&
+	       l->rtt - s->trial_base > (double)s->p.congest_abs_ns)) ||
+	    s->moves >= s->p.max_moves) {
 		s->trial_lane = -1;
 		s->cooldown_until = now + s->p.cooldown_ns;
 		return 1;

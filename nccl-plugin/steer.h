@@ -41,7 +41,7 @@
  * smoothed RTT of its socket (TCP_INFO: the fabric's queues, not the
  * sender's own socket backlog, so a job that merely saturates its lanes is
  * not "congested") exceeds congest_ratio x its base (the lowest RTT seen on
- * the lane, forgotten slowly) and the base by congest_abs (defaults 3x
+ * the lane, forgotten slowly, and not while the lane is congested) and the base by congest_abs (defaults 3x
  * and 10 ms: a lane's own load on a shaped link already adds a queue); it
  * stays congested until its RTT falls below half those margins (2x and
  * 5 ms over the base): a loaded queue's RTT swings, and one low sample must
@@ -51,7 +51,8 @@
  * move (the most delayed); the caller re-opens it on a new source port and
  * calls fqn_steer_trial_begin(); after trial (default 500 ms) of traffic on
  * it, fqn_steer_trial_verdict() keeps it (its RTT fell below keep_ratio x
- * the RTT before the move, default 0.8) or asks to move again; at most
+ * the RTT before the move, default 0.8, and is not congested by the entry
+ * rule against the lane's base before the move) or asks to move again; at most
  * max_moves (default 3) moves per episode, then a cooldown (default 10 s).
  */
 #ifndef FQN_STEER_H

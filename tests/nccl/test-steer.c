@@ -224,6 +224,33 @@ static void test_rehash(void)
 		pick = fqn_steer_rehash_pick(s, 0, now);
 	}
 	is_int(pick, 0, "all congested: the most delayed lane moves");
+	{
+		/* a queue that stays full is not learnt as the base: after 10 s of
+		 * it, a swing down to a third of it is still congestion */
+		struct fqn_steer *q;
+		uint32_t full[2] = {150000, 150000}, swing[2] = {50000, 50000};
+		int64_t t = 0;
+
+		fqn_steer_create(2, &p, 0, &q);
+		for (int k = 0; k < 4; k++)
+			feed(q, 2, d, base, t += p.update_ns);
+		for (int k = 0; k < 200; k++)
+			feed(q, 2, d, full, t += p.update_ns);
+		feed(q, 2, d, swing, t += p.update_ns);
+		ok(fqn_steer_congested(q, 0) && fqn_steer_congested(q, 1),
+		   "10 s behind a full queue, then a swing to a third of it: still congested");
+		/* the move's trial: lower than before, yet a queue, not a free path */
+		for (int k = 0; k < 4; k++)
+			feed(q, 2, d, full, t += p.update_ns);
+		fqn_steer_trial_begin(q, 0, t);
+		fqn_steer_set_up(q, 0, 0, t);
+		fqn_steer_set_up(q, 0, 1, t += MS(20));
+		for (int k = 0; k < 12; k++)
+			feed(q, 2, d, swing, t += p.update_ns);
+		is_int(fqn_steer_trial_verdict(q, t), 0,
+		       "a new path at a third of the RTT before, but 250x the base: move again");
+		fqn_steer_destroy(q);
+	}
 	fqn_steer_trial_begin(s, 0, now);
 	is_int(fqn_steer_trial_lane(s), 0, "trial on lane 0");
 	is_int(fqn_steer_rehash_pick(s, 0, now + MS(600)), -1, "no second move during a trial");
