@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The plugin against raw TCP between the same endpoints (loopback), same
 # pattern (ping-pong, busy polling), same run:
-#  - bandwidth: 64 MiB messages, one-way GB/s; goal plugin/raw >= 0.90
+#  - bandwidth: 64 MiB messages, one-way GB/s; goal plugin/raw >= 0.90;
+#    beside it raw TCP with MSG_ZEROCOPY (the plugin would use it only if
+#    measured faster; on local delivery the kernel copies anyway and says so)
 #  - latency: 8-byte messages, half round trip; goal plugin/raw <= 1.2,
 #    against raw TCP on one connection (replies carry the ACKs) and on two
 #    one-way connections (the shape of every ncclNet plugin: NCCL's send and
@@ -42,6 +44,13 @@ raw() {
 	"$RAW" client 127.0.0.1 $port "$1" "$2" "$3" | awk '{ print $2, $3 }'
 	wait
 }
+# raw_zc: raw with FQ_RAWTCP_ZEROCOPY=1 -> "gbps zerocopy N sends, M copied"
+raw_zc() {
+	port=$((port + 1))
+	FQ_RAWTCP_ZEROCOPY=1 "$RAW" server $port "$1" "$2" "$3" &
+	FQ_RAWTCP_ZEROCOPY=1 "$RAW" client 127.0.0.1 $port "$1" "$2" "$3" | awk '{ s = $3; for (i = 6; i <= NF; i++) s = s " " $i; print s }'
+	wait
+}
 median() { sort -g | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -50,11 +59,16 @@ for _ in $(seq "$REPEAT"); do
 	plugin $((64 << 20)) 10 2 | awk '{ print $2 }' >>"$tmp/bp"
 	FABRICIQ_LANES=1 plugin $((64 << 20)) 10 2 | awk '{ print $2 }' >>"$tmp/bp1"
 	raw $((64 << 20)) 10 2 | awk '{ print $2 }' >>"$tmp/br"
+	raw_zc $((64 << 20)) 10 2 >>"$tmp/bz"
 done
 p_bw=$(median <"$tmp/bp") p1_bw=$(median <"$tmp/bp1") r_bw=$(median <"$tmp/br")
+z_bw=$(awk '{ print $1 }' "$tmp/bz" | median) z_note=$(tail -1 "$tmp/bz" | cut -d' ' -f2-)
 echo "64 MiB ping-pong, one-way bandwidth: plugin ${FABRICIQ_LANES:-2} lanes $p_bw GB/s, 1 lane $p1_bw GB/s, raw TCP $r_bw GB/s"
 awk -v p="$p_bw" -v q="$p1_bw" -v r="$r_bw" 'BEGIN {
 	printf "bandwidth ratio plugin/raw: %.3f (1 lane: %.3f) (goal >= 0.90)\n", p / r, q / r }'
+# MSG_ZEROCOPY is used only if measured faster: raw TCP with it, same run
+awk -v z="$z_bw" -v r="$r_bw" -v n="$z_note" 'BEGIN {
+	printf "raw TCP with MSG_ZEROCOPY: %s GB/s, %.3f of plain sends (last run: %s)\n", z, z / r, n }'
 # latency: rounds of plugin (2 lanes, 1 lane), raw, raw split, alternating;
 # each line "MEDIAN_US MEAN_US"
 lat_plugin() { "$LAT" "$SO" 8 5000 500 | awk '{ print $3, $2 }'; }
