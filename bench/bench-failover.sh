@@ -26,7 +26,7 @@
 # Total about 5 x BENCH_FO_SECONDS plus setup (~5.5 min at the default;
 # BENCH_FO_SECONDS=20 BENCH_FO_DOWN=5 BENCH_FO_FLAPS=3 BENCH_FO_FLAP_PERIOD=4000
 # for a quick look; BENCH_FO_FLAPS=0 runs part 1 only; BENCH_FO_KEEP=DIR
-# keeps the runs' outputs and logs there). Needs root and
+# keeps the runs' outputs, logs and steering traces there). Needs root and
 # namespaces (the emulated cluster); says why and exits 0 if not. Exit 1
 # if a control-mode run fails.
 set -u
@@ -64,6 +64,7 @@ run() {
 	t0=$(date +%s.%N)
 	for r in 3 2 1 0; do
 		"$TB" exec "n$((r + 1))" env FABRICIQ_MODE="$mode" FABRICIQ_IFACES=rail0,rail1 FABRICIQ_TELEMETRY=0 FABRICIQ_CHUNK_SIZE=32K \
+			${BENCH_FO_KEEP:+FABRICIQ_STEER_TRACE=$tmp/trace.$name.$r} \
 			timeout $((tmo + 60)) "$CB" -p "$SO" --rank $r --nranks 4 --bootstrap "198.18.0.11:$port" -c allreduce \
 			-b 1M -e 1M -n "$iters" -w 2 --timeline 500 --timeout "$tmo" \
 			>"$tmp/out.$name.$r" 2>"$tmp/err.$name.$r" &

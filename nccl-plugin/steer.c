@@ -34,8 +34,11 @@ struct fqn_steer {
 	int64_t all_congested_since; /* 0: some up lane is not congested */
 	int trial_lane, moves;       /* -1: no trial */
 	int64_t trial_start, cooldown_until;
-	double trial_before; /* the moved lane's RTT before the move */
-	double trial_base;   /* ... and its base: the path's floor, uncongested */
+	double trial_max;      /* the trial lane's highest RTT since its trial began, ns */
+	int futile;            /* episodes in a row that found no better path */
+	int64_t backoff_until; /* no move of our own accord before this (advice may) */
+	double trial_before;   /* the moved lane's RTT before the move */
+	double trial_base;     /* ... and its base: the path's floor, uncongested */
 };
 
 void fqn_steer_params_default(struct fqn_steer_params *p)
@@ -135,6 +138,8 @@ void fqn_steer_observe(struct fqn_steer *s, int lane, const struct fqn_steer_sam
 	if (smp->rtt_us) {
 		rtt = (double)smp->rtt_us * 1000;
 		l->rtt = rtt;
+		if (lane == s->trial_lane && rtt > s->trial_max)
+			s->trial_max = rtt;
 		if (l->base <= 0 || rtt < l->base)
 			l->base = rtt;
 		else if (!l->congested)
@@ -171,8 +176,10 @@ void fqn_steer_set_up(struct fqn_steer *s, int lane, int up, int64_t now)
 	for (int i = 0; i < s->n; i++)
 		s->l[i].w = t[i];
 	s->last_change = now;
-	if (up && lane == s->trial_lane)
+	if (up && lane == s->trial_lane) {
 		s->trial_start = now; /* the trial runs from when the moved lane carries traffic */
+		s->trial_max = 0;
+	}
 }
 
 static void update_congestion(struct fqn_steer *s, int64_t now)
@@ -282,7 +289,8 @@ int fqn_steer_rehash_pick(struct fqn_steer *s, int advise, int64_t now)
 
 	if (s->trial_lane >= 0 || now < s->cooldown_until)
 		return -1;
-	if (!advise && (!s->all_congested_since || now - s->all_congested_since < s->p.rehash_after_ns))
+	if (!advise && (!s->all_congested_since || now - s->all_congested_since < s->p.rehash_after_ns ||
+			now < s->backoff_until))
 		return -1;
 	for (int i = 0; i < s->n; i++)
 		if (s->l[i].up && (best < 0 || s->l[i].rtt - s->l[i].base > s->l[best].rtt - s->l[best].base))
@@ -301,6 +309,7 @@ void fqn_steer_trial_begin(struct fqn_steer *s, int lane, int64_t now)
 	}
 	s->trial_lane = lane;
 	s->trial_start = now;
+	s->trial_max = 0;
 	s->moves++;
 	s->all_congested_since = 0;
 }
@@ -313,21 +322,32 @@ int fqn_steer_trial_lane(const struct fqn_steer *s)
 int fqn_steer_trial_verdict(struct fqn_steer *s, int64_t now)
 {
 	struct steer_lane *l;
+	int keep;
 
 	if (s->trial_lane < 0)
 		return -1;
 	l = &s->l[s->trial_lane];
-	if (!l->up || now - s->trial_start < s->p.trial_ns || l->rtt <= 0)
+	if (!l->up || now - s->trial_start < s->p.trial_ns || s->trial_max <= 0)
 		return -1;
-	/* kept: lower than before, and not itself congested by the entry rule
-	 * against the floor before the move (a queue's RTT swings: a full one
-	 * can read lower than the last one did, and must not be kept for it) */
-	if ((l->rtt < s->trial_before * s->p.keep_ratio &&
-	     !(s->trial_base > 0 && l->rtt > s->trial_base * s->p.congest_ratio &&
-	       l->rtt - s->trial_base > (double)s->p.congest_abs_ns)) ||
-	    s->moves >= s->p.max_moves) {
+	/* Kept: the new path's highest RTT over the trial is lower than the
+	 * RTT before the move, and not congested itself by the entry rule
+	 * against the floor before the move. The highest, not the last: a
+	 * queue's RTT swings (a TCP sawtooth), and a full queue read at a low
+	 * moment must not pass for a free path. */
+	keep = s->trial_max < s->trial_before * s->p.keep_ratio &&
+	       !(s->trial_base > 0 && s->trial_max > s->trial_base * s->p.congest_ratio &&
+		 s->trial_max - s->trial_base > (double)s->p.congest_abs_ns);
+	if (keep || s->moves >= s->p.max_moves) {
 		s->trial_lane = -1;
 		s->cooldown_until = now + s->p.cooldown_ns;
+		/* An episode that found nothing better (kept the last path by
+		 * rule) says the queue is not the path's: most often the job's
+		 * own load on a bottleneck every path shares (its host link).
+		 * Moving again would only repeat that, so the next episode of
+		 * our own accord waits twice as long each time, up to 2^8
+		 * cooldowns (~43 min at 10 s); a better path found resets it. */
+		s->futile = keep ? 0 : s->futile < 8 ? s->futile + 1 : 8;
+		s->backoff_until = now + (s->p.cooldown_ns << s->futile);
 		return 1;
 	}
 	return 0;

@@ -50,10 +50,17 @@
  * page's FQ_PATH_ADVICE_MOVE), fqn_steer_rehash_pick() names the lane to
  * move (the most delayed); the caller re-opens it on a new source port and
  * calls fqn_steer_trial_begin(); after trial (default 500 ms) of traffic on
- * it, fqn_steer_trial_verdict() keeps it (its RTT fell below keep_ratio x
- * the RTT before the move, default 0.8, and is not congested by the entry
- * rule against the lane's base before the move) or asks to move again; at most
+ * it, fqn_steer_trial_verdict() keeps it (its highest RTT over the trial
+ * is below keep_ratio x the RTT before the move, default 0.8, and not
+ * congested by the entry rule against the lane's base before the move) or
+ * asks to move again; at most
  * max_moves (default 3) moves per episode, then a cooldown (default 10 s).
+ * An episode that found no better path (its last path kept by rule) doubles
+ * the wait before the next episode the lanes' congestion starts, up to 2^8
+ * cooldowns; one that found one resets it. Such an episode is most often a
+ * job's own load on a bottleneck every path shares (a saturated host link
+ * queues like a congested spine: the RTT cannot tell them apart), where
+ * moving again would only cost. Advice is held only by the plain cooldown.
  */
 #ifndef FQN_STEER_H
 #define FQN_STEER_H

@@ -306,6 +306,84 @@ static void test_max_moves(void)
 	fqn_steer_destroy(s);
 }
 
+/* A job that saturates a bottleneck all its paths share: every lane
+ * congested for good, every new path as congested. Episodes that find
+ * nothing better come at doubling intervals; advice is held only by the
+ * plain cooldown; a better path found resets the wait. Returns the time
+ * of the first move at or after `from`, driving episodes as the plugin
+ * does (a move's trial runs 500 ms). */
+static int64_t next_move(struct fqn_steer *s, const struct fqn_steer_params *p, int64_t from, int64_t limit,
+			 const uint32_t *trial_rtt, int *verdict)
+{
+	double d[2] = {5, 5};
+	uint32_t full[2] = {30000, 30000};
+	int64_t now = from, first = -1;
+	int lane;
+
+	while (now < limit) {
+		feed(s, 2, d, full, now += p->update_ns);
+		lane = fqn_steer_rehash_pick(s, 0, now);
+		if (lane < 0)
+			continue;
+		first = now;
+		do { /* one episode: up to max_moves trials */
+			fqn_steer_trial_begin(s, lane, now);
+			fqn_steer_set_up(s, lane, 0, now);
+			fqn_steer_set_up(s, lane, 1, now);
+			/* a new connection's first RTT: the queue it fills is not built yet */
+			feed(s, 2, d, (uint32_t[2]){lane ? full[0] : 200, lane ? 200 : full[1]},
+			     now += p->update_ns);
+			for (int k = 0; k < 12; k++)
+				feed(s, 2, d, trial_rtt, now += p->update_ns);
+			*verdict = fqn_steer_trial_verdict(s, now);
+		} while (*verdict == 0);
+		break;
+	}
+	return first;
+}
+
+static void test_backoff(void)
+{
+	struct fqn_steer_params p;
+	struct fqn_steer *s;
+	double d[2] = {5, 5};
+	uint32_t base[2] = {200, 200}, full[2] = {30000, 30000}, free_[2] = {300, 30000};
+	int64_t t[5], now = 0;
+	int v = -1, ok_gaps = 1;
+
+	fqn_steer_params_default(&p);
+	fqn_steer_create(2, &p, 0, &s);
+	for (int k = 0; k < 4; k++)
+		feed(s, 2, d, base, now += p.update_ns);
+	t[0] = next_move(s, &p, now, MS(600000), full, &v);
+	for (int e = 1; e < 5; e++) {
+		t[e] = next_move(s, &p, t[e - 1] + MS(2000), MS(900000), full, &v);
+		/* episode e-1 ended ~1.5 s after it began; the next may start
+		 * 10 s x 2^e after that */
+		if (t[e] < 0 || t[e] - t[e - 1] < (p.cooldown_ns << e) ||
+		    t[e] - t[e - 1] > (p.cooldown_ns << e) + MS(3000))
+			ok_gaps = 0;
+		diag("episode %d began %.1f s after the one before", e, (t[e] - t[e - 1]) / 1e9);
+	}
+	ok(t[0] >= 0 && ok_gaps,
+	   "no better path found: episodes 20, 40, 80, 160 s apart (+ their own length)");
+	ok(fqn_steer_rehash_pick(s, 1, t[4] + MS(2000) + p.cooldown_ns) >= 0,
+	   "advice still moves after the plain cooldown");
+	fqn_steer_destroy(s);
+
+	fqn_steer_create(2, &p, 0, &s);
+	now = 0;
+	for (int k = 0; k < 4; k++)
+		feed(s, 2, d, base, now += p.update_ns);
+	t[0] = next_move(s, &p, now, MS(600000), full, &v);
+	t[1] = next_move(s, &p, t[0] + MS(2000), MS(900000), free_, &v); /* finds a free path */
+	t[2] = next_move(s, &p, t[1] + MS(600), MS(900000), full, &v);
+	ok(t[1] >= 0 && t[2] >= 0 && t[2] - t[1] < p.cooldown_ns + MS(3000),
+	   "a better path found: the next episode after the plain cooldown again (%.1f s)",
+	   (t[2] - t[1]) / 1e9);
+	fqn_steer_destroy(s);
+}
+
 /* FABRICIQ_STEER: on in control mode by default, off in monitor mode. */
 static const char *env_mode, *env_steer, *env_job;
 static const char *lookup(const char *name)
@@ -353,5 +431,6 @@ int main(void)
 	test_down_up();
 	test_rehash();
 	test_max_moves();
+	test_backoff();
 	return done_testing();
 }
