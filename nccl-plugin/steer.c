@@ -39,6 +39,7 @@ struct fqn_steer {
 	int64_t backoff_until; /* no move of our own accord before this (advice may) */
 	double trial_before;   /* the moved lane's RTT before the move */
 	double trial_base;     /* ... and its base: the path's floor, uncongested */
+	double trial_w;        /* ... and its weight */
 };
 
 void fqn_steer_params_default(struct fqn_steer_params *p)
@@ -167,11 +168,22 @@ void fqn_steer_set_up(struct fqn_steer *s, int lane, int up, int64_t now)
 			nothers++;
 		}
 	}
-	/* Down: nothing. Back (failback verified the path, or a moved lane
-	 * on its new hash): an average lane's share, and steering takes it
-	 * from there; starting at the floor would leave it there while the
-	 * lanes' delays are alike. */
-	t[lane] = up ? (nothers ? others / nothers : 1) : 0;
+	/* Down: nothing. Back after a failure (failback verified the path):
+	 * an average lane's share, and steering takes it from there; starting
+	 * at the floor would leave it there while the lanes' delays are alike.
+	 * A moved lane on its new hash: the share it had before the move. A
+	 * congested lane steering had shed would otherwise bring half the
+	 * traffic back onto a path that may be as congested, for the whole
+	 * trial; its small share still shows another flow's queue, and a free
+	 * path's falling delay wins it back at up to max_step per change. */
+	if (!up)
+		t[lane] = 0;
+	else if (!nothers)
+		t[lane] = 1;
+	else if (lane == s->trial_lane && s->trial_w > 0 && s->trial_w < 1)
+		t[lane] = others * s->trial_w / (1 - s->trial_w); /* trial_w once normalised */
+	else
+		t[lane] = others / nothers;
 	normalise(s, t);
 	for (int i = 0; i < s->n; i++)
 		s->l[i].w = t[i];
@@ -306,6 +318,7 @@ void fqn_steer_trial_begin(struct fqn_steer *s, int lane, int64_t now)
 		s->moves = 0;
 		s->trial_before = s->l[lane].rtt;
 		s->trial_base = s->l[lane].base;
+		s->trial_w = s->l[lane].w;
 	}
 	s->trial_lane = lane;
 	s->trial_start = now;

@@ -251,11 +251,17 @@ static void test_rehash(void)
 		       "a new path at a third of the RTT before, but 250x the base: move again");
 		fqn_steer_destroy(q);
 	}
-	fqn_steer_trial_begin(s, 0, now);
-	is_int(fqn_steer_trial_lane(s), 0, "trial on lane 0");
-	is_int(fqn_steer_rehash_pick(s, 0, now + MS(600)), -1, "no second move during a trial");
-	fqn_steer_set_up(s, 0, 0, now);
-	fqn_steer_set_up(s, 0, 1, now += MS(20));
+	{
+		double w0 = fqn_steer_weight(s, 0);
+
+		fqn_steer_trial_begin(s, 0, now);
+		is_int(fqn_steer_trial_lane(s), 0, "trial on lane 0");
+		is_int(fqn_steer_rehash_pick(s, 0, now + MS(600)), -1, "no second move during a trial");
+		fqn_steer_set_up(s, 0, 0, now);
+		fqn_steer_set_up(s, 0, 1, now += MS(20));
+		ok(fabs(fqn_steer_weight(s, 0) - w0) < 1e-9, "the moved lane is back with its share (%.3f)",
+		   w0);
+	}
 	{
 		uint32_t worse[2] = {45000, 26000};
 
@@ -340,6 +346,39 @@ static int64_t next_move(struct fqn_steer *s, const struct fqn_steer_params *p, 
 		break;
 	}
 	return first;
+}
+
+/* A moved lane steering had shed comes back with that small share, not
+ * an average lane's (which would put half the traffic back on a path that
+ * may be as congested, for the whole trial); a failed lane back after a
+ * failure gets an average share. */
+static void test_trial_share(void)
+{
+	struct fqn_steer_params p;
+	struct fqn_steer *s;
+	double slow[2] = {40, 5};
+	uint32_t rtt[2] = {30000, 30000};
+	int64_t now = 0;
+	double w0;
+
+	fqn_steer_params_default(&p);
+	fqn_steer_create(2, &p, 0, &s);
+	for (int k = 0; k < 40; k++)
+		feed(s, 2, slow, rtt, now += p.update_ns);
+	w0 = fqn_steer_weight(s, 0);
+	fqn_steer_trial_begin(s, 0, now);
+	fqn_steer_set_up(s, 0, 0, now);
+	fqn_steer_set_up(s, 0, 1, now += MS(20));
+	ok(w0 < 0.3 && fabs(fqn_steer_weight(s, 0) - w0) < 0.03, /* the floor's rounding */
+	   "a shed lane moved: back with its share %.3f (%.3f before), not 0.5", fqn_steer_weight(s, 0), w0);
+	for (int k = 0; k < 12; k++)
+		feed(s, 2, slow, rtt, now += p.update_ns);
+	fqn_steer_trial_verdict(s, now);
+	fqn_steer_set_up(s, 1, 0, now);
+	fqn_steer_set_up(s, 1, 1, now += MS(20));
+	ok(fabs(fqn_steer_weight(s, 1) - 0.5) < 1e-9, "a failed lane back: an average share (%.3f)",
+	   fqn_steer_weight(s, 1));
+	fqn_steer_destroy(s);
 }
 
 static void test_backoff(void)
@@ -431,6 +470,7 @@ int main(void)
 	test_down_up();
 	test_rehash();
 	test_max_moves();
+	test_trial_share();
 	test_backoff();
 	return done_testing();
 }
