@@ -157,11 +157,12 @@ static int tcp_tx_progress(struct fqn_lane *l, void **cookie)
 	return 1;
 }
 
-/* recv() into buf: bytes read, 0 for "nothing now", -ECONNRESET on EOF. */
-static ssize_t tcp_read(int fd, void *buf, size_t len)
+/* recv() into buf (flags: 0 or MSG_PEEK): bytes read, 0 for "nothing
+ * now", -ECONNRESET on EOF. */
+static ssize_t tcp_read(int fd, void *buf, size_t len, int flags)
 {
 	for (;;) {
-		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
+		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT | flags);
 
 		if (n > 0)
 			return n;
@@ -199,21 +200,10 @@ static ssize_t tcp_stage_read(struct fqn_lane_tcp *t)
 
 	if (rc < 0)
 		return rc;
-	for (;;) {
-		n = recv(t->fd, t->rx_stage + t->rx_len, FQN_TCP_STAGE - t->rx_len,
-			 MSG_DONTWAIT | (t->rx_small ? MSG_PEEK : 0));
-		if (n > 0) {
-			if (t->rx_small)
-				t->rx_peeked = (size_t)n;
-			return n;
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return 0;
-		if (errno != EINTR)
-			return -errno;
-	}
+	n = tcp_read(t->fd, t->rx_stage + t->rx_len, FQN_TCP_STAGE - t->rx_len, t->rx_small ? MSG_PEEK : 0);
+	if (n > 0 && t->rx_small)
+		t->rx_peeked = (size_t)n;
+	return n;
 }
 
 static int tcp_rx_header(struct fqn_lane *l, struct fqn_chunk_hdr *h, const char **why)
@@ -267,7 +257,7 @@ static int tcp_rx_payload(struct fqn_lane *l, void *dst)
 			return rc;
 	}
 	while (t->rx_got < t->rx_hdr.len) {
-		ssize_t n = tcp_read(t->fd, (uint8_t *)dst + t->rx_got, t->rx_hdr.len - t->rx_got);
+		ssize_t n = tcp_read(t->fd, (uint8_t *)dst + t->rx_got, t->rx_hdr.len - t->rx_got, 0);
 
 		if (n <= 0)
 			return (int)n;
@@ -332,7 +322,7 @@ static int tcp_rx_ctrl(struct fqn_lane *l, uint8_t rec[FQN_CTRL_SIZE])
 		rc = tcp_consume(t);
 		if (rc < 0)
 			return rc;
-		n = tcp_read(t->fd, t->rx_stage + t->rx_len, FQN_TCP_STAGE - t->rx_len);
+		n = tcp_read(t->fd, t->rx_stage + t->rx_len, FQN_TCP_STAGE - t->rx_len, 0);
 		if (n < 0)
 			return (int)n;
 		t->rx_len += (size_t)n;
