@@ -66,6 +66,7 @@ struct steer_state {
 	uint32_t retrans[FQN_MAX_LANES], ce[FQN_MAX_LANES];
 	int64_t next_ns;
 	int move;                 /* lane being drained for a move, -1: none */
+	const char *move_why;     /* its reason, for the trace: congested, advice, trial */
 	int moved[FQN_MAX_LANES]; /* re-dialing for a move, not a failure */
 	uint32_t advice_gen[FQN_MAX_LANES];
 	uint32_t job; /* FABRICIQ_JOB_ID / SLURM_JOB_ID, 0: unknown */
@@ -260,8 +261,9 @@ static void steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int 
 }
 
 /* Path page advice: MOVE for our job on lane i's path, a generation not
- * acted on yet. */
-static int steer_advised(struct fqn_send *s, int i)
+ * acted on yet (*gen: it, to be marked once the move is under way: an
+ * advice that meets a trial or the cooldown stays pending). */
+static int steer_advised(struct fqn_send *s, int i, uint32_t *gen)
 {
 	struct fq_path_page_reader *r = __atomic_load_n(&fqn_g->paths, __ATOMIC_ACQUIRE);
 	struct fq_path_entry e;
@@ -275,7 +277,7 @@ static int steer_advised(struct fqn_send *s, int i)
 	    (e.advice_job && e.advice_job != s->st->job) ||
 	    e.advice_until_ns < (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec)
 		return 0;
-	s->st->advice_gen[i] = e.advice_gen;
+	*gen = e.advice_gen;
 	return 1;
 }
 
@@ -341,13 +343,17 @@ static void steer_tick(struct fqn_send *s, int64_t now)
 {
 	struct steer_state *st = s->st;
 	int changed, advised = -1, pick, trial = fqn_steer_trial_lane(st->ctl), traffic = 0;
+	uint32_t gen = 0;
 
 	if (st->move >= 0 && !steer_others_up(s, st->move))
 		st->move = -1; /* the other lanes failed while it drained: keep it */
 	if (st->move >= 0 && s->c.lc[st->move].state == FQN_LANE_UP && !s->txq[st->move]->count &&
 	    !s->busy[st->move]) {
+		char what[32];
+
 		steer_move_out(s, st->move, now);
-		steer_trace(s, "move");
+		snprintf(what, sizeof(what), "move by=%s", st->move_why);
+		steer_trace(s, what);
 	}
 	if (now < st->next_ns)
 		return;
@@ -388,7 +394,7 @@ static void steer_tick(struct fqn_send *s, int64_t now)
 		fqn_steer_observe(st->ctl, i, &smp);
 		fqn_hist_reset(&st->lat[i]);
 		st->acked_bytes[i] = 0;
-		if (advised < 0 && steer_advised(s, i))
+		if (advised < 0 && steer_advised(s, i, &gen))
 			advised = i;
 	}
 	changed = fqn_steer_update(st->ctl, now);
@@ -403,15 +409,22 @@ static void steer_tick(struct fqn_send *s, int64_t now)
 		steer_trace(s, "keep");
 		return;
 	case 0:
-		if (steer_others_up(s, trial))
+		if (steer_others_up(s, trial)) {
 			st->move = trial;
+			st->move_why = "trial";
+		}
 		return;
 	}
+	/* advice picks its lane, but waits out a trial and the cooldown too */
 	pick = fqn_steer_rehash_pick(st->ctl, advised >= 0, now);
-	if (advised >= 0)
+	if (pick >= 0 && advised >= 0)
 		pick = advised;
-	if (pick >= 0 && s->c.lc[pick].can_rejoin && steer_others_up(s, pick))
+	if (pick >= 0 && s->c.lc[pick].can_rejoin && steer_others_up(s, pick)) {
 		st->move = pick;
+		st->move_why = advised >= 0 ? "advice" : "congested";
+		if (advised >= 0)
+			st->advice_gen[pick] = gen;
+	}
 }
 
 static int steer_enable(struct fqn_send *s, int64_t now)

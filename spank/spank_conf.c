@@ -15,6 +15,7 @@ void fq_spank_conf_defaults(struct fq_spank_conf *conf, const char *libdir)
 	snprintf(conf->step_socket, sizeof(conf->step_socket), "%s", FQ_STEP_SOCKET_DEFAULT);
 	snprintf(conf->telemetry_socket, sizeof(conf->telemetry_socket), "%s", FQ_TELEMETRY_SOCKET_DEFAULT);
 	snprintf(conf->clock_page, sizeof(conf->clock_page), "%s", FQ_CLOCK_PAGE_DEFAULT);
+	snprintf(conf->path_page, sizeof(conf->path_page), "%s", FQ_PATH_PAGE_DEFAULT);
 	conf->bare_mode = FQ_MODE_MONITOR;
 	conf->site_default = FQ_MODE_OFF;
 	conf->required = false;
@@ -117,6 +118,8 @@ static int parse_one(struct fq_spank_conf *conf, const char *key, const char *va
 		return set_path(conf->telemetry_socket, key, val, err, errlen);
 	if (!strcmp(key, "clock_page"))
 		return set_path(conf->clock_page, key, val, err, errlen);
+	if (!strcmp(key, "path_page"))
+		return set_path(conf->path_page, key, val, err, errlen);
 	if (!strcmp(key, "ifaces")) {
 		if (strlen(val) >= sizeof(conf->ifaces) ||
 		    strspn(val, "abcdefghijklmnopqrstuvwxyz"
@@ -164,9 +167,8 @@ static int parse_one(struct fq_spank_conf *conf, const char *key, const char *va
 		return 0;
 	}
 	snprintf(err, errlen,
-		 "unknown key '%s' (known: ifaces, libdir, step_socket, telemetry_socket, clock_page, mode, "
-		 "default, "
-		 "required, timeout_ms)",
+		 "unknown key '%s' (known: ifaces, libdir, step_socket, telemetry_socket, clock_page, "
+		 "path_page, mode, default, required, timeout_ms)",
 		 key);
 	return -EINVAL;
 }

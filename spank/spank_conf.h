@@ -6,7 +6,7 @@
  *   optional /path/spank_fabriciq.so [key=value ...]
  * Keys: ifaces (the back-end NICs, comma-separated, exported to the tasks
  * as FABRICIQ_IFACES unless the job sets it), libdir, step_socket,
- * telemetry_socket, clock_page (paths; "%n"
+ * telemetry_socket, clock_page, path_page (paths; "%n"
  * expands to the node name, "%%" to "%"), mode (what a bare --fabriciq
  * means: monitor|control), default (site default for jobs without the
  * option: off|monitor|control), required (yes|no: a step asking for
@@ -33,6 +33,7 @@ struct fq_spank_conf {
 	char step_socket[FQ_SPANK_PATH_MAX]; /* unexpanded: may hold %n */
 	char telemetry_socket[FQ_SPANK_PATH_MAX];
 	char clock_page[FQ_SPANK_PATH_MAX];
+	char path_page[FQ_SPANK_PATH_MAX];
 	char ifaces[FQ_SPANK_PATH_MAX];  /* back-end NICs for FABRICIQ_IFACES; "": the plugin detects them */
 	enum fq_spank_mode bare_mode;    /* mode=: --fabriciq without a value */
 	enum fq_spank_mode site_default; /* default=: jobs without the option */

@@ -190,8 +190,9 @@ static int set_env(spank_t sp, const char *name, const char *val)
 static void unset_inherited(spank_t sp)
 {
 	static const char *const ours[] = {
-	    "FABRICIQ_MODE", "FABRICIQ_JOB_ID",     "FABRICIQ_STEP_ID",      "FABRICIQ_NNODES",
-	    "FABRICIQ_RANK", "FABRICIQ_LOCAL_RANK", "FABRICIQ_AGENT_SOCKET", "FABRICIQ_CLOCK_PAGE"};
+	    "FABRICIQ_MODE",         "FABRICIQ_JOB_ID",     "FABRICIQ_STEP_ID",
+	    "FABRICIQ_NNODES",       "FABRICIQ_RANK",       "FABRICIQ_LOCAL_RANK",
+	    "FABRICIQ_AGENT_SOCKET", "FABRICIQ_CLOCK_PAGE", "FABRICIQ_PATH_PAGE"};
 	char buf[64];
 
 	if (get_env(sp, "FABRICIQ_JOB_ID", buf, sizeof(buf)) < 0)
@@ -256,6 +257,9 @@ static int export_step(spank_t sp)
 		return -1;
 	if (fq_spank_path_expand(g.conf.clock_page, g.node, buf, sizeof(buf)) < 0 ||
 	    set_env(sp, "FABRICIQ_CLOCK_PAGE", buf) < 0)
+		return -1;
+	if (fq_spank_path_expand(g.conf.path_page, g.node, buf, sizeof(buf)) < 0 ||
+	    set_env(sp, "FABRICIQ_PATH_PAGE", buf) < 0)
 		return -1;
 	/* the site's back-end NICs, unless the job chose its own */
 	if (*g.conf.ifaces && get_env(sp, "FABRICIQ_IFACES", buf, sizeof(buf)) < 0 &&

@@ -162,6 +162,12 @@ int main(void)
 	ok(rc && n > n0, "advice for this job: messages keep flowing intact (%d)", n - n0);
 	ok(count_lines(trace, " move ") >= 1, "a lane was re-opened on a new source port (%d move(s))",
 	   count_lines(trace, " move "));
+	is_int(count_lines(trace, " move by=advice "), 1, "the first move says why: by=advice");
+	advise(4242, 3); /* a new advice while the episode (trials, then the cooldown) runs */
+	n0 = n;
+	rc = traffic(s, r, 1.0, &n);
+	ok(rc && count_lines(trace, " move by=advice ") == 1,
+	   "a new advice during the episode and its cooldown: held, no second advice move");
 	is_int(warns, 0, "no WARN: a move is not a failover");
 	fqn_close_send(s);
 	fqn_close_recv(r);

@@ -52,6 +52,10 @@ static void test_conf(void)
 	   "default=on refused: %s", err);
 	ok(parse(&c, err, "step_socket=relative.sock", NULL) == -EINVAL && strstr(err, "absolute"),
 	   "relative path refused: %s", err);
+	ok(parse(&c, err, NULL, NULL) == 0 && !strcmp(c.path_page, "/run/fabriciq/paths") &&
+	       parse(&c, err, "path_page=/run/fq-%n/paths", NULL) == 0 &&
+	       !strcmp(c.path_page, "/run/fq-%n/paths"),
+	   "path_page: /run/fabriciq/paths by default, %%n accepted");
 	ok(parse(&c, err, "clock_page=/run/%x", NULL) == -EINVAL && strstr(err, "%n"),
 	   "bad %%-sequence refused: %s", err);
 	ok(parse(&c, err, "timeout_ms=0", NULL) == -EINVAL &&
@@ -229,7 +233,7 @@ static void test_client(void)
 
 int main(void)
 {
-	plan(24);
+	plan(25);
 	test_conf();
 	test_client();
 	return done_testing();

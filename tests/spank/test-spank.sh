@@ -23,7 +23,7 @@ plan 51
 
 S=$FQTB_STATE
 LIBDIR=/opt/fabriciq-test/lib
-ARGS="step_socket=$S/agent-%n/agent-step.sock telemetry_socket=$S/agent-%n/agent-telemetry.sock clock_page=$S/agent-%n/clock libdir=$LIBDIR timeout_ms=500"
+ARGS="step_socket=$S/agent-%n/agent-step.sock telemetry_socket=$S/agent-%n/agent-telemetry.sock clock_page=$S/agent-%n/clock path_page=$S/agent-%n/paths libdir=$LIBDIR timeout_ms=500"
 up() { tb up --prefix "$TB_PFX" --hosts 2 --rails 1 --leaves 1 --spines 1 --services munge,slurm --clock-offsets zero "$@"; }
 srun() { timeout 60 "$TB" slurm srun "$@"; }
 slog() { cat "$S"/log/slurmd-n*.log; }
@@ -110,12 +110,12 @@ is "$(grep -Ec '^(FABRICIQ_|NCCL_|LD_LIBRARY_PATH=)' <<<"$out")" 0 "no agent: no
 # ---- 5. with agents: srun --------------------------------------------------
 fake_start n1 answer && fake_start n2 answer
 ok $? "fake agents listening on n1 and n2"
-out=$(srun -N2 -n4 --fabriciq=control sh -c 'echo "$SLURM_PROCID $SLURM_LOCALID $SLURM_JOB_ID $SLURM_STEP_ID $(hostname) $$ $FABRICIQ_RANK $FABRICIQ_LOCAL_RANK $FABRICIQ_JOB_ID $FABRICIQ_STEP_ID $FABRICIQ_NNODES $FABRICIQ_MODE $NCCL_NET_PLUGIN $LD_LIBRARY_PATH $FABRICIQ_AGENT_SOCKET $FABRICIQ_CLOCK_PAGE"' 2>&1)
+out=$(srun -N2 -n4 --fabriciq=control sh -c 'echo "$SLURM_PROCID $SLURM_LOCALID $SLURM_JOB_ID $SLURM_STEP_ID $(hostname) $$ $FABRICIQ_RANK $FABRICIQ_LOCAL_RANK $FABRICIQ_JOB_ID $FABRICIQ_STEP_ID $FABRICIQ_NNODES $FABRICIQ_MODE $NCCL_NET_PLUGIN $LD_LIBRARY_PATH $FABRICIQ_AGENT_SOCKET $FABRICIQ_CLOCK_PAGE $FABRICIQ_PATH_PAGE"' 2>&1)
 ok $? "srun -N2 -n4 --fabriciq=control runs" || diag "$out"
 is "$(wc -l <<<"$out")" 4 "4 tasks"
 bad=$(awk -v s="$S" -v l="$LIBDIR" '!($7 == $1 && $8 == $2 && $9 == $3 && $10 == $4 && $11 == 2 && $12 == "control" &&
-	$13 == "fabriciq" && $14 == l && $15 == s "/agent-" $5 "/agent-telemetry.sock" && $16 == s "/agent-" $5 "/clock")' <<<"$out")
-is "$bad" "" "every task: rank, local rank, job, step, nodes, mode, NCCL plugin, library path, its node's socket and clock page"
+	$13 == "fabriciq" && $14 == l && $15 == s "/agent-" $5 "/agent-telemetry.sock" && $16 == s "/agent-" $5 "/clock" && $17 == s "/agent-" $5 "/paths")' <<<"$out")
+is "$bad" "" "every task: rank, local rank, job, step, nodes, mode, NCCL plugin, library path, its node's socket, clock and path pages"
 job=$(awk 'NR == 1 { print $3 }' <<<"$out")
 wait_log "^end $job 0 n2 " 5
 want=$(sort -n <<<"$out" | awk '{ r[$5] = r[$5] (r[$5] ? "," : "") $1 ":" $2 ":" $6 } END { for (h in r) print h, r[h] }' | sort)
