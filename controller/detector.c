@@ -167,6 +167,14 @@ struct fq_detector {
 	size_t *scratch_idx;
 	bool *scratch_out;
 	size_t scratch_cap;
+	/* the job advised per shared NIC while its advice holds: in any
+	 * collision it is part of, it stays the one to move
+	 * (fq_rule_collision_keep) */
+	struct {
+		char nic[NODE_LEN + NIC_LEN + 1];
+		uint64_t job;
+		int64_t until_ns;
+	} advised[16];
 	/* dropped for a bound: shown in a rate-limited warning */
 	uint64_t dropped_actions, dropped_anomalies, rejected_inputs;
 	struct fq_ratelimit rl;
@@ -1133,6 +1141,25 @@ fail:
 	return -ENOMEM;
 }
 
+/* Remember (or renew) job as advised off nic until until_ns: its entry, an
+ * expired one, else the one that lapses first. */
+static void note_advised(struct fq_detector *d, const char *nic, uint64_t job, int64_t until_ns)
+{
+	size_t k = 0, n = sizeof(d->advised) / sizeof(d->advised[0]);
+
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(d->advised[i].nic, nic)) {
+			k = i;
+			break;
+		}
+		if (d->advised[i].until_ns < d->advised[k].until_ns)
+			k = i;
+	}
+	snprintf(d->advised[k].nic, sizeof(d->advised[k].nic), "%s", nic);
+	d->advised[k].job = job;
+	d->advised[k].until_ns = until_ns;
+}
+
 /* The collision rule over all steps' newest lanes: on a collision, the
  * anomaly on the shared NIC (attached to every step whose lanes cross it)
  * and one advice per path of the moved job's outlier lanes through it. */
@@ -1150,6 +1177,10 @@ static void check_collisions(struct fq_detector *d, int64_t now)
 	if (coll_gather(d, now, &cl, &in, &n) < 0 || !n || !(out = calloc(n, sizeof(*out))) ||
 	    !fq_rule_collision(&d->c, in, n, out, &r))
 		goto done;
+	for (size_t i = 0; i < sizeof(d->advised) / sizeof(d->advised[0]); i++)
+		if (d->advised[i].until_ns > now && fq_rule_collision_keep(in, n, out, d->advised[i].job, &r))
+			break;
+	note_advised(d, r.nic, r.move_job, now + d->c.advice_lifetime_ns);
 	for (size_t i = 0; i < n && !shared; i++)
 		shared = !strcmp(cl[i].src, r.nic)   ? &cl[i].l->p.src
 			 : !strcmp(cl[i].dst, r.nic) ? &cl[i].l->p.dst

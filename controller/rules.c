@@ -259,6 +259,28 @@ static size_t collide_on(const struct fq_rule_clane *l, size_t n, const bool *ou
 	return jobs >= 2 ? total : 0;
 }
 
+bool fq_rule_collision_keep(const struct fq_rule_clane *l, size_t n, const bool *outlier, uint64_t job,
+			    struct fq_rule_collision *r)
+{
+	size_t k = 0;
+
+	if (!job || !outlier || !r->nic)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		k += outlier[i] && l[i].job_id == job && touches(&l[i], r->nic);
+	if (!k)
+		return false; /* not there: the rule's choice stands */
+	if (job == r->move_job)
+		return true;
+	if (r->other_job == job) {
+		r->other_job = r->move_job;
+		r->other_lanes = r->move_lanes;
+	}
+	r->move_job = job;
+	r->move_lanes = k;
+	return true;
+}
+
 bool fq_rule_collision(const struct fq_detector_config *c, const struct fq_rule_clane *l, size_t n,
 		       bool *outlier, struct fq_rule_collision *out)
 {

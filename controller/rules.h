@@ -125,6 +125,19 @@ struct fq_rule_collision {
 bool fq_rule_collision(const struct fq_detector_config *c, const struct fq_rule_clane *l, size_t n,
 		       bool *outlier, struct fq_rule_collision *out);
 
+/*
+ * The same collision, when `job` was advised to move before and its advice
+ * still holds: if it has outlier lanes on r->nic (outlier as
+ * fq_rule_collision set it), it stays the job to move, and the rule's
+ * choice becomes the other job if `job` was that; returns true. Without it
+ * the choice flips as the moving job's lanes settle (fewest outlier lanes),
+ * or as the two ends of the same paths take turns as the busiest NIC, and
+ * both jobs end up moving. False, nothing changed, when job is 0 or has no
+ * outlier lane there.
+ */
+bool fq_rule_collision_keep(const struct fq_rule_clane *l, size_t n, const bool *outlier, uint64_t job,
+			    struct fq_rule_collision *r);
+
 /* ---- text ------------------------------------------------------------- */
 
 /* A duration as the hint reasons write it: "1h", "40m", "90s", "250ms"

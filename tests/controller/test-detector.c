@@ -826,6 +826,28 @@ static void test_collision(void)
 	collect(d);
 	ok(count(FQ_DET_ADVICE, NULL) == 1 && count(FQ_DET_OPEN, "collision") == 0,
 	   "next tick, collision still there: advice again (renewal), the anomaly extended");
+	/* the advised job's lanes there grow to 2, the other's fall to 1: by lane
+	 * counts alone the choice would flip and both jobs would move */
+	for (int t = 4; t <= 5; t++) {
+		probe(d, "n1", "rail1", "n2", "rail1", t, 20, 30);
+		probe(d, "n3", "rail1", "n2", "rail1", t, 22, 30);
+		probe(d, "n4", "rail1", "n2", "rail1", t, 21, 30);
+	}
+	lane(d, 4242, 0, 1, 1, "n1", "rail1", "n2", "rail1", 5, 30, 40);
+	lane(d, 4242, 2, 1, 1, "n3", "rail1", "n2", "rail1", 5, 200, 400);
+	lane(d, 4243, 5, 6, 1, "n4", "rail1", "n2", "rail1", 5, 90, 120);
+	lane(d, 4243, 7, 6, 1, "n4", "rail1", "n2", "rail1", 5, 90, 130);
+	reset();
+	fq_detector_tick(d, S(5.5));
+	collect(d);
+	adv = NULL;
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].kind == FQ_DET_ADVICE)
+			adv = &recs[i];
+	ok(adv && adv->job == 4243 && count(FQ_DET_ADVICE, NULL) >= 1,
+	   "the advised job stays the one to move while its advice holds (job %llu), though it now has more "
+	   "lanes there",
+	   adv ? (unsigned long long)adv->job : 0ULL);
 	fq_detector_destroy(d);
 
 	fq_detector_config_defaults(&c); /* collision_advice off (the default) */

@@ -206,6 +206,13 @@ static void test_collision(const struct fq_detector_config *c)
 	is_int((long long)r.other_job, 4242, "the other job");
 	ok(r.move_lanes == 1 && r.other_lanes == 2 && r.jobs == 2, "lane counts 1 and 2, 2 jobs");
 
+	fq_rule_collision_keep(l, 5, out, 4242, &r);
+	ok(r.move_job == 4242 && r.move_lanes == 2 && r.other_job == 4243 && r.other_lanes == 1,
+	   "4242 advised before and still there: it stays the one to move, 4243 the other");
+	fq_rule_collision(c, l, 5, out, &r);
+	fq_rule_collision_keep(l, 5, out, 777, &r);
+	ok(r.move_job == 4243 && r.other_job == 4242,
+	   "a job advised before but not there: the rule's choice");
 	l[3].job_id = 4242;
 	ok(!fq_rule_collision(c, l, 5, out, &r),
 	   "one job alone on the NIC: no collision (that is lane_outlier's)");

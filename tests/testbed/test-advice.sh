@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The controller's collision advice, end to end on the emulated cluster with
+# every part real: Slurm with the SPANK plugin, munge, PostgreSQL, the
+# controller, an agent per host, two `srun --fabriciq=control` jobs through
+# the NCCL plugin under fabriciq-collbench.
+#
+# Two hosts on one rail, n1's host link shaped to 20 Mbit/s with a short
+# queue (2 ms): both jobs' lanes cross it, so they collide for certain, not
+# by ECMP luck. Their chunks wait in the senders' socket buffers, so the
+# lanes' one-way delays climb far above the probe mesh's delay between the
+# same NICs (the probes see only the 2 ms queue): the controller's collision
+# rule fires, stores a `collision` anomaly attached to both jobs, and
+# advises one of them to move; the agent of each of that job's sending
+# nodes puts the advice on its path page; the job's plugin reads it and
+# re-opens a lane on a new source port ("move by=advice" in its steering
+# trace). The other job is not advised and moves on no advice. The queue is
+# kept short so that the plugin's own rule (RTT 10 ms over its base) does
+# not start moves of its own. Both allreduces are verified throughout.
+. "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/lib/testlib.sh"
+tb_require
+B=$top_builddir
+CB=$B/nccl-plugin/collbench/fabriciq-collbench
+SPANK_SO=$B/spank/.libs/spank_fabriciq.so
+CTL=$B/controller/fabriciq-controller
+for f in "$CB" "$SPANK_SO" "$CTL"; do [ -e "$f" ] || skip_all "$f not built"; done
+plan 9
+tb_setup adv
+S=$FQTB_STATE
+psql_ctl() { tb exec ctl psql -h 198.18.0.1 -U postgres -d fabriciq -tAX -c "$1"; }
+
+SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0 step_socket=$S/run/%n/agent-step.sock"
+SPANK+=" telemetry_socket=$S/run/%n/agent-telemetry.sock clock_page=$S/run/%n/clock path_page=$S/run/%n/paths"
+tb up --prefix adv --hosts 2 --rails 1 --leaves 1 --spines 1 --clock-offsets zero --plugstack "$SPANK" >/dev/null
+ok $? "up: 2 hosts x 1 rail, Slurm with the SPANK plugin"
+mkdir -p "$S/spool"
+tb daemon start ctl controller -- "$CTL" -c /dev/null -s listen=198.18.0.1:7100 -s http_listen=198.18.0.1:7180 \
+	-s "db=host=198.18.0.1 port=5432 user=postgres dbname=fabriciq" -s "munge_socket=$S/munge/munge.socket" \
+	-s "spool_dir=$S/spool/ctl" -s advice_lifetime=30s >/dev/null
+sleep 1
+tb_agents_start "$B/slurmd-agent/fabriciq-agent" -s controller=198.18.0.1:7100 -s "munge_socket=$S/munge/munge.socket"
+for ((i = 0; i < 30; i++)); do
+	[ "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" = 2 ] && break
+	sleep 0.5
+done
+is "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" 2 \
+	"controller, PostgreSQL and both agents up: probe windows from n1 and n2"
+
+tb shape n1-rail0 20mbit --latency 2 >/dev/null
+ok $? "n1's rail0 link shaped to 20 Mbit/s, 2 ms of queue"
+
+# job NAME PORT: an allreduce step in the background; its ranks trace their
+# steering to $S/trace.JOB.RANK; rank 0 prints "job ID" first
+job() {
+	tb slurm srun -N2 -n2 --fabriciq=control sh -c '
+		[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"
+		FABRICIQ_STEER_TRACE=$0/trace.$SLURM_JOB_ID.$SLURM_PROCID exec "$@"' "$S" \
+		"$CB" --bootstrap "198.19.0.3:$2" -c allreduce -b 1M -e 1M -n 24 -w 1 --timeline 1000 --timeout 100 \
+		>"$S/job$1.out" 2>&1 &
+}
+job A "$(free_port)"
+pa=$!
+sleep 2
+job B "$(free_port)"
+pb=$!
+wait $pa
+ra=$?
+wait $pb
+rb=$?
+ja=$(awk '/^job / { print $2; exit }' "$S/jobA.out") jb=$(awk '/^job / { print $2; exit }' "$S/jobB.out")
+wrong=$(awk '/^# timeline/ && $6 != 0' "$S/jobA.out" "$S/jobB.out")
+[ "$ra $rb" = "0 0" ] && [ -n "$ja" ] && [ -n "$jb" ] && [ -z "$wrong" ] && grep -q '^# OK' "$S/jobA.out" &&
+	grep -q '^# OK' "$S/jobB.out"
+ok $? "jobs $ja and $jb: both allreduces complete, every iteration verified" ||
+	diag "$(tail -4 "$S/jobA.out" "$S/jobB.out")"
+
+# 1. the controller: a collision anomaly naming both jobs, attached to both
+sleep 2
+row=$(psql_ctl "select id, evidence->>'move_job', evidence->>'other_job', summary from fabriciq.anomalies
+	where kind = 'collision' order by id limit 1")
+IFS='|' read -r aid move other summary <<<"$row"
+[ -n "$aid" ] && [ "$(printf '%s\n' "$move" "$other" | sort -n | paste -sd' ')" = "$(printf '%s\n' "$ja" "$jb" | sort -n | paste -sd' ')" ]
+ok $? "a collision anomaly names both jobs: ${summary:-none}" ||
+	diag "$(psql_ctl 'select kind, node, nic, summary from fabriciq.anomalies order by id')"
+is "$(psql_ctl "select string_agg(job_id::text, ' ' order by job_id) from fabriciq.anomaly_jobs where anomaly_id = ${aid:-0}")" \
+	"$(printf '%s\n' "$ja" "$jb" | sort -n | paste -sd' ')" "the anomaly is attached to both jobs"
+
+# 2. the agents: the advice for the moved job, onto their path pages
+adv=$(cat "$S"/log/n*.agent.log 2>/dev/null | grep -c "controller advice: job ${move:-x} move off rail0")
+[ "${adv:-0}" -ge 1 ]
+ok $? "an agent took the advice for job $move ($adv advice line(s) in the agents' logs)" ||
+	diag "$(grep -h advice "$S"/log/n*.agent.log | head -3)"
+
+# 3. the plugin: the advised job moved a lane on it; the other job did not
+t_adv=$(cat "$S"/log/n*.agent.log | grep -m1 "controller advice: job ${move:-x} " | awk '{ print $1 }')
+moved=$(cat "$S"/trace."${move:-x}".* 2>/dev/null | grep -c ' move by=advice ')
+[ "${moved:-0}" -ge 1 ]
+ok $? "job $move re-opened a lane on a new source port on the advice ($moved move(s) by=advice)" ||
+	diag "$(cat "$S"/trace."${move:-x}".* 2>/dev/null | grep -m3 ' move ')"
+is "$(cat "$S"/trace."${other:-x}".* 2>/dev/null | grep -c ' move by=advice ')" 0 "job $other, not advised: no move on advice"
+grep -h "controller advice" "$S"/log/n*.agent.log | sed 's/^/  /' | head -6 | while read -r l; do diag "$l"; done
+diag "collision anomalies: $(psql_ctl "select count(*) || ', move_job ' || string_agg(distinct evidence->>'move_job', ',')
+	from fabriciq.anomalies where kind = 'collision'")"
+for f in "$S"/trace.*; do diag "${f##*/}: $(grep -o ' move by=[a-z]*' "$f" | sort | uniq -c | tr -s ' ' | paste -sd,)"; done
+done_testing
