@@ -27,16 +27,12 @@ for f in "$CB" "$SPANK_SO" "$CTL"; do [ -e "$f" ] || skip_all "$f not built"; do
 plan 9
 tb_setup adv
 S=$FQTB_STATE
-psql_ctl() { tb exec ctl psql -h 198.18.0.1 -U postgres -d fabriciq -tAX -c "$1"; }
 
 SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0 step_socket=$S/run/%n/agent-step.sock"
 SPANK+=" telemetry_socket=$S/run/%n/agent-telemetry.sock clock_page=$S/run/%n/clock path_page=$S/run/%n/paths"
 tb up --prefix adv --hosts 2 --rails 1 --leaves 1 --spines 1 --clock-offsets zero --plugstack "$SPANK" >/dev/null
 ok $? "up: 2 hosts x 1 rail, Slurm with the SPANK plugin"
-mkdir -p "$S/spool"
-tb daemon start ctl controller -- "$CTL" -c /dev/null -s listen=198.18.0.1:7100 -s http_listen=198.18.0.1:7180 \
-	-s "db=host=198.18.0.1 port=5432 user=postgres dbname=fabriciq" -s "munge_socket=$S/munge/munge.socket" \
-	-s "spool_dir=$S/spool/ctl" -s advice_lifetime=30s >/dev/null
+tb_controller_start "$CTL" -s advice_lifetime=30s
 sleep 1
 tb_agents_start "$B/slurmd-agent/fabriciq-agent" -s controller=198.18.0.1:7100 -s "munge_socket=$S/munge/munge.socket"
 for ((i = 0; i < 30; i++)); do

@@ -17,16 +17,12 @@ for f in "$CB" "$SPANK_SO" "$CTL" "$FQCLI"; do [ -e "$f" ] || skip_all "$f not b
 plan 28
 tb_setup e2e
 S=$FQTB_STATE
-psql_ctl() { tb exec ctl psql -h 198.18.0.1 -U postgres -d fabriciq -tAX -c "$1"; }
 
 SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1 step_socket=$S/run/%n/agent-step.sock"
 SPANK+=" telemetry_socket=$S/run/%n/agent-telemetry.sock clock_page=$S/run/%n/clock"
 tb up --prefix e2e --hosts 4 --rails 2 --leaves 2 --spines 2 --clock-offsets random --plugstack "$SPANK" >/dev/null
 ok $? "up: 4 hosts x 2 rails, Slurm with the SPANK plugin"
-mkdir -p "$S/spool"
-tb daemon start ctl controller -- "$CTL" -c /dev/null -s listen=198.18.0.1:7100 -s http_listen=198.18.0.1:7180 \
-	-s "db=host=198.18.0.1 port=5432 user=postgres dbname=fabriciq" -s "munge_socket=$S/munge/munge.socket" \
-	-s "spool_dir=$S/spool/ctl" -s flap_window=20s -s resume_after=5s -s quiet_close=5s -s delay_floor=5ms >/dev/null
+tb_controller_start "$CTL" -s flap_window=20s -s resume_after=5s -s quiet_close=5s -s delay_floor=5ms
 sleep 1
 tb_agents_start "$B/slurmd-agent/fabriciq-agent" -s controller=198.18.0.1:7100 -s "munge_socket=$S/munge/munge.socket"
 ok $? "controller and 4 agents started"

@@ -16,7 +16,6 @@ OUTAGE=${FQ_UPLINK_OUTAGE_S:-30}
 plan 8
 tb_setup up
 S=$FQTB_STATE
-psql_ctl() { tb exec ctl psql -h 198.18.0.1 -U postgres -d fabriciq -tAX -c "$1"; }
 ctl_start() {
 	tb daemon start ctl controller -- "$CTL" -c /dev/null -s listen=198.18.0.1:7100 -s http_listen= \
 		-s "db=host=198.18.0.1 port=5432 user=postgres dbname=fabriciq" \

@@ -33,6 +33,22 @@ tb_teardown() {
 
 tb() { "$TB" "$@"; }
 
+# psql_ctl SQL: one query to the testbed's PostgreSQL (in ctl), unaligned.
+psql_ctl() { "$TB" exec ctl psql -h 198.18.0.1 -U postgres -d fabriciq -tAX -c "$1"; }
+
+# tb_controller_start CONTROLLER [ARG...]: fabriciq-controller in ctl on the
+# testbed's PostgreSQL and munge, agents' port 198.18.0.1:7100, HTTP
+# 198.18.0.1:7180, spool in $FQTB_STATE/spool/ctl; ARGs (-s key=value) are
+# added. Returns once it runs (pid recorded).
+tb_controller_start() {
+	local ctl=$1
+	shift
+	mkdir -p "$FQTB_STATE/spool"
+	"$TB" daemon start ctl controller -- "$ctl" -c /dev/null -s listen=198.18.0.1:7100 \
+		-s http_listen=198.18.0.1:7180 -s "db=host=198.18.0.1 port=5432 user=postgres dbname=fabriciq" \
+		-s "munge_socket=$FQTB_STATE/munge/munge.socket" -s "spool_dir=$FQTB_STATE/spool/ctl" "$@" >/dev/null
+}
+
 # tb_agents_start AGENT [ARG...]: fabriciq-agent on every host, probing
 # every other host on every rail (static peers), status in
 # $FQTB_STATE/agent-HOST.json, sockets and pages in $FQTB_STATE/run/HOST,
