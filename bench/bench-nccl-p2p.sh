@@ -38,17 +38,12 @@ plugin() {
 		awk '!/^#/ { print $5, $6 }'
 	wait
 }
+# raw SIZE ITERS WARMUP -> fq-rawtcp's line: "SIZE MEAN_US GBPS MEDIAN_US
+# P10_US [zerocopy N sends, M copied]" (FQ_RAWTCP_* from the caller)
 raw() {
 	port=$((port + 1))
 	"$RAW" server $port "$1" "$2" "$3" &
-	"$RAW" client 127.0.0.1 $port "$1" "$2" "$3" | awk '{ print $2, $3 }'
-	wait
-}
-# raw_zc: raw with FQ_RAWTCP_ZEROCOPY=1 -> "gbps zerocopy N sends, M copied"
-raw_zc() {
-	port=$((port + 1))
-	FQ_RAWTCP_ZEROCOPY=1 "$RAW" server $port "$1" "$2" "$3" &
-	FQ_RAWTCP_ZEROCOPY=1 "$RAW" client 127.0.0.1 $port "$1" "$2" "$3" | awk '{ s = $3; for (i = 6; i <= NF; i++) s = s " " $i; print s }'
+	"$RAW" client 127.0.0.1 $port "$1" "$2" "$3"
 	wait
 }
 median() { sort -g | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'; }
@@ -58,8 +53,9 @@ trap 'rm -rf "$tmp"' EXIT
 for _ in $(seq "$REPEAT"); do
 	plugin $((64 << 20)) 10 2 | awk '{ print $2 }' >>"$tmp/bp"
 	FABRICIQ_LANES=1 plugin $((64 << 20)) 10 2 | awk '{ print $2 }' >>"$tmp/bp1"
-	raw $((64 << 20)) 10 2 | awk '{ print $2 }' >>"$tmp/br"
-	raw_zc $((64 << 20)) 10 2 >>"$tmp/bz"
+	raw $((64 << 20)) 10 2 | awk '{ print $3 }' >>"$tmp/br"
+	FQ_RAWTCP_ZEROCOPY=1 raw $((64 << 20)) 10 2 |
+		awk '{ s = $3; for (i = 6; i <= NF; i++) s = s " " $i; print s }' >>"$tmp/bz"
 done
 p_bw=$(median <"$tmp/bp") p1_bw=$(median <"$tmp/bp1") r_bw=$(median <"$tmp/br")
 z_bw=$(awk '{ print $1 }' "$tmp/bz" | median) z_note=$(tail -1 "$tmp/bz" | cut -d' ' -f2-)
@@ -72,12 +68,7 @@ awk -v z="$z_bw" -v r="$r_bw" -v n="$z_note" 'BEGIN {
 # latency: rounds of plugin (2 lanes, 1 lane), raw, raw split, alternating;
 # each line "MEDIAN_US MEAN_US"
 lat_plugin() { "$LAT" "$SO" 8 5000 500 | awk '{ print $3, $2 }'; }
-lat_raw() {
-	port=$((port + 1))
-	"$RAW" server $port 8 5000 500 &
-	"$RAW" client 127.0.0.1 $port 8 5000 500 | awk '{ print $4, $2 }'
-	wait
-}
+lat_raw() { raw 8 5000 500 | awk '{ print $4, $2 }'; }
 for _ in $(seq "$LAT_REPEAT"); do
 	lat_plugin >>"$tmp/p"
 	FABRICIQ_LANES=1 lat_plugin >>"$tmp/p1"

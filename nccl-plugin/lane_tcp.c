@@ -157,15 +157,30 @@ static int tcp_tx_progress(struct fqn_lane *l, void **cookie)
 	return 1;
 }
 
-/* recv() into buf (flags: 0 or MSG_PEEK): bytes read, 0 for "nothing
- * now", -ECONNRESET on EOF. */
-static ssize_t tcp_read(int fd, void *buf, size_t len, int flags)
+/* The lane's one way to read: first the bytes a previous peek left in the
+ * kernel's queue are taken out (MSG_TRUNC, no copy; this is when the
+ * kernel ACKs them), then recv() into buf, peeking if asked. Bytes read,
+ * 0 for "nothing now", -ECONNRESET on EOF, or a negative errno. */
+static ssize_t tcp_recv(struct fqn_lane_tcp *t, void *buf, size_t len, int peek)
 {
-	for (;;) {
-		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT | flags);
+	while (t->rx_peeked) {
+		ssize_t n = recv(t->fd, NULL, t->rx_peeked, MSG_DONTWAIT | MSG_TRUNC);
 
 		if (n > 0)
+			t->rx_peeked -= (size_t)n;
+		else if (n == 0)
+			return -ECONNRESET;
+		else if (errno != EINTR)
+			return -errno;
+	}
+	for (;;) {
+		ssize_t n = recv(t->fd, buf, len, MSG_DONTWAIT | (peek ? MSG_PEEK : 0));
+
+		if (n > 0) {
+			if (peek)
+				t->rx_peeked = (size_t)n;
 			return n;
+		}
 		if (n == 0)
 			return -ECONNRESET;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -173,37 +188,6 @@ static ssize_t tcp_read(int fd, void *buf, size_t len, int flags)
 		if (errno != EINTR)
 			return -errno;
 	}
-}
-
-/* Take the peeked bytes out of the kernel's queue (this is when the
- * kernel ACKs them). */
-static int tcp_consume(struct fqn_lane_tcp *t)
-{
-	while (t->rx_peeked) {
-		ssize_t n = recv(t->fd, NULL, t->rx_peeked, MSG_DONTWAIT | MSG_TRUNC);
-
-		if (n > 0) {
-			t->rx_peeked -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		return n == 0 ? -ECONNRESET : -errno;
-	}
-	return 0;
-}
-
-static ssize_t tcp_stage_read(struct fqn_lane_tcp *t)
-{
-	ssize_t n;
-	int rc = tcp_consume(t);
-
-	if (rc < 0)
-		return rc;
-	n = tcp_read(t->fd, t->rx_stage + t->rx_len, FQN_TCP_STAGE - t->rx_len, t->rx_small ? MSG_PEEK : 0);
-	if (n > 0 && t->rx_small)
-		t->rx_peeked = (size_t)n;
-	return n;
 }
 
 static int tcp_rx_header(struct fqn_lane *l, struct fqn_chunk_hdr *h, const char **why)
@@ -227,7 +211,7 @@ static int tcp_rx_header(struct fqn_lane *l, struct fqn_chunk_hdr *h, const char
 			t->rx_len -= t->rx_off;
 			t->rx_off = 0;
 		}
-		n = tcp_stage_read(t);
+		n = tcp_recv(t, t->rx_stage + t->rx_len, FQN_TCP_STAGE - t->rx_len, t->rx_small);
 		if (n <= 0)
 			return (int)n;
 		t->rx_len += (size_t)n;
@@ -250,14 +234,8 @@ static int tcp_rx_payload(struct fqn_lane *l, void *dst)
 		t->rx_off += take;
 		t->rx_got += take;
 	}
-	if (t->rx_got < t->rx_hdr.len) {
-		int rc = tcp_consume(t);
-
-		if (rc < 0)
-			return rc;
-	}
 	while (t->rx_got < t->rx_hdr.len) {
-		ssize_t n = tcp_read(t->fd, (uint8_t *)dst + t->rx_got, t->rx_hdr.len - t->rx_got, 0);
+		ssize_t n = tcp_recv(t, (uint8_t *)dst + t->rx_got, t->rx_hdr.len - t->rx_got, 0);
 
 		if (n <= 0)
 			return (int)n;
@@ -319,10 +297,7 @@ static int tcp_rx_ctrl(struct fqn_lane *l, uint8_t rec[FQN_CTRL_SIZE])
 		memmove(t->rx_stage, t->rx_stage + t->rx_off, t->rx_len - t->rx_off);
 		t->rx_len -= t->rx_off;
 		t->rx_off = 0;
-		rc = tcp_consume(t);
-		if (rc < 0)
-			return rc;
-		n = tcp_read(t->fd, t->rx_stage + t->rx_len, FQN_TCP_STAGE - t->rx_len, 0);
+		n = tcp_recv(t, t->rx_stage + t->rx_len, FQN_TCP_STAGE - t->rx_len, 0);
 		if (n < 0)
 			return (int)n;
 		t->rx_len += (size_t)n;

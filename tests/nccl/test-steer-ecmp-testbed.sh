@@ -69,8 +69,7 @@ ok $? "the sender traced both lanes' sockets, leaf1's FIB names their spines (${
 
 t_load=$(date +%s.%N)
 for s in $shaped; do
-	ip netns exec "$TB_PFX-leaf1" tc qdisc del dev "s$s" root 2>/dev/null # a fresh TBF (lib/net.sh, tbf_set)
-	ip netns exec "$TB_PFX-leaf1" tc qdisc add dev "s$s" root tbf rate 10mbit burst 16384 latency 100ms
+	tbf_set "$TB_PFX-leaf1" "s$s" 10mbit 16384 100ms
 done
 # every lane congested for 2 s, then a move, 500 ms of trial each: up to
 # 3 moves; give it 12 s

@@ -52,11 +52,7 @@ sleep 0.2
 # time the shift from): the leaf side of both spine1 links, n1 -> n2
 t_load=$(date +%s.%N)
 for l in 1 2; do
-	# a fresh qdisc, not a replaced one: a TBF changed to a smaller burst keeps
-	# queued packets it can never send (testbed lib/net.sh, tbf_set)
-	ip netns exec "$TB_PFX-leaf$l" tc qdisc del dev s1 root 2>/dev/null
-	ip netns exec "$TB_PFX-leaf$l" tc qdisc add dev s1 root tbf rate "${STEER_TEST_LOADED:-10mbit}" \
-		burst 16384 latency 100ms
+	tbf_set "$TB_PFX-leaf$l" s1 "${STEER_TEST_LOADED:-10mbit}" 16384 100ms
 done
 flows=()
 for ((k = 1; k <= ${STEER_TEST_FLOWS:-1}; k++)); do

@@ -33,6 +33,10 @@ tb_teardown() {
 
 tb() { "$TB" "$@"; }
 
+# The testbed's own fabric helpers (function definitions only), for what a
+# test must do faster than a `tb` run: tbf_set NS DEV RATE BURST LATENCY.
+. "$top_srcdir/tests/testbed/lib/net.sh"
+
 # psql_ctl SQL: one query to the testbed's PostgreSQL (in ctl), unaligned.
 psql_ctl() { "$TB" exec ctl psql -h 198.18.0.1 -U postgres -d fabriciq -tAX -c "$1"; }
 
