@@ -637,13 +637,18 @@ static const char step_anomalies_sql[] =
 	       "rank_places"
 	       " from fabriciq.job_anomalies ja where ja.job_id = $1 and ja.step_id = $2) x";
 
+/* One entry per lane outage (sql/006: both ends' reports merged). */
 static const char failovers_sql[] =
-    "select coalesce(json_agg(x order by x.time_ns), '[]') from ("
-    " select " TS(
-	"f.time",
-	"time") ", f.src_rank, f.dst_rank, f.from_lane, f.to_lane, f.node,"
-		"  f.local_nic, f.remote_nic, f.cause, f.detect_ns, f.bytes_resent, f.duration_ns, f.failback"
-		" from fabriciq.failover_events f where f.job_id = $1 and f.step_id = $2) x";
+    "select coalesce(json_agg(x order by x.time_ns, x.src_rank, x.dst_rank, x.lane), '[]') from ("
+    " select " TS("o.down_at", "time") ", " TS(
+	"o.back_at",
+	"back") ", o.out_ns, o.src_rank, o.dst_rank, o.lane,"
+		"  (select r.node from fabriciq.ranks r where r.job_id = o.job_id and r.step_id = o.step_id"
+		"    and r.rank = o.src_rank) as src_node,"
+		"  (select r.node from fabriciq.ranks r where r.job_id = o.job_id and r.step_id = o.step_id"
+		"    and r.rank = o.dst_rank) as dst_node,"
+		"  o.src_nic, o.dst_nic, o.cause, o.seen_by, o.detect_ns, o.bytes_resent"
+		" from fabriciq.lane_outages o where o.job_id = $1 and o.step_id = $2) x";
 
 /* The report of one step: its row and its sections. */
 static int step_report(struct reply *rp, struct fq_db *db, uint64_t job, uint64_t step, uint64_t lanes,

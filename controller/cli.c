@@ -526,18 +526,18 @@ static void print_step(struct json_object *job, struct json_object *s)
 
 	if (jlen(s, "failovers")) {
 		printf("\nFailovers\n");
-		table_init(&t, "TIME,RANKS,LANES,NODE,NICS,CAUSE,DETECTED IN>,RESENT>,DURATION>");
+		table_init(&t, "TIME,RANKS,LANE>,PATH,CAUSE,SEEN BY,DETECTED IN>,RESENT>,OUT FOR>");
 		for (size_t i = 0; i < jlen(s, "failovers"); i++) {
 			struct json_object *f = jidx(s, "failovers", i);
 
 			table_row(&t, ftime(f, "time_ns"),
 				  fmt("%" PRId64 "->%" PRId64, jint(f, "src_rank"), jint(f, "dst_rank")),
-				  fmt("%" PRId64 "->%" PRId64 "%s", jint(f, "from_lane"), jint(f, "to_lane"),
-				      json_object_get_boolean(jget(f, "failback")) ? " (back)" : ""),
-				  jstr(f, "node"),
-				  fmt("%s -> %s", jstr(f, "local_nic"), jstr(f, "remote_nic")),
-				  jstr(f, "cause"), fdelay_at(f, "detect_ns"), fbytes_at(f, "bytes_resent"),
-				  fdelay_at(f, "duration_ns"));
+				  fint(f, "lane"),
+				  fmt("%s/%s -> %s/%s", jstr(f, "src_node"), jstr(f, "src_nic"), jstr(f, "dst_node"),
+				      jstr(f, "dst_nic")),
+				  jstr(f, "cause"), jstr(f, "seen_by"), fdelay_at(f, "detect_ns"),
+				  fbytes_at(f, "bytes_resent"),
+				  jnull(f, "out_ns") ? "not back" : fdelay_at(f, "out_ns"));
 		}
 		table_print(&t);
 	}

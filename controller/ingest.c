@@ -468,6 +468,8 @@ static int apply_failover(struct fq_ingest *ing, const struct item *it)
 	    .bytes_resent = f->bytes_resent,
 	    .duration_ns = f->duration_ns,
 	    .failback = f->failback,
+	    .conn_id = f->conn_id,
+	    .is_send = !f->from_receiver,
 	};
 
 	return fq_db_add_failover_events(ing->db, &e, 1);

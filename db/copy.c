@@ -41,7 +41,7 @@ static const struct copy_table tables[FQ_DB_T_COUNT] = {
 	{"link_events", "time, detected_at, node, nic, remote_node, remote_nic, state, detector, nic_level"},
     [FQ_DB_T_FAILOVER_EVENTS] =
 	{"failover_events", "time, job_id, step_id, src_rank, dst_rank, from_lane, to_lane, node, local_nic, "
-			    "remote_nic, cause, detect_ns, bytes_resent, duration_ns, failback"},
+			    "remote_nic, cause, detect_ns, bytes_resent, duration_ns, failback, conn_id, is_send"},
 };
 
 static const char *const ts_kinds[] = {"unknown", "software", "hardware", "user"};
@@ -279,6 +279,8 @@ static int encode_failover(struct fq_buf *b, const void *row)
 	rc |= fq_copy_u64(b, false, r->bytes_resent);
 	rc |= fq_copy_i64(b, false, r->duration_ns);
 	rc |= fq_copy_bool(b, false, r->failback);
+	rc |= fq_copy_i64(b, false, (int64_t)r->conn_id); /* int8: the id's bits, signed */
+	rc |= fq_copy_bool(b, false, r->is_send);
 	rc |= fq_copy_eol(b);
 	return rc ? -ENOMEM : 0;
 }

@@ -168,6 +168,8 @@ struct fq_db_failover_event {
 	uint64_t bytes_resent;
 	int64_t duration_ns;
 	bool failback;
+	uint64_t conn_id; /* the connection both ends know */
+	bool is_send;     /* reported by the sending end (else the receiving one) */
 };
 
 int fq_db_add_probe_windows(struct fq_db *db, const struct fq_db_probe_window *rows, size_t n);

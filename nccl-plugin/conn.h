@@ -206,12 +206,18 @@ int fqn_ctl_path_down(struct fqn_comm *c, int i);
 int fqn_path_page_fresh(int64_t updated_ns, int64_t now_ns, int max_age_ms);
 /* 1 when the comm's next path page check is due (every few ms, never per chunk). */
 int fqn_ctl_path_due(struct fqn_comm *c, int64_t now);
-/* Telemetry: one FailoverEvent (cause "socket-error", "no-progress",
- * "path-down", or "failback"); its remote NIC is the peer NIC's name from
- * the agent's path page, the peer's address where the page has no entry.
- * A no-op without telemetry. */
-void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *cause, int64_t detect_ns,
-		   uint64_t bytes_resent, int64_t duration_ns);
+/* Telemetry: one FailoverEvent of this end of the connection (cause
+ * "socket-error", "no-progress", "no-data", "path-down", "failback" or
+ * "steer"), stamped with at_ns (fqn_mono_ns: when the lane failed or came
+ * back) on the global clock, and the connection's id, so that the
+ * controller merges what the two ends report of one outage. Each end
+ * reports each outage of a lane it noticed once: the failure when it
+ * notices, the failback (duration_ns: how long the lane was out) when the
+ * lane is back. Its remote NIC is the peer NIC's name from the agent's
+ * path page, the peer's address where the page has no entry. A no-op
+ * without telemetry. */
+void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *cause, int64_t at_ns,
+		   int64_t detect_ns, uint64_t bytes_resent, int64_t duration_ns);
 /* All lanes down for longer than FABRICIQ_FAILOVER_GRACE_MS: fail the comm
  * with -ENETUNREACH and a message naming both ends. All lanes down because
  * the peer closed or refused every one (its process is gone, which a

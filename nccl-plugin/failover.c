@@ -152,8 +152,8 @@ static int peer_nic_name(struct fqn_comm *c, int i, char *name, size_t len)
 	return 1;
 }
 
-void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *cause, int64_t detect_ns,
-		   uint64_t bytes_resent, int64_t duration_ns)
+void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *cause, int64_t at_ns,
+		   int64_t detect_ns, uint64_t bytes_resent, int64_t duration_ns)
 {
 	struct fqn_lane_sample *s;
 	int sync;
@@ -178,7 +178,7 @@ void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *c
 	 * peer NIC's name where the agent's page knows the path, else its address */
 	if (!peer_nic_name(c, from_lane, s->peer, sizeof(s->peer)))
 		memcpy(s->peer, c->lc[from_lane].peer, sizeof(s->peer));
-	s->start_ns = fqn_clock_now(&sync);
+	s->start_ns = fqn_clock_now(&sync) - (fqn_mono_ns() - at_ns);
 	s->synchronised = sync;
 	s->detect_ns = detect_ns;
 	s->bytes_resent = bytes_resent;

@@ -225,6 +225,18 @@ void fqn_fini(void)
 	pthread_mutex_unlock(&fqn_init_lock);
 }
 
+/* NCCL before 2.27 (net API v8-v10) never finalizes a net plugin: the
+ * process exits with the last telemetry interval, failovers among it,
+ * still in the ring. At exit, have the thread send it (bounded: an exit
+ * is never held up for long). */
+__attribute__((destructor)) static void fqn_exit_flush(void)
+{
+	struct fqn_global *g = __atomic_load_n(&fqn_g, __ATOMIC_ACQUIRE);
+
+	if (g)
+		fqn_telemetry_flush(g->telemetry, 200);
+}
+
 int fqn_devices(int *ndev)
 {
 	if (!fqn_g)

@@ -358,6 +358,8 @@ static void ctl_lane_drop(struct fqn_recv *r, int i, const char *cause, int err,
 	struct fqn_lane_ctl *lc = &r->c.lc[i];
 
 	memset(rl, 0, sizeof(*rl)); /* a chunk half landed is simply taken from its resend */
+	if (cause && lc->state == FQN_LANE_UP)
+		fqn_ctl_event(&r->c, i, -1, cause, now, 0, 0, 0);
 	if (cause)
 		FQN_WARN(
 		    "connection %llx lane %d/%d (%s %s <- %s): %s%s%s; waiting for the sender to re-dial",
@@ -398,15 +400,18 @@ static void ctl_install(struct fqn_recv *r, struct fqn_lane *l, int64_t now)
 {
 	int i = l->index;
 	struct fqn_lane_ctl *lc = &r->c.lc[i];
+	int64_t down_ns = lc->state == FQN_LANE_UP ? 0 : lc->down_ns; /* this end had it down */
 
 	if (r->c.lanes[i])
 		ctl_lane_drop(r, i, NULL, 0, now);
 	r->c.lanes[i] = l;
 	fqn_ctl_lane_init(&r->c, i);
-	if (lc->down_ns)
-		FQN_INFO("connection %llx lane %d (%s <- %s): re-dialed after %lld ms",
+	if (down_ns) {
+		FQN_WARN("connection %llx lane %d (%s <- %s): back after %lld ms (re-dialed); failback",
 			 (unsigned long long)r->c.conn_id, i, lc->nic, lc->peer,
-			 (long long)((now - lc->down_ns) / 1000000));
+			 (long long)((now - down_ns) / 1000000));
+		fqn_ctl_event(&r->c, i, i, "failback", now, 0, 0, now - down_ns);
+	}
 	lc->state = FQN_LANE_UP;
 	lc->since_ns = now;
 	lc->down_ns = 0;
@@ -506,6 +511,11 @@ static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 	if (lc->state != FQN_LANE_UP) {
 		if (!strcmp(lc->cause, "path-down") ? paths && !fqn_ctl_path_down(&r->c, i)
 						    : !ctl_peer_silent(r, i)) {
+			FQN_WARN("connection %llx lane %d (%s <- %s): back after %lld ms (%s); failback",
+				 (unsigned long long)r->c.conn_id, i, lc->nic, lc->peer,
+				 (long long)((now - lc->down_ns) / 1000000),
+				 !strcmp(lc->cause, "path-down") ? "the path is UP" : "the peer is heard again");
+			fqn_ctl_event(&r->c, i, i, "failback", now, 0, 0, now - lc->down_ns);
 			lc->state = FQN_LANE_UP;
 			lc->since_ns = now;
 			lc->down_ns = 0;
@@ -521,6 +531,7 @@ static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 	lc->cause = down ? "path-down" : "no-data";
 	lc->last_err = 0;
 	lc->down_ns = lc->since_ns = now;
+	fqn_ctl_event(&r->c, i, -1, lc->cause, now, 0, 0, 0);
 	FQN_WARN("connection %llx lane %d/%d (%s %s <- %s): %s (%s); waiting for the sender",
 		 (unsigned long long)r->c.conn_id, i, r->c.nlanes, lc->nic, lc->local, lc->peer, lc->cause,
 		 down ? "the agent's path page has the path DOWN"

@@ -195,8 +195,8 @@ static void ev_flush(struct fqn_send *s, int64_t now)
 {
 	if (!s->ev.active)
 		return;
-	fqn_ctl_event(&s->c, s->ev.lane, s->ev.to_lane, s->ev.cause, s->ev.detect_ns, s->ev.bytes,
-		      now - s->ev.start_ns);
+	fqn_ctl_event(&s->c, s->ev.lane, s->ev.to_lane, s->ev.cause, s->ev.start_ns, s->ev.detect_ns,
+		      s->ev.bytes, now - s->ev.start_ns);
 	s->ev.active = 0;
 }
 
@@ -309,7 +309,7 @@ static void steer_move_out(struct fqn_send *s, int i, int64_t now)
 	FQN_INFO("connection %llx lane %d (%s %s -> %s): every lane congested or advised to move; "
 		 "re-opening it on a new source port",
 		 (unsigned long long)s->c.conn_id, i, lc->nic, lc->local, lc->peer);
-	fqn_ctl_event(&s->c, i, i, "steer", 0, 0, 0);
+	fqn_ctl_event(&s->c, i, i, "steer", now, 0, 0, 0);
 	fqn_steer_trial_begin(s->st->ctl, i, now);
 	steer_lane_state(s, i, 0, now);
 	if (s->parked[i])
@@ -535,7 +535,7 @@ static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
 				FQN_WARN("connection %llx lane %d (%s -> %s): back after %lld ms; failback",
 					 (unsigned long long)s->c.conn_id, i, lc->nic, lc->peer,
 					 (long long)((now - lc->down_ns) / 1000000));
-				fqn_ctl_event(&s->c, i, i, "failback", now - lc->since_ns, 0,
+				fqn_ctl_event(&s->c, i, i, "failback", now, now - lc->since_ns, 0,
 					      now - lc->down_ns);
 				s->c.failbacks++;
 			}
@@ -855,6 +855,8 @@ int fqn_close_send(struct fqn_send *s)
 {
 	if (!s)
 		return 0;
+	if (s->c.control)
+		ev_flush(s, fqn_mono_ns()); /* a failover whose resend had not finished */
 	if (s->c.control && (s->c.failovers || s->c.failbacks))
 		FQN_INFO("connection %llx: %llu failover(s), %llu failback(s)",
 			 (unsigned long long)s->c.conn_id, (unsigned long long)s->c.failovers,

@@ -33,8 +33,9 @@ struct fqn_telemetry {
 	uint64_t tail; /* next to pop (the thread only) */
 	char path[108];
 	int interval_ms;
-	int wake_fd; /* eventfd: stop */
+	int wake_fd; /* eventfd: stop, or a flush */
 	int stop;
+	uint64_t flush_asked, flush_done; /* fqn_telemetry_flush's requests, and the last served */
 	pthread_t thread;
 	int fd; /* to the agent, -1 if none */
 	int warned;
@@ -139,8 +140,16 @@ void fqn_failover_fill(Fabriciq__FailoverEvent *f, const struct fqn_lane_sample 
 	f->bytes_resent = s->bytes_resent;
 	f->duration_ns = s->duration_ns;
 	f->failback = strcmp(s->cause, "failback") == 0;
-	f->src_rank = s->rank1 ? s->rank1 - 1 : 0;
-	f->dst_rank = s->peer_rank1 ? s->peer_rank1 - 1 : 0;
+	f->conn_id = s->conn_id;
+	f->from_receiver = !s->is_send;
+	/* as in a lane report: src the sending rank, dst the receiving one */
+	if (s->is_send) {
+		f->src_rank = s->rank1 ? s->rank1 - 1 : 0;
+		f->dst_rank = s->peer_rank1 ? s->peer_rank1 - 1 : 0;
+	} else {
+		f->src_rank = s->peer_rank1 ? s->peer_rank1 - 1 : 0;
+		f->dst_rank = s->rank1 ? s->rank1 - 1 : 0;
+	}
 }
 
 static void agent_connect(struct fqn_telemetry *t)
@@ -276,8 +285,13 @@ static void *telemetry_main(void *arg)
 	struct pollfd pfd = {t->wake_fd, POLLIN, 0};
 
 	while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
-		poll(&pfd, 1, t->interval_ms);
+		uint64_t asked, n;
+
+		if (poll(&pfd, 1, t->interval_ms) > 0)
+			(void)!read(t->wake_fd, &n, sizeof(n)); /* clear the wakeup */
+		asked = __atomic_load_n(&t->flush_asked, __ATOMIC_ACQUIRE);
 		drain(t);
+		__atomic_store_n(&t->flush_done, asked, __ATOMIC_RELEASE);
 	}
 	drain(t);
 	return NULL;
@@ -324,6 +338,20 @@ err_slots:
 err_free:
 	free(t);
 	return rc;
+}
+
+void fqn_telemetry_flush(struct fqn_telemetry *t, int timeout_ms)
+{
+	uint64_t one = 1, asked;
+	int64_t until = mono_ns() + (int64_t)timeout_ms * 1000000;
+
+	if (!t)
+		return;
+	asked = __atomic_add_fetch(&t->flush_asked, 1, __ATOMIC_ACQ_REL);
+	if (write(t->wake_fd, &one, sizeof(one)) < 0)
+		return;
+	while (__atomic_load_n(&t->flush_done, __ATOMIC_ACQUIRE) < asked && mono_ns() < until)
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
 }
 
 void fqn_telemetry_stop(struct fqn_telemetry *t)

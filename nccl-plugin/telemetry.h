@@ -50,6 +50,9 @@ struct fqn_telemetry;
 int fqn_telemetry_start(const char *socket_path, int interval_ms, struct fqn_telemetry **out);
 /* Stop the thread, sending what the ring holds if an agent is connected. */
 void fqn_telemetry_stop(struct fqn_telemetry *t);
+/* Have the thread send what the ring holds now, waiting up to timeout_ms
+ * for it (the process is about to exit; the thread keeps running). */
+void fqn_telemetry_flush(struct fqn_telemetry *t, int timeout_ms);
 
 /* Data path: hand over a sample. 0, or -ENOBUFS (ring full: dropped, counted). */
 int fqn_telemetry_push(struct fqn_telemetry *t, const struct fqn_lane_sample *s);

@@ -132,7 +132,10 @@ static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabr
 			return FQ_LOCAL_WRONG_JOB;
 		f->job_id = st->job_id;
 		f->step_id = st->step_id;
-		f->src_rank = rank->global_rank;
+		if (f->from_receiver)
+			f->dst_rank = rank->global_rank;
+		else
+			f->src_rank = rank->global_rank;
 	}
 	st->lane_reports++;
 	a->lanes_forwarded++;

@@ -59,7 +59,9 @@ from t0, generate_series(0, 2) k, generate_series(0, 3) r, generate_series(0, 1)
      lateral (select r = 0 and lane = 1 as slow) s;
 insert into fabriciq.failover_events values
 	((select t from t0) + interval '1.5 seconds', 4242, 0, 0, 1, 1, 0, 'gpu01', 'mlx5_1', 'mlx5_1', 'no-progress',
-	 250000000, 4194304, 300000000, false);
+	 250000000, 4194304, 300000000, false),
+	((select t from t0) + interval '1.8 seconds', 4242, 0, 0, 1, 1, 1, 'gpu01', 'mlx5_1', 'mlx5_1', 'failback',
+	 0, 0, 300000000, true);
 
 with a as (
 	insert into fabriciq.anomalies (kind, severity, start_time, end_time, node, nic, remote_node, remote_nic, summary, evidence)

@@ -403,9 +403,23 @@ static void test_views(struct fq_db *db)
 				   .remote_nic = "eth0",
 				   .summary = "lane 0->1/1 p99 94 us vs 4 us",
 				   .evidence_json = "{\"p99_us\": 94, \"median_us\": 4}"};
-	struct fq_db_failover_event fo = {
-	    t0 + SEC, 4242,          0,        0,    1,        1,    0, "a", "eth0",
-	    "eth0",   "no-progress", 50000000, 4096, 60000000, false};
+	/* Lane 1 of connection 77 (rank 0 on a -> rank 1 on b): out from 0.9 s
+	 * to 1.5 s, seen by both ends; out from 3.0 s to 3.2 s, seen only by
+	 * the receiver (an idle sender); out at 5 s and never back; a steering
+	 * move, which is no outage. Lane 0: one sender-only outage. */
+#define FO(AT, LANE, SEND, CAUSE, BACK)                                                                      \
+	{.time_ns = t0 + (AT), .job_id = 4242, .src_rank = 0, .dst_rank = 1, .from_lane = LANE, .to_lane = LANE, \
+	 .node = (SEND) ? "a" : "b", .local_nic = (SEND) ? "eth0" : "eth1", .remote_nic = (SEND) ? "eth1" : "eth0", \
+	 .cause = CAUSE, .bytes_resent = (SEND) && !(BACK) ? 4096 : 0, .failback = BACK, .conn_id = 77,             \
+	 .is_send = SEND}
+	struct fq_db_failover_event fo[] = {
+	    FO(SEC, 1, true, "no-progress", false),           FO(SEC * 3 / 2, 1, true, "failback", true),
+	    FO(SEC * 9 / 10, 1, false, "path-down", false),   FO(SEC * 14 / 10, 1, false, "failback", true),
+	    FO(3 * SEC, 1, false, "path-down", false),        FO(SEC * 32 / 10, 1, false, "failback", true),
+	    FO(5 * SEC, 1, true, "socket-error", false),      FO(4 * SEC, 1, true, "steer", false),
+	    FO(2 * SEC, 0, true, "path-down", false),         FO(SEC * 21 / 10, 0, true, "failback", true),
+	};
+#undef FO
 	struct fq_db_job_efficiency *eff = NULL;
 	int64_t id = 0;
 	size_t n = 0;
@@ -429,14 +443,22 @@ static void test_views(struct fq_db *db)
 	add_lanes(db, t0);
 	add_links(db, now);
 	add_clocks(db, now);
-	fq_db_add_failover_events(db, &fo, 1);
-	ok(fq_db_flush(db) == 8 + 2 + 6 + 5 + 1, "the data set flushed");
+	fq_db_add_failover_events(db, fo, sizeof(fo) / sizeof(fo[0]));
+	ok(fq_db_flush(db) == 8 + 2 + 6 + 5 + 10, "the data set flushed");
 
 	is_str(q("select concat_ws(' ', lanes, bytes, achieved_gbps, best_gbps, efficiency, degraded_share, "
 		 "median_lane_p99_us, slowest_lane_p99_us, slowest_lanes[1], anomalies, failovers) "
 		 "from fabriciq.job_efficiency where job_id = 4242 and step_id = 0"),
-	       "4 6000000000 24.000 32.000 0.750 0.500 4.0 49.0 0->1/1 49.0 us 1 1",
+	       "4 6000000000 24.000 32.000 0.750 0.500 4.0 49.0 0->1/1 49.0 us 1 4",
 	       "job_efficiency: bytes, achieved vs best, degraded share, slowest lane, anomalies, failovers");
+
+	is_str(q("select string_agg(concat_ws(' ', lane, extract(epoch from down_at - (select min(time) from fabriciq.failover_events f "
+		 "where f.job_id = 4242))::numeric(4,1), "
+		 "coalesce((out_ns / 1e6)::int::text, 'open'), src_rank || '->' || dst_rank, src_nic || '->' || dst_nic, "
+		 "cause, seen_by, bytes_resent), ', ' order by down_at) from fabriciq.lane_outages where job_id = 4242"),
+	       "1 0.0 600 0->1 eth0->eth1 no-progress both 4096, 0 1.1 100 0->1 eth0->eth1 path-down sender 4096, "
+	       "1 2.1 200 0->1 eth0->eth1 path-down receiver 0, 1 4.1 open 0->1 eth0->eth1 socket-error sender 4096",
+	       "lane_outages: both ends' reports of one outage merged, a receiver-only one kept, steering left out");
 
 	is_int(fq_db_job_efficiency(db, 4242, &eff, &n), 0, "fq_db_job_efficiency");
 	is_int(n, 1, "... one step");
@@ -447,7 +469,7 @@ static void test_views(struct fq_db *db)
 		is_str(eff[0].slowest_lanes[0], "0->1/1 49.0 us", "... slowest lane first");
 		is_str(eff[0].slowest_lanes[1], "0->1/0 4.0 us", "... then the others");
 		ok(eff[0].bytes == 6000000000ULL && eff[0].lanes == 4 && eff[0].anomalies == 1 &&
-		       eff[0].failovers == 1 && eff[0].first_interval_ns == t0 / 1000 * 1000,
+		       eff[0].failovers == 4 && eff[0].first_interval_ns == t0 / 1000 * 1000,
 		   "... bytes, lanes, counts, first interval");
 	}
 	free(eff);
