@@ -533,8 +533,8 @@ static void print_step(struct json_object *job, struct json_object *s)
 			table_row(&t, ftime(f, "time_ns"),
 				  fmt("%" PRId64 "->%" PRId64, jint(f, "src_rank"), jint(f, "dst_rank")),
 				  fint(f, "lane"),
-				  fmt("%s/%s -> %s/%s", jstr(f, "src_node"), jstr(f, "src_nic"), jstr(f, "dst_node"),
-				      jstr(f, "dst_nic")),
+				  fmt("%s/%s -> %s/%s", jstr(f, "src_node"), jstr(f, "src_nic"),
+				      jstr(f, "dst_node"), jstr(f, "dst_nic")),
 				  jstr(f, "cause"), jstr(f, "seen_by"), fdelay_at(f, "detect_ns"),
 				  fbytes_at(f, "bytes_resent"),
 				  jnull(f, "out_ns") ? "not back" : fdelay_at(f, "out_ns"));

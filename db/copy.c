@@ -40,8 +40,9 @@ static const struct copy_table tables[FQ_DB_T_COUNT] = {
     [FQ_DB_T_LINK_EVENTS] =
 	{"link_events", "time, detected_at, node, nic, remote_node, remote_nic, state, detector, nic_level"},
     [FQ_DB_T_FAILOVER_EVENTS] =
-	{"failover_events", "time, job_id, step_id, src_rank, dst_rank, from_lane, to_lane, node, local_nic, "
-			    "remote_nic, cause, detect_ns, bytes_resent, duration_ns, failback, conn_id, is_send"},
+	{"failover_events",
+	 "time, job_id, step_id, src_rank, dst_rank, from_lane, to_lane, node, local_nic, "
+	 "remote_nic, cause, detect_ns, bytes_resent, duration_ns, failback, conn_id, is_send"},
 };
 
 static const char *const ts_kinds[] = {"unknown", "software", "hardware", "user"};

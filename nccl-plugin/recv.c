@@ -514,7 +514,8 @@ static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 			FQN_WARN("connection %llx lane %d (%s <- %s): back after %lld ms (%s); failback",
 				 (unsigned long long)r->c.conn_id, i, lc->nic, lc->peer,
 				 (long long)((now - lc->down_ns) / 1000000),
-				 !strcmp(lc->cause, "path-down") ? "the path is UP" : "the peer is heard again");
+				 !strcmp(lc->cause, "path-down") ? "the path is UP"
+								 : "the peer is heard again");
 			fqn_ctl_event(&r->c, i, i, "failback", now, 0, 0, now - lc->down_ns);
 			lc->state = FQN_LANE_UP;
 			lc->since_ns = now;

@@ -408,16 +408,19 @@ static void test_views(struct fq_db *db)
 	 * the receiver (an idle sender); out at 5 s and never back; a steering
 	 * move, which is no outage. Lane 0: one sender-only outage. */
 #define FO(AT, LANE, SEND, CAUSE, BACK)                                                                      \
-	{.time_ns = t0 + (AT), .job_id = 4242, .src_rank = 0, .dst_rank = 1, .from_lane = LANE, .to_lane = LANE, \
-	 .node = (SEND) ? "a" : "b", .local_nic = (SEND) ? "eth0" : "eth1", .remote_nic = (SEND) ? "eth1" : "eth0", \
-	 .cause = CAUSE, .bytes_resent = (SEND) && !(BACK) ? 4096 : 0, .failback = BACK, .conn_id = 77,             \
-	 .is_send = SEND}
+	{                                                                                                    \
+		.time_ns = t0 + (AT), .job_id = 4242, .src_rank = 0, .dst_rank = 1, .from_lane = LANE,       \
+		.to_lane = LANE, .node = (SEND) ? "a" : "b", .local_nic = (SEND) ? "eth0" : "eth1",          \
+		.remote_nic = (SEND) ? "eth1" : "eth0", .cause = CAUSE,                                      \
+		.bytes_resent = (SEND) && !(BACK) ? 4096 : 0, .failback = BACK, .conn_id = 77,               \
+		.is_send = SEND                                                                              \
+	}
 	struct fq_db_failover_event fo[] = {
-	    FO(SEC, 1, true, "no-progress", false),           FO(SEC * 3 / 2, 1, true, "failback", true),
-	    FO(SEC * 9 / 10, 1, false, "path-down", false),   FO(SEC * 14 / 10, 1, false, "failback", true),
-	    FO(3 * SEC, 1, false, "path-down", false),        FO(SEC * 32 / 10, 1, false, "failback", true),
-	    FO(5 * SEC, 1, true, "socket-error", false),      FO(4 * SEC, 1, true, "steer", false),
-	    FO(2 * SEC, 0, true, "path-down", false),         FO(SEC * 21 / 10, 0, true, "failback", true),
+	    FO(SEC, 1, true, "no-progress", false),         FO(SEC * 3 / 2, 1, true, "failback", true),
+	    FO(SEC * 9 / 10, 1, false, "path-down", false), FO(SEC * 14 / 10, 1, false, "failback", true),
+	    FO(3 * SEC, 1, false, "path-down", false),      FO(SEC * 32 / 10, 1, false, "failback", true),
+	    FO(5 * SEC, 1, true, "socket-error", false),    FO(4 * SEC, 1, true, "steer", false),
+	    FO(2 * SEC, 0, true, "path-down", false),       FO(SEC * 21 / 10, 0, true, "failback", true),
 	};
 #undef FO
 	struct fq_db_job_efficiency *eff = NULL;
@@ -452,13 +455,19 @@ static void test_views(struct fq_db *db)
 	       "4 6000000000 24.000 32.000 0.750 0.500 4.0 49.0 0->1/1 49.0 us 1 4",
 	       "job_efficiency: bytes, achieved vs best, degraded share, slowest lane, anomalies, failovers");
 
-	is_str(q("select string_agg(concat_ws(' ', lane, extract(epoch from down_at - (select min(time) from fabriciq.failover_events f "
+	is_str(q("select string_agg(concat_ws(' ', lane, extract(epoch from down_at - (select min(time) from "
+		 "fabriciq.failover_events f "
 		 "where f.job_id = 4242))::numeric(4,1), "
-		 "coalesce((out_ns / 1e6)::int::text, 'open'), src_rank || '->' || dst_rank, src_nic || '->' || dst_nic, "
-		 "cause, seen_by, bytes_resent), ', ' order by down_at) from fabriciq.lane_outages where job_id = 4242"),
-	       "1 0.0 600 0->1 eth0->eth1 no-progress both 4096, 0 1.1 100 0->1 eth0->eth1 path-down sender 4096, "
-	       "1 2.1 200 0->1 eth0->eth1 path-down receiver 0, 1 4.1 open 0->1 eth0->eth1 socket-error sender 4096",
-	       "lane_outages: both ends' reports of one outage merged, a receiver-only one kept, steering left out");
+		 "coalesce((out_ns / 1e6)::int::text, 'open'), src_rank || '->' || dst_rank, src_nic || '->' "
+		 "|| dst_nic, "
+		 "cause, seen_by, bytes_resent), ', ' order by down_at) from fabriciq.lane_outages where "
+		 "job_id = 4242"),
+	       "1 0.0 600 0->1 eth0->eth1 no-progress both 4096, 0 1.1 100 0->1 eth0->eth1 path-down sender "
+	       "4096, "
+	       "1 2.1 200 0->1 eth0->eth1 path-down receiver 0, 1 4.1 open 0->1 eth0->eth1 socket-error "
+	       "sender 4096",
+	       "lane_outages: both ends' reports of one outage merged, a receiver-only one kept, steering "
+	       "left out");
 
 	is_int(fq_db_job_efficiency(db, 4242, &eff, &n), 0, "fq_db_job_efficiency");
 	is_int(n, 1, "... one step");
