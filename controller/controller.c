@@ -43,7 +43,7 @@ struct ctl_config {
 	bool db_migrate;
 	/* detector thresholds (controller/detector.h) */
 	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, inband_floor, slow_nic_min_paths;
-	uint64_t delay_persist;
+	uint64_t delay_persist, lane_outlier_persist;
 	uint64_t resume_after, quiet_close;
 	double delay_baseline_factor, lane_outlier_factor, inband_factor, slow_nic_share;
 	bool collision_advice;
@@ -105,7 +105,9 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("delay_persist", FQ_CFG_UINT, delay_persist, "3", 1, 1000,
 	"... for this many report windows in a row (one window's p99 is a few dozen probes)"),
     OPT("lane_outlier_factor", FQ_CFG_DOUBLE, lane_outlier_factor, "5", 1, 1e6,
-	"lane_outlier: lane p99 above this factor times the step's median lane p99"),
+	"lane_outlier: lane p99 above this factor times the step's median lane p99 ..."),
+    OPT("lane_outlier_persist", FQ_CFG_UINT, lane_outlier_persist, "3", 1, 1000,
+	"... in this many of the lane's report intervals in a row (one interval's p99 is a CPU hiccup away)"),
     OPT("inband_factor", FQ_CFG_DOUBLE, inband_factor, "5", 1, 1e6,
 	"inband_mismatch: a lane's minimum delay above this factor times the probes' p50 ..."),
     OPT("inband_floor", FQ_CFG_DURATION, inband_floor, "50us", 0, 60e9, "... and more than this above it"),
@@ -371,6 +373,7 @@ static void feed_detector(struct ctl *c, const char *node, const Fabriciq__Envel
 		    .owd_p50_ns = l->is_send ? 0 : l->owd_p50_ns,
 		    .owd_p99_ns = l->is_send ? 0 : l->owd_p99_ns,
 		    .owd_min_ns = l->is_send ? 0 : l->owd_min_ns,
+		    .tcp_min_rtt_ns = (int64_t)l->tcp_min_rtt_us * 1000,
 		    .synchronised = l->synchronised,
 		};
 		fq_detector_lane(c->det, &d);
@@ -982,6 +985,7 @@ static int start_modules(struct ctl *c)
 	dc.delay_floor_ns = (int64_t)c->cfg.delay_floor;
 	dc.delay_persist_windows = (unsigned)c->cfg.delay_persist;
 	dc.lane_outlier_factor = c->cfg.lane_outlier_factor;
+	dc.lane_outlier_persist = (unsigned)c->cfg.lane_outlier_persist;
 	dc.inband_factor = c->cfg.inband_factor;
 	dc.inband_floor_ns = (int64_t)c->cfg.inband_floor;
 	dc.slow_nic_share = c->cfg.slow_nic_share;

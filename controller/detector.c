@@ -122,6 +122,9 @@ struct lane_rec {
 	uint32_t src_rank, dst_rank, lane;
 	struct path_key p;
 	int64_t first_ns, start_ns, end_ns, p50_ns, p99_ns, min_ns;
+	int64_t rtt_floor_ns;   /* the smallest TCP RTT floor either end reported; 0: none */
+	int64_t outlier_end_ns; /* the last interval judged for lane_outlier, */
+	unsigned outlier_runs;  /* and how many in a row were outliers */
 };
 
 struct step_ent {
@@ -189,6 +192,7 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 	    .delay_baseline_factor = 4.0,
 	    .delay_floor_ns = 50000,
 	    .lane_outlier_factor = 5.0,
+	    .lane_outlier_persist = 3,
 	    .inband_factor = 5.0,
 	    .inband_floor_ns = 50000,
 	    .slow_nic_share = 0.8,
@@ -900,25 +904,38 @@ static struct lane_rec *lane_slot(struct fq_detector *d, struct step_ent *s, con
 	return &s->lanes[s->n - 1];
 }
 
+/* The lane's one-way base delay, like with like against the probes': half
+ * its TCP RTT floor where it has one (segments timed from when TCP sends
+ * them), else its chunks' smallest one-way delay (an IB lane: no socket
+ * queue of its own). A TCP lane's chunk delays include the sender's
+ * socket queue, milliseconds under load on a healthy fabric. */
+static int64_t lane_base_delay(const struct lane_rec *l)
+{
+	return l->rtt_floor_ns ? l->rtt_floor_ns / 2 : l->min_ns;
+}
+
 static void check_inband(struct fq_detector *d, const struct step_ent *s, const struct lane_rec *l)
 {
 	struct path_key k = l->p;
 	struct path_ent *p = (struct path_ent *)fq_captab_find(&d->paths, &k);
+	int64_t base = lane_base_delay(l);
+	const char *what = l->rtt_floor_ns ? "TCP RTT floor / 2" : "lane min";
 	char summary[384], evidence[256];
 
 	if (!p || nic_empty(&l->p.dst) || older_than(l->end_ns, p->last_end_ns, d->c.quiet_close_ns) ||
-	    !fq_rule_inband_mismatch(&d->c, l->min_ns, p->p50_ns))
+	    !fq_rule_inband_mismatch(&d->c, base, p->p50_ns))
 		return;
 	snprintf(summary, sizeof(summary),
-		 "%s/%s -> %s/%s: lane min %.1f us vs probe p50 %.1f us (job %" PRIu64 ".%" PRIu64
+		 "%s/%s -> %s/%s: %s %.1f us vs probe p50 %.1f us (job %" PRIu64 ".%" PRIu64
 		 " lane %u): in-band traffic misconfigured?",
-		 k.src.node, k.src.nic, k.dst.node, k.dst.nic, us(l->min_ns), us(p->p50_ns), s->k.job,
+		 k.src.node, k.src.nic, k.dst.node, k.dst.nic, what, us(base), us(p->p50_ns), s->k.job,
 		 s->k.step, l->lane);
-	snprintf(
-	    evidence, sizeof(evidence),
-	    "{\"lane_min_ns\":%" PRId64 ",\"probe_p50_ns\":%" PRId64 ",\"factor\":%.2f,\"floor_ns\":%" PRId64
-	    ",\"job_id\":%" PRIu64 ",\"step_id\":%" PRIu64 ",\"lane\":%u}",
-	    l->min_ns, p->p50_ns, d->c.inband_factor, d->c.inband_floor_ns, s->k.job, s->k.step, l->lane);
+	snprintf(evidence, sizeof(evidence),
+		 "{\"lane_base_ns\":%" PRId64 ",\"lane_min_ns\":%" PRId64 ",\"tcp_min_rtt_ns\":%" PRId64
+		 ",\"probe_p50_ns\":%" PRId64 ",\"factor\":%.2f,\"floor_ns\":%" PRId64 ",\"job_id\":%" PRIu64
+		 ",\"step_id\":%" PRIu64 ",\"lane\":%u}",
+		 base, l->min_ns, l->rtt_floor_ns, p->p50_ns, d->c.inband_factor, d->c.inband_floor_ns,
+		 s->k.job, s->k.step, l->lane);
 	anom_evidence(d, K_INBAND, SEV_WARNING, &k.src, &k.dst, l->start_ns, l->end_ns, summary, evidence,
 		      NULL);
 }
@@ -978,6 +995,7 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 	key.p50_ns = l->owd_p50_ns > 0 ? l->owd_p50_ns : 0;
 	key.p99_ns = l->owd_p99_ns > 0 ? l->owd_p99_ns : 0;
 	key.min_ns = l->owd_min_ns > 0 ? l->owd_min_ns : 0;
+	key.rtt_floor_ns = l->tcp_min_rtt_ns > 0 ? l->tcp_min_rtt_ns : 0;
 
 	/* All lane records in use: drop the least recently seen steps first. */
 	if (d->nlanes >= d->c.max_lanes && !fq_captab_find(&d->steps, &sk))
@@ -985,6 +1003,9 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 	s = (struct step_ent *)fq_captab_get(&d->steps, &sk, l->end_ns, true, &created);
 	if (!s || !(r = lane_slot(d, s, &key)))
 		return;
+	if (r->rtt_floor_ns && (!key.rtt_floor_ns || r->rtt_floor_ns < key.rtt_floor_ns))
+		key.rtt_floor_ns = r->rtt_floor_ns; /* a floor only ever goes down */
+	r->rtt_floor_ns = key.rtt_floor_ns;
 	/* Both ends report a lane; only the receiving side measures its delay,
 	 * and the two sides' intervals end at different times. Within two
 	 * intervals of each other the delay-less side never displaces the
@@ -1000,6 +1021,8 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 		if (key.end_ns < r->end_ns &&
 		    !(timed(&key) && !timed(r) && !older_than(r->end_ns, key.end_ns, span)))
 			return; /* an older interval than the one kept */
+		key.outlier_end_ns = r->outlier_end_ns;
+		key.outlier_runs = r->outlier_runs;
 		*r = key;
 		r->first_ns = first;
 	}
@@ -1044,14 +1067,18 @@ static void check_step_outliers(struct fq_detector *d, struct step_ent *s)
 			d->scratch_idx[k++] = i;
 		}
 	}
-	if (!fq_rule_lane_outliers(&d->c, d->scratch_p99, k, d->scratch_out, &median))
-		return;
+	/* judged every time, outliers or none: a streak ends with a normal interval */
+	fq_rule_lane_outliers(&d->c, d->scratch_p99, k, d->scratch_out, &median);
 	for (size_t j = 0; j < k; j++) {
-		const struct lane_rec *l = &s->lanes[d->scratch_idx[j]];
+		struct lane_rec *l = &s->lanes[d->scratch_idx[j]];
 		uint32_t ranks[2] = {l->src_rank, l->dst_rank};
 		struct anom_ent *a;
 
-		if (!d->scratch_out[j])
+		if (l->end_ns != l->outlier_end_ns) { /* each interval judged once */
+			l->outlier_end_ns = l->end_ns;
+			l->outlier_runs = d->scratch_out[j] ? l->outlier_runs + 1 : 0;
+		}
+		if (!d->scratch_out[j] || l->outlier_runs < d->c.lane_outlier_persist)
 			continue;
 		snprintf(summary, sizeof(summary),
 			 "lane %u of job %" PRIu64 ".%" PRIu64

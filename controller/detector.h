@@ -35,18 +35,19 @@ struct fq_detector;
 
 /* Thresholds (controller.* config keys of the same names). */
 struct fq_detector_config {
-	unsigned flap_threshold;      /* flapping: more than this many DOWNs of one NIC ... (8) */
-	int64_t flap_window_ns;       /* ... within this window (1 h) */
-	int64_t delay_threshold_ns;   /* path_delay: owd p99 above this (1 ms) ... */
-	double delay_baseline_factor; /* ... or above its own baseline by this factor (4) */
-	int64_t delay_floor_ns;       /* never flag a delay below this (50 us) */
-	double lane_outlier_factor;   /* lane_outlier: p99 > factor x the step's median lane p99 (5) */
-	double inband_factor;         /* inband_mismatch: lane min > factor x probe p50 (5) ... */
-	int64_t inband_floor_ns;      /* ... and more than this above it (50 us) */
-	double slow_nic_share;        /* slow_*: this share of a NIC's paths elevated (0.8) ... */
-	unsigned slow_nic_min_paths;  /* ... out of at least this many (3) */
-	int64_t resume_after_ns;      /* resume hint: healthy for this long after a drain (10 min) */
-	int64_t quiet_close_ns;       /* an anomaly closes after this long without evidence (30 s) */
+	unsigned flap_threshold;       /* flapping: more than this many DOWNs of one NIC ... (8) */
+	int64_t flap_window_ns;        /* ... within this window (1 h) */
+	int64_t delay_threshold_ns;    /* path_delay: owd p99 above this (1 ms) ... */
+	double delay_baseline_factor;  /* ... or above its own baseline by this factor (4) */
+	int64_t delay_floor_ns;        /* never flag a delay below this (50 us) */
+	double lane_outlier_factor;    /* lane_outlier: p99 > factor x the step's median lane p99 (5) */
+	unsigned lane_outlier_persist; /* ... in this many of the lane's intervals in a row (3) */
+	double inband_factor;          /* inband_mismatch: lane min > factor x probe p50 (5) ... */
+	int64_t inband_floor_ns;       /* ... and more than this above it (50 us) */
+	double slow_nic_share;         /* slow_*: this share of a NIC's paths elevated (0.8) ... */
+	unsigned slow_nic_min_paths;   /* ... out of at least this many (3) */
+	int64_t resume_after_ns;       /* resume hint: healthy for this long after a drain (10 min) */
+	int64_t quiet_close_ns;        /* an anomaly closes after this long without evidence (30 s) */
 
 	/* Added with the implementation (defaults in parentheses). */
 	unsigned nic_down_min_paths;     /* NIC down when all its >= this many paths are (2) */
@@ -95,6 +96,10 @@ struct fq_det_lane {
 	/* the interval's smallest one-way delay (receiver side; 0: none): the
 	 * path's base delay as the lane sees it, which queueing does not raise */
 	int64_t owd_min_ns;
+	/* the lane's TCP RTT floor, from either end (0: none, or not TCP):
+	 * half of it is the path's one-way base delay without the sender's
+	 * own socket queue, which owd_min_ns includes under load */
+	int64_t tcp_min_rtt_ns;
 	bool synchronised;
 };
 

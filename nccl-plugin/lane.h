@@ -55,6 +55,10 @@ struct fqn_lane;
 /* What the transport knows about the path (0 where it does not). */
 struct fqn_lane_info {
 	uint32_t rtt_us;
+	/* the transport's smallest RTT on the connection (TCP: tcpi_min_rtt,
+	 * which times segments from when TCP sends them, so the sender's own
+	 * socket queue is not in it); 0: none */
+	uint32_t min_rtt_us;
 	uint32_t retrans;      /* total retransmitted segments */
 	uint32_t delivered_ce; /* segments delivered with ECN CE marks */
 	int have_delivered_ce;

@@ -319,6 +319,7 @@ static int tcp_info(struct fqn_lane *l, struct fqn_lane_info *out)
 	if (getsockopt(TCP(l)->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
 		return -errno;
 	out->rtt_us = ti.tcpi_rtt;
+	out->min_rtt_us = ti.tcpi_min_rtt == ~0U ? 0 : ti.tcpi_min_rtt;
 	out->retrans = ti.tcpi_total_retrans;
 	/* Kernels before 5.x return a shorter struct: no CE count then. */
 	out->have_delivered_ce =

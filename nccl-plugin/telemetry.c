@@ -121,6 +121,7 @@ void fqn_lane_report_fill(Fabriciq__LaneReport *r, const struct fqn_lane_sample 
 		r->owd_max_ns = s->owd.max;
 	}
 	r->tcp_rtt_us = s->info.rtt_us;
+	r->tcp_min_rtt_us = s->info.min_rtt_us;
 	r->tcp_retrans = s->info.retrans;
 	r->tcp_delivered_ce = s->info.delivered_ce;
 	r->synchronised = s->synchronised;

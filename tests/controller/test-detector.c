@@ -128,6 +128,7 @@ static struct fq_detector *make(void)
 
 	fq_detector_config_defaults(&c);
 	c.delay_persist_windows = 1;
+	c.lane_outlier_persist = 1;
 	return fq_detector_create(&c);
 }
 
@@ -292,6 +293,31 @@ static void test_lane_outlier(void)
 	collect(d);
 	is_int(count(FQ_DET_OPEN, "lane_outlier"), 1, "100.1 us: outlier");
 	fq_detector_destroy(d);
+
+	/* With the default persistence (3 intervals in a row): one slow
+	 * interval, or two with a normal one between, is a hiccup (seen on a
+	 * healthy fabric: one 100 ms interval of a lane at 27.8 ms p99 against
+	 * a step median of 3.2 ms); three in a row are an outlier. */
+	{
+		struct fq_detector_config c;
+		const double slow[] = {200, 20, 200, 200, 20, 200, 200, 200};
+		int opened_at = 0;
+
+		fq_detector_config_defaults(&c);
+		d = fq_detector_create(&c);
+		reset();
+		for (int t = 0; t < 8; t++) {
+			for (uint32_t r = 0; r < 4; r++)
+				lane(d, 45, r, (r + 1) % 4, 0, r % 2 ? "n2" : "n1", "rail0",
+				     r % 2 ? "n1" : "n2", "rail0", 10 + t, 15, r == 3 ? slow[t] : 20.0);
+			fq_detector_tick(d, S(10.5 + t));
+			collect(d);
+			if (!opened_at && count(FQ_DET_OPEN, "lane_outlier"))
+				opened_at = t + 1;
+		}
+		is_int(opened_at, 8, "lane_outlier opens with the third slow interval in a row, not before");
+		fq_detector_destroy(d);
+	}
 }
 
 static void test_flapping(void)
@@ -476,6 +502,46 @@ static void test_inband(void)
 	ok(!find_open("inband_mismatch", "n1", "rail0"),
 	   "a queued lane (p50 3 ms, min 24 us): no inband_mismatch");
 	fq_detector_destroy(d);
+
+	/* a TCP lane's chunks wait in the sender's socket first: a busy job's
+	 * smallest one-way delay is milliseconds on a healthy fabric (seen:
+	 * 1.0-2.3 ms against probes of 8-18 us), its TCP RTT floor is not */
+	for (int floor_us = 40; floor_us <= 2000; floor_us += 1960) {
+		struct fq_det_lane send = {.job_id = 53,
+					   .dst_rank = 1,
+					   .src_node = "n1",
+					   .src_nic = "rail0",
+					   .dst_node = "n2",
+					   .dst_nic = "rail0",
+					   .start_ns = S(5),
+					   .end_ns = S(6),
+					   .tcp_min_rtt_ns = US(floor_us)};
+		struct fq_det_lane recv = send;
+
+		d = make();
+		reset();
+		for (int t = 1; t <= 5; t++)
+			probe(d, "n1", "rail0", "n2", "rail0", t, 21, 30);
+		recv.end_ns = S(6) + 1000;
+		recv.tcp_min_rtt_ns = US(floor_us + 10); /* the receiver's socket: a little more */
+		recv.owd_p50_ns = US(2200);
+		recv.owd_p99_ns = US(4000);
+		recv.owd_min_ns = US(1800);
+		fq_detector_lane(d, &send);
+		fq_detector_lane(d, &recv);
+		collect(d);
+		o = find_open("inband_mismatch", "n1", "rail0");
+		if (floor_us == 40) {
+			ok(!o, "a self-queued TCP lane (min 1.8 ms, RTT floor 40 us) vs probe p50 21 us: no "
+			       "mismatch");
+		} else {
+			ok(o != NULL,
+			   "a TCP lane whose RTT floor is 2 ms vs probe p50 21 us: inband_mismatch");
+			like(o ? o->summary : "", "TCP RTT floor / 2 1000.0 us vs probe p50 21.0 us",
+			     "... judged by half its RTT floor (the sender's, the smaller)");
+		}
+		fq_detector_destroy(d);
+	}
 }
 
 static void test_slow_nic(void)

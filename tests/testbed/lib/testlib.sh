@@ -58,21 +58,29 @@ tb_controller_start() {
 # $FQTB_STATE/agent-HOST.json, sockets and pages in $FQTB_STATE/run/HOST,
 # spool in $FQTB_STATE/spool/HOST; ARGs (e.g. -s controller=...) are added.
 tb_agents_start() {
-	local agent=$1 hosts rails i j r peers
+	local agent=$1 hosts i
 	shift
 	hosts=$(awk -F= '$1 == "TB_HOSTS" { print $2 }' "$FQTB_STATE/topology.env")
-	rails=$(awk -F= '$1 == "TB_RAILS" { print $2 }' "$FQTB_STATE/topology.env")
 	for ((i = 1; i <= hosts; i++)); do
-		peers=
-		for ((j = 1; j <= hosts; j++)); do
-			[ $i = $j ] && continue
-			for ((r = 0; r < rails; r++)); do peers+=",n$j:rail$r@198.19.$r.$((2 * j + 1))"; done
-		done
-		mkdir -p "$FQTB_STATE/run/n$i"
-		"$TB" daemon start "n$i" agent -- "$agent" -c /dev/null -s "nics=$(seq -s, -f 'rail%g' 0 $((rails - 1)))" \
-			-s "peers=${peers#,}" -s "status_file=$FQTB_STATE/agent-n$i.json" -s "node=n$i" \
-			-s "run_dir=$FQTB_STATE/run/n$i" -s "spool_dir=$FQTB_STATE/spool/n$i" "$@" >/dev/null || return 1
+		tb_agent_start "n$i" "$agent" "$@" || return 1
 	done
+}
+
+# tb_agent_start HOST AGENT [ARG...]: the same for one host (a restart).
+tb_agent_start() {
+	local host=$1 agent=$2 hosts rails j r peers
+	shift 2
+	hosts=$(awk -F= '$1 == "TB_HOSTS" { print $2 }' "$FQTB_STATE/topology.env")
+	rails=$(awk -F= '$1 == "TB_RAILS" { print $2 }' "$FQTB_STATE/topology.env")
+	peers=
+	for ((j = 1; j <= hosts; j++)); do
+		[ "n$j" = "$host" ] && continue
+		for ((r = 0; r < rails; r++)); do peers+=",n$j:rail$r@198.19.$r.$((2 * j + 1))"; done
+	done
+	mkdir -p "$FQTB_STATE/run/$host"
+	"$TB" daemon start "$host" agent -- "$agent" -c /dev/null -s "nics=$(seq -s, -f 'rail%g' 0 $((rails - 1)))" \
+		-s "peers=${peers#,}" -s "status_file=$FQTB_STATE/agent-$host.json" -s "node=$host" \
+		-s "run_dir=$FQTB_STATE/run/$host" -s "spool_dir=$FQTB_STATE/spool/$host" "$@" >/dev/null
 }
 
 # tb_offsets_match TOLERANCE_NS: every host's MONOTONIC_RAW differs from the

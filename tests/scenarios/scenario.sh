@@ -1,0 +1,109 @@
+# The scenario suite's preamble (sourced by each tests/scenarios/test-*.sh).
+# A scenario brings up the emulated cluster with every part real (Slurm
+# with the SPANK plugin, munge, PostgreSQL, the controller, an agent per
+# host), starts `srun --fabriciq` jobs, injects one fault while they run,
+# and checks what an operator reads: `fabriciq --json job`, `fabriciq
+# --json hints` and the SQL views. Counts are checked against what the
+# ranks themselves logged, never as "at least one".
+. "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/../testbed/lib/testlib.sh"
+B=$top_builddir
+CB=$B/nccl-plugin/collbench/fabriciq-collbench
+SPANK_SO=$B/spank/.libs/spank_fabriciq.so
+CTL=$B/controller/fabriciq-controller
+AGENT=$B/slurmd-agent/fabriciq-agent
+FQCLI=$B/controller/fabriciq
+
+# sc_require PREFIX: skip unless built and the testbed can run; own testbed.
+sc_require() {
+	local f
+	for f in "$CB" "$SPANK_SO" "$CTL" "$AGENT" "$FQCLI"; do [ -e "$f" ] || skip_all "$f not built"; done
+	command -v python3 >/dev/null || skip_all "python3 not installed (scripts/deps.sh installs it)"
+	tb_require
+	tb_setup "$1"
+	S=$FQTB_STATE
+}
+
+# sc_up HOSTS RAILS LEAVES SPINES [CONTROLLER ARG...]: the cluster, the
+# controller and the agents; returns once the controller knows every node
+# and has their probe windows.
+sc_up() {
+	local hosts=$1 rails=$2 leaves=$3 spines=$4 spank i
+	shift 4
+	spank="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=$(seq -s, -f 'rail%g' 0 $((rails - 1)))"
+	spank+=" step_socket=$S/run/%n/agent-step.sock telemetry_socket=$S/run/%n/agent-telemetry.sock"
+	spank+=" clock_page=$S/run/%n/clock path_page=$S/run/%n/paths"
+	tb up --prefix "$TB_PFX" --hosts "$hosts" --rails "$rails" --leaves "$leaves" --spines "$spines" \
+		--clock-offsets random --plugstack "$spank" >/dev/null || return 1
+	sc_controller_start "$@" || return 1
+	sleep 1
+	sc_agents_start || return 1
+	for ((i = 0; i < 40; i++)); do
+		[ "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" = "$hosts" ] && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+SC_CTL_ARGS=()
+sc_controller_start() {
+	[ $# -gt 0 ] && SC_CTL_ARGS=("$@")
+	tb_controller_start "$CTL" "${SC_CTL_ARGS[@]}"
+}
+sc_agent_args=(-s controller=198.18.0.1:7100)
+sc_agents_start() { tb_agents_start "$AGENT" "${sc_agent_args[@]}" -s "munge_socket=$S/munge/munge.socket"; }
+sc_agent_start() { tb_agent_start "$1" "$AGENT" "${sc_agent_args[@]}" -s "munge_socket=$S/munge/munge.socket"; }
+
+# sc_job NAME MODE NODELIST COLL BYTES ITERS PORT: an `srun --fabriciq=MODE`
+# job on NODELIST (n[1-3]), a rank per node, in the background; its output
+# (every line tagged with the rank) in $S/NAME.out, its srun pid in
+# $S/NAME.pid. The bootstrap is on the list's first node, rail0.
+sc_job() {
+	local name=$1 mode=$2 nodes=$3 coll=$4 bytes=$5 iters=$6 port=$7 n first
+	n=$("$TB" slurm scontrol show hostnames "$nodes" | wc -l)
+	first=$("$TB" slurm scontrol show hostnames "$nodes" | head -1)
+	timeout 300 "$TB" slurm srun -w "$nodes" -N"$n" -n"$n" -J "$name" --fabriciq="$mode" sh -c \
+		'[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@" 2>&1 | sed "s/^/[r$SLURM_PROCID] /"' sh \
+		"$CB" --bootstrap "198.19.0.$((2 * ${first#n} + 1)):$port" -c "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5 \
+		--timeout 120 --timeline 1000 >"$S/$name.out" 2>&1 &
+	echo $! >"$S/$name.pid"
+}
+
+# sc_job_wait NAME: the job's exit status; $SC_JOB is its Slurm job id.
+sc_job_wait() {
+	local rc
+	wait "$(cat "$S/$1.pid")"
+	rc=$?
+	SC_JOB=$(awk '/^job / { print $2; exit }' "$S/$1.out")
+	: "${SC_JOB:=0}"
+	return $rc
+}
+
+# sc_verified NAME: every timeline interval of the job's rank 0 verified.
+sc_verified() {
+	local n wrong
+	n=$(grep -c '# timeline ' "$S/$1.out")
+	wrong=$(awk '/# timeline / { w += $(NF - 1) } END { print w + 0 }' "$S/$1.out")
+	[ "$n" -gt 0 ] && [ "$wrong" = 0 ]
+}
+
+fq() { "$TB" exec ctl "$FQCLI" --controller http://198.18.0.1:7180 "$@"; }
+# json EXPR: evaluate a Python expression over the JSON document on stdin (j).
+json() { python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"; }
+
+# sc_failovers_match NAME JOB: what the ranks logged of every lane failure
+# and failback equals what fabriciq.failover_events holds, per connection,
+# lane and end; and the job report's failovers are lane_outages' rows.
+sc_failovers_match() {
+	local name=$1 job=$2 out rc
+	psql_ctl "select conn_id, from_lane, is_send, failback, cause from fabriciq.failover_events
+		where job_id = $job" >"$S/$name.rows"
+	out=$(python3 "$top_srcdir/tests/scenarios/failovers-check.py" "$S/$name.out" "$S/$name.rows")
+	rc=$?
+	SC_FO_LOGGED=$(sed -n 's/^logged [0-9]* events (\([0-9]*\) down.*/\1/p' <<<"$out")
+	ok $rc "job $job: every lane failure and failback the ranks logged is stored, once (${out##*$'\n'})" ||
+		diag "$out"
+}
+
+# sc_outages JOB: the job report's failover count (fabriciq --json job).
+sc_outages() { fq --json job "$1" | json 'sum(len(s["failovers"]) for s in j["steps"])'; }

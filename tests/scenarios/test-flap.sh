@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Scenario: a rail that flaps. 5 hosts x 2 rails on 3 leaves; a control-mode
+# allreduce on n1-n3 while rail1 of n3 flaps 10 times, and a healthy job on
+# n4-n5 beside it. The report must name n3's rail1, count exactly the
+# lane failures the ranks logged, and say nothing of the healthy job.
+. "$(dirname "$0")/scenario.sh"
+sc_require scflap
+plan 11
+sc_up 5 2 3 2 -s flap_window=20s
+ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents reporting"
+
+sc_job hit control 'n[1-3]' allreduce 4M 1000 17301
+sc_job calm control 'n[4-5]' allreduce 4M 1000 17302
+sleep 5
+tb flap n3 1 --count 10 --period 800 >/dev/null
+sc_job_wait hit; rc=$?; hit=$SC_JOB
+ok $rc "the job on n1-n3 (job $hit) completes through 10 flaps of n3/rail1" || diag "$(tail -5 "$S/hit.out")"
+sc_job_wait calm; rc=$?; calm=$SC_JOB
+ok $rc "the job on n4-n5 (job $calm) completes"
+sc_verified hit && sc_verified calm; ok $? "both allreduces verified every interval"
+sleep 4 # the last reports reach the controller
+
+sc_failovers_match hit "$hit"
+[ "${SC_FO_LOGGED:-0}" -gt 0 ]; ok $? "the ranks of job $hit logged lane failures ($SC_FO_LOGGED): the flaps hit it"
+n=$(sc_outages "$hit")
+is "$n $(psql_ctl "select failovers from fabriciq.job_efficiency where job_id = $hit")" \
+	"$(psql_ctl "select count(*) from fabriciq.lane_outages where job_id = $hit") \
+$(psql_ctl "select count(*) from fabriciq.lane_outages where job_id = $hit")" \
+	"job $hit: the report's failovers ($n) and job_efficiency.failovers are its lane outages"
+is "$(psql_ctl "select count(*) from fabriciq.lane_outages o
+	join fabriciq.ranks s on s.job_id = o.job_id and s.step_id = o.step_id and s.rank = o.src_rank
+	join fabriciq.ranks d on d.job_id = o.job_id and d.step_id = o.step_id and d.rank = o.dst_rank
+	where o.job_id = $hit and not ((s.node = 'n3' and o.src_nic = 'rail1') or (d.node = 'n3' and o.dst_nic = 'rail1'))
+	   or o.job_id = $hit and o.back_at is null")" 0 \
+	"job $hit: every outage is of a lane through n3/rail1, and came back"
+is "$(sc_outages "$calm") $(psql_ctl "select count(*) from fabriciq.anomaly_jobs where job_id = $calm")" "0 0" \
+	"job $calm (n4-n5): no failover, no anomaly" || diag "$(psql_ctl "select a.kind, a.summary from fabriciq.anomalies a
+	join fabriciq.anomaly_jobs aj on aj.anomaly_id = a.id where aj.job_id = $calm")"
+is "$(fq --json hints | json '" ".join(sorted(h["node"] + ":" + h["action"] for h in j["hints"]))')" "n3:drain" \
+	"one drain hint, for n3"
+fq --json hints | json '[h["reason"] for h in j["hints"]][0]' | grep -q "rail1"
+ok $? "... naming rail1"
+n=$(psql_ctl "select count(*) from fabriciq.anomaly_jobs aj join fabriciq.anomalies a on a.id = aj.anomaly_id
+	where aj.job_id = $hit")
+todo "$([ "${n:-99}" -le 3 ]; echo $?)" "job $hit: at most 3 anomaly rows for one flapping rail (has $n)" \
+	"incidents: path- and NIC-level events are not correlated yet"
