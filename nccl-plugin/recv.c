@@ -357,14 +357,19 @@ static void ctl_lane_drop(struct fqn_recv *r, int i, const char *cause, int err,
 	struct fqn_rlane *rl = &r->rl[i];
 	struct fqn_lane_ctl *lc = &r->c.lc[i];
 
-	memset(rl, 0, sizeof(*rl)); /* a chunk half landed is simply taken from its resend */
-	if (cause && lc->state == FQN_LANE_UP)
+	memset(rl, 0, sizeof(*rl));              /* a chunk half landed is simply taken from its resend */
+	if (cause && lc->state == FQN_LANE_UP) { /* a new outage */
 		fqn_ctl_event(&r->c, i, -1, cause, now, 0, 0, 0);
-	if (cause)
 		FQN_WARN(
 		    "connection %llx lane %d/%d (%s %s <- %s): %s%s%s; waiting for the sender to re-dial",
 		    (unsigned long long)r->c.conn_id, i, r->c.nlanes, lc->nic, lc->local, lc->peer, cause,
 		    err ? ": " : "", err ? strerror(-err) : "");
+	} else if (cause) { /* the same outage: the socket of a lane already down went too */
+		FQN_INFO("connection %llx lane %d/%d (%s %s <- %s): down since %lld ms, now %s%s%s too",
+			 (unsigned long long)r->c.conn_id, i, r->c.nlanes, lc->nic, lc->local, lc->peer,
+			 (long long)((now - lc->down_ns) / 1000000), cause, err ? ": " : "",
+			 err ? strerror(-err) : "");
+	}
 	r->c.lanes[i]->ops->destroy(r->c.lanes[i]);
 	r->c.lanes[i] = NULL;
 	lc->state = FQN_LANE_DOWN;
