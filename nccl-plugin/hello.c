@@ -97,8 +97,8 @@ int fqn_hello_wait_add(struct fqn_hello_wait *w, int fd, int tag, int64_t now_ns
 	if (w->n == FQN_HELLO_SLOTS) {
 		close(fd);
 		if (w->refused++ == 0 || w->refused % 1000 == 0)
-			FQN_WARN("%s: %d connections still owe their hello; refused one (%llu so far)", w->who,
-				 FQN_HELLO_SLOTS, (unsigned long long)w->refused);
+			FQN_WARN("%s: %d connections still owe their hello; refused one (%llu so far)",
+				 w->who, FQN_HELLO_SLOTS, (unsigned long long)w->refused);
 		return -ENOSPC;
 	}
 	w->slot[w->n++] = (struct fqn_hello_slot){.fd = fd, .tag = tag, .since_ns = now_ns};

@@ -47,7 +47,7 @@ struct fqn_rmsg {
 	int active;
 	uint64_t seq;
 	struct fqn_req *req;
-	int elem; /* buffer taken, -1 before the first chunk */
+	int elem;               /* buffer taken, -1 before the first chunk */
 	struct fqn_reasm reasm; /* completion is by coverage, in every mode */
 };
 
