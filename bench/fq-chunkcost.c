@@ -50,7 +50,8 @@ int main(int argc, char **argv)
 	if (fqn_init(NULL) < 0)
 		return 1;
 	fqn_hist_reset(&hist);
-	fqn_reasm_begin(&r, (uint64_t)n * 4096, 0, 4096);
+	if (fqn_reasm_begin(&r, (uint64_t)n * 4096, 0, 4096) < 0)
+		return 1;
 	for (long i = 0; i < n; i++) {
 		struct fqn_chunk_hdr h = {
 		    .seq = 1, .msg_size = (uint64_t)n * 4096, .offset = (uint64_t)i * 4096, .len = 4096};
@@ -69,6 +70,7 @@ int main(int argc, char **argv)
 			fqn_hist_add(&hist, fqn_clock_now(&sync) - d.send_ns);
 		sink += d.offset;
 	}
+	fqn_reasm_end(&r);
 	printf("%ld chunks, %llu samples, p50 %lld ns (%s)\n", n, (unsigned long long)hist.count,
 	       (long long)fqn_hist_quantile(&hist, 0.5), (unsigned long long)sink ? "ok" : "?");
 	fqn_fini();

@@ -1,6 +1,7 @@
 /* chunk: chunk arithmetic, header codec, reassembly accounting (see chunk.h). */
 #include <endian.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nccl-plugin/chunk.h"
@@ -109,26 +110,88 @@ int fqn_chunk_hdr_decode(const uint8_t in[FQN_CHUNK_HDR_SIZE], size_t chunk_size
 	return bad ? -EBADMSG : 0;
 }
 
-void fqn_reasm_begin(struct fqn_reasm *r, uint64_t size, int32_t tag, size_t chunk_size)
+int fqn_seen_begin(struct fqn_seen *s, uint64_t nchunks)
+{
+	memset(s->inline_bits, 0, sizeof(s->inline_bits));
+	s->bits = s->inline_bits;
+	if (nchunks > 64 * 8) {
+		s->bits = calloc((size_t)((nchunks + 63) / 64), sizeof(uint64_t));
+		if (!s->bits) {
+			s->bits = s->inline_bits;
+			return -ENOMEM;
+		}
+	}
+	s->nchunks = nchunks;
+	s->left = nchunks;
+	return 0;
+}
+
+int fqn_seen_test(const struct fqn_seen *s, uint64_t idx)
+{
+	if (idx >= s->nchunks)
+		return -EBADMSG;
+	return (s->bits[idx / 64] >> (idx % 64)) & 1;
+}
+
+int fqn_seen_mark(struct fqn_seen *s, uint64_t idx, int *complete)
+{
+	uint64_t bit = 1ULL << (idx % 64);
+
+	*complete = 0;
+	if (idx >= s->nchunks)
+		return -EBADMSG;
+	if (s->bits[idx / 64] & bit)
+		return 0;
+	s->bits[idx / 64] |= bit;
+	*complete = --s->left == 0;
+	return 1;
+}
+
+void fqn_seen_free(struct fqn_seen *s)
+{
+	if (s->bits && s->bits != s->inline_bits)
+		free(s->bits);
+	s->bits = s->inline_bits;
+}
+
+int fqn_reasm_begin(struct fqn_reasm *r, uint64_t size, int32_t tag, size_t chunk_size)
 {
 	r->size = size;
 	r->tag = tag;
-	r->chunks_left = fqn_chunk_count(size, chunk_size);
+	r->chunk_size = chunk_size;
+	return fqn_seen_begin(&r->cov, fqn_chunk_count(size, chunk_size));
 }
 
-int fqn_reasm_add(struct fqn_reasm *r, const struct fqn_chunk_hdr *h, const char **why)
+void fqn_reasm_end(struct fqn_reasm *r)
+{
+	fqn_seen_free(&r->cov);
+}
+
+int fqn_reasm_check(const struct fqn_reasm *r, const struct fqn_chunk_hdr *h, const char **why)
 {
 	const char *bad = NULL;
+	int held = 0;
 
 	if (h->msg_size != r->size)
 		bad = "message size differs from its first chunk's";
 	else if (h->tag != r->tag)
 		bad = "tag differs from its first chunk's";
-	else if (r->chunks_left == 0)
-		bad = "more chunks than the message has";
+	else if (h->offset % r->chunk_size != 0 ||
+		 (held = fqn_seen_test(&r->cov, h->offset / r->chunk_size)) < 0)
+		bad = "chunk outside its message";
+	else if (h->len != fqn_chunk_len(r->size, r->chunk_size, h->offset))
+		bad = "length is not the chunk's length";
 	if (why)
-		*why = bad;
-	if (bad)
-		return -EBADMSG;
-	return --r->chunks_left == 0;
+		*why = bad ? bad : held ? "chunk received twice" : NULL;
+	return bad ? -EBADMSG : held ? -EALREADY : 0;
+}
+
+int fqn_reasm_add(struct fqn_reasm *r, const struct fqn_chunk_hdr *h, const char **why)
+{
+	int rc = fqn_reasm_check(r, h, why), complete;
+
+	if (rc < 0)
+		return rc;
+	fqn_seen_mark(&r->cov, h->offset / r->chunk_size, &complete);
+	return complete;
 }

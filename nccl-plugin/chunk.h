@@ -56,18 +56,56 @@ void fqn_chunk_hdr_encode(const struct fqn_chunk_hdr *h, uint8_t out[FQN_CHUNK_H
 int fqn_chunk_hdr_decode(const uint8_t in[FQN_CHUNK_HDR_SIZE], size_t chunk_size, struct fqn_chunk_hdr *h,
 			 const char **why);
 
-/* One message being reassembled: O(1) memory whatever its size. */
-struct fqn_reasm {
-	uint64_t size;
-	uint64_t chunks_left;
-	int32_t tag;
+/* Which chunks of one message arrived: inline bits for messages of up to
+ * 512 chunks (e.g. 256 MiB of 512 KiB chunks), heap bits beyond. */
+struct fqn_seen {
+	uint64_t inline_bits[8];
+	uint64_t *bits;
+	uint64_t nchunks;
+	uint64_t left; /* chunks still missing */
 };
 
-void fqn_reasm_begin(struct fqn_reasm *r, uint64_t size, int32_t tag, size_t chunk_size);
+/* 0 or -ENOMEM. */
+int fqn_seen_begin(struct fqn_seen *s, uint64_t nchunks);
+/* 1 if chunk idx was received whole already, 0 if not, -EBADMSG if idx
+ * is not in the message. (The control-mode receiver lands a copy of a
+ * chunk that is not held yet even while another lane is still landing
+ * it: that lane may be dead; it is switched to the sink, so a late copy
+ * never writes a buffer NCCL may already own again.) */
+int fqn_seen_test(const struct fqn_seen *s, uint64_t idx);
+/* Chunk idx arrived whole: 1 if new (*complete = 1 when it was the last
+ * one missing), 0 if held already, -EBADMSG if idx is not in the message. */
+int fqn_seen_mark(struct fqn_seen *s, uint64_t idx, int *complete);
+void fqn_seen_free(struct fqn_seen *s);
 
-/* Account one received (decoded) chunk. Returns 1 when the message is
- * complete, 0 if more chunks are due, -EBADMSG if the chunk contradicts the
- * message (size or tag differ, or more chunks than the message has). */
+/* One message being reassembled: its size and tag, and which chunks
+ * (offsets) it holds. A message is complete when every chunk's offset is
+ * covered, never by a count: a chunk that arrives twice (on two lanes, or
+ * a resend) covers nothing new, so it can never complete a message that
+ * still has a hole. */
+struct fqn_reasm {
+	uint64_t size;
+	int32_t tag;
+	size_t chunk_size;
+	struct fqn_seen cov;
+};
+
+/* 0, or -ENOMEM (a message of more than 512 chunks needs heap bits). */
+int fqn_reasm_begin(struct fqn_reasm *r, uint64_t size, int32_t tag, size_t chunk_size);
+/* Release the coverage bits (any time after begin; again is harmless). */
+void fqn_reasm_end(struct fqn_reasm *r);
+
+/* Check one received (decoded) chunk against its message: 0 if it belongs
+ * and is not held yet, -EALREADY if its offset is covered already (a
+ * duplicate), -EBADMSG if it contradicts the message (size or tag differ,
+ * offset outside it or off the message's chunk boundaries, length not
+ * that chunk's: a chunk that passes lands inside [0, size) and covers
+ * exactly its own chunk; *why says). Marks nothing. */
+int fqn_reasm_check(const struct fqn_reasm *r, const struct fqn_chunk_hdr *h, const char **why);
+
+/* Check, then cover the chunk: 1 when the message is complete, 0 if more
+ * chunks are due, -EALREADY or -EBADMSG as fqn_reasm_check (nothing
+ * covered then). */
 int fqn_reasm_add(struct fqn_reasm *r, const struct fqn_chunk_hdr *h, const char **why);
 
 /* n-byte little-endian fields of the setup messages (hello, IB handle):

@@ -1,6 +1,6 @@
 /*
  * conn: what setup.c, send.c, recv.c and net.c share inside the plugin:
- * the global context, the handle and hello wire formats, the comm base
+ * the global context, the handle wire format (the hello's: hello.h), the comm base
  * (lanes, per-lane statistics, sticky error) and the request object.
  */
 #ifndef FQN_CONN_H
@@ -11,6 +11,7 @@
 
 #include "nccl-plugin/chunk.h"
 #include "nccl-plugin/env.h"
+#include "nccl-plugin/hello.h"
 #include "nccl-plugin/hist.h"
 #include "nccl-plugin/lane.h"
 #include "nccl-plugin/net.h"
@@ -76,29 +77,9 @@ struct fqn_handle {
 
 _Static_assert(sizeof(struct fqn_handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle must fit NCCL's");
 
-/* First bytes on every lane, connector to listener (little-endian). */
-#define FQN_HELLO_MAGIC   0x4c485146u /* "FQHL" */
-#define FQN_HELLO_VERSION 2
-#define FQN_HELLO_SIZE    36
-
-#define FQN_HELLO_F_CONTROL 0x01u /* receiver acks, sender fails over */
-#define FQN_HELLO_F_REJOIN  0x02u /* a failed lane of an existing connection */
-
-struct fqn_hello {
-	uint16_t lane, nlanes;
-	uint16_t flags;
-	uint32_t chunk_size;
-	uint64_t token;
-	uint64_t conn_id;
-	uint32_t rank1; /* the connector's global rank + 1 (0: unknown) */
-};
-
 /* A non-blocking listening socket on nic's address, ephemeral port: the fd
  * (and *bound) or a negative errno. */
 int fqn_listen_on(const struct fqn_nic *nic, struct sockaddr_storage *bound);
-
-void fqn_hello_encode(const struct fqn_hello *h, uint8_t out[FQN_HELLO_SIZE]);
-int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h);
 
 /* Per-lane statistics of the current telemetry interval. */
 struct fqn_lane_stats {

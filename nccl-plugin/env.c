@@ -36,6 +36,7 @@ static const struct fqn_env_var fqn_env_vars[] = {
     {"FABRICIQ_MODE", FQN_ENV_STR, "monitor", 1, 16, OFF(mode)},
     {"FABRICIQ_LANE_TIMEOUT_MS", FQN_ENV_INT, "1000", 50, 600000, OFF(lane_timeout_ms)},
     {"FABRICIQ_FAILOVER_GRACE_MS", FQN_ENV_INT, "30000", 100, 3600000, OFF(failover_grace_ms)},
+    {"FABRICIQ_HELLO_TIMEOUT_MS", FQN_ENV_INT, "5000", 100, 600000, OFF(hello_timeout_ms)},
     {"FABRICIQ_PATH_PAGE", FQN_ENV_STR, "/run/fabriciq/paths", 1, FQN_PATH_MAX, OFF(path_page)},
     {"FABRICIQ_PATH_PAGE_MAX_AGE_MS", FQN_ENV_INT, "5000", 100, 3600000, OFF(path_page_max_age_ms)},
     {"FABRICIQ_RANK", FQN_ENV_STR, "", 0, 16, OFF(rank)},

@@ -30,6 +30,7 @@ struct fqn_config {
 	int control;                     /* mode is "control": acks, failover, failback */
 	int lane_timeout_ms;             /* FABRICIQ_LANE_TIMEOUT_MS, 50..600000, default 1000 */
 	int failover_grace_ms;           /* FABRICIQ_FAILOVER_GRACE_MS, 100..3600000, default 30000 */
+	int hello_timeout_ms;            /* FABRICIQ_HELLO_TIMEOUT_MS, 100..600000, default 5000 */
 	char path_page[FQN_PATH_MAX];    /* FABRICIQ_PATH_PAGE */
 	/* IB verbs lanes (ib_lane.h) */
 	char transport[8];              /* FABRICIQ_TRANSPORT: "tcp" (default), "ib" or "auto" */

@@ -8,12 +8,16 @@
  * next chunk header; a header for a message not yet posted leaves the lane
  * stalled (TCP flow control holds the sender back) while other lanes go on,
  * and since every lane carries chunks in message order that cannot
- * deadlock. Payloads land directly in the posted buffers.
+ * deadlock. Payloads land directly in the posted buffers. A message is
+ * complete when its chunks cover every offset (fqn_reasm); without control
+ * mode nothing is ever resent, so a chunk that arrives twice (from a
+ * broken or hostile peer) fails the comm with -EBADMSG instead of landing.
  *
  * Control mode: each lane acks the chunks it has taken (cumulative count,
  * sent when the lane has been drained and at least every 32 chunks), and
  * a chunk is taken once: a copy of a chunk already held (resent after its
- * ack was lost with a lane) is read into a sink and dropped (relia.h). A
+ * ack was lost with a lane) is read into a sink of chunk_size bytes and
+ * dropped (relia.h); a chunk longer than that fails the comm. A
  * lane whose socket fails, or whose path the agent has DOWN, is closed; a
  * re-dialed lane replaces it (rejoin.h) and is acked at once (the
  * sender's test that the new path works). Chunks are counted when their
@@ -43,9 +47,8 @@ struct fqn_rmsg {
 	int active;
 	uint64_t seq;
 	struct fqn_req *req;
-	int elem; /* buffer taken, -1 before the first chunk */
-	struct fqn_reasm reasm;
-	struct fqn_seen seen; /* control mode */
+	int elem;               /* buffer taken, -1 before the first chunk */
+	struct fqn_reasm reasm; /* completion is by coverage, in every mode */
 };
 
 struct fqn_rlane {
@@ -148,12 +151,11 @@ static int recv_bind(struct fqn_recv *r, int i, struct fqn_rmsg *m, const struct
 		m->elem = -1;
 		return fqn_comm_fail(&r->c, i, -EMSGSIZE, what);
 	}
-	if (r->c.control && fqn_seen_begin(&m->seen, fqn_chunk_count(h->msg_size, r->c.chunk_size)) < 0) {
+	if (fqn_reasm_begin(&m->reasm, h->msg_size, h->tag, r->c.chunk_size) < 0) {
 		m->elem = -1;
 		return fqn_comm_fail(&r->c, i, -ENOMEM, "receive");
 	}
 	q->matched |= 1 << m->elem;
-	fqn_reasm_begin(&m->reasm, h->msg_size, h->tag, r->c.chunk_size);
 	return 0;
 }
 
@@ -178,6 +180,8 @@ static int recv_accept_hdr(struct fqn_recv *r, int i, const struct fqn_chunk_hdr
 	rc = recv_bind(r, i, m, h);
 	if (rc < 0)
 		return rc;
+	/* No resends here: a chunk covered already is a broken peer's, and
+	 * taking it would land bytes over data already delivered. */
 	rc = fqn_reasm_add(&m->reasm, h, &why);
 	if (rc < 0)
 		return recv_bad(r, i, why);
@@ -204,6 +208,7 @@ static void recv_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hd
 	if (!rl->completes)
 		return;
 	st->msgs++;
+	fqn_reasm_end(&m->reasm);
 	m->req->size[m->elem] = m->reasm.size;
 	m->active = 0;
 	r->pending_msgs--;
@@ -277,10 +282,13 @@ static int ctl_accept_hdr(struct fqn_recv *r, int i, const struct fqn_chunk_hdr 
 {
 	struct fqn_rlane *rl = &r->rl[i];
 	struct fqn_rmsg *m = &r->msgs[h->seq % FQN_SEND_SLOTS];
+	const char *why;
 	int rc;
 
 	if (h->lane != i)
 		return recv_bad(r, i, "lane number is not the lane's");
+	if (h->len > r->c.chunk_size) /* the sink's size: no read may overrun it */
+		return recv_bad(r, i, "chunk longer than the connection's chunk size");
 	switch (fqn_rx_classify(h->seq, r->post_seq, m->active, m->seq)) {
 	case FQN_RX_STALL:
 		return 0;
@@ -291,14 +299,10 @@ static int ctl_accept_hdr(struct fqn_recv *r, int i, const struct fqn_chunk_hdr 
 		rc = recv_bind(r, i, m, h);
 		if (rc < 0)
 			return rc;
-		if (h->msg_size != m->reasm.size)
-			return recv_bad(r, i, "message size differs from its first chunk's");
-		if (h->tag != m->reasm.tag)
-			return recv_bad(r, i, "tag differs from its first chunk's");
-		rc = fqn_seen_test(&m->seen, h->offset / r->c.chunk_size);
-		if (rc < 0)
-			return recv_bad(r, i, "chunk outside its message");
-		rl->dup = rc == 1;
+		rc = fqn_reasm_check(&m->reasm, h, &why);
+		if (rc == -EBADMSG)
+			return recv_bad(r, i, why);
+		rl->dup = rc == -EALREADY;
 		break;
 	}
 	if (!r->sink) {
@@ -338,12 +342,12 @@ static void ctl_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hdr
 	fqn_hist_add(&st->owd, rl->seen_ns - h->send_ns);
 	fqn_comm_tick(&r->c, i, rl->seen_ns, 0);
 	rl->seen_ns = 0;
-	if (fqn_seen_mark(&m->seen, rl->cur_idx, &complete) == 0)
+	if (fqn_seen_mark(&m->reasm.cov, rl->cur_idx, &complete) == 0)
 		r->dups++; /* cannot happen: a second copy in flight is switched to the sink */
 	if (!complete)
 		return;
 	st->msgs++;
-	fqn_seen_free(&m->seen);
+	fqn_reasm_end(&m->reasm);
 	m->req->size[m->elem] = m->reasm.size;
 	m->active = 0;
 	r->pending_msgs--;
@@ -586,7 +590,7 @@ int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)
 	int64_t now = fqn_mono_ns();
 	int rc;
 
-	rc = fqn_rejoin_register(fqn_g->rejoin, r, r->c.conn_id, token, r->c.nlanes);
+	rc = fqn_rejoin_register(fqn_g->rejoin, r, r->c.conn_id, token, r->c.nlanes, r->c.chunk_size);
 	if (rc < 0)
 		return rc;
 	r->registered = 1;
@@ -789,7 +793,7 @@ int fqn_close_recv(struct fqn_recv *r)
 			 (unsigned long long)r->c.conn_id, (unsigned long long)r->dups);
 	fqn_comm_release(&r->c);
 	for (int k = 0; k < FQN_SEND_SLOTS; k++)
-		fqn_seen_free(&r->msgs[k].seen);
+		fqn_reasm_end(&r->msgs[k].reasm);
 	free(r->sink);
 	pthread_mutex_destroy(&r->lock);
 	free(r);

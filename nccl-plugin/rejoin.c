@@ -11,20 +11,10 @@
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/rejoin.h"
 
-#define REJOIN_PENDING_MAX 64
-
-struct rejoin_pending {
-	int fd;
-	int nic;
-	size_t got;
-	uint8_t buf[FQN_HELLO_SIZE + FQIB_HANDLE_SIZE]; /* IB lanes: the hello, then the QP handle */
-};
-
 struct rejoin_entry {
 	struct rejoin_entry *next;
 	const void *key;
-	uint64_t conn_id, token;
-	int nlanes;
+	struct fqn_hello conn; /* what a re-dialed lane's hello must match */
 	struct fqn_lane *incoming[FQN_MAX_LANES];
 };
 
@@ -32,8 +22,7 @@ struct fqn_rejoin {
 	pthread_mutex_t lock;
 	int fd[FQN_MAX_NICS]; /* -1: not opened */
 	uint16_t port[FQN_MAX_NICS];
-	struct rejoin_pending pending[REJOIN_PENDING_MAX];
-	int npending;
+	struct fqn_hello_wait hello; /* accepted sockets (tag: the NIC) until their hello is in */
 	struct rejoin_entry *entries;
 };
 
@@ -44,6 +33,7 @@ int fqn_rejoin_create(struct fqn_rejoin **out)
 	if (!j)
 		return -ENOMEM;
 	pthread_mutex_init(&j->lock, NULL);
+	fqn_hello_wait_init(&j->hello, "rejoin listener");
 	for (int i = 0; i < FQN_MAX_NICS; i++)
 		j->fd[i] = -1;
 	*out = j;
@@ -57,8 +47,7 @@ void fqn_rejoin_destroy(struct fqn_rejoin *j)
 	for (int i = 0; i < FQN_MAX_NICS; i++)
 		if (j->fd[i] >= 0)
 			close(j->fd[i]);
-	for (int k = 0; k < j->npending; k++)
-		close(j->pending[k].fd);
+	fqn_hello_wait_close(&j->hello);
 	while (j->entries) {
 		struct rejoin_entry *e = j->entries;
 
@@ -98,16 +87,19 @@ int fqn_rejoin_port(struct fqn_rejoin *j, int nic, uint16_t *port)
 	return rc;
 }
 
-int fqn_rejoin_register(struct fqn_rejoin *j, const void *key, uint64_t conn_id, uint64_t token, int nlanes)
+int fqn_rejoin_register(struct fqn_rejoin *j, const void *key, uint64_t conn_id, uint64_t token, int nlanes,
+			size_t chunk_size)
 {
 	struct rejoin_entry *e = calloc(1, sizeof(*e));
 
 	if (!e)
 		return -ENOMEM;
 	e->key = key;
-	e->conn_id = conn_id;
-	e->token = token;
-	e->nlanes = nlanes;
+	e->conn = (struct fqn_hello){.nlanes = (uint16_t)nlanes,
+				     .flags = FQN_HELLO_F_CONTROL | FQN_HELLO_F_REJOIN,
+				     .chunk_size = (uint32_t)chunk_size,
+				     .token = token,
+				     .conn_id = conn_id};
 	pthread_mutex_lock(&j->lock);
 	e->next = j->entries;
 	j->entries = e;
@@ -135,45 +127,43 @@ void fqn_rejoin_unregister(struct fqn_rejoin *j, const void *key)
 	free(e);
 }
 
-static void pending_drop(struct fqn_rejoin *j, int k, int close_fd)
+/* A whole hello arrived on socket p: route it to its comm, or close it. */
+static void route(struct fqn_rejoin *j, const struct fqn_hello_slot *p)
 {
-	if (close_fd)
-		close(j->pending[k].fd);
-	j->pending[k] = j->pending[--j->npending];
-}
-
-/* A whole hello arrived on pending k: route the socket to its comm. */
-static void route(struct fqn_rejoin *j, int k)
-{
-	struct rejoin_pending *p = &j->pending[k];
 	struct rejoin_entry *e;
 	struct fqn_hello h;
 	struct fqn_lane *lane;
+	const char *why;
 
 	if (fqn_hello_decode(p->buf, &h) < 0 || !(h.flags & FQN_HELLO_F_REJOIN)) {
 		FQN_WARN("rejoin listener on %s: dropping a connection with a bad hello",
-			 fqn_g->nics[p->nic].name);
-		pending_drop(j, k, 1);
+			 fqn_g->nics[p->tag].name);
+		close(p->fd);
 		return;
 	}
 	for (e = j->entries; e; e = e->next)
-		if (e->conn_id == h.conn_id && e->token == h.token)
+		if (e->conn.conn_id == h.conn_id && e->conn.token == h.token)
 			break;
-	if (!e || h.lane >= e->nlanes || h.nlanes != e->nlanes) {
+	if (!e) {
 		/* the comm was closed meanwhile, or a stranger: the dialer backs off and tries again */
 		FQN_INFO("rejoin listener on %s: no connection %llx lane %u here; dropping it",
-			 fqn_g->nics[p->nic].name, (unsigned long long)h.conn_id, h.lane);
-		pending_drop(j, k, 1);
+			 fqn_g->nics[p->tag].name, (unsigned long long)h.conn_id, h.lane);
+		close(p->fd);
 		return;
 	}
-	if (fqn_lane_accepted(p->nic, p->fd, h.chunk_size, fqn_g->cfg.lane_timeout_ms,
-			      p->buf + FQN_HELLO_SIZE, &lane) < 0) {
-		pending_drop(j, k, 0); /* adopt closed it */
+	if (fqn_hello_rejoin_check(&h, &e->conn, &why) < 0) {
+		FQN_WARN("rejoin listener on %s: refusing re-dialed lane %u/%u of connection %llx: %s "
+			 "(chunk size %u, the connection's %u)",
+			 fqn_g->nics[p->tag].name, h.lane, h.nlanes, (unsigned long long)h.conn_id, why,
+			 h.chunk_size, e->conn.chunk_size);
+		close(p->fd);
 		return;
 	}
-	pending_drop(j, k, 0);
+	if (fqn_lane_accepted(p->tag, p->fd, h.chunk_size, fqn_g->cfg.lane_timeout_ms,
+			      p->buf + FQN_HELLO_SIZE, &lane) < 0)
+		return; /* adopt closed it */
 	lane->index = h.lane;
-	lane->nic = p->nic;
+	lane->nic = p->tag;
 	lane->chunk_size = h.chunk_size;
 	if (e->incoming[h.lane]) /* an older re-dial nobody took: the newest wins */
 		e->incoming[h.lane]->ops->destroy(e->incoming[h.lane]);
@@ -182,36 +172,20 @@ static void route(struct fqn_rejoin *j, int k)
 
 static void poll_listeners(struct fqn_rejoin *j)
 {
+	int64_t timeout = (int64_t)fqn_g->cfg.hello_timeout_ms * 1000000;
+	struct fqn_hello_slot p;
+
 	for (int i = 0; i < FQN_MAX_NICS; i++) {
 		while (j->fd[i] >= 0) {
 			int fd = accept4(j->fd[i], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 			if (fd < 0)
 				break;
-			if (j->npending == REJOIN_PENDING_MAX) {
-				close(fd);
-				continue;
-			}
-			j->pending[j->npending++] = (struct rejoin_pending){.fd = fd, .nic = i};
+			fqn_hello_wait_add(&j->hello, fd, i, fqn_mono_ns(), timeout);
 		}
 	}
-	for (int k = 0; k < j->npending;) {
-		struct rejoin_pending *p = &j->pending[k];
-		size_t want = fqn_lane_hello_size();
-		ssize_t n = recv(p->fd, p->buf + p->got, want - p->got, MSG_DONTWAIT);
-
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-			pending_drop(j, k, 1);
-			continue;
-		}
-		if (n > 0)
-			p->got += (size_t)n;
-		if (p->got < want) {
-			k++;
-			continue;
-		}
-		route(j, k); /* removes pending k */
-	}
+	while (fqn_hello_wait_next(&j->hello, fqn_lane_hello_size(), fqn_mono_ns(), timeout, &p) == 1)
+		route(j, &p);
 }
 
 int fqn_rejoin_take(struct fqn_rejoin *j, const void *key, struct fqn_lane **lane)
@@ -223,7 +197,7 @@ int fqn_rejoin_take(struct fqn_rejoin *j, const void *key, struct fqn_lane **lan
 	poll_listeners(j);
 	for (e = j->entries; e && e->key != key; e = e->next)
 		;
-	for (int i = 0; e && i < e->nlanes && !found; i++)
+	for (int i = 0; e && i < e->conn.nlanes && !found; i++)
 		if (e->incoming[i]) {
 			*lane = e->incoming[i];
 			e->incoming[i] = NULL;

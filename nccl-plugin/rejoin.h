@@ -11,6 +11,8 @@
  * its progress calls, matches (connection id, token) against the receive
  * comms registered here and hands the new lane to that comm, which drops
  * the old socket of that lane (if it still had one) and acks on the new.
+ * A socket that has not sent its whole hello FABRICIQ_HELLO_TIMEOUT_MS
+ * after it was accepted is closed (hello.h).
  *
  * Thread-safe (one mutex, taken only on these slow paths).
  */
@@ -30,8 +32,12 @@ void fqn_rejoin_destroy(struct fqn_rejoin *j);
 int fqn_rejoin_port(struct fqn_rejoin *j, int nic, uint16_t *port);
 
 /* A receive comm (opaque key) of connection conn_id, accepted by the
- * listener with token. 0 or -ENOMEM. */
-int fqn_rejoin_register(struct fqn_rejoin *j, const void *key, uint64_t conn_id, uint64_t token, int nlanes);
+ * listener with token, with nlanes lanes of chunk_size chunks. A
+ * re-dialed lane whose hello differs in any of these (fqn_hello_rejoin_check)
+ * is refused: closed, with a WARN; the sender's re-dial then fails and
+ * backs off. 0 or -ENOMEM. */
+int fqn_rejoin_register(struct fqn_rejoin *j, const void *key, uint64_t conn_id, uint64_t token, int nlanes,
+			size_t chunk_size);
 void fqn_rejoin_unregister(struct fqn_rejoin *j, const void *key);
 
 /* Accept and read hellos on the rejoin listeners, then: 1 and *lane (its

@@ -129,50 +129,6 @@ void fqn_resendq_free(struct fqn_resendq *rq)
 	memset(rq, 0, sizeof(*rq));
 }
 
-int fqn_seen_begin(struct fqn_seen *s, uint64_t nchunks)
-{
-	memset(s->inline_bits, 0, sizeof(s->inline_bits));
-	s->bits = s->inline_bits;
-	if (nchunks > 64 * 8) {
-		s->bits = calloc((size_t)((nchunks + 63) / 64), sizeof(uint64_t));
-		if (!s->bits) {
-			s->bits = s->inline_bits;
-			return -ENOMEM;
-		}
-	}
-	s->nchunks = nchunks;
-	s->left = nchunks;
-	return 0;
-}
-
-int fqn_seen_test(const struct fqn_seen *s, uint64_t idx)
-{
-	if (idx >= s->nchunks)
-		return -EBADMSG;
-	return (s->bits[idx / 64] >> (idx % 64)) & 1;
-}
-
-int fqn_seen_mark(struct fqn_seen *s, uint64_t idx, int *complete)
-{
-	uint64_t bit = 1ULL << (idx % 64);
-
-	*complete = 0;
-	if (idx >= s->nchunks)
-		return -EBADMSG;
-	if (s->bits[idx / 64] & bit)
-		return 0;
-	s->bits[idx / 64] |= bit;
-	*complete = --s->left == 0;
-	return 1;
-}
-
-void fqn_seen_free(struct fqn_seen *s)
-{
-	if (s->bits && s->bits != s->inline_bits)
-		free(s->bits);
-	s->bits = s->inline_bits;
-}
-
 enum fqn_rx_class fqn_rx_classify(uint64_t seq, uint64_t post_seq, int slot_active, uint64_t slot_seq)
 {
 	if (seq >= post_seq)

@@ -13,9 +13,10 @@
  * being the one the receiver is waiting for.
  *
  * Receiver: a chunk is identified by its header's message seq and offset.
- * struct fqn_seen remembers which chunks of a message arrived, so a chunk
- * that arrives twice (it reached the receiver but its ack died with the
- * lane, and the sender resent it) is taken once and the copy dropped.
+ * Its message's reassembly (struct fqn_reasm, chunk.h) remembers which
+ * chunks arrived, so a chunk that arrives twice (it reached the receiver
+ * but its ack died with the lane, and the sender resent it) is taken once
+ * and the copy dropped.
  *
  * Ack record (FQN_CTRL_SIZE = 16 bytes, little-endian):
  *   0 u32 magic "FQAK"  4 u16 kind (1: ack)  6 u16 lane  8 u64 count
@@ -78,31 +79,9 @@ int fqn_resendq_pop(struct fqn_resendq *rq, struct fqn_cref *c);
 void fqn_resendq_unpop(struct fqn_resendq *rq, const struct fqn_cref *c);
 void fqn_resendq_free(struct fqn_resendq *rq);
 
-/* Which chunks of one message arrived: inline bits for messages of up to
- * 512 chunks (e.g. 256 MiB of 512 KiB chunks), heap bits beyond. */
-struct fqn_seen {
-	uint64_t inline_bits[8];
-	uint64_t *bits;
-	uint64_t nchunks;
-	uint64_t left; /* chunks still missing */
-};
-
-/* 0 or -ENOMEM. */
-int fqn_seen_begin(struct fqn_seen *s, uint64_t nchunks);
-/* 1 if chunk idx was received whole already, 0 if not, -EBADMSG if idx
- * is not in the message. (The receiver lands a copy of a chunk that is
- * not held yet even while another lane is still landing it: that lane
- * may be dead; it is switched to the sink, so a late copy never writes a
- * buffer NCCL may already own again.) */
-int fqn_seen_test(const struct fqn_seen *s, uint64_t idx);
-/* Chunk idx arrived whole: 1 if new (*complete = 1 when it was the last
- * one missing), 0 if held already, -EBADMSG if idx is not in the message. */
-int fqn_seen_mark(struct fqn_seen *s, uint64_t idx, int *complete);
-void fqn_seen_free(struct fqn_seen *s);
-
 /* What the receiver does with a chunk header, from its receive state:
  * the message is not posted yet (wait), it was completed before (drop a
- * copy), or it is being received (then fqn_seen decides). */
+ * copy), or it is being received (then its fqn_reasm decides). */
 enum fqn_rx_class {
 	FQN_RX_STALL,
 	FQN_RX_DUP,

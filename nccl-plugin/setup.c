@@ -8,7 +8,9 @@
  * (same rail), each from its own ephemeral source port, and sends a hello
  * {lane, nlanes, chunk size, token, connection id}. accept() takes incoming
  * sockets, reads their hellos, groups them by connection id and returns a
- * receive comm once every lane of one connection has arrived.
+ * receive comm once every lane of one connection has arrived. A socket
+ * whose hello has not arrived FABRICIQ_HELLO_TIMEOUT_MS after it was
+ * accepted is closed (hello.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,14 +27,7 @@
 #include "nccl-plugin/rejoin.h"
 #include "nccl-plugin/telemetry.h"
 
-#define FQN_PENDING_MAX 64
-#define FQN_GROUPS_MAX  8
-
-struct fqn_pending {
-	int fd;
-	size_t got;
-	uint8_t buf[FQN_HELLO_SIZE + FQIB_HANDLE_SIZE]; /* IB lanes: the hello, then the QP handle */
-};
+#define FQN_GROUPS_MAX 8
 
 struct fqn_group {
 	uint64_t conn_id;
@@ -48,8 +43,7 @@ struct fqn_listen {
 	int nfds;
 	int fds[FQN_HANDLE_ADDRS];
 	uint64_t token;
-	struct fqn_pending pending[FQN_PENDING_MAX];
-	int npending;
+	struct fqn_hello_wait hello; /* accepted sockets until their hello is in */
 	struct fqn_group groups[FQN_GROUPS_MAX];
 };
 
@@ -62,40 +56,6 @@ struct fqn_connecting {
 	struct fqn_lane *lanes[FQN_MAX_LANES];
 	int ready[FQN_MAX_LANES];
 };
-
-void fqn_hello_encode(const struct fqn_hello *h, uint8_t out[FQN_HELLO_SIZE])
-{
-	memset(out, 0, FQN_HELLO_SIZE);
-	fqn_put_le(out, FQN_HELLO_MAGIC, 4);
-	fqn_put_le(out + 4, FQN_HELLO_VERSION, 2);
-	fqn_put_le(out + 6, h->lane, 2);
-	fqn_put_le(out + 8, h->nlanes, 2);
-	fqn_put_le(out + 10, h->flags, 2);
-	fqn_put_le(out + 12, h->chunk_size, 4);
-	fqn_put_le(out + 16, h->token, 8);
-	fqn_put_le(out + 24, h->conn_id, 8);
-	fqn_put_le(out + 32, h->rank1, 4);
-}
-
-int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h)
-{
-	h->lane = (uint16_t)fqn_get_le(in + 6, 2);
-	h->nlanes = (uint16_t)fqn_get_le(in + 8, 2);
-	h->flags = (uint16_t)fqn_get_le(in + 10, 2);
-	h->chunk_size = (uint32_t)fqn_get_le(in + 12, 4);
-	h->token = fqn_get_le(in + 16, 8);
-	h->conn_id = fqn_get_le(in + 24, 8);
-	h->rank1 = (uint32_t)fqn_get_le(in + 32, 4);
-	if (fqn_get_le(in, 4) != FQN_HELLO_MAGIC || fqn_get_le(in + 4, 2) != FQN_HELLO_VERSION)
-		return -EPROTO;
-	if (h->nlanes < 1 || h->nlanes > FQN_MAX_LANES || h->lane >= h->nlanes)
-		return -EPROTO;
-	if (h->flags & ~(FQN_HELLO_F_CONTROL | FQN_HELLO_F_REJOIN))
-		return -EPROTO;
-	if (h->chunk_size < 4096 || h->chunk_size > (64u << 20))
-		return -EPROTO;
-	return 0;
-}
 
 static uint64_t random64(void)
 {
@@ -166,6 +126,7 @@ int fqn_listen(int dev, void *handle, struct fqn_listen **out)
 {
 	struct fqn_handle *h = handle;
 	struct fqn_listen *l;
+	char abuf[64];
 	int n = fqn_g->nnics;
 
 	*out = NULL;
@@ -177,10 +138,11 @@ int fqn_listen(int dev, void *handle, struct fqn_listen **out)
 	memset(h, 0, NCCL_NET_HANDLE_MAXSIZE);
 	l->dev = dev;
 	l->token = random64();
+	snprintf(abuf, sizeof(abuf), "listener on device %d", dev);
+	fqn_hello_wait_init(&l->hello, abuf);
 	for (int k = 0; k < n && l->nfds < FQN_HANDLE_ADDRS; k++) {
 		const struct fqn_nic *nic = &fqn_g->nics[(dev + k) % n];
 		struct sockaddr_storage bound;
-		char abuf[64];
 		int fd = fqn_listen_on(nic, &bound);
 
 		if (fd < 0) {
@@ -412,13 +374,6 @@ int fqn_connect(int dev, void *handle, struct fqn_send **out)
 	return rc;
 }
 
-static void pending_drop(struct fqn_listen *l, int k, int close_fd)
-{
-	if (close_fd)
-		close(l->pending[k].fd);
-	l->pending[k] = l->pending[--l->npending];
-}
-
 static void listen_take_new(struct fqn_listen *l)
 {
 	for (int i = 0; i < l->nfds; i++) {
@@ -427,14 +382,8 @@ static void listen_take_new(struct fqn_listen *l)
 
 			if (fd < 0)
 				break;
-			if (l->npending == FQN_PENDING_MAX) {
-				FQN_WARN("listener on device %d: more than %d connections without a hello; "
-					 "refusing one",
-					 l->dev, FQN_PENDING_MAX);
-				close(fd);
-				continue;
-			}
-			l->pending[l->npending++] = (struct fqn_pending){.fd = fd};
+			fqn_hello_wait_add(&l->hello, fd, i, fqn_mono_ns(),
+					   (int64_t)fqn_g->cfg.hello_timeout_ms * 1000000);
 		}
 	}
 }
@@ -532,30 +481,19 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h, co
 
 static int listen_read_hellos(struct fqn_listen *l)
 {
-	for (int k = 0; k < l->npending;) {
-		struct fqn_pending *p = &l->pending[k];
+	struct fqn_hello_slot p;
+
+	while (fqn_hello_wait_next(&l->hello, fqn_lane_hello_size(), fqn_mono_ns(),
+				   (int64_t)fqn_g->cfg.hello_timeout_ms * 1000000, &p) == 1) {
 		struct fqn_hello h;
-		size_t want = fqn_lane_hello_size();
-		ssize_t n = recv(p->fd, p->buf + p->got, want - p->got, MSG_DONTWAIT);
 		int done;
 
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-			pending_drop(l, k, 1); /* gone before its hello: a port scan or a dead peer */
-			continue;
-		}
-		if (n > 0)
-			p->got += (size_t)n;
-		if (p->got < want) {
-			k++;
-			continue;
-		}
-		if (fqn_hello_decode(p->buf, &h) < 0 || h.token != l->token) {
+		if (fqn_hello_decode(p.buf, &h) < 0 || h.token != l->token) {
 			FQN_WARN("listener on device %d: dropping a connection with a bad hello", l->dev);
-			pending_drop(l, k, 1);
+			close(p.fd);
 			continue;
 		}
-		done = group_add(l, p->fd, &h, p->buf + FQN_HELLO_SIZE);
-		pending_drop(l, k, 0);
+		done = group_add(l, p.fd, &h, p.buf + FQN_HELLO_SIZE);
 		if (done >= 0)
 			return done;
 	}
@@ -596,8 +534,7 @@ int fqn_close_listen(struct fqn_listen *l)
 		return 0;
 	for (int i = 0; i < l->nfds; i++)
 		close(l->fds[i]);
-	for (int k = 0; k < l->npending; k++)
-		close(l->pending[k].fd);
+	fqn_hello_wait_close(&l->hello);
 	for (int gi = 0; gi < FQN_GROUPS_MAX; gi++)
 		for (int i = 0; i < FQN_MAX_LANES; i++)
 			if (l->groups[gi].lanes[i])

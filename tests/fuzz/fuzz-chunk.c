@@ -4,9 +4,10 @@
  * then accounted in its message's reassembly) and a control record (an
  * ack, 16 bytes). Input: 1 byte choosing the chunk size (4 KiB << 0..14),
  * the header, the record. A header or record that decodes must encode and
- * decode again to the same fields; reassembly must never count more chunks
- * than the message has.
+ * decode again to the same fields; reassembly takes a chunk once (it
+ * completes a one-chunk message) and refuses its copies as duplicates.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,10 +40,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (h.len > chunk || h.offset + h.len > h.msg_size)
 			abort();
-		fqn_reasm_begin(&r, h.msg_size, h.tag, chunk);
-		for (uint64_t k = 0; k <= fqn_chunk_count(h.msg_size, chunk) && k < 4; k++)
-			if (fqn_reasm_add(&r, &h, &why) < 0)
-				break;
+		if (fqn_reasm_begin(&r, h.msg_size, h.tag, chunk) == 0) {
+			/* the same chunk again and again: covered once, a duplicate after */
+			for (int k = 0; k < 4; k++) {
+				int rc = fqn_reasm_add(&r, &h, &why);
+
+				if (k == 0 ? rc != (fqn_chunk_count(h.msg_size, chunk) == 1)
+					   : rc != -EALREADY)
+					abort();
+			}
+			fqn_reasm_end(&r);
+		}
 	}
 	if (size > sizeof(hdr)) {
 		memcpy(rec, data + sizeof(hdr),

@@ -25,7 +25,8 @@ static int roundtrip(uint64_t size, uint64_t *bytes, uint64_t *chunks)
 	struct fqn_reasm r;
 	int done = 0;
 
-	fqn_reasm_begin(&r, size, 7, C);
+	if (fqn_reasm_begin(&r, size, 7, C) < 0)
+		return -4;
 	for (uint64_t k = 0; k < n; k++) {
 		uint64_t idx = (k * 7919) % n; /* any order: lanes interleave */
 		struct fqn_chunk_hdr h = {.seq = 3, .msg_size = size, .offset = idx * C, .tag = 7, .lane = 1};
@@ -47,6 +48,7 @@ static int roundtrip(uint64_t size, uint64_t *bytes, uint64_t *chunks)
 			return -2;
 		done = rc;
 	}
+	fqn_reasm_end(&r);
 	*bytes = covered;
 	*chunks = n;
 	return done ? 0 : -3;
@@ -142,8 +144,9 @@ static void test_reasm_mismatch(void)
 	struct fqn_reasm r;
 	struct fqn_chunk_hdr h = {.msg_size = 2 * C, .offset = 0, .len = C, .tag = 5};
 	const char *why;
+	int rc;
 
-	fqn_reasm_begin(&r, 2 * C, 5, C);
+	ok(fqn_reasm_begin(&r, 2 * C, 5, C) == 0, "reassembly of a 2-chunk message");
 	is_int(fqn_reasm_add(&r, &h, &why), 0, "first of two chunks: not complete");
 	h.tag = 6;
 	ok(fqn_reasm_add(&r, &h, &why) == -EBADMSG, "a chunk with another tag: %s", why);
@@ -151,8 +154,21 @@ static void test_reasm_mismatch(void)
 	h.msg_size = 3 * C;
 	ok(fqn_reasm_add(&r, &h, &why) == -EBADMSG, "a chunk with another size: %s", why);
 	h.msg_size = 2 * C;
-	is_int(fqn_reasm_add(&r, &h, &why), 1, "second chunk completes");
-	ok(fqn_reasm_add(&r, &h, &why) == -EBADMSG, "a third chunk is refused: %s", why);
+	/* Finding 10: the chunk count reached 0 with chunk 1 never received. */
+	is_int(fqn_reasm_add(&r, &h, &why), -EALREADY, "the first chunk again: a duplicate (%s)", why);
+	ok(fqn_reasm_check(&r, &h, &why) == -EALREADY && r.cov.left == 1,
+	   "... which covers nothing: 1 chunk still missing");
+	h.offset = C;
+	h.len = 2 * C; /* what a lane decoding with twice the chunk size would pass */
+	rc = fqn_reasm_add(&r, &h, &why);
+	ok(rc == -EBADMSG, "a chunk longer than the message's chunk: %s", why);
+	h.len = C;
+	is_int(fqn_reasm_add(&r, &h, &why), 1, "the second chunk completes");
+	is_int(fqn_reasm_add(&r, &h, &why), -EALREADY, "a third chunk is refused as a duplicate");
+	h.offset = 2 * C;
+	rc = fqn_reasm_add(&r, &h, &why);
+	ok(rc == -EBADMSG, "a chunk past the end: %s", why);
+	fqn_reasm_end(&r);
 }
 
 int main(void)

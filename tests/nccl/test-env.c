@@ -36,6 +36,7 @@ int main(void)
 	ok(c.control == 0 && strcmp(c.mode, "monitor") == 0, "monitor mode by default");
 	is_int(c.lane_timeout_ms, 1000, "default lane timeout 1 s");
 	is_int(c.failover_grace_ms, 30000, "default failover grace 30 s");
+	is_int(c.hello_timeout_ms, 5000, "default hello timeout 5 s");
 	is_str(c.path_page, "/run/fabriciq/paths", "default path page");
 	ok(load(&c, err,
 		(const char *const[]){"FABRICIQ_MODE", "control", "FABRICIQ_LANE_TIMEOUT_MS", "200",
@@ -75,6 +76,7 @@ int main(void)
 	    {"FABRICIQ_LANE_TIMEOUT_MS", "1s"},
 	    {"FABRICIQ_FAILOVER_GRACE_MS", "99"},
 	    {"FABRICIQ_FAILOVER_GRACE_MS", "3600001"},
+	    {"FABRICIQ_HELLO_TIMEOUT_MS", "99"},
 	    {"FABRICIQ_PATH_PAGE", ""},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
