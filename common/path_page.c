@@ -114,42 +114,100 @@ int fq_path_page_reader_open(const char *path, struct fq_path_page_reader **out)
 	return 0;
 }
 
-int fq_path_page_lookup(struct fq_path_page_reader *r, const char *local_nic, uint32_t remote_ipv4,
-			struct fq_path_entry *e)
+/* One consistent pass over the entries (the seqlock retried up to 1000
+ * times): visit(entry, arg) for each, until it returns nonzero; start(arg)
+ * before each try. 0, -EAGAIN (writer busy every try) or -EPROTO. */
+static int scan(struct fq_path_page_reader *r, void (*start)(void *),
+		int (*visit)(const struct fq_path_entry *, void *), void *arg)
 {
 	const struct layout *p = r->page;
 
 	for (int tries = 0; tries < 1000; tries++) {
 		uint64_t s1 = __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE);
 		uint32_t n;
-		int found = 0;
 
 		if (s1 & 1)
 			continue;
+		start(arg);
 		n = __atomic_load_n(&p->count, __ATOMIC_RELAXED);
 		if (n > FQ_PATH_PAGE_MAX)
 			n = FQ_PATH_PAGE_MAX;
-		for (uint32_t i = 0; i < n && !found; i++) {
+		for (uint32_t i = 0; i < n; i++) {
 			struct fq_path_entry x;
 
 			copy_words(&x, &p->e[i], sizeof(x));
 			x.local_nic[sizeof(x.local_nic) - 1] = '\0';
-			if (x.remote_ipv4 == remote_ipv4 &&
-			    (!local_nic || strcmp(x.local_nic, local_nic) == 0)) {
-				*e = x;
-				e->remote_node[sizeof(e->remote_node) - 1] = '\0';
-				e->remote_nic[sizeof(e->remote_nic) - 1] = '\0';
-				found = 1;
-			}
+			x.remote_node[sizeof(x.remote_node) - 1] = '\0';
+			x.remote_nic[sizeof(x.remote_nic) - 1] = '\0';
+			if (visit(&x, arg))
+				break;
 		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&p->seq, __ATOMIC_RELAXED) != s1)
 			continue;
 		if (__atomic_load_n(&p->magic, __ATOMIC_RELAXED) != FQ_PATH_PAGE_MAGIC)
 			return -EPROTO;
-		return found ? 0 : -ENOENT;
+		return 0;
 	}
 	return -EAGAIN;
+}
+
+struct lookup {
+	const char *local_nic;
+	uint32_t remote_ipv4;
+	struct fq_path_entry *e;
+	int found;
+};
+
+static void lookup_start(void *arg)
+{
+	((struct lookup *)arg)->found = 0;
+}
+
+static int lookup_visit(const struct fq_path_entry *x, void *arg)
+{
+	struct lookup *q = arg;
+
+	if (x->remote_ipv4 != q->remote_ipv4 || (q->local_nic && strcmp(x->local_nic, q->local_nic) != 0))
+		return 0;
+	*q->e = *x;
+	q->found = 1;
+	return 1;
+}
+
+int fq_path_page_lookup(struct fq_path_page_reader *r, const char *local_nic, uint32_t remote_ipv4,
+			struct fq_path_entry *e)
+{
+	struct lookup q = {local_nic, remote_ipv4, e, 0};
+	int rc = scan(r, lookup_start, lookup_visit, &q);
+
+	return rc < 0 ? rc : q.found ? 0 : -ENOENT;
+}
+
+struct node_count {
+	const char *node;
+	int up;
+};
+
+static void node_start(void *arg)
+{
+	((struct node_count *)arg)->up = 0;
+}
+
+static int node_visit(const struct fq_path_entry *x, void *arg)
+{
+	struct node_count *q = arg;
+
+	q->up += x->state == FQ_PATH_STATE_UP && strcmp(x->remote_node, q->node) == 0;
+	return 0;
+}
+
+int fq_path_page_node_up(struct fq_path_page_reader *r, const char *remote_node)
+{
+	struct node_count q = {remote_node, 0};
+	int rc = scan(r, node_start, node_visit, &q);
+
+	return rc < 0 ? rc : q.up;
 }
 
 int64_t fq_path_page_updated_ns(struct fq_path_page_reader *r)

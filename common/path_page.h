@@ -82,6 +82,9 @@ int fq_path_page_reader_open(const char *path, struct fq_path_page_reader **out)
  * every bounded try), -EPROTO. */
 int fq_path_page_lookup(struct fq_path_page_reader *r, const char *local_nic, uint32_t remote_ipv4,
 			struct fq_path_entry *e);
+/* How many of this node's paths to remote_node are UP (>= 0), or a
+ * negative errno as lookup's. */
+int fq_path_page_node_up(struct fq_path_page_reader *r, const char *remote_node);
 /* The writer's last publication time (updated_ns, local
  * CLOCK_MONOTONIC_RAW; 0: never published), so a reader can refuse a page
  * whose agent has stopped. */

@@ -177,8 +177,11 @@ int64_t fqn_mono_ns(void);
 /* Control mode helpers (failover.c). Fill lane i's names and path key from
  * its lane object (NIC index, addresses). */
 void fqn_ctl_lane_init(struct fqn_comm *c, int i);
-/* 1 if the path page has lane i's path DOWN, 0 if up or unknown (no
- * page, no entry, or a stale page: see fqn_path_page_fresh). */
+/* 1 if the path page has lane i's path DOWN while another path to the
+ * same peer node is UP; 0 if up or unknown (no page, no entry, a stale
+ * page: see fqn_path_page_fresh), or when every path to the node is DOWN:
+ * its agent stopping looks just like that, so the lanes then go by their
+ * transport's own signals. */
 int fqn_ctl_path_down(struct fqn_comm *c, int i);
 /* 1 if a page published at updated_ns (CLOCK_MONOTONIC_RAW) may be
  * trusted at now_ns: published, and no more than max_age_ms

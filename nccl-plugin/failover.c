@@ -133,9 +133,15 @@ int fqn_ctl_path_down(struct fqn_comm *c, int i)
 
 	if (!r || !c->lc[i].remote_ipv4 || !page_usable(r))
 		return 0;
-	if (fq_path_page_lookup(r, c->lc[i].nic, c->lc[i].remote_ipv4, &e) < 0)
+	if (fq_path_page_lookup(r, c->lc[i].nic, c->lc[i].remote_ipv4, &e) < 0 ||
+	    e.state != FQ_PATH_STATE_DOWN)
 		return 0;
-	return e.state == FQ_PATH_STATE_DOWN;
+	/* Every path to the peer node DOWN at once is what its agent stopping
+	 * looks like (its probes stop), as much as a dead host: the page
+	 * cannot tell them apart, so the lanes go by their transport then
+	 * (socket errors, no progress). A DOWN is believed while another path
+	 * to the node is UP. */
+	return !e.remote_node[0] || fq_path_page_node_up(r, e.remote_node) != 0;
 }
 
 /* The name of lane i's remote NIC from the path page (a name does not go

@@ -75,18 +75,31 @@ static int64_t raw_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Publish the one loopback path, as an agent would at `at` (its raw clock). */
+/* Publish the loopback path in `state` and the peer node's other path
+ * (another rail, not the lanes') in `other`, as an agent would at `at`
+ * (its raw clock). A DOWN is believed only while another path to the node
+ * is UP. */
+static void paths_at(uint32_t state, uint32_t other, int64_t at)
+{
+	struct fq_path_entry e[2];
+
+	memset(e, 0, sizeof(e));
+	strcpy(e[0].local_nic, "lo");
+	strcpy(e[0].remote_node, "self");
+	strcpy(e[0].remote_nic, "lo");
+	e[0].remote_ipv4 = htonl(INADDR_LOOPBACK);
+	e[0].state = state;
+	e[1] = e[0];
+	strcpy(e[1].local_nic, "rail9");
+	strcpy(e[1].remote_nic, "rail9");
+	e[1].remote_ipv4 = htonl(0xc6130909); /* 198.19.9.9 */
+	e[1].state = other;
+	fq_path_page_publish(page, e, 2, at);
+}
+
 static void path_state_at(uint32_t state, int64_t at)
 {
-	struct fq_path_entry e;
-
-	memset(&e, 0, sizeof(e));
-	strcpy(e.local_nic, "lo");
-	strcpy(e.remote_node, "self");
-	strcpy(e.remote_nic, "lo");
-	e.remote_ipv4 = htonl(INADDR_LOOPBACK);
-	e.state = state;
-	fq_path_page_publish(page, &e, 1, at);
+	paths_at(state, FQ_PATH_STATE_UP, at);
 }
 
 static void path_state(uint32_t state)
@@ -293,6 +306,22 @@ int main(void)
 	xfer_start(s, r, &x, 'c');
 	xfer_spin(&x, 5);
 	ok(x.sd && x.rd && intact(&x, 'c'), "and traffic flows on");
+
+	/* Every path to the peer node DOWN at once: what its agent stopping
+	 * looks like. Not believed: no lane fails over, data flows. */
+	{
+		int before = warns_path_down;
+
+		paths_at(FQ_PATH_STATE_DOWN, FQ_PATH_STATE_DOWN, raw_ns());
+		usleep(20000);
+		xfer_start(s, r, &x, 'd');
+		xfer_spin(&x, 5);
+		ok(x.sd && x.rd && intact(&x, 'd') && warns_path_down == before,
+		   "every path to the peer DOWN (its agent gone): no failover, the message completes (%d "
+		   "WARNs)",
+		   warns_path_down - before);
+		path_state(FQ_PATH_STATE_UP);
+	}
 
 	/* Issue 7: the receive completed and no further receive is posted (a
 	 * ring step posts it only once its own send is done), when the lane
