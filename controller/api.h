@@ -13,8 +13,10 @@
  *                               anomalies with the ranks they hit, failovers
  *   /api/v1/events?since=RFC3339&limit=N   link events
  *   /api/v1/anomalies?open=1&limit=N
- *   /api/v1/hints               pending drain/resume hints, each with its
- *                               exact scontrol command
+ *   /api/v1/hints               pending drain/resume hints: action, node,
+ *                               slurm_reason, and the scontrol command for
+ *                               people (controller/hint.h; never executed:
+ *                               `hints --apply` builds its own from the fields)
  *   /api/v1/clock               clock_status rows
  */
 #ifndef FQ_CONTROLLER_API_H
