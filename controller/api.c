@@ -862,8 +862,8 @@ static void add_hint_command(struct json_object *h)
 	if (!reason) {
 		snprintf(err, sizeof(err), "out of memory");
 	} else if (!fq_hint_command(json_object_get_string(json_object_object_get(h, "action")),
-				    json_object_get_string(json_object_object_get(h, "node")), reason, &cmd, err,
-				    sizeof(err))) {
+				    json_object_get_string(json_object_object_get(h, "node")), reason, &cmd,
+				    err, sizeof(err))) {
 		json_object_object_add(h, "slurm_reason", json_object_new_string(reason));
 		json_object_object_add(h, "command", json_object_new_string(cmd.text));
 		json_object_object_add(h, "refused", NULL);

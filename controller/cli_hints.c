@@ -95,7 +95,8 @@ static int slurm_node(const char *node, char *reason, size_t len)
 	rc = run_command(argv, out, sizeof(out));
 	*reason = '\0';
 	if (rc != 0) {
-		fprintf(stderr, "fabriciq: Slurm does not know node %s (scontrol show node: exit %d)\n", node, rc);
+		fprintf(stderr, "fabriciq: Slurm does not know node %s (scontrol show node: exit %d)\n", node,
+			rc);
 		return -1;
 	}
 	for (line = out; line && *line; line = end ? end + 1 : NULL) {

@@ -81,8 +81,8 @@ int fq_hint_command(const char *action, const char *node, const char *reason, st
 	cmd->argv[3] = drain ? "State=DRAIN" : "State=RESUME";
 	cmd->argv[4] = drain ? cmd->reason_arg : NULL;
 	cmd->argv[5] = NULL;
-	t = cmd->text + snprintf(cmd->text, sizeof(cmd->text), "scontrol update %s %s", cmd->node_arg,
-				 cmd->argv[3]);
+	t = cmd->text +
+	    snprintf(cmd->text, sizeof(cmd->text), "scontrol update %s %s", cmd->node_arg, cmd->argv[3]);
 	if (drain) {
 		t += sprintf(t, " Reason=\"");
 		for (const char *c = reason; *c; c++) {
