@@ -917,13 +917,17 @@ static int get_clock(struct reply *rp, struct fq_db *db, struct request *r)
 
 /* ---- dispatch ----------------------------------------------------------- */
 
+/* Job, uid and hint data is for administrators (api.h); the fabric's
+ * state is open. */
 static const struct endpoint {
 	const char *path;
 	int (*get)(struct reply *rp, struct fq_db *db, struct request *r);
+	enum fq_api_access access;
 } endpoints[] = {
-    {"/api/v1/status", get_status}, {"/api/v1/nodes", get_nodes},   {"/api/v1/links", get_links},
-    {"/api/v1/jobs", get_jobs},     {"/api/v1/events", get_events}, {"/api/v1/anomalies", get_anomalies},
-    {"/api/v1/hints", get_hints},   {"/api/v1/clock", get_clock},
+    {"/api/v1/status", get_status, FQ_API_OPEN}, {"/api/v1/nodes", get_nodes, FQ_API_OPEN},
+    {"/api/v1/links", get_links, FQ_API_OPEN},   {"/api/v1/jobs", get_jobs, FQ_API_ADMIN},
+    {"/api/v1/events", get_events, FQ_API_OPEN}, {"/api/v1/anomalies", get_anomalies, FQ_API_ADMIN},
+    {"/api/v1/hints", get_hints, FQ_API_ADMIN},  {"/api/v1/clock", get_clock, FQ_API_OPEN},
 };
 
 #define JOB_PREFIX "/api/v1/jobs/"
@@ -956,6 +960,18 @@ static int dispatch(struct reply *rp, struct fq_db *db, const char *path, const 
 free_request:
 	request_free(&r);
 	return status;
+}
+
+enum fq_api_access fq_api_access(const char *path)
+{
+	if (!path)
+		return FQ_API_OPEN;
+	for (size_t i = 0; i < sizeof(endpoints) / sizeof(endpoints[0]); i++)
+		if (!strcmp(path, endpoints[i].path))
+			return endpoints[i].access;
+	if (!strncmp(path, JOB_PREFIX, strlen(JOB_PREFIX)))
+		return FQ_API_ADMIN;
+	return FQ_API_OPEN; /* unknown: a 404 tells nothing */
 }
 
 int fq_api_get(struct fq_db *db, const char *path, const char *query, char **body)
