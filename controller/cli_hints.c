@@ -1,8 +1,10 @@
 /*
  * cli_hints: `fabriciq hints` and `hints --apply`: the drain/resume hints
  * as a table with their scontrol commands, and running them (fork/exec,
- * no shell), touching only nodes whose Slurm reason is fabriciq's, each
- * outcome recorded in the database.
+ * no shell). Each command is built here from the hint's checked fields
+ * (controller/hint.h), never taken from the answer, for a node Slurm
+ * knows; a resume touches only nodes whose Slurm reason is fabriciq's;
+ * each outcome is recorded in the database.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -87,7 +89,7 @@ static int run_command(char *const argv[], char *out, size_t len)
  */
 static int slurm_node(const char *node, char *reason, size_t len)
 {
-	static char out[16384];
+	char out[16384];
 	char *argv[] = {"scontrol", "show", "node", (char *)node, NULL};
 	char *line, *end;
 	int rc;

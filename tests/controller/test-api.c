@@ -314,9 +314,9 @@ static void test_access(void)
 					   "/api/v1/events", "/api/v1/clock", "/api/v1/nope"};
 
 	for (size_t i = 0; i < sizeof(admin) / sizeof(admin[0]); i++)
-		is_int(fq_api_access(admin[i]), FQ_API_ADMIN, admin[i]);
+		is_int(fq_api_access(admin[i]), FQ_API_ADMIN, "%s: administrators only", admin[i]);
 	for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++)
-		is_int(fq_api_access(open[i]), FQ_API_OPEN, open[i]);
+		is_int(fq_api_access(open[i]), FQ_API_OPEN, "%s: open", open[i]);
 }
 
 static void bad(struct fq_db *db, const char *path, const char *query, int want, const char *words)

@@ -90,7 +90,9 @@ nobody job 4242.0 >/dev/null 2>&1; is $? 1 "job as uid 65534: exit 1"
 out=$(nobody status 2>&1); is $? 0 "status as uid 65534: exit 0 (open)"
 "$cli" --controller "$url" --munge-socket /nonexistent/munge.socket hints >/dev/null 2>"$T/err"; is $? 1 "hints with no munged to mint: exit 1"
 grep -q 'no credential sent: munge encode' "$T/err"; ok $? "... saying why no credential was sent" || diag "$(cat "$T/err")"
-grep -c 'refused (40[13])' "$CTL_LOG" >"$T/n"; is "$(cat "$T/n")" 12 "the controller logged each of the 12 refusals"
+# (refusals are logged at most 10 a second: the first one surely)
+grep -q 'http: GET /api/v1/jobs refused (401): /api/v1/jobs needs a munge credential' "$CTL_LOG"
+ok $? "the controller logged the first refusal, with why"
 ctl_down
 ctl_up "api_admin_uids=4000,65534" || { echo "Bail out! the controller did not restart"; exit 1; }
 url=http://127.0.0.1:$HTTP_PORT
