@@ -84,19 +84,22 @@ static int run_command(char *const argv[], char *out, size_t len)
 /*
  * What Slurm says of the node (`scontrol show node NODE`): 0 with its reason
  * (the Reason= line without the " [user@time]" Slurm appends; "" for
- * none), or -1 if scontrol failed or does not know the node, said on
- * stderr. Slurm knowing the node is what lets a hint touch it.
+ * none), or -1 if scontrol failed or its answer is not that node's
+ * record, said on stderr. Slurm knowing the node is what lets a hint touch it.
  */
 static int slurm_node(const char *node, char *reason, size_t len)
 {
 	char out[16384];
 	char *argv[] = {"scontrol", "show", "node", (char *)node, NULL};
+	size_t nl = strlen(node);
 	char *line, *end;
 	int rc;
 
 	rc = run_command(argv, out, sizeof(out));
 	*reason = '\0';
-	if (rc != 0) {
+	/* a known node's record starts "NodeName=NODE " */
+	if (rc != 0 || strncmp(out, "NodeName=", 9) || strncmp(out + 9, node, nl) ||
+	    !strchr(" \n", out[9 + nl])) {
 		fprintf(stderr, "fabriciq: Slurm does not know node %s (scontrol show node: exit %d)\n", node,
 			rc);
 		return -1;
