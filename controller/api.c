@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/hint.h"
 #include "db/internal.h"
 
 /* A time column as two JSON keys: NAME (RFC 3339) and NAME_ns. */
@@ -854,93 +855,29 @@ static const char hints_sql[] =
 		   " from fabriciq.drain_hints h left join fabriciq.anomalies a on a.id = h.anomaly_id"
 		   " where h.applied_at is null) x";
 
-/* Slurm node names as Slurm itself forms them (letters, digits, - _ .):
- * anything else is refused rather than passed to scontrol. */
-static bool safe_node_name(const char *s)
-{
-	if (!*s || strlen(s) > 64 || *s == '-')
-		return false;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("-_.", *s))
-			return false;
-	return true;
-}
-
-/* The Slurm reason: "fabriciq: " + reason, one line; `hints --apply`
- * resumes only nodes whose reason carries that prefix. */
-static char *slurm_reason(const char *reason)
-{
-	const char *prefix = strncmp(reason, "fabriciq:", 9) ? "fabriciq: " : "";
-	size_t n = strlen(prefix) + strlen(reason) + 1;
-	char *out = malloc(n);
-
-	if (!out)
-		return NULL;
-	snprintf(out, n, "%s%s", prefix, reason);
-	for (char *c = out; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = ' ';
-	return out;
-}
-
-/* Adds argv (for exec, no shell) and command (for a shell: the reason in
- * double quotes, with " \ $ ` escaped) to hint h. */
+/* Adds the hint's Slurm reason and its command (controller/hint.h: for
+ * people, never executed; `hints --apply` builds its own from the fields),
+ * or why there is none ("refused"). */
 static void add_hint_command(struct json_object *h)
 {
-	const char *node = json_object_get_string(json_object_object_get(h, "node"));
-	bool drain = !strcmp(json_object_get_string(json_object_object_get(h, "action")), "drain");
-	char *reason = slurm_reason(json_object_get_string(json_object_object_get(h, "reason")));
-	struct json_object *argv;
-	char arg[160], *cmd = NULL, *q;
-	size_t n;
+	char *reason = fq_hint_slurm_reason(json_object_get_string(json_object_object_get(h, "reason")));
+	struct fq_hint_cmd cmd;
+	char err[256];
 
-	if (!reason || !safe_node_name(node)) {
-		json_object_object_add(h, "argv", NULL);
-		json_object_object_add(h, "command", NULL);
-		json_object_object_add(
-		    h, "refused",
-		    json_object_new_string(reason ? "node name has characters Slurm node names "
-						    "do not use; not passed to scontrol"
-						  : "out of memory"));
+	if (!reason) {
+		snprintf(err, sizeof(err), "out of memory");
+	} else if (!fq_hint_command(json_object_get_string(json_object_object_get(h, "action")),
+				    json_object_get_string(json_object_object_get(h, "node")), reason, &cmd,
+				    err, sizeof(err))) {
+		json_object_object_add(h, "slurm_reason", json_object_new_string(reason));
+		json_object_object_add(h, "command", json_object_new_string(cmd.text));
+		json_object_object_add(h, "refused", NULL);
 		free(reason);
 		return;
 	}
-	argv = json_object_new_array();
-	json_object_array_add(argv, json_object_new_string("scontrol"));
-	json_object_array_add(argv, json_object_new_string("update"));
-	snprintf(arg, sizeof(arg), "NodeName=%s", node);
-	json_object_array_add(argv, json_object_new_string(arg));
-	json_object_array_add(argv, json_object_new_string(drain ? "State=DRAIN" : "State=RESUME"));
-	n = strlen(reason) * 2 + 8;
-	if (drain) {
-		char *r = malloc(n);
-
-		if (r) {
-			snprintf(r, n, "Reason=%s", reason);
-			json_object_array_add(argv, json_object_new_string(r));
-			free(r);
-		}
-	}
-	n += strlen(node) + 64;
-	cmd = malloc(n);
-	if (cmd) {
-		q = cmd + snprintf(cmd, n, "scontrol update NodeName=%s State=%s", node,
-				   drain ? "DRAIN" : "RESUME");
-		if (drain) {
-			q += sprintf(q, " Reason=\"");
-			for (const char *c = reason; *c; c++) {
-				if (strchr("\"\\$`", *c))
-					*q++ = '\\';
-				*q++ = *c;
-			}
-			*q++ = '"';
-			*q = '\0';
-		}
-		json_object_object_add(h, "command", json_object_new_string(cmd));
-	}
-	json_object_object_add(h, "slurm_reason", json_object_new_string(reason));
-	json_object_object_add(h, "argv", argv);
-	free(cmd);
+	json_object_object_add(h, "slurm_reason", reason ? json_object_new_string(reason) : NULL);
+	json_object_object_add(h, "command", NULL);
+	json_object_object_add(h, "refused", json_object_new_string(err));
 	free(reason);
 }
 
@@ -985,13 +922,17 @@ static int get_clock(struct reply *rp, struct fq_db *db, struct request *r)
 
 /* ---- dispatch ----------------------------------------------------------- */
 
+/* Job, uid and hint data is for administrators (api.h); the fabric's
+ * state is open. */
 static const struct endpoint {
 	const char *path;
 	int (*get)(struct reply *rp, struct fq_db *db, struct request *r);
+	enum fq_api_access access;
 } endpoints[] = {
-    {"/api/v1/status", get_status}, {"/api/v1/nodes", get_nodes},   {"/api/v1/links", get_links},
-    {"/api/v1/jobs", get_jobs},     {"/api/v1/events", get_events}, {"/api/v1/anomalies", get_anomalies},
-    {"/api/v1/hints", get_hints},   {"/api/v1/clock", get_clock},
+    {"/api/v1/status", get_status, FQ_API_OPEN}, {"/api/v1/nodes", get_nodes, FQ_API_OPEN},
+    {"/api/v1/links", get_links, FQ_API_OPEN},   {"/api/v1/jobs", get_jobs, FQ_API_ADMIN},
+    {"/api/v1/events", get_events, FQ_API_OPEN}, {"/api/v1/anomalies", get_anomalies, FQ_API_ADMIN},
+    {"/api/v1/hints", get_hints, FQ_API_ADMIN},  {"/api/v1/clock", get_clock, FQ_API_OPEN},
 };
 
 #define JOB_PREFIX "/api/v1/jobs/"
@@ -1024,6 +965,18 @@ static int dispatch(struct reply *rp, struct fq_db *db, const char *path, const 
 free_request:
 	request_free(&r);
 	return status;
+}
+
+enum fq_api_access fq_api_access(const char *path)
+{
+	if (!path)
+		return FQ_API_OPEN;
+	for (size_t i = 0; i < sizeof(endpoints) / sizeof(endpoints[0]); i++)
+		if (!strcmp(path, endpoints[i].path))
+			return endpoints[i].access;
+	if (!strncmp(path, JOB_PREFIX, strlen(JOB_PREFIX)))
+		return FQ_API_ADMIN;
+	return FQ_API_OPEN; /* unknown: a 404 tells nothing */
 }
 
 int fq_api_get(struct fq_db *db, const char *path, const char *query, char **body)

@@ -13,9 +13,18 @@
  *                               anomalies with the ranks they hit, failovers
  *   /api/v1/events?since=RFC3339&limit=N   link events
  *   /api/v1/anomalies?open=1&limit=N
- *   /api/v1/hints               pending drain/resume hints, each with its
- *                               exact scontrol command
+ *   /api/v1/hints               pending drain/resume hints: action, node,
+ *                               slurm_reason, and the scontrol command for
+ *                               people (controller/hint.h; never executed:
+ *                               `hints --apply` builds its own from the fields)
  *   /api/v1/clock               clock_status rows
+ *
+ * Access: the fabric's state (status, nodes, links, events, clock) is open
+ * to anyone who reaches the port; job steps (jobs, jobs/...: uids, ranks,
+ * pids), anomalies (the jobs and ranks they hit) and hints (running jobs;
+ * what `hints --apply` acts on) are FQ_API_ADMIN: the HTTP server
+ * (controller/http.h) serves them only to a request authenticated as root
+ * or one of controller.api_admin_uids.
  */
 #ifndef FQ_CONTROLLER_API_H
 #define FQ_CONTROLLER_API_H
@@ -23,6 +32,24 @@
 #include <stddef.h>
 
 struct fq_db;
+
+enum fq_api_access {
+	FQ_API_OPEN,  /* anyone */
+	FQ_API_ADMIN, /* an authenticated administrator */
+};
+
+/* Who may GET path (unknown paths: FQ_API_OPEN, they only get a 404). */
+enum fq_api_access fq_api_access(const char *path);
+
+/*
+ * An authenticated request carries "Authorization: MUNGE CRED", CRED a
+ * munge credential whose payload is the request's path exactly as
+ * fq_api_get gets it (percent-decoded, no query: "/api/v1/hints"), valid
+ * FQ_API_AUTH_TTL_S: one captured for a path is no use for another, and
+ * munged decodes each once.
+ */
+#define FQ_API_AUTH_SCHEME "MUNGE "
+#define FQ_API_AUTH_TTL_S  60
 
 /* Answer one GET. path is the URL path (e.g. "/api/v1/jobs/42.0"), query
  * the raw query string without '?' (NULL or ""). Returns the HTTP status

@@ -3,8 +3,10 @@
  * (controller/api.h) over HTTP, or, with --db, of the same API computed
  * in-process from the database (for the database host, or a controller
  * that is down). Prints the API's JSON (--json) or aligned tables for
- * people: local times, numbers with units. `hints --apply` runs scontrol
- * (fork/exec, no shell) and records what it applied in the database.
+ * people: local times, numbers with units. Every request over HTTP carries
+ * a munge credential for its path (controller/api.h), which the job,
+ * anomaly and hint paths need. `hints --apply` runs scontrol (fork/exec,
+ * no shell) and records what it applied in the database.
  *
  * Exit codes (doc/fabriciq.1): 0 ok; 1 error talking to the controller,
  * the database or Slurm; 2 usage (also a parameter the API refused); 3 not
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/munge_cred.h"
 #include "controller/api.h"
 #include "controller/cli.h"
 #include "controller/http_client.h"
@@ -77,17 +80,28 @@ int fetch(struct cli *c, const char *path, const char *query, struct json_object
 	if (c->db) {
 		status = fq_api_get(c->db, path, query, &resp.body);
 	} else {
-		char epath[600];
+		char epath[600], *auth = NULL, *cred = NULL, munge_err[256] = "";
+		int rc;
 
 		url_encode(path, epath, sizeof(epath), "/");
 		snprintf(target, sizeof(target), "%s%s%s", epath, query && *query ? "?" : "",
 			 query ? query : "");
-		if (fq_http_get(c->controller, target, c->timeout_ms, MAX_RESPONSE, &resp, err,
-				sizeof(err))) {
+		/* Without munge the open paths still answer: say why only if refused. */
+		if (!fq_munge_encode(c->munge_socket, path, strlen(path), FQ_API_AUTH_TTL_S, &cred, munge_err,
+				     sizeof(munge_err)) &&
+		    asprintf(&auth, "%s%s", FQ_API_AUTH_SCHEME, cred) < 0)
+			auth = NULL;
+		free(cred);
+		rc = fq_http_get(c->controller, target, auth, c->timeout_ms, MAX_RESPONSE, &resp, err,
+				 sizeof(err));
+		free(auth);
+		if (rc) {
 			fprintf(stderr, "fabriciq: controller %s: %s\n", c->controller, err);
 			return EXIT_FAIL;
 		}
 		status = resp.status;
+		if (status == 401 && *munge_err)
+			fprintf(stderr, "fabriciq: no credential sent: %s\n", munge_err);
 	}
 	o = resp.body ? json_tokener_parse(resp.body) : NULL;
 	if (!o) {
@@ -751,9 +765,12 @@ static const struct command commands[] = {
     {"hints", "[--apply [--dry-run]]",
      "Pending drain/resume hints for Slurm nodes, with the exact scontrol command of each.\n"
      "  --apply       run them: `scontrol update NodeName=N State=DRAIN Reason=\"fabriciq: ...\"`\n"
-     "                or `State=RESUME` (no shell). A drain is skipped when Slurm already has\n"
-     "                a reason for the node that is not fabriciq's; a resume runs only when\n"
-     "                the node's reason starts with \"fabriciq:\" (read with sinfo), so an\n"
+     "                or `State=RESUME` (no shell), built from the hint's action, node and\n"
+     "                reason; a hint is refused, nothing run, unless the action is drain or\n"
+     "                resume, the node one Slurm node name that `scontrol show node` knows,\n"
+     "                and the reason fabriciq's (\"fabriciq: ...\"). A drain is skipped when\n"
+     "                Slurm already has a reason for the node that is not fabriciq's; a resume\n"
+     "                runs only when the node's reason starts with \"fabriciq:\", so an\n"
      "                administrator's drain is never undone. Each hint applied (or moot:\n"
      "                superseded, or nothing to resume) is recorded in the database, which\n"
      "                needs --db CONNINFO or the PG* environment.\n"
@@ -778,6 +795,9 @@ static void usage(FILE *f)
 		   "  -d, --db CONNINFO     no controller: compute the answers from the database directly\n"
 		   "                        (libpq conninfo or URI; \"\" for the PG* environment)\n"
 		   "  -j, --json            print the API's JSON instead of tables\n"
+		   "  -m, --munge-socket PATH\n"
+		   "                        munged's socket, for the credential sent with each request\n"
+		   "                        (default $FABRICIQ_MUNGE_SOCKET, else munge's own)\n"
 		   "  -t, --timeout SECONDS for the controller's answer (default 10)\n"
 		   "  -h, --help            this help; `fabriciq COMMAND --help` for a command's\n"
 		   "  -V, --version\n"
@@ -791,6 +811,7 @@ int main(int argc, char **argv)
 	    {"controller", required_argument, NULL, 'c'},
 	    {"db", required_argument, NULL, 'd'},
 	    {"json", no_argument, NULL, 'j'},
+	    {"munge-socket", required_argument, NULL, 'm'},
 	    {"timeout", required_argument, NULL, 't'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -802,11 +823,14 @@ int main(int argc, char **argv)
 	int o, rc;
 	double t;
 
+	c.munge_socket = getenv("FABRICIQ_MUNGE_SOCKET");
+	if (c.munge_socket && !*c.munge_socket)
+		c.munge_socket = NULL;
 	c.controller = getenv("FABRICIQ_CONTROLLER");
 	if (!c.controller || !*c.controller)
 		c.controller = DEFAULT_CONTROLLER;
 	/* '+': options after the command are the command's own. */
-	while ((o = getopt_long(argc, argv, "+c:d:jt:hV", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "+c:d:jm:t:hV", lo, NULL)) != -1) {
 		switch (o) {
 		case 'c':
 			c.controller = optarg;
@@ -816,6 +840,9 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			c.json = true;
+			break;
+		case 'm':
+			c.munge_socket = optarg;
 			break;
 		case 't':
 			t = strtod(optarg, &end);

@@ -29,7 +29,8 @@ enum {
 
 struct cli {
 	const char *controller;
-	const char *conninfo; /* --db: direct mode */
+	const char *conninfo;     /* --db: direct mode */
+	const char *munge_socket; /* NULL: munge's default */
 	bool json;
 	int timeout_ms;
 	struct fq_db *db; /* open in direct mode */

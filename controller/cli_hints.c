@@ -1,8 +1,10 @@
 /*
  * cli_hints: `fabriciq hints` and `hints --apply`: the drain/resume hints
  * as a table with their scontrol commands, and running them (fork/exec,
- * no shell), touching only nodes whose Slurm reason is fabriciq's, each
- * outcome recorded in the database.
+ * no shell). Each command is built here from the hint's checked fields
+ * (controller/hint.h), never taken from the answer, for a node Slurm
+ * knows; a resume touches only nodes whose Slurm reason is fabriciq's;
+ * each outcome is recorded in the database.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "controller/cli.h"
+#include "controller/hint.h"
 #include "db/api_query.h"
 #include "db/db.h"
 
@@ -78,34 +81,57 @@ static int run_command(char *const argv[], char *out, size_t len)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* The node's current Slurm reason (first line of `sinfo -h -N -n NODE -o
- * %E`; "" for none). 0, or -1 if sinfo failed or does not know the node. */
-static int slurm_reason(const char *node, char *reason, size_t len)
+/*
+ * What Slurm says of the node (`scontrol show node NODE`): 0 with its reason
+ * (the Reason= line without the " [user@time]" Slurm appends; "" for
+ * none), or -1 if scontrol failed or its answer is not that node's
+ * record, said on stderr. Slurm knowing the node is what lets a hint touch it.
+ */
+static int slurm_node(const char *node, char *reason, size_t len)
 {
-	char nodearg[128];
-	char *argv[] = {"sinfo", "-h", "-N", "-n", nodearg, "-o", "%E", NULL};
+	char out[16384];
+	char *argv[] = {"scontrol", "show", "node", (char *)node, NULL};
+	size_t nl = strlen(node);
+	char *line, *end;
 	int rc;
 
-	snprintf(nodearg, sizeof(nodearg), "%s", node);
-	rc = run_command(argv, reason, len);
-	reason[strcspn(reason, "\n")] = '\0';
-	if (rc != 0) {
-		fprintf(stderr, "fabriciq: sinfo -n %s failed (exit %d)\n", node, rc);
+	rc = run_command(argv, out, sizeof(out));
+	*reason = '\0';
+	/* a known node's record starts "NodeName=NODE " */
+	if (rc != 0 || strncmp(out, "NodeName=", 9) || strncmp(out + 9, node, nl) ||
+	    !strchr(" \n", out[9 + nl])) {
+		fprintf(stderr, "fabriciq: Slurm does not know node %s (scontrol show node: exit %d)\n", node,
+			rc);
 		return -1;
 	}
-	if (!*reason && rc == 0) {
-		/* sinfo prints nothing for a node it does not know */
-		fprintf(stderr, "fabriciq: Slurm does not know node %s\n", node);
-		return -1;
+	for (line = out; line && *line; line = end ? end + 1 : NULL) {
+		end = strchr(line, '\n');
+		if (end)
+			*end = '\0';
+		line += strspn(line, " \t");
+		if (strncmp(line, "Reason=", 7))
+			continue;
+		snprintf(reason, len, "%s", line + 7);
+		end = strrchr(reason, '[');
+		if (end && end > reason && end[-1] == ' ' && reason[strlen(reason) - 1] == ']')
+			end[-1] = '\0';
+		break;
 	}
-	if (!strcmp(reason, "none"))
-		reason[0] = '\0';
 	return 0;
 }
 
-static bool fabriciq_reason(const char *reason)
+/* The command of hint h, built from its fields (hint.h): 0, or -EINVAL
+ * with err saying which field is not one fabriciq writes. */
+static int hint_command(struct json_object *h, struct fq_hint_cmd *cmd, char *err, size_t errlen)
 {
-	return !strncmp(reason, "fabriciq:", 9);
+	const char *field[3] = {"action", "node", "slurm_reason"}, *v[3];
+
+	for (int i = 0; i < 3; i++) {
+		struct json_object *f = jget(h, field[i]);
+
+		v[i] = json_object_is_type(f, json_type_string) ? json_object_get_string(f) : NULL;
+	}
+	return fq_hint_command(v[0], v[1], v[2], cmd, err, errlen);
 }
 
 struct apply_stats {
@@ -125,11 +151,14 @@ static void apply_note(struct apply_stats *st, struct json_object *h, const char
 		json_object_object_add(e, "why", json_object_new_string(why));
 		json_object_array_add(st->report, e);
 	} else {
-		char *node = cell_copy(jstr(h, "node"));
+		/* the answer's strings may hold terminal escapes */
+		char *action = cell_copy(jstr(h, "action")), *node = cell_copy(jstr(h, "node")),
+		     *w = cell_copy(why);
 
-		printf("hint %" PRId64 " (%s %s): %s: %s\n", jint(h, "id"), jstr(h, "action"), node, outcome,
-		       why);
+		printf("hint %" PRId64 " (%s %s): %s: %s\n", jint(h, "id"), action, node, outcome, w);
+		free(action);
 		free(node);
+		free(w);
 	}
 }
 
@@ -144,20 +173,21 @@ static bool record(struct fq_db *db, struct apply_stats *st, struct json_object 
 }
 
 /*
- * One pending hint. A drain is applied unless Slurm already has a reason
- * for the node that is not fabriciq's (an administrator's drain is left
- * alone); a resume only if the node's reason is fabriciq's (never undo an
- * administrator's drain); a resume of a node with no reason has nothing to
- * do and is recorded. Superseded hints (a later hint for the node) are
- * recorded without running anything.
+ * One pending hint. Its command is built here from its fields (hint.h),
+ * never taken from the answer: a hint whose action, node name or reason
+ * is not one fabriciq writes is refused (failed) and nothing runs, nor
+ * does anything run for a node Slurm does not know. A drain is applied
+ * unless Slurm already has a reason for the node that is not fabriciq's
+ * (an administrator's drain is left alone); a resume only if the node's
+ * reason is fabriciq's (never undo an administrator's drain); a resume of
+ * a node with no reason has nothing to do and is recorded. Superseded
+ * hints (a later hint for the node) are recorded without running anything.
  */
 static void apply_hint(struct fq_db *db, bool dry_run, struct json_object *h, struct apply_stats *st)
 {
 	bool drain = !strcmp(jstr(h, "action"), "drain");
-	char reason[512], why[700], out[256];
-	struct json_object *jargv = jget(h, "argv");
-	char *argv[8] = {NULL};
-	size_t n;
+	char reason[512], why[800], err[400], out[256];
+	struct fq_hint_cmd cmd;
 	int rc;
 
 	if (json_object_get_boolean(jget(h, "superseded"))) {
@@ -168,25 +198,25 @@ static void apply_hint(struct fq_db *db, bool dry_run, struct json_object *h, st
 			   "superseded by a later hint for the node");
 		return;
 	}
-	n = jargv ? json_object_array_length(jargv) : 0;
-	if (!n || n >= sizeof(argv) / sizeof(argv[0])) {
-		st->skipped++;
-		apply_note(st, h, "skipped", jstr(h, "refused"));
-		return;
-	}
-	if (slurm_reason(jstr(h, "node"), reason, sizeof(reason))) {
+	if (hint_command(h, &cmd, err, sizeof(err))) {
+		snprintf(why, sizeof(why), "refused, nothing run: %s", err);
 		st->failed++;
-		apply_note(st, h, "failed", "cannot read the node's state from Slurm");
+		apply_note(st, h, "failed", why);
 		return;
 	}
-	if (drain && *reason && !fabriciq_reason(reason)) {
+	if (slurm_node(cmd.argv[2] + strlen("NodeName="), reason, sizeof(reason))) {
+		st->failed++;
+		apply_note(st, h, "failed", "refused, nothing run: Slurm does not know the node");
+		return;
+	}
+	if (drain && *reason && !fq_hint_own_reason(reason)) {
 		snprintf(why, sizeof(why), "Slurm already has a reason not from fabriciq ('%s'): left alone",
 			 reason);
 		st->skipped++;
 		apply_note(st, h, "skipped", why);
 		return;
 	}
-	if (!drain && *reason && !fabriciq_reason(reason)) {
+	if (!drain && *reason && !fq_hint_own_reason(reason)) {
 		snprintf(why, sizeof(why), "the node's reason is not fabriciq's ('%s'): not resumed", reason);
 		st->skipped++;
 		apply_note(st, h, "skipped", why);
@@ -202,14 +232,12 @@ static void apply_hint(struct fq_db *db, bool dry_run, struct json_object *h, st
 	}
 	if (dry_run) {
 		st->applied++;
-		apply_note(st, h, "would run", jstr(h, "command"));
+		apply_note(st, h, "would run", cmd.text);
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
-		argv[i] = (char *)json_object_get_string(json_object_array_get_idx(jargv, i));
-	rc = run_command(argv, out, sizeof(out));
+	rc = run_command(cmd.argv, out, sizeof(out));
 	if (rc != 0) {
-		snprintf(why, sizeof(why), "%s exited with %d", jstr(h, "command"), rc);
+		snprintf(why, sizeof(why), "%s exited with %d", cmd.text, rc);
 		st->failed++;
 		apply_note(st, h, "failed", why);
 		return;
@@ -217,7 +245,7 @@ static void apply_hint(struct fq_db *db, bool dry_run, struct json_object *h, st
 	if (!record(db, st, h))
 		return;
 	st->applied++;
-	apply_note(st, h, "applied", jstr(h, "command"));
+	apply_note(st, h, "applied", cmd.text);
 }
 
 static int apply_hints(struct cli *c, struct json_object *o, bool dry_run)
@@ -284,7 +312,8 @@ int cmd_hints(struct cli *c, int argc, char **argv)
 	table_init(&t, "ID>,CREATED,NODE,ACTION,NIC,REASON,ANOMALY,RUNNING JOBS,NOTE");
 	for (size_t i = 0; i < jlen(o, "hints"); i++) {
 		struct json_object *h = jidx(o, "hints", i);
-		char jobs[160] = "";
+		char jobs[160] = "", err[400];
+		struct fq_hint_cmd cmd;
 
 		for (size_t k = 0; k < jlen(h, "running_jobs"); k++) {
 			size_t l = strlen(jobs);
@@ -300,20 +329,22 @@ int cmd_hints(struct cli *c, int argc, char **argv)
 			      : fmt("%s %s", fint(h, "anomaly_id"), jstr(h, "anomaly_kind")),
 			  *jobs ? jobs : "-",
 			  json_object_get_boolean(jget(h, "superseded")) ? "superseded"
-			  : jnull(h, "refused")                          ? ""
-									 : "refused: bad node name");
+			  : hint_command(h, &cmd, err, sizeof(err))      ? fmt("refused: %s", err)
+									 : "");
 	}
 	table_print(&t);
 	for (size_t i = 0, first = 1; i < jlen(o, "hints"); i++) {
 		struct json_object *h = jidx(o, "hints", i);
+		struct fq_hint_cmd cmd;
+		char err[400];
 
-		if (jnull(h, "command") || json_object_get_boolean(jget(h, "superseded")))
+		if (json_object_get_boolean(jget(h, "superseded")) || hint_command(h, &cmd, err, sizeof(err)))
 			continue;
 		if (first)
 			printf("\nCommands (`fabriciq hints --apply` runs them, resuming only nodes fabriciq "
 			       "drained):\n");
 		first = 0;
-		printf("  %s\n", jstr(h, "command"));
+		printf("  %s\n", cmd.text);
 	}
 out:
 	json_object_put(o);

@@ -36,7 +36,7 @@
 #include "db/db.h"
 
 struct ctl_config {
-	char *listen, *http_listen, *db, *munge_socket, *spool_dir, *reference_node;
+	char *listen, *http_listen, *api_admin_uids, *db, *munge_socket, *spool_dir, *reference_node;
 	uint64_t agent_uid, max_frame, auth_timeout, flush_interval, flush_frames, spool_max, db_backoff_max;
 	uint64_t db_connect_timeout, db_statement_timeout;
 	uint64_t report_interval, correction_valid, peers_per_nic, probe_port, peer_seed;
@@ -62,6 +62,9 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("listen", FQ_CFG_STRING, listen, "0.0.0.0:7100", 0, 0, "agents connect here (IPV4:PORT)"),
     OPT("http_listen", FQ_CFG_STRING, http_listen, "127.0.0.1:7180", 0, 0,
 	"Prometheus /metrics and the JSON API /api/v1 (IPV4:PORT; empty: no HTTP)"),
+    OPT("api_admin_uids", FQ_CFG_STRING, api_admin_uids, "", 0, 0,
+	"uids besides root whose munge credential opens the API's job, anomaly and hint endpoints "
+	"(\"1001, 1002\")"),
     OPT("db", FQ_CFG_STRING, db, "", 0, 0,
 	"PostgreSQL conninfo or URI (empty: the PG* environment variables)"),
     OPT("db_migrate", FQ_CFG_BOOL, db_migrate, "yes", 0, 0, "bring the schema up to date on connect"),
@@ -1003,10 +1006,19 @@ static int start_modules(struct ctl *c)
 		fq_error("%s", err);
 		return -EIO;
 	}
-	if (*c->cfg.http_listen &&
-	    fq_http_start(c->cfg.http_listen, c->cfg.db, &c->http, err, sizeof(err)) < 0) {
-		fq_error("%s", err);
-		return -EADDRINUSE;
+	if (*c->cfg.http_listen) {
+		struct fq_http_config hc = {
+		    .listen = c->cfg.http_listen,
+		    .conninfo = c->cfg.db,
+		    .munge_socket = *c->cfg.munge_socket ? c->cfg.munge_socket : NULL,
+		    .admin_uids = c->cfg.api_admin_uids,
+		};
+		int rc = fq_http_start(&hc, &c->http, err, sizeof(err));
+
+		if (rc < 0) {
+			fq_error("%s", err);
+			return rc;
+		}
 	}
 	if (parse_listen(c->cfg.listen, &sa) < 0) {
 		fq_error("controller.listen '%s': expected IPV4:PORT", c->cfg.listen);

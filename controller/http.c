@@ -5,14 +5,18 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <json-c/json.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "common/config.h"
 #include "common/log.h"
+#include "common/munge_cred.h"
 #include "controller/api.h"
 #include "db/db.h"
 
@@ -23,6 +27,9 @@ struct fq_http {
 	size_t metrics_len;
 	char *conninfo;
 	struct fq_db *db; /* the API's connection, used only on the HTTP thread */
+	char *munge_socket;
+	uid_t admins[FQ_HTTP_MAX_ADMINS]; /* besides root */
+	size_t nadmins;
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body,
@@ -36,9 +43,69 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", type);
+	if (status == 401)
+		MHD_add_response_header(r, "WWW-Authenticate", "MUNGE");
 	rc = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return rc;
+}
+
+/* {"error": msg} as the API writes its errors. */
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+	struct json_object *o = json_object_new_object();
+	char *body = NULL;
+
+	if (o) {
+		json_object_object_add(o, "error", json_object_new_string(msg));
+		body = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+								    JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	}
+	if (!body)
+		return MHD_NO;
+	return reply(c, status, "application/json", body, strlen(body));
+}
+
+/*
+ * May this request have an FQ_API_ADMIN path? 0 if so, else the HTTP
+ * status with why[]: 401 no credential or one munge refuses (forged,
+ * expired, replayed, minted for another path), 403 a valid credential of
+ * a uid that is not an administrator, 503 munged unreachable. munged
+ * answers on a local socket in well under a millisecond; the decode runs
+ * on this HTTP thread (which also runs the API's SQL), never on the
+ * daemon's event loop.
+ */
+static unsigned authorize(struct fq_http *h, struct MHD_Connection *c, const char *url, char *why, size_t len)
+{
+	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	size_t sl = strlen(FQ_API_AUTH_SCHEME);
+	uid_t uid;
+	int rc;
+
+	if (!a || strncasecmp(a, FQ_API_AUTH_SCHEME, sl)) {
+		snprintf(
+		    why, len,
+		    "%s needs a munge credential (Authorization: MUNGE CRED; the fabriciq CLI sends one)",
+		    url);
+		return 401;
+	}
+	rc = fq_munge_decode(h->munge_socket, a + sl, url, strlen(url), FQ_MUNGE_ANY_UID, &uid, NULL, why,
+			     len);
+	if (rc == -EBADMSG)
+		snprintf(why, len, "the munge credential was minted for another path than %s", url);
+	if (rc == -ECONNREFUSED || rc == -ENOMEM)
+		return 503;
+	if (rc)
+		return 401;
+	if (uid == 0)
+		return 0;
+	for (size_t i = 0; i < h->nadmins; i++)
+		if (h->admins[i] == uid)
+			return 0;
+	snprintf(why, len, "uid %u is not an administrator of the API (root or controller.api_admin_uids)",
+		 (unsigned)uid);
+	return 403;
 }
 
 struct query {
@@ -114,6 +181,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		struct query q = {.off = 0};
 		int status;
 
+		if (fq_api_access(url) == FQ_API_ADMIN) {
+			char why[320];
+			unsigned refused = authorize(h, c, url, why, sizeof(why));
+
+			if (refused) {
+				fq_log_rl(FQ_LOG_WARN, "http: GET %s refused (%u): %s", url, refused, why);
+				return reply_error(c, refused, why);
+			}
+		}
 		q.buf[0] = '\0';
 		/* libmicrohttpd splits the query off the URL; the API wants it whole. */
 		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &q);
@@ -136,18 +212,51 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return reply(c, 404, "application/json", strdup("{\"error\": \"not found\"}\n"), 23);
 }
 
-int fq_http_start(const char *listen, const char *conninfo, struct fq_http **out, char *err, unsigned errlen)
+/* "UID[, UID...]" (commas or blanks) into h->admins; 0 or -EINVAL. */
+static int parse_admins(struct fq_http *h, const char *list, char *err, unsigned errlen)
+{
+	const char *p = list ? list : "";
+
+	while (*(p += strspn(p, ", \t"))) {
+		size_t n = strcspn(p, ", \t");
+		char tok[24];
+		uint64_t uid;
+
+		snprintf(tok, sizeof(tok), "%.*s", (int)(n < sizeof(tok) ? n : sizeof(tok) - 1), p);
+		if (n >= sizeof(tok) || fq_parse_uint(tok, &uid) || uid >= (uid_t)-1) {
+			snprintf(err, errlen, "controller.api_admin_uids: '%.*s' is not a uid",
+				 (int)(n > 32 ? 32 : n), p);
+			return -EINVAL;
+		}
+		if (h->nadmins == FQ_HTTP_MAX_ADMINS) {
+			snprintf(err, errlen, "controller.api_admin_uids: more than %d uids",
+				 FQ_HTTP_MAX_ADMINS);
+			return -EINVAL;
+		}
+		h->admins[h->nadmins++] = (uid_t)uid;
+		p += n;
+	}
+	return 0;
+}
+
+int fq_http_start(const struct fq_http_config *cfg, struct fq_http **out, char *err, unsigned errlen)
 {
 	struct fq_http *h = calloc(1, sizeof(*h));
 	struct sockaddr_in sa = {.sin_family = AF_INET};
+	const char *listen = cfg->listen;
 	char host[64];
 	const char *colon = strrchr(listen, ':');
 	unsigned long port;
+	int rc = -EADDRNOTAVAIL;
 
 	*out = NULL;
 	if (!h)
 		return -ENOMEM;
 	pthread_mutex_init(&h->lock, NULL);
+	if (parse_admins(h, cfg->admin_uids, err, errlen)) {
+		rc = -EINVAL;
+		goto fail;
+	}
 	if (!colon || (size_t)(colon - listen) >= sizeof(host) ||
 	    (port = strtoul(colon + 1, NULL, 10)) == 0 || port > 65535) {
 		snprintf(err, errlen, "controller.http_listen '%s': expected IPV4:PORT", listen);
@@ -161,11 +270,12 @@ int fq_http_start(const char *listen, const char *conninfo, struct fq_http **out
 		goto fail;
 	}
 	sa.sin_port = htons((uint16_t)port);
-	h->conninfo = strdup(conninfo ? conninfo : "");
+	h->conninfo = strdup(cfg->conninfo ? cfg->conninfo : "");
+	h->munge_socket = cfg->munge_socket ? strdup(cfg->munge_socket) : NULL;
 	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 				  on_request, h, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_TIMEOUT,
 				  10u, MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
-	if (!h->mhd || !h->conninfo) {
+	if (!h->mhd || !h->conninfo || (cfg->munge_socket && !h->munge_socket)) {
 		snprintf(err, errlen, "controller.http_listen %s: cannot listen (address in use?)", listen);
 		goto fail;
 	}
@@ -174,7 +284,7 @@ int fq_http_start(const char *listen, const char *conninfo, struct fq_http **out
 
 fail:
 	fq_http_stop(h);
-	return -EADDRNOTAVAIL;
+	return rc;
 }
 
 void fq_http_stop(struct fq_http *h)
@@ -187,6 +297,7 @@ void fq_http_stop(struct fq_http *h)
 	pthread_mutex_destroy(&h->lock);
 	free(h->metrics);
 	free(h->conninfo);
+	free(h->munge_socket);
 	free(h);
 }
 

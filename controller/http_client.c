@@ -310,8 +310,8 @@ static int parse_response(char *raw, size_t n, struct fq_http_response *resp, ch
 	return 0;
 }
 
-int fq_http_get(const char *base_url, const char *target, int timeout_ms, size_t max_bytes,
-		struct fq_http_response *resp, char *err, size_t errlen)
+int fq_http_get(const char *base_url, const char *target, const char *authorization, int timeout_ms,
+		size_t max_bytes, struct fq_http_response *resp, char *err, size_t errlen)
 {
 	int64_t deadline = now_ms() + timeout_ms;
 	char *req = NULL, *raw = NULL;
@@ -328,11 +328,16 @@ int fq_http_get(const char *base_url, const char *target, int timeout_ms, size_t
 		snprintf(err, errlen, "bad request target");
 		return -EINVAL;
 	}
+	if (authorization && strpbrk(authorization, "\r\n")) {
+		snprintf(err, errlen, "bad Authorization value");
+		return -EINVAL;
+	}
 	n = asprintf(&req,
 		     "GET %s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nAccept: application/json\r\n"
-		     "User-Agent: fabriciq/" PACKAGE_VERSION "\r\nConnection: close\r\n\r\n",
+		     "User-Agent: fabriciq/" PACKAGE_VERSION "\r\n%s%s%sConnection: close\r\n\r\n",
 		     u.prefix, target, strchr(u.host, ':') ? "[" : "", u.host, strchr(u.host, ':') ? "]" : "",
-		     u.port);
+		     u.port, authorization ? "Authorization: " : "", authorization ? authorization : "",
+		     authorization ? "\r\n" : "");
 	if (n < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;

@@ -19,12 +19,14 @@ struct fq_http_response {
 /*
  * GETs base_url + target, where base_url is "http://HOST[:PORT][/PREFIX]"
  * (HOST a name, an IPv4 address or [IPv6]; PORT 80 by default) and target
- * starts with '/' (path and query, already percent-encoded). Returns 0 and
+ * starts with '/' (path and query, already percent-encoded), sending
+ * authorization (NULL: none; no CR or LF) as the Authorization header.
+ * Returns 0 and
  * fills *resp whatever the HTTP status, or a negative errno with err[errlen]
- * saying what failed: -EINVAL bad URL, -ETIMEDOUT past timeout_ms, -EFBIG
+ * saying what failed: -EINVAL bad URL or header, -ETIMEDOUT past timeout_ms, -EFBIG
  * response over max_bytes, -EPROTO not HTTP, or the socket's errno.
  */
-int fq_http_get(const char *base_url, const char *target, int timeout_ms, size_t max_bytes,
-		struct fq_http_response *resp, char *err, size_t errlen);
+int fq_http_get(const char *base_url, const char *target, const char *authorization, int timeout_ms,
+		size_t max_bytes, struct fq_http_response *resp, char *err, size_t errlen);
 
 #endif /* FQ_CONTROLLER_HTTP_CLIENT_H */

@@ -29,7 +29,8 @@ munge_up() {
 		--log-file="$T/munged.log" --seed-file="$T/munged.seed" || return 1
 	for _ in $(seq 50); do [ -s "$T/munged.pid" ] && munge -S "$T/munge.socket" -n >/dev/null 2>&1 && break; sleep 0.1; done
 	MUNGE_PID=$(cat "$T/munged.pid")
-	export MUNGE_SOCKET=$T/munge.socket
+	# the fabriciq CLI mints its API credentials there
+	export FABRICIQ_MUNGE_SOCKET=$T/munge.socket
 }
 
 # ctl_up [KEY=VALUE]...: start the controller; CTL_PORT, HTTP_PORT, CTL_LOG.

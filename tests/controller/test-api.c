@@ -291,17 +291,32 @@ static void test_hints(struct fq_db *db)
 	is_str(str_at(o, "hints.0.command"),
 	       "scontrol update NodeName=gpu03 State=DRAIN Reason=\"fabriciq: link_down on mlx5_1\"",
 	       "hints: the drain command");
-	is_str(str_at(o, "hints.0.argv.4"), "Reason=fabriciq: link_down on mlx5_1", "hints: argv for exec");
+	is_str(str_at(o, "hints.0.slurm_reason"), "fabriciq: link_down on mlx5_1", "hints: the Slurm reason");
+	ok(!at(o, "hints.0.argv"), "hints: no argv (hints --apply builds its own command from the fields)");
 	is_str(str_at(o, "hints.0.anomaly_kind"), "link_down", "hints: the anomaly behind it");
 	ok(json_object_get_boolean(at(o, "hints.1.superseded")),
 	   "hints: gpu01's drain superseded by its resume");
 	is_int(int_at(o, "hints.1.running_jobs.0"), 4242, "hints: jobs running on the node");
 	is_str(str_at(o, "hints.2.command"), "scontrol update NodeName=gpu01 State=RESUME", "hints: resume");
-	is_int(len_at(o, "hints.2.argv"), 4, "hints: resume argv");
 	is_str(str_at(o, "hints.3.node"), "gpu0$(reboot)", "hints: a hostile node name is shown verbatim");
-	ok(str_at(o, "hints.3.refused") && null_at(o, "hints.3.command") && null_at(o, "hints.3.argv"),
-	   "... but gets no command");
+	ok(str_at(o, "hints.3.refused") && null_at(o, "hints.3.command"), "... but gets no command");
+	is_str(str_at(o, "hints.3.refused"),
+	       "bad node name 'gpu0$(reboot)' (Slurm node names: letters, digits, - _ .)", "... saying why");
 	json_object_put(o);
+}
+
+/* Job, uid and hint data for administrators only; the fabric's state open. */
+static void test_access(void)
+{
+	static const char *const admin[] = {"/api/v1/jobs", "/api/v1/jobs/42", "/api/v1/jobs/42.0",
+					    "/api/v1/anomalies", "/api/v1/hints"};
+	static const char *const open[] = {"/api/v1/status", "/api/v1/nodes", "/api/v1/links",
+					   "/api/v1/events", "/api/v1/clock", "/api/v1/nope"};
+
+	for (size_t i = 0; i < sizeof(admin) / sizeof(admin[0]); i++)
+		is_int(fq_api_access(admin[i]), FQ_API_ADMIN, "%s: administrators only", admin[i]);
+	for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++)
+		is_int(fq_api_access(open[i]), FQ_API_OPEN, "%s: open", open[i]);
 }
 
 static void bad(struct fq_db *db, const char *path, const char *query, int want, const char *words)
@@ -371,6 +386,7 @@ int main(void)
 	test_job_report(db);
 	test_lists(db);
 	test_hints(db);
+	test_access();
 	test_bad_input(db);
 
 	is_int(fq_api_get(NULL, "/api/v1/status", NULL, &body), 503, "no database connection: 503");

@@ -2,7 +2,10 @@
 # The fabriciq CLI over HTTP, against the real controller daemon
 # (fabriciq-controller serving controller/api.c) on a private PostgreSQL
 # holding the API fixture: the same tables as direct mode (--db), errors
-# mapped to exit codes through HTTP, hostile job ids through URL encoding.
+# mapped to exit codes through HTTP, hostile job ids through URL encoding;
+# the munge authentication of the job, anomaly and hint paths (root, an
+# unauthenticated request, another uid, controller.api_admin_uids, a
+# credential minted for another path, replayed, forged).
 if [ -z "${FQ_TEST_PG:-}" ]; then
 	exec "$(dirname "$0")/../db/with-postgres.sh" "$0" "$@"
 fi
@@ -20,7 +23,7 @@ load_fixture || { echo "Bail out! fixture failed to load"; exit 1; }
 munge_up || skip_all "private munged did not start"
 ctl_up || { echo "Bail out! the controller did not start: $(tail -3 "$CTL_LOG")"; exit 1; }
 url=http://127.0.0.1:$HTTP_PORT
-http() { "$cli" --controller "$url" "$@"; }
+http() { "$cli" --controller "$url" --munge-socket "$T/munge.socket" "$@"; }
 direct() { "$cli" --db= "$@"; }
 json() { python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"; }
 
@@ -56,6 +59,50 @@ a=$(http --json events --since 2020-01-01T00:00:00+00:00 --node 'gpu03&limit=1' 
 b=$(direct --json events --since 2020-01-01T00:00:00+00:00 --node 'gpu03&limit=1' 2>&1 | json 'len(j["events"])' 2>&1)
 is "$a" "$b" "'&' and '+' in query values reach the API intact"
 "$cli" --controller "$url/nope" status 2>/dev/null; is $? 3 "a wrong URL prefix: HTTP 404, exit 3"
+
+# Authentication. code PATH [CURL ARGS]: the HTTP status of a plain GET.
+code() { local p=$1; shift; curl -s -o "$T/body" -w '%{http_code}' "$@" "$url$p"; }
+mint() { munge -S "$T/munge.socket" -s "$1" "${@:2}"; }
+for p in /api/v1/jobs /api/v1/jobs/4242.0 /api/v1/anomalies /api/v1/hints; do
+	is "$(code "$p")" 401 "GET $p without a credential: 401"
+done
+grep -q 'needs a munge credential' "$T/body"; ok $? "... saying what it needs"
+is "$(curl -s -D - -o /dev/null "$url/api/v1/hints" | tr -d '\r' | grep -i '^WWW-Authenticate:')" "WWW-Authenticate: MUNGE" \
+	"... with WWW-Authenticate: MUNGE"
+for p in /api/v1/status /api/v1/nodes /api/v1/links /api/v1/events /api/v1/clock /metrics; do
+	is "$(code "$p")" 200 "GET $p without a credential: 200 (the fabric's state is open)"
+done
+cred=$(mint /api/v1/hints)
+is "$(code /api/v1/hints -H "Authorization: MUNGE $cred")" 200 "a root credential minted for /api/v1/hints: 200"
+is "$(code /api/v1/hints -H "Authorization: MUNGE $cred")" 401 "... the same credential again: 401 (replayed)"
+grep -q 'Replayed credential' "$T/body"; ok $? "... saying so" || diag "$(cat "$T/body")"
+is "$(code /api/v1/jobs -H "Authorization: MUNGE $(mint /api/v1/hints)")" 401 "a credential minted for another path: 401"
+grep -q 'minted for another path than /api/v1/jobs' "$T/body"; ok $? "... saying so" || diag "$(cat "$T/body")"
+is "$(code /api/v1/hints -H "Authorization: MUNGE MUNGE:AwQFAAB:")" 401 "a forged credential: 401"
+is "$(code /api/v1/hints -H "Authorization: Basic cm9vdDpyb290")" 401 "another scheme: 401"
+# Another uid: the CLI as nobody (65534), through the same munged.
+chmod 0711 "$T"
+nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$cli" --controller "$url" --munge-socket "$T/munge.socket" "$@"; }
+nobody hints >/dev/null 2>"$T/err"; is $? 1 "hints as uid 65534: exit 1"
+grep -q 'uid 65534 is not an administrator of the API (root or controller.api_admin_uids) (HTTP 403)' "$T/err"
+ok $? "... HTTP 403, saying why" || diag "$(cat "$T/err")"
+nobody job 4242.0 >/dev/null 2>&1; is $? 1 "job as uid 65534: exit 1"
+out=$(nobody status 2>&1); is $? 0 "status as uid 65534: exit 0 (open)"
+"$cli" --controller "$url" --munge-socket /nonexistent/munge.socket hints >/dev/null 2>"$T/err"; is $? 1 "hints with no munged to mint: exit 1"
+grep -q 'no credential sent: munge encode' "$T/err"; ok $? "... saying why no credential was sent" || diag "$(cat "$T/err")"
+# (refusals are logged at most 10 a second: the first one surely)
+grep -q 'http: GET /api/v1/jobs refused (401): /api/v1/jobs needs a munge credential' "$CTL_LOG"
+ok $? "the controller logged the first refusal, with why"
+ctl_down
+ctl_up "api_admin_uids=4000,65534" || { echo "Bail out! the controller did not restart"; exit 1; }
+url=http://127.0.0.1:$HTTP_PORT
+out=$(nobody hints 2>&1); is $? 0 "with controller.api_admin_uids = 4000,65534: hints as uid 65534: exit 0"
+is "$(nobody hints)" "$(http hints)" "... the same table as root's"
+ctl_down
+ctl_up "api_admin_uids=65534x" 2>/dev/null; is $? 1 "a bad controller.api_admin_uids: the controller does not start"
+grep -q "controller.api_admin_uids: '65534x' is not a uid" "$CTL_LOG"; ok $? "... saying why" || diag "$(tail -2 "$CTL_LOG")"
+ctl_up || { echo "Bail out! the controller did not restart"; exit 1; }
+url=http://127.0.0.1:$HTTP_PORT
 
 # The daemon's database goes away: HTTP 503, exit 1.
 runuser -u postgres -- "${FQ_PG_BINDIR:-/usr/lib/postgresql/15/bin}/pg_ctl" -D "$PGHOST/data" -m immediate -w stop >/dev/null

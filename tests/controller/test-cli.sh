@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fabriciq CLI against a private PostgreSQL holding the API fixture
 # (test-api-fixture.sh), in direct mode (--db: the API in-process): tables,
-# --json, exit codes, `hints --apply` with stand-in sinfo/scontrol on PATH
+# --json, exit codes, `hints --apply` with a stand-in scontrol on PATH
 # (they record their argv and keep each node's Slurm reason in a file),
 # `db migrate`, and an unreachable controller.
 if [ -z "${FQ_TEST_PG:-}" ]; then
@@ -100,22 +100,26 @@ is "$(fq --json anomalies | json 'j["anomalies"][3]["summary"]')" "$(printf 'esc
 out=$(fq clock)
 grep -Eq '^gpu03  unsynchronised  .*  50\.0 us +30\.0 us +0 +1 +40\.0 us$' <<<"$out"; ok $? "clock: an unsynchronised node" || diag "$out"
 
-# hints and --apply, with stand-in sinfo/scontrol.
+# hints and --apply, with a stand-in scontrol.
 out=$(fq hints)
 grep -Fq 'scontrol update NodeName=gpu03 State=DRAIN Reason="fabriciq: link_down on mlx5_1"' <<<"$out"; ok $? "hints: the drain command"
-grep -Eq '^ 5  .*gpu0\$\(reboot\)  drain .* refused: bad node name$' <<<"$out"; ok $? "hints: a bad node name is refused"
+grep -Eq '^ 5  .*gpu0\$\(reboot\)  drain .* refused: bad node name .gpu0\$\(reboot\)' <<<"$out"; ok $? "hints: a bad node name is refused"
+grep -Fq 'gpu0$(reboot) State' <<<"$out"; ok $((!$?)) "... and has no command"
 fake=$tmp/fakebin
 mkdir -p "$fake" "$tmp/slurm"
-cat >"$fake/sinfo" <<'SH'
-#!/bin/sh
-# sinfo -h -N -n NODE -o %E
-f=$FQ_FAKE_SLURM/reason.$4
-[ -f "$f" ] || exit 0
-cat "$f"
-SH
 cat >"$fake/scontrol" <<'SH'
 #!/bin/sh
 printf '%s|' "$@" >>"$FQ_FAKE_SLURM/scontrol.log"; echo >>"$FQ_FAKE_SLURM/scontrol.log"
+if [ "$1" = show ]; then
+	# scontrol show node NODE, as Slurm 22.05 prints it (abridged)
+	f=$FQ_FAKE_SLURM/reason.$3
+	[ -f "$f" ] || { echo "Node $3 not found" >&2; exit 1; }
+	printf 'NodeName=%s Arch=x86_64 CoresPerSocket=1\n   State=IDLE ThreadsPerCore=1\n' "$3"
+	r=$(cat "$f")
+	[ "$r" = none ] || printf '   Reason=%s [root@2026-11-24T17:00:00]\n' "$r"
+	printf '   Comment=(null)\n'
+	exit 0
+fi
 node=${2#NodeName=}
 [ -f "$FQ_FAKE_SLURM/fail.$node" ] && { echo "scontrol: error: Invalid node state" >&2; exit 1; }
 case $3 in
@@ -123,32 +127,34 @@ State=DRAIN) printf '%s\n' "${4#Reason=}" >"$FQ_FAKE_SLURM/reason.$node";;
 State=RESUME) echo none >"$FQ_FAKE_SLURM/reason.$node";;
 esac
 SH
-chmod +x "$fake/sinfo" "$fake/scontrol"
+chmod +x "$fake/scontrol"
 export FQ_FAKE_SLURM=$tmp/slurm PATH=$fake:$PATH
 for n in 1 2 3 4; do echo none >"$tmp/slurm/reason.gpu0$n"; done
 echo "maintenance by admin" >"$tmp/slurm/reason.gpu01"
 pending() { psql -c "select string_agg(id::text, ',' order by id) from fabriciq.drain_hints where applied_at is null"; }
 
-out=$(fq hints --apply --dry-run); is $? 0 "hints --apply --dry-run: exit 0"
-grep -q '^dry run: 1 applied, 3 skipped, 0 failed$' <<<"$out"; ok $? "... would drain gpu03 only" || diag "$out"
-[ ! -e "$tmp/slurm/scontrol.log" ]; ok $? "... ran no scontrol"
+updates() { grep '^update|' "$tmp/slurm/scontrol.log"; }
+out=$(fq hints --apply --dry-run); is $? 1 "hints --apply --dry-run: exit 1 (a hint is refused)"
+grep -q '^dry run: 1 applied, 2 skipped, 1 failed$' <<<"$out"; ok $? "... would drain gpu03 only" || diag "$out"
+is "$(cat "$tmp/slurm/scontrol.log")" "show|node|gpu03|
+show|node|gpu01|" "... ran only scontrol show node, for the two hints not superseded or refused"
 is "$(pending)" "1,2,3,5" "... recorded nothing"
 
-out=$(fq hints --apply); is $? 0 "hints --apply: exit 0"
-is "$(cat "$tmp/slurm/scontrol.log")" "update|NodeName=gpu03|State=DRAIN|Reason=fabriciq: link_down on mlx5_1|" \
+out=$(fq hints --apply); is $? 1 "hints --apply: exit 1 (a hint is refused)"
+is "$(updates)" "update|NodeName=gpu03|State=DRAIN|Reason=fabriciq: link_down on mlx5_1|" \
 	"... ran exactly one scontrol, with the exact argv (no shell)"
 is "$(cat "$tmp/slurm/reason.gpu03")" "fabriciq: link_down on mlx5_1" "... gpu03 drained with fabriciq's reason"
 grep -q "^hint 3 (resume gpu01): skipped: the node's reason is not fabriciq's ('maintenance by admin'): not resumed$" <<<"$out"
 ok $? "... an administrator's drain is not resumed" || diag "$out"
 grep -q '^hint 2 (drain gpu01): recorded: superseded' <<<"$out"; ok $? "... the superseded drain recorded"
-grep -q '^hint 5 (drain gpu0$(reboot)): skipped: node name has characters' <<<"$out"; ok $? "... the bad node name skipped"
+grep -Fq "hint 5 (drain gpu0\$(reboot)): failed: refused, nothing run: bad node name 'gpu0\$(reboot)'" <<<"$out"; ok $? "... the bad node name refused" || diag "$out"
 is "$(pending)" "3,5" "... gpu03's drain and the superseded one recorded, the others pending"
 
 echo "fabriciq: flapping mlx5_0" >"$tmp/slurm/reason.gpu01"
-out=$(fq --json hints --apply); is $? 0 "hints --apply again, after the node was drained by fabriciq"
-is "$(tail -1 "$tmp/slurm/scontrol.log")" "update|NodeName=gpu01|State=RESUME|" "... resumes it"
+out=$(fq --json hints --apply); is $? 1 "hints --apply again, after the node was drained by fabriciq"
+is "$(updates | tail -1)" "update|NodeName=gpu01|State=RESUME|" "... resumes it"
 is "$(json '[(r["id"], r["outcome"]) for r in j["results"]], j["applied"]' <<<"$out")" \
-	"[(3, 'applied'), (5, 'skipped')] 1" "... --json reports each hint"
+	"[(3, 'applied'), (5, 'failed')] 1" "... --json reports each hint"
 is "$(pending)" "5" "... recorded"
 
 psql -c "insert into fabriciq.drain_hints (node, action, reason, created_at) values ('gpu02', 'drain', 'x', now()), ('gpu04', 'resume', 'y', now())"

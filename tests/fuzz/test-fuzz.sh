@@ -6,12 +6,12 @@
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
 secs=${FQ_FUZZ_SECONDS:-20}
-targets="frame config probe ud ibhandle chunk hello recv"
+targets="frame config probe ud ibhandle chunk hello recv api-query"
 for t in $targets; do
 	[ -x "$top_builddir/tests/fuzz/fuzz-$t" ] ||
 		skip_all "fuzz targets not built (configure found no clang with -fsanitize=fuzzer: apt-get install clang libclang-rt-14-dev)"
 done
-plan 8
+plan 9
 for t in $targets; do
 	work=$(mktemp -d)
 	out=$("$top_builddir/tests/fuzz/fuzz-$t" -max_total_time="$secs" -timeout=5 -rss_limit_mb=1024 \

@@ -17,6 +17,8 @@ for f in "$CB" "$SPANK_SO" "$CTL" "$FQCLI"; do [ -e "$f" ] || skip_all "$f not b
 plan 28
 tb_setup e2e
 S=$FQTB_STATE
+# the CLI as root on the controller's host, with a munge credential from its munged
+fqcli() { tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 --munge-socket "$S/munge/munge.socket" "$@"; }
 
 SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1 step_socket=$S/run/%n/agent-step.sock"
 SPANK+=" telemetry_socket=$S/run/%n/agent-telemetry.sock clock_page=$S/run/%n/clock"
@@ -63,7 +65,7 @@ n=$(psql_ctl "select count(*) from fabriciq.lane_windows l
 	where l.job_id = ${job:-0} and (s.node is distinct from l.src_node or d.node is distinct from l.dst_node
 	or l.src_rank = l.dst_rank)")
 is "$n" 0 "job $job: every lane window names its sending and receiving ranks, each on its own node"
-out=$(tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 job "$job" 2>&1)
+out=$(fqcli job "$job" 2>&1)
 grep -q "n4" <<<"$out"; ok $? "fabriciq job $job: the report names the ranks' nodes" || diag "$out"
 
 # two concurrent jobs on the same hosts: no lane of one stored under the other
@@ -117,12 +119,12 @@ n=$(psql_ctl "select count(*) from fabriciq.anomalies where kind = 'flapping' an
 	diag "$(psql_ctl 'select kind, node, nic, summary from fabriciq.anomalies')"
 hint=$(psql_ctl "select reason from fabriciq.drain_hints where node = 'n3' and action = 'drain' limit 1")
 case $hint in "fabriciq: rail1 "*) ok 0 "a drain hint for n3 naming rail1: $hint";; *) ok 1 "a drain hint for n3 naming rail1: '$hint'";; esac
-out=$(tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 hints 2>&1)
+out=$(fqcli hints 2>&1)
 grep -q "scontrol update NodeName=n3 State=DRAIN" <<<"$out"; ok $? "fabriciq hints prints the scontrol command" ||
 	diag "$out"
 
 # the admin applies it; once n3 is healthy again, fabriciq hints to resume it
-out=$(tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 hints --apply 2>&1)
+out=$(fqcli hints --apply 2>&1)
 ok $? "fabriciq hints --apply" || diag "$out"
 reason=$(tb exec ctl sinfo -h -N -n n3 -o '%E' | head -1)
 case $reason in "fabriciq: rail1 "*) ok 0 "n3 drained in Slurm: $reason";; *) ok 1 "n3 drained in Slurm: '$reason'";; esac
@@ -133,6 +135,6 @@ for ((i = 0; i < 60; i++)); do
 done
 [ "${n:-0}" -ge 1 ]; ok $? "n3 healthy again: a resume hint after $i s" ||
 	diag "$(psql_ctl "select kind, node, nic, end_time from fabriciq.anomalies where end_time is null")"
-tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 hints --apply >/dev/null 2>&1
+fqcli hints --apply >/dev/null 2>&1
 state=$(tb exec ctl sinfo -h -N -n n3 -o '%T' | head -1)
 case $state in *drain*|"") ok 1 "fabriciq hints --apply resumed n3 ($state)";; *) ok 0 "fabriciq hints --apply resumed n3 ($state)";; esac
