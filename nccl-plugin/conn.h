@@ -76,10 +76,15 @@ struct fqn_handle {
 
 _Static_assert(sizeof(struct fqn_handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle must fit NCCL's");
 
-/* First bytes on every lane, connector to listener (little-endian). */
+/* First bytes on every lane, connector to listener (little-endian). The
+ * connector sends its lanes' hellos once every lane has connected or
+ * failed to, and each carries the set that connected (present): the
+ * listener returns the receive comm when those have arrived, and the
+ * others come later through the rejoin port (control mode) or never
+ * (monitor mode). A re-dial's hello has its own lane only. */
 #define FQN_HELLO_MAGIC   0x4c485146u /* "FQHL" */
-#define FQN_HELLO_VERSION 2
-#define FQN_HELLO_SIZE    36
+#define FQN_HELLO_VERSION 3
+#define FQN_HELLO_SIZE    40
 
 #define FQN_HELLO_F_CONTROL 0x01u /* receiver acks, sender fails over */
 #define FQN_HELLO_F_REJOIN  0x02u /* a failed lane of an existing connection */
@@ -90,7 +95,8 @@ struct fqn_hello {
 	uint32_t chunk_size;
 	uint64_t token;
 	uint64_t conn_id;
-	uint32_t rank1; /* the connector's global rank + 1 (0: unknown) */
+	uint32_t rank1;   /* the connector's global rank + 1 (0: unknown) */
+	uint16_t present; /* bit i: lane i connected and sends a hello (includes lane) */
 };
 
 /* A non-blocking listening socket on nic's address, ephemeral port: the fd
@@ -196,6 +202,9 @@ int64_t fqn_mono_ns(void);
 /* Control mode helpers (failover.c). Fill lane i's names and path key from
  * its lane object (NIC index, addresses). */
 void fqn_ctl_lane_init(struct fqn_comm *c, int i);
+/* The same from a NIC index (-1: unknown) and "addr[:port]" strings, for a
+ * lane without a lane object (absent since setup). */
+void fqn_ctl_lane_name(struct fqn_comm *c, int i, int nic, const char *local, const char *peer);
 /* 1 if the path page has lane i's path DOWN, 0 if up or unknown (no
  * page, no entry, or a stale page: see fqn_path_page_fresh). */
 int fqn_ctl_path_down(struct fqn_comm *c, int i);
@@ -223,8 +232,19 @@ int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now);
  * listener's token. */
 int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct sockaddr_storage *bind,
 			    const struct sockaddr_storage *rejoin, const int *can_rejoin);
+/* Sender, either mode: lane i did not connect at setup (its slot NULL):
+ * nic (-1: routed), local and peer name it; it failed with err, the
+ * setup began at since_ns (fqn_mono_ns) and detect_ns later it was given
+ * up. A WARN and a FailoverEvent (cause "connect-failed"). Control mode
+ * (after fqn_send_enable_control): the lane is DOWN and re-dialed like
+ * any failed lane, and its failback is reported when it is verified.
+ * Monitor mode (no failover, so no re-dial either): the connection runs
+ * without it. */
+void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local, const char *peer, int err,
+			  int64_t since_ns, int64_t detect_ns);
 /* Receiver: switch a new comm to control mode; re-dialed lanes carrying
- * token come back through the rejoin listeners. */
+ * token come back through the rejoin listeners, lanes absent at setup
+ * (NULL) among them. */
 int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token);
 
 /* Record the comm's first error and log it once: what failed, the peer,
@@ -255,6 +275,7 @@ int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until);
  * (send or receive) ends with this; at most once per ms per process, and
  * a comm whose owner is in it (another thread) is skipped. */
 void fqn_recv_serve_idle(void);
+/* Comms over lanes[0..nlanes-1]; a NULL lane did not connect at setup. */
 int fqn_send_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,
 			struct fqn_send **out);
 int fqn_recv_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,

@@ -574,9 +574,18 @@ int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)
 		return rc;
 	r->registered = 1;
 	for (int i = 0; i < r->c.nlanes; i++) {
+		struct fqn_lane_ctl *lc = &r->c.lc[i];
+
 		fqn_ctl_lane_init(&r->c, i);
-		r->c.lc[i].state = FQN_LANE_UP;
-		r->c.lc[i].since_ns = now;
+		lc->since_ns = now;
+		if (r->c.lanes[i]) {
+			lc->state = FQN_LANE_UP;
+			continue;
+		}
+		/* absent since setup: DOWN until the sender's re-dial (ctl_install) */
+		lc->state = FQN_LANE_DOWN;
+		lc->cause = "connect-failed";
+		lc->down_ns = now;
 	}
 	r->c.token = token;
 	r->c.control = 1;
@@ -620,6 +629,8 @@ static int recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 		/* Start where the last chunk came from: small messages follow one another. */
 		int i = (r->last_lane + k) % r->c.nlanes, rc;
 
+		if (!r->c.lanes[i]) /* absent since setup: monitor mode runs without it */
+			continue;
 		if (r->small && i != r->last_lane && r->rl[i].idle >= IDLE_AFTER && r->polls % IDLE_EVERY)
 			continue;
 		rc = recv_lane(r, i, until);
