@@ -399,8 +399,9 @@ static void lane_ends(const struct fqn_connecting *st, int i, char *local, char 
 
 	if (st->nic[i] >= 0)
 		inet_ntop(b->ss_family,
-			  b->ss_family == AF_INET ? (const void *)&((const struct sockaddr_in *)b)->sin_addr
-						  : (const void *)&((const struct sockaddr_in6 *)b)->sin6_addr,
+			  b->ss_family == AF_INET
+			      ? (const void *)&((const struct sockaddr_in *)b)->sin_addr
+			      : (const void *)&((const struct sockaddr_in6 *)b)->sin6_addr,
 			  host, sizeof(host));
 	snprintf(local, len, "%s", host);
 	fqn_sockaddr_str((const struct sockaddr *)&st->remote[i], peer, len);
@@ -653,9 +654,9 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h, co
 						.control = !!(h->flags & FQN_HELLO_F_CONTROL),
 						.rank1 = h->rank1};
 		}
-	if (!g || g->nlanes != h->nlanes || g->present != h->present || g->chunk_size != h->chunk_size || g->lanes[h->lane] ||
-	    g->control != !!(h->flags & FQN_HELLO_F_CONTROL) || (h->flags & FQN_HELLO_F_REJOIN) ||
-	    (g->control && !fqn_g->cfg.control)) {
+	if (!g || g->nlanes != h->nlanes || g->present != h->present || g->chunk_size != h->chunk_size ||
+	    g->lanes[h->lane] || g->control != !!(h->flags & FQN_HELLO_F_CONTROL) ||
+	    (h->flags & FQN_HELLO_F_REJOIN) || (g->control && !fqn_g->cfg.control)) {
 		FQN_WARN(
 		    "listener on device %d: inconsistent or excess lane hello (connection %llx lane %u); "
 		    "dropping it",
