@@ -805,12 +805,12 @@ void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local,
 	int64_t now = fqn_mono_ns();
 
 	fqn_ctl_lane_name(&s->c, i, nic, local, peer);
-	FQN_WARN("connection %llx lane %d/%d (%s %s -> %s): connect-failed: %s; %s",
-		 (unsigned long long)s->c.conn_id, i, s->c.nlanes, lc->nic, lc->local, lc->peer,
-		 strerror(-err),
-		 !s->c.control    ? "running on the other lanes (monitor mode: no re-dial)"
-		 : lc->can_rejoin ? "starting on the other lanes, re-dialing it"
-				  : "starting on the other lanes (the listener has no rejoin port: no re-dial)");
+	FQN_WARN(
+	    "connection %llx lane %d/%d (%s %s -> %s): connect-failed: %s; %s",
+	    (unsigned long long)s->c.conn_id, i, s->c.nlanes, lc->nic, lc->local, lc->peer, strerror(-err),
+	    !s->c.control    ? "running on the other lanes (monitor mode: no re-dial)"
+	    : lc->can_rejoin ? "starting on the other lanes, re-dialing it"
+			     : "starting on the other lanes (the listener has no rejoin port: no re-dial)");
 	s->c.failovers++;
 	fqn_ctl_event(&s->c, i, -1, "connect-failed", detect_ns, 0, now - since_ns);
 	if (!s->c.control)

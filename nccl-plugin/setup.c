@@ -476,7 +476,7 @@ static int connect_poll(struct fqn_connecting *st, int dev, uint64_t token)
 		struct fqn_hello hello = {(uint16_t)i,
 					  (uint16_t)st->nlanes,
 					  (uint16_t)(st->control ? FQN_HELLO_F_CONTROL : 0),
-					  (uint32_t)l->chunk_size,
+					  (uint32_t)fqn_g->cfg.chunk_size,
 					  token,
 					  st->conn_id,
 					  fqn_g->rank1,
@@ -485,7 +485,7 @@ static int connect_poll(struct fqn_connecting *st, int dev, uint64_t token)
 		int rc;
 
 		if (st->state[i] != SL_CONNECTED)
-			continue;
+			continue; /* hello out already, or absent */
 		fqn_hello_encode(&hello, buf);
 		rc = l->ops->send_hello(l, buf, sizeof(buf));
 		if (rc == -EINPROGRESS || rc == -EAGAIN) {
