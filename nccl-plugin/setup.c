@@ -390,21 +390,54 @@ static void ib_config_event(const struct fqn_connecting *st, int i, const struct
 	free(s);
 }
 
-/* Lane i's two ends before it connected: "ADDR" (the local NIC's, or "?"
- * when routed) and "ADDR:PORT". */
-static void lane_ends(const struct fqn_connecting *st, int i, char *local, char *peer, size_t len)
+/* The NIC whose address a is (an IB lane's QP goes on that NIC's verbs
+ * port); dflt if none matches. */
+static int nic_of_addr(const struct sockaddr_storage *a0, int dflt)
 {
-	const struct sockaddr_storage *b = &st->bind[i];
+	for (int i = 0; i < fqn_g->nnics; i++) {
+		const struct sockaddr_storage *a = &fqn_g->nics[i].addr;
+
+		if (a->ss_family == AF_INET && a0->ss_family == AF_INET &&
+		    ((struct sockaddr_in *)a)->sin_addr.s_addr ==
+			((const struct sockaddr_in *)a0)->sin_addr.s_addr)
+			return i;
+		if (a->ss_family == AF_INET6 && a0->ss_family == AF_INET6 &&
+		    memcmp(&((struct sockaddr_in6 *)a)->sin6_addr,
+			   &((const struct sockaddr_in6 *)a0)->sin6_addr, 16) == 0)
+			return i;
+	}
+	return dflt;
+}
+
+/* Lane i's two ends before it connected: its local NIC (-1: none known)
+ * and "ADDR" (the bound NIC's, or for a routed lane the source address
+ * the kernel's route to the peer picks; "?" with no route), and
+ * "ADDR:PORT". */
+static int lane_ends(const struct fqn_connecting *st, int i, char *local, char *peer, size_t len)
+{
+	struct sockaddr_storage src = st->bind[i];
+	socklen_t sl = sizeof(src);
+	int nic = st->nic[i], fd;
 	char host[64] = "?";
 
-	if (st->nic[i] >= 0)
-		inet_ntop(b->ss_family,
-			  b->ss_family == AF_INET
-			      ? (const void *)&((const struct sockaddr_in *)b)->sin_addr
-			      : (const void *)&((const struct sockaddr_in6 *)b)->sin6_addr,
+	if (nic < 0) { /* a UDP connect looks the route up and sends nothing */
+		fd = socket(st->remote[i].ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 &&
+		    connect(fd, (const struct sockaddr *)&st->remote[i], sizeof(st->remote[i])) == 0 &&
+		    getsockname(fd, (struct sockaddr *)&src, &sl) == 0)
+			nic = nic_of_addr(&src, -1);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (src.ss_family == AF_INET || src.ss_family == AF_INET6)
+		inet_ntop(src.ss_family,
+			  src.ss_family == AF_INET
+			      ? (const void *)&((const struct sockaddr_in *)&src)->sin_addr
+			      : (const void *)&((const struct sockaddr_in6 *)&src)->sin6_addr,
 			  host, sizeof(host));
 	snprintf(local, len, "%s", host);
 	fqn_sockaddr_str((const struct sockaddr *)&st->remote[i], peer, len);
+	return nic;
 }
 
 /* No lane connected: all are dialed again every SETUP_RETRY_MS; past the
@@ -526,9 +559,8 @@ static int connect_finish(int dev, const struct fqn_handle *h, struct fqn_send *
 	for (int i = 0; i < st->nlanes; i++) {
 		if (st->present & (1u << i))
 			continue;
-		lane_ends(st, i, local, peer, sizeof(local));
-		fqn_send_lane_absent(*out, i, st->nic[i], local, peer, st->err[i], st->start_ns,
-				     st->fail_ns[i] - st->start_ns);
+		fqn_send_lane_absent(*out, i, lane_ends(st, i, local, peer, sizeof(local)), local, peer,
+				     st->err[i], st->start_ns, st->fail_ns[i] - st->start_ns);
 	}
 	return 0;
 }
@@ -581,25 +613,6 @@ static void listen_take_new(struct fqn_listen *l)
 			l->pending[l->npending++] = (struct fqn_pending){.fd = fd};
 		}
 	}
-}
-
-/* The NIC whose address a is (an IB lane's QP goes on that NIC's verbs
- * port); dflt if none matches. */
-static int nic_of_addr(const struct sockaddr_storage *a0, int dflt)
-{
-	for (int i = 0; i < fqn_g->nnics; i++) {
-		const struct sockaddr_storage *a = &fqn_g->nics[i].addr;
-
-		if (a->ss_family == AF_INET && a0->ss_family == AF_INET &&
-		    ((struct sockaddr_in *)a)->sin_addr.s_addr ==
-			((const struct sockaddr_in *)a0)->sin_addr.s_addr)
-			return i;
-		if (a->ss_family == AF_INET6 && a0->ss_family == AF_INET6 &&
-		    memcmp(&((struct sockaddr_in6 *)a)->sin6_addr,
-			   &((const struct sockaddr_in6 *)a0)->sin6_addr, 16) == 0)
-			return i;
-	}
-	return dflt;
 }
 
 size_t fqn_lane_hello_size(void)
