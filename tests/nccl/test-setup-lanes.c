@@ -178,6 +178,24 @@ static void handle_with_refused_lanes(char *handle, int nrefused)
 		h->addr[0].port = h->addr[1].port;
 }
 
+/* The hello's present set: round trip; a set without the hello's own
+ * lane, or naming lanes past nlanes, is refused. */
+static void hello_present(void)
+{
+	struct fqn_hello h = {1, 3, FQN_HELLO_F_CONTROL, 65536, 42, 7, 5, 0x3}, back;
+	uint8_t buf[FQN_HELLO_SIZE];
+
+	fqn_hello_encode(&h, buf);
+	ok(fqn_hello_decode(buf, &back) == 0 && back.present == 0x3 && back.lane == 1 && back.rank1 == 5,
+	   "hello: present set 0x3 round trips");
+	h.present = 0x5;
+	fqn_hello_encode(&h, buf);
+	ok(fqn_hello_decode(buf, &back) == -EPROTO, "hello: a set without the lane's own bit is refused");
+	h.present = 0xa;
+	fqn_hello_encode(&h, buf);
+	ok(fqn_hello_decode(buf, &back) == -EPROTO, "hello: a set naming lane 3 of 3 is refused");
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/nccl-plugin-setup-XXXXXX", sock[256], handle[NCCL_NET_HANDLE_MAXSIZE];
@@ -192,6 +210,7 @@ int main(void)
 	double t0, took;
 
 	fqn_log_set_logger(logger);
+	hello_present();
 	if (!mkdtemp(dir))
 		skip_all("no temp dir");
 	snprintf(sock, sizeof(sock), "%s/agent.sock", dir);
