@@ -55,8 +55,9 @@ diag "testbed up in $SECONDS s"
 # 1. control mode, rail1 of n2 down from the start, restored under the job
 tb link down n2 rail1
 t1=$SECONDS
-start FABRICIQ_MODE=control -- -c allreduce -b 4M -e 4M -n 40 -w 1 --timeline 500 --timeout 40
-sleep 4
+start FABRICIQ_MODE=control -- -c allreduce -b 4M -e 4M -n 60 -w 1 --timeline 500 --timeout 40
+sleep 3
+tup=$(date +%s.%N)
 tb link up n2 rail1
 finish
 ok $? "control: the allreduce starts with rail1 of n2 down, and completes ($((SECONDS - t1)) s)" || errs
@@ -71,7 +72,8 @@ nring=$(wc -w <<<"$ids")
 back=0
 for id in $ids; do back=$((back + $(cat "$tmp"/err.* | grep "connection $id lane" | grep -c 'failback'))); done
 all_back=$(cat "$tmp"/err.* | grep -c 'failback')
-diag "lanes missing on the ring's connections: $nring; came up: $back (failbacks in all: $all_back)"
+diag "lanes missing on the ring's connections: $nring; came up: $back (failbacks in all: $all_back)," \
+	"$(cat "$tmp"/err.* | awk -v t="$tup" '/failback/ { printf " %.0f ms", ($1 - t) * 1000 }') after the rail came up"
 [ "$nring" -eq 2 ] && [ "$back" -eq "$nring" ] && [ "$all_back" -eq "$back" ]
 ok $? "control: the missing lanes of the 2 ring connections came up once the rail was back, one failback each" || errs 20
 grep -q 'did not connect' "$tmp/err.1"
