@@ -128,6 +128,7 @@ struct fqn_lane_ctl {
 	int can_rejoin;
 	uint64_t rx_count, ack_sent; /* receiver: chunks taken off this socket, last count acked */
 	int ack_owed;                /* receiver: a fresh socket's first ack is due */
+	int reported;                /* receiver: this end reported the lane's failure; its failback is due */
 };
 
 struct fqn_comm {
@@ -177,6 +178,9 @@ int64_t fqn_mono_ns(void);
 /* Control mode helpers (failover.c). Fill lane i's names and path key from
  * its lane object (NIC index, addresses). */
 void fqn_ctl_lane_init(struct fqn_comm *c, int i);
+/* The same from a NIC index (-1: unknown) and "addr[:port]" strings, for a
+ * lane without a lane object (absent since setup). */
+void fqn_ctl_lane_name(struct fqn_comm *c, int i, int nic, const char *local, const char *peer);
 /* 1 if the path page has lane i's path DOWN while another path to the
  * same peer node is UP; 0 if up or unknown (no page, no entry, a stale
  * page: see fqn_path_page_fresh), or when every path to the node is DOWN:
@@ -213,8 +217,19 @@ int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now);
  * listener's token. */
 int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct sockaddr_storage *bind,
 			    const struct sockaddr_storage *rejoin, const int *can_rejoin);
+/* Sender, either mode: lane i did not connect at setup (its slot NULL):
+ * nic (-1: routed), local and peer name it; it failed with err, the
+ * setup began at since_ns (fqn_mono_ns) and detect_ns later it was given
+ * up. A WARN and a FailoverEvent (cause "connect-failed"). Control mode
+ * (after fqn_send_enable_control): the lane is DOWN and re-dialed like
+ * any failed lane, and its failback is reported when it is verified.
+ * Monitor mode (no failover, so no re-dial either): the connection runs
+ * without it. */
+void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local, const char *peer, int err,
+			  int64_t since_ns, int64_t detect_ns);
 /* Receiver: switch a new comm to control mode; re-dialed lanes carrying
- * token come back through the rejoin listeners. */
+ * token come back through the rejoin listeners, lanes absent at setup
+ * (NULL) among them. */
 int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token);
 
 /* Record the comm's first error and log it once: what failed, the peer,
@@ -245,6 +260,7 @@ int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until);
  * (send or receive) ends with this; at most once per ms per process, and
  * a comm whose owner is in it (another thread) is skipped. */
 void fqn_recv_serve_idle(void);
+/* Comms over lanes[0..nlanes-1]; a NULL lane did not connect at setup. */
 int fqn_send_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,
 			struct fqn_send **out);
 int fqn_recv_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,

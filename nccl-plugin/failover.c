@@ -40,11 +40,20 @@ static uint32_t ipv4_of(const char *addr)
 	return inet_pton(AF_INET, buf, &a) == 1 ? a.s_addr : 0;
 }
 
-void fqn_ctl_lane_init(struct fqn_comm *c, int i)
+void fqn_ctl_lane_name(struct fqn_comm *c, int i, int nic, const char *local, const char *peer)
 {
 	struct fqn_lane_ctl *lc = &c->lc[i];
-	struct fqn_lane *l = c->lanes[i];
 
+	snprintf(lc->nic, sizeof(lc->nic), "%s",
+		 fqn_g && nic >= 0 && nic < fqn_g->nnics ? fqn_g->nics[nic].name : "?");
+	snprintf(lc->local, sizeof(lc->local), "%s", local);
+	snprintf(lc->peer, sizeof(lc->peer), "%s", peer);
+	lc->remote_ipv4 = ipv4_of(peer);
+}
+
+void fqn_ctl_lane_init(struct fqn_comm *c, int i)
+{
+	struct fqn_lane *l = c->lanes[i];
 	uint32_t mine;
 
 	if (!l)
@@ -58,11 +67,7 @@ void fqn_ctl_lane_init(struct fqn_comm *c, int i)
 		if (a->sin_family == AF_INET && a->sin_addr.s_addr == mine)
 			l->nic = k;
 	}
-	snprintf(lc->nic, sizeof(lc->nic), "%s",
-		 fqn_g && l->nic >= 0 && l->nic < fqn_g->nnics ? fqn_g->nics[l->nic].name : "?");
-	memcpy(lc->local, l->local, sizeof(lc->local));
-	memcpy(lc->peer, l->peer, sizeof(lc->peer));
-	lc->remote_ipv4 = ipv4_of(l->peer);
+	fqn_ctl_lane_name(c, i, l->nic, l->local, l->peer);
 }
 
 int fqn_ctl_path_due(struct fqn_comm *c, int64_t now)

@@ -22,6 +22,7 @@ void fqn_hello_encode(const struct fqn_hello *h, uint8_t out[FQN_HELLO_SIZE])
 	fqn_put_le(out + 16, h->token, 8);
 	fqn_put_le(out + 24, h->conn_id, 8);
 	fqn_put_le(out + 32, h->rank1, 4);
+	fqn_put_le(out + 36, h->present, 2);
 }
 
 int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h)
@@ -33,9 +34,12 @@ int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h)
 	h->token = fqn_get_le(in + 16, 8);
 	h->conn_id = fqn_get_le(in + 24, 8);
 	h->rank1 = (uint32_t)fqn_get_le(in + 32, 4);
+	h->present = (uint16_t)fqn_get_le(in + 36, 2);
 	if (fqn_get_le(in, 4) != FQN_HELLO_MAGIC || fqn_get_le(in + 4, 2) != FQN_HELLO_VERSION)
 		return -EPROTO;
 	if (h->nlanes < 1 || h->nlanes > FQN_MAX_LANES || h->lane >= h->nlanes)
+		return -EPROTO;
+	if (!(h->present & (1u << h->lane)) || (h->present >> h->nlanes))
 		return -EPROTO;
 	if (h->flags & ~(FQN_HELLO_F_CONTROL | FQN_HELLO_F_REJOIN))
 		return -EPROTO;

@@ -3,10 +3,17 @@
  * listening side's wait for them.
  *
  * Hello, FQN_HELLO_SIZE bytes, little-endian:
- *   0 u32 magic "FQHL"  4 u16 version (2)  6 u16 lane  8 u16 nlanes
+ *   0 u32 magic "FQHL"  4 u16 version (3)  6 u16 lane  8 u16 nlanes
  *  10 u16 flags        12 u32 chunk_size  16 u64 token (the listener's)
  *  24 u64 conn_id      32 u32 rank1 (the connector's global rank + 1)
+ *  36 u16 present (bit i: lane i connected and sends a hello)  38 u16 0
  * An IB lane sends its QP handle (FQIB_HANDLE_SIZE bytes) right after it.
+ *
+ * The connector sends its lanes' hellos once every lane has connected or
+ * failed to, and each carries the set that connected (present): the
+ * listener returns the receive comm when those have arrived, and the
+ * others come later through the rejoin port (control mode) or never
+ * (monitor mode). A re-dial's hello has its own lane only.
  *
  * A listener (setup.c's listen sockets, rejoin.c's rejoin listeners)
  * parks each accepted socket in a struct fqn_hello_wait until its hello
@@ -25,8 +32,8 @@
 #include "nccl-plugin/ib_handle.h"
 
 #define FQN_HELLO_MAGIC   0x4c485146u /* "FQHL" */
-#define FQN_HELLO_VERSION 2
-#define FQN_HELLO_SIZE    36
+#define FQN_HELLO_VERSION 3
+#define FQN_HELLO_SIZE    40
 #define FQN_HELLO_MAX     (FQN_HELLO_SIZE + FQIB_HANDLE_SIZE) /* with an IB lane's QP handle */
 
 #define FQN_HELLO_F_CONTROL 0x01u /* receiver acks, sender fails over */
@@ -38,12 +45,14 @@ struct fqn_hello {
 	uint32_t chunk_size;
 	uint64_t token;
 	uint64_t conn_id;
-	uint32_t rank1; /* the connector's global rank + 1 (0: unknown) */
+	uint32_t rank1;   /* the connector's global rank + 1 (0: unknown) */
+	uint16_t present; /* bit i: lane i connected and sends a hello (includes lane) */
 };
 
 void fqn_hello_encode(const struct fqn_hello *h, uint8_t out[FQN_HELLO_SIZE]);
 /* 0, or -EPROTO: bad magic or version, lane not below nlanes, nlanes not
- * 1..FQN_MAX_LANES, unknown flags, chunk size outside 4 KiB..64 MiB. */
+ * 1..FQN_MAX_LANES, present without the lane or with lanes past nlanes,
+ * unknown flags, chunk size outside 4 KiB..64 MiB. */
 int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h);
 
 /* May a re-dialed lane with hello h join the connection conn (the hello

@@ -364,6 +364,7 @@ static void ctl_lane_drop(struct fqn_recv *r, int i, const char *cause, int err,
 	memset(rl, 0, sizeof(*rl));              /* a chunk half landed is simply taken from its resend */
 	if (cause && lc->state == FQN_LANE_UP) { /* a new outage */
 		fqn_ctl_event(&r->c, i, -1, cause, now, 0, 0, 0);
+		lc->reported = 1;
 		FQN_WARN(
 		    "connection %llx lane %d/%d (%s %s <- %s): %s%s%s; waiting for the sender to re-dial",
 		    (unsigned long long)r->c.conn_id, i, r->c.nlanes, lc->nic, lc->local, lc->peer, cause,
@@ -409,7 +410,9 @@ static void ctl_install(struct fqn_recv *r, struct fqn_lane *l, int64_t now)
 {
 	int i = l->index;
 	struct fqn_lane_ctl *lc = &r->c.lc[i];
-	int64_t down_ns = lc->state == FQN_LANE_UP ? 0 : lc->down_ns; /* this end had it down */
+	/* this end reported it down (not a lane absent since setup, which
+	 * the sender reports, nor one only the sender saw fail) */
+	int64_t down_ns = lc->state != FQN_LANE_UP && lc->reported ? lc->down_ns : 0;
 
 	if (r->c.lanes[i])
 		ctl_lane_drop(r, i, NULL, 0, now);
@@ -421,6 +424,7 @@ static void ctl_install(struct fqn_recv *r, struct fqn_lane *l, int64_t now)
 			 (long long)((now - down_ns) / 1000000));
 		fqn_ctl_event(&r->c, i, i, "failback", now, 0, 0, now - down_ns);
 	}
+	lc->reported = 0;
 	lc->state = FQN_LANE_UP;
 	lc->since_ns = now;
 	lc->down_ns = 0;
@@ -526,6 +530,7 @@ static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 				 !strcmp(lc->cause, "path-down") ? "the path is UP"
 								 : "the peer is heard again");
 			fqn_ctl_event(&r->c, i, i, "failback", now, 0, 0, now - lc->down_ns);
+			lc->reported = 0;
 			lc->state = FQN_LANE_UP;
 			lc->since_ns = now;
 			lc->down_ns = 0;
@@ -542,6 +547,7 @@ static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 	lc->last_err = 0;
 	lc->down_ns = lc->since_ns = now;
 	fqn_ctl_event(&r->c, i, -1, lc->cause, now, 0, 0, 0);
+	lc->reported = 1;
 	FQN_WARN("connection %llx lane %d/%d (%s %s <- %s): %s (%s); waiting for the sender",
 		 (unsigned long long)r->c.conn_id, i, r->c.nlanes, lc->nic, lc->local, lc->peer, lc->cause,
 		 down ? "the agent's path page has the path DOWN"
@@ -595,9 +601,18 @@ int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)
 		return rc;
 	r->registered = 1;
 	for (int i = 0; i < r->c.nlanes; i++) {
+		struct fqn_lane_ctl *lc = &r->c.lc[i];
+
 		fqn_ctl_lane_init(&r->c, i);
-		r->c.lc[i].state = FQN_LANE_UP;
-		r->c.lc[i].since_ns = now;
+		lc->since_ns = now;
+		if (r->c.lanes[i]) {
+			lc->state = FQN_LANE_UP;
+			continue;
+		}
+		/* absent since setup: DOWN until the sender's re-dial (ctl_install) */
+		lc->state = FQN_LANE_DOWN;
+		lc->cause = "connect-failed";
+		lc->down_ns = now;
 	}
 	r->c.token = token;
 	r->c.control = 1;
@@ -641,6 +656,8 @@ static int recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 		/* Start where the last chunk came from: small messages follow one another. */
 		int i = (r->last_lane + k) % r->c.nlanes, rc;
 
+		if (!r->c.lanes[i]) /* absent since setup: monitor mode runs without it */
+			continue;
 		if (r->small && i != r->last_lane && r->rl[i].idle >= IDLE_AFTER && r->polls % IDLE_EVERY)
 			continue;
 		rc = recv_lane(r, i, until);

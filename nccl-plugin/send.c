@@ -629,7 +629,8 @@ static void ctl_redial(struct fqn_send *s, int i, int64_t now)
 				      (uint32_t)s->c.chunk_size,
 				      s->c.token,
 				      s->c.conn_id,
-				      fqn_g->rank1};
+				      fqn_g->rank1,
+				      (uint16_t)(1u << i)};
 		uint8_t buf[FQN_HELLO_SIZE];
 
 		rc = l->ops->poll_connected(l);
@@ -797,6 +798,33 @@ int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct soc
 	return fqn_g->cfg.steer && s->c.nlanes > 1 ? steer_enable(s, now) : 0;
 }
 
+void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local, const char *peer, int err,
+			  int64_t since_ns, int64_t detect_ns)
+{
+	struct fqn_lane_ctl *lc = &s->c.lc[i];
+	int64_t now = fqn_mono_ns();
+
+	fqn_ctl_lane_name(&s->c, i, nic, local, peer);
+	FQN_WARN(
+	    "connection %llx lane %d/%d (%s %s -> %s): connect-failed: %s; %s",
+	    (unsigned long long)s->c.conn_id, i, s->c.nlanes, lc->nic, lc->local, lc->peer, strerror(-err),
+	    !s->c.control    ? "running on the other lanes (monitor mode: no re-dial)"
+	    : lc->can_rejoin ? "starting on the other lanes, re-dialing it"
+			     : "starting on the other lanes (the listener has no rejoin port: no re-dial)");
+	s->c.failovers++;
+	fqn_ctl_event(&s->c, i, -1, "connect-failed", since_ns, detect_ns, 0, now - since_ns);
+	if (!s->c.control)
+		return;
+	steer_lane_state(s, i, 0, now);
+	lc->state = FQN_LANE_DOWN;
+	lc->cause = "connect-failed";
+	lc->last_err = err;
+	lc->down_ns = since_ns;
+	lc->since_ns = now;
+	lc->backoff_ms = BACKOFF_MIN_MS;
+	lc->next_try_ns = now + (int64_t)lc->backoff_ms * 1000000;
+}
+
 int fqn_send_progress(struct fqn_send *s)
 {
 	int n = s->c.nlanes;
@@ -811,8 +839,11 @@ int fqn_send_progress(struct fqn_send *s)
 	}
 	s->multi = 0;
 	for (int k = 0; k < n; k++) {
-		int rc = send_fill_lane(s, (int)((s->rr + (unsigned)k) % (unsigned)n));
+		int i = (int)((s->rr + (unsigned)k) % (unsigned)n), rc;
 
+		if (!s->c.lanes[i])
+			continue; /* absent since setup (fqn_send_lane_absent) */
+		rc = send_fill_lane(s, i);
 		if (rc < 0)
 			return rc;
 	}

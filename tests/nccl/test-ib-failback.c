@@ -313,20 +313,27 @@ static void spin_until_up(struct fqn_send *s, struct fqn_recv *r, int i, double 
 
 static struct fq_path_page_writer *page;
 
+/* The lanes' path in `state`, and the peer node's other path (another
+ * rail, UP): a DOWN is believed only while another path to the node is UP. */
 static void path_state(uint32_t state)
 {
-	struct fq_path_entry e;
+	struct fq_path_entry e[2];
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	memset(&e, 0, sizeof(e));
-	strcpy(e.local_nic, "lo");
-	strcpy(e.remote_node, "self");
-	strcpy(e.remote_nic, "lo");
-	e.remote_ipv4 = htonl(INADDR_LOOPBACK);
-	e.state = state;
+	memset(e, 0, sizeof(e));
+	strcpy(e[0].local_nic, "lo");
+	strcpy(e[0].remote_node, "self");
+	strcpy(e[0].remote_nic, "lo");
+	e[0].remote_ipv4 = htonl(INADDR_LOOPBACK);
+	e[0].state = state;
+	e[1] = e[0];
+	strcpy(e[1].local_nic, "rail9");
+	strcpy(e[1].remote_nic, "rail9");
+	e[1].remote_ipv4 = htonl(0xc6130909); /* 198.19.9.9 */
+	e[1].state = FQ_PATH_STATE_UP;
 	/* published now: the plugin ignores a stale page */
-	fq_path_page_publish(page, &e, 1, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+	fq_path_page_publish(page, e, 2, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 }
 
 static void test_stamps(struct fqn_send *s, struct fqn_recv *r, struct xfer *x)

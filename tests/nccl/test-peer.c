@@ -95,7 +95,9 @@ static int send_all(int fd, const void *p, size_t n)
 
 static int hello(int fd, int lane, int nlanes, uint16_t flags, uint32_t chunk, uint64_t conn_id)
 {
-	struct fqn_hello h = {(uint16_t)lane, (uint16_t)nlanes, flags, chunk, TOKEN, conn_id, 0};
+	/* a re-dial names its own lane; a new connection's lanes all of them */
+	uint16_t present = flags & FQN_HELLO_F_REJOIN ? 1u << lane : (1u << nlanes) - 1;
+	struct fqn_hello h = {(uint16_t)lane, (uint16_t)nlanes, flags, chunk, TOKEN, conn_id, 0, present};
 	uint8_t buf[FQN_HELLO_SIZE];
 
 	fqn_hello_encode(&h, buf);

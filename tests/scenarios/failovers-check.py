@@ -11,7 +11,7 @@ for line in open(log, errors='replace'):
     conn, lane, d = int(m.group(1), 16), int(m.group(2)), m.group(3)
     end = 'send' if d == '->' else 'recv'
     lines[(conn, lane)].append(line.rstrip())
-    if 'bytes to resend' in line or 'waiting for the sender' in line:
+    if 'bytes to resend' in line or 'waiting for the sender' in line or '): connect-failed: ' in line:
         L[(conn, lane, end, 'down')] += 1
     elif 'failback' in line:
         L[(conn, lane, end, 'back')] += 1
