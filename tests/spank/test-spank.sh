@@ -153,12 +153,15 @@ is "$(srun -N1 --fabriciq=monitor --fabriciq=off sh -c 'env | grep "^FABRICIQ_\|
 is "$(srun -N1 --export=NONE --fabriciq=control /usr/bin/printenv FABRICIQ_MODE 2>&1)" control "srun --export=NONE --fabriciq=control"
 
 # ---- 6. sbatch with two steps, salloc, --export=NONE ----------------------
+# srun -Q: a step that waits for the previous one's nodes to be released
+# says so on the job's stderr ("step creation temporarily disabled"),
+# which would land among the lines compared
 cat >"$S/job.sh" <<'JOB'
 #!/bin/bash
 echo "batch $FABRICIQ_MODE $FABRICIQ_STEP_ID"
-/usr/bin/srun -N2 -n2 /bin/sh -c 'echo "s$SLURM_STEP_ID $FABRICIQ_MODE $FABRICIQ_STEP_ID $FABRICIQ_RANK $NCCL_NET_PLUGIN"'
-/usr/bin/srun -N2 -n2 /bin/sh -c 'echo "s$SLURM_STEP_ID $FABRICIQ_MODE $FABRICIQ_STEP_ID $FABRICIQ_RANK $NCCL_NET_PLUGIN"'
-/usr/bin/srun -N1 -n1 --fabriciq=off /bin/sh -c 'echo "off:$FABRICIQ_MODE:$FABRICIQ_STEP_ID:$NCCL_NET_PLUGIN:"'
+/usr/bin/srun -Q -N2 -n2 /bin/sh -c 'echo "s$SLURM_STEP_ID $FABRICIQ_MODE $FABRICIQ_STEP_ID $FABRICIQ_RANK $NCCL_NET_PLUGIN"'
+/usr/bin/srun -Q -N2 -n2 /bin/sh -c 'echo "s$SLURM_STEP_ID $FABRICIQ_MODE $FABRICIQ_STEP_ID $FABRICIQ_RANK $NCCL_NET_PLUGIN"'
+/usr/bin/srun -Q -N1 -n1 --fabriciq=off /bin/sh -c 'echo "off:$FABRICIQ_MODE:$FABRICIQ_STEP_ID:$NCCL_NET_PLUGIN:"'
 JOB
 for exp in ALL NONE; do
 	out=$(timeout 60 "$TB" slurm sbatch -W -N2 --export=$exp --fabriciq=control -o "$S/out-$exp" "$S/job.sh" 2>&1)
