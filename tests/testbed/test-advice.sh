@@ -30,7 +30,7 @@ S=$FQTB_STATE
 
 # only the step socket: the agent tells the tasks its other paths
 SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0 step_socket=$S/run/%n/agent-step.sock"
-tb up --prefix adv --hosts 2 --rails 1 --leaves 1 --spines 1 --clock-offsets zero --plugstack "$SPANK" >/dev/null
+tb up --prefix "$TB_PFX" --hosts 2 --rails 1 --leaves 1 --spines 1 --clock-offsets zero --plugstack "$SPANK" >/dev/null
 ok $? "up: 2 hosts x 1 rail, Slurm with the SPANK plugin"
 tb_controller_start "$CTL" -s advice_lifetime=30s
 sleep 1
