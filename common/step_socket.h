@@ -13,6 +13,11 @@
  * (idempotent: the SPANK callback may run more than once). StepEnd
  * unregisters; an unknown step is code ENOENT. code 0: done; else a
  * positive errno with a message. The agent forwards both to the controller.
+ * Every answer to StepStart, refused or not, also carries Result.paths:
+ * the telemetry socket, clock page and path page this agent opened (its
+ * run_dir and overrides applied), so the plugin hands the tasks exactly
+ * the agent's paths. An answer without paths comes from an agent older
+ * than the field; the plugin then falls back to the defaults below.
  *
  * Telemetry socket (agent.telemetry_socket, default
  * FQ_TELEMETRY_SOCKET_DEFAULT), mode 0666: any job process may send

@@ -26,8 +26,7 @@ top_srcdir=$PWD top_builddir=$B source tests/testbed/lib/testlib.sh
 
 step "bringing up the emulated cluster (Slurm with the fabriciq SPANK plugin)"
 SPANK="optional $B/spank/.libs/spank_fabriciq.so libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1"
-SPANK+=" step_socket=$S/run/%n/agent-step.sock telemetry_socket=$S/run/%n/agent-telemetry.sock"
-SPANK+=" clock_page=$S/run/%n/clock"
+SPANK+=" step_socket=$S/run/%n/agent-step.sock" # the agent tells its other paths
 "$TB" up --prefix fqdemo --hosts 4 --rails 2 --leaves 2 --spines 2 --clock-offsets random \
 	--plugstack "$SPANK" || exit 1
 "$TB" status

@@ -445,7 +445,8 @@ static int start_sharing(struct agent *a)
 		fq_error("cannot create the path page %s: %s", a->path_page_path, strerror(-rc));
 		return rc;
 	}
-	a->local = fq_local_create(a->base, a->step_socket, a->telemetry_socket, &agent_local_ops, a);
+	a->local = fq_local_create(a->base, a->step_socket, a->telemetry_socket, a->clock_page_path,
+				   a->path_page_path, &agent_local_ops, a);
 	if (!a->local)
 		return -EIO;
 	if (*a->cfg.controller) {

@@ -39,6 +39,7 @@ struct fq_local {
 	void *arg;
 	struct evconnlistener *lis[2];
 	char path[2][sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *clock_page, *path_page;
 	struct conn *conns;
 	unsigned nconns;
 	uint64_t step_requests, step_refused, step_not_root, telemetry_frames, telemetry_unregistered,
@@ -61,7 +62,8 @@ static void conn_close(struct conn *c)
 	free(c);
 }
 
-static void answer(struct conn *c, uint64_t seq, int rc, const char *msg)
+/* paths: NULL, or the agent's paths (the answer to a StepStart). */
+static void answer(struct conn *c, uint64_t seq, int rc, const char *msg, Fabriciq__AgentPaths *paths)
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__Result res = FABRICIQ__RESULT__INIT;
@@ -71,6 +73,7 @@ static void answer(struct conn *c, uint64_t seq, int rc, const char *msg)
 	res.seq = seq;
 	res.code = rc < 0 ? -rc : 0;
 	res.message = (char *)(msg ? msg : "");
+	res.paths = paths;
 	env.version = FQ_PROTOCOL_VERSION;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_RESULT;
 	env.result = &res;
@@ -84,6 +87,7 @@ static void answer(struct conn *c, uint64_t seq, int rc, const char *msg)
 static void on_step_frame(struct conn *c, Fabriciq__Envelope *env)
 {
 	struct fq_local *l = c->l;
+	Fabriciq__AgentPaths paths = FABRICIQ__AGENT_PATHS__INIT, *told = NULL;
 	char msg[256] = "";
 	int rc;
 
@@ -91,6 +95,10 @@ static void on_step_frame(struct conn *c, Fabriciq__Envelope *env)
 	switch (env->payload_case) {
 	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_START:
 		rc = l->ops.step_start(l->arg, env->step_start, msg, sizeof(msg));
+		paths.telemetry_socket = l->path[TELEMETRY];
+		paths.clock_page = l->clock_page;
+		paths.path_page = l->path_page;
+		told = &paths;
 		break;
 	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_END:
 		rc = l->ops.step_end(l->arg, env->step_end, msg, sizeof(msg));
@@ -103,7 +111,7 @@ static void on_step_frame(struct conn *c, Fabriciq__Envelope *env)
 		l->step_refused++;
 		fq_warn("step socket: request from pid %d refused: %s", (int)c->cred.pid, msg);
 	}
-	answer(c, env->seq, rc, msg);
+	answer(c, env->seq, rc, msg, told);
 }
 
 /* One frame on the telemetry socket: 0, or -1 to close the connection. */
@@ -270,6 +278,7 @@ static struct evconnlistener *listen_unix(struct fq_local *l, const char *path, 
 }
 
 struct fq_local *fq_local_create(struct event_base *base, const char *step_path, const char *telemetry_path,
+				 const char *clock_page, const char *path_page,
 				 const struct fq_local_ops *ops, void *arg)
 {
 	struct fq_local *l = calloc(1, sizeof(*l));
@@ -279,6 +288,12 @@ struct fq_local *fq_local_create(struct event_base *base, const char *step_path,
 	l->base = base;
 	l->ops = *ops;
 	l->arg = arg;
+	l->clock_page = strdup(clock_page);
+	l->path_page = strdup(path_page);
+	if (!l->clock_page || !l->path_page) {
+		fq_error("local sockets: out of memory");
+		goto fail;
+	}
 	l->lis[STEP] = listen_unix(l, step_path, 0600, l->path[STEP], sizeof(l->path[STEP]));
 	if (!l->lis[STEP])
 		goto fail;
@@ -303,6 +318,8 @@ void fq_local_destroy(struct fq_local *l)
 			evconnlistener_free(l->lis[i]);
 			unlink(l->path[i]);
 		}
+	free(l->clock_page);
+	free(l->path_page);
 	free(l);
 }
 

@@ -2,7 +2,9 @@
  * local: the agent's two unix sockets (the contract: common/step_socket.h).
  *
  * The step socket (root only: mode 0600 and SO_PEERCRED uid 0) takes
- * StepStart/StepEnd requests and answers each with a Result. The telemetry
+ * StepStart/StepEnd requests and answers each with a Result; an answer to
+ * StepStart also carries the agent's paths (the telemetry socket, the
+ * clock and path pages given at create). The telemetry
  * socket (mode 0666) takes LaneReport/FailoverEvent frames from job
  * processes, each handed over with the sender's kernel-proven credentials.
  * Garbage, oversized frames and frames of the wrong kind are counted and
@@ -35,9 +37,11 @@ struct fq_local_ops {
 
 struct fq_local;
 
-/* Listen on both paths (an existing socket file is replaced). NULL on
- * failure, logged with the path and errno. */
+/* Listen on both socket paths (an existing socket file is replaced);
+ * clock_page and path_page are only told to StepStart's callers (copied).
+ * NULL on failure, logged with the path and errno. */
 struct fq_local *fq_local_create(struct event_base *base, const char *step_path, const char *telemetry_path,
+				 const char *clock_page, const char *path_page,
 				 const struct fq_local_ops *ops, void *arg);
 /* Close every connection and remove both socket files. */
 void fq_local_destroy(struct fq_local *l);

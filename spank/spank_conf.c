@@ -13,9 +13,6 @@ void fq_spank_conf_defaults(struct fq_spank_conf *conf, const char *libdir)
 	memset(conf, 0, sizeof(*conf));
 	snprintf(conf->libdir, sizeof(conf->libdir), "%s", libdir);
 	snprintf(conf->step_socket, sizeof(conf->step_socket), "%s", FQ_STEP_SOCKET_DEFAULT);
-	snprintf(conf->telemetry_socket, sizeof(conf->telemetry_socket), "%s", FQ_TELEMETRY_SOCKET_DEFAULT);
-	snprintf(conf->clock_page, sizeof(conf->clock_page), "%s", FQ_CLOCK_PAGE_DEFAULT);
-	snprintf(conf->path_page, sizeof(conf->path_page), "%s", FQ_PATH_PAGE_DEFAULT);
 	conf->bare_mode = FQ_MODE_MONITOR;
 	conf->site_default = FQ_MODE_OFF;
 	conf->required = false;
@@ -76,6 +73,19 @@ int fq_spank_path_expand(const char *path, const char *node, char *out, size_t o
 	if (n >= outlen)
 		return -ENAMETOOLONG;
 	out[n] = 0;
+	return 0;
+}
+
+int fq_spank_agent_path(const char *override, const char *node, const char *told, const char *dflt, char *out,
+			size_t outlen)
+{
+	const char *path = *told ? told : dflt;
+
+	if (*override)
+		return fq_spank_path_expand(override, node, out, outlen);
+	if (strlen(path) >= outlen)
+		return -ENAMETOOLONG;
+	strcpy(out, path);
 	return 0;
 }
 

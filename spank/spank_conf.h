@@ -7,7 +7,8 @@
  * Keys: ifaces (the back-end NICs, comma-separated, exported to the tasks
  * as FABRICIQ_IFACES unless the job sets it), libdir, step_socket,
  * telemetry_socket, clock_page, path_page (paths; "%n"
- * expands to the node name, "%%" to "%"), mode (what a bare --fabriciq
+ * expands to the node name, "%%" to "%"; the last three are overrides of
+ * what the agent tells, empty unless given), mode (what a bare --fabriciq
  * means: monitor|control), default (site default for jobs without the
  * option: off|monitor|control), required (yes|no: a step asking for
  * fabriciq fails if the agent is unreachable), timeout_ms (every socket
@@ -31,6 +32,7 @@ enum fq_spank_mode {
 struct fq_spank_conf {
 	char libdir[FQ_SPANK_PATH_MAX];
 	char step_socket[FQ_SPANK_PATH_MAX]; /* unexpanded: may hold %n */
+	/* Overrides of the paths the agent tells ("": the agent's). */
 	char telemetry_socket[FQ_SPANK_PATH_MAX];
 	char clock_page[FQ_SPANK_PATH_MAX];
 	char path_page[FQ_SPANK_PATH_MAX];
@@ -41,8 +43,9 @@ struct fq_spank_conf {
 	int timeout_ms;
 };
 
-/* Fill conf with the built-in defaults (sockets of common/step_socket.h,
- * libdir as given, monitor, off, not required, 2000 ms). */
+/* Fill conf with the built-in defaults (the step socket of
+ * common/step_socket.h, no path overrides, libdir as given, monitor, off,
+ * not required, 2000 ms). */
 void fq_spank_conf_defaults(struct fq_spank_conf *conf, const char *libdir);
 
 /* Parse argv[0..ac) (key=value words) over the defaults already in conf.
@@ -61,5 +64,12 @@ const char *fq_spank_mode_name(enum fq_spank_mode mode);
 /* Expand %n (node) and %% in path into out. Returns 0, -ENAMETOOLONG, or
  * -EINVAL for another %-sequence. */
 int fq_spank_path_expand(const char *path, const char *node, char *out, size_t outlen);
+
+/* One of the agent's paths as the tasks get it, into out: the plugstack
+ * override (expanded for node) when not "", else what the agent told when
+ * not "", else dflt (common/step_socket.h). Returns 0, or -ENAMETOOLONG /
+ * -EINVAL as fq_spank_path_expand. */
+int fq_spank_agent_path(const char *override, const char *node, const char *told, const char *dflt, char *out,
+			size_t outlen);
 
 #endif /* FQ_SPANK_CONF_H */

@@ -14,6 +14,13 @@
  * to the node agent's step socket as root, exports the variables to the
  * tasks, registers the step once every local task has forked, and
  * unregisters it at exit. With mode off (the default) nothing is touched.
+ *
+ * The agent's paths (telemetry socket, clock and path pages) come in its
+ * answer to StepStart, which slurmstepd gets after the tasks forked and
+ * before it lets them exec (spank(8): post_fork runs for every task before
+ * any task execs). They reach the tasks through a shared anonymous
+ * mapping made before the fork: slurmstepd writes the answer there, each
+ * task reads it in task_init and exports it.
  */
 #include <errno.h>
 #include <signal.h>
@@ -22,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,7 +38,9 @@
 #include <slurm/spank.h>
 
 #include "common/clock_page.h"
+#include "common/step_socket.h"
 #include "spank/spank_conf.h"
+#include "spank/spank_env.h"
 #include "spank/step_client.h"
 
 SPANK_PLUGIN(fabriciq, 1);
@@ -52,6 +62,9 @@ static struct {
 	char step_socket[FQ_SPANK_PATH_MAX];
 	uint32_t job, step, nnodes, ntasks, nlocal, uid;
 	struct fq_step_client *client;
+	/* What the agent's answer to StepStart told ("" until then, or from
+	 * an older agent); MAP_SHARED, so the forked tasks see it. */
+	struct fq_step_paths *told;
 	Fabriciq__Rank *ranks; /* nlocal, by local task id */
 	bool *forked;
 	uint32_t nforked;
@@ -142,26 +155,45 @@ static int client_post_opt(void)
 
 /* ---- remote context ------------------------------------------------------ */
 
-static int get_env(spank_t sp, const char *name, char *buf, int len)
+/* spank_getenv in fq_spank_getenv's terms. */
+static int spank_get(void *sp, const char *name, char *buf, int len)
 {
-	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? 0 : -1;
+	spank_err_t e = spank_getenv(sp, name, buf, len);
+
+	if (e == ESPANK_SUCCESS)
+		return 0;
+	if (e == ESPANK_ENV_NOEXIST)
+		return -ENOENT;
+	return e == ESPANK_NOSPACE ? -ENOSPC : -EINVAL;
+}
+
+/* name's value in the job's environment, whatever its length: 0 and *val
+ * (the caller frees it), -ENOENT when unset, or another negative errno,
+ * logged. */
+static int get_env(spank_t sp, const char *name, char **val)
+{
+	int rc = fq_spank_getenv(spank_get, sp, name, val);
+
+	if (rc < 0 && rc != -ENOENT)
+		slurm_error("fabriciq: job %u: cannot read %s: %s", g.job, name, strerror(-rc));
+	return rc;
 }
 
 static enum fq_spank_mode step_mode(spank_t sp)
 {
-	char buf[32];
-	enum fq_spank_mode m;
+	enum fq_spank_mode m = FQ_MODE_UNSET;
+	char *val;
 
 	if (g.opt_mode != FQ_MODE_UNSET)
 		return g.opt_mode;
-	if (get_env(sp, ENV_PROPAGATE, buf, sizeof(buf)) == 0) {
-		m = fq_spank_mode_parse(buf, FQ_MODE_UNSET);
-		if (m != FQ_MODE_UNSET)
-			return m;
-		slurm_error("fabriciq: %s=%s is not a mode (monitor, control, off); ignored", ENV_PROPAGATE,
-			    buf);
+	if (get_env(sp, ENV_PROPAGATE, &val) == 0) {
+		m = fq_spank_mode_parse(val, FQ_MODE_UNSET);
+		if (m == FQ_MODE_UNSET)
+			slurm_error("fabriciq: %s=%s is not a mode (monitor, control, off); ignored",
+				    ENV_PROPAGATE, val);
+		free(val);
 	}
-	return g.conf.site_default;
+	return m != FQ_MODE_UNSET ? m : g.conf.site_default;
 }
 
 static void step_id_text(char *buf, size_t len)
@@ -193,42 +225,63 @@ static void unset_inherited(spank_t sp)
 	    "FABRICIQ_MODE",         "FABRICIQ_JOB_ID",     "FABRICIQ_STEP_ID",
 	    "FABRICIQ_NNODES",       "FABRICIQ_RANK",       "FABRICIQ_LOCAL_RANK",
 	    "FABRICIQ_AGENT_SOCKET", "FABRICIQ_CLOCK_PAGE", "FABRICIQ_PATH_PAGE"};
-	char buf[64];
+	char *val;
 
-	if (get_env(sp, "FABRICIQ_JOB_ID", buf, sizeof(buf)) < 0)
+	if (get_env(sp, "FABRICIQ_JOB_ID", &val) < 0)
 		return;
+	free(val);
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 		spank_unsetenv(sp, ours[i]);
-	if (get_env(sp, "NCCL_NET_PLUGIN", buf, sizeof(buf)) == 0 && !strcmp(buf, NET_NAME))
-		spank_unsetenv(sp, "NCCL_NET_PLUGIN");
+	if (get_env(sp, "NCCL_NET_PLUGIN", &val) == 0) {
+		if (!strcmp(val, NET_NAME))
+			spank_unsetenv(sp, "NCCL_NET_PLUGIN");
+		free(val);
+	}
 }
 
 /* NCCL_NET_PLUGIN and LD_LIBRARY_PATH, unless the job chose its own net
  * plugin: then it is kept and the step's log says so. */
 static int export_nccl(spank_t sp)
 {
-	char buf[4096], *path;
+	size_t n = strlen(g.conf.libdir);
+	char *val, *path;
 	int rc;
 
-	if (get_env(sp, "NCCL_NET_PLUGIN", buf, sizeof(buf)) == 0 && strcmp(buf, NET_NAME)) {
+	rc = get_env(sp, "NCCL_NET_PLUGIN", &val);
+	if (rc == 0 && strcmp(val, NET_NAME)) {
 		slurm_info(
 		    "fabriciq: job %u step %u: the job sets NCCL_NET_PLUGIN=%s; kept, so NCCL will not "
 		    "use fabriciq lanes (the agent's probe mesh still covers the job)",
-		    g.job, g.step, buf);
+		    g.job, g.step, val);
+		free(val);
 		return 0;
 	}
-	if (get_env(sp, "NCCL_NET", buf, sizeof(buf)) == 0 && strcasecmp(buf, NET_NAME))
-		slurm_info("fabriciq: job %u step %u: the job sets NCCL_NET=%s; kept, so NCCL may pick that "
-			   "network instead of fabriciq",
-			   g.job, g.step, buf);
+	if (rc == 0)
+		free(val);
+	else if (rc != -ENOENT)
+		return -1;
+	if (get_env(sp, "NCCL_NET", &val) == 0) {
+		if (strcasecmp(val, NET_NAME))
+			slurm_info(
+			    "fabriciq: job %u step %u: the job sets NCCL_NET=%s; kept, so NCCL may pick "
+			    "that network instead of fabriciq",
+			    g.job, g.step, val);
+		free(val);
+	}
 	if (set_env(sp, "NCCL_NET_PLUGIN", NET_NAME) < 0)
 		return -1;
-	if (get_env(sp, "LD_LIBRARY_PATH", buf, sizeof(buf)) < 0)
-		buf[0] = 0;
-	size_t n = strlen(g.conf.libdir);
-	if (!strncmp(buf, g.conf.libdir, n) && (buf[n] == 0 || buf[n] == ':'))
-		return 0; /* already first (inherited from the batch step) */
-	if (asprintf(&path, "%s%s%s", g.conf.libdir, buf[0] ? ":" : "", buf) < 0)
+	rc = get_env(sp, "LD_LIBRARY_PATH", &val);
+	if (rc == -ENOENT)
+		return set_env(sp, "LD_LIBRARY_PATH", g.conf.libdir);
+	if (rc < 0)
+		return -1;
+	if (!strncmp(val, g.conf.libdir, n) && (val[n] == 0 || val[n] == ':')) {
+		free(val); /* already first (inherited from the batch step) */
+		return 0;
+	}
+	rc = asprintf(&path, "%s%s%s", g.conf.libdir, val[0] ? ":" : "", val);
+	free(val);
+	if (rc < 0)
 		return -1;
 	rc = set_env(sp, "LD_LIBRARY_PATH", path);
 	free(path);
@@ -252,18 +305,35 @@ static int export_step(spank_t sp)
 	snprintf(buf, sizeof(buf), "%u", g.nnodes);
 	if (set_env(sp, "FABRICIQ_NNODES", buf) < 0)
 		return -1;
-	if (fq_spank_path_expand(g.conf.telemetry_socket, g.node, buf, sizeof(buf)) < 0 ||
-	    set_env(sp, "FABRICIQ_AGENT_SOCKET", buf) < 0)
-		return -1;
-	if (fq_spank_path_expand(g.conf.clock_page, g.node, buf, sizeof(buf)) < 0 ||
-	    set_env(sp, "FABRICIQ_CLOCK_PAGE", buf) < 0)
-		return -1;
-	if (fq_spank_path_expand(g.conf.path_page, g.node, buf, sizeof(buf)) < 0 ||
-	    set_env(sp, "FABRICIQ_PATH_PAGE", buf) < 0)
-		return -1;
 	/* the site's back-end NICs, unless the job chose its own */
-	if (*g.conf.ifaces && get_env(sp, "FABRICIQ_IFACES", buf, sizeof(buf)) < 0 &&
-	    set_env(sp, "FABRICIQ_IFACES", g.conf.ifaces) < 0)
+	if (*g.conf.ifaces) {
+		char *val;
+		int rc = get_env(sp, "FABRICIQ_IFACES", &val);
+
+		if (rc == 0)
+			free(val);
+		else if (rc != -ENOENT || set_env(sp, "FABRICIQ_IFACES", g.conf.ifaces) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The agent's paths for the tasks (see fq_spank_agent_path). */
+static int export_agent_paths(spank_t sp)
+{
+	char path[FQ_STEP_PATH_MAX];
+
+	if (fq_spank_agent_path(g.conf.telemetry_socket, g.node, g.told->telemetry_socket,
+				FQ_TELEMETRY_SOCKET_DEFAULT, path, sizeof(path)) < 0 ||
+	    set_env(sp, "FABRICIQ_AGENT_SOCKET", path) < 0)
+		return -1;
+	if (fq_spank_agent_path(g.conf.clock_page, g.node, g.told->clock_page, FQ_CLOCK_PAGE_DEFAULT, path,
+				sizeof(path)) < 0 ||
+	    set_env(sp, "FABRICIQ_CLOCK_PAGE", path) < 0)
+		return -1;
+	if (fq_spank_agent_path(g.conf.path_page, g.node, g.told->path_page, FQ_PATH_PAGE_DEFAULT, path,
+				sizeof(path)) < 0 ||
+	    set_env(sp, "FABRICIQ_PATH_PAGE", path) < 0)
 		return -1;
 	return 0;
 }
@@ -327,7 +397,10 @@ static int remote_post_opt(spank_t sp)
 	}
 	g.ranks = calloc(g.nlocal ? g.nlocal : 1, sizeof(*g.ranks));
 	g.forked = calloc(g.nlocal ? g.nlocal : 1, sizeof(*g.forked));
-	if (!g.ranks || !g.forked) {
+	g.told = mmap(NULL, sizeof(*g.told), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (g.told == MAP_FAILED)
+		g.told = NULL;
+	if (!g.ranks || !g.forked || !g.told) {
 		slurm_error("fabriciq: out of memory");
 		return -1;
 	}
@@ -369,7 +442,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **argv)
 	return 0;
 }
 
-/* In each task, before exec: its ranks; or, with required=yes and no
+/* In each task, before exec: its ranks and the agent's paths; or, with required=yes and no
  * agent, the end of the task with the reason on its stderr. */
 int slurm_spank_task_init(spank_t sp, int ac, char **argv)
 {
@@ -392,7 +465,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **argv)
 	if (set_env(sp, "FABRICIQ_RANK", buf) < 0)
 		return -1;
 	snprintf(buf, sizeof(buf), "%d", local);
-	return set_env(sp, "FABRICIQ_LOCAL_RANK", buf);
+	if (set_env(sp, "FABRICIQ_LOCAL_RANK", buf) < 0)
+		return -1;
+	/* slurmstepd registered the step before releasing this task */
+	return export_agent_paths(sp);
 }
 
 static int64_t global_now_ns(void)
@@ -400,12 +476,15 @@ static int64_t global_now_ns(void)
 	struct fq_clock_page_reader *r;
 	struct fq_clock_model m;
 	struct timespec ts;
-	char path[FQ_SPANK_PATH_MAX + 64];
+	char path[FQ_STEP_PATH_MAX];
 	int64_t local, global = 0;
 
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	local = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	if (fq_spank_path_expand(g.conf.clock_page, g.node, path, sizeof(path)) < 0 ||
+	/* before the first answer (StepStart's own time), the agent's page is
+	 * known only from an override or the default */
+	if (fq_spank_agent_path(g.conf.clock_page, g.node, g.told->clock_page, FQ_CLOCK_PAGE_DEFAULT, path,
+				sizeof(path)) < 0 ||
 	    fq_clock_page_reader_open(path, &r) < 0)
 		return 0; /* unknown: the agent stamps it on arrival */
 	if (fq_clock_page_read(r, local, &m) == 0)
@@ -415,19 +494,20 @@ static int64_t global_now_ns(void)
 }
 
 /* One request; on a broken connection, one reconnect and retry (the agent
- * may have restarted since the step began). */
-static int agent_call(Fabriciq__Envelope *env, const char *what)
+ * may have restarted since the step began). paths: as
+ * fq_step_client_call. */
+static int agent_call(Fabriciq__Envelope *env, const char *what, struct fq_step_paths *paths)
 {
-	char msg[256];
+	char msg[256] = "";
 	int rc;
 
-	rc = g.client ? fq_step_client_call(g.client, env, msg, sizeof(msg)) : -ENOTCONN;
+	rc = g.client ? fq_step_client_call(g.client, env, msg, sizeof(msg), paths) : -ENOTCONN;
 	if (rc == -EPIPE || rc == -ECONNRESET || rc == -ENOTCONN || rc == -EPROTO) {
 		fq_step_client_close(g.client);
 		g.client = NULL;
 		rc = fq_step_client_connect(g.step_socket, g.conf.timeout_ms, &g.client);
 		if (rc == 0)
-			rc = fq_step_client_call(g.client, env, msg, sizeof(msg));
+			rc = fq_step_client_call(g.client, env, msg, sizeof(msg), paths);
 	}
 	if (rc < 0)
 		slurm_error("fabriciq: %s: %s job %u step %u with the agent at %s failed: %s%s%s", g.node,
@@ -459,7 +539,7 @@ static int register_step(void)
 	ss.task_count = g.ntasks;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
 	env.step_start = &ss;
-	rc = agent_call(&env, "registering");
+	rc = agent_call(&env, "registering", g.told);
 	free(rp);
 	return rc;
 }
@@ -541,15 +621,17 @@ int slurm_spank_exit(spank_t sp, int ac, char **argv)
 		se.exit_status = g.exit_status;
 		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_END;
 		env.step_end = &se;
-		agent_call(&env, "unregistering");
+		agent_call(&env, "unregistering", NULL);
 		g.ended = true;
 	}
 	fq_step_client_close(g.client);
 	g.client = NULL;
 	free(g.ranks);
 	free(g.forked);
+	munmap(g.told, sizeof(*g.told));
 	g.ranks = NULL;
 	g.forked = NULL;
+	g.told = NULL;
 	g.active = false;
 	return 0;
 }

@@ -158,7 +158,16 @@ static int recv_one(struct fq_step_client *c, Fabriciq__Envelope **env, int64_t 
 	}
 }
 
-int fq_step_client_call(struct fq_step_client *c, Fabriciq__Envelope *req, char *msg, size_t msglen)
+/* One told path into dst: "" when absent or too long for dst. */
+static void copy_path(char *dst, const char *told)
+{
+	if (!told || strlen(told) >= FQ_STEP_PATH_MAX)
+		told = "";
+	strcpy(dst, told);
+}
+
+int fq_step_client_call(struct fq_step_client *c, Fabriciq__Envelope *req, char *msg, size_t msglen,
+			struct fq_step_paths *paths)
 {
 	int64_t deadline = now_ms() + c->timeout_ms;
 	Fabriciq__Envelope *ans = NULL;
@@ -193,8 +202,17 @@ int fq_step_client_call(struct fq_step_client *c, Fabriciq__Envelope *req, char 
 		break;
 	}
 	if (ans->result->seq != req->seq) {
-		rc = -EPROTO;
-	} else if (ans->result->code != 0) {
+		fq_frame_free(ans);
+		return -EPROTO;
+	}
+	if (paths) {
+		Fabriciq__AgentPaths *told = ans->result->paths;
+
+		copy_path(paths->telemetry_socket, told ? told->telemetry_socket : NULL);
+		copy_path(paths->clock_page, told ? told->clock_page : NULL);
+		copy_path(paths->path_page, told ? told->path_page : NULL);
+	}
+	if (ans->result->code != 0) {
 		rc = ans->result->code > 0 ? -ans->result->code : ans->result->code;
 		if (msg && msglen)
 			snprintf(msg, msglen, "%s", ans->result->message ? ans->result->message : "");

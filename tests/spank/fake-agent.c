@@ -2,7 +2,8 @@
  * fake-agent: a stand-in for fabriciq-agent's step socket in the SPANK
  * tests where the real agent's behaviour is not what is tested: a stuck
  * agent (accepts, never answers) and, until the agent implements it, a
- * recording one. One line per request on stdout:
+ * recording one. Its answers carry no paths, as an agent older than
+ * Result.paths. One line per request on stdout:
  *   start JOB STEP NODE UID MODE NODES TASKS GLOBAL:LOCAL:PID,...
  *   end JOB STEP NODE STATUS
  * Usage: fake-agent PATH answer|silent

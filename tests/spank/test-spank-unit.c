@@ -14,6 +14,7 @@
 
 #include "common/frame.h"
 #include "spank/spank_conf.h"
+#include "spank/spank_env.h"
 #include "spank/step_client.h"
 #include "tests/unit/tap.h"
 
@@ -52,10 +53,10 @@ static void test_conf(void)
 	   "default=on refused: %s", err);
 	ok(parse(&c, err, "step_socket=relative.sock", NULL) == -EINVAL && strstr(err, "absolute"),
 	   "relative path refused: %s", err);
-	ok(parse(&c, err, NULL, NULL) == 0 && !strcmp(c.path_page, "/run/fabriciq/paths") &&
+	ok(parse(&c, err, NULL, NULL) == 0 && !*c.path_page && !*c.clock_page && !*c.telemetry_socket &&
 	       parse(&c, err, "path_page=/run/fq-%n/paths", NULL) == 0 &&
 	       !strcmp(c.path_page, "/run/fq-%n/paths"),
-	   "path_page: /run/fabriciq/paths by default, %%n accepted");
+	   "path_page, clock_page, telemetry_socket: no override by default; %%n accepted");
 	ok(parse(&c, err, "clock_page=/run/%x", NULL) == -EINVAL && strstr(err, "%n"),
 	   "bad %%-sequence refused: %s", err);
 	ok(parse(&c, err, "timeout_ms=0", NULL) == -EINVAL &&
@@ -80,6 +81,72 @@ static void test_conf(void)
 	   "%%n and %%%% expand: %s", out);
 	ok(fq_spank_path_expand("/run/%n/x", "a-very-long-node-name-indeed", out, 16) == -ENAMETOOLONG,
 	   "too long an expansion is refused");
+
+	ok(fq_spank_agent_path("", "n3", "/var/fq/clock", "/run/fabriciq/clock", out, sizeof(out)) == 0 &&
+	       !strcmp(out, "/var/fq/clock"),
+	   "agent path: no override, the agent's (%s)", out);
+	ok(fq_spank_agent_path("/o/%n/clock", "n3", "/var/fq/clock", "/run/fabriciq/clock", out,
+			       sizeof(out)) == 0 &&
+	       !strcmp(out, "/o/n3/clock"),
+	   "agent path: plugstack's override wins, %%n expanded (%s)", out);
+	ok(fq_spank_agent_path("", "n3", "", "/run/fabriciq/clock", out, sizeof(out)) == 0 &&
+	       !strcmp(out, "/run/fabriciq/clock"),
+	   "agent path: an agent that told nothing, the default (%s)", out);
+	ok(fq_spank_agent_path("", "n3", "/a/told/path/longer/than/the/buffer", "/d", out, 16) ==
+	       -ENAMETOOLONG,
+	   "agent path: a told path longer than the buffer is refused");
+}
+
+/* A stand-in for spank_getenv over one value: -ENOSPC unless it fits. */
+struct env_fake {
+	const char *name, *value;
+	int calls;
+};
+
+static int env_get(void *arg, const char *name, char *buf, int len)
+{
+	struct env_fake *f = arg;
+
+	f->calls++;
+	if (strcmp(name, f->name))
+		return -ENOENT;
+	if (strlen(f->value) >= (size_t)len)
+		return -ENOSPC;
+	strcpy(buf, f->value);
+	return 0;
+}
+
+static void test_env(void)
+{
+	struct env_fake f = {.name = "LD_LIBRARY_PATH"};
+	char *big = malloc(100001), *val = NULL;
+
+	memset(big, 'x', 100000);
+	for (int i = 0; i < 100000; i += 50)
+		big[i] = ':';
+	big[100000] = 0;
+	int rc;
+
+	f.value = "/short";
+	rc = fq_spank_getenv(env_get, &f, "LD_LIBRARY_PATH", &val);
+	ok(rc == 0 && !strcmp(val, "/short") && f.calls == 1, "a short value: read at once (%d call)",
+	   f.calls);
+	free(val);
+	val = NULL;
+	f.calls = 0;
+	f.value = big;
+	rc = fq_spank_getenv(env_get, &f, "LD_LIBRARY_PATH", &val);
+	ok(rc == 0 && val && !strcmp(val, big), "a 100000-byte value: read whole (%zu bytes)",
+	   val ? strlen(val) : 0);
+	is_int(f.calls, 6, "... growing 4096 -> 131072 bytes, one call per doubling");
+	free(val);
+	val = NULL;
+	f.value = "";
+	ok(fq_spank_getenv(env_get, &f, "LD_LIBRARY_PATH", &val) == 0 && val && !*val,
+	   "an empty value is set");
+	free(val);
+	is_int(fq_spank_getenv(env_get, &f, "NCCL_NET_PLUGIN", &val), -ENOENT, "an unset variable: -ENOENT");
+	free(big);
 }
 
 /* A fake agent: answers each request with code `code` (or nothing when
@@ -88,6 +155,7 @@ struct fake {
 	int lfd;
 	int code;
 	int silent;
+	int tell; /* answer with paths */
 	int requests;
 	unsigned nranks;
 	unsigned long long job;
@@ -108,6 +176,7 @@ static void *fake_run(void *arg)
 		while (fq_frame_decoder_next(d, &env) == 1) {
 			Fabriciq__Envelope ans = FABRICIQ__ENVELOPE__INIT;
 			Fabriciq__Result res = FABRICIQ__RESULT__INIT;
+			Fabriciq__AgentPaths paths = FABRICIQ__AGENT_PATHS__INIT;
 
 			f->requests++;
 			if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_STEP_START) {
@@ -122,6 +191,11 @@ static void *fake_run(void *arg)
 			ans.version = FQ_PROTOCOL_VERSION;
 			ans.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_RESULT;
 			ans.result = &res;
+			paths.telemetry_socket = "/r/tele.sock";
+			paths.clock_page = "/r/clock";
+			paths.path_page = "/r/paths";
+			if (f->tell)
+				res.paths = &paths;
 			if (!f->silent)
 				fq_frame_write_fd(fd, &ans, 0);
 			fq_frame_free(env);
@@ -153,7 +227,8 @@ static double since_ms(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-static int one_call(const char *path, struct fake *f, int timeout_ms, char *msg, double *ms)
+static int one_call(const char *path, struct fake *f, int timeout_ms, char *msg, double *ms,
+		    struct fq_step_paths *paths)
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__StepStart ss = FABRICIQ__STEP_START__INIT;
@@ -175,7 +250,7 @@ static int one_call(const char *path, struct fake *f, int timeout_ms, char *msg,
 		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
 		env.step_start = &ss;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		rc = fq_step_client_call(c, &env, msg, 256);
+		rc = fq_step_client_call(c, &env, msg, 256, paths);
 		*ms = since_ms(&t0);
 		fq_step_client_close(c);
 	}
@@ -188,6 +263,7 @@ static int one_call(const char *path, struct fake *f, int timeout_ms, char *msg,
 static void test_client(void)
 {
 	char path[108], msg[256];
+	struct fq_step_paths told;
 	struct fake f;
 	struct fq_step_client *c;
 	double ms;
@@ -197,17 +273,26 @@ static void test_client(void)
 	ok(fq_step_client_connect(path, 200, &c) == -ENOENT, "no socket: -ENOENT at once");
 
 	memset(&f, 0, sizeof(f));
-	ok(one_call(path, &f, 2000, msg, &ms) == 0 && f.requests == 1 && f.nranks == 2 && f.job == 4242,
+	f.tell = 1;
+	memset(&told, 'x', sizeof(told));
+	ok(one_call(path, &f, 2000, msg, &ms, &told) == 0 && f.requests == 1 && f.nranks == 2 &&
+	       f.job == 4242,
 	   "StepStart answered code 0; the agent saw job 4242 with 2 ranks");
+	ok(!strcmp(told.telemetry_socket, "/r/tele.sock") && !strcmp(told.clock_page, "/r/clock") &&
+	       !strcmp(told.path_page, "/r/paths"),
+	   "the answer's paths come back: %s %s %s", told.telemetry_socket, told.clock_page, told.path_page);
 
 	memset(&f, 0, sizeof(f));
 	f.code = ENOENT;
-	ok(one_call(path, &f, 2000, msg, &ms) == -ENOENT && !strcmp(msg, "no such step"),
+	memset(&told, 'x', sizeof(told));
+	ok(one_call(path, &f, 2000, msg, &ms, &told) == -ENOENT && !strcmp(msg, "no such step"),
 	   "a refusal comes back as -code with the agent's message (%s)", msg);
+	ok(!*told.telemetry_socket && !*told.clock_page && !*told.path_page,
+	   "an answer without paths (an older agent): all three empty");
 
 	memset(&f, 0, sizeof(f));
 	f.silent = 1;
-	int rc = one_call(path, &f, 300, msg, &ms);
+	int rc = one_call(path, &f, 300, msg, &ms, NULL);
 	ok(rc == -ETIMEDOUT && ms >= 290 && ms < 1000,
 	   "a silent agent: -ETIMEDOUT after the timeout (%.0f ms for 300)", ms);
 
@@ -222,7 +307,7 @@ static void test_client(void)
 	env.step_end = &se;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = fq_step_client_call(c, &env, NULL, 0);
+	rc = fq_step_client_call(c, &env, NULL, 0, NULL);
 	ms = since_ms(&t0);
 	ok(rc == -ETIMEDOUT && ms >= 290 && ms < 1000,
 	   "a stuck agent costs one timeout, not a hang (%.0f ms)", ms);
@@ -233,8 +318,9 @@ static void test_client(void)
 
 int main(void)
 {
-	plan(25);
+	plan(36);
 	test_conf();
+	test_env();
 	test_client();
 	return done_testing();
 }

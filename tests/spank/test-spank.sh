@@ -6,12 +6,16 @@
 # --export=NONE jobs, jobs without the option untouched, a missing agent
 # (one line, job runs) and required=yes (step fails), registration and
 # unregistration with the agent (normal end, scancel, a task killed),
-# a stuck agent costing at most its timeout, and a site default.
+# a stuck agent costing at most its timeout, and a site default; the
+# agent's paths (telemetry socket, clock and path pages, run_dir not the
+# default) reaching the tasks from its answer alone, plugstack giving only
+# step_socket=, and plugstack's override winning; job variables longer
+# than 4096 bytes (LD_LIBRARY_PATH, NCCL_NET_PLUGIN) kept whole.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../testbed/lib/testlib.sh"
 tb_require
 tb_setup spk
-export FQTB_STATE=/run/fqtb-spank
+export FQTB_STATE=/run/fqtb-spank${FQTB_TAG:-} # /run, not tb_setup's /tmp; the tag keeps checkouts apart
 B=$(cd "$top_builddir" && pwd) # slurmd runs elsewhere: absolute paths
 PLUGIN="$B/spank/.libs/spank_fabriciq.so"
 FAKE="$B/tests/spank/fake-agent"
@@ -19,11 +23,12 @@ AGENT="$B/slurmd-agent/fabriciq-agent"
 [ -f "$PLUGIN" ] || skip_all "spank_fabriciq.so not built"
 [ -x "$FAKE" ] || skip_all "tests/spank/fake-agent not built"
 [ -x "$AGENT" ] || skip_all "fabriciq-agent not built"
-plan 51
+plan 55
 
 S=$FQTB_STATE
 LIBDIR=/opt/fabriciq-test/lib
-ARGS="step_socket=$S/agent-%n/agent-step.sock telemetry_socket=$S/agent-%n/agent-telemetry.sock clock_page=$S/agent-%n/clock path_page=$S/agent-%n/paths libdir=$LIBDIR timeout_ms=500"
+# Only the step socket: the other paths come from the agent.
+ARGS="step_socket=$S/agent-%n/agent-step.sock libdir=$LIBDIR timeout_ms=500"
 up() { tb up --prefix "$TB_PFX" --hosts 2 --rails 1 --leaves 1 --spines 1 --services munge,slurm --clock-offsets zero "$@"; }
 srun() { timeout 60 "$TB" slurm srun "$@"; }
 slog() { cat "$S"/log/slurmd-n*.log; }
@@ -113,9 +118,10 @@ ok $? "fake agents listening on n1 and n2"
 out=$(srun -N2 -n4 --fabriciq=control sh -c 'echo "$SLURM_PROCID $SLURM_LOCALID $SLURM_JOB_ID $SLURM_STEP_ID $(hostname) $$ $FABRICIQ_RANK $FABRICIQ_LOCAL_RANK $FABRICIQ_JOB_ID $FABRICIQ_STEP_ID $FABRICIQ_NNODES $FABRICIQ_MODE $NCCL_NET_PLUGIN $LD_LIBRARY_PATH $FABRICIQ_AGENT_SOCKET $FABRICIQ_CLOCK_PAGE $FABRICIQ_PATH_PAGE"' 2>&1)
 ok $? "srun -N2 -n4 --fabriciq=control runs" || diag "$out"
 is "$(wc -l <<<"$out")" 4 "4 tasks"
-bad=$(awk -v s="$S" -v l="$LIBDIR" '!($7 == $1 && $8 == $2 && $9 == $3 && $10 == $4 && $11 == 2 && $12 == "control" &&
-	$13 == "fabriciq" && $14 == l && $15 == s "/agent-" $5 "/agent-telemetry.sock" && $16 == s "/agent-" $5 "/clock" && $17 == s "/agent-" $5 "/paths")' <<<"$out")
-is "$bad" "" "every task: rank, local rank, job, step, nodes, mode, NCCL plugin, library path, its node's socket, clock and path pages"
+# the fake agent tells no paths, as an agent older than Result.paths: the defaults
+bad=$(awk -v l="$LIBDIR" '!($7 == $1 && $8 == $2 && $9 == $3 && $10 == $4 && $11 == 2 && $12 == "control" &&
+	$13 == "fabriciq" && $14 == l && $15 == "/run/fabriciq/agent-telemetry.sock" && $16 == "/run/fabriciq/clock" && $17 == "/run/fabriciq/paths")' <<<"$out")
+is "$bad" "" "every task: rank, local rank, job, step, nodes, mode, NCCL plugin, library path; an agent telling no paths: the default socket, clock and path pages"
 job=$(awk 'NR == 1 { print $3 }' <<<"$out")
 wait_log "^end $job 0 n2 " 5
 want=$(sort -n <<<"$out" | awk '{ r[$5] = r[$5] (r[$5] ? "," : "") $1 ":" $2 ":" $6 } END { for (h in r) print h, r[h] }' | sort)
@@ -131,6 +137,15 @@ grep -q "fabriciq: job [0-9]* step 0: the job sets NCCL_NET_PLUGIN=mine; kept" "
 ok $? "the step's log says the job's NCCL_NET_PLUGIN was kept"
 out=$(LD_LIBRARY_PATH=/usr/local/x srun -N1 -w n1 --fabriciq printenv LD_LIBRARY_PATH 2>&1)
 is "$out" "$LIBDIR:/usr/local/x" "LD_LIBRARY_PATH: libdir prepended"
+# module and conda trees: 20000 bytes (the plugin read at most 4096 and
+# took a longer value as unset)
+long=$(for ((i = 0; i < 400; i++)); do printf '/opt/conda/envs/e%03d/lib/python3.11/site-packages/x:' "$i"; done)
+long=${long:0:20000}
+out=$(LD_LIBRARY_PATH=$long srun -N1 -w n1 --fabriciq printenv LD_LIBRARY_PATH 2>&1)
+[ ${#long} -eq 20000 ] && [ "$out" = "$LIBDIR:$long" ]
+ok $? "a 20000-byte LD_LIBRARY_PATH arrives whole, libdir prepended (${#out} bytes, want $((${#LIBDIR} + 1 + ${#long})))"
+out=$(NCCL_NET_PLUGIN=${long:0:5000} srun -N1 -w n1 --fabriciq printenv NCCL_NET_PLUGIN 2>&1)
+is "$out" "${long:0:5000}" "a job's own 5000-byte NCCL_NET_PLUGIN is kept whole"
 
 # repeated option: the last one wins
 is "$(srun -N1 --fabriciq=control --fabriciq=monitor printenv FABRICIQ_MODE 2>&1)" monitor "--fabriciq=control --fabriciq=monitor: monitor"
@@ -138,12 +153,15 @@ is "$(srun -N1 --fabriciq=monitor --fabriciq=off sh -c 'env | grep "^FABRICIQ_\|
 is "$(srun -N1 --export=NONE --fabriciq=control /usr/bin/printenv FABRICIQ_MODE 2>&1)" control "srun --export=NONE --fabriciq=control"
 
 # ---- 6. sbatch with two steps, salloc, --export=NONE ----------------------
+# srun -Q: a step that waits for the previous one's nodes to be released
+# says so on the job's stderr ("step creation temporarily disabled"),
+# which would land among the lines compared
 cat >"$S/job.sh" <<'JOB'
 #!/bin/bash
 echo "batch $FABRICIQ_MODE $FABRICIQ_STEP_ID"
-/usr/bin/srun -N2 -n2 /bin/sh -c 'echo "s$SLURM_STEP_ID $FABRICIQ_MODE $FABRICIQ_STEP_ID $FABRICIQ_RANK $NCCL_NET_PLUGIN"'
-/usr/bin/srun -N2 -n2 /bin/sh -c 'echo "s$SLURM_STEP_ID $FABRICIQ_MODE $FABRICIQ_STEP_ID $FABRICIQ_RANK $NCCL_NET_PLUGIN"'
-/usr/bin/srun -N1 -n1 --fabriciq=off /bin/sh -c 'echo "off:$FABRICIQ_MODE:$FABRICIQ_STEP_ID:$NCCL_NET_PLUGIN:"'
+/usr/bin/srun -Q -N2 -n2 /bin/sh -c 'echo "s$SLURM_STEP_ID $FABRICIQ_MODE $FABRICIQ_STEP_ID $FABRICIQ_RANK $NCCL_NET_PLUGIN"'
+/usr/bin/srun -Q -N2 -n2 /bin/sh -c 'echo "s$SLURM_STEP_ID $FABRICIQ_MODE $FABRICIQ_STEP_ID $FABRICIQ_RANK $NCCL_NET_PLUGIN"'
+/usr/bin/srun -Q -N1 -n1 --fabriciq=off /bin/sh -c 'echo "off:$FABRICIQ_MODE:$FABRICIQ_STEP_ID:$NCCL_NET_PLUGIN:"'
 JOB
 for exp in ALL NONE; do
 	out=$(timeout 60 "$TB" slurm sbatch -W -N2 --export=$exp --fabriciq=control -o "$S/out-$exp" "$S/job.sh" 2>&1)
@@ -200,7 +218,7 @@ fake_stop n2
 # ---- 9. the real agent -------------------------------------------------------
 agent_start n1 n2 && agent_start n2 n1
 ok $? "fabriciq-agent running on n1 and n2"
-timeout 60 "$TB" slurm srun -N2 -n3 --fabriciq=control sh -c 'echo "$(hostname) $SLURM_JOB_ID $SLURM_PROCID $SLURM_LOCALID $$"; sleep 5' >"$S/tasks" 2>&1 &
+timeout 60 "$TB" slurm srun -N2 -n3 --fabriciq=control sh -c 'echo "$(hostname) $SLURM_JOB_ID $SLURM_PROCID $SLURM_LOCALID $$ $FABRICIQ_AGENT_SOCKET $FABRICIQ_CLOCK_PAGE $FABRICIQ_PATH_PAGE"; sleep 5' >"$S/tasks" 2>&1 &
 spid=$!
 # each agent rewrites its status every 200 ms: poll until both list the step
 for ((n = 0; n < 40; n++)); do
@@ -213,6 +231,9 @@ for ((n = 0; n < 40; n++)); do
 done
 [ -n "$want" ] && [ "$got" = "$want" ]
 ok $? "the agents' --status lists the running step with every task's rank, local rank and pid" || diag "got '$got', want '$want'"
+# plugstack gives only step_socket=; each agent's run_dir is $S/agent-NODE
+is "$(awk -v s="$S" '$6 == s "/agent-" $1 "/agent-telemetry.sock" && $7 == s "/agent-" $1 "/clock" && $8 == s "/agent-" $1 "/paths"' "$S/tasks" | wc -l)" 3 \
+	"all 3 tasks got their own node agent's telemetry socket, clock page and path page, told by the agent" || diag "$(cat "$S/tasks")"
 wait "$spid"
 wait_agentlog n1 "step $job.0 unregistered \(exit status 0\)" 5 && wait_agentlog n2 "step $job.0 unregistered \(exit status 0\)" 5
 ok $? "after a normal end both agents unregistered the step (status 0)"
@@ -237,9 +258,11 @@ is "$(grep -ho "step $job\.[0-9]* \(registered\|unregistered\)" "$S"/log/n[12].a
 	"sbatch --export=NONE with two steps: each step registered and unregistered once per node, the batch step once"
 
 # ---- 10. required=yes and a site default -------------------------------------
-check "up with required=yes default=monitor" up --plugstack "optional $PLUGIN $ARGS required=yes default=monitor"
-fake_start n1 answer
-ok $? "fake agent on n1 only"
+check "up with required=yes default=monitor and a clock_page= override" up --plugstack "optional $PLUGIN $ARGS required=yes default=monitor clock_page=$S/mnt-%n/clock"
+agent_start n1 n2
+ok $? "fabriciq-agent on n1 only"
+is "$(srun -N1 -w n1 --fabriciq printenv FABRICIQ_CLOCK_PAGE FABRICIQ_PATH_PAGE FABRICIQ_AGENT_SOCKET 2>&1 | tr '\n' ' ')" \
+	"$S/mnt-n1/clock $S/agent-n1/paths $S/agent-n1/agent-telemetry.sock " "clock_page= in plugstack wins over the agent's; the other paths are the agent's"
 is "$(srun -N1 -w n1 printenv FABRICIQ_MODE 2>&1)" monitor "default=monitor: a job without the option gets monitor"
 is "$(srun -N1 -w n1 --fabriciq=off sh -c 'env | grep "^FABRICIQ_\|^NCCL_" | wc -l' 2>&1)" 0 "default=monitor: --fabriciq=off opts out"
 rm -f "$S/ran"

@@ -20,9 +20,9 @@ S=$FQTB_STATE
 # the CLI as root on the controller's host, with a munge credential from its munged
 fqcli() { tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 --munge-socket "$S/munge/munge.socket" "$@"; }
 
+# only the step socket: the agent tells the tasks its other paths
 SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1 step_socket=$S/run/%n/agent-step.sock"
-SPANK+=" telemetry_socket=$S/run/%n/agent-telemetry.sock clock_page=$S/run/%n/clock"
-tb up --prefix e2e --hosts 4 --rails 2 --leaves 2 --spines 2 --clock-offsets random --plugstack "$SPANK" >/dev/null
+tb up --prefix "$TB_PFX" --hosts 4 --rails 2 --leaves 2 --spines 2 --clock-offsets random --plugstack "$SPANK" >/dev/null
 ok $? "up: 4 hosts x 2 rails, Slurm with the SPANK plugin"
 tb_controller_start "$CTL" -s flap_window=20s -s resume_after=5s -s quiet_close=5s -s delay_floor=5ms
 sleep 1

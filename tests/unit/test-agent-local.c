@@ -93,8 +93,9 @@ static void send_step(int fd, uint64_t seq, uint64_t job, int end)
 	fq_frame_write_fd(fd, &env, 1 << 20);
 }
 
-/* Read one answer: its code, or -1 (closed / not a Result). */
-static int read_result(struct event_base *base, int fd, uint64_t *seq)
+/* Read one answer: its code, or -1 (closed / not a Result); its paths as
+ * "TELEMETRY CLOCK PATH" in paths, "-" when it has none. */
+static int read_result(struct event_base *base, int fd, uint64_t *seq, char *paths, size_t len)
 {
 	struct fq_frame_decoder *d = fq_frame_decoder_create(0);
 	Fabriciq__Envelope *env = NULL;
@@ -115,6 +116,11 @@ static int read_result(struct event_base *base, int fd, uint64_t *seq)
 	if (env && env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_RESULT) {
 		code = env->result->code;
 		*seq = env->result->seq;
+		if (env->result->paths)
+			snprintf(paths, len, "%s %s %s", env->result->paths->telemetry_socket,
+				 env->result->paths->clock_page, env->result->paths->path_page);
+		else
+			snprintf(paths, len, "-");
 	}
 	if (env)
 		fq_frame_free(env);
@@ -142,7 +148,7 @@ static long counter(struct fq_local *l, const char *name)
 
 int main(void)
 {
-	char dir[] = "/tmp/fq-local-test.XXXXXX", step[128], tele[128];
+	char dir[] = "/tmp/fq-local-test.XXXXXX", step[128], tele[128], want[512], paths[512];
 	struct event_base *base = event_base_new();
 	struct fq_local *l;
 	uint64_t seq = 0;
@@ -152,21 +158,28 @@ int main(void)
 		skip_all("cannot make a temporary directory");
 	snprintf(step, sizeof(step), "%s/step.sock", dir);
 	snprintf(tele, sizeof(tele), "%s/tele.sock", dir);
-	plan(15);
-	l = fq_local_create(base, step, tele, &ops, NULL);
+	snprintf(want, sizeof(want), "%s /elsewhere/clock /elsewhere/paths", tele);
+	plan(18);
+	l = fq_local_create(base, step, tele, "/elsewhere/clock", "/elsewhere/paths", &ops, NULL);
 	ok(l != NULL, "both sockets listen");
 
 	if (getuid() != 0) {
-		skip(5, "the step socket is root only; not root here");
+		skip(8, "the step socket is root only; not root here");
 	} else {
 		fd = dial(step);
 		send_step(fd, 7, 42, 0);
-		is_int(read_result(base, fd, &seq), 0, "StepStart answered with code 0");
+		is_int(read_result(base, fd, &seq, paths, sizeof(paths)), 0,
+		       "StepStart answered with code 0");
 		is_int((int)seq, 7, "... for the request's seq");
+		is_str(paths, want, "... telling the agent's telemetry socket, clock page and path page");
 		send_step(fd, 8, 13, 0);
-		is_int(read_result(base, fd, &seq), EINVAL, "a refused StepStart is answered with its errno");
+		is_int(read_result(base, fd, &seq, paths, sizeof(paths)), EINVAL,
+		       "a refused StepStart is answered with its errno");
+		is_str(paths, want, "... and the agent's paths too");
 		send_step(fd, 9, 42, 1);
-		is_int(read_result(base, fd, &seq), 0, "StepEnd answered on the same connection");
+		is_int(read_result(base, fd, &seq, paths, sizeof(paths)), 0,
+		       "StepEnd answered on the same connection");
+		is_str(paths, "-", "... without paths");
 		if (write(fd, "garbage!garbage!", 16) != 16)
 			diag("write failed");
 		ok(closed(base, fd), "garbage on the step socket: connection closed");
