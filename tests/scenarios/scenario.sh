@@ -31,8 +31,7 @@ sc_up() {
 	local hosts=$1 rails=$2 leaves=$3 spines=$4 spank i
 	shift 4
 	spank="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=$(seq -s, -f 'rail%g' 0 $((rails - 1)))"
-	spank+=" step_socket=$S/run/%n/agent-step.sock telemetry_socket=$S/run/%n/agent-telemetry.sock"
-	spank+=" clock_page=$S/run/%n/clock path_page=$S/run/%n/paths"
+	spank+=" step_socket=$S/run/%n/agent-step.sock" # the agent tells the rest
 	tb up --prefix "$TB_PFX" --hosts "$hosts" --rails "$rails" --leaves "$leaves" --spines "$spines" \
 		--clock-offsets random --plugstack "$spank" >/dev/null || return 1
 	sc_controller_start "$@" || return 1
@@ -87,7 +86,7 @@ sc_verified() {
 	[ "$n" -gt 0 ] && [ "$wrong" = 0 ]
 }
 
-fq() { "$TB" exec ctl "$FQCLI" --controller http://198.18.0.1:7180 "$@"; }
+fq() { "$TB" exec ctl "$FQCLI" --controller http://198.18.0.1:7180 --munge-socket "$S/munge/munge.socket" "$@"; }
 # json EXPR: evaluate a Python expression over the JSON document on stdin (j).
 json() { python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"; }
 

@@ -5,7 +5,7 @@
 # lane failures the ranks logged, and say nothing of the healthy job.
 . "$(dirname "$0")/scenario.sh"
 sc_require scflap
-plan 11
+plan 12
 sc_up 5 2 3 2 -s flap_window=20s
 ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents reporting"
 
