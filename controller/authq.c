@@ -130,7 +130,8 @@ struct fq_authq *fq_authq_create(struct event_base *base, const char *munge_sock
 	    (munge_socket && !(q->munge_socket = strdup(munge_socket))))
 		goto fail;
 	if ((q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
-	    !(q->ev = event_new(base, q->efd, EV_READ | EV_PERSIST, on_done, q)) || event_add(q->ev, NULL) < 0)
+	    !(q->ev = event_new(base, q->efd, EV_READ | EV_PERSIST, on_done, q)) ||
+	    event_add(q->ev, NULL) < 0)
 		goto fail;
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->work, NULL);
