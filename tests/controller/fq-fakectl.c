@@ -172,7 +172,8 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if ((fd = accept_agent(lfd, &dec, &hello)) < 0)
 		return 1;
-	printf("hello1 node=%s next_seq=%llu\n", hello->hello->node, (unsigned long long)hello->hello->next_seq);
+	printf("hello1 node=%s next_seq=%llu\n", hello->hello->node,
+	       (unsigned long long)hello->hello->next_seq);
 	fq_frame_free(hello);
 	/* a few reports first, so the spool holds frames */
 	while (frames < 3 && next_frame(fd, dec, &in, 5000) == 1) {
@@ -183,7 +184,7 @@ int main(int argc, char **argv)
 	}
 	send_correction(fd, 1, 0);
 	usleep(1000);
-	send_correction(fd, 2, 0);	      /* too soon */
+	send_correction(fd, 2, 0); /* too soon */
 	usleep(100000);
 	send_correction(fd, 3, 3600000000000ll); /* an hour ahead */
 	send_advice(fd, "move", INT64_MAX);
