@@ -28,7 +28,9 @@ struct slot {
 	bool cancelled; /* RUNNING when cancelled: freed when done */
 	int64_t ticket;
 	char cred[FQ_AUTHQ_CRED_MAX + 1];
-	uint8_t nonce[FQ_MUNGE_NONCE_SIZE];
+	uint8_t nonce[FQ_MUNGE_NONCE_SIZE], peer_nonce[FQ_MUNGE_NONCE_SIZE];
+	bool reply_wanted;
+	char *reply; /* minted for peer_nonce (malloc'd) */
 	uid_t expected_uid, uid;
 	int rc;
 	char err[256];
@@ -78,6 +80,10 @@ static void *worker(void *arg)
 		s->err[0] = '\0';
 		s->rc = fq_munge_decode(q->munge_socket, s->cred, s->nonce, sizeof(s->nonce), s->expected_uid,
 					&s->uid, NULL, s->err, sizeof(s->err));
+		if (s->rc == 0 && s->reply_wanted &&
+		    fq_munge_encode(q->munge_socket, s->peer_nonce, sizeof(s->peer_nonce), 0, &s->reply,
+				    s->err, sizeof(s->err)) < 0)
+			s->reply = NULL;
 		pthread_mutex_lock(&q->lock);
 		s->state = DONE;
 		if (write(q->efd, &one, sizeof(one)) < 0)
@@ -106,13 +112,15 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 				s = &q->slots[i];
 		if (s) {
 			copy = *s;
+			s->reply = NULL;
 			s->state = FREE;
 		}
 		pthread_mutex_unlock(&q->lock);
 		if (!s)
 			return;
 		if (!copy.cancelled)
-			copy.done(copy.arg, copy.rc, copy.uid, copy.err);
+			copy.done(copy.arg, copy.rc, copy.uid, copy.err, copy.reply);
+		free(copy.reply);
 	}
 }
 
@@ -162,6 +170,8 @@ void fq_authq_destroy(struct fq_authq *q)
 	pthread_cond_signal(&q->work);
 	pthread_mutex_unlock(&q->lock);
 	pthread_join(q->thread, NULL);
+	for (size_t i = 0; i < q->depth; i++)
+		free(q->slots[i].reply);
 	pthread_cond_destroy(&q->work);
 	pthread_mutex_destroy(&q->lock);
 	event_free(q->ev);
@@ -172,7 +182,7 @@ void fq_authq_destroy(struct fq_authq *q)
 }
 
 int64_t fq_authq_submit(struct fq_authq *q, const char *cred, const uint8_t nonce[FQ_MUNGE_NONCE_SIZE],
-			uid_t expected_uid, fq_authq_done_fn done, void *arg)
+			uid_t expected_uid, const uint8_t *peer_nonce, fq_authq_done_fn done, void *arg)
 {
 	size_t len = strlen(cred);
 	struct slot *s = NULL;
@@ -191,6 +201,10 @@ int64_t fq_authq_submit(struct fq_authq *q, const char *cred, const uint8_t nonc
 	memcpy(s->cred, cred, len + 1);
 	memcpy(s->nonce, nonce, sizeof(s->nonce));
 	s->expected_uid = expected_uid;
+	s->reply_wanted = peer_nonce != NULL;
+	if (peer_nonce)
+		memcpy(s->peer_nonce, peer_nonce, sizeof(s->peer_nonce));
+	s->reply = NULL;
 	s->done = done;
 	s->arg = arg;
 	s->cancelled = false;
@@ -209,10 +223,13 @@ void fq_authq_cancel(struct fq_authq *q, int64_t ticket)
 
 		if (s->state == FREE || s->ticket != ticket)
 			continue;
-		if (s->state == RUNNING)
+		if (s->state == RUNNING) {
 			s->cancelled = true;
-		else
+		} else {
+			free(s->reply);
+			s->reply = NULL;
 			s->state = FREE;
+		}
 	}
 	pthread_mutex_unlock(&q->lock);
 }

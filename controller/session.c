@@ -35,6 +35,7 @@ struct fq_session {
 	struct fq_session_stats *stats;
 	enum state state;
 	bool in_cb, free_pending, counted;
+	bool reply_wanted; /* the agent sent a nonce: answer with our own Auth */
 	char peer[96];
 	char *node;
 	int64_t ticket;     /* the authq request while VERIFYING */
@@ -213,7 +214,19 @@ static void refuse_auth(struct fq_session *s, int rc, const char *err)
 }
 
 /* The authq's verdict, on the loop. */
-static void on_verdict(void *arg, int rc, uid_t uid, const char *err)
+static void send_auth(struct fq_session *s, const char *cred)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__Auth au = FABRICIQ__AUTH__INIT;
+
+	au.credential = (char *)cred;
+	env.version = FQ_PROTOCOL_VERSION;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_AUTH;
+	env.auth = &au;
+	fq_session_send(s, &env);
+}
+
+static void on_verdict(void *arg, int rc, uid_t uid, const char *err, const char *reply)
 {
 	struct fq_session *s = arg;
 
@@ -224,6 +237,15 @@ static void on_verdict(void *arg, int rc, uid_t uid, const char *err)
 		refuse_auth(s, rc, err); /* frees s, now or once the Result is out */
 		return;
 	}
+	if (s->reply_wanted && !reply) {
+		s->stats->auth_failed++;
+		fq_error("agent %s: cannot mint the controller's credential: %s", s->peer, err);
+		send_result(s, EAGAIN, "the controller cannot authenticate itself: retry");
+		fq_session_close(s, NULL);
+		return;
+	}
+	if (reply)
+		send_auth(s, reply);
 	s->stats->auth_ok++;
 	s->state = AWAIT_HELLO;
 	s->frame_limit = s->cfg.max_frame;
@@ -245,8 +267,13 @@ static void on_auth(struct fq_session *s, Fabriciq__Envelope *env)
 		fq_session_close(s, NULL);
 		return;
 	}
-	ticket =
-	    fq_authq_submit(s->cfg.authq, env->auth->credential, s->nonce, s->cfg.agent_uid, on_verdict, s);
+	if (env->auth->nonce.len && env->auth->nonce.len != FQ_MUNGE_NONCE_SIZE) {
+		refuse_auth(s, -EPROTO, "the agent's nonce is not 16 bytes");
+		return;
+	}
+	s->reply_wanted = env->auth->nonce.len == FQ_MUNGE_NONCE_SIZE;
+	ticket = fq_authq_submit(s->cfg.authq, env->auth->credential, s->nonce, s->cfg.agent_uid,
+				 s->reply_wanted ? env->auth->nonce.data : NULL, on_verdict, s);
 	if (ticket == -EBUSY) {
 		s->stats->auth_busy++;
 		fq_log_rl(FQ_LOG_WARN, "agent %s: credential checks queue full: closing (it will retry)",

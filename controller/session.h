@@ -6,8 +6,13 @@
  * max_frame}; the agent answers Auth{credential} within auth_timeout; the
  * credential must decode (munge) with payload == nonce and uid ==
  * agent_uid, else Result{code, message} is sent, one line naming the peer
- * and the reason is logged, and the connection closes. Then AgentHello,
- * then report frames. Oversized or undecodable frames are counted and
+ * and the reason is logged, and the connection closes. When the Auth
+ * carries a nonce of the agent's, the accepted Auth is answered with the
+ * controller's own Auth: a credential minted by this process (its uid)
+ * with that nonce as payload, so the agent knows it talks to the
+ * controller (slurmd-agent/uplink.h); if none can be minted the agent gets
+ * Result{EAGAIN} and the connection closes. Then AgentHello, then report
+ * frames. Oversized or undecodable frames are counted and
  * close the connection.
  *
  * What an unauthenticated peer can cost (the agent port is reachable by

@@ -29,10 +29,12 @@ enum state {
 	IDLE,       /* waiting to (re)connect */
 	CONNECTING, /* TCP connect in progress */
 	CHALLENGED, /* waiting for the controller's challenge */
-	STREAMING,  /* authenticated: sending the spool */
+	AWAIT_AUTH, /* answered: waiting for the controller's own Auth */
+	STREAMING,  /* both authenticated: sending the spool */
 };
 
-static const char *const state_names[] = {"disconnected", "connecting", "authenticating", "connected"};
+static const char *const state_names[] = {"disconnected", "connecting", "authenticating", "authenticating",
+					  "connected"};
 
 struct fq_uplink {
 	struct event_base *base;
@@ -49,8 +51,9 @@ struct fq_uplink {
 	unsigned backoff_ms;
 	uint8_t *sendbuf;
 	uint64_t connects, refusals, disconnects, frames_sent, acked;
-	uint64_t acks_refused, corrections_refused, peers_refused, advice_refused;
-	int64_t correction_at; /* local raw time of the last correction passed on */
+	uint64_t acks_refused, corrections_refused, peers_refused, advice_refused, controller_auth_refused;
+	uint8_t nonce[FQ_MUNGE_NONCE_SIZE]; /* ours, the controller's Auth must carry it */
+	int64_t correction_at;              /* local raw time of the last correction passed on */
 	char last_error[256];
 };
 
@@ -143,7 +146,14 @@ static int answer_challenge(struct fq_uplink *u, const Fabriciq__Challenge *c)
 		set_error(u, "cannot mint a munge credential: %s", err);
 		return rc;
 	}
+	if ((rc = fq_munge_nonce(u->nonce)) < 0) {
+		free(cred);
+		set_error(u, "cannot draw a nonce: %s", strerror(-rc));
+		return rc;
+	}
 	auth.credential = cred;
+	auth.nonce.data = u->nonce;
+	auth.nonce.len = sizeof(u->nonce);
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_AUTH;
 	env.auth = &auth;
 	rc = send_env(u, &env);
@@ -158,12 +168,31 @@ static int answer_challenge(struct fq_uplink *u, const Fabriciq__Challenge *c)
 	rc = send_env(u, &env);
 	if (rc < 0)
 		return rc;
+	u->state = AWAIT_AUTH; /* the read timeout still runs */
+	return 0;
+}
+
+/* The controller's own Auth: its credential must carry our nonce and the
+ * controller's uid, else the connection is dropped. */
+static int check_controller(struct fq_uplink *u, const Fabriciq__Auth *a)
+{
+	char err[256] = "";
+	uid_t uid;
+	int rc;
+
+	rc = fq_munge_decode(u->cfg.munge_socket, a->credential ? a->credential : "", u->nonce,
+			     sizeof(u->nonce), u->cfg.controller_uid, &uid, NULL, err, sizeof(err));
+	if (rc < 0) {
+		u->controller_auth_refused++;
+		set_error(u, "the controller did not authenticate: %s", err[0] ? err : strerror(-rc));
+		return -EACCES;
+	}
 	u->state = STREAMING;
 	bufferevent_set_timeouts(u->bev, NULL, NULL);
 	u->backoff_ms = 0;
 	u->last_error[0] = '\0';
-	fq_info("controller %s:%u: connected, resending from seq %llu", u->host, u->cfg.port,
-		(unsigned long long)hello.next_seq);
+	fq_info("controller %s:%u: connected (authenticated, uid %u), resending from seq %llu", u->host,
+		u->cfg.port, (unsigned)uid, (unsigned long long)fq_spool_first_unacked(u->spool));
 	fq_spool_rewind(u->spool);
 	pump(u);
 	return 0;
@@ -255,6 +284,12 @@ static int on_frame(struct fq_uplink *u, Fabriciq__Envelope *env)
 			return -EPROTO;
 		}
 		return answer_challenge(u, env->challenge);
+	case FABRICIQ__ENVELOPE__PAYLOAD_AUTH:
+		if (u->state != AWAIT_AUTH) {
+			set_error(u, "unexpected Auth from the controller");
+			return -EPROTO;
+		}
+		return check_controller(u, env->auth);
 	case FABRICIQ__ENVELOPE__PAYLOAD_RESULT:
 		if (env->result->code) {
 			u->refusals++;
@@ -344,7 +379,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 			bufferevent_enable(u->bev, EV_READ);
 			return;
 		}
-		set_error(u, "no challenge within %d s", AUTH_TIMEOUT_S);
+		set_error(u,
+			  u->state == AWAIT_AUTH ? "the controller did not authenticate within %d s"
+						 : "no challenge within %d s",
+			  AUTH_TIMEOUT_S);
 	} else if (what & BEV_EVENT_ERROR) {
 		set_error(u, "%s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 	} else if (what & BEV_EVENT_EOF) {
@@ -471,6 +509,8 @@ struct json_object *fq_uplink_counters(const struct fq_uplink *u)
 	json_object_object_add(o, "disconnects", json_object_new_uint64(u->disconnects));
 	json_object_object_add(o, "frames_sent", json_object_new_uint64(u->frames_sent));
 	json_object_object_add(o, "acked_seq", json_object_new_uint64(u->acked));
+	json_object_object_add(o, "controller_auth_refused",
+			       json_object_new_uint64(u->controller_auth_refused));
 	json_object_object_add(o, "acks_refused", json_object_new_uint64(u->acks_refused));
 	json_object_object_add(o, "corrections_refused", json_object_new_uint64(u->corrections_refused));
 	json_object_object_add(o, "peers_refused", json_object_new_uint64(u->peers_refused));

@@ -4,8 +4,14 @@
  * TCP, framed protobuf (common/frame.h). On connect the controller sends a
  * Challenge; the agent answers with Auth (a munge credential whose payload
  * is the challenge's nonce: bound to this connection, so a captured one is
- * useless elsewhere) and AgentHello, then streams its spool (spool.h) from
- * the first unacknowledged frame. Acks drop frames from the spool;
+ * useless elsewhere, plus a nonce of its own) and AgentHello. The
+ * controller must then authenticate itself: an Auth whose credential
+ * decodes on this node's munged with the agent's nonce as payload and
+ * controller_uid as uid, within 10 s. Until it has, the agent sends
+ * nothing more and takes nothing from it (no Ack, correction, peers or
+ * advice); a bad or missing one drops the connection (counted in
+ * controller_auth_refused). Then it streams its spool (spool.h) from the
+ * first unacknowledged frame. Acks drop frames from the spool;
  * ClockCorrection and PeerAssignment are handed to the caller. A broken or
  * refused connection is retried with exponential backoff (0.5 s .. 5 s,
  * jittered); meanwhile frames wait in the spool.
@@ -37,6 +43,7 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "proto/fabriciq.pb-c.h"
 #include "slurmd-agent/spool.h"
@@ -61,6 +68,7 @@ struct fq_uplink_config {
 	uint16_t port;
 	const char *munge_socket; /* NULL: munged's default */
 	int credential_ttl_s;     /* 0: munged's default */
+	uid_t controller_uid;     /* the uid the controller's credential must carry */
 };
 
 struct fq_uplink;
@@ -74,8 +82,8 @@ void fq_uplink_kick(struct fq_uplink *u);
 
 int fq_uplink_connected(const struct fq_uplink *u);
 
-/* {state, connects, auth_refusals, disconnects, frames_sent, acked_seq, acks_refused,
- * corrections_refused, peers_refused, advice_refused, last_error} */
+/* {state, connects, auth_refusals, controller_auth_refused, disconnects, frames_sent, acked_seq,
+ * acks_refused, corrections_refused, peers_refused, advice_refused, last_error} */
 struct json_object *fq_uplink_counters(const struct fq_uplink *u);
 
 #endif /* FQ_AGENT_UPLINK_H */

@@ -1,9 +1,15 @@
 /*
  * fq-fakectl: a fake controller for one real fabriciq-agent (test-uplink-
- * trust.sh). It speaks the framed protocol from the controller's side
- * (Challenge, then whatever the agent sends), accepts any credential, and
- * once the agent has streamed a few reports sends what a hostile process
- * on the controller's address could: one valid ClockCorrection, a second
+ * trust.sh). Usage: fq-fakectl PORT MUNGE_SOCKET MODE. It speaks the
+ * framed protocol from the controller's side (Challenge, then whatever the
+ * agent sends) and accepts any credential. It answers the agent's nonce
+ * with its own Auth: MODE "hostile" and "genuine" mint a real credential
+ * (as root, what the controller is), "forged" one over another nonce,
+ * "silent" none. "genuine", "forged" and "silent" then only count what the
+ * agent sends for 2 s ("silent": 12 s, past the agent's 10 s wait) and
+ * print "frames=F closed=0|1". "hostile", once the agent has streamed a
+ * few reports, sends what a hostile process on the controller's address
+ * (root on another host) could: one valid ClockCorrection, a second
  * one 1 ms later (too soon), one an hour ahead, Advice with an unbounded
  * lifetime and Advice of an unknown kind, a PeerAssignment with a nameless
  * peer, and last an Ack of UINT64_MAX. Then it waits for the agent to come
@@ -25,6 +31,9 @@
 
 #include "common/clock.h"
 #include "common/frame.h"
+#include "common/munge_cred.h"
+
+static const char *munge_socket, *mode;
 
 static int send_env(int fd, Fabriciq__Envelope *env)
 {
@@ -58,6 +67,28 @@ static int next_frame(int fd, struct fq_frame_decoder *d, Fabriciq__Envelope **e
 	}
 }
 
+/* The agent's nonce answered as MODE says. */
+static void answer_auth(int fd, const Fabriciq__Auth *a)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__Auth au = FABRICIQ__AUTH__INIT;
+	uint8_t other[16] = {0};
+	char *cred = NULL, err[256];
+
+	if (!strcmp(mode, "silent") || a->nonce.len != sizeof(other))
+		return;
+	if (fq_munge_encode(munge_socket, strcmp(mode, "forged") ? a->nonce.data : other, sizeof(other), 0,
+			    &cred, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fq-fakectl: munge: %s\n", err);
+		return;
+	}
+	au.credential = cred;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_AUTH;
+	env.auth = &au;
+	send_env(fd, &env);
+	free(cred);
+}
+
 /* Accept one agent, challenge it, and read up to its AgentHello: the fd,
  * or -1. */
 static int accept_agent(int lfd, struct fq_frame_decoder **dec, Fabriciq__Envelope **hello)
@@ -79,6 +110,8 @@ static int accept_agent(int lfd, struct fq_frame_decoder **dec, Fabriciq__Envelo
 	if (send_env(fd, &env) < 0)
 		goto fail;
 	while (next_frame(fd, *dec, &in, 5000) == 1) {
+		if (in->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_AUTH)
+			answer_auth(fd, in->auth);
 		if (in->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_HELLO) {
 			*hello = in;
 			return fd;
@@ -156,10 +189,14 @@ int main(int argc, char **argv)
 	uint64_t frames = 0, max_seq = 0;
 	int lfd, fd, one = 1, closed = 0, rc;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: fq-fakectl PORT (listens on 127.0.0.1)\n");
+	if (argc != 4) {
+		fprintf(stderr,
+			"usage: fq-fakectl PORT MUNGE_SOCKET hostile|genuine|forged|silent (listens on "
+			"127.0.0.1)\n");
 		return 2;
 	}
+	munge_socket = argv[2];
+	mode = argv[3];
 	sa.sin_port = htons((uint16_t)atoi(argv[1]));
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if ((lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
@@ -175,6 +212,16 @@ int main(int argc, char **argv)
 	printf("hello1 node=%s next_seq=%llu\n", hello->hello->node,
 	       (unsigned long long)hello->hello->next_seq);
 	fq_frame_free(hello);
+	if (strcmp(mode, "hostile")) {
+		int64_t until = fq_now_ns() + (strcmp(mode, "silent") ? 2000000000ll : 12000000000ll);
+
+		while ((rc = next_frame(fd, dec, &in, (int)((until - fq_now_ns()) / 1000000))) == 1) {
+			frames++;
+			fq_frame_free(in);
+		}
+		printf("frames=%llu closed=%d\n", (unsigned long long)frames, rc < 0);
+		return 0;
+	}
 	/* a few reports first, so the spool holds frames */
 	while (frames < 3 && next_frame(fd, dec, &in, 5000) == 1) {
 		frames++;

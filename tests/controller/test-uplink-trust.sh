@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # test-uplink-trust: a real fabriciq-agent connected to a fake controller
-# (fq-fakectl) that sends what a hostile process on the controller's
-# address could: a clock correction too soon after another and one an hour
+# (fq-fakectl). The agent streams only to a controller that authenticates
+# itself (a munge credential of agent.controller_uid over the agent's
+# nonce): a wrong uid, a credential over another nonce or none at all get
+# nothing. A controller that does authenticate (root on another host)
+# then sends what a hostile one could: a clock correction too soon after another and one an hour
 # ahead, advice with an unbounded lifetime and of an unknown kind, a peer
 # without a name, and an Ack of UINT64_MAX. The agent refuses each
 # (fabriciq-agent(8), THE CONTROLLER IS NOT TRUSTED), logs and counts it,
@@ -32,31 +35,64 @@ munged --force --socket="$T/munge.socket" --key-file="$T/munge.key" --pid-file="
 for _ in $(seq 50); do [ -s "$T/munged.pid" ] && munge -S "$T/munge.socket" -n >/dev/null 2>&1 && break; sleep 0.1; done
 MUNGE_PID=$(cat "$T/munged.pid")
 
-plan 11
-PORT=$(free_port STREAM)
-"$FAKE" "$PORT" >"$T/fake.out" 2>&1 &
-FAKE_PID=$!
-for _ in $(seq 50); do grep -q listening "$T/fake.out" && break; sleep 0.1; done
-"$AGENT" -c /dev/null -s node=trust1 -s nics=lo -s "controller=127.0.0.1:$PORT" -s "munge_socket=$T/munge.socket" \
-	-s "spool_dir=$T/spool" -s "status_file=$T/status.json" -s "run_dir=$T/run" -s report_interval=200ms \
-	-s "port=$(free_port DGRAM)" >"$T/agent.log" 2>&1 &
-AGENT_PID=$!
-wait "$FAKE_PID"
-ok $? "the fake controller saw the agent connect, stream, and come back ($(tr '\n' ' ' <"$T/fake.out"))"
-FAKE_PID=
-sleep 0.5 # the next status write
-grep -q "^frames=[1-9][0-9]* max_seq=[1-9][0-9]* closed_after_ack=1$" "$T/fake.out"
-ok $? "the agent dropped the connection on the Ack of UINT64_MAX ($(grep '^frames=' "$T/fake.out"))"
-grep -q "ack of seq 18446744073709551615 refused: no frame beyond [0-9]* was ever spooled" "$T/agent.log"
+# run_case MODE [KEY=VALUE...]: the fake controller in MODE and a fresh
+# agent (its own spool and status) until the fake is done; $D is its dir.
+run_case() {
+	local mode=$1 sets="" kv port
+	shift
+	for kv in "$@"; do sets="$sets -s $kv"; done
+	D=$T/$mode.$#
+	mkdir -p "$D"
+	port=$(free_port STREAM)
+	"$FAKE" "$port" "$T/munge.socket" "$mode" >"$D/fake.out" 2>&1 &
+	FAKE_PID=$!
+	for _ in $(seq 50); do grep -q listening "$D/fake.out" && break; sleep 0.1; done
+	# shellcheck disable=SC2086
+	"$AGENT" -c /dev/null -s node=trust1 -s nics=lo -s "controller=127.0.0.1:$port" \
+		-s "munge_socket=$T/munge.socket" -s "spool_dir=$D/spool" -s "status_file=$D/status.json" \
+		-s "run_dir=$D/run" -s report_interval=200ms -s "port=$(free_port DGRAM)" $sets >"$D/agent.log" 2>&1 &
+	AGENT_PID=$!
+	wait "$FAKE_PID"
+	FAKE_RC=$?
+	FAKE_PID=
+	sleep 0.5 # the next status write
+	kill "$AGENT_PID" && wait "$AGENT_PID"
+	AGENT_PID=
+}
+num() { tr -d ' \n' <"$D/status.json" | grep -o "\"$1\":[0-9]*" | head -1 | grep -o '[0-9]*$'; }
+
+plan 20
+# the controller authenticates itself: the agent streams only then
+run_case genuine
+grep -q "^frames=[1-9][0-9]* closed=0$" "$D/fake.out"
+ok $? "a controller with a root credential for the agent's nonce: frames stream, connection kept ($(tail -1 "$D/fake.out"))"
+is "$(num controller_auth_refused)" 0 "no controller refusal counted"
+run_case genuine controller_uid=4242
+is "$(tail -1 "$D/fake.out")" "frames=0 closed=1" "agent.controller_uid=4242, controller credential of uid 0: nothing sent, connection dropped"
+is "$(num controller_auth_refused)" 1 "1 controller refusal counted"
+grep -q "the controller did not authenticate: munge credential from uid 0, expected uid 4242" "$D/agent.log"
+ok $? "the log names the uid"
+run_case forged
+is "$(tail -1 "$D/fake.out")" "frames=0 closed=1" "a credential over another nonce: nothing sent, connection dropped"
+is "$(num controller_auth_refused)" 1 "1 controller refusal counted"
+run_case silent
+is "$(tail -1 "$D/fake.out")" "frames=0 closed=1" "no Auth from the controller: nothing sent, dropped after 10 s"
+grep -q "the controller did not authenticate within 10 s" "$D/agent.log"; ok $? "the log says so"
+
+# a hostile controller that authenticates (root elsewhere): every value bounded
+run_case hostile
+ok $FAKE_RC "the fake controller saw the agent connect, stream, and come back ($(tr '\n' ' ' <"$D/fake.out"))"
+grep -q "^frames=[1-9][0-9]* max_seq=[1-9][0-9]* closed_after_ack=1$" "$D/fake.out"
+ok $? "the agent dropped the connection on the Ack of UINT64_MAX ($(grep '^frames=' "$D/fake.out"))"
+grep -q "ack of seq 18446744073709551615 refused: no frame beyond [0-9]* was ever spooled" "$D/agent.log"
 ok $? "and logged why"
-is "$(sed -n 's/^hello2 next_seq=//p' "$T/fake.out")" "$(sed -n 's/^hello1 node=trust1 next_seq=//p' "$T/fake.out")" \
+is "$(sed -n 's/^hello2 next_seq=//p' "$D/fake.out")" "$(sed -n 's/^hello1 node=trust1 next_seq=//p' "$D/fake.out")" \
 	"its spool is kept: on reconnecting it resends from the same seq"
-num() { tr -d ' \n' <"$T/status.json" | grep -o "\"$1\":[0-9]*" | head -1 | grep -o '[0-9]*$'; }
 is "$(num acks_refused)" 1 "1 ack refused"
 is "$(num acked_seq)" 0 "nothing counted as acknowledged"
 is "$(num corrections_refused)" 2 "2 clock corrections refused (one too soon, one an hour ahead)"
 is "$(num correction_epoch)" 1 "the timeline follows the one valid correction (epoch 1)"
-grep -q "clock correction epoch 3 refused: its global time is too far from this host's real-time clock" "$T/agent.log"
+grep -q "clock correction epoch 3 refused: its global time is too far from this host's real-time clock" "$D/agent.log"
 ok $? "the hour-ahead correction is logged with the reason"
 is "$(num advice_refused)" 2 "2 advice refused (unbounded lifetime, unknown kind)"
 is "$(num peers_refused)" 1 "1 peer assignment refused (a peer without a node name)"

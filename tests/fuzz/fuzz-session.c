@@ -115,10 +115,8 @@ static void send_auth(int fd, const uint8_t nonce[FQ_MUNGE_NONCE_SIZE])
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct fq_session_ops ops = {on_hello, on_frame, on_closed};
-	struct fq_session_config cfg = {.agent_uid = 0,
-					.max_frame = 64 * 1024,
-					.auth_timeout_ns = 10000000000ll,
-					.max_output = 1 << 20};
+	struct fq_session_config cfg = {
+	    .agent_uid = 0, .max_frame = 64 * 1024, .auth_timeout_ns = 10000000000ll, .max_output = 1 << 20};
 	uint8_t nonce[FQ_MUNGE_NONCE_SIZE];
 	struct fq_session *s;
 	size_t step, off = 1;
