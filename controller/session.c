@@ -213,7 +213,7 @@ static void refuse_auth(struct fq_session *s, int rc, const char *err)
 	fq_session_close(s, NULL);
 }
 
-/* The authq's verdict, on the loop. */
+/* The controller's own Auth, for the agent's nonce. */
 static void send_auth(struct fq_session *s, const char *cred)
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
@@ -226,6 +226,7 @@ static void send_auth(struct fq_session *s, const char *cred)
 	fq_session_send(s, &env);
 }
 
+/* The authq's verdict, on the loop. */
 static void on_verdict(void *arg, int rc, uid_t uid, const char *err, const char *reply)
 {
 	struct fq_session *s = arg;
