@@ -76,6 +76,11 @@ struct fq_frame_decoder *fq_frame_decoder_create(size_t max_payload)
 	return d;
 }
 
+void fq_frame_decoder_set_max(struct fq_frame_decoder *d, size_t max_payload)
+{
+	d->max_payload = max_payload ? max_payload : FQ_FRAME_MAX_DEFAULT;
+}
+
 void fq_frame_decoder_destroy(struct fq_frame_decoder *d)
 {
 	if (!d)

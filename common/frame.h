@@ -39,6 +39,10 @@ struct fq_frame_decoder;
 struct fq_frame_decoder *fq_frame_decoder_create(size_t max_payload);
 void fq_frame_decoder_destroy(struct fq_frame_decoder *d);
 
+/* Change the limit for every frame not yet returned, buffered ones included
+ * (a controller session raises it once the peer has authenticated). */
+void fq_frame_decoder_set_max(struct fq_frame_decoder *d, size_t max_payload);
+
 /* Append received bytes (copied). Returns 0, -ENOMEM, or the decoder's
  * sticky error. Read in bounded chunks and drain with fq_frame_decoder_next
  * after each: the buffer then never exceeds max_payload + header + a chunk. */

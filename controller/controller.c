@@ -24,6 +24,7 @@
 #include "common/config.h"
 #include "common/frame.h"
 #include "common/log.h"
+#include "controller/authq.h"
 #include "controller/detector.h"
 #include "controller/http.h"
 #include "controller/ingest.h"
@@ -37,6 +38,7 @@
 
 struct ctl_config {
 	char *listen, *http_listen, *api_admin_uids, *db, *munge_socket, *spool_dir, *reference_node;
+	uint64_t max_connections, max_unauthenticated_per_source, auth_queue;
 	uint64_t agent_uid, max_frame, auth_timeout, flush_interval, flush_frames, spool_max, db_backoff_max;
 	uint64_t db_connect_timeout, db_statement_timeout;
 	uint64_t report_interval, correction_valid, peers_per_nic, probe_port, peer_seed;
@@ -79,7 +81,15 @@ static const struct fq_cfg_option ctl_options[] = {
 	"uid the agents' munge credentials must carry"),
     OPT("max_frame", FQ_CFG_SIZE, max_frame, "4MiB", 1024, 64 << 20, "largest frame accepted from an agent"),
     OPT("auth_timeout", FQ_CFG_DURATION, auth_timeout, "10s", 0.1e9, 600e9,
-	"an agent must authenticate within this after connecting"),
+	"an agent must authenticate within this after connecting, then send AgentHello within this"),
+    OPT("max_connections", FQ_CFG_UINT, max_connections, "4096", 1, 1e6,
+	"agent connections open at once, in any state; more are closed on accept (keep below the fd limit)"),
+    OPT("max_unauthenticated_per_source", FQ_CFG_UINT, max_unauthenticated_per_source, "4", 1, 1e6,
+	"connections from one source address that have not yet sent their AgentHello; more are closed on "
+	"accept"),
+    OPT("auth_queue", FQ_CFG_UINT, auth_queue, "64", 1, 65536,
+	"credentials waiting for munged at once (decoded off the event loop); an Auth beyond is answered "
+	"EAGAIN"),
     OPT("flush_interval", FQ_CFG_DURATION, flush_interval, "200ms", 1e6, 60e9,
 	"accepted frames are written (then acknowledged) at least this often"),
     OPT("flush_frames", FQ_CFG_UINT, flush_frames, "20000", 1, 1e7,
@@ -160,6 +170,7 @@ struct ctl {
 	struct fq_metrics *metrics;
 	struct fq_session_config scfg;
 	struct fq_session_stats sstats;
+	struct fq_strmap unauth;  /* source address -> sessions not yet past AgentHello (as uintptr_t) */
 	struct fq_strmap agents;  /* node -> struct agent */
 	struct fq_strmap anomaly; /* detector handle -> row id (as strings: small) */
 	struct fq_strmap drained; /* node -> reason of the last applied drain ("" resumed) */
@@ -291,7 +302,9 @@ static bool is_out_peer(const struct fq_peer_plan *plan, size_t i, uint32_t j)
 
 static void send_peers(struct ctl *c);
 
-static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env)
+static void unauth_release(struct ctl *c, const struct fq_session *s);
+
+static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, char *why, size_t whylen)
 {
 	struct ctl *c = arg;
 	const char *node = env->hello->node;
@@ -299,15 +312,21 @@ static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env)
 	Fabriciq__Envelope *copy;
 	int rc;
 
+	unauth_release(c, s);
 	if (!a) {
 		fq_frame_free(env);
 		return -ENOMEM;
 	}
+	/* One live session per node: a second claim of a connected node is
+	 * refused, not a replacement (any root credential may name any
+	 * node). A dead session goes away by itself (EOF, or TCP keepalive
+	 * on a vanished host), after which the agent's retry gets in. */
 	if (a->sess && a->sess != s) {
-		fq_warn("agent %s: a new connection from %s replaces the one from %s", node,
-			fq_session_peer(s), fq_session_peer(a->sess));
-		fq_session_set_user(a->sess, NULL);
-		fq_session_close(a->sess, "replaced by a newer connection of the same node");
+		snprintf(why, whylen, "node %s is already connected from %s", node, fq_session_peer(a->sess));
+		fq_warn("agent %s: AgentHello for %s refused: already connected from %s", fq_session_peer(s),
+			node, fq_session_peer(a->sess));
+		fq_frame_free(env);
+		return -EBUSY;
 	}
 	a->sess = s;
 	fq_session_set_user(s, a);
@@ -437,9 +456,53 @@ static void on_closed(void *arg, struct fq_session *s)
 	struct ctl *c = arg;
 	struct agent *a = fq_session_user(s);
 
-	(void)c;
+	if (!fq_session_node(s))
+		unauth_release(c, s);
 	if (a && a->sess == s)
 		a->sess = NULL;
+}
+
+/* The source address of a session's peer ("IP:PORT"). */
+static void source_of(const char *peer, char *out, size_t len)
+{
+	const char *colon = strrchr(peer, ':');
+	size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
+
+	snprintf(out, len, "%.*s", (int)n, peer);
+}
+
+static void unauth_release_addr(struct ctl *c, const char *src)
+{
+	struct fq_strmap_entry *e = fq_strmap_upsert(&c->unauth, src);
+
+	if (!e)
+		return;
+	if ((uintptr_t)e->value <= 1)
+		fq_strmap_remove(&c->unauth, src);
+	else
+		e->value = (void *)((uintptr_t)e->value - 1);
+}
+
+/* One session of this source got past AgentHello, or closed before. */
+static void unauth_release(struct ctl *c, const struct fq_session *s)
+{
+	char src[96];
+
+	source_of(fq_session_peer(s), src, sizeof(src));
+	unauth_release_addr(c, src);
+}
+
+/* Keepalive on agent connections: a session whose host vanished (no FIN)
+ * closes within about 10 + 3 * 5 s, so its node can connect again. */
+static void set_keepalive(int fd)
+{
+	int one = 1, idle = 10, intvl = 5, cnt = 3;
+
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
@@ -447,7 +510,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	struct ctl *c = arg;
 	static const struct fq_session_ops ops = {on_hello, on_frame, on_closed};
 	char addr[64] = "?", peer[96];
-	int one = 1;
+	struct fq_strmap_entry *e;
 
 	(void)l;
 	(void)salen;
@@ -458,8 +521,24 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	} else {
 		snprintf(peer, sizeof(peer), "family-%d", sa->sa_family);
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	fq_session_create(c->base, fd, peer, &c->scfg, &ops, c, &c->sstats);
+	/* The caps, before anything is allocated or sent for the connection. */
+	e = fq_strmap_upsert(&c->unauth, addr);
+	if (c->sstats.open >= c->cfg.max_connections || !e ||
+	    (uintptr_t)e->value >= c->cfg.max_unauthenticated_per_source) {
+		c->sstats.refused++;
+		fq_log_rl(FQ_LOG_WARN, "agent %s: connection refused: %s", peer,
+			  c->sstats.open >= c->cfg.max_connections ? "controller.max_connections reached"
+			  : e ? "controller.max_unauthenticated_per_source reached from this address"
+			      : "out of memory");
+		if (e && !e->value)
+			fq_strmap_remove(&c->unauth, addr);
+		evutil_closesocket(fd);
+		return;
+	}
+	set_keepalive(fd);
+	e->value = (void *)((uintptr_t)e->value + 1);
+	if (!fq_session_create(c->base, fd, peer, &c->scfg, &ops, c, &c->sstats))
+		unauth_release_addr(c, addr);
 }
 
 /* ---- the clock solve --------------------------------------------------- */
@@ -1111,7 +1190,6 @@ int main(int argc, char **argv)
 	/* modules, in order */
 	rc = 1;
 	c.scfg = (struct fq_session_config){
-	    .munge_socket = *c.cfg.munge_socket ? c.cfg.munge_socket : NULL,
 	    .agent_uid = (uid_t)c.cfg.agent_uid,
 	    .max_frame = (size_t)c.cfg.max_frame,
 	    .auth_timeout_ns = (int64_t)c.cfg.auth_timeout,
@@ -1119,6 +1197,11 @@ int main(int argc, char **argv)
 	};
 	if (!(c.base = event_base_new())) {
 		fq_error("cannot create the event loop");
+		goto out;
+	}
+	if (!(c.scfg.authq = fq_authq_create(c.base, *c.cfg.munge_socket ? c.cfg.munge_socket : NULL,
+					     (size_t)c.cfg.auth_queue))) {
+		fq_error("cannot start the credential checker: %s", strerror(errno));
 		goto out;
 	}
 	if (start_modules(&c) < 0)
@@ -1157,6 +1240,8 @@ out: /* finalise in reverse */
 	fq_metrics_destroy(c.metrics);
 	if (c.det)
 		fq_detector_destroy(c.det);
+	fq_authq_destroy(c.scfg.authq);
+	fq_strmap_clear(&c.unauth, NULL);
 	fq_strmap_clear(&c.agents, agent_free);
 	fq_strmap_clear(&c.anomaly, free);
 	fq_strmap_clear(&c.drained, free);

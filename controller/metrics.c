@@ -228,7 +228,17 @@ int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st,
 	       (double)ss->auth_failed);
 	scalar(out, "fabriciq_auth_timeouts_total", "counter", "agents that did not authenticate in time",
 	       (double)ss->auth_timeout);
-	scalar(out, "fabriciq_frames_oversized_total", "counter", "frames over controller.max_frame",
+	scalar(out, "fabriciq_hello_timeouts_total", "counter",
+	       "authenticated agents that sent no AgentHello in time", (double)ss->hello_timeout);
+	scalar(out, "fabriciq_auth_busy_total", "counter",
+	       "Auth frames refused: the credential queue was full", (double)ss->auth_busy);
+	scalar(out, "fabriciq_connections_open", "gauge", "agent connections open, in any state",
+	       (double)ss->open);
+	scalar(out, "fabriciq_connections_refused_total", "counter",
+	       "connections closed on accept (controller.max_connections, max_unauthenticated_per_source)",
+	       (double)ss->refused);
+	scalar(out, "fabriciq_frames_oversized_total", "counter",
+	       "frames over controller.max_frame (over the Auth limit before authentication)",
 	       (double)ss->frames_oversized);
 	scalar(out, "fabriciq_frames_garbage_total", "counter", "undecodable frames",
 	       (double)ss->frames_garbage);

@@ -15,9 +15,11 @@
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/munge_cred.h"
+#include "controller/authq.h"
 
 enum state {
 	AWAIT_AUTH,
+	VERIFYING, /* the credential is with the authq: reading paused */
 	AWAIT_HELLO,
 	READY,
 	CLOSING
@@ -33,8 +35,11 @@ struct fq_session {
 	struct fq_session_stats *stats;
 	enum state state;
 	bool in_cb, free_pending, counted;
+	bool reply_wanted; /* the agent sent a nonce: answer with our own Auth */
 	char peer[96];
 	char *node;
+	int64_t ticket;     /* the authq request while VERIFYING */
+	size_t frame_limit; /* FQ_SESSION_AUTH_FRAME_MAX until authenticated, then max_frame */
 	uint8_t nonce[FQ_MUNGE_NONCE_SIZE];
 };
 
@@ -44,6 +49,9 @@ static void session_free(struct fq_session *s)
 		s->ops.closed(s->arg, s);
 	if (s->counted)
 		s->stats->connected--;
+	if (s->ticket)
+		fq_authq_cancel(s->cfg.authq, s->ticket);
+	s->stats->open--;
 	if (s->timer)
 		event_free(s->timer);
 	if (s->bev)
@@ -72,12 +80,26 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 		session_free(s);
 		return;
 	}
-	if (s->state == AWAIT_AUTH) {
+	if (s->state == AWAIT_AUTH || s->state == VERIFYING) {
 		s->stats->auth_timeout++;
 		fq_warn("agent %s: no authentication within %.1f s: closing", s->peer,
 			(double)s->cfg.auth_timeout_ns / 1e9);
 		fq_session_close(s, NULL);
+	} else if (s->state == AWAIT_HELLO) {
+		s->stats->hello_timeout++;
+		fq_warn("agent %s: authenticated but no AgentHello within %.1f s: closing", s->peer,
+			(double)s->cfg.auth_timeout_ns / 1e9);
+		fq_session_close(s, NULL);
 	}
+}
+
+static void arm_timer(struct fq_session *s)
+{
+	struct timeval tv = {(time_t)(s->cfg.auth_timeout_ns / 1000000000),
+			     (suseconds_t)(s->cfg.auth_timeout_ns % 1000000000 / 1000)};
+
+	event_del(s->timer);
+	event_add(s->timer, &tv);
 }
 
 void fq_session_close(struct fq_session *s, const char *why)
@@ -86,6 +108,10 @@ void fq_session_close(struct fq_session *s, const char *why)
 
 	if (s->state == CLOSING)
 		return;
+	if (s->ticket) {
+		fq_authq_cancel(s->cfg.authq, s->ticket);
+		s->ticket = 0;
+	}
 	if (why)
 		fq_info("agent %s%s%s: closing: %s", s->peer, s->node ? " " : "", s->node ? s->node : "",
 			why);
@@ -174,11 +200,65 @@ static void send_result(struct fq_session *s, int code, const char *msg)
 	fq_session_send(s, &env);
 }
 
+static void pump_input(struct fq_session *s);
+
+static void refuse_auth(struct fq_session *s, int rc, const char *err)
+{
+	char msg[320];
+
+	s->stats->auth_failed++;
+	fq_warn("agent %s: authentication refused: %s", s->peer, err[0] ? err : strerror(-rc));
+	snprintf(msg, sizeof(msg), "authentication refused: %s", err[0] ? err : strerror(-rc));
+	send_result(s, -rc, msg);
+	fq_session_close(s, NULL);
+}
+
+/* The controller's own Auth, for the agent's nonce. */
+static void send_auth(struct fq_session *s, const char *cred)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__Auth au = FABRICIQ__AUTH__INIT;
+
+	au.credential = (char *)cred;
+	env.version = FQ_PROTOCOL_VERSION;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_AUTH;
+	env.auth = &au;
+	fq_session_send(s, &env);
+}
+
+/* The authq's verdict, on the loop. */
+static void on_verdict(void *arg, int rc, uid_t uid, const char *err, const char *reply)
+{
+	struct fq_session *s = arg;
+
+	(void)uid;
+	s->ticket = 0;
+	s->state = AWAIT_AUTH;
+	if (rc < 0) {
+		refuse_auth(s, rc, err); /* frees s, now or once the Result is out */
+		return;
+	}
+	if (s->reply_wanted && !reply) {
+		s->stats->auth_failed++;
+		fq_error("agent %s: cannot mint the controller's credential: %s", s->peer, err);
+		send_result(s, EAGAIN, "the controller cannot authenticate itself: retry");
+		fq_session_close(s, NULL);
+		return;
+	}
+	if (reply)
+		send_auth(s, reply);
+	s->stats->auth_ok++;
+	s->state = AWAIT_HELLO;
+	s->frame_limit = s->cfg.max_frame;
+	fq_frame_decoder_set_max(s->dec, s->frame_limit);
+	arm_timer(s); /* now for the AgentHello */
+	bufferevent_enable(s->bev, EV_READ);
+	pump_input(s); /* frames that came while the credential was checked */
+}
+
 static void on_auth(struct fq_session *s, Fabriciq__Envelope *env)
 {
-	char err[256], msg[320];
-	uid_t uid = 0;
-	int rc;
+	int64_t ticket;
 
 	if (env->payload_case != FABRICIQ__ENVELOPE__PAYLOAD_AUTH) {
 		s->stats->auth_failed++;
@@ -188,23 +268,35 @@ static void on_auth(struct fq_session *s, Fabriciq__Envelope *env)
 		fq_session_close(s, NULL);
 		return;
 	}
-	err[0] = '\0';
-	rc = fq_munge_decode(s->cfg.munge_socket, env->auth->credential, s->nonce, sizeof(s->nonce),
-			     s->cfg.agent_uid, &uid, NULL, err, sizeof(err));
-	if (rc < 0) {
-		s->stats->auth_failed++;
-		fq_warn("agent %s: authentication refused: %s", s->peer, err[0] ? err : strerror(-rc));
-		snprintf(msg, sizeof(msg), "authentication refused: %s", err[0] ? err : strerror(-rc));
-		send_result(s, -rc, msg);
+	if (env->auth->nonce.len && env->auth->nonce.len != FQ_MUNGE_NONCE_SIZE) {
+		refuse_auth(s, -EPROTO, "the agent's nonce is not 16 bytes");
+		return;
+	}
+	s->reply_wanted = env->auth->nonce.len == FQ_MUNGE_NONCE_SIZE;
+	ticket = fq_authq_submit(s->cfg.authq, env->auth->credential, s->nonce, s->cfg.agent_uid,
+				 s->reply_wanted ? env->auth->nonce.data : NULL, on_verdict, s);
+	if (ticket == -EBUSY) {
+		s->stats->auth_busy++;
+		fq_log_rl(FQ_LOG_WARN, "agent %s: credential checks queue full: closing (it will retry)",
+			  s->peer);
+		send_result(s, EAGAIN, "controller busy checking credentials: retry");
 		fq_session_close(s, NULL);
 		return;
 	}
-	s->stats->auth_ok++;
-	s->state = AWAIT_HELLO;
+	if (ticket < 0) {
+		refuse_auth(s, (int)ticket, "");
+		return;
+	}
+	s->ticket = ticket;
+	s->state = VERIFYING;
+	bufferevent_disable(s->bev, EV_READ);
 }
 
 static void on_envelope(struct fq_session *s, Fabriciq__Envelope *env)
 {
+	char why[256] = "AgentHello refused";
+	int rc;
+
 	switch (s->state) {
 	case AWAIT_AUTH:
 		on_auth(s, env);
@@ -227,16 +319,24 @@ static void on_envelope(struct fq_session *s, Fabriciq__Envelope *env)
 		s->state = READY;
 		s->counted = true;
 		s->stats->connected++;
-		if (s->ops.hello(s->arg, s, env) < 0)
-			fq_session_close(s, "hello refused");
+		if ((rc = s->ops.hello(s->arg, s, env, why, sizeof(why))) < 0) {
+			send_result(s, -rc, why);
+			fq_session_close(s, why);
+		}
 		return;
 	case READY:
 		s->ops.frame(s->arg, s, env);
 		return;
+	case VERIFYING: /* not reached: frames wait in the decoder meanwhile */
 	case CLOSING:
 		fq_frame_free(env);
 		return;
 	}
+}
+
+static bool takes_frames(const struct fq_session *s)
+{
+	return s->state != CLOSING && s->state != VERIFYING;
 }
 
 /* Feeds one slice of received bytes and handles the frames it completes. */
@@ -249,15 +349,15 @@ static void feed(struct fq_session *s, const void *data, size_t len)
 		fq_session_close(s, strerror(-rc));
 		return;
 	}
-	while (s->state != CLOSING && (rc = fq_frame_decoder_next(s->dec, &env)) != 0) {
+	while (takes_frames(s) && (rc = fq_frame_decoder_next(s->dec, &env)) != 0) {
 		if (rc == 1) {
 			on_envelope(s, env);
 			continue;
 		}
 		if (rc == -EMSGSIZE) {
 			s->stats->frames_oversized++;
-			fq_log_rl(FQ_LOG_WARN, "agent %s: frame over the %zu-byte limit: closing", s->peer,
-				  s->cfg.max_frame);
+			fq_log_rl(FQ_LOG_WARN, "agent %s: frame over the %zu-byte limit%s: closing", s->peer,
+				  s->frame_limit, s->state == AWAIT_AUTH ? " before authentication" : "");
 		} else {
 			s->stats->frames_garbage++;
 			fq_log_rl(FQ_LOG_WARN, "agent %s: undecodable frame (%s): closing", s->peer,
@@ -273,19 +373,21 @@ static void feed(struct fq_session *s, const void *data, size_t len)
  * fewer per byte than removing them into a buffer of ours first. */
 #define FEED_SLICE 65536
 
-static void on_read(struct bufferevent *bev, void *arg)
+/* Feeds what the input buffer holds (and the decoder kept) while the
+ * session takes frames; frees the session if it closed meanwhile. */
+static void pump_input(struct fq_session *s)
 {
-	struct fq_session *s = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer *in = bufferevent_get_input(s->bev);
 
 	s->in_cb = true;
-	while (s->state != CLOSING && evbuffer_get_length(in) > 0) {
+	feed(s, NULL, 0);
+	while (takes_frames(s) && evbuffer_get_length(in) > 0) {
 		struct evbuffer_iovec v[16];
 		int n = evbuffer_peek(in, -1, NULL, v, 16);
 		size_t used = 0;
 
-		for (int i = 0; i < n && i < 16 && s->state != CLOSING; i++)
-			for (size_t off = 0; off < v[i].iov_len && s->state != CLOSING;) {
+		for (int i = 0; i < n && i < 16 && takes_frames(s); i++)
+			for (size_t off = 0; off < v[i].iov_len && takes_frames(s);) {
 				size_t len =
 				    v[i].iov_len - off < FEED_SLICE ? v[i].iov_len - off : FEED_SLICE;
 				feed(s, (const uint8_t *)v[i].iov_base + off, len);
@@ -295,8 +397,14 @@ static void on_read(struct bufferevent *bev, void *arg)
 		evbuffer_drain(in, used);
 	}
 	s->in_cb = false;
-	if (s->free_pending || (s->state == CLOSING && !evbuffer_get_length(bufferevent_get_output(bev))))
+	if (s->free_pending || (s->state == CLOSING && !evbuffer_get_length(bufferevent_get_output(s->bev))))
 		session_free(s);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	pump_input(arg);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
@@ -319,7 +427,6 @@ struct fq_session *fq_session_create(struct event_base *base, int fd, const char
 	struct fq_session *s = calloc(1, sizeof(*s));
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__Challenge ch = FABRICIQ__CHALLENGE__INIT;
-	struct timeval tv;
 
 	if (!s) {
 		evutil_closesocket(fd);
@@ -329,9 +436,11 @@ struct fq_session *fq_session_create(struct event_base *base, int fd, const char
 	s->ops = *ops;
 	s->arg = arg;
 	s->stats = stats;
+	stats->open++;
 	snprintf(s->peer, sizeof(s->peer), "%s", peer);
 	s->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
-	s->dec = fq_frame_decoder_create(c->max_frame);
+	s->frame_limit = FQ_SESSION_AUTH_FRAME_MAX;
+	s->dec = fq_frame_decoder_create(s->frame_limit);
 	s->timer = event_new(base, -1, 0, on_timer, s);
 	if (!s->bev) {
 		evutil_closesocket(fd);
@@ -342,9 +451,7 @@ struct fq_session *fq_session_create(struct event_base *base, int fd, const char
 	stats->connections++;
 	bufferevent_setcb(s->bev, on_read, NULL, on_event, s);
 	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
-	tv.tv_sec = (time_t)(c->auth_timeout_ns / 1000000000);
-	tv.tv_usec = (suseconds_t)(c->auth_timeout_ns % 1000000000 / 1000);
-	event_add(s->timer, &tv);
+	arm_timer(s);
 	ch.nonce.data = s->nonce;
 	ch.nonce.len = sizeof(s->nonce);
 	ch.max_frame = (uint32_t)c->max_frame;

@@ -1,13 +1,36 @@
 /*
- * session: one agent connection (libevent bufferevent, no thread).
+ * session: one agent connection (libevent bufferevent, on the loop's
+ * thread; only the munge decode runs elsewhere, in the authq).
  *
  * Protocol (proto/fabriciq.proto): the controller sends Challenge{nonce,
  * max_frame}; the agent answers Auth{credential} within auth_timeout; the
  * credential must decode (munge) with payload == nonce and uid ==
  * agent_uid, else Result{code, message} is sent, one line naming the peer
- * and the reason is logged, and the connection closes. Then AgentHello,
- * then report frames. Oversized or undecodable frames are counted and
+ * and the reason is logged, and the connection closes. When the Auth
+ * carries a nonce of the agent's, the accepted Auth is answered with the
+ * controller's own Auth: a credential minted by this process (its uid)
+ * with that nonce as payload, so the agent knows it talks to the
+ * controller (slurmd-agent/uplink.h); if none can be minted the agent gets
+ * Result{EAGAIN} and the connection closes. Then AgentHello, then report
+ * frames. Oversized or undecodable frames are counted and
  * close the connection.
+ *
+ * What an unauthenticated peer can cost (the agent port is reachable by
+ * anyone on the management network):
+ *  - frames before authentication are limited to FQ_SESSION_AUTH_FRAME_MAX
+ *    bytes (an Auth is a few hundred): a longer announced length closes
+ *    the connection before anything is allocated for it; max_frame applies
+ *    only once the credential has been accepted;
+ *  - the credential is decoded by the authq (controller/authq.h), off the
+ *    event loop; while it is, the session reads nothing more; a full queue
+ *    is answered Result{EAGAIN} and closed (the agent retries);
+ *  - auth_timeout bounds both steps: Auth (and its decode) within
+ *    auth_timeout of the connect, then AgentHello within auth_timeout of
+ *    the accepted Auth, else the connection is closed and counted
+ *    (auth_timeout, hello_timeout);
+ *  - how many sessions may be open at once, and per source address before
+ *    AgentHello, is the caller's to cap (controller.c, on accept; `open`
+ *    below counts them).
  */
 #ifndef FQ_CONTROLLER_SESSION_H
 #define FQ_CONTROLLER_SESSION_H
@@ -18,18 +41,26 @@
 #include "proto/fabriciq.pb-c.h"
 
 struct event_base;
+struct fq_authq;
 struct fq_session;
 
+/* Frames before authentication: Auth is the only one, a munge credential
+ * (a few hundred bytes of base64) in an Envelope. */
+#define FQ_SESSION_AUTH_FRAME_MAX 2048
+
 struct fq_session_stats {
-	uint64_t connections, auth_ok, auth_failed, auth_timeout;
+	uint64_t connections, auth_ok, auth_failed, auth_timeout, hello_timeout, auth_busy;
 	uint64_t frames_oversized, frames_garbage, frames_unexpected;
 	uint64_t connected; /* sessions now authenticated and past hello */
+	uint64_t open;      /* sessions now open, in any state */
+	uint64_t refused;   /* connections refused on accept (the caller's caps) */
 };
 
 struct fq_session_ops {
 	/* AgentHello accepted (ownership of env taken). Return 0, or a
-	 * negative errno to refuse and close. */
-	int (*hello)(void *arg, struct fq_session *s, Fabriciq__Envelope *env);
+	 * negative errno to refuse: the session then sends Result{errno, why}
+	 * (why: whylen bytes to fill with the reason), logs it and closes. */
+	int (*hello)(void *arg, struct fq_session *s, Fabriciq__Envelope *env, char *why, size_t whylen);
 	/* A report frame (ownership taken). */
 	void (*frame)(void *arg, struct fq_session *s, Fabriciq__Envelope *env);
 	/* The session is about to be freed. */
@@ -37,7 +68,7 @@ struct fq_session_ops {
 };
 
 struct fq_session_config {
-	const char *munge_socket; /* NULL: munged's default */
+	struct fq_authq *authq; /* decodes the credentials (the caller's, shared) */
 	uid_t agent_uid;
 	size_t max_frame;
 	int64_t auth_timeout_ns;

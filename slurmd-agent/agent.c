@@ -61,6 +61,8 @@ static const struct fq_cfg_option agent_options[] = {
 	"the controller, HOST[:PORT] (port 7100); empty: run without one"),
     OPT("munge_socket", FQ_CFG_STRING, munge_socket, "", 0, 0, NULL,
 	"munged's socket for the controller credential (empty: munge's default)"),
+    OPT("controller_uid", FQ_CFG_UINT, controller_uid, "0", 0, 4294967294.0, NULL,
+	"uid the controller's munge credential must carry (the controller authenticates to the agent)"),
     OPT("reference", FQ_CFG_STRING, reference, "", 0, 0, NULL,
 	"the reference host of the global timeline without a controller (default: the first node name, "
 	"in byte order, among this node and its peers)"),
@@ -450,7 +452,9 @@ static int start_sharing(struct agent *a)
 	if (!a->local)
 		return -EIO;
 	if (*a->cfg.controller) {
-		struct fq_uplink_config uc = {.munge_socket = a->cfg.munge_socket, .port = 7100};
+		struct fq_uplink_config uc = {.munge_socket = a->cfg.munge_socket,
+					      .port = 7100,
+					      .controller_uid = (uid_t)a->cfg.controller_uid};
 		char host[256], *colon;
 
 		snprintf(host, sizeof(host), "%s", a->cfg.controller);

@@ -37,6 +37,7 @@ struct agent_config {
 	char *run_dir, *step_socket, *telemetry_socket, *clock_page, *path_page;
 	char *spool_dir;
 	uint64_t spool_max, publish_interval, max_slew;
+	uint64_t controller_uid;
 };
 
 #define AGENT_MAX_NICS     16

@@ -5,13 +5,16 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <math.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/munge_cred.h"
@@ -26,10 +29,12 @@ enum state {
 	IDLE,       /* waiting to (re)connect */
 	CONNECTING, /* TCP connect in progress */
 	CHALLENGED, /* waiting for the controller's challenge */
-	STREAMING,  /* authenticated: sending the spool */
+	AWAIT_AUTH, /* answered: waiting for the controller's own Auth */
+	STREAMING,  /* both authenticated: sending the spool */
 };
 
-static const char *const state_names[] = {"disconnected", "connecting", "authenticating", "connected"};
+static const char *const state_names[] = {"disconnected", "connecting", "authenticating", "authenticating",
+					  "connected"};
 
 struct fq_uplink {
 	struct event_base *base;
@@ -46,6 +51,9 @@ struct fq_uplink {
 	unsigned backoff_ms;
 	uint8_t *sendbuf;
 	uint64_t connects, refusals, disconnects, frames_sent, acked;
+	uint64_t acks_refused, corrections_refused, peers_refused, advice_refused, controller_auth_refused;
+	uint8_t nonce[FQ_MUNGE_NONCE_SIZE]; /* ours, the controller's Auth must carry it */
+	int64_t correction_at;              /* local raw time of the last correction passed on */
 	char last_error[256];
 };
 
@@ -138,7 +146,14 @@ static int answer_challenge(struct fq_uplink *u, const Fabriciq__Challenge *c)
 		set_error(u, "cannot mint a munge credential: %s", err);
 		return rc;
 	}
+	if ((rc = fq_munge_nonce(u->nonce)) < 0) {
+		free(cred);
+		set_error(u, "cannot draw a nonce: %s", strerror(-rc));
+		return rc;
+	}
 	auth.credential = cred;
+	auth.nonce.data = u->nonce;
+	auth.nonce.len = sizeof(u->nonce);
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_AUTH;
 	env.auth = &auth;
 	rc = send_env(u, &env);
@@ -153,15 +168,110 @@ static int answer_challenge(struct fq_uplink *u, const Fabriciq__Challenge *c)
 	rc = send_env(u, &env);
 	if (rc < 0)
 		return rc;
+	u->state = AWAIT_AUTH; /* the read timeout still runs */
+	return 0;
+}
+
+/* The controller's own Auth: its credential must carry our nonce and the
+ * controller's uid, else the connection is dropped. */
+static int check_controller(struct fq_uplink *u, const Fabriciq__Auth *a)
+{
+	char err[256] = "";
+	uid_t uid;
+	int rc;
+
+	rc = fq_munge_decode(u->cfg.munge_socket, a->credential ? a->credential : "", u->nonce,
+			     sizeof(u->nonce), u->cfg.controller_uid, &uid, NULL, err, sizeof(err));
+	if (rc < 0) {
+		u->controller_auth_refused++;
+		set_error(u, "the controller did not authenticate: %s", err[0] ? err : strerror(-rc));
+		return -EACCES;
+	}
 	u->state = STREAMING;
 	bufferevent_set_timeouts(u->bev, NULL, NULL);
 	u->backoff_ms = 0;
 	u->last_error[0] = '\0';
-	fq_info("controller %s:%u: connected, resending from seq %llu", u->host, u->cfg.port,
-		(unsigned long long)hello.next_seq);
+	fq_info("controller %s:%u: connected (authenticated, uid %u), resending from seq %llu", u->host,
+		u->cfg.port, (unsigned)uid, (unsigned long long)fq_spool_first_unacked(u->spool));
 	fq_spool_rewind(u->spool);
 	pump(u);
 	return 0;
+}
+
+static bool name_ok(const char *s, size_t max)
+{
+	return s && *s && strnlen(s, max + 1) <= max;
+}
+
+/* The controller's clock correction, bounded (uplink.h). */
+static bool correction_ok(struct fq_uplink *u, const Fabriciq__ClockCorrection *c)
+{
+	int64_t raw = fq_now_ns(), real = fq_realtime_ns();
+	/* the global time this correction implies now: local - offset + E_ref */
+	double global = (double)raw - (double)c->offset_ns + (double)c->reference_epoch_ns;
+	const char *why = NULL;
+
+	if (!name_ok(c->reference_node, FQ_UPLINK_NAME_MAX))
+		why = "no valid reference node";
+	else if (fabs(global - (double)real) > (double)FQ_UPLINK_CLOCK_MAX_NS)
+		why = "its global time is too far from this host's real-time clock";
+	else if (!(fabs(c->drift_ppb) <= FQ_UPLINK_DRIFT_MAX_PPB))
+		why = "drift out of range";
+	else if (c->error_bound_ns < 0 || c->error_bound_ns > FQ_UPLINK_CLOCK_MAX_NS)
+		why = "error bound out of range";
+	else if (u->correction_at && raw - u->correction_at < FQ_UPLINK_CORRECTION_MIN_NS)
+		why = "too soon after the previous one";
+	if (why) {
+		u->corrections_refused++;
+		fq_log_rl(FQ_LOG_WARN,
+			  "controller %s:%u: clock correction epoch %llu refused: %s (global - real %.0f ns)",
+			  u->host, u->cfg.port, (unsigned long long)c->epoch, why, global - (double)real);
+		return false;
+	}
+	u->correction_at = raw;
+	return true;
+}
+
+static bool peers_ok(struct fq_uplink *u, const Fabriciq__PeerAssignment *p)
+{
+	size_t total = 0;
+	const char *why = NULL;
+
+	for (size_t i = 0; i < p->n_nics && !why; i++) {
+		const Fabriciq__PeerAssignment__NicPeers *np = p->nics[i];
+
+		if (!name_ok(np->local_nic, FQ_UPLINK_NAME_MAX))
+			why = "a NIC entry without a valid local NIC name";
+		total += np->n_peers;
+		for (size_t j = 0; j < np->n_peers && !why; j++)
+			if (!name_ok(np->peers[j]->node, FQ_UPLINK_NAME_MAX) ||
+			    !name_ok(np->peers[j]->nic, FQ_UPLINK_NAME_MAX) ||
+			    !name_ok(np->peers[j]->address, FQ_UPLINK_NAME_MAX))
+				why = "a peer without a valid node, NIC or address";
+	}
+	if (!why && total > FQ_UPLINK_PEERS_MAX)
+		why = "too many peers";
+	if (why) {
+		u->peers_refused++;
+		fq_log_rl(FQ_LOG_WARN, "controller %s:%u: peer assignment %llu refused: %s", u->host,
+			  u->cfg.port, (unsigned long long)p->epoch, why);
+		return false;
+	}
+	return true;
+}
+
+static bool advice_ok(struct fq_uplink *u, const Fabriciq__Advice *a)
+{
+	if (a->kind && !strcmp(a->kind, "move") && a->job_id && name_ok(a->local_nic, FQ_UPLINK_NAME_MAX) &&
+	    a->lifetime_ns > 0 && a->lifetime_ns <= FQ_UPLINK_ADVICE_MAX_NS)
+		return true;
+	u->advice_refused++;
+	fq_log_rl(FQ_LOG_WARN,
+		  "controller %s:%u: advice for job %llu refused: not a move advice with a job, a "
+		  "local NIC and a lifetime of at most %lld s",
+		  u->host, u->cfg.port, (unsigned long long)a->job_id,
+		  (long long)(FQ_UPLINK_ADVICE_MAX_NS / 1000000000));
+	return false;
 }
 
 /* One frame from the controller: 0, or a negative errno to drop the connection. */
@@ -174,6 +284,12 @@ static int on_frame(struct fq_uplink *u, Fabriciq__Envelope *env)
 			return -EPROTO;
 		}
 		return answer_challenge(u, env->challenge);
+	case FABRICIQ__ENVELOPE__PAYLOAD_AUTH:
+		if (u->state != AWAIT_AUTH) {
+			set_error(u, "unexpected Auth from the controller");
+			return -EPROTO;
+		}
+		return check_controller(u, env->auth);
 	case FABRICIQ__ENVELOPE__PAYLOAD_RESULT:
 		if (env->result->code) {
 			u->refusals++;
@@ -185,20 +301,30 @@ static int on_frame(struct fq_uplink *u, Fabriciq__Envelope *env)
 	case FABRICIQ__ENVELOPE__PAYLOAD_ACK:
 		if (u->state != STREAMING)
 			return -EPROTO;
+		if (env->ack->seq >= fq_spool_next_seq(u->spool)) {
+			u->acks_refused++;
+			set_error(
+			    u,
+			    "ack of seq %llu refused: no frame beyond %llu was ever spooled: dropping the "
+			    "connection, the spool is kept",
+			    (unsigned long long)env->ack->seq,
+			    (unsigned long long)fq_spool_next_seq(u->spool) - 1);
+			return -EPROTO;
+		}
 		if (env->ack->seq > u->acked)
 			u->acked = env->ack->seq;
 		fq_spool_ack(u->spool, env->ack->seq);
 		return 0;
 	case FABRICIQ__ENVELOPE__PAYLOAD_CORRECTION:
-		if (u->state == STREAMING && u->ops.correction)
+		if (u->state == STREAMING && u->ops.correction && correction_ok(u, env->correction))
 			u->ops.correction(u->arg, env->correction);
 		return 0;
 	case FABRICIQ__ENVELOPE__PAYLOAD_PEERS:
-		if (u->state == STREAMING && u->ops.peers)
+		if (u->state == STREAMING && u->ops.peers && peers_ok(u, env->peers))
 			u->ops.peers(u->arg, env->peers);
 		return 0;
 	case FABRICIQ__ENVELOPE__PAYLOAD_ADVICE:
-		if (u->state == STREAMING && u->ops.advice)
+		if (u->state == STREAMING && u->ops.advice && advice_ok(u, env->advice))
 			u->ops.advice(u->arg, env->advice);
 		return 0;
 	default:
@@ -253,7 +379,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 			bufferevent_enable(u->bev, EV_READ);
 			return;
 		}
-		set_error(u, "no challenge within %d s", AUTH_TIMEOUT_S);
+		set_error(u,
+			  u->state == AWAIT_AUTH ? "the controller did not authenticate within %d s"
+						 : "no challenge within %d s",
+			  AUTH_TIMEOUT_S);
 	} else if (what & BEV_EVENT_ERROR) {
 		set_error(u, "%s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 	} else if (what & BEV_EVENT_EOF) {
@@ -380,6 +509,12 @@ struct json_object *fq_uplink_counters(const struct fq_uplink *u)
 	json_object_object_add(o, "disconnects", json_object_new_uint64(u->disconnects));
 	json_object_object_add(o, "frames_sent", json_object_new_uint64(u->frames_sent));
 	json_object_object_add(o, "acked_seq", json_object_new_uint64(u->acked));
+	json_object_object_add(o, "controller_auth_refused",
+			       json_object_new_uint64(u->controller_auth_refused));
+	json_object_object_add(o, "acks_refused", json_object_new_uint64(u->acks_refused));
+	json_object_object_add(o, "corrections_refused", json_object_new_uint64(u->corrections_refused));
+	json_object_object_add(o, "peers_refused", json_object_new_uint64(u->peers_refused));
+	json_object_object_add(o, "advice_refused", json_object_new_uint64(u->advice_refused));
 	json_object_object_add(o, "last_error", json_object_new_string(u->last_error));
 	return o;
 }

@@ -46,6 +46,8 @@ controller.db = "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$PGDATABASE conne
 controller.munge_socket = "$T/munge.socket"
 controller.spool_dir = "$T/spool"
 controller.log_level = info
+# fq-agentsim runs many agents from one address, 127.0.0.1
+controller.max_unauthenticated_per_source = 1000
 CONF
 	local sets=""
 	for kv in "$@"; do sets="$sets -s $kv"; done

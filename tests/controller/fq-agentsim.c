@@ -12,7 +12,8 @@
  *
  * Prints one summary line: agents=... sent=... acked=... and exits 0 when
  * every agent's frames were all acknowledged (or, with --auth other than
- * good, when the controller refused as expected).
+ * good, when the controller refused as expected). --auth nohello
+ * authenticates, then sends nothing: the controller must time it out.
  *
  * --collision MODE (4 agents A B C D = prefix00000..3): two jobs whose
  * lanes all end on D's rail0. Job base+1 has one lane A->D, job base+2
@@ -821,7 +822,8 @@ int main(int argc, char **argv)
 				"[--probes P]\n"
 				"  [--lanes L] [--munge-socket PATH] [--prefix NAME] [--start-seq S] "
 				"[--all-kinds]\n"
-				"  [--evil] [--replay] [--auth good|forged|replay|none|garbage|oversized]\n"
+				"  [--evil] [--replay] [--auth "
+				"good|forged|replay|none|garbage|oversized|nohello]\n"
 				"  [--ttl S] [--auth-delay-ms MS] [--burst N] [--tick S] [--drain S]\n"
 				"  [--collision outlier|tie|control] [--job-base N] [--both-ends] "
 				"[--lanes-for S] [--phases]\n");

@@ -6,12 +6,25 @@
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
 secs=${FQ_FUZZ_SECONDS:-20}
-targets="frame config probe ud ibhandle chunk hello recv api-query"
+targets="frame config probe ud ibhandle chunk hello recv api-query session"
 for t in $targets; do
 	[ -x "$top_builddir/tests/fuzz/fuzz-$t" ] ||
 		skip_all "fuzz targets not built (configure found no clang with -fsanitize=fuzzer: apt-get install clang libclang-rt-14-dev)"
 done
-plan 9
+# fuzz-session authenticates for real when a munged runs: a private one.
+MUNGE_DIR=$(mktemp -d /tmp/fq-fuzz-munge.XXXXXX)
+MUNGE_PID=
+trap '[ -n "$MUNGE_PID" ] && kill "$MUNGE_PID" 2>/dev/null; rm -rf "$MUNGE_DIR"' EXIT
+if command -v munged >/dev/null; then
+	dd if=/dev/urandom of="$MUNGE_DIR/munge.key" bs=1024 count=1 status=none && chmod 0400 "$MUNGE_DIR/munge.key"
+	munged --force --socket="$MUNGE_DIR/munge.socket" --key-file="$MUNGE_DIR/munge.key" \
+		--pid-file="$MUNGE_DIR/munged.pid" --log-file="$MUNGE_DIR/munged.log" --seed-file="$MUNGE_DIR/munged.seed" &&
+		for _ in $(seq 50); do [ -s "$MUNGE_DIR/munged.pid" ] && break; sleep 0.1; done
+	[ -s "$MUNGE_DIR/munged.pid" ] && MUNGE_PID=$(cat "$MUNGE_DIR/munged.pid") &&
+		export FQ_FUZZ_MUNGE_SOCKET=$MUNGE_DIR/munge.socket
+fi
+[ -n "$MUNGE_PID" ] || diag "no munged: fuzz-session covers the path before authentication only"
+plan 10
 for t in $targets; do
 	work=$(mktemp -d)
 	out=$("$top_builddir/tests/fuzz/fuzz-$t" -max_total_time="$secs" -timeout=5 -rss_limit_mb=1024 \

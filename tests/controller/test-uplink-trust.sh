@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# test-uplink-trust: a real fabriciq-agent connected to a fake controller
+# (fq-fakectl). The agent streams only to a controller that authenticates
+# itself (a munge credential of agent.controller_uid over the agent's
+# nonce): a wrong uid, a credential over another nonce or none at all get
+# nothing. A controller that does authenticate (root on another host)
+# then sends what a hostile one could: a clock correction too soon after another and one an hour
+# ahead, advice with an unbounded lifetime and of an unknown kind, a peer
+# without a name, and an Ack of UINT64_MAX. The agent refuses each
+# (fabriciq-agent(8), THE CONTROLLER IS NOT TRUSTED), logs and counts it,
+# keeps its spool (it resends from seq 1 on reconnecting) and keeps only
+# the one valid correction. Real munged, no database.
+. "$(dirname "$0")/../lib/tap.sh"
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+AGENT=$top_builddir/slurmd-agent/fabriciq-agent
+FAKE=$top_builddir/tests/controller/fq-fakectl
+[ -x "$AGENT" ] && [ -x "$FAKE" ] || skip_all "build fabriciq-agent and fq-fakectl first (make check builds them)"
+command -v munged >/dev/null || skip_all "munged not installed"
+
+T=$(mktemp -d /tmp/fq-trust-test.XXXXXX)
+AGENT_PID= FAKE_PID= MUNGE_PID=
+cleanup() {
+	[ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
+	[ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null
+	[ -n "$MUNGE_PID" ] && kill "$MUNGE_PID" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+free_port() { python3 -c "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_$1); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
+
+dd if=/dev/urandom of="$T/munge.key" bs=1024 count=1 status=none && chmod 0400 "$T/munge.key"
+munged --force --socket="$T/munge.socket" --key-file="$T/munge.key" --pid-file="$T/munged.pid" \
+	--log-file="$T/munged.log" --seed-file="$T/munged.seed" || skip_all "private munged did not start"
+for _ in $(seq 50); do [ -s "$T/munged.pid" ] && munge -S "$T/munge.socket" -n >/dev/null 2>&1 && break; sleep 0.1; done
+MUNGE_PID=$(cat "$T/munged.pid")
+
+# run_case MODE [KEY=VALUE...]: the fake controller in MODE and a fresh
+# agent (its own spool and status) until the fake is done; $D is its dir.
+run_case() {
+	local mode=$1 sets="" kv port
+	shift
+	for kv in "$@"; do sets="$sets -s $kv"; done
+	D=$T/$mode.$#
+	mkdir -p "$D"
+	port=$(free_port STREAM)
+	"$FAKE" "$port" "$T/munge.socket" "$mode" >"$D/fake.out" 2>&1 &
+	FAKE_PID=$!
+	for _ in $(seq 50); do grep -q listening "$D/fake.out" && break; sleep 0.1; done
+	# shellcheck disable=SC2086
+	"$AGENT" -c /dev/null -s node=trust1 -s nics=lo -s "controller=127.0.0.1:$port" \
+		-s "munge_socket=$T/munge.socket" -s "spool_dir=$D/spool" -s "status_file=$D/status.json" \
+		-s "run_dir=$D/run" -s report_interval=200ms -s "port=$(free_port DGRAM)" $sets >"$D/agent.log" 2>&1 &
+	AGENT_PID=$!
+	wait "$FAKE_PID"
+	FAKE_RC=$?
+	FAKE_PID=
+	sleep 0.5 # the next status write
+	kill "$AGENT_PID" && wait "$AGENT_PID"
+	AGENT_PID=
+}
+num() { tr -d ' \n' <"$D/status.json" | grep -o "\"$1\":[0-9]*" | head -1 | grep -o '[0-9]*$'; }
+
+plan 20
+# the controller authenticates itself: the agent streams only then
+run_case genuine
+grep -q "^frames=[1-9][0-9]* closed=0$" "$D/fake.out"
+ok $? "a controller with a root credential for the agent's nonce: frames stream, connection kept ($(tail -1 "$D/fake.out"))"
+is "$(num controller_auth_refused)" 0 "no controller refusal counted"
+run_case genuine controller_uid=4242
+is "$(tail -1 "$D/fake.out")" "frames=0 closed=1" "agent.controller_uid=4242, controller credential of uid 0: nothing sent, connection dropped"
+is "$(num controller_auth_refused)" 1 "1 controller refusal counted"
+grep -q "the controller did not authenticate: munge credential from uid 0, expected uid 4242" "$D/agent.log"
+ok $? "the log names the uid"
+run_case forged
+is "$(tail -1 "$D/fake.out")" "frames=0 closed=1" "a credential over another nonce: nothing sent, connection dropped"
+is "$(num controller_auth_refused)" 1 "1 controller refusal counted"
+run_case silent
+is "$(tail -1 "$D/fake.out")" "frames=0 closed=1" "no Auth from the controller: nothing sent, dropped after 10 s"
+grep -q "the controller did not authenticate within 10 s" "$D/agent.log"; ok $? "the log says so"
+
+# a hostile controller that authenticates (root elsewhere): every value bounded
+run_case hostile
+ok $FAKE_RC "the fake controller saw the agent connect, stream, and come back ($(tr '\n' ' ' <"$D/fake.out"))"
+grep -q "^frames=[1-9][0-9]* max_seq=[1-9][0-9]* closed_after_ack=1$" "$D/fake.out"
+ok $? "the agent dropped the connection on the Ack of UINT64_MAX ($(grep '^frames=' "$D/fake.out"))"
+grep -q "ack of seq 18446744073709551615 refused: no frame beyond [0-9]* was ever spooled" "$D/agent.log"
+ok $? "and logged why"
+is "$(sed -n 's/^hello2 next_seq=//p' "$D/fake.out")" "$(sed -n 's/^hello1 node=trust1 next_seq=//p' "$D/fake.out")" \
+	"its spool is kept: on reconnecting it resends from the same seq"
+is "$(num acks_refused)" 1 "1 ack refused"
+is "$(num acked_seq)" 0 "nothing counted as acknowledged"
+is "$(num corrections_refused)" 2 "2 clock corrections refused (one too soon, one an hour ahead)"
+is "$(num correction_epoch)" 1 "the timeline follows the one valid correction (epoch 1)"
+grep -q "clock correction epoch 3 refused: its global time is too far from this host's real-time clock" "$D/agent.log"
+ok $? "the hour-ahead correction is logged with the reason"
+is "$(num advice_refused)" 2 "2 advice refused (unbounded lifetime, unknown kind)"
+is "$(num peers_refused)" 1 "1 peer assignment refused (a peer without a node name)"
