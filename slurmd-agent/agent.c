@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,6 +71,17 @@ static const struct fq_cfg_option agent_options[] = {
 	"root-only socket of the SPANK plugin (default RUN_DIR/agent-step.sock)"),
     OPT("telemetry_socket", FQ_CFG_STRING, telemetry_socket, "", 0, 0, NULL,
 	"socket of the NCCL plugin's telemetry (default RUN_DIR/agent-telemetry.sock)"),
+    OPT("step_max_connections", FQ_CFG_UINT, step_max_connections, "1024", 1, 65536, NULL,
+	"connections the step socket takes (root's: one per running step), apart from the telemetry "
+	"socket's"),
+    OPT("telemetry_max_connections", FQ_CFG_UINT, telemetry_max_connections, "1024", 1, 65536, NULL,
+	"connections the telemetry socket takes, all users together"),
+    OPT("telemetry_max_per_uid", FQ_CFG_UINT, telemetry_max_per_uid, "256", 1, 65536, NULL,
+	"telemetry connections one uid may hold (one per job process)"),
+    OPT("telemetry_idle_timeout", FQ_CFG_DURATION, telemetry_idle_timeout, "10m", 1e9, 86400e9, NULL,
+	"a telemetry connection that sends no frame for this long is closed"),
+    OPT("frame_timeout", FQ_CFG_DURATION, frame_timeout, "5s", 10e6, 600e9, NULL,
+	"a frame begun on either local socket must be complete within this, else the connection is closed"),
     OPT("clock_page", FQ_CFG_STRING, clock_page, "", 0, 0, NULL, "clock page (default RUN_DIR/clock)"),
     OPT("path_page", FQ_CFG_STRING, path_page, "", 0, 0, NULL, "path-health page (default RUN_DIR/paths)"),
     OPT("spool_dir", FQ_CFG_STRING, spool_dir, "/var/spool/fabriciq/agent", 0, 0, NULL,
@@ -428,9 +440,50 @@ static int derive_path(char *out, size_t len, const char *set, const char *run_d
 	return 0;
 }
 
+/* Descriptors the agent needs besides its local connections: probe
+ * transports, the uplink, spool files, the event loop, listeners. */
+#define AGENT_OWN_FDS 256
+
+/* Every connection the local sockets admit must find a descriptor, or the
+ * telemetry socket's users could exhaust them for the step socket too: the
+ * soft RLIMIT_NOFILE is raised to fit (the unit's LimitNOFILE= sets the
+ * hard one); a hard limit below the need is a start-up error. */
+static int fit_nofile(const struct agent_config *cfg)
+{
+	rlim_t need = (rlim_t)(cfg->step_max_connections + cfg->telemetry_max_connections + AGENT_OWN_FDS);
+	struct rlimit rl;
+
+	getrlimit(RLIMIT_NOFILE, &rl); /* cannot fail for a valid resource */
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+			fq_error(
+			    "agent.step_max_connections + agent.telemetry_max_connections + %d need %llu "
+			    "file descriptors; RLIMIT_NOFILE allows %llu (raise LimitNOFILE=)",
+			    AGENT_OWN_FDS, (unsigned long long)need, (unsigned long long)rl.rlim_max);
+			return -EMFILE;
+		}
+		rl.rlim_cur = need;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+			int rc = -errno;
+
+			fq_error("cannot raise RLIMIT_NOFILE to %llu: %s", (unsigned long long)need,
+				 strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
 /* The spool, the uplink and the pages: what a running agent shares. */
 static int start_sharing(struct agent *a)
 {
+	struct fq_local_limits lim = {
+	    .step_max = (unsigned)a->cfg.step_max_connections,
+	    .telemetry_max = (unsigned)a->cfg.telemetry_max_connections,
+	    .max_per_uid = (unsigned)a->cfg.telemetry_max_per_uid,
+	    .idle_timeout_ns = (int64_t)a->cfg.telemetry_idle_timeout,
+	    .frame_timeout_ns = (int64_t)a->cfg.frame_timeout,
+	};
 	int rc;
 
 	if (mkdir(a->cfg.run_dir, 0755) < 0 && errno != EEXIST)
@@ -445,7 +498,10 @@ static int start_sharing(struct agent *a)
 		fq_error("cannot create the path page %s: %s", a->path_page_path, strerror(-rc));
 		return rc;
 	}
-	a->local = fq_local_create(a->base, a->step_socket, a->telemetry_socket, &agent_local_ops, a);
+	rc = fit_nofile(&a->cfg);
+	if (rc < 0)
+		return rc;
+	a->local = fq_local_create(a->base, a->step_socket, a->telemetry_socket, &lim, &agent_local_ops, a);
 	if (!a->local)
 		return -EIO;
 	if (*a->cfg.controller) {

@@ -37,6 +37,8 @@ struct agent_config {
 	char *run_dir, *step_socket, *telemetry_socket, *clock_page, *path_page;
 	char *spool_dir;
 	uint64_t spool_max, publish_interval, max_slew;
+	uint64_t step_max_connections, telemetry_max_connections, telemetry_max_per_uid;
+	uint64_t telemetry_idle_timeout, frame_timeout;
 };
 
 #define AGENT_MAX_NICS     16
