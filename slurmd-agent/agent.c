@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <ifaddrs.h>
 #include <json-c/json.h>
@@ -22,6 +23,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/shm_page.h"
 #include "slurmd-agent/agent.h"
 #include "slurmd-agent/nics.h"
 
@@ -192,6 +194,9 @@ static struct json_object *nic_json(const struct agent *a, const struct agent_ni
 	return o;
 }
 
+/* root and the agent's group; not others (fabriciq-agent(8)) */
+#define STATUS_MODE 0640
+
 /* Write the status file atomically: readers never see half a file. */
 static void write_status(struct agent *a)
 {
@@ -199,6 +204,7 @@ static void write_status(struct agent *a)
 	char tmp[4096];
 	const char *text;
 	FILE *f;
+	int fd;
 
 	json_object_object_add(st, "node", json_object_new_string(a->cfg.node));
 	json_object_object_add(st, "agent_version", json_object_new_string(AGENT_VERSION));
@@ -242,7 +248,13 @@ static void write_status(struct agent *a)
 	json_object_object_add(st, "events", json_object_get(a->events));
 	text = json_object_to_json_string_ext(st, JSON_C_TO_STRING_PRETTY);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", a->cfg.status_file);
-	f = fopen(tmp, "we");
+	/* a fresh file, never one planted at tmp; not world-readable: it names
+	 * other users' jobs, pids and uids */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, STATUS_MODE);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f && fd >= 0)
+		close(fd);
 	if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, a->cfg.status_file) < 0)
 		fq_log_rl(FQ_LOG_ERROR, "cannot write status file %s: %s", a->cfg.status_file,
 			  strerror(errno));
@@ -440,6 +452,44 @@ static int derive_path(char *out, size_t len, const char *set, const char *run_d
 	return 0;
 }
 
+/* The run directory holds the sockets and pages job processes trust: it
+ * must be a directory of root or of the agent's user that no one else may
+ * write (who can write it can swap a page or a socket). Created 0755 if
+ * missing. */
+static int check_run_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		int rc = -errno;
+
+		fq_error("cannot create agent.run_dir %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (stat(dir, &st) < 0) {
+		int rc = -errno;
+
+		fq_error("agent.run_dir %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022)) {
+		fq_error("agent.run_dir %s (uid %u, mode %04o): refusing to start: it must be a directory of "
+			 "root or uid %u that no one else may write",
+			 dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Say what the page writer is about to replace (fq_shm_page_create does). */
+static void vet_page(const char *path)
+{
+	char why[64];
+
+	if (fq_shm_page_untrusted(path, why, sizeof(why)) > 0)
+		fq_warn("%s is %s: not trusted, replaced by a fresh page", path, why);
+}
+
 /* Descriptors the agent needs besides its local connections: probe
  * transports, the uplink, spool files, the event loop, listeners. */
 #define AGENT_OWN_FDS 256
@@ -486,8 +536,11 @@ static int start_sharing(struct agent *a)
 	};
 	int rc;
 
-	if (mkdir(a->cfg.run_dir, 0755) < 0 && errno != EEXIST)
-		fq_warn("cannot create %s: %s", a->cfg.run_dir, strerror(errno));
+	rc = check_run_dir(a->cfg.run_dir);
+	if (rc < 0)
+		return rc;
+	vet_page(a->clock_page_path);
+	vet_page(a->path_page_path);
 	rc = fq_clock_page_writer_open(a->clock_page_path, &a->clock_page);
 	if (rc < 0) {
 		fq_error("cannot create the clock page %s: %s", a->clock_page_path, strerror(-rc));

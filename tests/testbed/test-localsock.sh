@@ -8,7 +8,10 @@
 # (telemetry_idle_timeout), and closes connections whose frames never
 # complete (frame_timeout), however they trickle. The agent raises its
 # soft RLIMIT_NOFILE to what its limits need, and refuses to start under a
-# hard limit below it.
+# hard limit below it. The run directory: a symbolic link planted where
+# the clock page goes and a 0666 path page of nobody's are replaced (the
+# link's target untouched), said in the log; the status file is 0640; a
+# run directory others may write is refused.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/lib/testlib.sh"
 tb_require
@@ -18,7 +21,7 @@ AGENT=$B/slurmd-agent/fabriciq-agent
 for f in "$SPANK_SO" "$AGENT"; do [ -e "$f" ] || skip_all "$f not built"; done
 command -v setpriv >/dev/null || skip_all "setpriv (util-linux) missing"
 id -u nobody >/dev/null 2>&1 || skip_all "no user nobody"
-plan 17
+plan 23
 tb_setup tls
 S=$FQTB_STATE
 HPID=
@@ -146,3 +149,30 @@ for ((n = 0; n < 50; n++)); do [ -S "$S/run/x/agent-telemetry.sock" ] && break; 
 is "$(awk '/^Max open files/ { print $4 }' "/proc/$(cat "$S/daemons/n1.lowfd.pid")/limits")" 2304 \
 	"soft RLIMIT_NOFILE 1024: the agent raised it to 2304"
 tb daemon stop n1 lowfd
+
+# ---- run directory trust ------------------------------------------------------
+Y=$S/run/y
+mkdir -p -m 0755 "$Y"
+printf victim >"$S/victim"
+ln -s "$S/victim" "$Y/clock"
+install -m 0666 -o nobody -g nogroup /dev/null "$Y/paths"
+tb daemon start n1 pages -- "$AGENT" -c /dev/null -s nics=rail0 -s node=y -s port=7198 -s run_dir="$Y" \
+	-s status_file="$Y/status.json" -s report_interval=200ms >/dev/null
+for ((n = 0; n < 50; n++)); do [ -f "$Y/status.json" ] && break; sleep 0.1; done
+L=$S/log/n1.pages.log
+grep -q "$Y/clock is a symbolic link: not trusted, replaced by a fresh page" "$L" &&
+	grep -q "$Y/paths is owned by uid 65534: not trusted, replaced by a fresh page" "$L"
+ok $? "the log says the planted clock link and nobody's path page were replaced" || diag "$(cat "$L")"
+is "$(cat "$S/victim")" victim "the link's target is neither truncated nor written"
+is "$(stat -c '%F %U %a' "$Y/clock" "$Y/paths" | tr '\n' ' ')" "regular file root 644 regular file root 644 " \
+	"clock and path pages: regular files of root, mode 0644"
+is "$(stat -c '%a' "$Y/status.json")" 640 "the status file is mode 0640 (not world-readable)"
+tb daemon stop n1 pages
+chmod 0777 "$Y"
+out=$("$TB" exec n1 "$AGENT" -c /dev/null -s nics=rail0 -s node=y -s port=7198 -s run_dir="$Y" -s status_file="$Y/status.json" 2>&1)
+rc=$?
+[ $rc -eq 1 ] && grep -q "agent.run_dir $Y (uid 0, mode 0777): refusing to start" <<<"$out"
+ok $? "a run directory others may write: the agent refuses to start, saying so" || diag "rc $rc: $out"
+chmod 0755 "$Y"
+tb exec n1 setpriv --reuid=nobody --regid=nogroup --clear-groups cat "$Y/status.json" >/dev/null 2>&1
+is $? 1 "nobody cannot read the status file"
