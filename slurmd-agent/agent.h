@@ -93,10 +93,14 @@ struct agent {
 	int64_t corr_local_ns;          /* when it arrived (local raw) */
 	uint64_t frames_spooled, frames_unspooled;
 	uint64_t lanes_forwarded;
+	uint64_t steps_reclaimed; /* removed with no live task and no StepEnd */
 };
 
 /* agent_jobs.c */
 extern const struct fq_local_ops agent_local_ops;
+/* Reclaim registered steps whose tasks are all gone and whose StepEnd never
+ * came (each report window; logged and counted). */
+void agent_reap_steps(struct agent *a);
 
 /* agent_report.c */
 int64_t agent_global(const struct agent *a, int64_t local_ns);

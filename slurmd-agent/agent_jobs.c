@@ -141,6 +141,23 @@ static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabr
 	return FQ_LOCAL_ACCEPTED;
 }
 
+/* A step ended this long ago gets its StepEnd within it (slurmstepd sends
+ * it as its tasks exit); after it, a step with no live task is reclaimed. */
+#define STEP_REAP_GRACE_NS (10 * INT64_C(1000000000))
+
+void agent_reap_steps(struct agent *a)
+{
+	struct fq_step_key gone[16];
+	size_t n =
+	    fq_steps_reap(a->steps, fq_now_ns(), STEP_REAP_GRACE_NS, fq_alive_from_proc, NULL, gone, 16);
+
+	for (size_t i = 0; i < n; i++)
+		fq_warn("step %llu.%u reclaimed: none of its tasks alive for %lld s, and no StepEnd came",
+			(unsigned long long)gone[i].job_id, gone[i].step_id,
+			(long long)(STEP_REAP_GRACE_NS / 1000000000));
+	a->steps_reclaimed += n;
+}
+
 const struct fq_local_ops agent_local_ops = {
     .step_start = step_start,
     .step_end = step_end,

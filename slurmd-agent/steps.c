@@ -2,6 +2,8 @@
 #include "slurmd-agent/steps.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +152,7 @@ int fq_steps_register(struct fq_steps *s, const Fabriciq__StepStart *m, int64_t 
 		return rc;
 	}
 	s->gen++;
+	st->dead_since_ns = 0; /* new pids: alive again */
 	st->uid = m->uid;
 	st->node_count = m->node_count;
 	st->task_count = m->task_count;
@@ -240,6 +243,42 @@ struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, fq_parent_fn pa
 		p = pp;
 	}
 	return NULL;
+}
+
+int fq_alive_from_proc(pid_t pid, void *arg)
+{
+	(void)arg;
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+static bool any_alive(const struct fq_step *st, fq_alive_fn alive, void *arg)
+{
+	for (size_t j = 0; j < st->nranks; j++)
+		if (alive(st->ranks[j].pid, arg))
+			return true;
+	return false;
+}
+
+size_t fq_steps_reap(struct fq_steps *s, int64_t now_ns, int64_t grace_ns, fq_alive_fn alive, void *arg,
+		     struct fq_step_key *gone, size_t max)
+{
+	size_t removed = 0, i = 0;
+
+	while (i < s->n && removed < max) {
+		struct fq_step *st = &s->v[i];
+
+		if (any_alive(st, alive, arg)) {
+			st->dead_since_ns = 0;
+		} else if (!st->dead_since_ns) {
+			st->dead_since_ns = now_ns;
+		} else if (now_ns - st->dead_since_ns >= grace_ns) {
+			gone[removed++] = (struct fq_step_key){st->job_id, st->step_id};
+			fq_steps_unregister(s, st->job_id, st->step_id); /* moves the last into i */
+			continue;
+		}
+		i++;
+	}
+	return removed;
 }
 
 size_t fq_steps_count(const struct fq_steps *s)

@@ -11,7 +11,8 @@
 # hard limit below it. The run directory: a symbolic link planted where
 # the clock page goes and a 0666 path page of nobody's are replaced (the
 # link's target untouched), said in the log; the status file is 0640; a
-# run directory others may write is refused.
+# run directory others may write is refused. A registered step whose task
+# dies without a StepEnd is reclaimed after the 10 s grace.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/lib/testlib.sh"
 tb_require
@@ -21,12 +22,13 @@ AGENT=$B/slurmd-agent/fabriciq-agent
 for f in "$SPANK_SO" "$AGENT"; do [ -e "$f" ] || skip_all "$f not built"; done
 command -v setpriv >/dev/null || skip_all "setpriv (util-linux) missing"
 id -u nobody >/dev/null 2>&1 || skip_all "no user nobody"
-plan 23
+plan 26
 tb_setup tls
 S=$FQTB_STATE
 HPID=
 holder_stop() { [ -n "$HPID" ] && kill "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null; HPID=; }
-trap 'rc=$?; holder_stop; (exit $rc); tb_teardown' EXIT
+SPID=
+trap 'rc=$?; holder_stop; [ -n "$SPID" ] && kill "$SPID" 2>/dev/null; (exit $rc); tb_teardown' EXIT
 
 # holder_start N MODE: the holder as nobody in n1, its pid recorded
 holder_start() {
@@ -176,3 +178,38 @@ ok $? "a run directory others may write: the agent refuses to start, saying so" 
 chmod 0755 "$Y"
 tb exec n1 setpriv --reuid=nobody --regid=nogroup --clear-groups cat "$Y/status.json" >/dev/null 2>&1
 is $? 1 "nobody cannot read the status file"
+
+# ---- a step whose StepEnd never comes is reclaimed -------------------------
+sleep 300 &
+SPID=$!
+python3 - "$S/run/n1/agent-step.sock" "$SPID" >"$S/reg.out" 2>&1 <<'PY'
+import socket, sys
+def v(n):
+    b = b""
+    while True:
+        b += bytes([(n & 0x7f) | (0x80 if n > 0x7f else 0)]); n >>= 7
+        if not n: return b
+def f(k, x): return v(k << 3 | 2) + v(len(x)) + x
+rank = b"\x08\x00\x10\x00\x18" + v(int(sys.argv[2]))
+start = b"\x08" + v(9999) + b"\x10\x00\x18\x00" + f(5, rank)
+env = b"\x08\x01\x10\x01" + f(14, start)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall(len(env).to_bytes(4, "big") + env)
+print(len(s.recv(4096)))
+PY
+for ((n = 0; n < 20; n++)); do grep -q "step 9999.0 registered" "$S/log/n1.agent.log" && break; sleep 0.1; done
+grep -q "step 9999.0 registered" "$S/log/n1.agent.log"
+ok $? "step 9999.0 registered by hand, its one task pid $SPID" || diag "$(cat "$S/reg.out")"
+kill "$SPID"
+wait "$SPID" 2>/dev/null
+SPID=
+t0=$(date +%s)
+for ((n = 0; n < 200; n++)); do grep -q "step 9999.0 reclaimed" "$S/log/n1.agent.log" && break; sleep 0.1; done
+grep -q "step 9999.0 reclaimed: none of its tasks alive for 10 s, and no StepEnd came" "$S/log/n1.agent.log"
+ok $? "its task killed and no StepEnd: reclaimed after $(($(date +%s) - t0)) s (grace 10 s)"
+sleep 0.5
+"$AGENT" -c /dev/null -s "status_file=$S/agent-n1.json" --status --json | python3 -c '
+import json, sys; s = json.load(sys.stdin); print(len(s["steps"]), s["steps_reclaimed"])' >"$S/st.out"
+is "$(cat "$S/st.out")" "0 1" "no step left registered; steps_reclaimed 1"
