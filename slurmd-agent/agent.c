@@ -541,6 +541,16 @@ static int start_sharing(struct agent *a)
 	rc = check_run_dir(a->cfg.run_dir);
 	if (rc < 0)
 		return rc;
+	{
+		size_t n;
+		char err[512];
+
+		rc = fq_steps_load(a->steps, a->steps_path, fq_now_ns(), &n, err, sizeof(err));
+		if (rc < 0)
+			fq_warn("step registry not restored: %s", err);
+		else if (n)
+			fq_info("%zu step(s) restored from %s", n, a->steps_path);
+	}
 	vet_page(a->clock_page_path);
 	vet_page(a->path_page_path);
 	rc = fq_clock_page_writer_open(a->clock_page_path, &a->clock_page);
@@ -723,7 +733,8 @@ int main(int argc, char **argv)
 	    derive_path(a.clock_page_path, sizeof(a.clock_page_path), a.cfg.clock_page, a.cfg.run_dir,
 			"clock") < 0 ||
 	    derive_path(a.path_page_path, sizeof(a.path_page_path), a.cfg.path_page, a.cfg.run_dir, "paths") <
-		0)
+		0 ||
+	    derive_path(a.steps_path, sizeof(a.steps_path), "", a.cfg.run_dir, "steps.json") < 0)
 		goto out;
 
 	/* modules, in order */

@@ -61,6 +61,7 @@ struct agent_assigned {
 struct agent {
 	struct agent_config cfg;
 	char step_socket[256], telemetry_socket[256], clock_page_path[4096], path_page_path[4096];
+	char steps_path[4096]; /* the persisted step registry, RUN_DIR/steps.json */
 	char boot_id[64];
 	struct event_base *base;
 	struct fq_prober *prober;
@@ -101,6 +102,8 @@ extern const struct fq_local_ops agent_local_ops;
 /* Reclaim registered steps whose tasks are all gone and whose StepEnd never
  * came (each report window; logged and counted). */
 void agent_reap_steps(struct agent *a);
+/* Persist the step registry after a change (a failure is logged). */
+void agent_save_steps(struct agent *a);
 
 /* agent_report.c */
 int64_t agent_global(const struct agent *a, int64_t local_ns);

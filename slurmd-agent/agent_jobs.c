@@ -21,6 +21,7 @@ static int step_start(void *arg, const Fabriciq__StepStart *m, char *msg, size_t
 
 	if (rc < 0)
 		return rc;
+	agent_save_steps(a);
 	fq_info("step %llu.%u registered: %zu rank(s) on this node, uid %u, mode %s",
 		(unsigned long long)m->job_id, m->step_id, m->n_ranks, m->uid,
 		m->mode && *m->mode ? m->mode : "monitor");
@@ -46,6 +47,7 @@ static int step_end(void *arg, const Fabriciq__StepEnd *m, char *msg, size_t msg
 			 m->step_id);
 		return -ENOENT;
 	}
+	agent_save_steps(a);
 	fq_info("step %llu.%u unregistered (exit status %d)", (unsigned long long)m->job_id, m->step_id,
 		m->exit_status);
 	fwd = *m;
@@ -156,6 +158,17 @@ void agent_reap_steps(struct agent *a)
 			(unsigned long long)gone[i].job_id, gone[i].step_id,
 			(long long)(STEP_REAP_GRACE_NS / 1000000000));
 	a->steps_reclaimed += n;
+	if (n)
+		agent_save_steps(a);
+}
+
+void agent_save_steps(struct agent *a)
+{
+	int rc = fq_steps_save(a->steps, a->steps_path);
+
+	if (rc < 0)
+		fq_log_rl(FQ_LOG_ERROR, "cannot save the step registry to %s: %s", a->steps_path,
+			  strerror(-rc));
 }
 
 const struct fq_local_ops agent_local_ops = {

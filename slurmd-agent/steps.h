@@ -88,7 +88,17 @@ size_t fq_steps_reap(struct fq_steps *s, int64_t now_ns, int64_t grace_ns, fq_al
 
 size_t fq_steps_count(const struct fq_steps *s);
 
-/* [{job_id, step_id, uid, mode, ranks: [{rank, local_rank, pid}], lane_reports}] */
+/* [{job_id, step_id, uid, mode, node_count, task_count, ranks: [{rank,
+ * local_rank, pid}], lane_reports}] */
 struct json_object *fq_steps_json(const struct fq_steps *s);
+
+/* Persist the registry (fq_steps_json) to path: a fresh file (mode 0600,
+ * never one planted at path.tmp) renamed over it. 0 or a negative errno. */
+int fq_steps_save(const struct fq_steps *s, const char *path);
+
+/* Register every step saved at path (as fq_steps_register would; dead
+ * ones are left to fq_steps_reap). 0 and *n, 0 and *n = 0 without a
+ * file, or -EBADMSG (err says which entry) / another negative errno. */
+int fq_steps_load(struct fq_steps *s, const char *path, int64_t now_ns, size_t *n, char *err, size_t errlen);
 
 #endif /* FQ_AGENT_STEPS_H */

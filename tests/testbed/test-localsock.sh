@@ -12,17 +12,20 @@
 # the clock page goes and a 0666 path page of nobody's are replaced (the
 # link's target untouched), said in the log; the status file is 0640; a
 # run directory others may write is refused. A registered step whose task
-# dies without a StepEnd is reclaimed after the 10 s grace.
+# dies without a StepEnd is reclaimed after the 10 s grace; an agent
+# killed with SIGKILL mid-step and restarted restores the step from
+# RUN_DIR/steps.json and attributes its telemetry again.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/lib/testlib.sh"
 tb_require
 B=$(cd "$top_builddir" && pwd) # slurmd runs elsewhere: absolute paths
 SPANK_SO=$B/spank/.libs/spank_fabriciq.so
 AGENT=$B/slurmd-agent/fabriciq-agent
-for f in "$SPANK_SO" "$AGENT"; do [ -e "$f" ] || skip_all "$f not built"; done
+LANESEND=$B/tests/testbed/tb-lanesend
+for f in "$SPANK_SO" "$AGENT" "$LANESEND"; do [ -e "$f" ] || skip_all "$f not built"; done
 command -v setpriv >/dev/null || skip_all "setpriv (util-linux) missing"
 id -u nobody >/dev/null 2>&1 || skip_all "no user nobody"
-plan 26
+plan 30
 tb_setup tls
 S=$FQTB_STATE
 HPID=
@@ -213,3 +216,28 @@ sleep 0.5
 "$AGENT" -c /dev/null -s "status_file=$S/agent-n1.json" --status --json | python3 -c '
 import json, sys; s = json.load(sys.stdin); print(len(s["steps"]), s["steps_reclaimed"])' >"$S/st.out"
 is "$(cat "$S/st.out")" "0 1" "no step left registered; steps_reclaimed 1"
+
+# ---- kill -9 mid-step, restart: the step restored, its telemetry attributed -
+: >"$S/tasks"
+timeout 60 "$TB" slurm srun -N1 -w n1 --fabriciq sh -c \
+	"echo \$SLURM_JOB_ID >$S/tasks; sleep 8; $LANESEND $S/run/n1/agent-telemetry.sock \$SLURM_JOB_ID 0" >"$S/srun.out" 2>&1 &
+RPID=$!
+for ((n = 0; n < 100; n++)); do [ -s "$S/tasks" ] && break; sleep 0.1; done
+job=$(cat "$S/tasks")
+for ((n = 0; n < 30; n++)); do grep -q "step $job.0 registered" "$S/log/n1.agent.log" && break; sleep 0.1; done
+kill -KILL "$(cat "$S/daemons/n1.agent.pid")"
+tb daemon start n1 agent2 -- "$AGENT" -c /dev/null -s nics=rail0 -s peers=n2:rail0@198.19.0.5 -s node=n1 \
+	-s "status_file=$S/agent-n1.json" -s "run_dir=$S/run/n1" -s "spool_dir=$S/spool/n1" -s report_interval=200ms >/dev/null
+L2=$S/log/n1.agent2.log
+for ((n = 0; n < 30; n++)); do grep -q "step(s) restored" "$L2" && break; sleep 0.1; done
+grep -q "1 step(s) restored from $S/run/n1/steps.json" "$L2"
+ok $? "agent killed (SIGKILL) mid-step and restarted: step $job.0 restored" || diag "$(cat "$L2")"
+wait "$RPID"
+is $? 0 "the step ran to its end" || diag "$(cat "$S/srun.out")"
+for ((n = 0; n < 15; n++)); do [ "$(counter telemetry_frames) $(counter telemetry_unregistered)" = "1 0" ] && break; sleep 0.2; done
+is "$(counter telemetry_frames) $(counter telemetry_unregistered)" "1 0" \
+	"the step's lane report after the restart is attributed (1 frame, 0 unregistered)"
+for ((n = 0; n < 30; n++)); do grep -q "step $job.0 unregistered" "$L2" && break; sleep 0.1; done
+grep -q "step $job.0 unregistered (exit status 0)" "$L2"
+ok $? "the restarted agent takes the step's StepEnd"
+tb daemon stop n1 agent2

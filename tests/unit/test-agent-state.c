@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -166,6 +167,41 @@ static void test_reap(void)
 	       "t=21: 72.0, dead since 12, stays");
 	is_int((int)fq_steps_reap(s, 22, 10, table_alive, NULL, gone, 4), 1, "t=22: 72.0 removed");
 	ok(gone[0].job_id == 72 && fq_steps_count(s) == 1, "... and only 70.0 is left");
+	{
+		char dir[] = "/tmp/fq-steps-test.XXXXXX", path[128];
+		struct fq_steps *t = fq_steps_create(8);
+		struct json_object *a, *b;
+		struct stat st;
+		size_t n = 0;
+		FILE *f;
+
+		start_msg(&m, r, rp, 73, 2, ranks, p70, 2);
+		m.node_count = 3;
+		m.task_count = 6;
+		m.mode = "control";
+		fq_steps_register(s, &m, 0, err, sizeof(err));
+		ok(mkdtemp(dir) != NULL, "a state directory");
+		snprintf(path, sizeof(path), "%s/steps.json", dir);
+		ok(fq_steps_save(s, path) == 0 && stat(path, &st) == 0 && (st.st_mode & 0777) == 0600,
+		   "the registry saved, mode 0600");
+		ok(fq_steps_load(t, path, 0, &n, err, sizeof(err)) == 0 && n == 2, "... and loaded: 2 steps");
+		a = fq_steps_json(s);
+		b = fq_steps_json(t);
+		is_str(json_object_to_json_string(b), json_object_to_json_string(a),
+		       "the loaded registry is the saved one (ranks, pids, uid, mode, counts)");
+		json_object_put(a);
+		json_object_put(b);
+		f = fopen(path, "w");
+		fputs("[{\"job_id\": 5}]", f);
+		fclose(f);
+		is_int(fq_steps_load(t, path, 0, &n, err, sizeof(err)), -EBADMSG, "a malformed entry: %s",
+		       err);
+		unlink(path);
+		is_int(fq_steps_load(t, path, 0, &n, err, sizeof(err)) == 0 && n == 0, 1,
+		       "no file: nothing to load");
+		rmdir(dir);
+		fq_steps_destroy(t);
+	}
 	fq_steps_destroy(s);
 
 	ok(fq_alive_from_proc(getpid(), NULL), "/proc: this process is alive");
@@ -461,7 +497,7 @@ static void test_advice(void)
 
 int main(void)
 {
-	plan(69);
+	plan(75);
 	test_nics();
 	test_steps();
 	test_reap();
