@@ -26,6 +26,12 @@
  * SO_PEERCRED: the pid (or its nearest registered ancestor) must be a task
  * of a registered step, whose job, step and rank then replace what the
  * frame claims; frames from anyone else are dropped and counted.
+ *
+ * Frame limits (payload bytes; a frame announcing more closes the
+ * connection): FQ_STEP_FRAME_MAX on the step socket (a StepStart of
+ * FQ_STEPS_MAX_RANKS ranks fits), FQ_TELEMETRY_FRAME_MAX on the telemetry
+ * socket (the NCCL plugin's frames are at most 4 KiB). Connection limits
+ * and timeouts: slurmd-agent/local.h, fabriciq-agent(8).
  */
 #ifndef FQ_COMMON_STEP_SOCKET_H
 #define FQ_COMMON_STEP_SOCKET_H
@@ -34,5 +40,8 @@
 #define FQ_TELEMETRY_SOCKET_DEFAULT "/run/fabriciq/agent-telemetry.sock"
 #define FQ_CLOCK_PAGE_DEFAULT       "/run/fabriciq/clock"
 #define FQ_PATH_PAGE_DEFAULT        "/run/fabriciq/paths"
+
+#define FQ_STEP_FRAME_MAX      (256u << 10)
+#define FQ_TELEMETRY_FRAME_MAX (64u << 10)
 
 #endif /* FQ_COMMON_STEP_SOCKET_H */

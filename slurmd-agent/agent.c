@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <ifaddrs.h>
 #include <json-c/json.h>
@@ -15,12 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/shm_page.h"
 #include "slurmd-agent/agent.h"
 #include "slurmd-agent/nics.h"
 
@@ -72,6 +75,17 @@ static const struct fq_cfg_option agent_options[] = {
 	"root-only socket of the SPANK plugin (default RUN_DIR/agent-step.sock)"),
     OPT("telemetry_socket", FQ_CFG_STRING, telemetry_socket, "", 0, 0, NULL,
 	"socket of the NCCL plugin's telemetry (default RUN_DIR/agent-telemetry.sock)"),
+    OPT("step_max_connections", FQ_CFG_UINT, step_max_connections, "1024", 1, 65536, NULL,
+	"connections the step socket takes (root's: one per running step), apart from the telemetry "
+	"socket's"),
+    OPT("telemetry_max_connections", FQ_CFG_UINT, telemetry_max_connections, "1024", 1, 65536, NULL,
+	"connections the telemetry socket takes, all users together"),
+    OPT("telemetry_max_per_uid", FQ_CFG_UINT, telemetry_max_per_uid, "256", 1, 65536, NULL,
+	"telemetry connections one uid may hold (one per job process)"),
+    OPT("telemetry_idle_timeout", FQ_CFG_DURATION, telemetry_idle_timeout, "10m", 1e9, 86400e9, NULL,
+	"a telemetry connection that sends no frame for this long is closed"),
+    OPT("frame_timeout", FQ_CFG_DURATION, frame_timeout, "5s", 10e6, 600e9, NULL,
+	"a frame begun on either local socket must be complete within this, else the connection is closed"),
     OPT("clock_page", FQ_CFG_STRING, clock_page, "", 0, 0, NULL, "clock page (default RUN_DIR/clock)"),
     OPT("path_page", FQ_CFG_STRING, path_page, "", 0, 0, NULL, "path-health page (default RUN_DIR/paths)"),
     OPT("spool_dir", FQ_CFG_STRING, spool_dir, "/var/spool/fabriciq/agent", 0, 0, NULL,
@@ -182,6 +196,9 @@ static struct json_object *nic_json(const struct agent *a, const struct agent_ni
 	return o;
 }
 
+/* root and the agent's group; not others (fabriciq-agent(8)) */
+#define STATUS_MODE 0640
+
 /* Write the status file atomically: readers never see half a file. */
 static void write_status(struct agent *a)
 {
@@ -189,6 +206,7 @@ static void write_status(struct agent *a)
 	char tmp[4096];
 	const char *text;
 	FILE *f;
+	int fd;
 
 	json_object_object_add(st, "node", json_object_new_string(a->cfg.node));
 	json_object_object_add(st, "agent_version", json_object_new_string(AGENT_VERSION));
@@ -229,10 +247,17 @@ static void write_status(struct agent *a)
 		json_object_object_add(st, "spool", fq_spool_counters(a->spool));
 	}
 	json_object_object_add(st, "lanes_forwarded", json_object_new_uint64(a->lanes_forwarded));
+	json_object_object_add(st, "steps_reclaimed", json_object_new_uint64(a->steps_reclaimed));
 	json_object_object_add(st, "events", json_object_get(a->events));
 	text = json_object_to_json_string_ext(st, JSON_C_TO_STRING_PRETTY);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", a->cfg.status_file);
-	f = fopen(tmp, "we");
+	/* a fresh file, never one planted at tmp; not world-readable: it names
+	 * other users' jobs, pids and uids */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, STATUS_MODE);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f && fd >= 0)
+		close(fd);
 	if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, a->cfg.status_file) < 0)
 		fq_log_rl(FQ_LOG_ERROR, "cannot write status file %s: %s", a->cfg.status_file,
 			  strerror(errno));
@@ -244,6 +269,7 @@ static void on_report(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	agent_report_window(arg);
+	agent_reap_steps(arg);
 	write_status(arg);
 }
 
@@ -430,13 +456,105 @@ static int derive_path(char *out, size_t len, const char *set, const char *run_d
 	return 0;
 }
 
+/* The run directory holds the sockets and pages job processes trust: it
+ * must be a directory of root or of the agent's user that no one else may
+ * write (who can write it can swap a page or a socket). Created 0755 if
+ * missing. */
+static int check_run_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		int rc = -errno;
+
+		fq_error("cannot create agent.run_dir %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (stat(dir, &st) < 0) {
+		int rc = -errno;
+
+		fq_error("agent.run_dir %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022)) {
+		fq_error("agent.run_dir %s (uid %u, mode %04o): refusing to start: it must be a directory of "
+			 "root or uid %u that no one else may write",
+			 dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Say what the page writer is about to replace (fq_shm_page_create does). */
+static void vet_page(const char *path)
+{
+	char why[64];
+
+	if (fq_shm_page_untrusted(path, why, sizeof(why)) > 0)
+		fq_warn("%s is %s: not trusted, replaced by a fresh page", path, why);
+}
+
+/* Descriptors the agent needs besides its local connections: probe
+ * transports, the uplink, spool files, the event loop, listeners. */
+#define AGENT_OWN_FDS 256
+
+/* Every connection the local sockets admit must find a descriptor, or the
+ * telemetry socket's users could exhaust them for the step socket too: the
+ * soft RLIMIT_NOFILE is raised to fit (the unit's LimitNOFILE= sets the
+ * hard one); a hard limit below the need is a start-up error. */
+static int fit_nofile(const struct agent_config *cfg)
+{
+	rlim_t need = (rlim_t)(cfg->step_max_connections + cfg->telemetry_max_connections + AGENT_OWN_FDS);
+	struct rlimit rl;
+
+	getrlimit(RLIMIT_NOFILE, &rl); /* cannot fail for a valid resource */
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+			fq_error(
+			    "agent.step_max_connections + agent.telemetry_max_connections + %d need %llu "
+			    "file descriptors; RLIMIT_NOFILE allows %llu (raise LimitNOFILE=)",
+			    AGENT_OWN_FDS, (unsigned long long)need, (unsigned long long)rl.rlim_max);
+			return -EMFILE;
+		}
+		rl.rlim_cur = need;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+			int rc = -errno;
+
+			fq_error("cannot raise RLIMIT_NOFILE to %llu: %s", (unsigned long long)need,
+				 strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
 /* The spool, the uplink and the pages: what a running agent shares. */
 static int start_sharing(struct agent *a)
 {
+	struct fq_local_limits lim = {
+	    .step_max = (unsigned)a->cfg.step_max_connections,
+	    .telemetry_max = (unsigned)a->cfg.telemetry_max_connections,
+	    .max_per_uid = (unsigned)a->cfg.telemetry_max_per_uid,
+	    .idle_timeout_ns = (int64_t)a->cfg.telemetry_idle_timeout,
+	    .frame_timeout_ns = (int64_t)a->cfg.frame_timeout,
+	};
 	int rc;
 
-	if (mkdir(a->cfg.run_dir, 0755) < 0 && errno != EEXIST)
-		fq_warn("cannot create %s: %s", a->cfg.run_dir, strerror(errno));
+	rc = check_run_dir(a->cfg.run_dir);
+	if (rc < 0)
+		return rc;
+	{
+		size_t n;
+		char err[512];
+
+		rc = fq_steps_load(a->steps, a->steps_path, fq_now_ns(), &n, err, sizeof(err));
+		if (rc < 0)
+			fq_warn("step registry not restored: %s", err);
+		else if (n)
+			fq_info("%zu step(s) restored from %s", n, a->steps_path);
+	}
+	vet_page(a->clock_page_path);
+	vet_page(a->path_page_path);
 	rc = fq_clock_page_writer_open(a->clock_page_path, &a->clock_page);
 	if (rc < 0) {
 		fq_error("cannot create the clock page %s: %s", a->clock_page_path, strerror(-rc));
@@ -447,8 +565,11 @@ static int start_sharing(struct agent *a)
 		fq_error("cannot create the path page %s: %s", a->path_page_path, strerror(-rc));
 		return rc;
 	}
+	rc = fit_nofile(&a->cfg);
+	if (rc < 0)
+		return rc;
 	a->local = fq_local_create(a->base, a->step_socket, a->telemetry_socket, a->clock_page_path,
-				   a->path_page_path, &agent_local_ops, a);
+				   a->path_page_path, &lim, &agent_local_ops, a);
 	if (!a->local)
 		return -EIO;
 	if (*a->cfg.controller) {
@@ -617,7 +738,8 @@ int main(int argc, char **argv)
 	    derive_path(a.clock_page_path, sizeof(a.clock_page_path), a.cfg.clock_page, a.cfg.run_dir,
 			"clock") < 0 ||
 	    derive_path(a.path_page_path, sizeof(a.path_page_path), a.cfg.path_page, a.cfg.run_dir, "paths") <
-		0)
+		0 ||
+	    derive_path(a.steps_path, sizeof(a.steps_path), "", a.cfg.run_dir, "steps.json") < 0)
 		goto out;
 
 	/* modules, in order */

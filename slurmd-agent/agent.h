@@ -38,6 +38,8 @@ struct agent_config {
 	char *spool_dir;
 	uint64_t spool_max, publish_interval, max_slew;
 	uint64_t controller_uid;
+	uint64_t step_max_connections, telemetry_max_connections, telemetry_max_per_uid;
+	uint64_t telemetry_idle_timeout, frame_timeout;
 };
 
 #define AGENT_MAX_NICS     16
@@ -60,6 +62,7 @@ struct agent_assigned {
 struct agent {
 	struct agent_config cfg;
 	char step_socket[256], telemetry_socket[256], clock_page_path[4096], path_page_path[4096];
+	char steps_path[4096]; /* the persisted step registry, RUN_DIR/steps.json */
 	char boot_id[64];
 	struct event_base *base;
 	struct fq_prober *prober;
@@ -92,10 +95,16 @@ struct agent {
 	int64_t corr_local_ns;          /* when it arrived (local raw) */
 	uint64_t frames_spooled, frames_unspooled;
 	uint64_t lanes_forwarded;
+	uint64_t steps_reclaimed; /* removed with no live task and no StepEnd */
 };
 
 /* agent_jobs.c */
 extern const struct fq_local_ops agent_local_ops;
+/* Reclaim registered steps whose tasks are all gone and whose StepEnd never
+ * came (each report window; logged and counted). */
+void agent_reap_steps(struct agent *a);
+/* Persist the step registry after a change (a failure is logged). */
+void agent_save_steps(struct agent *a);
 
 /* agent_report.c */
 int64_t agent_global(const struct agent *a, int64_t local_ns);

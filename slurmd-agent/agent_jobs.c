@@ -21,6 +21,7 @@ static int step_start(void *arg, const Fabriciq__StepStart *m, char *msg, size_t
 
 	if (rc < 0)
 		return rc;
+	agent_save_steps(a);
 	fq_info("step %llu.%u registered: %zu rank(s) on this node, uid %u, mode %s",
 		(unsigned long long)m->job_id, m->step_id, m->n_ranks, m->uid,
 		m->mode && *m->mode ? m->mode : "monitor");
@@ -46,6 +47,7 @@ static int step_end(void *arg, const Fabriciq__StepEnd *m, char *msg, size_t msg
 			 m->step_id);
 		return -ENOENT;
 	}
+	agent_save_steps(a);
 	fq_info("step %llu.%u unregistered (exit status %d)", (unsigned long long)m->job_id, m->step_id,
 		m->exit_status);
 	fwd = *m;
@@ -142,6 +144,34 @@ static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabr
 	env->seq = 0;
 	agent_send(a, env);
 	return FQ_LOCAL_ACCEPTED;
+}
+
+/* A step ended this long ago gets its StepEnd within it (slurmstepd sends
+ * it as its tasks exit); after it, a step with no live task is reclaimed. */
+#define STEP_REAP_GRACE_NS (10 * INT64_C(1000000000))
+
+void agent_reap_steps(struct agent *a)
+{
+	struct fq_step_key gone[16];
+	size_t n =
+	    fq_steps_reap(a->steps, fq_now_ns(), STEP_REAP_GRACE_NS, fq_alive_from_proc, NULL, gone, 16);
+
+	for (size_t i = 0; i < n; i++)
+		fq_warn("step %llu.%u reclaimed: none of its tasks alive for %lld s, and no StepEnd came",
+			(unsigned long long)gone[i].job_id, gone[i].step_id,
+			(long long)(STEP_REAP_GRACE_NS / 1000000000));
+	a->steps_reclaimed += n;
+	if (n)
+		agent_save_steps(a);
+}
+
+void agent_save_steps(struct agent *a)
+{
+	int rc = fq_steps_save(a->steps, a->steps_path);
+
+	if (rc < 0)
+		fq_log_rl(FQ_LOG_ERROR, "cannot save the step registry to %s: %s", a->steps_path,
+			  strerror(-rc));
 }
 
 const struct fq_local_ops agent_local_ops = {

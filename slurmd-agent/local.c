@@ -5,17 +5,18 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
 #include "common/log.h"
+#include "common/step_socket.h"
 
-#define MAX_CONNS  1024
-#define LOCAL_MAX  (256u << 10) /* frame limit on the local sockets */
 #define READ_CHUNK 16384
 #define MAX_OUTBUF (1u << 20) /* a client that never reads its answers is dropped */
 
@@ -24,26 +25,32 @@ enum kind {
 	TELEMETRY
 };
 
+static const char *const kind_name[] = {"step", "telemetry"};
+
 struct conn {
 	struct fq_local *l;
 	enum kind kind;
 	struct ucred cred;
 	struct bufferevent *bev;
 	struct fq_frame_decoder *dec;
+	struct event *timer;   /* the idle or the partial-frame deadline */
+	int64_t partial_since; /* when the pending frame began; 0: none */
 	struct conn *prev, *next;
 };
 
 struct fq_local {
 	struct event_base *base;
 	struct fq_local_ops ops;
+	struct fq_local_limits lim;
 	void *arg;
 	struct evconnlistener *lis[2];
 	char path[2][sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char *clock_page, *path_page;
 	struct conn *conns;
-	unsigned nconns;
+	unsigned nconns[2];
 	uint64_t step_requests, step_refused, step_not_root, telemetry_frames, telemetry_unregistered,
-	    telemetry_wrong_job, telemetry_dropped, bad_frames, refused_conns;
+	    telemetry_wrong_job, telemetry_dropped, bad_frames, refused_conns, refused_per_uid, closed_idle,
+	    closed_partial;
 };
 
 static void conn_close(struct conn *c)
@@ -56,10 +63,59 @@ static void conn_close(struct conn *c)
 		l->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	l->nconns--;
+	l->nconns[c->kind]--;
+	event_free(c->timer);
 	bufferevent_free(c->bev);
 	fq_frame_decoder_destroy(c->dec);
 	free(c);
+}
+
+static void arm(struct conn *c, int64_t ns)
+{
+	struct timeval tv = {(time_t)(ns / 1000000000), (suseconds_t)(ns % 1000000000 / 1000)};
+
+	evtimer_add(c->timer, &tv);
+}
+
+/* After input: a frame begun gets frame_timeout from its first byte (never
+ * extended by more bytes); a telemetry connection with nothing pending gets
+ * idle_timeout from now; a step connection with nothing pending none. */
+static void rearm(struct conn *c)
+{
+	if (fq_frame_decoder_pending(c->dec)) {
+		if (!c->partial_since) {
+			c->partial_since = fq_now_ns();
+			arm(c, c->l->lim.frame_timeout_ns);
+		}
+		return;
+	}
+	c->partial_since = 0;
+	if (c->kind == TELEMETRY)
+		arm(c, c->l->lim.idle_timeout_ns);
+	else
+		evtimer_del(c->timer);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->partial_since) {
+		c->l->closed_partial++;
+		fq_log_rl(FQ_LOG_WARN,
+			  "%s socket: pid %d (uid %d) left a frame unfinished for %.1f s (%zu bytes): "
+			  "connection closed",
+			  kind_name[c->kind], (int)c->cred.pid, (int)c->cred.uid,
+			  (double)(fq_now_ns() - c->partial_since) / 1e9, fq_frame_decoder_pending(c->dec));
+	} else {
+		c->l->closed_idle++;
+		fq_log_rl(FQ_LOG_INFO,
+			  "telemetry socket: pid %d (uid %d) sent nothing for %.0f s: connection closed",
+			  (int)c->cred.pid, (int)c->cred.uid, (double)c->l->lim.idle_timeout_ns / 1e9);
+	}
+	conn_close(c);
 }
 
 /* paths: NULL, or the agent's paths (the answer to a StepStart). */
@@ -77,7 +133,7 @@ static void answer(struct conn *c, uint64_t seq, int rc, const char *msg, Fabric
 	env.version = FQ_PROTOCOL_VERSION;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_RESULT;
 	env.result = &res;
-	if (fq_frame_encode(&env, LOCAL_MAX, &buf, &len) == 0) {
+	if (fq_frame_encode(&env, FQ_STEP_FRAME_MAX, &buf, &len) == 0) {
 		bufferevent_write(c->bev, buf, len);
 		free(buf);
 	}
@@ -179,10 +235,11 @@ static void on_read(struct bufferevent *bev, void *arg)
 	}
 	if (evbuffer_get_length(bufferevent_get_output(bev)) > MAX_OUTBUF)
 		goto bad;
+	rearm(c);
 	return;
 bad:
-	fq_log_rl(FQ_LOG_WARN, "%s socket: bad input from pid %d: connection closed",
-		  c->kind == STEP ? "step" : "telemetry", (int)c->cred.pid);
+	fq_log_rl(FQ_LOG_WARN, "%s socket: bad input from pid %d: connection closed", kind_name[c->kind],
+		  (int)c->cred.pid);
 	conn_close(c);
 }
 
@@ -193,19 +250,57 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		conn_close(arg);
 }
 
+/* The number of telemetry connections uid holds (bounded by telemetry_max:
+ * a scan is cheaper than keeping a table in step). */
+static unsigned uid_conns(const struct fq_local *l, uid_t uid)
+{
+	unsigned n = 0;
+
+	for (const struct conn *c = l->conns; c; c = c->next)
+		n += c->kind == TELEMETRY && c->cred.uid == uid;
+	return n;
+}
+
+/* Whether a connection of kind from cred may stay (counted and logged if not). */
+static bool admit(struct fq_local *l, enum kind kind, const struct ucred *cred)
+{
+	unsigned max = kind == STEP ? l->lim.step_max : l->lim.telemetry_max;
+
+	if (kind == STEP && cred->uid != 0) {
+		l->step_not_root++;
+		fq_log_rl(FQ_LOG_WARN, "step socket: connection from uid %d (pid %d) refused: root only",
+			  (int)cred->uid, (int)cred->pid);
+		return false;
+	}
+	if (l->nconns[kind] >= max) {
+		l->refused_conns++;
+		fq_log_rl(FQ_LOG_WARN, "%s socket: %u connections open (its limit): refusing pid %d (uid %d)",
+			  kind_name[kind], l->nconns[kind], (int)cred->pid, (int)cred->uid);
+		return false;
+	}
+	if (kind == TELEMETRY && uid_conns(l, cred->uid) >= l->lim.max_per_uid) {
+		l->refused_per_uid++;
+		fq_log_rl(
+		    FQ_LOG_WARN,
+		    "telemetry socket: uid %d holds %u connections (the per-uid limit): refusing pid %d",
+		    (int)cred->uid, l->lim.max_per_uid, (int)cred->pid);
+		return false;
+	}
+	return true;
+}
+
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen,
 		      void *arg)
 {
 	struct fq_local *l = arg;
 	enum kind kind = lis == l->lis[STEP] ? STEP : TELEMETRY;
 	socklen_t len = sizeof(struct ucred);
+	struct ucred cred;
 	struct conn *c;
 
 	(void)sa;
 	(void)salen;
-	if (l->nconns >= MAX_CONNS) {
-		l->refused_conns++;
-		fq_log_rl(FQ_LOG_WARN, "local sockets: %u connections open: refusing more", l->nconns);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !admit(l, kind, &cred)) {
 		close(fd);
 		return;
 	}
@@ -216,20 +311,14 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	}
 	c->l = l;
 	c->kind = kind;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0 ||
-	    (kind == STEP && c->cred.uid != 0)) {
-		if (kind == STEP)
-			l->step_not_root++;
-		fq_log_rl(FQ_LOG_WARN, "step socket: connection from uid %d (pid %d) refused: root only",
-			  (int)c->cred.uid, (int)c->cred.pid);
-		free(c);
-		close(fd);
-		return;
-	}
-	c->dec = fq_frame_decoder_create(LOCAL_MAX);
+	c->cred = cred;
+	c->dec = fq_frame_decoder_create(kind == STEP ? FQ_STEP_FRAME_MAX : FQ_TELEMETRY_FRAME_MAX);
+	c->timer = evtimer_new(l->base, on_timer, c);
 	c->bev = bufferevent_socket_new(l->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!c->dec || !c->bev) {
+	if (!c->dec || !c->timer || !c->bev) {
 		fq_frame_decoder_destroy(c->dec);
+		if (c->timer)
+			event_free(c->timer);
 		if (c->bev)
 			bufferevent_free(c->bev);
 		else
@@ -243,7 +332,8 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	if (l->conns)
 		l->conns->prev = c;
 	l->conns = c;
-	l->nconns++;
+	l->nconns[kind]++;
+	rearm(c);
 }
 
 static struct evconnlistener *listen_unix(struct fq_local *l, const char *path, mode_t mode, char *saved,
@@ -279,13 +369,15 @@ static struct evconnlistener *listen_unix(struct fq_local *l, const char *path, 
 
 struct fq_local *fq_local_create(struct event_base *base, const char *step_path, const char *telemetry_path,
 				 const char *clock_page, const char *path_page,
-				 const struct fq_local_ops *ops, void *arg)
+				 const struct fq_local_limits *limits, const struct fq_local_ops *ops,
+				 void *arg)
 {
 	struct fq_local *l = calloc(1, sizeof(*l));
 
 	if (!l)
 		return NULL;
 	l->base = base;
+	l->lim = *limits;
 	l->ops = *ops;
 	l->arg = arg;
 	l->clock_page = strdup(clock_page);
@@ -337,6 +429,10 @@ struct json_object *fq_local_counters(const struct fq_local *l)
 	json_object_object_add(o, "telemetry_dropped", json_object_new_uint64(l->telemetry_dropped));
 	json_object_object_add(o, "bad_frames", json_object_new_uint64(l->bad_frames));
 	json_object_object_add(o, "refused_connections", json_object_new_uint64(l->refused_conns));
-	json_object_object_add(o, "connections", json_object_new_int((int)l->nconns));
+	json_object_object_add(o, "refused_per_uid", json_object_new_uint64(l->refused_per_uid));
+	json_object_object_add(o, "closed_idle", json_object_new_uint64(l->closed_idle));
+	json_object_object_add(o, "closed_partial", json_object_new_uint64(l->closed_partial));
+	json_object_object_add(o, "step_connections", json_object_new_int((int)l->nconns[STEP]));
+	json_object_object_add(o, "telemetry_connections", json_object_new_int((int)l->nconns[TELEMETRY]));
 	return o;
 }

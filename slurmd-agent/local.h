@@ -9,6 +9,18 @@
  * processes, each handed over with the sender's kernel-proven credentials.
  * Garbage, oversized frames and frames of the wrong kind are counted and
  * the connection closed; the agent keeps running.
+ *
+ * Each socket has its own connection limit, so a local user who fills the
+ * world-writable telemetry socket never takes the step socket's room (a
+ * refused step registration fails a job with required=yes). On the
+ * telemetry socket each uid may hold at most max_per_uid connections, and
+ * a connection that completes no frame for idle_timeout is closed (a
+ * client that reconnects loses nothing but its slot). On both, a frame
+ * whose first byte has arrived must be complete within frame_timeout,
+ * however slowly its bytes trickle in; with the frame limits of
+ * common/step_socket.h this bounds what one connection holds in memory and
+ * for how long. The caller makes sure the process may open
+ * step_max + telemetry_max descriptors besides its own (RLIMIT_NOFILE).
  */
 #ifndef FQ_AGENT_LOCAL_H
 #define FQ_AGENT_LOCAL_H
@@ -35,19 +47,32 @@ struct fq_local_ops {
 	enum fq_local_verdict (*telemetry)(void *arg, const struct ucred *cred, Fabriciq__Envelope *env);
 };
 
+struct fq_local_limits {
+	unsigned step_max;        /* connections on the step socket (root's) */
+	unsigned telemetry_max;   /* connections on the telemetry socket, all uids */
+	unsigned max_per_uid;     /* telemetry connections of one uid */
+	int64_t idle_timeout_ns;  /* telemetry: closed after this long without a frame */
+	int64_t frame_timeout_ns; /* both: a begun frame must be complete this soon */
+};
+
 struct fq_local;
 
 /* Listen on both socket paths (an existing socket file is replaced);
  * clock_page and path_page are only told to StepStart's callers (copied).
+ * Connections over a limit are accepted and closed at once, counted.
  * NULL on failure, logged with the path and errno. */
 struct fq_local *fq_local_create(struct event_base *base, const char *step_path, const char *telemetry_path,
 				 const char *clock_page, const char *path_page,
-				 const struct fq_local_ops *ops, void *arg);
+				 const struct fq_local_limits *limits, const struct fq_local_ops *ops,
+				 void *arg);
 /* Close every connection and remove both socket files. */
 void fq_local_destroy(struct fq_local *l);
 
 /* {step_requests, step_refused, step_not_root, telemetry_frames,
- *  telemetry_unregistered, telemetry_wrong_job, bad_frames, connections} */
+ *  telemetry_unregistered, telemetry_wrong_job, telemetry_dropped,
+ *  bad_frames, refused_connections (a socket's limit), refused_per_uid,
+ *  closed_idle, closed_partial (frame_timeout), step_connections,
+ *  telemetry_connections} */
 struct json_object *fq_local_counters(const struct fq_local *l);
 
 #endif /* FQ_AGENT_LOCAL_H */

@@ -2,9 +2,13 @@
 #include "slurmd-agent/steps.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_GENERATIONS 64
 #define PID_CACHE       64 /* telemetry senders remembered (direct-mapped by pid) */
@@ -150,6 +154,7 @@ int fq_steps_register(struct fq_steps *s, const Fabriciq__StepStart *m, int64_t 
 		return rc;
 	}
 	s->gen++;
+	st->dead_since_ns = 0; /* new pids: alive again */
 	st->uid = m->uid;
 	st->node_count = m->node_count;
 	st->task_count = m->task_count;
@@ -242,6 +247,42 @@ struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, fq_parent_fn pa
 	return NULL;
 }
 
+int fq_alive_from_proc(pid_t pid, void *arg)
+{
+	(void)arg;
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+static bool any_alive(const struct fq_step *st, fq_alive_fn alive, void *arg)
+{
+	for (size_t j = 0; j < st->nranks; j++)
+		if (alive(st->ranks[j].pid, arg))
+			return true;
+	return false;
+}
+
+size_t fq_steps_reap(struct fq_steps *s, int64_t now_ns, int64_t grace_ns, fq_alive_fn alive, void *arg,
+		     struct fq_step_key *gone, size_t max)
+{
+	size_t removed = 0, i = 0;
+
+	while (i < s->n && removed < max) {
+		struct fq_step *st = &s->v[i];
+
+		if (any_alive(st, alive, arg)) {
+			st->dead_since_ns = 0;
+		} else if (!st->dead_since_ns) {
+			st->dead_since_ns = now_ns;
+		} else if (now_ns - st->dead_since_ns >= grace_ns) {
+			gone[removed++] = (struct fq_step_key){st->job_id, st->step_id};
+			fq_steps_unregister(s, st->job_id, st->step_id); /* moves the last into i */
+			continue;
+		}
+		i++;
+	}
+	return removed;
+}
+
 size_t fq_steps_count(const struct fq_steps *s)
 {
 	return s->n;
@@ -259,6 +300,8 @@ struct json_object *fq_steps_json(const struct fq_steps *s)
 		json_object_object_add(o, "step_id", json_object_new_int64(st->step_id));
 		json_object_object_add(o, "uid", json_object_new_int64(st->uid));
 		json_object_object_add(o, "mode", json_object_new_string(st->mode));
+		json_object_object_add(o, "node_count", json_object_new_int64(st->node_count));
+		json_object_object_add(o, "task_count", json_object_new_int64(st->task_count));
 		for (size_t j = 0; j < st->nranks; j++) {
 			struct json_object *r = json_object_new_object();
 			json_object_object_add(r, "rank", json_object_new_int64(st->ranks[j].global_rank));
@@ -272,4 +315,115 @@ struct json_object *fq_steps_json(const struct fq_steps *s)
 		json_object_array_add(arr, o);
 	}
 	return arr;
+}
+
+int fq_steps_save(const struct fq_steps *s, const char *path)
+{
+	struct json_object *arr = fq_steps_json(s);
+	char tmp[4096];
+	FILE *f = NULL;
+	int fd, rc = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		rc = -ENAMETOOLONG;
+		goto out;
+	}
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && !(f = fdopen(fd, "w")))
+		close(fd);
+	if (!f || fputs(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN), f) < 0 ||
+	    fflush(f) != 0 || fsync(fileno(f)) < 0)
+		rc = -errno;
+	if (f && fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc < 0)
+		unlink(tmp);
+out:
+	json_object_put(arr);
+	return rc;
+}
+
+static uint64_t get_u64(struct json_object *o, const char *key, bool *bad)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int)) {
+		*bad = true;
+		return 0;
+	}
+	return (uint64_t)json_object_get_int64(v);
+}
+
+/* One saved step, registered through the same checks as a StepStart. */
+static int load_one(struct fq_steps *s, struct json_object *o, int64_t now_ns, char *err, size_t errlen)
+{
+	Fabriciq__StepStart m = FABRICIQ__STEP_START__INIT;
+	struct json_object *ranks, *mode;
+	Fabriciq__Rank *r, **rp;
+	bool bad = false;
+	size_t n;
+	int rc;
+
+	if (!json_object_object_get_ex(o, "ranks", &ranks) || !json_object_is_type(ranks, json_type_array) ||
+	    !json_object_object_get_ex(o, "mode", &mode) || !json_object_is_type(mode, json_type_string))
+		return -EBADMSG;
+	n = json_object_array_length(ranks);
+	r = calloc(n ? n : 1, sizeof(*r));
+	rp = calloc(n ? n : 1, sizeof(*rp));
+	if (!r || !rp) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	m.job_id = get_u64(o, "job_id", &bad);
+	m.step_id = (uint32_t)get_u64(o, "step_id", &bad);
+	m.uid = (uint32_t)get_u64(o, "uid", &bad);
+	m.node_count = (uint32_t)get_u64(o, "node_count", &bad);
+	m.task_count = (uint32_t)get_u64(o, "task_count", &bad);
+	m.mode = (char *)json_object_get_string(mode);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *x = json_object_array_get_idx(ranks, i);
+
+		fabriciq__rank__init(&r[i]);
+		r[i].global_rank = (uint32_t)get_u64(x, "rank", &bad);
+		r[i].local_rank = (uint32_t)get_u64(x, "local_rank", &bad);
+		r[i].pid = (int32_t)get_u64(x, "pid", &bad);
+		rp[i] = &r[i];
+	}
+	m.n_ranks = n;
+	m.ranks = rp;
+	rc = bad ? -EBADMSG : fq_steps_register(s, &m, now_ns, err, errlen);
+out:
+	free(r);
+	free(rp);
+	return rc;
+}
+
+int fq_steps_load(struct fq_steps *s, const char *path, int64_t now_ns, size_t *n, char *err, size_t errlen)
+{
+	struct json_object *arr;
+	int rc = 0;
+
+	*n = 0;
+	if (access(path, F_OK) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	arr = json_object_from_file(path);
+	if (!arr || !json_object_is_type(arr, json_type_array)) {
+		snprintf(err, errlen, "%s: not a JSON array of steps", path);
+		json_object_put(arr);
+		return -EBADMSG;
+	}
+	for (size_t i = 0; i < json_object_array_length(arr) && rc == 0; i++) {
+		char why[256] = "";
+
+		rc = load_one(s, json_object_array_get_idx(arr, i), now_ns, why, sizeof(why));
+		if (rc < 0)
+			snprintf(err, errlen, "%s: step %zu: %s", path, i, *why ? why : "malformed");
+		else
+			(*n)++;
+	}
+	json_object_put(arr);
+	return rc;
 }

@@ -33,6 +33,12 @@ struct fq_step {
 	struct fq_step_rank *ranks;
 	size_t nranks;
 	uint64_t lane_reports; /* accepted from its processes */
+	int64_t dead_since_ns; /* since when no task pid is alive (now_ns > 0); 0: one is */
+};
+
+struct fq_step_key {
+	uint64_t job_id;
+	uint32_t step_id;
 };
 
 struct fq_steps;
@@ -64,9 +70,35 @@ int fq_parent_from_proc(pid_t pid, pid_t *ppid, void *arg);
 struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, fq_parent_fn parent, void *arg,
 				  const struct fq_step_rank **rank);
 
+/* Whether pid is a live process: 1 or 0. */
+typedef int (*fq_alive_fn)(pid_t pid, void *arg);
+
+/* kill(pid, 0): the process exists (EPERM included). */
+int fq_alive_from_proc(pid_t pid, void *arg);
+
+/* Reclaim the steps whose StepEnd never came (a lost request, an agent
+ * down at the step's end), which would otherwise fill the registry: a step
+ * none of whose task pids is alive is marked; still so grace_ns later (a
+ * step that just ended gets its StepEnd within it) it is removed and its
+ * key written to gone[] (at most max per call, the rest next time).
+ * Returns how many were removed. A task pid reused by another process
+ * keeps its step until that process ends too. */
+size_t fq_steps_reap(struct fq_steps *s, int64_t now_ns, int64_t grace_ns, fq_alive_fn alive, void *arg,
+		     struct fq_step_key *gone, size_t max);
+
 size_t fq_steps_count(const struct fq_steps *s);
 
-/* [{job_id, step_id, uid, mode, ranks: [{rank, local_rank, pid}], lane_reports}] */
+/* [{job_id, step_id, uid, mode, node_count, task_count, ranks: [{rank,
+ * local_rank, pid}], lane_reports}] */
 struct json_object *fq_steps_json(const struct fq_steps *s);
+
+/* Persist the registry (fq_steps_json) to path: a fresh file (mode 0600,
+ * never one planted at path.tmp) renamed over it. 0 or a negative errno. */
+int fq_steps_save(const struct fq_steps *s, const char *path);
+
+/* Register every step saved at path (as fq_steps_register would; dead
+ * ones are left to fq_steps_reap). 0 and *n, 0 and *n = 0 without a
+ * file, or -EBADMSG (err says which entry) / another negative errno. */
+int fq_steps_load(struct fq_steps *s, const char *path, int64_t now_ns, size_t *n, char *err, size_t errlen);
 
 #endif /* FQ_AGENT_STEPS_H */

@@ -1,9 +1,12 @@
 /* The agent's local sockets (slurmd-agent/local.c) with real unix sockets
  * and a real event loop: step requests answered in order, telemetry handed
  * over with the kernel's credentials, garbage and oversized frames counted
- * and their connections closed, the sockets still serving afterwards. */
+ * and their connections closed, the sockets still serving afterwards; each
+ * socket's connection limit, the per-uid limit, the idle and partial-frame
+ * timeouts. */
 #include <errno.h>
 #include <event2/event.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +14,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
+#include "common/step_socket.h"
 #include "slurmd-agent/local.h"
 #include "tests/unit/tap.h"
 
 static int starts, ends, lanes;
+static char step_path[128], tele_path[128];
 static pid_t lane_pid;
 
 static int on_start(void *arg, const Fabriciq__StepStart *m, char *msg, size_t len)
@@ -64,13 +70,21 @@ static int dial(const char *path)
 	return fd;
 }
 
-/* Run the loop until it has nothing to do for a moment. */
-static void spin(struct event_base *base)
+/* Run the loop for ms milliseconds. */
+static void spin_ms(struct event_base *base, int ms)
 {
-	for (int i = 0; i < 20; i++) {
+	int64_t end = fq_now_ns() + (int64_t)ms * 1000000;
+
+	while (fq_now_ns() < end) {
 		event_base_loop(base, EVLOOP_NONBLOCK);
 		usleep(2000);
 	}
+}
+
+/* Run the loop until it has nothing to do for a moment. */
+static void spin(struct event_base *base)
+{
+	spin_ms(base, 40);
 }
 
 static void send_step(int fd, uint64_t seq, uint64_t job, int end)
@@ -137,6 +151,29 @@ static int closed(struct event_base *base, int fd)
 	return recv(fd, &c, 1, MSG_DONTWAIT) == 0;
 }
 
+/* Of n connections, how many the peer closed. */
+static int count_closed(struct event_base *base, const int *fd, int n)
+{
+	int k = 0;
+	char c;
+
+	spin(base);
+	for (int i = 0; i < n; i++)
+		k += recv(fd[i], &c, 1, MSG_DONTWAIT) == 0;
+	return k;
+}
+
+static void send_lane(int fd)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__LaneReport r = FABRICIQ__LANE_REPORT__INIT;
+
+	env.version = FQ_PROTOCOL_VERSION;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+	env.lane = &r;
+	fq_frame_write_fd(fd, &env, 1 << 20);
+}
+
 static long counter(struct fq_local *l, const char *name)
 {
 	struct json_object *o = fq_local_counters(l);
@@ -146,21 +183,154 @@ static long counter(struct fq_local *l, const char *name)
 	return v;
 }
 
+/* Limits (step_max 2, telemetry_max 8, max_per_uid 5; all from one uid). */
+static void limits(struct event_base *base, struct fq_local *l)
+{
+	int t[7], st[3], fd;
+	uint64_t seq = 0;
+
+	spin(base);
+	for (int i = 0; i < 7; i++)
+		t[i] = dial(tele_path);
+	is_int(count_closed(base, t, 7), 2,
+	       "7 telemetry connections of one uid: the 2 over its limit of 5 closed");
+	is_int(counter(l, "refused_per_uid"), 2, "... counted as refused per uid");
+	is_int(counter(l, "telemetry_connections"), 5, "... 5 stay open");
+	send_lane(t[0]);
+	spin(base);
+	is_int(lanes, 3, "an admitted connection is served");
+	if (getuid() != 0) {
+		skip(5, "the step socket is root only; not root here");
+	} else {
+		for (int i = 0; i < 3; i++)
+			st[i] = dial(step_path);
+		is_int(count_closed(base, st, 3), 1,
+		       "3 step connections: the one over the step socket's limit of 2 closed");
+		is_int(counter(l, "refused_connections"), 1, "... counted as refused (the socket's limit)");
+		send_step(st[0], 21, 42, 0);
+		is_int(read_result(base, st[0], &seq, NULL, 0), 0,
+		       "the step socket answers while the telemetry socket is at its uid limit");
+		is_int(counter(l, "step_connections"), 2, "... 2 step connections open");
+		for (int i = 0; i < 3; i++)
+			close(st[i]);
+		spin(base);
+		is_int(counter(l, "step_connections"), 0, "closed step connections are forgotten");
+	}
+	for (int i = 0; i < 7; i++)
+		close(t[i]);
+	spin(base);
+	is_int(counter(l, "telemetry_connections"), 0, "closed telemetry connections are forgotten");
+	fd = dial(tele_path);
+	ok(!closed(base, fd), "after closing, the uid may connect again");
+	close(fd);
+	spin(base);
+}
+
+/* The telemetry socket's limit for all uids together: a second instance
+ * whose per-uid limit is above it. */
+static void total_limit(struct event_base *base)
+{
+	const struct fq_local_limits lim = {.step_max = 1,
+					    .telemetry_max = 3,
+					    .max_per_uid = 100,
+					    .idle_timeout_ns = 10000000000,
+					    .frame_timeout_ns = 10000000000};
+	char s2[160], t2[160];
+	struct fq_local *l;
+	int t[5];
+
+	snprintf(s2, sizeof(s2), "%s2", step_path);
+	snprintf(t2, sizeof(t2), "%s2", tele_path);
+	l = fq_local_create(base, s2, t2, "/elsewhere/clock", "/elsewhere/paths", &lim, &ops, NULL);
+	for (int i = 0; i < 5; i++)
+		t[i] = dial(t2);
+	is_int(count_closed(base, t, 5), 2, "telemetry_max 3: of 5 connections the last 2 closed");
+	is_int(counter(l, "refused_connections"), 2, "... counted as refused (the socket's limit)");
+	is_int(counter(l, "refused_per_uid"), 0, "... not as refused per uid");
+	for (int i = 0; i < 5; i++)
+		close(t[i]);
+	fq_local_destroy(l);
+}
+
+/* idle_timeout and frame_timeout: 1 s each. */
+static void timeouts(struct event_base *base, struct fq_local *l)
+{
+	uint8_t partial[8] = {0, 0, 0x10, 0}; /* announces 4096 bytes, sends 4 of them */
+	int idle = dial(tele_path), busy = dial(tele_path), slow = dial(tele_path), st = -1, big;
+	uint64_t seq = 0;
+	int64_t t0 = fq_now_ns();
+
+	if (getuid() == 0)
+		st = dial(step_path);
+	if (write(slow, partial, sizeof(partial)) != (ssize_t)sizeof(partial))
+		diag("write failed");
+	/* 500 ms: nothing may be closed yet; a lane report every 50 ms keeps
+	 * `busy` alive; `slow` trickles a byte every 50 ms */
+	for (int i = 0; i < 10; i++) {
+		send_lane(busy);
+		send(slow, "x", 1, MSG_NOSIGNAL); /* fails once the agent has closed it */
+		spin_ms(base, 50);
+	}
+	ok(!closed(base, idle) && !closed(base, slow),
+	   "after %lld ms (< 1 s) idle and partial connections open",
+	   (long long)((fq_now_ns() - t0) / 1000000));
+	for (int i = 0; i < 16; i++) {
+		send_lane(busy);
+		send(slow, "x", 1, MSG_NOSIGNAL); /* fails once the agent has closed it */
+		spin_ms(base, 50);
+	}
+	/* 1.3 s and more */
+	ok(closed(base, idle), "a telemetry connection idle for 1 s is closed");
+	ok(closed(base, slow),
+	   "a frame still unfinished 1 s after its first byte is closed, however it trickles");
+	ok(!closed(base, busy), "a connection sending a frame every 50 ms stays open");
+	is_int(counter(l, "closed_idle"), 1, "one connection closed idle");
+	is_int(counter(l, "closed_partial"), 1, "one connection closed with a partial frame");
+	if (st < 0) {
+		skip(1, "the step socket is root only; not root here");
+	} else {
+		send_step(st, 31, 42, 0);
+		is_int(read_result(base, st, &seq, NULL, 0), 0,
+		       "a step connection idle for 1.3 s is still open and answers");
+		close(st);
+	}
+	close(idle);
+	close(busy);
+	close(slow);
+	big = dial(tele_path);
+	{
+		uint32_t n = FQ_TELEMETRY_FRAME_MAX + 1;
+		uint8_t h[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n};
+		if (write(big, h, 4) != 4)
+			diag("write failed");
+	}
+	ok(closed(base, big),
+	   "a telemetry frame announcing FQ_TELEMETRY_FRAME_MAX + 1 bytes: connection closed");
+	close(big);
+	spin(base);
+}
+
 int main(void)
 {
-	char dir[] = "/tmp/fq-local-test.XXXXXX", step[128], tele[128], want[512], paths[512];
+	char dir[] = "/tmp/fq-local-test.XXXXXX", *step = step_path, *tele = tele_path, want[512], paths[512];
 	struct event_base *base = event_base_new();
 	struct fq_local *l;
 	uint64_t seq = 0;
 	int fd, fd2;
+	/* timeouts far above the loop's 2 ms turns, and far below a test's patience */
+	const struct fq_local_limits lim = {.step_max = 2,
+					    .telemetry_max = 8,
+					    .max_per_uid = 5,
+					    .idle_timeout_ns = 1000000000,
+					    .frame_timeout_ns = 1000000000};
 
 	if (!mkdtemp(dir))
 		skip_all("cannot make a temporary directory");
-	snprintf(step, sizeof(step), "%s/step.sock", dir);
-	snprintf(tele, sizeof(tele), "%s/tele.sock", dir);
+	snprintf(step_path, sizeof(step_path), "%s/step.sock", dir);
+	snprintf(tele_path, sizeof(tele_path), "%s/tele.sock", dir);
 	snprintf(want, sizeof(want), "%s /elsewhere/clock /elsewhere/paths", tele);
-	plan(18);
-	l = fq_local_create(base, step, tele, "/elsewhere/clock", "/elsewhere/paths", &ops, NULL);
+	plan(40);
+	l = fq_local_create(base, step, tele, "/elsewhere/clock", "/elsewhere/paths", &lim, &ops, NULL);
 	ok(l != NULL, "both sockets listen");
 
 	if (getuid() != 0) {
@@ -212,7 +382,7 @@ int main(void)
 		ok(closed(base, fd), "an oversized frame: connection closed before any allocation");
 	}
 	close(fd);
-	ok(counter(l, "bad_frames") >= 2, "bad frames counted (%ld)", counter(l, "bad_frames"));
+	is_int(counter(l, "bad_frames"), getuid() == 0 ? 3 : 2, "bad frames counted");
 	fd2 = dial(tele);
 	ok(fd2 >= 0, "the telemetry socket still accepts connections");
 	{
@@ -226,7 +396,10 @@ int main(void)
 		is_int(lanes, 2, "and serves the next sender");
 	}
 	close(fd2);
+	limits(base, l);
+	timeouts(base, l);
 	fq_local_destroy(l);
+	total_limit(base);
 	ok(access(step, F_OK) != 0 && access(tele, F_OK) != 0, "both socket files removed at exit");
 	rmdir(dir);
 	event_base_free(base);

@@ -1,9 +1,12 @@
 /* Unit tests of the agent's state modules: the step registry (pid -> step
  * and rank), the write-ahead spool and the slewed global timeline. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/frame.h"
@@ -117,6 +120,96 @@ static void test_steps(void)
 		ok(fq_parent_from_proc(getpid(), &pp, NULL) == 0 && pp == getppid(), "/proc parent lookup");
 	}
 	fq_steps_destroy(s);
+}
+
+/* Live processes of the reaper test: alive[pid]. */
+static bool alive[1000];
+
+static int table_alive(pid_t pid, void *arg)
+{
+	(void)arg;
+	return pid > 0 && pid < 1000 && alive[pid];
+}
+
+/* Steps whose StepEnd never came are reclaimed once no task has been alive
+ * for the grace time (10 here); one live task, or a pid alive again, keeps
+ * a step. */
+static void test_reap(void)
+{
+	struct fq_steps *s = fq_steps_create(8);
+	Fabriciq__StepStart m;
+	Fabriciq__Rank r[2], *rp[2];
+	struct fq_step_key gone[4];
+	char err[256];
+	const uint32_t ranks[] = {0, 1};
+	const int32_t p70[] = {300, 301}, p71[] = {400, 401}, p72[] = {500};
+	pid_t child;
+	int status;
+
+	start_msg(&m, r, rp, 70, 0, ranks, p70, 2);
+	fq_steps_register(s, &m, 0, err, sizeof(err));
+	start_msg(&m, r, rp, 71, 0, ranks, p71, 2);
+	fq_steps_register(s, &m, 0, err, sizeof(err));
+	start_msg(&m, r, rp, 72, 0, ranks, p72, 1);
+	fq_steps_register(s, &m, 0, err, sizeof(err));
+	alive[301] = true; /* 70.0 keeps one live task; 71.0 and 72.0 have none */
+	is_int((int)fq_steps_reap(s, 1, 10, table_alive, NULL, gone, 4), 0, "t=1: dead steps only marked");
+	alive[500] = true;
+	is_int((int)fq_steps_reap(s, 5, 10, table_alive, NULL, gone, 4), 0,
+	       "t=5: none removed (72.0 alive again)");
+	is_int((int)fq_steps_reap(s, 11, 10, table_alive, NULL, gone, 4), 1,
+	       "t=11: one step removed after 10 without a live task");
+	ok(gone[0].job_id == 71 && gone[0].step_id == 0, "... 71.0");
+	is_int((int)fq_steps_count(s), 2, "70.0 (one live task) and 72.0 stay");
+	alive[500] = false;
+	fq_steps_reap(s, 12, 10, table_alive, NULL, gone, 4);
+	is_int((int)fq_steps_reap(s, 21, 10, table_alive, NULL, gone, 4), 0,
+	       "t=21: 72.0, dead since 12, stays");
+	is_int((int)fq_steps_reap(s, 22, 10, table_alive, NULL, gone, 4), 1, "t=22: 72.0 removed");
+	ok(gone[0].job_id == 72 && fq_steps_count(s) == 1, "... and only 70.0 is left");
+	{
+		char dir[] = "/tmp/fq-steps-test.XXXXXX", path[128];
+		struct fq_steps *t = fq_steps_create(8);
+		struct json_object *a, *b;
+		struct stat st;
+		size_t n = 0;
+		FILE *f;
+
+		start_msg(&m, r, rp, 73, 2, ranks, p70, 2);
+		m.node_count = 3;
+		m.task_count = 6;
+		m.mode = "control";
+		fq_steps_register(s, &m, 0, err, sizeof(err));
+		ok(mkdtemp(dir) != NULL, "a state directory");
+		snprintf(path, sizeof(path), "%s/steps.json", dir);
+		ok(fq_steps_save(s, path) == 0 && stat(path, &st) == 0 && (st.st_mode & 0777) == 0600,
+		   "the registry saved, mode 0600");
+		ok(fq_steps_load(t, path, 0, &n, err, sizeof(err)) == 0 && n == 2, "... and loaded: 2 steps");
+		a = fq_steps_json(s);
+		b = fq_steps_json(t);
+		is_str(json_object_to_json_string(b), json_object_to_json_string(a),
+		       "the loaded registry is the saved one (ranks, pids, uid, mode, counts)");
+		json_object_put(a);
+		json_object_put(b);
+		f = fopen(path, "w");
+		fputs("[{\"job_id\": 5}]", f);
+		fclose(f);
+		is_int(fq_steps_load(t, path, 0, &n, err, sizeof(err)), -EBADMSG, "a malformed entry: %s",
+		       err);
+		unlink(path);
+		is_int(fq_steps_load(t, path, 0, &n, err, sizeof(err)) == 0 && n == 0, 1,
+		       "no file: nothing to load");
+		rmdir(dir);
+		fq_steps_destroy(t);
+	}
+	fq_steps_destroy(s);
+
+	ok(fq_alive_from_proc(getpid(), NULL), "/proc: this process is alive");
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	waitpid(child, &status, 0);
+	ok(!fq_alive_from_proc(child, NULL), "/proc: a reaped child is not");
 }
 
 /* ---- spool -------------------------------------------------------------- */
@@ -404,9 +497,10 @@ static void test_advice(void)
 
 int main(void)
 {
-	plan(59);
+	plan(75);
 	test_nics();
 	test_steps();
+	test_reap();
 	test_spool();
 	test_timeline();
 	test_advice();
