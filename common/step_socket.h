@@ -11,7 +11,10 @@
  * StepStart registers (job, step) on this node with its task pids and
  * global ranks; registering the same (job, step) again merges the ranks
  * (idempotent: the SPANK callback may run more than once). StepEnd
- * unregisters; an unknown step is code ENOENT. code 0: done; else a
+ * unregisters, after the agent has taken in every telemetry frame the
+ * kernel already holds (a task's reports are written before it exits, so
+ * a step's last reports stay its own whichever socket is read first); an
+ * unknown step is code ENOENT. code 0: done; else a
  * positive errno with a message. The agent forwards both to the controller.
  * Every answer to StepStart, refused or not, also carries Result.paths:
  * the telemetry socket, clock page and path page this agent opened (its

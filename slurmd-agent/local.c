@@ -140,6 +140,39 @@ static void answer(struct conn *c, uint64_t seq, int rc, const char *msg, Fabric
 }
 
 /* One frame on the step socket. */
+static void on_read(struct bufferevent *bev, void *arg);
+
+/* Take in every telemetry frame the kernel holds now. A task's writes are
+ * in our receive queue before it exits, and slurmstepd sends StepEnd only
+ * after its tasks have exited: drained first, a step's last reports
+ * (failovers among them) are attributed before it is unregistered, not
+ * dropped as a stranger's when the two sockets' events come in the other
+ * order. */
+static void drain_telemetry(struct fq_local *l)
+{
+	struct conn *c, *next;
+
+	for (c = l->conns; c; c = next) {
+		struct evbuffer *in;
+		size_t got = 0;
+		int n;
+
+		next = c->next; /* on_read may close c */
+		if (c->kind != TELEMETRY)
+			continue;
+		/* A socket bufferevent keeps its input's end frozen for all but
+		 * its own reads. Bounded: a sender that never stops cannot hold
+		 * the loop. */
+		in = bufferevent_get_input(c->bev);
+		evbuffer_unfreeze(in, 0);
+		while (got < 64 * READ_CHUNK &&
+		       (n = evbuffer_read(in, bufferevent_getfd(c->bev), READ_CHUNK)) > 0)
+			got += (size_t)n;
+		evbuffer_freeze(in, 0);
+		on_read(c->bev, c);
+	}
+}
+
 static void on_step_frame(struct conn *c, Fabriciq__Envelope *env)
 {
 	struct fq_local *l = c->l;
@@ -157,6 +190,7 @@ static void on_step_frame(struct conn *c, Fabriciq__Envelope *env)
 		told = &paths;
 		break;
 	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_END:
+		drain_telemetry(l);
 		rc = l->ops.step_end(l->arg, env->step_end, msg, sizeof(msg));
 		break;
 	default:
