@@ -106,3 +106,37 @@ sc_failovers_match() {
 
 # sc_outages JOB: the job report's failover count (fabriciq --json job).
 sc_outages() { fq --json job "$1" | json 'sum(len(s["failovers"]) for s in j["steps"])'; }
+
+# sc_outages_through JOB NODE NIC: every lane outage of the job crossed
+# NODE/NIC at one end, and each its sender saw came back (its failback
+# stored). An outage only the receiver saw is on a connection its sender
+# did not use then, which re-dials at its next send (a job that ends first
+# leaves it out: true, and the report says "not back").
+sc_outages_through() {
+	local bad="from fabriciq.lane_outages o
+		join fabriciq.ranks s on s.job_id = o.job_id and s.step_id = o.step_id and s.rank = o.src_rank
+		join fabriciq.ranks d on d.job_id = o.job_id and d.step_id = o.step_id and d.rank = o.dst_rank
+		where o.job_id = $1 and (not ((s.node = '$2' and o.src_nic = '$3') or (d.node = '$2' and o.dst_nic = '$3'))
+		   or o.back_at is null and o.seen_by <> 'receiver')"
+	is "$(psql_ctl "select count(*) $bad")" 0 \
+		"job $1: every outage is of a lane through $2/$3, and each its sender saw came back" ||
+		diag "$(psql_ctl "select o.down_at, o.back_at, s.node, o.src_nic, d.node, o.dst_nic, o.cause, o.seen_by,
+			o.conn_id, o.lane $bad")"
+}
+
+# sc_report_counts JOB: the report's failovers, job_efficiency's and
+# lane_outages' rows are one number.
+sc_report_counts() {
+	local n o
+	n=$(sc_outages "$1")
+	o=$(psql_ctl "select count(*) from fabriciq.lane_outages where job_id = $1")
+	is "$n $(psql_ctl "select failovers from fabriciq.job_efficiency where job_id = $1")" "$o $o" \
+		"job $1: the report's failovers ($n) and job_efficiency.failovers are its lane outages"
+}
+
+# sc_quiet JOB: the job has no failover and no anomaly.
+sc_quiet() {
+	is "$(sc_outages "$1") $(psql_ctl "select count(*) from fabriciq.anomaly_jobs where job_id = $1")" "0 0" \
+		"job $1: no failover, no anomaly" || diag "$(psql_ctl "select a.kind, a.summary from fabriciq.anomalies a
+		join fabriciq.anomaly_jobs aj on aj.anomaly_id = a.id where aj.job_id = $1")"
+}

@@ -24,20 +24,9 @@ sleep 4 # the last reports reach the controller
 
 sc_failovers_match hit "$hit"
 [ "${SC_FO_LOGGED:-0}" -gt 0 ]; ok $? "the ranks of job $hit logged lane failures ($SC_FO_LOGGED): the flaps hit it"
-n=$(sc_outages "$hit")
-is "$n $(psql_ctl "select failovers from fabriciq.job_efficiency where job_id = $hit")" \
-	"$(psql_ctl "select count(*) from fabriciq.lane_outages where job_id = $hit") \
-$(psql_ctl "select count(*) from fabriciq.lane_outages where job_id = $hit")" \
-	"job $hit: the report's failovers ($n) and job_efficiency.failovers are its lane outages"
-is "$(psql_ctl "select count(*) from fabriciq.lane_outages o
-	join fabriciq.ranks s on s.job_id = o.job_id and s.step_id = o.step_id and s.rank = o.src_rank
-	join fabriciq.ranks d on d.job_id = o.job_id and d.step_id = o.step_id and d.rank = o.dst_rank
-	where o.job_id = $hit and not ((s.node = 'n3' and o.src_nic = 'rail1') or (d.node = 'n3' and o.dst_nic = 'rail1'))
-	   or o.job_id = $hit and o.back_at is null")" 0 \
-	"job $hit: every outage is of a lane through n3/rail1, and came back"
-is "$(sc_outages "$calm") $(psql_ctl "select count(*) from fabriciq.anomaly_jobs where job_id = $calm")" "0 0" \
-	"job $calm (n4-n5): no failover, no anomaly" || diag "$(psql_ctl "select a.kind, a.summary from fabriciq.anomalies a
-	join fabriciq.anomaly_jobs aj on aj.anomaly_id = a.id where aj.job_id = $calm")"
+sc_report_counts "$hit"
+sc_outages_through "$hit" n3 rail1
+sc_quiet "$calm"
 is "$(fq --json hints | json '" ".join(sorted(h["node"] + ":" + h["action"] for h in j["hints"]))')" "n3:drain" \
 	"one drain hint, for n3"
 fq --json hints | json '[h["reason"] for h in j["hints"]][0]' | grep -q "rail1"

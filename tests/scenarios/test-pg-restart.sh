@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Scenario: PostgreSQL restarted while a rail flaps under a control-mode
+# job: the controller spools what it could not write, and the job report
+# still holds every lane failure the ranks logged, once.
+. "$(dirname "$0")/scenario.sh"
+sc_require scpg
+plan 6
+sc_up 4 2 2 2
+ok $? "up: 4 hosts x 2 rails; controller and 4 agents reporting"
+sc_job hit control 'n[1-3]' allreduce 4M 800 17341
+sleep 3
+pg() { tb exec ctl runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_ctl -D "$S/pg/data" -w -t 30 "$@"; }
+pg -m fast stop >/dev/null
+tb flap n3 1 --count 6 --period 800 >/dev/null
+sleep 2
+pg -l "$S/pg/postgresql.log" -o "-c listen_addresses=198.18.0.1 -p 5432 -c unix_socket_directories=$S/pg" start >/dev/null
+ok $? "PostgreSQL stopped through 6 flaps of n3/rail1, then started again"
+sc_job_wait hit; rc=$?; hit=$SC_JOB
+sc_verified hit && [ $rc = 0 ]; ok $? "the job (job $hit) completed, verified every interval"
+sleep 8 # the controller's reconnect backoff, then its spool
+sc_failovers_match hit "$hit"
+sc_report_counts "$hit"
+sc_outages_through "$hit" n3 rail1
