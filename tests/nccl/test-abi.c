@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "nccl-plugin/collbench/netdrv.h"
+#include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 
 #define FQN_TEST_SEND_SLOTS (NCCL_NET_MAX_REQUESTS * 8) /* 32 x maxRecvs */
@@ -38,14 +39,6 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
 	vsnprintf(last_warn, sizeof(last_warn), fmt, ap);
 	va_end(ap);
 	printf("#   [plugin WARN %s:%d] %s\n", file, line, last_warn);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 struct pair {

@@ -11,7 +11,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include "common/path_page.h"
 #include "nccl-plugin/conn.h"
 #include "nccl-plugin/plog.h"
+#include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 
 static int warns, warns_path_down, warns_failback;
@@ -45,61 +45,11 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
 	warns_failback += strstr(last_warn, "failback") != NULL;
 }
 
-static int matches(const char *s, const char *re)
-{
-	regex_t rx;
-	int m;
-
-	if (regcomp(&rx, re, REG_EXTENDED | REG_NOSUB) != 0)
-		return 0;
-	m = regexec(&rx, s, 0, NULL, 0) == 0;
-	regfree(&rx);
-	return m;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static struct fq_path_page_writer *page;
-
-static int64_t raw_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Publish the loopback path in `state` and the peer node's other path
- * (another rail, not the lanes') in `other`, as an agent would at `at`
- * (its raw clock). A DOWN is believed only while another path to the node
- * is UP. */
-static void paths_at(uint32_t state, uint32_t other, int64_t at)
-{
-	struct fq_path_entry e[2];
-
-	memset(e, 0, sizeof(e));
-	strcpy(e[0].local_nic, "lo");
-	strcpy(e[0].remote_node, "self");
-	strcpy(e[0].remote_nic, "lo");
-	e[0].remote_ipv4 = htonl(INADDR_LOOPBACK);
-	e[0].state = state;
-	e[1] = e[0];
-	strcpy(e[1].local_nic, "rail9");
-	strcpy(e[1].remote_nic, "rail9");
-	e[1].remote_ipv4 = htonl(0xc6130909); /* 198.19.9.9 */
-	e[1].state = other;
-	fq_path_page_publish(page, e, 2, at);
-}
 
 static void path_state_at(uint32_t state, int64_t at)
 {
-	paths_at(state, FQ_PATH_STATE_UP, at);
+	loopback_paths_publish(page, state, FQ_PATH_STATE_UP, at);
 }
 
 static void path_state(uint32_t state)
@@ -312,7 +262,7 @@ int main(void)
 	{
 		int before = warns_path_down;
 
-		paths_at(FQ_PATH_STATE_DOWN, FQ_PATH_STATE_DOWN, raw_ns());
+		loopback_paths_publish(page, FQ_PATH_STATE_DOWN, FQ_PATH_STATE_DOWN, raw_ns());
 		usleep(20000);
 		xfer_start(s, r, &x, 'd');
 		xfer_spin(&x, 5);

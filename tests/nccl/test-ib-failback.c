@@ -27,6 +27,7 @@
 #include "nccl-plugin/ib_lane.h"
 #include "nccl-plugin/ib_sysfs.h"
 #include "nccl-plugin/plog.h"
+#include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 
 #define MAXF         64
@@ -50,19 +51,6 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
 		diag("WARN %s", msg);
 	warns_failback += strstr(msg, "failback") != NULL;
 	warns_path_down += strstr(msg, "path-down") != NULL;
-}
-
-static int64_t raw_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static double now_s(void)
-{
-	return (double)raw_now() / 1e9;
 }
 
 struct pend {
@@ -200,7 +188,7 @@ static int f_post_send(void *io, uint64_t wr_id, const void *buf, uint32_t len, 
 	memcpy(f->pend[f->pend_n].copy, buf, len);
 	f->pend[f->pend_n].wr_id = wr_id;
 	f->pend[f->pend_n].len = len;
-	f->pend[f->pend_n].posted = raw_now();
+	f->pend[f->pend_n].posted = raw_ns();
 	f->pend[f->pend_n++].imm = imm;
 	deliver(f);
 	return 0;
@@ -313,27 +301,13 @@ static void spin_until_up(struct fqn_send *s, struct fqn_recv *r, int i, double 
 
 static struct fq_path_page_writer *page;
 
-/* The lanes' path in `state`, and the peer node's other path (another
- * rail, UP): a DOWN is believed only while another path to the node is UP. */
 static void path_state(uint32_t state)
 {
-	struct fq_path_entry e[2];
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	memset(e, 0, sizeof(e));
-	strcpy(e[0].local_nic, "lo");
-	strcpy(e[0].remote_node, "self");
-	strcpy(e[0].remote_nic, "lo");
-	e[0].remote_ipv4 = htonl(INADDR_LOOPBACK);
-	e[0].state = state;
-	e[1] = e[0];
-	strcpy(e[1].local_nic, "rail9");
-	strcpy(e[1].remote_nic, "rail9");
-	e[1].remote_ipv4 = htonl(0xc6130909); /* 198.19.9.9 */
-	e[1].state = FQ_PATH_STATE_UP;
 	/* published now: the plugin ignores a stale page */
-	fq_path_page_publish(page, e, 2, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+	loopback_paths_publish(page, state, FQ_PATH_STATE_UP, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 }
 
 static void test_stamps(struct fqn_send *s, struct fqn_recv *r, struct xfer *x)

@@ -28,6 +28,7 @@
 #include "nccl-plugin/conn.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/relia.h"
+#include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 
 #define C     (64 << 10)
@@ -53,14 +54,6 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
 	warns_twice += strstr(msg, "chunk received twice") != NULL;
 	if (strstr(msg, "sent no hello within 500 ms"))
 		timed_out += atoi(strstr(msg, "closed ") + 7);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* A blocking TCP connection to the listener's first address, at port

@@ -13,7 +13,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +25,7 @@
 #include "common/frame.h"
 #include "nccl-plugin/conn.h"
 #include "nccl-plugin/plog.h"
+#include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 
 static int warns_absent, warns_accept, warns_failback;
@@ -50,26 +50,6 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
 		memcpy(accept_warn, last_warn, sizeof(accept_warn));
 	}
 	warns_failback += strstr(last_warn, "failback") != NULL;
-}
-
-static int matches(const char *s, const char *re)
-{
-	regex_t rx;
-	int m;
-
-	if (regcomp(&rx, re, REG_EXTENDED | REG_NOSUB) != 0)
-		return 0;
-	m = regexec(&rx, s, 0, NULL, 0) == 0;
-	regfree(&rx);
-	return m;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* A loopback port nothing listens on (bound, then closed): connects to it are refused. */

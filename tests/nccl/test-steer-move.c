@@ -22,6 +22,7 @@
 #include "common/path_page.h"
 #include "nccl-plugin/conn.h"
 #include "nccl-plugin/plog.h"
+#include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 
 static int warns;
@@ -30,14 +31,6 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
 {
 	(void)flags, (void)file, (void)line, (void)fmt;
 	warns += level == NCCL_LOG_WARN;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static struct fq_path_page_writer *page;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "nccl-plugin/nccl_net.h"
+#include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 
 #define NLANES 3
@@ -37,14 +38,6 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	printf("#   [plugin WARN %s:%d] %s\n", file, line, buf);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* TCP sockets of this process whose IP_TOS is tos (tos 0: any non-zero). */

@@ -20,6 +20,7 @@
 #include "nccl-plugin/conn.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/telemetry.h"
+#include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 
 static int warns;
@@ -36,14 +37,6 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
 	vsnprintf(last_warn, sizeof(last_warn), fmt, ap);
 	va_end(ap);
 	warns++;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void test_ring_full(void)
