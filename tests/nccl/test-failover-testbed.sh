@@ -16,30 +16,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; tb_teardown' EXIT
 port=29700
 
-# start N ENV... -- ARGS...: ranks 0..N-1 on n1..nN in the background, pids in $pids.
-start() {
-	local n=$1 envs=()
-	shift
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done
-	shift
-	port=$((port + 1)) pids=()
-	for r in $(seq $((n - 1)) -1 0); do
-		tb exec "n$((r + 1))" env FABRICIQ_IFACES=rail0,rail1 FABRICIQ_TELEMETRY=0 \
-			FABRICIQ_PATH_PAGE="$FQTB_STATE/run/n$((r + 1))/paths" "${envs[@]}" \
-			timeout 120 "$CB" -p "$SO" --rank "$r" --nranks "$n" --bootstrap "198.18.0.11:$port" "$@" \
-			>"$tmp/out.$r" 2>"$tmp/err.$r" &
-		pids+=($!)
-	done
-}
-finish() {
-	local rc=0
-	for p in "${pids[@]}"; do wait "$p" || rc=1; done
-	out=$(cat "$tmp/out.0")
-	return $rc
-}
-verified() { [ -n "$out" ] && [ -z "$(awk '!/^#/ && $8 != 0' <<<"$out")" ] && grep -q '^# OK' <<<"$out"; }
 rx() { tb exec "$1" cat "/sys/class/net/$2/statistics/rx_bytes"; }
-errs() { cat "$tmp"/err.* | sed 's/^/#   /' | head -"${1:-12}"; }
 
 # 1. one outage, then a flap, under a verified allreduce
 start 2 FABRICIQ_MODE=control -- -c allreduce -b 4M -e 4M -n 200 -w 2 --timeline 500 --timeout 60

@@ -17,28 +17,6 @@ trap 'rm -rf "$tmp"; tb_teardown' EXIT
 port=29800
 N=3
 
-# start ENV... -- ARGS...: ranks 0..N-1 on n1..nN in the background, pids in $pids.
-start() {
-	local envs=()
-	while [ "$1" != -- ]; do envs+=("$1"); shift; done
-	shift
-	port=$((port + 1)) pids=()
-	rm -f "$tmp"/out.* "$tmp"/err.*
-	for r in $(seq $((N - 1)) -1 0); do
-		tb exec "n$((r + 1))" env FABRICIQ_IFACES=rail0,rail1 FABRICIQ_TELEMETRY=0 "${envs[@]}" \
-			timeout 60 "$CB" -p "$SO" --rank "$r" --nranks "$N" --bootstrap "198.18.0.11:$port" "$@" \
-			>"$tmp/out.$r" 2>"$tmp/err.$r" &
-		pids+=($!)
-	done
-}
-finish() {
-	local rc=0
-	for p in "${pids[@]}"; do wait "$p" || rc=1; done
-	out=$(cat "$tmp/out.0")
-	return $rc
-}
-verified() { [ -n "$out" ] && [ -z "$(awk '!/^#/ && $8 != 0' <<<"$out")" ] && grep -q '^# OK' <<<"$out"; }
-errs() { cat "$tmp"/err.* | sed 's/^/#   /' | head -"${1:-12}"; }
 # rail1 address of rank r (host r+1): 198.19.1.(2(r+1)+1)
 rail1() { echo "198.19.1.$((2 * ($1 + 1) + 1))"; }
 # The connection ids of rank r's lanes that failed at connect on its ring
@@ -55,7 +33,7 @@ diag "testbed up in $SECONDS s"
 # 1. control mode, rail1 of n2 down from the start, restored under the job
 tb link down n2 rail1
 t1=$SECONDS
-start FABRICIQ_MODE=control -- -c allreduce -b 4M -e 4M -n 60 -w 1 --timeline 500 --timeout 40
+start "$N" FABRICIQ_MODE=control -- -c allreduce -b 4M -e 4M -n 60 -w 1 --timeline 500 --timeout 40
 sleep 3
 tup=$(date +%s.%N)
 tb link up n2 rail1
@@ -81,7 +59,7 @@ ok $? "control: the accept side started its comm on the lanes that arrived (WARN
 
 # 2. monitor mode: starts, runs without the lanes
 tb link down n2 rail1
-start FABRICIQ_MODE=monitor -- -c allreduce -b 1M -e 4M -n 5 -w 1 --timeline 500 --timeout 40
+start "$N" FABRICIQ_MODE=monitor -- -c allreduce -b 1M -e 4M -n 5 -w 1 --timeline 500 --timeout 40
 finish
 ok $? "monitor: the allreduce starts with rail1 of n2 down, and completes" || errs
 verified
@@ -96,7 +74,7 @@ diag "up to here: $SECONDS s"
 tb link down n2 rail0
 tb link down n2 rail1
 t0=$(date +%s)
-start FABRICIQ_MODE=control FABRICIQ_FAILOVER_GRACE_MS=3000 FABRICIQ_LANE_TIMEOUT_MS=500 -- \
+start "$N" FABRICIQ_MODE=control FABRICIQ_FAILOVER_GRACE_MS=3000 FABRICIQ_LANE_TIMEOUT_MS=500 -- \
 	-c allreduce -b 1M -e 1M -n 5 -w 1 --timeout 30
 finish
 rc=$?
