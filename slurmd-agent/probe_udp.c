@@ -17,14 +17,62 @@
 #include "common/clock.h"
 #include "common/log.h"
 
+/* Sends awaiting their TX stamp. The kernel loops each sent packet back
+ * with its stamp, and the stamp is matched to its send by the packet's
+ * bytes: a count of sends (SOF_TIMESTAMPING_OPT_ID) drifts from the
+ * kernel's for good after one send that failed having taken a number, as
+ * happens when a queue in front of the NIC is full. */
+#define UDP_TX_RING  4096
+#define UDP_LOOP_MAX 512 /* a looped-back packet: link, IP and UDP headers, then the payload */
+
+struct udp_sent {
+	uint64_t hash; /* of the payload */
+	uint32_t key;
+	uint16_t len;
+	uint8_t used;
+};
+
 struct udp {
 	struct fq_probe_transport base;
 	int fd;
 	struct in_addr addr;
 	uint16_t port;
-	uint32_t tskey; /* the kernel's SOF_TIMESTAMPING_OPT_ID counter for this socket */
+	uint32_t next_key; /* the key of the next send */
+	uint32_t oldest;   /* the oldest send that may still get its stamp */
 	struct fq_xstamp xs;
+	struct udp_sent sent[UDP_TX_RING];
 };
+
+/* FNV-1a */
+static uint64_t payload_hash(const uint8_t *b, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The send a looped-back packet (got bytes, the payload last) belongs to:
+ * its key, or -1. Stamps come back in the order of the sends, so the
+ * search starts at the oldest send still waiting, and the sends it passes
+ * over were dropped before the NIC and will have no stamp. */
+static int64_t match_sent(struct udp *u, const uint8_t *pkt, size_t got)
+{
+	if (u->next_key - u->oldest > UDP_TX_RING)
+		u->oldest = u->next_key - UDP_TX_RING; /* overwritten */
+	for (uint32_t k = u->oldest; k != u->next_key; k++) {
+		struct udp_sent *s = &u->sent[k % UDP_TX_RING];
+
+		if (!s->used || s->key != k || got < s->len ||
+		    payload_hash(pkt + got - s->len, s->len) != s->hash)
+			continue;
+		s->used = 0;
+		u->oldest = k + 1;
+		return k;
+	}
+	return -1;
+}
 
 int fq_probe_udp_nic_ipv4(const char *ifname, uint32_t *out)
 {
@@ -66,30 +114,31 @@ static int udp_send(struct fq_probe_transport *t, const struct fq_peer_addr *to,
 	if (to->kind != FQ_PEER_IPV4)
 		return -EAFNOSUPPORT;
 	sa.sin_addr.s_addr = to->ipv4;
+	if (len > UINT16_MAX)
+		return -EMSGSIZE;
 	if (sendto(u->fd, buf, len, 0, (const struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
-	/* the kernel counts successful sends only, and so do we */
-	*key = u->tskey++;
+	u->sent[u->next_key % UDP_TX_RING] = (struct udp_sent){
+	    .hash = payload_hash(buf, len), .key = u->next_key, .len = (uint16_t)len, .used = 1};
+	*key = u->next_key++;
 	return 0;
 }
 
-static struct timespec *find_stamp(struct msghdr *msg, uint32_t *key, int *have_key)
+/* The message's software stamp, or NULL. On the error queue, only one
+ * that says it is a timestamp (not an ICMP error). */
+static struct timespec *find_stamp(struct msghdr *msg, int errqueue)
 {
 	struct timespec *ts = NULL;
+	int is_stamp = !errqueue;
 
-	*have_key = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING)
 			ts = &((struct scm_timestamping *)CMSG_DATA(c))->ts[0];
-		else if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) {
-			struct sock_extended_err *e = (struct sock_extended_err *)CMSG_DATA(c);
-			if (e->ee_origin == SO_EE_ORIGIN_TIMESTAMPING) {
-				*key = e->ee_data;
-				*have_key = 1;
-			}
-		}
+		else if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR)
+			is_stamp = ((struct sock_extended_err *)CMSG_DATA(c))->ee_origin ==
+				   SO_EE_ORIGIN_TIMESTAMPING;
 	}
-	return ts;
+	return is_stamp ? ts : NULL;
 }
 
 static long udp_recv(struct fq_probe_transport *t, uint8_t *buf, size_t cap, struct fq_probe_rx *rx)
@@ -105,13 +154,11 @@ static long udp_recv(struct fq_probe_transport *t, uint8_t *buf, size_t cap, str
 			     .msg_control = ctrl,
 			     .msg_controllen = sizeof(ctrl)};
 	struct timespec *ts;
-	uint32_t key;
-	int have_key;
 	ssize_t len = recvmsg(u->fd, &msg, MSG_DONTWAIT);
 
 	if (len < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-	ts = find_stamp(&msg, &key, &have_key);
+	ts = find_stamp(&msg, 0);
 	rx->rx_ns = ts ? fq_realtime_to_raw(&u->xs, fq_timespec_to_ns(ts)) : fq_now_ns();
 	rx->stamp = ts ? FQ_STAMP_KERNEL : FQ_STAMP_USER;
 	memset(&rx->from, 0, sizeof(rx->from));
@@ -127,15 +174,20 @@ static int udp_tx_stamp(struct fq_probe_transport *t, uint32_t *key, int64_t *tx
 {
 	struct udp *u = (struct udp *)t;
 	char ctrl[512];
-	struct msghdr msg = {.msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+	uint8_t pkt[UDP_LOOP_MAX];
+	struct iovec iov = {pkt, sizeof(pkt)};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
 	struct timespec *ts;
-	int have_key;
+	ssize_t got = recvmsg(u->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT);
+	int64_t k;
 
-	if (recvmsg(u->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+	if (got < 0)
 		return 0;
-	ts = find_stamp(&msg, key, &have_key);
-	if (!ts || !have_key)
+	ts = find_stamp(&msg, 1);
+	if (!ts || (msg.msg_flags & MSG_TRUNC) || (k = match_sent(u, pkt, (size_t)got)) < 0)
 		return -ENODATA;
+	*key = (uint32_t)k;
 	*tx_ns = fq_realtime_to_raw(&u->xs, fq_timespec_to_ns(ts));
 	return 1;
 }
@@ -176,8 +228,8 @@ int fq_probe_udp_open(const char *ifname, uint16_t port, struct fq_probe_transpo
 	struct udp *u;
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	int one = 1, rc;
-	unsigned flags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE |
-			 SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+	unsigned flags =
+	    SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
 
 	if (strlen(ifname) >= IF_NAMESIZE)
 		return -EINVAL;

@@ -2,8 +2,9 @@
  * probe_udp: the probe transport (probe_transport.h) for NICs with an IPv4
  * address: one UDP socket bound to the address and the device, kernel
  * SO_TIMESTAMPING software stamps (CLOCK_REALTIME) for RX and TX (the TX
- * ones from the error queue, keyed by SOF_TIMESTAMPING_OPT_ID), mapped
- * onto CLOCK_MONOTONIC_RAW with a cross-timestamp taken at each wake-up.
+ * ones from the error queue, with the packet looped back: matched to its
+ * send by its bytes), mapped onto CLOCK_MONOTONIC_RAW with a
+ * cross-timestamp taken at each wake-up.
  */
 #ifndef FQ_AGENT_PROBE_UDP_H
 #define FQ_AGENT_PROBE_UDP_H

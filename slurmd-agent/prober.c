@@ -38,7 +38,7 @@ enum tx_role {
 
 struct tx_meta {
 	enum tx_role role;
-	uint32_t key; /* the transport's key of this send (UDP: the kernel's OPT_ID count) */
+	uint32_t key; /* the transport's key of this send (probe_transport.h) */
 	unsigned ref; /* path index (REQ) or responder slot (RESP) */
 	uint64_t pair;
 	uint8_t index;
