@@ -13,7 +13,7 @@
  *   8 u64 seq (message number on this connection, from 0)
  *  16 u64 msg_size      24 u64 offset      32 u32 len      36 i32 tag
  *  40 i64 send_ns (global timeline when FQN_CHUNK_F_SYNC, else the sender's
- *         CLOCK_MONOTONIC_RAW)
+ *         CLOCK_REALTIME: then no delay is measured from it)
  * Every chunk repeats msg_size and tag, so the first chunk to arrive on any
  * lane is enough to match the message to a receive buffer.
  */

@@ -39,7 +39,8 @@ struct fqn_global {
 extern struct fqn_global *fqn_g;
 
 /* Now on the global timeline if the clock page is valid (*sync = 1), else
- * the local CLOCK_MONOTONIC_RAW (*sync = 0). */
+ * the local CLOCK_REALTIME (*sync = 0): a time either way, but a difference
+ * of two stamps is a delay only when both were synchronised. */
 int64_t fqn_clock_now(int *sync);
 /* The same for a CLOCK_MONOTONIC_RAW time raw (a NIC's completion stamp);
  * raw 0: now. */

@@ -28,22 +28,30 @@ static const char *fqn_env_lookup(const char *name)
 	return getenv(name);
 }
 
+static int64_t ns_of(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 int64_t fqn_clock_at(int64_t raw, int *sync)
 {
 	struct fq_clock_model m;
+	int64_t now = ns_of(CLOCK_MONOTONIC_RAW);
 
-	if (raw == 0) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-		raw = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	}
+	if (raw == 0)
+		raw = now;
 	if (fqn_g && fqn_g->clock && fq_clock_page_read(fqn_g->clock, raw, &m) == 0) {
 		*sync = 1;
 		return fq_clock_model_global(&m, raw);
 	}
+	/* No valid page (not yet published, or stale): the local real time,
+	 * so that a report's times stay times even when its delays cannot
+	 * be measured. */
 	*sync = 0;
-	return raw;
+	return raw + (ns_of(CLOCK_REALTIME) - now);
 }
 
 int64_t fqn_clock_now(int *sync)

@@ -58,6 +58,7 @@ struct fqn_rlane {
 	uint64_t last_off;
 	int have_last;
 	int64_t seen_ns; /* when its header was first seen */
+	int seen_sync;   /* both ends' stamps of it on the global timeline */
 	unsigned idle;   /* consecutive polls that found no chunk header */
 	/* control mode: the current chunk */
 	int dup; /* a copy of a chunk held already: read into the sink */
@@ -201,7 +202,8 @@ static void recv_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hd
 
 	st->bytes += h->len;
 	st->chunks++;
-	fqn_hist_add(&st->owd, rl->seen_ns - h->send_ns);
+	if (rl->seen_sync) /* a delay across two clocks is no delay */
+		fqn_hist_add(&st->owd, rl->seen_ns - h->send_ns);
 	fqn_comm_tick(&r->c, i, rl->seen_ns, 0);
 	rl->accepted = 0;
 	rl->seen_ns = 0;
@@ -255,7 +257,8 @@ static int recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until)
 		r->small = h.msg_size <= r->c.chunk_size;
 		if (!rl->seen_ns) {
 			rl->seen_ns = fqn_clock_at(l->ops->rx_stamp ? l->ops->rx_stamp(l) : 0, &sync);
-			r->c.stats[i].unsync |= !sync || !(h.flags & FQN_CHUNK_F_SYNC);
+			rl->seen_sync = sync && (h.flags & FQN_CHUNK_F_SYNC);
+			r->c.stats[i].unsync |= !rl->seen_sync;
 		}
 		if (!rl->accepted) {
 			rc = recv_accept_hdr(r, i, &h);
@@ -339,7 +342,8 @@ static void ctl_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hdr
 	}
 	st->bytes += h->len;
 	st->chunks++;
-	fqn_hist_add(&st->owd, rl->seen_ns - h->send_ns);
+	if (rl->seen_sync) /* a delay across two clocks is no delay */
+		fqn_hist_add(&st->owd, rl->seen_ns - h->send_ns);
 	fqn_comm_tick(&r->c, i, rl->seen_ns, 0);
 	rl->seen_ns = 0;
 	if (fqn_seen_mark(&m->reasm.cov, rl->cur_idx, &complete) == 0)
@@ -456,7 +460,8 @@ static int ctl_recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until,
 		r->c.lc[i].progress_ns = now; /* the lane is not silent */
 		if (!rl->seen_ns) {
 			rl->seen_ns = fqn_clock_at(l->ops->rx_stamp ? l->ops->rx_stamp(l) : 0, &sync);
-			r->c.stats[i].unsync |= !sync || !(h.flags & FQN_CHUNK_F_SYNC);
+			rl->seen_sync = sync && (h.flags & FQN_CHUNK_F_SYNC);
+			r->c.stats[i].unsync |= !rl->seen_sync;
 		}
 		if (!rl->accepted) {
 			rc = ctl_accept_hdr(r, i, &h);

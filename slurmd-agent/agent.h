@@ -95,7 +95,8 @@ struct agent {
 	int64_t corr_local_ns;          /* when it arrived (local raw) */
 	uint64_t frames_spooled, frames_unspooled;
 	uint64_t lanes_forwarded;
-	uint64_t steps_reclaimed; /* removed with no live task and no StepEnd */
+	uint64_t lane_delays_dropped; /* lane reports whose delays were implausible */
+	uint64_t steps_reclaimed;     /* removed with no live task and no StepEnd */
 };
 
 /* agent_jobs.c */
@@ -107,6 +108,8 @@ void agent_reap_steps(struct agent *a);
 void agent_save_steps(struct agent *a);
 
 /* agent_report.c */
+/* A local CLOCK_MONOTONIC_RAW time on the global timeline, or as real time
+ * (CLOCK_REALTIME) before the timeline is published. */
 int64_t agent_global(const struct agent *a, int64_t local_ns);
 /* Spool one frame for the controller (no-op without one). */
 void agent_send(struct agent *a, Fabriciq__Envelope *env);

@@ -82,6 +82,24 @@ static void replace_string(char **field, char *value)
 	*field = value;
 }
 
+/* A lane's one-way delays as a process reports them: kept when each is
+ * within a minute either way (a clock error makes a small one negative),
+ * else dropped, all of them: a delay across two unrelated clocks is no
+ * delay. Returns whether they were dropped. */
+#define LANE_DELAY_LIMIT_NS (60 * INT64_C(1000000000))
+static bool drop_implausible_delays(Fabriciq__LaneReport *r)
+{
+	int64_t v[] = {r->owd_min_ns, r->owd_p50_ns, r->owd_p99_ns, r->owd_max_ns};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (v[i] > LANE_DELAY_LIMIT_NS || v[i] < -LANE_DELAY_LIMIT_NS) {
+			r->owd_min_ns = r->owd_p50_ns = r->owd_p99_ns = r->owd_max_ns = 0;
+			r->synchronised = false;
+			return true;
+		}
+	return false;
+}
+
 static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabriciq__Envelope *env)
 {
 	struct agent *a = arg;
@@ -99,6 +117,7 @@ static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabr
 			return FQ_LOCAL_WRONG_JOB;
 		r->job_id = st->job_id;
 		r->step_id = st->step_id;
+		a->lane_delays_dropped += drop_implausible_delays(r);
 		if (r->is_send)
 			r->src_rank = rank->global_rank;
 		else

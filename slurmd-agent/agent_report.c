@@ -27,6 +27,8 @@
 
 int64_t agent_global(const struct agent *a, int64_t local_ns)
 {
+	if (!a->timeline.published) /* not yet on the global timeline: real time, still a time */
+		return local_ns + (fq_realtime_ns() - fq_now_ns());
 	return fq_timeline_global(&a->timeline, local_ns);
 }
 
