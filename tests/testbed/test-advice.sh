@@ -24,7 +24,7 @@ CB=$B/nccl-plugin/collbench/fabriciq-collbench
 SPANK_SO=$B/spank/.libs/spank_fabriciq.so
 CTL=$B/controller/fabriciq-controller
 for f in "$CB" "$SPANK_SO" "$CTL"; do [ -e "$f" ] || skip_all "$f not built"; done
-plan 9
+plan 10
 tb_setup adv
 S=$FQTB_STATE
 
@@ -39,8 +39,8 @@ for ((i = 0; i < 30; i++)); do
 	[ "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" = 2 ] && break
 	sleep 0.5
 done
-is "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" 2 \
-	"controller, PostgreSQL and both agents up: probe windows from n1 and n2"
+[ "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" = 2 ] && tb_clocks_published
+ok $? "controller, PostgreSQL and both agents up: probe windows from n1 and n2, clock pages published"
 
 tb shape n1-rail0 20mbit --latency 2 >/dev/null
 ok $? "n1's rail0 link shaped to 20 Mbit/s, 2 ms of queue"
@@ -69,6 +69,17 @@ wrong=$(awk '/^# timeline/ && $6 != 0' "$S/jobA.out" "$S/jobB.out")
 	grep -q '^# OK' "$S/jobB.out"
 ok $? "jobs $ja and $jb: both allreduces complete, every iteration verified" ||
 	diag "$(tail -4 "$S/jobA.out" "$S/jobB.out")"
+
+# 0. the probe mesh kept measuring the congested link: every window of the
+# jobs' time with answers has its one-way delays (a sent probe whose TX
+# stamp cannot be matched to it leaves its pair unmeasured)
+read -r wins timed <<<"$(psql_ctl "select count(*), count(*) filter (where owd_fwd_p50_ns is not null and owd_rev_p50_ns is not null)
+	from fabriciq.probe_windows w where answered > 0 and window_start >= (select min(interval_start) from fabriciq.lane_windows)
+	and window_end <= (select max(interval_end) from fabriciq.lane_windows)" | tr '|' ' ')"
+[ "${wins:-0}" -gt 0 ] && [ "$timed" = "$wins" ]
+ok $? "the probes measured the shaped link throughout the jobs: $timed of $wins windows with delays" ||
+	diag "$(psql_ctl "select window_start::time, src_node, sent, answered, lost, owd_fwd_p50_ns, owd_rev_p50_ns, rtt_p50_ns
+		from fabriciq.probe_windows where owd_fwd_p50_ns is null or owd_rev_p50_ns is null order by 1")"
 
 # 1. the controller: a collision anomaly naming both jobs, attached to both
 sleep 2

@@ -83,6 +83,25 @@ tb_agent_start() {
 		-s "run_dir=$FQTB_STATE/run/$host" -s "spool_dir=$FQTB_STATE/spool/$host" "$@" >/dev/null
 }
 
+# tb_clocks_published [SECONDS]: wait (default 20 s) until every agent's
+# status file says its clock page is published (the lanes' one-way delays
+# are measured only on the global timeline). Fails, naming the agents
+# that are not, after the wait.
+tb_clocks_published() {
+	local limit=$((${1:-20} * 4)) i f left
+	for ((i = 0; i < limit; i++)); do
+		left=
+		for f in "$FQTB_STATE"/agent-*.json; do
+			python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["global_time"]["published"] else 1)' \
+				"$f" 2>/dev/null || left+=" ${f##*/}"
+		done
+		[ -z "$left" ] && return 0
+		sleep 0.25
+	done
+	diag "clock page not published:$left"
+	return 1
+}
+
 # tb_offsets_match TOLERANCE_NS: every host's MONOTONIC_RAW differs from the
 # machine's by its `truth` offset within the tolerance (read by setns, not
 # by starting a process). Prints a diag line per host that does not.
