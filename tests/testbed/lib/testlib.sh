@@ -17,9 +17,11 @@ tb_require() {
 
 # tb_setup PREFIX: private state dir + prefix, torn down on exit.
 # $FQTB_TAG (a few lowercase letters/digits) is appended to the prefix, so
-# two checkouts can run the same test at once.
+# two checkouts can run the same test at once; the prefix is cut to leave
+# room for it (the testbed takes 8 characters).
 tb_setup() {
-	TB_PFX=$1${FQTB_TAG:-}
+	local tag=${FQTB_TAG:-}
+	TB_PFX=${1:0:$((8 - ${#tag}))}$tag
 	export FQTB_STATE="${TMPDIR:-/tmp}/fqtb-$TB_PFX-$$"
 	trap 'tb_teardown' EXIT
 	trap 'exit 130' INT TERM

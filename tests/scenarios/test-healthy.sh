@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Scenario: nothing wrong. 6 hosts x 2 rails on 3 leaves and 2 spines, no
+# shaping, no fault; a control-mode allreduce on n1-n3 and a control-mode
+# alltoall on n4-n6, both at full load for about a minute. A healthy
+# fabric under load must raise no anomaly of warning or above, anywhere,
+# and neither job may report a failover: a busy job is not a broken one.
+. "$(dirname "$0")/scenario.sh"
+sc_require schealth
+plan 6
+sc_up 6 2 3 2
+ok $? "up: 6 hosts x 2 rails, 3 leaves, 2 spines; controller and 6 agents reporting"
+tb_clocks_published
+ok $? "every agent's clock page is published"
+
+t0=$(date +%s)
+sc_job ar control 'n[1-3]' allreduce 4M 1800 17311
+sc_job a2a control 'n[4-6]' alltoall 4M 1800 17312
+sc_job_wait ar; rc_ar=$?; ar=$SC_JOB
+sc_job_wait a2a; rc_a2a=$?; a2a=$SC_JOB
+secs=$(($(date +%s) - t0))
+[ "$rc_ar $rc_a2a" = "0 0" ] && sc_verified ar && sc_verified a2a
+ok $? "jobs $ar (allreduce) and $a2a (alltoall) complete and verify, both at full load for $secs s" ||
+	diag "$(tail -3 "$S/ar.out" "$S/a2a.out")"
+sleep 4 # the last reports reach the controller
+
+loud=$(psql_ctl "select count(*) from fabriciq.anomalies where severity <> 'info'")
+is "$loud" 0 "no anomaly of warning or above on a healthy fabric under load" ||
+	diag "$(psql_ctl "select kind, severity, node, nic, summary from fabriciq.anomalies where severity <> 'info' order by id")"
+sc_quiet "$ar"
+sc_quiet "$a2a"
+diag "lane windows: $(psql_ctl "select count(*) from fabriciq.lane_windows") ($(psql_ctl "select count(*) from fabriciq.lane_windows where owd_p99_ns is not null") with delays); probe windows: $(psql_ctl "select count(*) from fabriciq.probe_windows"); info anomalies: $(psql_ctl "select count(*) from fabriciq.anomalies")"
