@@ -651,25 +651,11 @@ static void anom_close(struct fq_detector *d, struct anom_ent *a, int64_t end_ns
 
 /* ---- link episodes ---------------------------------------------------------- */
 
-/* A DOWN at t of NIC x (y NULL) or path x -> y: counted into its open
- * episode (an UPDATE), or the first of a new one (an episode over by t
- * is closed at its UP first, whether or not a tick saw it). */
-static void episode_down(struct fq_detector *d, int severity, const struct nic_key *x,
-			 const struct nic_key *y, int64_t t, const char *summary, const char *evidence)
+/* The episode's DOWNs so far (a->events), the last at t: an UPDATE. */
+static void episode_update(struct fq_detector *d, struct anom_ent *a, int64_t t)
 {
-	struct anom_ent *a = anom_find(d, K_LINK_DOWN, x, y);
 	char text[320];
 
-	if (a && !episode_at(d, x, y, t)) {
-		anom_close(d, a, a->up_ns);
-		a = NULL;
-	}
-	if (!a) {
-		anom_evidence(d, K_LINK_DOWN, severity, x, y, t, t, summary, evidence, NULL);
-		return;
-	}
-	a->events++;
-	a->up_ns = 0;
 	a->last_ns = max64(a->last_ns, t);
 	if (is_path_place(a))
 		snprintf(text, sizeof(text), "path %s/%s -> %s/%s down %u times", a->k.a.node, a->k.a.nic,
@@ -681,6 +667,27 @@ static void episode_down(struct fq_detector *d, int severity, const struct nic_k
 					.events = a->events,
 					.end_ns = t,
 					.summary = text});
+}
+
+/* A DOWN at t of NIC x (y NULL) or path x -> y: counted into its open
+ * episode (an UPDATE), or the first of a new one (an episode over by t
+ * is closed at its UP first, whether or not a tick saw it). */
+static void episode_down(struct fq_detector *d, int severity, const struct nic_key *x,
+			 const struct nic_key *y, int64_t t, const char *summary, const char *evidence)
+{
+	struct anom_ent *a = anom_find(d, K_LINK_DOWN, x, y);
+
+	if (a && !episode_at(d, x, y, t)) {
+		anom_close(d, a, a->up_ns);
+		a = NULL;
+	}
+	if (!a) {
+		anom_evidence(d, K_LINK_DOWN, severity, x, y, t, t, summary, evidence, NULL);
+		return;
+	}
+	a->events++;
+	a->up_ns = 0;
+	episode_update(d, a, t);
 }
 
 /* Is the episode over (its place UP for incident_gap_ns, or its state
@@ -856,9 +863,10 @@ static void promote_paths(struct fq_detector *d, int64_t now)
 				 p->k.src.nic, p->k.dst.node, p->k.dst.nic);
 			a = anom_evidence(d, K_LINK_DOWN, SEV_WARNING, &p->k.src, &p->k.dst, p->pend_ns,
 					  p->pend_ns, summary, "{\"nic_level\":false}", NULL);
-			for (unsigned i = 1; a && i < downs; i++)
-				episode_down(d, SEV_WARNING, &p->k.src, &p->k.dst, p->pend_last_ns, NULL,
-					     NULL);
+			if (a && downs > 1) {
+				a->events = downs;
+				episode_update(d, a, p->pend_last_ns);
+			}
 			if (a && p->state != ST_DOWN)
 				a->up_ns = p->state_ns;
 		}

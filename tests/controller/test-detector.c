@@ -818,7 +818,8 @@ static void test_incident_path(void)
 	if (!o)
 		goto out;
 	u = last_update(o->handle);
-	is_int(u ? u->events : 0, 3, "counting its 3 DOWNs");
+	is_int(u ? u->events : 0, 3, "counting its 3 DOWNs ...");
+	ok(u && u->end == S(102) && count(FQ_DET_UPDATE, NULL) == 1, "... the last at 102 s (one UPDATE)");
 	is_int(attached(o->handle, 50, 0), 3, "attached to job 50.0 (ranks 0, 1)");
 	link(d, "n1", "rail0", "n2", "rail0", false, 110);
 	link(d, "n1", "rail0", "n2", "rail0", true, 110.3);
