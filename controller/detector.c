@@ -151,10 +151,9 @@ struct anom_ent {
 	struct anom_key k;
 	uint64_t handle;
 	int64_t start_ns, last_ns;
-	unsigned events;      /* a link episode's DOWNs (others: 1) */
-	int64_t up_ns;        /* a link episode: its place back UP at (0: down) */
-	uint64_t incident;    /* the incident it is a member of (0: none), */
-	struct anom_key root; /* and that incident's key */
+	unsigned events;   /* a link episode's DOWNs (others: 1) */
+	int64_t up_ns;     /* a link episode: its place back UP at (0: down) */
+	uint64_t incident; /* the incident it is a member of (0: none) */
 	struct att *atts;
 	size_t natts, cap;
 };
@@ -467,18 +466,6 @@ static struct anom_ent *nic_incident(struct fq_detector *d, enum kind kind, cons
 	return r;
 }
 
-/* Where the steps an anomaly touches are attached: its incident while
- * that is open, else itself. */
-static struct anom_ent *attach_target(struct fq_detector *d, struct anom_ent *a)
-{
-	struct anom_ent *r;
-
-	if (!a->incident)
-		return a;
-	r = (struct anom_ent *)fq_captab_find(&d->anoms, &a->root);
-	return r && r->handle == a->incident ? r : a;
-}
-
 static bool att_add_rank(struct att *t, uint32_t r)
 {
 	uint32_t *n;
@@ -497,9 +484,8 @@ static bool att_add_rank(struct att *t, uint32_t r)
 	return true;
 }
 
-/* Attaches (job, step, ranks) to the anomaly (to its incident, while
- * that is open); queues an ATTACH with the ranks new to it (none new:
- * nothing queued). */
+/* Attaches (job, step, ranks) to the anomaly; queues an ATTACH with the
+ * ranks new to it (none new: nothing queued). */
 static void anom_attach(struct fq_detector *d, struct anom_ent *a, uint64_t job, uint32_t step,
 			const uint32_t *ranks, size_t nranks)
 {
@@ -508,7 +494,6 @@ static void anom_attach(struct fq_detector *d, struct anom_ent *a, uint64_t job,
 	size_t nfresh = 0;
 	bool is_new = false;
 
-	a = attach_target(d, a);
 	for (size_t i = 0; i < a->natts && !t; i++)
 		if (a->atts[i].job == job && a->atts[i].step == step)
 			t = &a->atts[i];
@@ -613,10 +598,8 @@ static struct anom_ent *anom_evidence(struct fq_detector *d, enum kind kind, int
 	e->start_ns = start_ns < ev_ns ? start_ns : ev_ns;
 	e->last_ns = ev_ns;
 	e->events = 1;
-	if ((inc = nic_incident(d, kind, a, b, ev_ns))) {
+	if ((inc = nic_incident(d, kind, a, b, ev_ns)))
 		e->incident = inc->handle;
-		e->root = inc->k;
-	}
 	if (opened)
 		*opened = true;
 	push(d, &(struct fq_det_action){.kind = FQ_DET_OPEN,

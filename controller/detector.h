@@ -27,8 +27,9 @@
  * since (end: that UP). While a NIC's episode is open it is the incident
  * of everything on that NIC: an anomaly opened on a place touching it
  * (flapping, a path's delay, a lane outlier...) is a member (OPEN's
- * incident), whose steps and ranks are attached to the incident instead
- * of to it; a path DOWN through it opens nothing (the raw link event is
+ * incident; the daemon stores a member's job attachments on its
+ * incident, fq_db_attach_anomaly, for as long as the member lasts); a
+ * path DOWN through it opens nothing (the raw link event is
  * stored by the daemon). A path's DOWN opens its own episode only if,
  * incident_settle_ns later, no NIC episode at either end explains it (the
  * NIC is inferred from its paths, which arrive one by one).

@@ -316,7 +316,8 @@ struct fq_db_anomaly_job {
  * its id. -EINVAL: unknown kind or bad JSON (said in fq_db_error). */
 int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a,
 			 const struct fq_db_anomaly_job *jobs, size_t njobs, int64_t *id);
-/* Attaches more job steps to an existing anomaly (ranks are merged). */
+/* Attaches more job steps to an existing anomaly (ranks are merged); a
+ * member of an incident (incident_id) attaches them to its incident. */
 int fq_db_attach_anomaly(struct fq_db *db, int64_t id, const struct fq_db_anomaly_job *jobs, size_t njobs);
 /* A link episode's DOWNs so far (events), its last DOWN and summary;
  * -ENOENT if no such open anomaly. */

@@ -222,10 +222,12 @@ int fq_db_attach_anomaly(struct fq_db *db, int64_t id, const struct fq_db_anomal
 		fq_db_param_u64(&p, jobs[i].job_id);
 		fq_db_param_u64(&p, jobs[i].step_id);
 		fq_db_param_str(&p, ranks);
-		/* Merged, sorted, without duplicates. */
+		/* Merged, sorted, without duplicates; a member's on its incident. */
 		rc = fq_db_exec(db, "attaching an anomaly to a job",
 				"insert into fabriciq.anomaly_jobs (anomaly_id, job_id, step_id, ranks) "
-				"values ($1, $2, $3, array(select distinct unnest($4::int[]) order by 1)) "
+				"select coalesce(a.incident_id, a.id), $2, $3, "
+				"array(select distinct unnest($4::int[]) order by 1) "
+				"from fabriciq.anomalies a where a.id = $1 "
 				"on conflict (job_id, step_id, anomaly_id) do update set ranks = array("
 				"select distinct unnest(anomaly_jobs.ranks || excluded.ranks) order by 1)",
 				&p);

@@ -437,6 +437,8 @@ static void test_incidents(struct fq_db *db, int64_t t0, int64_t outlier)
 		  id),
 	       "link_down 3 1.500000 {flapping} {0,1} 32.000 16.000 2 3 eth0 of a down 3 times t",
 	       "... and the link episode: its member, both ranks, 2 lanes failed over in 3 outages");
+	is_str(qf("select count(*) from fabriciq.anomaly_jobs where anomaly_id = %" PRId64, mid), "0",
+	       "a member's attachment is its incident's");
 	is_str(qf("select count(*) from fabriciq.job_incidents where incident_id = %" PRId64, mid), "0",
 	       "the member is no incident of its own");
 	is_int(fq_db_update_anomaly(db, outlier, 2, t0, "x"), -ENOENT, "updating a closed anomaly: -ENOENT");
