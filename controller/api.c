@@ -625,6 +625,23 @@ static const char throughput_sql[] =
 	       "    sum(bk.n)::int as windows, max(bk.p99) as owd_p99_max_ns"
 	       "   from bk group by bk.k) x))";
 
+/* The step's incidents (sql/007: job_incidents), the first section of its
+ * report: each with its DOWNs, first and last, duration, the ranks it
+ * touched, its impact (Gbit/s before and during it, lanes failed over)
+ * and the anomalies that are part of it. */
+static const char step_incidents_sql[] =
+    "select coalesce(json_agg(x order by x.first_ns, x.id), '[]') from ("
+    " select ji.incident_id as id, ji.kind, ji.severity, ji.node, ji.nic, ji.remote_node, ji.remote_nic,"
+    "  ji.events, " TS("ji.first_at", "first") ", " TS("ji.last_at", "last") ", " TS(
+	"ji.end_time", "end") ", ji.end_time is null as open,"
+			      "  (extract(epoch from ji.duration) * 1000000)::int8 * 1000 as duration_ns,"
+			      "  ji.ranks, ji.summary, ji.gbps_before, ji.gbps_during, ji.lanes_failed_over,"
+			      "  ji.outages,"
+			      "  (select coalesce(json_agg(json_build_object('id', m.id, 'kind', m.kind, "
+			      "'summary', m.summary) order by m.start_time, m.id), '[]')"
+			      "   from fabriciq.anomalies m where m.incident_id = ji.incident_id) as members"
+			      " from fabriciq.job_incidents ji where ji.job_id = $1 and ji.step_id = $2) x";
+
 static const char step_anomalies_sql[] =
     "select coalesce(json_agg(x order by x.start_ns, x.id), '[]') from ("
     " select ja.anomaly_id as id, ja.kind, ja.severity, " TS("ja.start_time", "start") ", " TS(
@@ -667,7 +684,8 @@ static int step_report(struct reply *rp, struct fq_db *db, uint64_t job, uint64_
 		return db_fail(rp, db);
 	if (rc > 0) /* ended between the two statements: just not there */
 		return 0;
-	if (add_section(rp, db, s, "ranks", "reading ranks", ranks_sql, &p))
+	if (add_section(rp, db, s, "incidents", "reading job_incidents", step_incidents_sql, &p) ||
+	    add_section(rp, db, s, "ranks", "reading ranks", ranks_sql, &p))
 		goto fail;
 	if (add_section(rp, db, s, "anomalies", "reading job_anomalies", step_anomalies_sql, &p) ||
 	    add_section(rp, db, s, "failovers", "reading failover_events", failovers_sql, &p))

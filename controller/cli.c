@@ -436,6 +436,42 @@ static const char *franks(struct json_object *a)
 	return n ? b : "-";
 }
 
+/* "n3/rail1" or "n1/rail1 -> n3/rail1": where an anomaly or incident is. */
+static const char *fwhere(struct json_object *a)
+{
+	return fmt("%s%s%s", fplace(a, "node", "nic"), jnull(a, "remote_node") ? "" : " -> ",
+		   jnull(a, "remote_node") ? "" : fplace(a, "remote_node", "remote_nic"));
+}
+
+/* The step's incidents, first in its report. */
+static void print_incidents(struct json_object *s)
+{
+	struct table t;
+
+	if (!jlen(s, "incidents"))
+		return;
+	printf("\nIncidents\n");
+	table_init(&t, "ID>,KIND,WHERE,EVENTS>,FIRST,LAST,DURATION>,STATE,RANKS,GBIT/S BEFORE>,DURING>,"
+		       "LANES FAILED OVER>,ALSO,SUMMARY");
+	for (size_t i = 0; i < jlen(s, "incidents"); i++) {
+		struct json_object *a = jidx(s, "incidents", i);
+		char also[160] = "";
+
+		for (size_t k = 0; k < jlen(a, "members"); k++) {
+			size_t l = strlen(also);
+
+			snprintf(also + l, sizeof(also) - l, "%s%s", k ? "," : "",
+				 jstr(jidx(a, "members", k), "kind"));
+		}
+		table_row(&t, fint(a, "id"), jstr(a, "kind"), fwhere(a), fint(a, "events"),
+			  ftime(a, "first_ns"), ftime(a, "last_ns"), fage(jint(a, "duration_ns")),
+			  json_object_get_boolean(jget(a, "open")) ? "open" : "closed", franks(a),
+			  fgbps(a, "gbps_before"), fgbps(a, "gbps_during"), fint(a, "lanes_failed_over"),
+			  *also ? also : "-", jstr(a, "summary"));
+	}
+	table_print(&t);
+}
+
 static void print_step(struct json_object *job, struct json_object *s)
 {
 	struct json_object *e = jget(s, "efficiency"), *tp = jget(s, "throughput");
@@ -456,7 +492,9 @@ static void print_step(struct json_object *job, struct json_object *s)
 		       fpct(e, "degraded_share"), fus(e, "median_lane_p99_us"),
 		       fus(e, "slowest_lane_p99_us"));
 	}
-	printf("  anomalies: %s, failovers: %s\n", fint(e, "anomalies"), fint(e, "failovers"));
+	printf("  incidents: %zu, anomalies: %s, failovers: %s\n", jlen(s, "incidents"), fint(e, "anomalies"),
+	       fint(e, "failovers"));
+	print_incidents(s);
 
 	printf("\nRanks\n");
 	table_init(&t, "RANK>,LOCAL>,NODE,NIC,PID>");
@@ -518,11 +556,8 @@ static void print_step(struct json_object *job, struct json_object *s)
 		table_init(&t, "ID>,KIND,SEVERITY,START,DURATION>,STATE,WHERE,RANKS (NODES),SUMMARY");
 		for (size_t i = 0; i < jlen(s, "anomalies"); i++) {
 			struct json_object *a = jidx(s, "anomalies", i);
-			char where[160], ranks[160] = "";
+			char ranks[160] = "";
 
-			snprintf(where, sizeof(where), "%s%s%s", fplace(a, "node", "nic"),
-				 jnull(a, "remote_node") ? "" : " -> ",
-				 jnull(a, "remote_node") ? "" : fplace(a, "remote_node", "remote_nic"));
 			for (size_t k = 0; k < jlen(a, "rank_places"); k++) {
 				struct json_object *r = jidx(a, "rank_places", k);
 				size_t l = strlen(ranks);
@@ -532,7 +567,7 @@ static void print_step(struct json_object *job, struct json_object *s)
 			}
 			table_row(&t, fint(a, "id"), jstr(a, "kind"), jstr(a, "severity"),
 				  ftime(a, "start_ns"), fage(jint(a, "duration_ns")),
-				  json_object_get_boolean(jget(a, "open")) ? "open" : "closed", where,
+				  json_object_get_boolean(jget(a, "open")) ? "open" : "closed", fwhere(a),
 				  *ranks ? ranks : franks(a), jstr(a, "summary"));
 		}
 		table_print(&t);

@@ -46,7 +46,7 @@ struct ctl_config {
 	/* detector thresholds (controller/detector.h) */
 	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, inband_floor, slow_nic_min_paths;
 	uint64_t delay_persist, lane_outlier_persist;
-	uint64_t resume_after, quiet_close;
+	uint64_t resume_after, quiet_close, incident_gap, incident_settle;
 	double delay_baseline_factor, lane_outlier_factor, inband_factor, slow_nic_share;
 	bool collision_advice;
 	double collision_factor;
@@ -138,6 +138,12 @@ static const struct fq_cfg_option ctl_options[] = {
 	"resume hint after a node has been healthy this long since its drain"),
     OPT("quiet_close", FQ_CFG_DURATION, quiet_close, "30s", 1e9, 86400e9,
 	"an anomaly closes after this long without evidence"),
+    OPT("incident_gap", FQ_CFG_DURATION, incident_gap, "30s", 1e9, 86400e9,
+	"a link_down episode (NIC or path) ends once its place has been UP this long; DOWNs before count "
+	"into it"),
+    OPT("incident_settle", FQ_CFG_DURATION, incident_settle, "2s", 1e8, 60e9,
+	"a path's DOWN waits this long for a NIC-level cause before it is an incident of its own "
+	"(less than incident_gap)"),
     {"log_level", FQ_CFG_ENUM, offsetof(struct ctl_config, log_level), "info", 0, 0, log_levels,
      "error, warn, info or debug"},
     {NULL, 0, 0, NULL, 0, 0, NULL, NULL},
@@ -810,24 +816,38 @@ out:
 
 /* ---- detector actions --------------------------------------------------- */
 
+/* The row id of the anomaly with this detector handle while it is open;
+ * 0: none (or not stored). */
+static int64_t anomaly_row(struct ctl *c, uint64_t handle)
+{
+	char key[32];
+	const char *idstr;
+
+	snprintf(key, sizeof(key), "%llu", (unsigned long long)handle);
+	idstr = handle ? fq_strmap_get(&c->anomaly, key) : NULL;
+	return idstr ? strtoll(idstr, NULL, 10) : 0;
+}
+
 static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_action *a, int64_t now)
 {
 	char key[32];
-	int64_t id = 0;
-	const char *idstr;
+	int64_t id = anomaly_row(c, a->handle);
 	int rc = 0;
 
 	snprintf(key, sizeof(key), "%llu", (unsigned long long)a->handle);
-	idstr = fq_strmap_get(&c->anomaly, key);
-	if (idstr)
-		id = strtoll(idstr, NULL, 10);
 	switch (a->kind) {
 	case FQ_DET_OPEN: {
-		struct fq_db_anomaly an = {a->anomaly_kind, (enum fq_db_severity)a->severity,
-					   a->start_ns,     a->end_ns,
-					   a->node,         a->nic,
-					   a->remote_node,  a->remote_nic,
-					   a->summary,      a->evidence_json};
+		struct fq_db_anomaly an = {a->anomaly_kind,
+					   (enum fq_db_severity)a->severity,
+					   a->start_ns,
+					   a->end_ns,
+					   a->node,
+					   a->nic,
+					   a->remote_node,
+					   a->remote_nic,
+					   a->summary,
+					   a->evidence_json,
+					   anomaly_row(c, a->incident)};
 		struct fq_strmap_entry *e;
 		fq_warn("anomaly %s: %s", a->anomaly_kind, a->summary ? a->summary : "");
 		c->anomalies_opened++;
@@ -850,6 +870,10 @@ static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 			rc = fq_db_attach_anomaly(db, id, &j, 1);
 		break;
 	}
+	case FQ_DET_UPDATE:
+		if (db && id)
+			rc = fq_db_update_anomaly(db, id, a->events, a->end_ns, a->summary);
+		break;
 	case FQ_DET_CLOSE:
 		if (db && id)
 			rc = fq_db_close_anomaly(db, id, a->end_ns ? a->end_ns : now);
@@ -1074,6 +1098,8 @@ static int start_modules(struct ctl *c)
 	dc.slow_nic_min_paths = (unsigned)c->cfg.slow_nic_min_paths;
 	dc.resume_after_ns = (int64_t)c->cfg.resume_after;
 	dc.quiet_close_ns = (int64_t)c->cfg.quiet_close;
+	dc.incident_gap_ns = (int64_t)c->cfg.incident_gap;
+	dc.incident_settle_ns = (int64_t)c->cfg.incident_settle;
 	dc.collision_advice = c->cfg.collision_advice;
 	dc.collision_factor = c->cfg.collision_factor;
 	dc.advice_lifetime_ns = (int64_t)c->cfg.advice_lifetime;

@@ -9,7 +9,9 @@
  *             counts of its own paths known/down (NIC-level inference)
  *   nodes     drained state and hint bookkeeping (drain/resume dedup)
  *   steps     (job, step) -> its lanes: ranks, NIC pair, latest interval
- *   anomalies (kind, place) -> the open anomaly and the steps attached
+ *   anomalies (kind, place) -> the open anomaly and the steps attached;
+ *             a link_down is an episode (its DOWNs counted), and a NIC's
+ *             open episode is the incident of the anomalies on that NIC
  * Entries not seen for state_expire_ns (steps: step_expire_ns) are dropped
  * by a sweep once a minute; when a table is full, the least recently seen
  * eighth of it is dropped first. Anomalies are never evicted: past
@@ -94,8 +96,10 @@ struct path_ent {
 	struct fq_captab_ent h;
 	struct path_key k;
 	int64_t baseline_ns, p50_ns, p99_ns, last_end_ns, state_ns;
-	unsigned quiet, streak; /* quiet windows; elevated windows in a row */
-	int64_t streak_start;   /* start of the first of them */
+	unsigned quiet, streak;        /* quiet windows; elevated windows in a row */
+	int64_t streak_start;          /* start of the first of them */
+	int64_t pend_ns, pend_last_ns; /* DOWNs held for a NIC cause: first, last (0: none) */
+	unsigned pend_downs;
 	int state;
 	bool elevated;
 };
@@ -147,6 +151,9 @@ struct anom_ent {
 	struct anom_key k;
 	uint64_t handle;
 	int64_t start_ns, last_ns;
+	unsigned events;   /* a link episode's DOWNs (others: 1) */
+	int64_t up_ns;     /* a link episode: its place back UP at (0: down) */
+	uint64_t incident; /* the incident it is a member of (0: none) */
 	struct att *atts;
 	size_t natts, cap;
 };
@@ -199,6 +206,8 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 	    .slow_nic_min_paths = 3,
 	    .resume_after_ns = 600000000000LL,
 	    .quiet_close_ns = 30000000000LL,
+	    .incident_gap_ns = 30000000000LL,
+	    .incident_settle_ns = 2000000000LL,
 	    .nic_down_min_paths = 2,
 	    .nic_dead_after_ns = 60000000000LL,
 	    .delay_baseline_windows = 5,
@@ -416,6 +425,47 @@ static void anom_drop(void *ctx, struct fq_captab_ent *e)
 	free(a->atts);
 }
 
+static struct anom_ent *anom_find(struct fq_detector *d, enum kind kind, const struct nic_key *a,
+				  const struct nic_key *b)
+{
+	struct anom_key key;
+
+	memset(&key, 0, sizeof(key));
+	key.kind = kind;
+	key.a = *a;
+	if (b)
+		key.b = *b;
+	return (struct anom_ent *)fq_captab_find(&d->anoms, &key);
+}
+
+/* The open link episode (link_down) of NIC a or path a -> b at t: NULL
+ * when there is none or it is over by then (its place UP for
+ * incident_gap_ns; a tick closes it). */
+static struct anom_ent *episode_at(struct fq_detector *d, const struct nic_key *a, const struct nic_key *b,
+				   int64_t t)
+{
+	struct anom_ent *e = anom_find(d, K_LINK_DOWN, a, b);
+
+	return e && !(e->up_ns && fq_rule_sat_sub(t, e->up_ns) >= d->c.incident_gap_ns) ? e : NULL;
+}
+
+/* The incident a new anomaly of kind on (a, b) at t is a member of: the
+ * open episode of NIC a, else of NIC b; NULL: none, or the new anomaly
+ * is that NIC's episode itself. */
+static struct anom_ent *nic_incident(struct fq_detector *d, enum kind kind, const struct nic_key *a,
+				     const struct nic_key *b, int64_t t)
+{
+	struct anom_ent *r;
+	bool b_nic = b && !nic_empty(b);
+
+	if (kind == K_LINK_DOWN && !b_nic)
+		return NULL;
+	r = episode_at(d, a, NULL, t);
+	if (!r && b_nic)
+		r = episode_at(d, b, NULL, t);
+	return r;
+}
+
 static bool att_add_rank(struct att *t, uint32_t r)
 {
 	uint32_t *n;
@@ -525,7 +575,7 @@ static struct anom_ent *anom_evidence(struct fq_detector *d, enum kind kind, int
 				      int64_t ev_ns, const char *summary, const char *evidence, bool *opened)
 {
 	struct anom_key key;
-	struct anom_ent *e;
+	struct anom_ent *e, *inc;
 	bool created;
 
 	memset(&key, 0, sizeof(key));
@@ -547,10 +597,15 @@ static struct anom_ent *anom_evidence(struct fq_detector *d, enum kind kind, int
 	e->handle = ++d->next_handle;
 	e->start_ns = start_ns < ev_ns ? start_ns : ev_ns;
 	e->last_ns = ev_ns;
+	e->events = 1;
+	if ((inc = nic_incident(d, kind, a, b, ev_ns)))
+		e->incident = inc->handle;
 	if (opened)
 		*opened = true;
 	push(d, &(struct fq_det_action){.kind = FQ_DET_OPEN,
 					.handle = e->handle,
+					.incident = e->incident,
+					.events = 1,
 					.anomaly_kind = kind_names[kind],
 					.severity = severity,
 					.start_ns = e->start_ns,
@@ -568,19 +623,6 @@ static struct anom_ent *anom_evidence(struct fq_detector *d, enum kind kind, int
 	return e;
 }
 
-static struct anom_ent *anom_find(struct fq_detector *d, enum kind kind, const struct nic_key *a,
-				  const struct nic_key *b)
-{
-	struct anom_key key;
-
-	memset(&key, 0, sizeof(key));
-	key.kind = kind;
-	key.a = *a;
-	if (b)
-		key.b = *b;
-	return (struct anom_ent *)fq_captab_find(&d->anoms, &key);
-}
-
 static void anom_close(struct fq_detector *d, struct anom_ent *a, int64_t end_ns)
 {
 	push(d, &(struct fq_det_action){.kind = FQ_DET_CLOSE,
@@ -588,6 +630,69 @@ static void anom_close(struct fq_detector *d, struct anom_ent *a, int64_t end_ns
 					.start_ns = a->start_ns,
 					.end_ns = max64(end_ns, a->start_ns)});
 	fq_captab_unlink(&d->anoms, &a->h);
+}
+
+/* ---- link episodes ---------------------------------------------------------- */
+
+/* The episode's DOWNs so far (a->events), the last at t: an UPDATE. */
+static void episode_update(struct fq_detector *d, struct anom_ent *a, int64_t t)
+{
+	char text[320];
+
+	a->last_ns = max64(a->last_ns, t);
+	if (is_path_place(a))
+		snprintf(text, sizeof(text), "path %s/%s -> %s/%s down %u times", a->k.a.node, a->k.a.nic,
+			 a->k.b.node, a->k.b.nic, a->events);
+	else
+		snprintf(text, sizeof(text), "%s of %s down %u times", a->k.a.nic, a->k.a.node, a->events);
+	push(d, &(struct fq_det_action){.kind = FQ_DET_UPDATE,
+					.handle = a->handle,
+					.events = a->events,
+					.end_ns = t,
+					.summary = text});
+}
+
+/* A DOWN at t of NIC x (y NULL) or path x -> y: counted into its open
+ * episode (an UPDATE), or the first of a new one (an episode over by t
+ * is closed at its UP first, whether or not a tick saw it). */
+static void episode_down(struct fq_detector *d, int severity, const struct nic_key *x,
+			 const struct nic_key *y, int64_t t, const char *summary, const char *evidence)
+{
+	struct anom_ent *a = anom_find(d, K_LINK_DOWN, x, y);
+
+	if (a && !episode_at(d, x, y, t)) {
+		anom_close(d, a, a->up_ns);
+		a = NULL;
+	}
+	if (!a) {
+		anom_evidence(d, K_LINK_DOWN, severity, x, y, t, t, summary, evidence, NULL);
+		return;
+	}
+	a->events++;
+	a->up_ns = 0;
+	episode_update(d, a, t);
+}
+
+/* Is the episode over (its place UP for incident_gap_ns, or its state
+ * dropped)? *end: when it came back (else its last evidence). */
+static bool episode_over(struct fq_detector *d, const struct anom_ent *a, int64_t now, int64_t *end)
+{
+	struct path_key pk = {a->k.a, a->k.b};
+	const struct path_ent *p = NULL;
+	const struct nic_ent *n = NULL;
+	bool down;
+
+	*end = a->up_ns ? a->up_ns : a->last_ns;
+	if (is_path_place(a)) {
+		if (!(p = (const struct path_ent *)fq_captab_find(&d->paths, &pk)))
+			return true;
+		down = p->state == ST_DOWN;
+	} else {
+		if (!(n = (const struct nic_ent *)fq_captab_find(&d->nics, &a->k.a)))
+			return true;
+		down = n->down;
+	}
+	return !down && a->up_ns && fq_rule_sat_sub(now, a->up_ns) >= d->c.incident_gap_ns;
 }
 
 /* ---- NICs: flapping and NIC-level down ------------------------------------ */
@@ -656,18 +761,18 @@ static void check_flapping(struct fq_detector *d, struct nic_ent *n, int64_t t)
 static void nic_transition(struct fq_detector *d, struct nic_ent *n, bool down, int64_t t, const char *why)
 {
 	char summary[256], evidence[160];
-	struct anom_ent *a;
+	struct anom_ent *a = anom_find(d, K_LINK_DOWN, &n->k, NULL);
 
 	if (down == n->down) {
-		if (down && (a = anom_find(d, K_LINK_DOWN, &n->k, NULL)))
+		if (down && a)
 			a->last_ns = max64(a->last_ns, t);
 		return;
 	}
 	n->down = down;
 	if (!down) {
 		n->dead_hinted = false;
-		if ((a = anom_find(d, K_LINK_DOWN, &n->k, NULL)))
-			anom_close(d, a, t);
+		if (a)
+			a->up_ns = t; /* the episode goes on until UP for incident_gap_ns */
 		return;
 	}
 	n->down_since = t;
@@ -675,7 +780,7 @@ static void nic_transition(struct fq_detector *d, struct nic_ent *n, bool down, 
 	snprintf(summary, sizeof(summary), "%s of %s down (%s)", n->k.nic, n->k.node, why);
 	snprintf(evidence, sizeof(evidence), "{\"nic_level\":true,\"paths_known\":%u,\"paths_down\":%u}",
 		 n->paths_known, n->paths_down);
-	anom_evidence(d, K_LINK_DOWN, SEV_CRITICAL, &n->k, NULL, t, t, summary, evidence, NULL);
+	episode_down(d, SEV_CRITICAL, &n->k, NULL, t, summary, evidence);
 	check_flapping(d, n, t);
 }
 
@@ -704,10 +809,58 @@ static struct path_ent *path_get(struct fq_detector *d, const struct nic_key *sr
 	return (struct path_ent *)fq_captab_get(&d->paths, &k, now, true, NULL);
 }
 
+/* A path's DOWN at t: nothing more when a NIC episode at either end
+ * explains it (the daemon stores the raw event), counted into the path's
+ * open episode, or held for incident_settle_ns (promote_paths). */
+static void path_down(struct fq_detector *d, struct path_ent *p, int64_t t)
+{
+	if (nic_incident(d, K_LINK_DOWN, &p->k.src, &p->k.dst, t))
+		return;
+	if (episode_at(d, &p->k.src, &p->k.dst, t)) {
+		episode_down(d, SEV_WARNING, &p->k.src, &p->k.dst, t, NULL, NULL);
+		return;
+	}
+	if (!p->pend_ns)
+		p->pend_ns = t;
+	p->pend_last_ns = max64(p->pend_last_ns, t);
+	p->pend_downs++;
+}
+
+/* Paths whose held DOWNs are incident_settle_ns old: an episode of the
+ * path (its DOWNs counted, UP since: back at its UP), unless a NIC
+ * episode at either end explains them by now. */
+static void promote_paths(struct fq_detector *d, int64_t now)
+{
+	char summary[320];
+
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		struct anom_ent *a;
+		unsigned downs = p->pend_downs;
+
+		if (!p->pend_ns || fq_rule_sat_sub(now, p->pend_ns) < d->c.incident_settle_ns)
+			continue;
+		p->pend_downs = 0;
+		if (!nic_incident(d, K_LINK_DOWN, &p->k.src, &p->k.dst, p->pend_last_ns)) {
+			snprintf(summary, sizeof(summary), "path %s/%s -> %s/%s down", p->k.src.node,
+				 p->k.src.nic, p->k.dst.node, p->k.dst.nic);
+			a = anom_evidence(d, K_LINK_DOWN, SEV_WARNING, &p->k.src, &p->k.dst, p->pend_ns,
+					  p->pend_ns, summary, "{\"nic_level\":false}", NULL);
+			if (a && downs > 1) {
+				a->events = downs;
+				episode_update(d, a, p->pend_last_ns);
+			}
+			if (a && p->state != ST_DOWN)
+				a->up_ns = p->state_ns;
+		}
+		p->pend_ns = p->pend_last_ns = 0;
+	}
+}
+
 static void path_set_state(struct fq_detector *d, struct path_ent *p, int state, int64_t t)
 {
 	struct nic_ent *n = nic_get(d, &p->k.src, t);
-	char summary[320];
+	char summary[32];
 	struct anom_ent *a;
 	int old = p->state;
 
@@ -725,14 +878,10 @@ static void path_set_state(struct fq_detector *d, struct path_ent *p, int state,
 			n->paths_down--;
 		n->paths_down += state == ST_DOWN;
 	}
-	if (state == ST_DOWN) {
-		snprintf(summary, sizeof(summary), "path %s/%s -> %s/%s down", p->k.src.node, p->k.src.nic,
-			 p->k.dst.node, p->k.dst.nic);
-		anom_evidence(d, K_LINK_DOWN, SEV_WARNING, &p->k.src, &p->k.dst, t, t, summary,
-			      "{\"nic_level\":false}", NULL);
-	} else if ((a = anom_find(d, K_LINK_DOWN, &p->k.src, &p->k.dst))) {
-		anom_close(d, a, t);
-	}
+	if (state == ST_DOWN)
+		path_down(d, p, t);
+	else if ((a = anom_find(d, K_LINK_DOWN, &p->k.src, &p->k.dst)))
+		a->up_ns = t; /* the episode goes on until UP for incident_gap_ns */
 	if (!n)
 		return;
 	if (state == ST_DOWN && fq_rule_nic_down(&d->c, n->paths_known, n->paths_down)) {
@@ -1324,22 +1473,12 @@ static void close_quiet(struct fq_detector *d, int64_t now)
 	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
 	{
 		struct nic_ent *n;
-		struct path_ent *p;
-		struct path_key pk = {a->k.a, a->k.b};
+		int64_t end;
 
 		switch ((enum kind)a->k.kind) {
-		case K_LINK_DOWN: /* until UP; or the place's state was dropped */
-			if (is_path_place(a)) {
-				p = (struct path_ent *)fq_captab_find(&d->paths, &pk);
-				if (!p || p->state != ST_DOWN)
-					anom_close(d, a, a->last_ns);
-			} else {
-				n = (struct nic_ent *)fq_captab_find(&d->nics, &a->k.a);
-				if (!n || !n->down)
-					anom_close(d, a, a->last_ns);
-				else
-					a->last_ns = max64(a->last_ns, now);
-			}
+		case K_LINK_DOWN: /* an episode: until UP for incident_gap_ns; or its place's state was dropped */
+			if (episode_over(d, a, now, &end))
+				anom_close(d, a, end);
 			break;
 		case K_FLAPPING: /* until the window holds no more than the threshold */
 			n = (struct nic_ent *)fq_captab_find(&d->nics, &a->k.a);
@@ -1421,7 +1560,8 @@ void fq_detector_tick(struct fq_detector *d, int64_t now_ns)
 	if (d->c.collision_advice)
 		check_collisions(d, now_ns);
 	check_dead_nics(d, now_ns);
-	close_quiet(d, now_ns);
+	close_quiet(d, now_ns); /* first: an episode over is not extended by held DOWNs */
+	promote_paths(d, now_ns);
 	check_resume(d, now_ns);
 	if (older_than(now_ns, d->last_sweep_ns, SWEEP_NS) || now_ns < d->last_sweep_ns) {
 		sweep(d, now_ns);
@@ -1445,6 +1585,8 @@ struct fq_detector *fq_detector_create(const struct fq_detector_config *c)
 		fq_detector_config_defaults(&d->c);
 	if (d->c.flap_threshold >= MAX_DOWNS)
 		d->c.flap_threshold = MAX_DOWNS - 1;
+	if (d->c.incident_gap_ns <= d->c.incident_settle_ns) /* an explaining NIC episode outlives the wait */
+		d->c.incident_gap_ns = d->c.incident_settle_ns + 1;
 	expire = max64(d->c.state_expire_ns, d->c.flap_window_ns); /* flap times must outlive their window */
 	d->c.state_expire_ns = expire;
 	fq_captab_init(&d->paths, d, offsetof(struct path_ent, k), sizeof(struct path_key),

@@ -21,6 +21,19 @@
  * ranks) whose lane it is. One anomaly is open per kind and place (node,
  * NIC, remote node, remote NIC): more evidence extends it.
  *
+ * Incidents: a link_down is an episode of its NIC or path, not one DOWN:
+ * it opens at the first DOWN, counts every DOWN after it (FQ_DET_UPDATE),
+ * and closes incident_gap_ns after the place came back UP with no DOWN
+ * since (end: that UP). While a NIC's episode is open it is the incident
+ * of everything on that NIC: an anomaly opened on a place touching it
+ * (flapping, a path's delay, a lane outlier...) is a member (OPEN's
+ * incident; the daemon stores a member's job attachments on its
+ * incident, fq_db_attach_anomaly, for as long as the member lasts); a
+ * path DOWN through it opens nothing (the raw link event is
+ * stored by the daemon). A path's DOWN opens its own episode only if,
+ * incident_settle_ns later, no NIC episode at either end explains it (the
+ * NIC is inferred from its paths, which arrive one by one).
+ *
  * Memory is bounded by the max_* fields of the config (see detector.c for
  * what each table holds); a detector is not thread-safe (one per thread).
  */
@@ -48,6 +61,8 @@ struct fq_detector_config {
 	unsigned slow_nic_min_paths;   /* ... out of at least this many (3) */
 	int64_t resume_after_ns;       /* resume hint: healthy for this long after a drain (10 min) */
 	int64_t quiet_close_ns;        /* an anomaly closes after this long without evidence (30 s) */
+	int64_t incident_gap_ns;       /* a link episode closes after this long UP (30 s; > settle) */
+	int64_t incident_settle_ns;    /* a path's DOWN waits this long for a NIC cause (2 s) */
 
 	/* Added with the implementation (defaults in parentheses). */
 	unsigned nic_down_min_paths;     /* NIC down when all its >= this many paths are (2) */
@@ -142,7 +157,8 @@ void fq_detector_node_drained(struct fq_detector *d, const char *node, const cha
 void fq_detector_tick(struct fq_detector *d, int64_t now_ns);
 
 enum fq_det_action_kind {
-	FQ_DET_OPEN = 1,   /* a new anomaly: handle, kind, severity, start, place, summary, evidence */
+	FQ_DET_OPEN = 1,   /* a new anomaly: handle, kind, severity, start, place, summary, evidence,
+			    * incident (0: it is an incident), events (1) */
 	FQ_DET_ATTACH = 2, /* handle, job_id, step_id, ranks (only those new to it; the db merges) */
 	FQ_DET_CLOSE = 3,  /* handle, end_ns */
 	FQ_DET_HINT = 4,   /* node, nic, resume, reason, handle (0: none), start_ns: created */
@@ -153,11 +169,14 @@ enum fq_det_action_kind {
 	 * collides with; summary: why. Repeated each tick while the collision lasts
 	 * (the agent renews it in place). */
 	FQ_DET_ADVICE = 5,
+	FQ_DET_UPDATE = 6, /* a link episode's DOWNs: handle, events, end_ns (its last DOWN), summary */
 };
 
 struct fq_det_action {
 	enum fq_det_action_kind kind;
-	uint64_t handle; /* the detector's id for an anomaly; the daemon maps it to the row id */
+	uint64_t handle;   /* the detector's id for an anomaly; the daemon maps it to the row id */
+	uint64_t incident; /* OPEN: the incident (handle) it is a member of; 0: none */
+	unsigned events;   /* OPEN, UPDATE: the DOWNs of a link episode so far (others: 1) */
 	const char *anomaly_kind;
 	int severity; /* enum fq_db_severity */
 	int64_t start_ns, end_ns;

@@ -301,6 +301,7 @@ struct fq_db_anomaly {
 	const char *node, *nic, *remote_node, *remote_nic; /* optional */
 	const char *summary;
 	const char *evidence_json; /* a JSON object; NULL: {} */
+	int64_t incident_id;       /* the incident (an anomaly) it is a member of; 0: none */
 };
 
 /* One job step an anomaly hit, and the ranks of it it touched. */
@@ -315,8 +316,12 @@ struct fq_db_anomaly_job {
  * its id. -EINVAL: unknown kind or bad JSON (said in fq_db_error). */
 int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a,
 			 const struct fq_db_anomaly_job *jobs, size_t njobs, int64_t *id);
-/* Attaches more job steps to an existing anomaly (ranks are merged). */
+/* Attaches more job steps to an existing anomaly (ranks are merged); a
+ * member of an incident (incident_id) attaches them to its incident. */
 int fq_db_attach_anomaly(struct fq_db *db, int64_t id, const struct fq_db_anomaly_job *jobs, size_t njobs);
+/* A link episode's DOWNs so far (events), its last DOWN and summary;
+ * -ENOENT if no such open anomaly. */
+int fq_db_update_anomaly(struct fq_db *db, int64_t id, unsigned events, int64_t last_ns, const char *summary);
 /* Sets the end time of an open anomaly; -ENOENT if no such open anomaly. */
 int fq_db_close_anomaly(struct fq_db *db, int64_t id, int64_t end_ns);
 

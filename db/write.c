@@ -222,10 +222,12 @@ int fq_db_attach_anomaly(struct fq_db *db, int64_t id, const struct fq_db_anomal
 		fq_db_param_u64(&p, jobs[i].job_id);
 		fq_db_param_u64(&p, jobs[i].step_id);
 		fq_db_param_str(&p, ranks);
-		/* Merged, sorted, without duplicates. */
+		/* Merged, sorted, without duplicates; a member's on its incident. */
 		rc = fq_db_exec(db, "attaching an anomaly to a job",
 				"insert into fabriciq.anomaly_jobs (anomaly_id, job_id, step_id, ranks) "
-				"values ($1, $2, $3, array(select distinct unnest($4::int[]) order by 1)) "
+				"select coalesce(a.incident_id, a.id), $2, $3, "
+				"array(select distinct unnest($4::int[]) order by 1) "
+				"from fabriciq.anomalies a where a.id = $1 "
 				"on conflict (job_id, step_id, anomaly_id) do update set ranks = array("
 				"select distinct unnest(anomaly_jobs.ranks || excluded.ranks) order by 1)",
 				&p);
@@ -260,13 +262,17 @@ int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a,
 	fq_db_param_str(&p, a->remote_nic);
 	fq_db_param_str(&p, a->summary);
 	fq_db_param_str(&p, a->evidence_json ? a->evidence_json : "{}");
+	if (a->incident_id)
+		fq_db_param_i64(&p, a->incident_id);
+	else
+		fq_db_param_str(&p, NULL);
 	rc = fq_db_exec(db, "inserting an anomaly", "begin", NULL);
 	if (rc)
 		return rc;
 	res = fq_db_run(db, "inserting an anomaly",
 			"insert into fabriciq.anomalies (kind, severity, start_time, end_time, node, nic, "
-			"remote_node, remote_nic, summary, evidence) "
-			"values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning id",
+			"remote_node, remote_nic, summary, evidence, incident_id) "
+			"values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning id",
 			&p, &rc);
 	if (!res)
 		goto rollback;
@@ -279,6 +285,32 @@ int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a,
 
 rollback:
 	PQclear(PQexec(db->conn, "rollback"));
+	return rc;
+}
+
+int fq_db_update_anomaly(struct fq_db *db, int64_t id, unsigned events, int64_t last_ns, const char *summary)
+{
+	struct fq_db_params p = {0};
+	PGresult *res;
+	int rc = CHECK_FIELDS(db, "anomaly update", {"summary", summary, true});
+
+	if (rc)
+		return rc;
+	fq_db_param_i64(&p, id);
+	fq_db_param_i64(&p, events);
+	fq_db_param_ts(&p, last_ns);
+	fq_db_param_str(&p, summary);
+	res = fq_db_run(db, "updating an anomaly",
+			"update fabriciq.anomalies set events = $2, last_event = greatest(last_event, $3), "
+			"summary = $4 where id = $1 and end_time is null",
+			&p, &rc);
+	if (!res)
+		return rc;
+	if (atoi(PQcmdTuples(res)) != 1) {
+		fq_db_set_error(db, "updating anomaly %" PRId64 ": no such open anomaly", id);
+		rc = -ENOENT;
+	}
+	PQclear(res);
 	return rc;
 }
 

@@ -224,6 +224,16 @@ static void test_job_report(struct fq_db *db)
 	       "anomalies: a stored string comes back verbatim");
 	is_int(int_at(s, "anomalies.0.duration_ns"), 20LL * 60 * 1000000000,
 	       "anomalies: duration of a closed one");
+	is_int(len_at(s, "incidents"), 2, "incidents: 2 hit the step (each anomaly one: no member)");
+	is_str(str_at(s, "incidents.1.kind"), "lane_outlier", "incidents: in time order");
+	is_int(int_at(s, "incidents.1.events"), 1, "incidents: its events");
+	is_int(len_at(s, "incidents.1.ranks"), 2, "incidents: ranks 0 and 1");
+	is_dbl(dbl_at(s, "incidents.1.gbps_before"), 32.0, "incidents: 32 Gbit/s before it (interval 1)");
+	is_dbl(dbl_at(s, "incidents.1.gbps_during"), 30.4,
+	       "incidents: 30.4 Gbit/s during it (intervals 2, 3)");
+	is_int(int_at(s, "incidents.1.lanes_failed_over") * 10 + int_at(s, "incidents.1.outages"), 11,
+	       "incidents: lane 0->1/1 failed over once on its path");
+	is_int(len_at(s, "incidents.1.members"), 0, "incidents: no members");
 	is_int(len_at(s, "failovers"), 1, "failovers: 1");
 	is_str(str_at(s, "failovers.0.cause"), "no-progress", "failovers: cause");
 	is_int(int_at(s, "failovers.0.bytes_resent"), 4194304, "failovers: bytes resent");

@@ -22,7 +22,8 @@
 
 struct rec {
 	enum fq_det_action_kind kind;
-	uint64_t handle, job;
+	uint64_t handle, job, incident;
+	unsigned events;
 	uint32_t step, ranks[8];
 	size_t nranks;
 	int severity;
@@ -48,6 +49,7 @@ static void collect(struct fq_detector *d)
 
 		memset(r, 0, sizeof(*r));
 		r->kind = a.kind, r->handle = a.handle, r->job = a.job_id, r->step = a.step_id;
+		r->incident = a.incident, r->events = a.events;
 		r->severity = a.severity, r->start = a.start_ns, r->end = a.end_ns, r->resume = a.resume;
 		for (size_t i = 0; i < a.nranks && i < 8; i++)
 			r->ranks[r->nranks++] = a.ranks[i];
@@ -329,8 +331,13 @@ static void test_flapping(void)
 	reset();
 	replay(d, "flaps-rail1.txt", 2103);
 	is_int(count(FQ_DET_OPEN, "flapping"), 0, "8 DOWNs in 35 min: not flapping");
-	is_int(count(FQ_DET_OPEN, "link_down"), 8, "each DOWN a NIC-level link_down");
-	is_int(count(FQ_DET_CLOSE, NULL), 8, "each closed by its UP");
+	is_int(count(FQ_DET_OPEN, "link_down"), 8, "each DOWN (5 min apart) an episode of its own");
+	is_int(count(FQ_DET_CLOSE, NULL), 7, "7 over: closed, the 8th UP for less than incident_gap");
+	is_int(count(FQ_DET_UPDATE, NULL), 0, "one DOWN each");
+	fq_detector_tick(d, S(2132.4));
+	collect(d);
+	is_int(count(FQ_DET_CLOSE, NULL), 8, "the 8th closed 30 s after its UP ...");
+	is_int(recs[nrecs - 1].end, S(2102.4), "... ending at the UP");
 	is_int(count(FQ_DET_HINT, NULL), 0, "no hint");
 	fq_detector_destroy(d);
 
@@ -352,7 +359,12 @@ static void test_flapping(void)
 	is_str(h->node, "n2", "for n2");
 	is_str(h->nic, "rail1", "rail1");
 	is_int(h->handle, o->handle, "citing the anomaly");
-	is_int(attached(o->handle, 7, 1), 3, "attached to job 7.1 (ranks 0, 1) sending over rail1");
+	ok(o->incident && find_kind(FQ_DET_OPEN, o->incident) &&
+	       !strcmp(find_kind(FQ_DET_OPEN, o->incident)->akind, "link_down") &&
+	       find_kind(FQ_DET_OPEN, o->incident)->start == S(2399.6),
+	   "part of the incident of its 9th DOWN's episode");
+	is_int(attached(o->handle, 7, 1), 3,
+	       "attached to job 7.1 (ranks 0, 1) sending over rail1 (stored on its incident)");
 	ok(attached(o->handle, 8, 0) < 0, "not to job 8.0 on rail0");
 
 	/* A 10th DOWN extends it: no new anomaly, no second hint. */
@@ -596,6 +608,10 @@ static void test_link_down(void)
 	    d,
 	    &(struct fq_det_link){
 		.node = "n1", .nic = "rail0", .remote_node = "n2", .remote_nic = "rail0", .time_ns = S(10)});
+	fq_detector_tick(d, S(11.9));
+	collect(d);
+	ok(!find_open("link_down", NULL, NULL), "a path DOWN waits incident_settle for a NIC cause");
+	fq_detector_tick(d, S(12));
 	collect(d);
 	o = find_open("link_down", "n1", "rail0");
 	ok(o && strcmp(o->rnode, "n2") == 0 && o->severity == 1, "path DOWN: link_down n1/rail0 - n2/rail0");
@@ -622,8 +638,13 @@ static void test_link_down(void)
 						  .up = true,
 						  .time_ns = S(101)});
 	collect(d);
+	fq_detector_tick(d, S(130.9));
+	collect(d);
+	ok(!find_kind(FQ_DET_CLOSE, 0), "UP: the episode open until UP for incident_gap");
+	fq_detector_tick(d, S(131));
+	collect(d);
 	ok(find_kind(FQ_DET_CLOSE, o->handle) && find_kind(FQ_DET_CLOSE, o->handle)->end == S(101),
-	   "UP closes it at the UP time");
+	   "then closed, at the UP time");
 
 	/* Every path of n5/rail0 down: NIC-level, then dead after 60 s. */
 	reset();
@@ -644,8 +665,7 @@ static void test_link_down(void)
 							  .time_ns = S(201 + p)});
 		collect(d);
 		if (p == 1)
-			is_int(count(FQ_DET_OPEN, NULL), 2,
-			       "2 of 3 paths down: two path anomalies, no NIC-level");
+			is_int(count(FQ_DET_OPEN, NULL), 0, "2 of 3 paths down: held for a NIC cause");
 	}
 	n = NULL;
 	for (size_t i = 0; i < nrecs; i++)
@@ -655,6 +675,7 @@ static void test_link_down(void)
 	   "3 of 3: NIC-level link_down, critical");
 	fq_detector_tick(d, S(262));
 	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 1, "the paths' DOWNs are the NIC's incident: no path anomaly");
 	is_int(count(FQ_DET_HINT, NULL), 0, "no drain before 60 s down");
 	fq_detector_tick(d, S(263));
 	collect(d);
@@ -664,6 +685,159 @@ static void test_link_down(void)
 	fq_detector_tick(d, S(300));
 	collect(d);
 	is_int(count(FQ_DET_HINT, NULL), 1, "no duplicate hint");
+	fq_detector_destroy(d);
+}
+
+/* ---- incidents ---------------------------------------------------------------- */
+
+static void link(struct fq_detector *d, const char *n, const char *nic, const char *rn, const char *rnic,
+		 bool up, double t)
+{
+	fq_detector_link(d, &(struct fq_det_link){.node = n,
+						  .nic = nic,
+						  .remote_node = rn ? rn : "",
+						  .remote_nic = rn ? rnic : "",
+						  .nic_level = rn == NULL,
+						  .up = up,
+						  .time_ns = S(t)});
+}
+
+/* The newest UPDATE of handle (NULL: none). */
+static const struct rec *last_update(uint64_t handle)
+{
+	for (size_t i = nrecs; i-- > 0;)
+		if (recs[i].kind == FQ_DET_UPDATE && recs[i].handle == handle)
+			return &recs[i];
+	return NULL;
+}
+
+static size_t count_place(enum fq_det_action_kind kind, bool path)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nrecs; i++)
+		n += recs[i].kind == kind && !strcmp(recs[i].akind, "link_down") &&
+		     (recs[i].rnode[0] != 0) == path;
+	return n;
+}
+
+/* The test-flap scenario on recorded times: rail1 of n3 flaps 10 times, 0.8 s
+ * apart, each DOWN seen on every path from n3 and to it, and by n3's agent
+ * as NIC-level, while job 40 (ranks 0-2 on n1-n3) crosses it and job 41
+ * (n1 <-> n2) does not. One incident, counting the 10 DOWNs. */
+static void test_incident_nic(void)
+{
+	static const char *const peers[] = {"n1", "n2", "n4", "n5"};
+	struct fq_detector_config c;
+	struct fq_detector *d;
+	const struct rec *o, *f, *u, *cl;
+	double t;
+
+	fq_detector_config_defaults(&c);
+	c.flap_window_ns = 20000000000LL;
+	d = fq_detector_create(&c);
+	reset();
+	for (int i = 0; i < 4; i++) {
+		probe(d, "n3", "rail1", peers[i], "rail1", 9, 20, 30);
+		probe(d, peers[i], "rail1", "n3", "rail1", 9, 20, 30);
+	}
+	lane(d, 40, 0, 2, 0, "n1", "rail1", "n3", "rail1", 9.5, 5, 8);
+	lane(d, 40, 2, 1, 0, "n3", "rail1", "n2", "rail1", 9.5, 5, 8);
+	lane(d, 41, 0, 1, 0, "n1", "rail1", "n2", "rail1", 9.5, 5, 8);
+	for (int k = 0; k < 10; k++) {
+		t = 10 + 0.8 * k;
+		for (int i = 0; i < 4; i++) {
+			link(d, "n3", "rail1", peers[i], "rail1", false, t + 0.05 * i);
+			link(d, peers[i], "rail1", "n3", "rail1", false, t + 0.02 + 0.05 * i);
+		}
+		link(d, "n3", "rail1", NULL, NULL, false, t + 0.25);
+		for (int i = 0; i < 4; i++) {
+			link(d, "n3", "rail1", peers[i], "rail1", true, t + 0.4 + 0.01 * i);
+			link(d, peers[i], "rail1", "n3", "rail1", true, t + 0.42 + 0.01 * i);
+		}
+		link(d, "n3", "rail1", NULL, NULL, true, t + 0.5);
+		fq_detector_tick(d, S(t + 0.7));
+	}
+	for (t = 18; t <= 47.5; t += 1)
+		fq_detector_tick(d, S(t));
+	collect(d);
+	is_int(count_place(FQ_DET_OPEN, false), 1, "one NIC-level link_down: the incident");
+	is_int(count_place(FQ_DET_OPEN, true), 0, "no path-level link_down (80 path DOWNs are raw events)");
+	is_int(count(FQ_DET_OPEN, NULL), 2, "two anomalies in all");
+	o = find_open("link_down", "n3", "rail1");
+	f = find_open("flapping", "n3", "rail1");
+	ok(o && f, "the link_down episode and the flapping of n3/rail1");
+	if (!o || !f)
+		goto out;
+	is_int(o->incident, 0, "the episode is an incident");
+	is_int(o->start, S(10.15), "starting at the first NIC DOWN (its 4th path down)");
+	is_int(f->incident, o->handle, "flapping (9th DOWN) is part of it");
+	u = last_update(o->handle);
+	is_int(u ? u->events : 0, 10, "it counts the 10 DOWNs");
+	is_int(u ? u->end : 0, S(10 + 0.8 * 9 + 0.15), "its last DOWN");
+	is_int(count(FQ_DET_UPDATE, NULL), 9, "one UPDATE per DOWN after the first");
+	is_int(attached(o->handle, 40, 0), 7, "attached to job 40.0, ranks 0, 1, 2 ...");
+	is_int(attached(f->handle, 40, 0), 7, "... and so is its member (stored on the incident)");
+	ok(!attached_job(41), "not job 41 (n1 <-> n2)");
+	ok(!find_kind(FQ_DET_CLOSE, o->handle), "open for 30 s after the last UP (17.6 s) ...");
+	fq_detector_tick(d, S(47.6));
+	collect(d);
+	cl = find_kind(FQ_DET_CLOSE, o->handle);
+	is_int(cl ? cl->end : 0, S(10 + 0.8 * 9 + 0.4), "... then closed, ending at that UP");
+	is_int(count(FQ_DET_HINT, NULL), 1, "one drain hint");
+out:
+	fq_detector_destroy(d);
+}
+
+/* A path that flaps while its NICs' other paths stay up: an episode of the
+ * path, after incident_settle; DOWNs within incident_gap of its UP count
+ * into it, a DOWN after that is a new one. */
+static void test_incident_path(void)
+{
+	struct fq_detector *d = make();
+	const struct rec *o, *u, *cl;
+
+	reset();
+	probe(d, "n1", "rail0", "n2", "rail0", 99, 20, 30);
+	probe(d, "n1", "rail0", "n3", "rail0", 99, 20, 30);
+	probe(d, "n1", "rail0", "n4", "rail0", 99, 20, 30);
+	lane(d, 50, 0, 1, 0, "n1", "rail0", "n2", "rail0", 99.5, 5, 8);
+	for (int k = 0; k < 3; k++) {
+		link(d, "n1", "rail0", "n2", "rail0", false, 100 + k);
+		link(d, "n1", "rail0", "n2", "rail0", true, 100.3 + k);
+	}
+	fq_detector_tick(d, S(101.9));
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "held for incident_settle (2 s)");
+	fq_detector_tick(d, S(102.5));
+	collect(d);
+	o = find_open("link_down", "n1", "rail0");
+	ok(o && !strcmp(o->rnode, "n2") && o->start == S(100) && !o->incident,
+	   "then one path incident n1/rail0 -> n2/rail0 from the first DOWN");
+	if (!o)
+		goto out;
+	u = last_update(o->handle);
+	is_int(u ? u->events : 0, 3, "counting its 3 DOWNs ...");
+	ok(u && u->end == S(102) && count(FQ_DET_UPDATE, NULL) == 1, "... the last at 102 s (one UPDATE)");
+	is_int(attached(o->handle, 50, 0), 3, "attached to job 50.0 (ranks 0, 1)");
+	link(d, "n1", "rail0", "n2", "rail0", false, 110);
+	link(d, "n1", "rail0", "n2", "rail0", true, 110.3);
+	collect(d);
+	u = last_update(o->handle);
+	is_int(u ? u->events : 0, 4, "a DOWN 8 s after its UP counts into it");
+	fq_detector_tick(d, S(140.2));
+	collect(d);
+	ok(!find_kind(FQ_DET_CLOSE, o->handle), "open until UP for 30 s ...");
+	fq_detector_tick(d, S(140.3));
+	collect(d);
+	cl = find_kind(FQ_DET_CLOSE, o->handle);
+	is_int(cl ? cl->end : 0, S(110.3), "... closed at its last UP");
+	link(d, "n1", "rail0", "n2", "rail0", false, 150);
+	fq_detector_tick(d, S(152));
+	collect(d);
+	is_int(count(FQ_DET_OPEN, "link_down"), 2, "a DOWN after that: a new incident");
+	is_int(count(FQ_DET_OPEN, NULL), 2, "and nothing else");
+out:
 	fq_detector_destroy(d);
 }
 
@@ -721,6 +895,7 @@ static void test_memory_bounds(void)
 						  .remote_node = "g199999",
 						  .remote_nic = "rail0",
 						  .time_ns = S(201.5)});
+	fq_detector_tick(d, S(203.5));
 	collect(d);
 	{
 		const struct rec *o = find_open("link_down", "h199999", "rail0");
@@ -831,12 +1006,14 @@ static void test_hostile(void)
 			char peer[16];
 
 			snprintf(peer, sizeof(peer), "p%d", i);
-			fq_detector_link(d, &(struct fq_det_link){.node = "n1",
-								  .nic = "rail0",
-								  .remote_node = peer,
-								  .remote_nic = "rail0",
-								  .time_ns = S(1 + i)});
+			fq_detector_link(d,
+					 &(struct fq_det_link){.node = peer, /* one path each: no NIC cause */
+							       .nic = "rail0",
+							       .remote_node = "n1",
+							       .remote_nic = "rail0",
+							       .time_ns = S(1 + i)});
 		}
+		fq_detector_tick(d, S(60));
 		while (fq_detector_next(d, &a))
 			n++;
 		is_int(n, 10, "untaken actions capped at max_pending");
@@ -985,6 +1162,8 @@ int main(void)
 	test_inband();
 	test_slow_nic();
 	test_link_down();
+	test_incident_nic();
+	test_incident_path();
 	test_memory_bounds();
 	test_hostile();
 	test_collision();

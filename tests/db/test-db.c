@@ -7,8 +7,10 @@
 #include "db/db.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <libpq-fe.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -34,6 +36,19 @@ static const char *q(const char *sql)
 		snprintf(out, sizeof(out), "%s", PQgetisnull(res, 0, 0) ? "(null)" : PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return out;
+}
+
+/* q() of a query built with printf's format. */
+static const char *qf(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static const char *qf(const char *f, ...)
+{
+	char sql[2048];
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(sql, sizeof(sql), f, ap);
+	va_end(ap);
+	return q(sql);
 }
 
 static int64_t now_ns(void)
@@ -380,6 +395,55 @@ static void add_clocks(struct fq_db *db, int64_t now)
 	fq_db_add_clock_estimates(db, ce, sizeof(ce) / sizeof(ce[0]));
 }
 
+/* An incident (a NIC's link_down episode, open from t0 + 1 s, 3 DOWNs) and
+ * a member of it, each attached to job 4242.0 with one rank, beside the
+ * lane_outlier (id outlier) test_views stored: job_incidents lists the two
+ * incidents with the ranks' union, the throughput before and during each
+ * (32 and 16 Gbit/s: add_lanes' two intervals) and the lane outages
+ * through the NIC from its start (lane 1 at 0.9 s began before it). */
+static void test_incidents(struct fq_db *db, int64_t t0, int64_t outlier)
+{
+	uint32_t r0 = 0, r1 = 1;
+	struct fq_db_anomaly_job h0 = {4242, 0, &r0, 1}, h1 = {4242, 0, &r1, 1};
+	struct fq_db_anomaly root = {.kind = "link_down",
+				     .severity = FQ_DB_SEV_CRITICAL,
+				     .start_ns = t0 + SEC,
+				     .node = "a",
+				     .nic = "eth0",
+				     .summary = "eth0 of a down (all 3 paths down)"};
+	struct fq_db_anomaly member = {.kind = "flapping",
+				       .severity = FQ_DB_SEV_CRITICAL,
+				       .start_ns = t0 + 2 * SEC,
+				       .node = "a",
+				       .nic = "eth0",
+				       .summary = "eth0 of a went down 9 times in 1h (more than 8)"};
+	int64_t id = 0, mid = 0;
+	int rc;
+
+	rc = fq_db_insert_anomaly(db, &root, &h0, 1, &id);
+	member.incident_id = id;
+	rc |= fq_db_insert_anomaly(db, &member, &h1, 1, &mid);
+	rc |= fq_db_update_anomaly(db, id, 3, t0 + SEC * 5 / 2, "eth0 of a down 3 times");
+	is_int(rc, 0, "an incident, a member of it, its 3 DOWNs");
+	is_str(qf("select concat_ws(' ', kind, events, extract(epoch from last_at - first_at), member_kinds, "
+		  "ranks, gbps_before, gbps_during, lanes_failed_over, outages) from fabriciq.job_incidents "
+		  "where job_id = 4242 and incident_id = %" PRId64,
+		  outlier),
+	       "lane_outlier 1 0.000000 {} {0,1} 32.000 16.000 0 0",
+	       "job_incidents: the lane_outlier (no outage on its path) ...");
+	is_str(qf("select concat_ws(' ', kind, events, extract(epoch from last_at - first_at), member_kinds, "
+		  "ranks, gbps_before, gbps_during, lanes_failed_over, outages, summary, end_time is null) "
+		  "from fabriciq.job_incidents where job_id = 4242 and incident_id = %" PRId64,
+		  id),
+	       "link_down 3 1.500000 {flapping} {0,1} 32.000 16.000 2 3 eth0 of a down 3 times t",
+	       "... and the link episode: its member, both ranks, 2 lanes failed over in 3 outages");
+	is_str(qf("select count(*) from fabriciq.anomaly_jobs where anomaly_id = %" PRId64, mid), "0",
+	       "a member's attachment is its incident's");
+	is_str(qf("select count(*) from fabriciq.job_incidents where incident_id = %" PRId64, mid), "0",
+	       "the member is no incident of its own");
+	is_int(fq_db_update_anomaly(db, outlier, 2, t0, "x"), -ENOENT, "updating a closed anomaly: -ENOENT");
+}
+
 static void test_views(struct fq_db *db)
 {
 	int64_t now = now_ns(), t0 = now - 600 * SEC;
@@ -503,6 +567,8 @@ static void test_views(struct fq_db *db)
 	is_str(q("select concat_ws(' ', applied_offset_ns, applied_error_ns, correction_epoch, peers, "
 		 "worst_peer_error_ns) from fabriciq.clock_status where node = 'a'"),
 	       "1200 500 3 2 900", "clock_status: a's latest report only");
+
+	test_incidents(db, t0, id);
 
 	is_int(fq_db_close_anomaly(db, id, t0 + 3 * SEC), -ENOENT,
 	       "closing an anomaly already closed: -ENOENT");

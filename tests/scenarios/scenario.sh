@@ -140,3 +140,41 @@ sc_quiet() {
 		"job $1: no failover, no anomaly" || diag "$(psql_ctl "select a.kind, a.summary from fabriciq.anomalies a
 		join fabriciq.anomaly_jobs aj on aj.anomaly_id = a.id where aj.job_id = $1")"
 }
+
+# sc_incident JOB NODE NIC: the fault on NODE/NIC is one incident in the
+# job's report (fabriciq --json job), NIC-level, over by now, within the
+# budget of 3 anomaly rows on the job, and true: its DOWNs are the
+# NIC-level DOWNs NODE's agent logged since the job started, its ranks
+# those whose lanes crossed NODE/NIC, its lanes failed over and outages the
+# job's lane_outages (sc_outages_through: all through NODE/NIC). Its JSON
+# is in $SC_INCIDENT.
+sc_incident() {
+	local job=$1 node=$2 nic=$3 rows inc n downs ranks
+	rows=$(psql_ctl "select count(*) from fabriciq.anomaly_jobs where job_id = $job")
+	inc=$(fq --json job "$job" | json 'json.dumps([i for s in j["steps"] for i in s["incidents"]])')
+	n=$(json 'len(j)' <<<"$inc")
+	[ "${rows:-99}" -le 3 ]
+	ok $? "job $job: $rows anomaly rows for one faulty NIC (at most 3), $n incident(s)" ||
+		diag "$(psql_ctl "select a.id, a.kind, a.node, a.nic, a.remote_node, a.remote_nic, a.incident_id
+		from fabriciq.anomaly_jobs aj join fabriciq.anomalies a on a.id = aj.anomaly_id where aj.job_id = $job")"
+	SC_INCIDENT=$(json "json.dumps([i for i in j if (i['node'], i['nic'], i['remote_node']) == ('$node', '$nic', None)])" \
+		<<<"$inc")
+	is "$(json 'len(j)' <<<"$SC_INCIDENT")" 1 "fabriciq job $job: one incident on $node/$nic (NIC-level)" || diag "$inc"
+	diag "$(json '" ".join("%s=%s" % (k, j[0][k]) for k in ("kind", "events", "duration_ns", "open", "ranks",
+		"gbps_before", "gbps_during", "lanes_failed_over", "outages")) + " members=" +
+		",".join(m["kind"] for m in j[0]["members"])' <<<"$SC_INCIDENT")"
+	downs=$(psql_ctl "select count(*) from fabriciq.link_events where node = '$node' and nic = '$nic' and nic_level
+		and state = 'down' and time >= (select min(start_time) from fabriciq.steps where job_id = $job)")
+	is "$(json 'j[0]["events"]' <<<"$SC_INCIDENT") $(json 'j[0]["open"]' <<<"$SC_INCIDENT")" "$downs False" \
+		"... counting the $downs NIC-level DOWNs $node's agent logged, over since"
+	ranks=$(psql_ctl "select string_agg(r::text, ', ' order by r) from (select src_rank r from fabriciq.lane_windows
+		where job_id = $job and (src_node, src_nic) = ('$node', '$nic') or job_id = $job and (dst_node, dst_nic) =
+		('$node', '$nic') union select dst_rank from fabriciq.lane_windows where job_id = $job and
+		(src_node, src_nic) = ('$node', '$nic') or job_id = $job and (dst_node, dst_nic) = ('$node', '$nic')) x")
+	is "$(json '" ".join(str(x) for x in [j[0]["ranks"], j[0]["lanes_failed_over"], j[0]["outages"]])' \
+		<<<"$SC_INCIDENT")" "[$ranks] $(psql_ctl "select count(distinct (conn_id, lane)) || ' ' || count(*)
+		from fabriciq.lane_outages where job_id = $job")" \
+		"... on the ranks whose lanes crossed it, with every lane the job failed over and every outage"
+	fq job "$job" | awk '/^Incidents$/ { i = NR } /^Ranks$/ { r = NR } END { exit !(i && i < r) }'
+	ok $? "fabriciq job $job: incidents first"
+}

@@ -2,11 +2,12 @@
 # Scenario: a host link down for 10 s. 6 hosts x 2 rails on 3 leaves; a
 # control-mode allreduce on n1-n4 while rail0 of n2 is cut for 10 s, and a
 # healthy job on n5-n6. Every lane failure the ranks logged is stored once,
-# each outage crossed n2/rail0 and came back, the healthy job is quiet.
+# each outage crossed n2/rail0 and came back, the healthy job is quiet,
+# and the cut is one incident in the job's report.
 . "$(dirname "$0")/scenario.sh"
 sc_require sclink
-plan 8
-sc_up 6 2 3 2
+plan 14
+sc_up 6 2 3 2 -s incident_gap=5s
 ok $? "up: 6 hosts x 2 rails, 3 leaves, 2 spines; controller and 6 agents reporting"
 sc_job hit control 'n[1-4]' allreduce 4M 700 17321
 sc_job calm control 'n[5-6]' allreduce 4M 700 17322
@@ -24,3 +25,6 @@ sc_failovers_match hit "$hit"
 sc_report_counts "$hit"
 sc_outages_through "$hit" n2 rail0
 sc_quiet "$calm"
+sc_incident "$hit" n2 rail0
+json 'j[0]["events"] == 1 and 9.5e9 < j[0]["duration_ns"] < 12e9' <<<"$SC_INCIDENT" | grep -qx True
+ok $? "... one DOWN, the incident lasting the 10 s the link was down (and its detection)"
