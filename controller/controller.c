@@ -44,7 +44,8 @@ struct ctl_config {
 	uint64_t report_interval, correction_valid, peers_per_nic, probe_port, peer_seed;
 	bool db_migrate;
 	/* detector thresholds (controller/detector.h) */
-	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, inband_floor, slow_nic_min_paths;
+	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, delay_min_excess, inband_floor,
+	    slow_nic_min_paths;
 	uint64_t delay_persist, lane_outlier_persist;
 	uint64_t resume_after, quiet_close, incident_gap, incident_settle;
 	double delay_baseline_factor, lane_outlier_factor, inband_factor, slow_nic_share;
@@ -115,6 +116,8 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("delay_baseline_factor", FQ_CFG_DOUBLE, delay_baseline_factor, "4", 1, 1e6,
 	"... or above the path's own baseline by this factor"),
     OPT("delay_floor", FQ_CFG_DURATION, delay_floor, "50us", 0, 60e9, "never flag a delay below this"),
+    OPT("delay_min_excess", FQ_CFG_DURATION, delay_min_excess, "100us", 0, 60e9,
+	"... nor a rise over the path's baseline of this or less"),
     OPT("delay_persist", FQ_CFG_UINT, delay_persist, "3", 1, 1000,
 	"... for this many report windows in a row (one window's p99 is a few dozen probes)"),
     OPT("lane_outlier_factor", FQ_CFG_DOUBLE, lane_outlier_factor, "5", 1, 1e6,
@@ -1089,6 +1092,7 @@ static int start_modules(struct ctl *c)
 	dc.delay_threshold_ns = (int64_t)c->cfg.delay_threshold;
 	dc.delay_baseline_factor = c->cfg.delay_baseline_factor;
 	dc.delay_floor_ns = (int64_t)c->cfg.delay_floor;
+	dc.delay_min_excess_ns = (int64_t)c->cfg.delay_min_excess;
 	dc.delay_persist_windows = (unsigned)c->cfg.delay_persist;
 	dc.lane_outlier_factor = c->cfg.lane_outlier_factor;
 	dc.lane_outlier_persist = (unsigned)c->cfg.lane_outlier_persist;

@@ -62,7 +62,8 @@ enum fq_rule_delay fq_rule_path_delay(const struct fq_detector_config *c, int64_
 	if (c->delay_threshold_ns > 0 && p99_ns > c->delay_threshold_ns)
 		return FQ_RULE_DELAY_ABSOLUTE;
 	if (baseline_ns > 0 && c->delay_baseline_factor > 0 &&
-	    (double)p99_ns > scaled(baseline_ns, c->delay_baseline_factor))
+	    (double)p99_ns > scaled(baseline_ns, c->delay_baseline_factor) &&
+	    p99_ns - baseline_ns > c->delay_min_excess_ns)
 		return FQ_RULE_DELAY_BASELINE;
 	return FQ_RULE_DELAY_OK;
 }

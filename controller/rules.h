@@ -46,7 +46,9 @@ enum fq_rule_delay {
 
 /* A window's owd p99 against the absolute threshold and the path's own
  * baseline (0: none yet, only the absolute threshold applies). Nothing at
- * or below delay_floor_ns is ever flagged; p99 <= 0 means no sample. */
+ * or below delay_floor_ns is ever flagged, nor a rise over the baseline of
+ * delay_min_excess_ns or less (a job's own traffic queues the probes a
+ * little on a healthy fabric); p99 <= 0 means no sample. */
 enum fq_rule_delay fq_rule_path_delay(const struct fq_detector_config *c, int64_t p99_ns,
 				      int64_t baseline_ns);
 

@@ -28,4 +28,4 @@ is "$loud" 0 "no anomaly of warning or above on a healthy fabric under load" ||
 	diag "$(psql_ctl "select kind, severity, node, nic, summary from fabriciq.anomalies where severity <> 'info' order by id")"
 sc_quiet "$ar"
 sc_quiet "$a2a"
-diag "lane windows: $(psql_ctl "select count(*) from fabriciq.lane_windows") ($(psql_ctl "select count(*) from fabriciq.lane_windows where owd_p99_ns is not null") with delays); probe windows: $(psql_ctl "select count(*) from fabriciq.probe_windows"); info anomalies: $(psql_ctl "select count(*) from fabriciq.anomalies")"
+diag "lane windows: $(psql_ctl "select count(*) from fabriciq.lane_windows") ($(psql_ctl "select count(*) from fabriciq.lane_windows where owd_p99_ns is not null") with delays); probe windows: $(psql_ctl "select count(*) from fabriciq.probe_windows"); anomalies of any severity: $(psql_ctl "select count(*) from fabriciq.anomalies")"
