@@ -6,7 +6,8 @@
  * help). The same table drives the defaults, the file parser, validation,
  * command-line overrides, --help and the dump of the running values.
  *
- * File format (/etc/fabriciq/fabriciq.conf by default), one setting a line:
+ * File format (SYSCONFDIR/fabriciq/fabriciq.conf by default: /etc/fabriciq
+ * with ./configure --sysconfdir=/etc), one setting a line:
  *
  *     # comment
  *     agent.probe_interval = 10ms        # a comment may follow a value
@@ -30,7 +31,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define FQ_CONFIG_PATH "/etc/fabriciq/fabriciq.conf"
+/* FQ_SYSCONFDIR: configure's sysconfdir (Makefile.am AM_CPPFLAGS). */
+#define FQ_CONFIG_PATH FQ_SYSCONFDIR "/fabriciq/fabriciq.conf"
 
 /* The namespaces of the one shared file. */
 #define FQ_CFG_NAMESPACES                                                                                    \

@@ -24,6 +24,7 @@
 #include "common/config.h"
 #include "common/frame.h"
 #include "common/log.h"
+#include "common/notify.h"
 #include "controller/authq.h"
 #include "controller/detector.h"
 #include "controller/http.h"
@@ -1238,8 +1239,11 @@ int main(int argc, char **argv)
 		goto out;
 	fq_info("listening on %s for agents%s%s, version %s", c.cfg.listen, c.http ? ", HTTP on " : "",
 		c.http ? c.cfg.http_listen : "", PACKAGE_VERSION);
+	if (fq_notify_ready(c.base, "serving agents") < 0)
+		goto out;
 
 	event_base_dispatch(c.base);
+	fq_notify_stopping();
 
 	/* SIGTERM: stop taking frames, make what was accepted durable, ack it. */
 	evconnlistener_disable(c.listener);

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/mkdirs.h"
+
 #define SPOOL_MAGIC      0x46515350u /* "FQSP" */
 #define SPOOL_HDR        12
 #define SPOOL_MAX_RECORD (64u << 20)
@@ -119,9 +121,9 @@ int fq_spool_open(const char *dir, uint64_t max_bytes, struct fq_spool **out, ch
 		return -ENOMEM;
 	s->fd = s->pos_fd = -1;
 	s->max_bytes = max_bytes;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		rc = -errno;
-		snprintf(err, errlen, "spool %s: mkdir: %s", dir, strerror(errno));
+	rc = fq_mkdirs(dir, 0700);
+	if (rc < 0) {
+		snprintf(err, errlen, "spool %s: mkdir: %s", dir, strerror(-rc));
 		goto fail;
 	}
 	snprintf(path, sizeof(path), "%s/spool.dat", dir);

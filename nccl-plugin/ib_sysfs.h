@@ -2,7 +2,8 @@
  * ib_sysfs: RDMA devices as /sys/class/infiniband shows them, and GID choice.
  *
  * Pure file reading, no verbs call: the root directory is a parameter, so
- * tests read a fixture tree (tests/nccl/fixtures/sysfs-ib/) shaped like
+ * tests read a fixture tree (tests/nccl/fixtures/sysfs-ib/, its device
+ * links made in the build tree by tests/nccl/Makefile.inc) shaped like
  *   ROOT/<dev>/node_guid             "0c42:a103:0065:1234"
  *   ROOT/<dev>/device -> PCI dir     (symlink; its realpath is the pciPath)
  *   ROOT/<dev>/ports/<n>/link_layer  "InfiniBand" | "Ethernet"

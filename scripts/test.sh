@@ -2,7 +2,8 @@
 # The whole test suite, from a fresh Debian 12 machine: installs what is
 # missing, builds with warnings as errors, checks formatting, runs `make
 # check` (unit, fuzz and emulated-cluster integration tests, TAP), runs the
-# unit tests again under AddressSanitizer + UBSan, and prints one summary
+# unit tests again under AddressSanitizer + UBSan, runs `make distcheck`
+# (the tarball: build, unit tests, install, uninstall), and prints one summary
 # line. Integration tests need root and namespaces; without them they skip
 # and say why.
 set -u
@@ -19,6 +20,13 @@ make -C build -s check-format || rc=1
 make -C build -j"$(nproc)" check TESTS= >/dev/null 2>&1
 make -C build check >build/check.out 2>&1 || rc=1
 make -C build-asan -j"$(nproc)" check-unit >build-asan/check.out 2>&1 || rc=1
+# The tarball builds, passes the unit tests, installs and uninstalls
+# (3 min on 2 idle cores: 1m26s user, 24s sys).
+if make -C build distcheck >build/distcheck.out 2>&1; then
+	echo "distcheck: ok"
+else
+	echo "distcheck: FAILED (log: build/distcheck.out)"; tail -20 build/distcheck.out; rc=1
+fi
 
 for b in build build-asan; do
 	echo "== $b"

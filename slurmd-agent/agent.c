@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/notify.h"
 #include "common/shm_page.h"
 #include "slurmd-agent/agent.h"
 #include "slurmd-agent/nics.h"
@@ -799,8 +800,11 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	fq_info("node %s, version %s: running", a.cfg.node, AGENT_VERSION);
+	if (fq_notify_ready(a.base, "probing") < 0)
+		goto out;
 
 	event_base_dispatch(a.base);
+	fq_notify_stopping();
 	write_status(&a);
 	rc = 0;
 

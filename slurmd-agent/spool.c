@@ -13,6 +13,7 @@
 
 #include "common/frame.h"
 #include "common/log.h"
+#include "common/mkdirs.h"
 
 #define REC_HDR   13 /* u32 length, u8 kind, u64 seq */
 #define LEASE     100000
@@ -213,9 +214,9 @@ int fq_spool_open(const char *dir, uint64_t max_bytes, struct fq_spool **out)
 		s->seg_limit = SEG_MIN;
 	if (s->seg_limit > SEG_MAX)
 		s->seg_limit = SEG_MAX;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		rc = -errno;
-		fq_error("spool: cannot create %s: %s", dir, strerror(errno));
+	rc = fq_mkdirs(dir, 0700);
+	if (rc < 0) {
+		fq_error("spool: cannot create %s: %s", dir, strerror(-rc));
 		goto fail;
 	}
 	rc = load(s);

@@ -5,7 +5,8 @@
  * plugstack.conf line:
  *   optional /path/spank_fabriciq.so [key=value ...]
  * Keys: ifaces (the back-end NICs, comma-separated, exported to the tasks
- * as FABRICIQ_IFACES unless the job sets it), libdir, step_socket,
+ * as FABRICIQ_IFACES unless the job sets it), libdir (the directory of
+ * libnccl-net-fabriciq.so, named to NCCL by its path), step_socket,
  * telemetry_socket, clock_page, path_page (paths; "%n"
  * expands to the node name, "%%" to "%"; the last three are overrides of
  * what the agent tells, empty unless given), mode (what a bare --fabriciq

@@ -46,12 +46,13 @@
 SPANK_PLUGIN(fabriciq, 1);
 
 #define ENV_PROPAGATE "SLURM_FABRICIQ_MODE"
-#define NET_NAME      "fabriciq"
+#define NET_LIB       "libnccl-net-fabriciq.so" /* in conf.libdir */
 
 static struct {
 	bool conf_ok;
 	struct fq_spank_conf conf;
-	enum fq_spank_mode opt_mode; /* from --fabriciq; the last one wins */
+	char net_plugin[FQ_SPANK_PATH_MAX + sizeof(NET_LIB) + 1]; /* LIBDIR/NET_LIB, NCCL_NET_PLUGIN */
+	enum fq_spank_mode opt_mode;                              /* from --fabriciq; the last one wins */
 
 	/* remote context */
 	enum fq_spank_mode mode;
@@ -114,6 +115,7 @@ static int load_conf(int ac, char **argv)
 		g.conf_ok = false;
 		return -1;
 	}
+	snprintf(g.net_plugin, sizeof(g.net_plugin), "%s/%s", g.conf.libdir, NET_LIB);
 	g.conf_ok = true;
 	return 0;
 }
@@ -233,22 +235,22 @@ static void unset_inherited(spank_t sp)
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 		spank_unsetenv(sp, ours[i]);
 	if (get_env(sp, "NCCL_NET_PLUGIN", &val) == 0) {
-		if (!strcmp(val, NET_NAME))
+		if (!strcmp(val, g.net_plugin))
 			spank_unsetenv(sp, "NCCL_NET_PLUGIN");
 		free(val);
 	}
 }
 
-/* NCCL_NET_PLUGIN and LD_LIBRARY_PATH, unless the job chose its own net
- * plugin: then it is kept and the step's log says so. */
+/* NCCL_NET_PLUGIN, the plugin's absolute path (NCCL dlopens it as given;
+ * the job's LD_LIBRARY_PATH is left alone), unless the job chose its own
+ * net plugin: then it is kept and the step's log says so. */
 static int export_nccl(spank_t sp)
 {
-	size_t n = strlen(g.conf.libdir);
-	char *val, *path;
+	char *val;
 	int rc;
 
 	rc = get_env(sp, "NCCL_NET_PLUGIN", &val);
-	if (rc == 0 && strcmp(val, NET_NAME)) {
+	if (rc == 0 && strcmp(val, g.net_plugin)) {
 		slurm_info(
 		    "fabriciq: job %u step %u: the job sets NCCL_NET_PLUGIN=%s; kept, so NCCL will not "
 		    "use fabriciq lanes (the agent's probe mesh still covers the job)",
@@ -261,31 +263,14 @@ static int export_nccl(spank_t sp)
 	else if (rc != -ENOENT)
 		return -1;
 	if (get_env(sp, "NCCL_NET", &val) == 0) {
-		if (strcasecmp(val, NET_NAME))
+		if (strcasecmp(val, "fabriciq"))
 			slurm_info(
 			    "fabriciq: job %u step %u: the job sets NCCL_NET=%s; kept, so NCCL may pick "
 			    "that network instead of fabriciq",
 			    g.job, g.step, val);
 		free(val);
 	}
-	if (set_env(sp, "NCCL_NET_PLUGIN", NET_NAME) < 0)
-		return -1;
-	rc = get_env(sp, "LD_LIBRARY_PATH", &val);
-	if (rc == -ENOENT)
-		return set_env(sp, "LD_LIBRARY_PATH", g.conf.libdir);
-	if (rc < 0)
-		return -1;
-	if (!strncmp(val, g.conf.libdir, n) && (val[n] == 0 || val[n] == ':')) {
-		free(val); /* already first (inherited from the batch step) */
-		return 0;
-	}
-	rc = asprintf(&path, "%s%s%s", g.conf.libdir, val[0] ? ":" : "", val);
-	free(val);
-	if (rc < 0)
-		return -1;
-	rc = set_env(sp, "LD_LIBRARY_PATH", path);
-	free(path);
-	return rc;
+	return set_env(sp, "NCCL_NET_PLUGIN", g.net_plugin);
 }
 
 static int export_step(spank_t sp)

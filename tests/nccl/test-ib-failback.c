@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock_page.h"
 #include "common/path_page.h"
 #include "nccl-plugin/conn.h"
 #include "nccl-plugin/ib_dev.h"
@@ -429,9 +430,27 @@ static void test_path_down(struct fqn_send *s, struct fqn_recv *r, struct xfer *
 	   "both lanes came back as IB lanes on new QPs (%d new)", nfakes - before);
 }
 
+/* A clock page valid for the whole test (global = raw): a delay is measured
+ * only between stamps on the global timeline. */
+static struct fq_clock_page_writer *clock_page(const char *path)
+{
+	struct fq_clock_page_writer *w;
+	struct timespec ts;
+	struct fq_clock_model m = {.clock_id = CLOCK_MONOTONIC_RAW, .error_bound_ns = 1000};
+
+	if (fq_clock_page_writer_open(path, &w) < 0)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	m.ref_local_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	m.valid_until_ns = m.ref_local_ns + 3600000000000LL;
+	fq_clock_page_publish(w, &m);
+	return w;
+}
+
 int main(void)
 {
-	char dir[] = "/tmp/nccl-ib-failback-XXXXXX", paths[256], handle[NCCL_NET_HANDLE_MAXSIZE];
+	char dir[] = "/tmp/nccl-ib-failback-XXXXXX", paths[256], clock[256], handle[NCCL_NET_HANDLE_MAXSIZE];
+	struct fq_clock_page_writer *cw;
 	struct fqn_listen *l = NULL;
 	struct fqn_send *s = NULL;
 	struct fqn_recv *r = NULL;
@@ -444,6 +463,9 @@ int main(void)
 	if (fq_path_page_writer_open(paths, &page) < 0)
 		skip_all("cannot write a path page");
 	path_state(FQ_PATH_STATE_UP);
+	snprintf(clock, sizeof(clock), "%s/clock", dir);
+	if (!(cw = clock_page(clock)))
+		skip_all("cannot write a clock page");
 	fqn_log_set_logger(logger);
 	fqib_set_io_factory(fake_factory);
 	setenv("FABRICIQ_TRANSPORT", "ib", 1);
@@ -452,7 +474,7 @@ int main(void)
 	setenv("FABRICIQ_LANES", "2", 1);
 	setenv("FABRICIQ_CHUNK_SIZE", "64K", 1);
 	setenv("FABRICIQ_PATH_PAGE", paths, 1);
-	setenv("FABRICIQ_CLOCK_PAGE", "/nonexistent/fabriciq-clock", 1);
+	setenv("FABRICIQ_CLOCK_PAGE", clock, 1);
 	setenv("FABRICIQ_TELEMETRY", "0", 1);
 	setenv("FABRICIQ_LANE_TIMEOUT_MS", "200", 1);
 	setenv("FABRICIQ_FAILOVER_GRACE_MS", "5000", 1);
@@ -483,6 +505,7 @@ int main(void)
 	fqn_close_recv(r);
 	fqn_fini();
 	fq_path_page_writer_close(page);
+	fq_clock_page_writer_close(cw);
 	for (int i = 0; i < nfakes; i++)
 		free(fakes[i]);
 	free(x.sb);

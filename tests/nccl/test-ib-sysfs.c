@@ -7,7 +7,8 @@
 #include "nccl-plugin/ib_sysfs.h"
 #include "tests/unit/tap.h"
 
-#define ROOT FQ_SRCDIR "/tests/nccl/fixtures/sysfs-ib/class/infiniband"
+/* the build tree's copy of tests/nccl/fixtures/sysfs-ib, device links made */
+#define ROOT FQ_FIXTURE "/class/infiniband"
 
 static void test_decoding(void)
 {
@@ -125,6 +126,6 @@ int main(void)
 	if (n == 2)
 		test_select(d);
 	fqib_sysfs_release(d, n > 0 ? n : 0);
-	is_int(fqib_sysfs_scan(FQ_SRCDIR "/no/such/dir", d, FQIB_MAX_DEVS), 0, "missing root: no devices");
+	is_int(fqib_sysfs_scan(FQ_FIXTURE "/no/such/dir", d, FQIB_MAX_DEVS), 0, "missing root: no devices");
 	return done_testing();
 }
