@@ -85,15 +85,16 @@ int main(void)
 	}
 	release_fd = p[1];
 	for (int i = 0; i < 3; i++)
-		jobs[i] = (struct tjob){.job = {.run = tjob_run, .done = tjob_done}, .id = i + 1,
-					.wait_fd = i == 0 ? p[0] : -1};
+		jobs[i] = (struct tjob){
+		    .job = {.run = tjob_run, .done = tjob_done}, .id = i + 1, .wait_fd = i == 0 ? p[0] : -1};
 	for (int i = 0; i < 3; i++)
 		fq_worker_submit(w, &jobs[i].job);
 	is_int((int)fq_worker_pending(w), 3, "three jobs pending");
 	tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
 	event_add(tick, &tv);
 	event_base_dispatch(base);
-	is_int(jobs[0].run_rc, 0, "the blocked job was released by the loop's own timer (the loop ran meanwhile)");
+	is_int(jobs[0].run_rc, 0,
+	       "the blocked job was released by the loop's own timer (the loop ran meanwhile)");
 	ok(ticks >= 5, "the loop ticked while the job blocked (%d ticks)", ticks);
 	ok(run_order[0] == 1 && run_order[1] == 2 && run_order[2] == 3, "jobs ran in the order they came");
 	ok(done_order[0] == 1 && done_order[1] == 2 && done_order[2] == 3 && n_done == 3,
@@ -109,7 +110,8 @@ int main(void)
 		if (read(p[0], &c, 1) != 1) /* drain the earlier release */
 			diag("pipe");
 		n_run = n_done = 0;
-		jobs[0] = (struct tjob){.job = {.run = tjob_run, .done = tjob_done}, .id = 1, .wait_fd = p[0]};
+		jobs[0] =
+		    (struct tjob){.job = {.run = tjob_run, .done = tjob_done}, .id = 1, .wait_fd = p[0]};
 		jobs[1] = (struct tjob){.job = {.run = tjob_run, .done = tjob_done}, .id = 2, .wait_fd = -1};
 		fq_worker_submit(w, &jobs[0].job);
 		fq_worker_submit(w, &jobs[1].job);
