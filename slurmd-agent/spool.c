@@ -185,14 +185,19 @@ static int scan_seg(struct fq_spool *s, struct segment *g)
 	}
 	while (pread(fd, h, REC_HDR, (off_t)off) == REC_HDR) {
 		uint32_t len = get32(h);
-		if (len > FRAME_MAX + FQ_FRAME_HEADER_SIZE || off + REC_HDR + len > (uint64_t)st.st_size)
+		uint64_t seq = get64(h + 5);
+		/* seqs rise from the segment's name: one that does not is no
+		 * record this spool wrote */
+		if (len < FQ_FRAME_HEADER_SIZE || len > FRAME_MAX + FQ_FRAME_HEADER_SIZE ||
+		    off + REC_HDR + len > (uint64_t)st.st_size || seq < g->first ||
+		    (g->frames && seq <= g->last) || seq == UINT64_MAX)
 			break;
-		g->last = get64(h + 5);
+		g->last = seq;
 		g->frames++;
 		off += REC_HDR + len;
 	}
 	if (off < (uint64_t)st.st_size) {
-		fq_warn("spool: %s: cutting a torn record at offset %" PRIu64, path, off);
+		fq_warn("spool: %s: cutting a torn or foreign record at offset %" PRIu64, path, off);
 		if (ftruncate(fd, (off_t)off) < 0)
 			fq_warn("spool: %s: %s", path, strerror(errno));
 	}
@@ -226,13 +231,23 @@ static int load(struct fq_spool *s)
 	closedir(d);
 	if (s->nseg)
 		qsort(s->seg, s->nseg, sizeof(*s->seg), cmp_seg);
-	for (size_t i = 0; i < s->nseg; i++) {
+	for (size_t i = 0; i < s->nseg;) {
 		if (scan_seg(s, &s->seg[i]) < 0)
 			s->seg[i].last = s->seg[i].first - 1;
+		/* a segment created but never written (a crash in between): the
+		 * next append would create it again, two entries for one file */
+		if (!s->seg[i].frames) {
+			seg_path(s, s->seg[i].first, path, sizeof(path));
+			unlink(path);
+			memmove(&s->seg[i], &s->seg[i + 1], (s->nseg - i - 1) * sizeof(*s->seg));
+			s->nseg--;
+			continue;
+		}
 		s->total_bytes += s->seg[i].bytes;
 		s->total_frames += s->seg[i].frames;
-		if (s->seg[i].frames && s->seg[i].last + 1 > s->next_seq)
+		if (s->seg[i].last + 1 > s->next_seq)
 			s->next_seq = s->seg[i].last + 1;
+		i++;
 	}
 	snprintf(path, sizeof(path), "%s/next_seq", s->dir);
 	f = fopen(path, "re");
@@ -656,7 +671,8 @@ static struct flush_job *flush_job_new(struct fq_spool *s)
 		free(f);
 		return NULL;
 	}
-	memcpy(f->fds, s->retired, s->nretired * sizeof(int));
+	if (s->nretired)
+		memcpy(f->fds, s->retired, s->nretired * sizeof(int));
 	f->nfds = s->nretired;
 	if (current && (f->fds[f->nfds] = dup(s->fd)) >= 0)
 		f->nfds++;
