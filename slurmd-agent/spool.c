@@ -58,6 +58,11 @@ struct fq_spool {
 	bool flush_again;
 	struct waiter *waiters; /* by seq */
 	size_t nwaiters, capwaiters;
+	/* the acknowledged seq, kept in DIR/acked: an agent that restarts
+	 * tells the controller where it stands, not the first seq on disk */
+	int ack_fd;
+	bool ack_dirty;         /* written since the last flush began */
+	uint64_t acked_durable; /* what DIR/acked holds on stable storage */
 };
 
 /* A flush, run on the worker: its inputs are its own, never the spool's. */
@@ -69,6 +74,7 @@ struct flush_job {
 	size_t nfds;
 	bool dir_sync;
 	uint64_t lease, upto;
+	uint64_t acked; /* durable once done, when ack_fd is one of fds */
 	int rc;
 };
 
@@ -209,6 +215,35 @@ static int scan_seg(struct fq_spool *s, struct segment *g)
 	return 0;
 }
 
+/* Open DIR/acked (seq as 20 digits and a newline) and take the seq it
+ * holds, when it is one this spool gave. */
+static int open_acked(struct fq_spool *s)
+{
+	char path[4200], text[32] = "";
+	unsigned long long v;
+
+	snprintf(path, sizeof(path), "%s/acked", s->dir);
+	s->ack_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (s->ack_fd < 0)
+		return -errno;
+	if (pread(s->ack_fd, text, sizeof(text) - 1, 0) > 0 && sscanf(text, "%llu", &v) == 1 &&
+	    v > s->acked && v < s->next_seq)
+		s->acked = v;
+	fdatasync(s->ack_fd); /* an agent that crashed may have left it in the page cache */
+	s->acked_durable = s->acked;
+	return 0;
+}
+
+static void write_acked(struct fq_spool *s)
+{
+	char text[32];
+	int n = snprintf(text, sizeof(text), "%020" PRIu64 "\n", s->acked);
+
+	if (pwrite(s->ack_fd, text, (size_t)n, 0) != n)
+		fq_log_rl(FQ_LOG_ERROR, "spool: cannot write %s/acked: %s", s->dir, strerror(errno));
+	s->ack_dirty = true;
+}
+
 static int load(struct fq_spool *s)
 {
 	DIR *d = opendir(s->dir);
@@ -216,6 +251,7 @@ static int load(struct fq_spool *s)
 	char path[4200];
 	FILE *f;
 	uint64_t lease = 0;
+	int rc;
 
 	if (!d)
 		return -errno;
@@ -261,6 +297,8 @@ static int load(struct fq_spool *s)
 	if (s->next_seq == 0)
 		s->next_seq = 1;
 	s->acked = s->nseg ? s->seg[0].first - 1 : s->next_seq - 1;
+	if ((rc = open_acked(s)) < 0)
+		return rc;
 	s->skip_upto = s->acked;
 	s->durable = s->next_seq - 1; /* every segment synced above, the lease below */
 	if (s->total_frames)
@@ -282,7 +320,7 @@ int fq_spool_open(const char *dir, uint64_t max_bytes, struct fq_spool **out)
 		return -ENAMETOOLONG;
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
-	s->fd = -1;
+	s->fd = s->ack_fd = -1;
 	s->max_bytes = max_bytes;
 	s->seg_limit = max_bytes / 16;
 	if (s->seg_limit < SEG_MIN)
@@ -302,6 +340,8 @@ int fq_spool_open(const char *dir, uint64_t max_bytes, struct fq_spool **out)
 	*out = s;
 	return 0;
 fail:
+	if (s->ack_fd >= 0)
+		close(s->ack_fd);
 	free(s->seg);
 	free(s);
 	return rc;
@@ -320,6 +360,7 @@ void fq_spool_close(struct fq_spool *s)
 	fq_spool_flush(s);
 	if (s->fd >= 0)
 		close(s->fd);
+	close(s->ack_fd);
 	free(s->retired);
 	free(s->waiters);
 	free(s->seg);
@@ -523,6 +564,7 @@ void fq_spool_ack(struct fq_spool *s, uint64_t seq)
 	if (seq <= s->acked)
 		return;
 	s->acked = seq;
+	write_acked(s);
 	if (s->skip_upto < seq)
 		s->skip_upto = seq;
 	/* every segment entirely acknowledged, except the one being written */
@@ -596,6 +638,11 @@ uint64_t fq_spool_first_unacked(const struct fq_spool *s)
 	return s->acked + 1;
 }
 
+uint64_t fq_spool_first_unconfirmed(const struct fq_spool *s)
+{
+	return s->acked_durable + 1;
+}
+
 static void flush_run(struct fq_job *j)
 {
 	struct flush_job *f = (struct flush_job *)j;
@@ -639,6 +686,8 @@ static void flush_done(struct fq_job *j, bool ran)
 	if (f->rc == 0) {
 		if (f->upto > s->durable)
 			s->durable = f->upto;
+		if (f->acked > s->acked_durable)
+			s->acked_durable = f->acked;
 		if (f->lease)
 			s->lease_end = f->lease;
 	} else {
@@ -664,10 +713,10 @@ static struct flush_job *flush_job_new(struct fq_spool *s)
 	uint64_t upto = s->next_seq - 1;
 	bool current = upto > s->durable && s->fd >= 0;
 
-	if (upto <= s->durable && !s->nretired && !s->dir_dirty && !s->lease_want)
+	if (upto <= s->durable && !s->nretired && !s->dir_dirty && !s->lease_want && !s->ack_dirty)
 		return NULL;
 	f = calloc(1, sizeof(*f));
-	if (!f || !(f->fds = malloc((s->nretired + 1) * sizeof(int)))) {
+	if (!f || !(f->fds = malloc((s->nretired + 2) * sizeof(int)))) {
 		free(f);
 		return NULL;
 	}
@@ -678,6 +727,11 @@ static struct flush_job *flush_job_new(struct fq_spool *s)
 		f->nfds++;
 	else if (current)
 		f->rc = -errno;
+	if (s->ack_dirty && (f->fds[f->nfds] = dup(s->ack_fd)) >= 0) {
+		f->nfds++;
+		f->acked = s->acked;
+		s->ack_dirty = false;
+	}
 	s->nretired = 0;
 	f->job = (struct fq_job){.run = flush_run, .done = flush_done};
 	f->s = s;

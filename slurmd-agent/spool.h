@@ -46,6 +46,13 @@ int64_t fq_spool_next(struct fq_spool *s, uint8_t *buf, size_t cap, uint64_t *se
 /* The seq the next appended frame will get, and the first unacknowledged. */
 uint64_t fq_spool_next_seq(const struct fq_spool *s);
 uint64_t fq_spool_first_unacked(const struct fq_spool *s);
+/* The first frame not durably known to be acknowledged: what the agent's
+ * hello tells the controller. The acknowledged seq is kept in DIR/acked
+ * (written at each ack, synced by the next flush), so after a restart,
+ * even a node crash, this never goes below a value told before; the
+ * controller takes a value that goes back (or 1, after acks) for an agent
+ * that lost its spool, and would store its frames again. */
+uint64_t fq_spool_first_unconfirmed(const struct fq_spool *s);
 
 /*
  * Durability (doc/design.md, "What a crash keeps"). An appended frame is

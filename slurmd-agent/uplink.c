@@ -260,7 +260,7 @@ static int send_auth(struct fq_uplink *u, const struct call *c)
 	if (rc < 0)
 		return rc;
 	u->ops.hello(u->arg, &hello);
-	hello.next_seq = fq_spool_first_unacked(u->spool);
+	hello.next_seq = fq_spool_first_unconfirmed(u->spool);
 	env = (Fabriciq__Envelope)FABRICIQ__ENVELOPE__INIT;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_HELLO;
 	env.hello = &hello;

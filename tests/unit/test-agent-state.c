@@ -415,6 +415,32 @@ static void test_spool_durable(void)
 	   (unsigned long long)fq_spool_next_seq(s));
 	fq_spool_close(s);
 
+	/* the acknowledged seq outlives a restart */
+	{
+		char dir3[] = "/tmp/fq-spool-dur3.XXXXXX";
+		uint64_t first = 0, last = 0;
+		int links, n = -1;
+
+		if (mkdtemp(dir3) && fq_spool_open(dir3, 1 << 20, &s) == 0) {
+			for (int i = 0; i < 5; i++)
+				append_small(s);
+			fq_spool_ack(s, 3);
+			is_int((int)fq_spool_first_unconfirmed(s), 1,
+			       "an ack is not told before it is on disk");
+			fq_spool_flush(s);
+			is_int((int)fq_spool_first_unconfirmed(s), 4, "... after a flush it is (4)");
+			fq_spool_close(s);
+			fq_spool_open(dir3, 1 << 20, &s);
+			n = drain(s, &first, &last, &links);
+			ok(fq_spool_first_unconfirmed(s) == 4 && n == 2 && first == 4 && last == 5,
+			   "restarted: the hello tells seq %llu, frames 4..5 are sent again (%d)",
+			   (unsigned long long)fq_spool_first_unconfirmed(s), n);
+			fq_spool_close(s);
+		} else {
+			ok(0, "a spool");
+		}
+	}
+
 	/* a segment created, never written (a crash in between): dropped at open */
 	{
 		char dir2[] = "/tmp/fq-spool-dur2.XXXXXX", path[128];
@@ -618,7 +644,7 @@ static void test_advice(void)
 
 int main(void)
 {
-	plan(84);
+	plan(87);
 	test_nics();
 	test_steps();
 	test_reap();
