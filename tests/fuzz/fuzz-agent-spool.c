@@ -58,7 +58,7 @@ static void remove_dir(const char *dir)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char dir[] = "/tmp/fq-fuzz-spool.XXXXXX", path[128];
+	char dir[] = "/dev/shm/fq-fuzz-spool.XXXXXX", path[128]; /* tmpfs: syncs cost nothing */
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT, *back = NULL;
 	Fabriciq__LinkEvent ev = FABRICIQ__LINK_EVENT__INIT;
 	struct fq_spool *s;
