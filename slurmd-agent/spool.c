@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <event2/event.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
