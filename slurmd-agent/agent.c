@@ -594,6 +594,8 @@ static int start_sharing(struct agent *a)
 		}
 		uc.host = host;
 		rc = fq_spool_open(a->cfg.spool_dir, a->cfg.spool_max, &a->spool);
+		if (rc == 0 && (rc = fq_spool_attach(a->spool, a->base)) < 0)
+			fq_error("spool: cannot start its worker thread: %s", strerror(-rc));
 		if (rc < 0)
 			return rc;
 		a->uplink = fq_uplink_create(a->base, &uc, a->spool, &agent_uplink_ops, a);

@@ -111,8 +111,10 @@ void agent_save_steps(struct agent *a);
 /* A local CLOCK_MONOTONIC_RAW time on the global timeline, or as real time
  * (CLOCK_REALTIME) before the timeline is published. */
 int64_t agent_global(const struct agent *a, int64_t local_ns);
-/* Spool one frame for the controller (no-op without one). */
-void agent_send(struct agent *a, Fabriciq__Envelope *env);
+/* Spool one frame for the controller: its seq, or 0 (no controller, or
+ * not spooled: counted). An event (step, link, failover) is flushed to
+ * disk at once, bulk telemetry at the report window's end. */
+uint64_t agent_send(struct agent *a, Fabriciq__Envelope *env);
 void agent_report_window(struct agent *a);
 void agent_publish(struct agent *a);
 void agent_link_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic, int up,

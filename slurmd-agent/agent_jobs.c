@@ -12,7 +12,48 @@
 #include "common/log.h"
 #include "slurmd-agent/agent.h"
 
-static int step_start(void *arg, const Fabriciq__StepStart *m, char *msg, size_t msglen)
+/* A step request's answer, owed until its frame is on disk. */
+struct owed {
+	struct agent *a;
+	uint64_t ticket;
+	const char *msg;
+};
+
+static void answer_durable(void *arg, int rc)
+{
+	struct owed *o = arg;
+
+	fq_local_answer(o->a->local, o->ticket, rc,
+			rc < 0 ? "the agent could not write the step to disk" : o->msg);
+	free(o);
+}
+
+/* The answer to a step request whose frame got seq: now (0: no controller,
+ * or the frame could not be spooled, counted; or on disk already), else
+ * FQ_LOCAL_LATER, once the frame is durable (a node crash after the
+ * answer must not lose the step: doc/design.md). */
+static int answer_when_durable(struct agent *a, uint64_t seq, uint64_t ticket, const char *msg, char *out,
+			       size_t outlen)
+{
+	struct owed *o = seq ? malloc(sizeof(*o)) : NULL;
+	int rc = -ENOMEM;
+
+	snprintf(out, outlen, "%s", msg);
+	if (!seq)
+		return 0;
+	if (o) {
+		*o = (struct owed){.a = a, .ticket = ticket, .msg = msg};
+		rc = fq_spool_when_durable(a->spool, seq, answer_durable, o);
+	}
+	if (rc == 0)
+		return FQ_LOCAL_LATER;
+	free(o);
+	if (rc < 0)
+		snprintf(out, outlen, "the agent is out of memory");
+	return rc < 0 ? rc : 0;
+}
+
+static int step_start(void *arg, const Fabriciq__StepStart *m, uint64_t ticket, char *msg, size_t msglen)
 {
 	struct agent *a = arg;
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
@@ -31,12 +72,10 @@ static int step_start(void *arg, const Fabriciq__StepStart *m, char *msg, size_t
 		fwd.time_ns = agent_global(a, fq_now_ns());
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
 	env.step_start = &fwd;
-	agent_send(a, &env);
-	snprintf(msg, msglen, "registered");
-	return 0;
+	return answer_when_durable(a, agent_send(a, &env), ticket, "registered", msg, msglen);
 }
 
-static int step_end(void *arg, const Fabriciq__StepEnd *m, char *msg, size_t msglen)
+static int step_end(void *arg, const Fabriciq__StepEnd *m, uint64_t ticket, char *msg, size_t msglen)
 {
 	struct agent *a = arg;
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
@@ -56,9 +95,7 @@ static int step_end(void *arg, const Fabriciq__StepEnd *m, char *msg, size_t msg
 		fwd.time_ns = agent_global(a, fq_now_ns());
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_END;
 	env.step_end = &fwd;
-	agent_send(a, &env);
-	snprintf(msg, msglen, "unregistered");
-	return 0;
+	return answer_when_durable(a, agent_send(a, &env), ticket, "unregistered", msg, msglen);
 }
 
 /* "198.19.0.3:40000" -> "198.19.0.3" */

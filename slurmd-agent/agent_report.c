@@ -32,18 +32,29 @@ int64_t agent_global(const struct agent *a, int64_t local_ns)
 	return fq_timeline_global(&a->timeline, local_ns);
 }
 
-void agent_send(struct agent *a, Fabriciq__Envelope *env)
+/* What the job report is made of: durable at once, not at the window's end. */
+static bool is_event(Fabriciq__Envelope__PayloadCase kind)
+{
+	return kind == FABRICIQ__ENVELOPE__PAYLOAD_STEP_START ||
+	       kind == FABRICIQ__ENVELOPE__PAYLOAD_STEP_END || kind == FABRICIQ__ENVELOPE__PAYLOAD_LINK ||
+	       kind == FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER;
+}
+
+uint64_t agent_send(struct agent *a, Fabriciq__Envelope *env)
 {
 	if (!a->spool)
-		return;
+		return 0;
 	env->version = 1;
 	env->sent_ns = agent_global(a, fq_now_ns());
 	if (fq_spool_append(a->spool, env) < 0) {
 		a->frames_unspooled++;
-		return;
+		return 0;
 	}
 	a->frames_spooled++;
+	if (is_event(env->payload_case))
+		fq_spool_flush(a->spool);
 	fq_uplink_kick(a->uplink);
+	return env->seq;
 }
 
 void agent_lookup_remote(const struct agent *a, const char *ipv4, const char **node, const char **nic)
@@ -340,7 +351,7 @@ void agent_report_window(struct agent *a)
 	send_probe_reports(a);
 	send_clock_report(a);
 	if (a->spool)
-		fq_spool_sync(a->spool);
+		fq_spool_flush(a->spool);
 }
 
 /* ---- from the controller ----------------------------------------------- */

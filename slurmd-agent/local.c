@@ -38,6 +38,14 @@ struct conn {
 	struct conn *prev, *next;
 };
 
+/* A step request whose answer an op deferred. */
+struct pending {
+	uint64_t ticket, seq; /* ours; the request's */
+	struct conn *c;
+	bool start; /* a StepStart: its answer tells the paths */
+	struct pending *next;
+};
+
 struct fq_local {
 	struct event_base *base;
 	struct fq_local_ops ops;
@@ -48,15 +56,33 @@ struct fq_local {
 	char *clock_page, *path_page;
 	struct conn *conns;
 	unsigned nconns[2];
+	struct pending *pending;
+	uint64_t next_ticket;
 	uint64_t step_requests, step_refused, step_not_root, telemetry_frames, telemetry_unregistered,
 	    telemetry_wrong_job, telemetry_dropped, bad_frames, refused_conns, refused_per_uid, closed_idle,
 	    closed_partial;
 };
 
+/* Forget the deferred answers owed to c (it is closing). */
+static void drop_pending(struct fq_local *l, const struct conn *c)
+{
+	for (struct pending **p = &l->pending; *p;) {
+		struct pending *q = *p;
+
+		if (q->c == c) {
+			*p = q->next;
+			free(q);
+		} else {
+			p = &q->next;
+		}
+	}
+}
+
 static void conn_close(struct conn *c)
 {
 	struct fq_local *l = c->l;
 
+	drop_pending(l, c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -173,35 +199,74 @@ static void drain_telemetry(struct fq_local *l)
 	}
 }
 
+/* A step request's answer; a StepStart's tells the agent's paths. */
+static void answer_step(struct conn *c, uint64_t seq, bool start, int rc, const char *msg)
+{
+	struct fq_local *l = c->l;
+	Fabriciq__AgentPaths paths = FABRICIQ__AGENT_PATHS__INIT;
+
+	if (rc < 0) {
+		l->step_refused++;
+		fq_warn("step socket: request from pid %d refused: %s", (int)c->cred.pid, msg);
+	}
+	paths.telemetry_socket = l->path[TELEMETRY];
+	paths.clock_page = l->clock_page;
+	paths.path_page = l->path_page;
+	answer(c, seq, rc, msg, start ? &paths : NULL);
+}
+
+/* Remember an answer an op deferred (on no memory: answered now, -ENOMEM). */
+static void defer(struct conn *c, uint64_t ticket, uint64_t seq, bool start)
+{
+	struct pending *p = malloc(sizeof(*p));
+
+	if (!p) {
+		answer_step(c, seq, start, -ENOMEM, "the agent is out of memory");
+		return;
+	}
+	*p = (struct pending){.ticket = ticket, .seq = seq, .c = c, .start = start, .next = c->l->pending};
+	c->l->pending = p;
+}
+
 static void on_step_frame(struct conn *c, Fabriciq__Envelope *env)
 {
 	struct fq_local *l = c->l;
-	Fabriciq__AgentPaths paths = FABRICIQ__AGENT_PATHS__INIT, *told = NULL;
+	uint64_t ticket = ++l->next_ticket;
+	bool start = env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
 	char msg[256] = "";
 	int rc;
 
 	l->step_requests++;
 	switch (env->payload_case) {
 	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_START:
-		rc = l->ops.step_start(l->arg, env->step_start, msg, sizeof(msg));
-		paths.telemetry_socket = l->path[TELEMETRY];
-		paths.clock_page = l->clock_page;
-		paths.path_page = l->path_page;
-		told = &paths;
+		rc = l->ops.step_start(l->arg, env->step_start, ticket, msg, sizeof(msg));
 		break;
 	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_END:
 		drain_telemetry(l);
-		rc = l->ops.step_end(l->arg, env->step_end, msg, sizeof(msg));
+		rc = l->ops.step_end(l->arg, env->step_end, ticket, msg, sizeof(msg));
 		break;
 	default:
 		rc = -EOPNOTSUPP;
 		snprintf(msg, sizeof(msg), "the step socket takes StepStart and StepEnd only");
 	}
-	if (rc < 0) {
-		l->step_refused++;
-		fq_warn("step socket: request from pid %d refused: %s", (int)c->cred.pid, msg);
+	if (rc == FQ_LOCAL_LATER)
+		defer(c, ticket, env->seq, start);
+	else
+		answer_step(c, env->seq, start, rc, msg);
+}
+
+void fq_local_answer(struct fq_local *l, uint64_t ticket, int rc, const char *msg)
+{
+	for (struct pending **p = &l->pending; *p; p = &(*p)->next) {
+		struct pending *q = *p;
+
+		if (q->ticket != ticket)
+			continue;
+		*p = q->next;
+		answer_step(q->c, q->seq, q->start, rc, msg);
+		free(q);
+		return;
 	}
-	answer(c, env->seq, rc, msg, told);
 }
 
 /* One frame on the telemetry socket: 0, or -1 to close the connection. */

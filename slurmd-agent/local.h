@@ -4,7 +4,9 @@
  * The step socket (root only: mode 0600 and SO_PEERCRED uid 0) takes
  * StepStart/StepEnd requests and answers each with a Result; an answer to
  * StepStart also carries the agent's paths (the telemetry socket, the
- * clock and path pages given at create). The telemetry
+ * clock and path pages given at create). The agent may defer an answer
+ * (until the request is on disk: FQ_LOCAL_LATER); each Result carries its
+ * request's seq. The telemetry
  * socket (mode 0666) takes LaneReport/FailoverEvent frames from job
  * processes, each handed over with the sender's kernel-proven credentials.
  * Garbage, oversized frames and frames of the wrong kind are counted and
@@ -28,6 +30,7 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include "proto/fabriciq.pb-c.h"
@@ -39,10 +42,14 @@ enum fq_local_verdict {
 	FQ_LOCAL_DROPPED = 3,      /* accepted but could not be forwarded */
 };
 
+/* A step op's return: its answer comes later, through fq_local_answer. */
+#define FQ_LOCAL_LATER 1
+
 struct fq_local_ops {
-	/* A step request: return 0 or a negative errno, with msg filled. */
-	int (*step_start)(void *arg, const Fabriciq__StepStart *m, char *msg, size_t msglen);
-	int (*step_end)(void *arg, const Fabriciq__StepEnd *m, char *msg, size_t msglen);
+	/* A step request: return 0 or a negative errno, with msg filled (the
+	 * answer, now), or FQ_LOCAL_LATER to answer ticket later. */
+	int (*step_start)(void *arg, const Fabriciq__StepStart *m, uint64_t ticket, char *msg, size_t msglen);
+	int (*step_end)(void *arg, const Fabriciq__StepEnd *m, uint64_t ticket, char *msg, size_t msglen);
 	/* A telemetry frame (lane or failover) from cred's process. */
 	enum fq_local_verdict (*telemetry)(void *arg, const struct ucred *cred, Fabriciq__Envelope *env);
 };
@@ -65,6 +72,10 @@ struct fq_local *fq_local_create(struct event_base *base, const char *step_path,
 				 const char *clock_page, const char *path_page,
 				 const struct fq_local_limits *limits, const struct fq_local_ops *ops,
 				 void *arg);
+/* Answer the request an op deferred with ticket: rc and msg as an op's.
+ * Dropped (not an error) when its connection closed meanwhile. */
+void fq_local_answer(struct fq_local *l, uint64_t ticket, int rc, const char *msg);
+
 /* Close every connection and remove both socket files. */
 void fq_local_destroy(struct fq_local *l);
 

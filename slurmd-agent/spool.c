@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/mkdirs.h"
+#include "slurmd-agent/worker.h"
 
 #define REC_HDR   13 /* u32 length, u8 kind, u64 seq */
 #define LEASE     100000
@@ -27,6 +29,14 @@ struct segment {
 	int compacted;
 };
 
+struct waiter {
+	uint64_t seq;
+	fq_spool_durable_fn fn;
+	void *arg;
+};
+
+struct flush_job;
+
 struct fq_spool {
 	char dir[4096];
 	uint64_t max_bytes, seg_limit;
@@ -37,7 +47,35 @@ struct fq_spool {
 	size_t cur_seg; /* send cursor */
 	uint64_t cur_off;
 	uint64_t total_bytes, total_frames, dropped, dropped_probe, io_errors;
-	int dirty;
+	/* durability (spool.h): what the next flush makes durable */
+	struct fq_worker *worker; /* NULL: flushes run inline */
+	uint64_t durable;         /* every seq up to here is on stable storage */
+	int *retired;             /* written segments rolled over: synced and closed by the next flush */
+	size_t nretired, capretired;
+	bool dir_dirty;      /* a segment was created or renamed since the last flush began */
+	uint64_t lease_want; /* a lease the next flush writes (0: none) */
+	struct flush_job *flushing;
+	bool flush_again;
+	struct waiter *waiters; /* by seq */
+	size_t nwaiters, capwaiters;
+	/* the acknowledged seq, kept in DIR/acked: an agent that restarts
+	 * tells the controller where it stands, not the first seq on disk */
+	int ack_fd;
+	bool ack_dirty;         /* written since the last flush began */
+	uint64_t acked_durable; /* what DIR/acked holds on stable storage */
+};
+
+/* A flush, run on the worker: its inputs are its own, never the spool's. */
+struct flush_job {
+	struct fq_job job;
+	struct fq_spool *s;
+	const char *dir; /* s->dir: fixed once open */
+	int *fds;        /* fdatasync'd, then closed */
+	size_t nfds;
+	bool dir_sync;
+	uint64_t lease, upto;
+	uint64_t acked; /* durable once done, when ack_fd is one of fds */
+	int rc;
 };
 
 static void put32(uint8_t *p, uint32_t v)
@@ -71,12 +109,27 @@ static void seg_path(const struct fq_spool *s, uint64_t first, char *out, size_t
 	snprintf(out, len, "%s/%020" PRIu64 ".seg", s->dir, first);
 }
 
-static int write_lease(struct fq_spool *s, uint64_t end)
+/* fsync the directory: a created, renamed or replaced entry survives a
+ * crash only once its directory is synced. */
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0 || fsync(fd) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* The lease file, durably: written, synced, renamed over, directory synced.
+ * Runs on the loop at open and on the worker in a flush. */
+static int store_lease(const char *dir, uint64_t end)
 {
 	char path[4200], tmp[4210], text[32];
 	int fd, n = snprintf(text, sizeof(text), "%" PRIu64 "\n", end), rc = 0;
 
-	snprintf(path, sizeof(path), "%s/next_seq", s->dir);
+	snprintf(path, sizeof(path), "%s/next_seq", dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0 || rename(tmp, path) < 0)
@@ -84,9 +137,18 @@ static int write_lease(struct fq_spool *s, uint64_t end)
 	if (fd >= 0)
 		close(fd);
 	if (rc == 0)
+		rc = sync_dir(dir);
+	return rc;
+}
+
+static int write_lease(struct fq_spool *s, uint64_t end)
+{
+	int rc = store_lease(s->dir, end);
+
+	if (rc == 0)
 		s->lease_end = end;
 	else
-		fq_error("spool: cannot write %s: %s", path, strerror(-rc));
+		fq_error("spool: cannot write %s/next_seq: %s", s->dir, strerror(-rc));
 	return rc;
 }
 
@@ -129,20 +191,57 @@ static int scan_seg(struct fq_spool *s, struct segment *g)
 	}
 	while (pread(fd, h, REC_HDR, (off_t)off) == REC_HDR) {
 		uint32_t len = get32(h);
-		if (len > FRAME_MAX + FQ_FRAME_HEADER_SIZE || off + REC_HDR + len > (uint64_t)st.st_size)
+		uint64_t seq = get64(h + 5);
+		/* seqs rise from the segment's name: one that does not is no
+		 * record this spool wrote */
+		if (len < FQ_FRAME_HEADER_SIZE || len > FRAME_MAX + FQ_FRAME_HEADER_SIZE ||
+		    off + REC_HDR + len > (uint64_t)st.st_size || seq < g->first ||
+		    (g->frames && seq <= g->last) || seq == UINT64_MAX)
 			break;
-		g->last = get64(h + 5);
+		g->last = seq;
 		g->frames++;
 		off += REC_HDR + len;
 	}
 	if (off < (uint64_t)st.st_size) {
-		fq_warn("spool: %s: cutting a torn record at offset %" PRIu64, path, off);
+		fq_warn("spool: %s: cutting a torn or foreign record at offset %" PRIu64, path, off);
 		if (ftruncate(fd, (off_t)off) < 0)
 			fq_warn("spool: %s: %s", path, strerror(errno));
 	}
+	/* an agent that crashed may have left it in the page cache only */
+	if (fdatasync(fd) < 0)
+		fq_warn("spool: %s: %s", path, strerror(errno));
 	close(fd);
 	g->bytes = off;
 	return 0;
+}
+
+/* Open DIR/acked (seq as 20 digits and a newline) and take the seq it
+ * holds, when it is one this spool gave. */
+static int open_acked(struct fq_spool *s)
+{
+	char path[4200], text[32] = "";
+	unsigned long long v;
+
+	snprintf(path, sizeof(path), "%s/acked", s->dir);
+	s->ack_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (s->ack_fd < 0)
+		return -errno;
+	if (pread(s->ack_fd, text, sizeof(text) - 1, 0) > 0 && sscanf(text, "%llu", &v) == 1 &&
+	    v > s->acked && v < s->next_seq)
+		s->acked = v;
+	fdatasync(s->ack_fd); /* an agent that crashed may have left it in the page cache */
+	s->acked_durable = s->acked;
+	return 0;
+}
+
+static void write_acked(struct fq_spool *s)
+{
+	char text[32];
+	int n = snprintf(text, sizeof(text), "%020" PRIu64 "\n", s->acked);
+
+	if (pwrite(s->ack_fd, text, (size_t)n, 0) != n)
+		fq_log_rl(FQ_LOG_ERROR, "spool: cannot write %s/acked: %s", s->dir, strerror(errno));
+	s->ack_dirty = true;
 }
 
 static int load(struct fq_spool *s)
@@ -152,6 +251,7 @@ static int load(struct fq_spool *s)
 	char path[4200];
 	FILE *f;
 	uint64_t lease = 0;
+	int rc;
 
 	if (!d)
 		return -errno;
@@ -167,13 +267,23 @@ static int load(struct fq_spool *s)
 	closedir(d);
 	if (s->nseg)
 		qsort(s->seg, s->nseg, sizeof(*s->seg), cmp_seg);
-	for (size_t i = 0; i < s->nseg; i++) {
+	for (size_t i = 0; i < s->nseg;) {
 		if (scan_seg(s, &s->seg[i]) < 0)
 			s->seg[i].last = s->seg[i].first - 1;
+		/* a segment created but never written (a crash in between): the
+		 * next append would create it again, two entries for one file */
+		if (!s->seg[i].frames) {
+			seg_path(s, s->seg[i].first, path, sizeof(path));
+			unlink(path);
+			memmove(&s->seg[i], &s->seg[i + 1], (s->nseg - i - 1) * sizeof(*s->seg));
+			s->nseg--;
+			continue;
+		}
 		s->total_bytes += s->seg[i].bytes;
 		s->total_frames += s->seg[i].frames;
-		if (s->seg[i].frames && s->seg[i].last + 1 > s->next_seq)
+		if (s->seg[i].last + 1 > s->next_seq)
 			s->next_seq = s->seg[i].last + 1;
+		i++;
 	}
 	snprintf(path, sizeof(path), "%s/next_seq", s->dir);
 	f = fopen(path, "re");
@@ -187,7 +297,10 @@ static int load(struct fq_spool *s)
 	if (s->next_seq == 0)
 		s->next_seq = 1;
 	s->acked = s->nseg ? s->seg[0].first - 1 : s->next_seq - 1;
+	if ((rc = open_acked(s)) < 0)
+		return rc;
 	s->skip_upto = s->acked;
+	s->durable = s->next_seq - 1; /* every segment synced above, the lease below */
 	if (s->total_frames)
 		fq_info("spool: %" PRIu64 " frame(s), %" PRIu64
 			" bytes from an earlier run will be sent first",
@@ -207,7 +320,7 @@ int fq_spool_open(const char *dir, uint64_t max_bytes, struct fq_spool **out)
 		return -ENAMETOOLONG;
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
-	s->fd = -1;
+	s->fd = s->ack_fd = -1;
 	s->max_bytes = max_bytes;
 	s->seg_limit = max_bytes / 16;
 	if (s->seg_limit < SEG_MIN)
@@ -227,6 +340,8 @@ int fq_spool_open(const char *dir, uint64_t max_bytes, struct fq_spool **out)
 	*out = s;
 	return 0;
 fail:
+	if (s->ack_fd >= 0)
+		close(s->ack_fd);
 	free(s->seg);
 	free(s);
 	return rc;
@@ -234,12 +349,20 @@ fail:
 
 void fq_spool_close(struct fq_spool *s)
 {
+	struct fq_worker *w;
+
 	if (!s)
 		return;
-	if (s->fd >= 0) {
-		fdatasync(s->fd);
+	/* the flush in flight ends (its done may start the last one, inline) */
+	w = s->worker;
+	s->worker = NULL;
+	fq_worker_destroy(w);
+	fq_spool_flush(s);
+	if (s->fd >= 0)
 		close(s->fd);
-	}
+	close(s->ack_fd);
+	free(s->retired);
+	free(s->waiters);
 	free(s->seg);
 	free(s);
 }
@@ -301,10 +424,13 @@ static int compact(struct fq_spool *s, struct segment *g)
 		kept++;
 		kept_bytes += REC_HDR + len;
 	}
-	if (rename(tmp, path) < 0) {
+	/* the rewritten file replaces one whose records may be durable: it
+	 * must be on disk before the rename is (rare: only over the bound) */
+	if (fdatasync(outfd) < 0 || rename(tmp, path) < 0) {
 		rc = -errno;
 		goto out;
 	}
+	s->dir_dirty = true;
 	s->total_bytes -= g->bytes - kept_bytes;
 	s->total_frames -= g->frames - kept;
 	g->bytes = kept_bytes;
@@ -344,6 +470,39 @@ static void enforce_bound(struct fq_spool *s)
 	}
 }
 
+/* A rolled-over segment's descriptor: synced and closed by the next flush
+ * (synced here, on the loop, only when it cannot be kept). */
+static void retire(struct fq_spool *s, int fd)
+{
+	if (s->nretired == s->capretired) {
+		size_t cap = s->capretired ? 2 * s->capretired : 8;
+		int *v = realloc(s->retired, cap * sizeof(*v));
+
+		if (!v) {
+			fdatasync(fd);
+			close(fd);
+			return;
+		}
+		s->retired = v;
+		s->capretired = cap;
+	}
+	s->retired[s->nretired++] = fd;
+}
+
+/* The lease is renewed by a flush half a lease ahead; only if the seqs run
+ * out first (half a lease of frames in one flush) is it written here. */
+static void renew_lease(struct fq_spool *s)
+{
+	if (s->next_seq >= s->lease_end) {
+		write_lease(s, s->next_seq + LEASE);
+		return;
+	}
+	if (!s->lease_want && s->lease_end - s->next_seq <= LEASE / 2) {
+		s->lease_want = s->next_seq + LEASE;
+		fq_spool_flush(s);
+	}
+}
+
 int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
 {
 	uint8_t h[REC_HDR], *frame;
@@ -357,10 +516,9 @@ int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
 		return rc;
 	if (s->fd < 0 || s->seg[s->nseg - 1].bytes + REC_HDR + len > s->seg_limit) {
 		char path[4200];
-		if (s->fd >= 0) {
-			fdatasync(s->fd);
-			close(s->fd);
-		}
+		if (s->fd >= 0)
+			retire(s, s->fd);
+		s->fd = -1;
 		if ((rc = add_seg(s, s->next_seq)) < 0)
 			goto out;
 		seg_path(s, s->next_seq, path, sizeof(path));
@@ -372,6 +530,7 @@ int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
 			fq_log_rl(FQ_LOG_ERROR, "spool: cannot create %s: %s", path, strerror(errno));
 			goto out;
 		}
+		s->dir_dirty = true;
 	}
 	put32(h, (uint32_t)len);
 	h[4] = (uint8_t)env->payload_case;
@@ -381,8 +540,9 @@ int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
 		rc = -EIO;
 		s->io_errors++;
 		fq_log_rl(FQ_LOG_ERROR, "spool: write failed: %s", strerror(errno));
-		/* the segment may now hold a torn record: start a new one */
-		close(s->fd);
+		/* the segment may now hold a torn record: start a new one (the
+		 * records before it are synced by the next flush) */
+		retire(s, s->fd);
 		s->fd = -1;
 		goto out;
 	}
@@ -392,9 +552,7 @@ int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
 	s->total_bytes += REC_HDR + len;
 	s->total_frames++;
 	s->next_seq++;
-	s->dirty = 1;
-	if (s->next_seq >= s->lease_end)
-		write_lease(s, s->next_seq + LEASE);
+	renew_lease(s);
 	enforce_bound(s);
 out:
 	free(frame);
@@ -406,6 +564,7 @@ void fq_spool_ack(struct fq_spool *s, uint64_t seq)
 	if (seq <= s->acked)
 		return;
 	s->acked = seq;
+	write_acked(s);
 	if (s->skip_upto < seq)
 		s->skip_upto = seq;
 	/* every segment entirely acknowledged, except the one being written */
@@ -479,11 +638,158 @@ uint64_t fq_spool_first_unacked(const struct fq_spool *s)
 	return s->acked + 1;
 }
 
-void fq_spool_sync(struct fq_spool *s)
+uint64_t fq_spool_first_unconfirmed(const struct fq_spool *s)
 {
-	if (s->dirty && s->fd >= 0)
-		fdatasync(s->fd);
-	s->dirty = 0;
+	return s->acked_durable + 1;
+}
+
+static void flush_run(struct fq_job *j)
+{
+	struct flush_job *f = (struct flush_job *)j;
+	int rc;
+
+	for (size_t i = 0; i < f->nfds; i++) {
+		if (fdatasync(f->fds[i]) < 0 && !f->rc)
+			f->rc = -errno;
+		close(f->fds[i]);
+	}
+	if (f->lease && (rc = store_lease(f->dir, f->lease)) < 0 && !f->rc)
+		f->rc = rc;
+	if (f->dir_sync && (rc = sync_dir(f->dir)) < 0 && !f->rc)
+		f->rc = rc;
+}
+
+/* Waiters up to seq learn rc, in seq order. */
+static void wake(struct fq_spool *s, uint64_t seq, int rc)
+{
+	size_t n = 0;
+
+	while (n < s->nwaiters && s->waiters[n].seq <= seq)
+		n++;
+	for (size_t i = 0; i < n; i++) {
+		struct waiter wt = s->waiters[0];
+
+		memmove(&s->waiters[0], &s->waiters[1], (s->nwaiters - 1) * sizeof(*s->waiters));
+		s->nwaiters--;
+		wt.fn(wt.arg, rc);
+	}
+}
+
+static void flush_done(struct fq_job *j, bool ran)
+{
+	struct flush_job *f = (struct flush_job *)j;
+	struct fq_spool *s = f->s;
+
+	if (!ran) /* the worker went away first: inline, now */
+		flush_run(j);
+	s->flushing = NULL;
+	if (f->rc == 0) {
+		if (f->upto > s->durable)
+			s->durable = f->upto;
+		if (f->acked > s->acked_durable)
+			s->acked_durable = f->acked;
+		if (f->lease)
+			s->lease_end = f->lease;
+	} else {
+		s->io_errors++;
+		fq_log_rl(FQ_LOG_ERROR, "spool: %s: cannot make frames up to seq %" PRIu64 " durable: %s",
+			  s->dir, f->upto, strerror(-f->rc));
+	}
+	if (f->lease && s->lease_want == f->lease)
+		s->lease_want = 0;
+	wake(s, f->rc == 0 ? s->durable : f->upto, f->rc);
+	free(f->fds);
+	free(f);
+	if (s->flush_again) {
+		s->flush_again = false;
+		fq_spool_flush(s);
+	}
+}
+
+/* A flush of everything the spool holds now, or NULL when nothing waits. */
+static struct flush_job *flush_job_new(struct fq_spool *s)
+{
+	struct flush_job *f;
+	uint64_t upto = s->next_seq - 1;
+	bool current = upto > s->durable && s->fd >= 0;
+
+	if (upto <= s->durable && !s->nretired && !s->dir_dirty && !s->lease_want && !s->ack_dirty)
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f || !(f->fds = malloc((s->nretired + 2) * sizeof(int)))) {
+		free(f);
+		return NULL;
+	}
+	if (s->nretired)
+		memcpy(f->fds, s->retired, s->nretired * sizeof(int));
+	f->nfds = s->nretired;
+	if (current && (f->fds[f->nfds] = dup(s->fd)) >= 0)
+		f->nfds++;
+	else if (current)
+		f->rc = -errno;
+	if (s->ack_dirty && (f->fds[f->nfds] = dup(s->ack_fd)) >= 0) {
+		f->nfds++;
+		f->acked = s->acked;
+		s->ack_dirty = false;
+	}
+	s->nretired = 0;
+	f->job = (struct fq_job){.run = flush_run, .done = flush_done};
+	f->s = s;
+	f->dir = s->dir;
+	f->dir_sync = s->dir_dirty;
+	s->dir_dirty = false;
+	f->lease = s->lease_want;
+	f->upto = upto;
+	return f;
+}
+
+void fq_spool_flush(struct fq_spool *s)
+{
+	struct flush_job *f;
+
+	if (s->flushing) {
+		s->flush_again = true;
+		return;
+	}
+	f = flush_job_new(s);
+	if (!f)
+		return;
+	s->flushing = f;
+	if (s->worker) {
+		fq_worker_submit(s->worker, &f->job);
+		return;
+	}
+	flush_run(&f->job);
+	flush_done(&f->job, true);
+}
+
+int fq_spool_attach(struct fq_spool *s, struct event_base *base)
+{
+	s->worker = fq_worker_create(base);
+	return s->worker ? 0 : -errno;
+}
+
+uint64_t fq_spool_durable_seq(const struct fq_spool *s)
+{
+	return s->durable;
+}
+
+int fq_spool_when_durable(struct fq_spool *s, uint64_t seq, fq_spool_durable_fn fn, void *arg)
+{
+	if (seq <= s->durable)
+		return 1;
+	if (s->nwaiters == s->capwaiters) {
+		size_t cap = s->capwaiters ? 2 * s->capwaiters : 16;
+		struct waiter *v = realloc(s->waiters, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->waiters = v;
+		s->capwaiters = cap;
+	}
+	s->waiters[s->nwaiters++] = (struct waiter){.seq = seq, .fn = fn, .arg = arg};
+	fq_spool_flush(s);
+	return 0;
 }
 
 struct json_object *fq_spool_counters(const struct fq_spool *s)

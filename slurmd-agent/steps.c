@@ -332,8 +332,7 @@ int fq_steps_save(const struct fq_steps *s, const char *path)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0 && !(f = fdopen(fd, "w")))
 		close(fd);
-	if (!f || fputs(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN), f) < 0 ||
-	    fflush(f) != 0 || fsync(fileno(f)) < 0)
+	if (!f || fputs(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN), f) < 0 || fflush(f) != 0)
 		rc = -errno;
 	if (f && fclose(f) != 0 && rc == 0)
 		rc = -errno;

@@ -93,7 +93,9 @@ size_t fq_steps_count(const struct fq_steps *s);
 struct json_object *fq_steps_json(const struct fq_steps *s);
 
 /* Persist the registry (fq_steps_json) to path: a fresh file (mode 0600,
- * never one planted at path.tmp) renamed over it. 0 or a negative errno. */
+ * never one planted at path.tmp) renamed over it. 0 or a negative errno.
+ * Not synced (it runs on the agent's loop): the file serves an agent
+ * restart, and a node crash ends the steps it names too. */
 int fq_steps_save(const struct fq_steps *s, const char *path);
 
 /* Register every step saved at path (as fq_steps_register would; dead

@@ -18,6 +18,7 @@
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/munge_cred.h"
+#include "slurmd-agent/worker.h"
 
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 5000
@@ -27,14 +28,48 @@
 
 enum state {
 	IDLE,       /* waiting to (re)connect */
+	RESOLVING,  /* the controller's name being resolved (worker) */
 	CONNECTING, /* TCP connect in progress */
 	CHALLENGED, /* waiting for the controller's challenge */
+	SIGNING,    /* our credential for its challenge being minted (worker) */
 	AWAIT_AUTH, /* answered: waiting for the controller's own Auth */
+	CHECKING,   /* the controller's credential being decoded (worker) */
 	STREAMING,  /* both authenticated: sending the spool */
 };
 
-static const char *const state_names[] = {"disconnected", "connecting", "authenticating", "authenticating",
-					  "connected"};
+static const char *const state_names[] = {"disconnected",   "connecting",     "connecting",
+					  "authenticating", "authenticating", "authenticating",
+					  "authenticating", "connected"};
+
+/* The blocking calls (getaddrinfo, munge_encode, munge_decode) run on the
+ * uplink's worker, one at a time; a stuck resolver or munged delays the
+ * connection, never the agent's loop. */
+enum call_kind {
+	RESOLVE,
+	SIGN,
+	CHECK
+};
+
+struct call {
+	struct fq_job job;
+	struct fq_uplink *u;
+	uint64_t conn; /* u->conn_id when asked: stale once that connection is gone */
+	enum call_kind kind;
+	/* inputs, the call's own */
+	char host[256];
+	uint16_t port;
+	const char *munge_socket; /* u's: fixed once created */
+	int ttl_s;
+	uid_t want_uid;
+	uint8_t nonce[FQ_MUNGE_NONCE_SIZE];
+	char *cred; /* CHECK: the controller's (copy); SIGN: ours, minted */
+	/* outputs */
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	int rc;
+	uid_t uid;
+	char err[256];
+};
 
 struct fq_uplink {
 	struct event_base *base;
@@ -49,6 +84,10 @@ struct fq_uplink {
 	struct fq_frame_decoder *dec;
 	struct event *retry_ev;
 	unsigned backoff_ms;
+	struct fq_worker *worker;
+	struct call *call; /* in flight on the worker, or NULL */
+	bool closing;
+	uint64_t conn_id; /* counts connections: a call for an older one is stale */
 	uint8_t *sendbuf;
 	uint64_t connects, refusals, disconnects, frames_sent, acked;
 	uint64_t acks_refused, corrections_refused, peers_refused, advice_refused, controller_auth_refused;
@@ -72,6 +111,7 @@ static void set_error(struct fq_uplink *u, const char *fmt, ...)
 
 static void drop_connection(struct fq_uplink *u)
 {
+	u->conn_id++;
 	if (u->bev) {
 		bufferevent_free(u->bev);
 		u->bev = NULL;
@@ -127,41 +167,100 @@ static void on_write(struct bufferevent *bev, void *arg)
 	pump(arg);
 }
 
-static int answer_challenge(struct fq_uplink *u, const Fabriciq__Challenge *c)
+static void call_done(struct fq_job *j, bool ran);
+
+static void call_run(struct fq_job *j)
+{
+	struct call *c = (struct call *)j;
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+	char port[8];
+
+	switch (c->kind) {
+	case RESOLVE:
+		snprintf(port, sizeof(port), "%u", c->port);
+		c->rc = getaddrinfo(c->host, port, &hints, &ai);
+		if (c->rc != 0) {
+			snprintf(c->err, sizeof(c->err), "cannot resolve: %s", gai_strerror(c->rc));
+			c->rc = -EHOSTUNREACH;
+			return;
+		}
+		memcpy(&c->addr, ai->ai_addr, ai->ai_addrlen);
+		c->addrlen = ai->ai_addrlen;
+		freeaddrinfo(ai);
+		return;
+	case SIGN:
+		c->rc = fq_munge_encode(c->munge_socket, c->nonce, sizeof(c->nonce), c->ttl_s, &c->cred,
+					c->err, sizeof(c->err));
+		return;
+	case CHECK:
+		c->rc = fq_munge_decode(c->munge_socket, c->cred, c->nonce, sizeof(c->nonce), c->want_uid,
+					&c->uid, NULL, c->err, sizeof(c->err));
+		return;
+	}
+}
+
+/* Hand a call of the current connection to the worker (the uplink has at
+ * most one in flight); NULL without memory. */
+static struct call *ask(struct fq_uplink *u, enum call_kind kind, enum state wait_in)
+{
+	struct call *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->job = (struct fq_job){.run = call_run, .done = call_done};
+	c->u = u;
+	c->conn = u->conn_id;
+	c->kind = kind;
+	c->munge_socket = u->cfg.munge_socket;
+	u->call = c;
+	u->state = wait_in;
+	return c;
+}
+
+static int answer_challenge(struct fq_uplink *u, const Fabriciq__Challenge *ch)
+{
+	struct call *c;
+
+	if (ch->nonce.len != FQ_MUNGE_NONCE_SIZE) {
+		set_error(u, "challenge with a %zu-byte nonce (expected %d)", ch->nonce.len,
+			  FQ_MUNGE_NONCE_SIZE);
+		return -EPROTO;
+	}
+	c = ask(u, SIGN, SIGNING);
+	if (!c)
+		return -ENOMEM;
+	memcpy(c->nonce, ch->nonce.data, sizeof(c->nonce));
+	c->ttl_s = u->cfg.credential_ttl_s;
+	fq_worker_submit(u->worker, &c->job);
+	return 0;
+}
+
+/* Our credential is minted: send it with a nonce of ours, and the hello. */
+static int send_auth(struct fq_uplink *u, const struct call *c)
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__Auth auth = FABRICIQ__AUTH__INIT;
 	Fabriciq__AgentHello hello = FABRICIQ__AGENT_HELLO__INIT;
-	char *cred = NULL, err[256];
 	int rc;
 
-	if (c->nonce.len != FQ_MUNGE_NONCE_SIZE) {
-		set_error(u, "challenge with a %zu-byte nonce (expected %d)", c->nonce.len,
-			  FQ_MUNGE_NONCE_SIZE);
-		return -EPROTO;
-	}
-	rc = fq_munge_encode(u->cfg.munge_socket, c->nonce.data, c->nonce.len, u->cfg.credential_ttl_s, &cred,
-			     err, sizeof(err));
-	if (rc < 0) {
-		set_error(u, "cannot mint a munge credential: %s", err);
-		return rc;
+	if (c->rc < 0) {
+		set_error(u, "cannot mint a munge credential: %s", c->err);
+		return c->rc;
 	}
 	if ((rc = fq_munge_nonce(u->nonce)) < 0) {
-		free(cred);
 		set_error(u, "cannot draw a nonce: %s", strerror(-rc));
 		return rc;
 	}
-	auth.credential = cred;
+	auth.credential = c->cred;
 	auth.nonce.data = u->nonce;
 	auth.nonce.len = sizeof(u->nonce);
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_AUTH;
 	env.auth = &auth;
 	rc = send_env(u, &env);
-	free(cred);
 	if (rc < 0)
 		return rc;
 	u->ops.hello(u->arg, &hello);
-	hello.next_seq = fq_spool_first_unacked(u->spool);
+	hello.next_seq = fq_spool_first_unconfirmed(u->spool);
 	env = (Fabriciq__Envelope)FABRICIQ__ENVELOPE__INIT;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_HELLO;
 	env.hello = &hello;
@@ -173,18 +272,28 @@ static int answer_challenge(struct fq_uplink *u, const Fabriciq__Challenge *c)
 }
 
 /* The controller's own Auth: its credential must carry our nonce and the
- * controller's uid, else the connection is dropped. */
+ * controller's uid (checked on the worker), else the connection is dropped. */
 static int check_controller(struct fq_uplink *u, const Fabriciq__Auth *a)
 {
-	char err[256] = "";
-	uid_t uid;
-	int rc;
+	struct call *c = ask(u, CHECK, CHECKING);
 
-	rc = fq_munge_decode(u->cfg.munge_socket, a->credential ? a->credential : "", u->nonce,
-			     sizeof(u->nonce), u->cfg.controller_uid, &uid, NULL, err, sizeof(err));
-	if (rc < 0) {
+	if (!c || !(c->cred = strdup(a->credential ? a->credential : ""))) {
+		free(c);
+		u->call = NULL;
+		return -ENOMEM;
+	}
+	memcpy(c->nonce, u->nonce, sizeof(c->nonce));
+	c->want_uid = u->cfg.controller_uid;
+	fq_worker_submit(u->worker, &c->job);
+	return 0;
+}
+
+static int controller_checked(struct fq_uplink *u, const struct call *c)
+{
+	if (c->rc < 0) {
 		u->controller_auth_refused++;
-		set_error(u, "the controller did not authenticate: %s", err[0] ? err : strerror(-rc));
+		set_error(u, "the controller did not authenticate: %s",
+			  c->err[0] ? c->err : strerror(-c->rc));
 		return -EACCES;
 	}
 	u->state = STREAMING;
@@ -192,7 +301,7 @@ static int check_controller(struct fq_uplink *u, const Fabriciq__Auth *a)
 	u->backoff_ms = 0;
 	u->last_error[0] = '\0';
 	fq_info("controller %s:%u: connected (authenticated, uid %u), resending from seq %llu", u->host,
-		u->cfg.port, (unsigned)uid, (unsigned long long)fq_spool_first_unacked(u->spool));
+		u->cfg.port, (unsigned)c->uid, (unsigned long long)fq_spool_first_unacked(u->spool));
 	fq_spool_rewind(u->spool);
 	pump(u);
 	return 0;
@@ -361,6 +470,21 @@ drop:
 	drop_connection(u);
 }
 
+/* What did not come while the connection's read timeout ran. */
+static const char *waiting_for(enum state st)
+{
+	switch (st) {
+	case SIGNING:
+		return "munged minted no credential";
+	case AWAIT_AUTH:
+		return "the controller did not authenticate";
+	case CHECKING:
+		return "munged did not check the controller's credential";
+	default:
+		return "no challenge";
+	}
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct fq_uplink *u = arg;
@@ -379,10 +503,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 			bufferevent_enable(u->bev, EV_READ);
 			return;
 		}
-		set_error(u,
-			  u->state == AWAIT_AUTH ? "the controller did not authenticate within %d s"
-						 : "no challenge within %d s",
-			  AUTH_TIMEOUT_S);
+		set_error(u, "%s within %d s", waiting_for(u->state), AUTH_TIMEOUT_S);
 	} else if (what & BEV_EVENT_ERROR) {
 		set_error(u, "%s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 	} else if (what & BEV_EVENT_EOF) {
@@ -391,26 +512,18 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	drop_connection(u);
 }
 
-static void try_connect(evutil_socket_t fd, short what, void *arg)
+/* The controller's address is known: connect. */
+static void connect_to(struct fq_uplink *u, const struct call *c)
 {
-	struct fq_uplink *u = arg;
-	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-	char port[8];
-	int rc;
-
-	(void)fd;
-	(void)what;
-	snprintf(port, sizeof(port), "%u", u->cfg.port);
-	rc = getaddrinfo(u->host, port, &hints, &ai);
-	if (rc != 0) {
-		set_error(u, "cannot resolve: %s", gai_strerror(rc));
+	if (c->rc < 0) {
+		set_error(u, "%s", c->err);
+		u->state = IDLE;
 		schedule_retry(u);
 		return;
 	}
 	u->dec = fq_frame_decoder_create(IN_MAX);
 	u->bev = bufferevent_socket_new(u->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (!u->dec || !u->bev) {
-		freeaddrinfo(ai);
 		drop_connection(u);
 		return;
 	}
@@ -418,12 +531,51 @@ static void try_connect(evutil_socket_t fd, short what, void *arg)
 	bufferevent_setwatermark(u->bev, EV_WRITE, HIGH_WATER / 2, 0);
 	bufferevent_enable(u->bev, EV_READ | EV_WRITE);
 	u->state = CONNECTING;
-	rc = bufferevent_socket_connect(u->bev, ai->ai_addr, (int)ai->ai_addrlen);
-	freeaddrinfo(ai);
-	if (rc < 0) {
+	if (bufferevent_socket_connect(u->bev, (const struct sockaddr *)&c->addr, (int)c->addrlen) < 0) {
 		set_error(u, "cannot connect");
 		drop_connection(u);
 	}
+}
+
+/* A finished call, on the loop: the next step of its connection, unless
+ * that connection is gone (or the uplink is). */
+static void call_done(struct fq_job *j, bool ran)
+{
+	struct call *c = (struct call *)j;
+	struct fq_uplink *u = c->u;
+	int rc = 0;
+
+	u->call = NULL;
+	if (ran && !u->closing && c->conn == u->conn_id) {
+		if (c->kind == RESOLVE)
+			connect_to(u, c);
+		else if (c->kind == SIGN)
+			rc = send_auth(u, c);
+		else
+			rc = controller_checked(u, c);
+		if (rc < 0)
+			drop_connection(u);
+	}
+	free(c->cred);
+	free(c);
+}
+
+static void try_connect(evutil_socket_t fd, short what, void *arg)
+{
+	struct fq_uplink *u = arg;
+	struct call *c;
+
+	(void)fd;
+	(void)what;
+	/* a call of a connection already dropped still blocks the worker:
+	 * no new one behind it */
+	if (u->call || !(c = ask(u, RESOLVE, RESOLVING))) {
+		schedule_retry(u);
+		return;
+	}
+	snprintf(c->host, sizeof(c->host), "%s", u->host);
+	c->port = u->cfg.port;
+	fq_worker_submit(u->worker, &c->job);
 }
 
 static void schedule_retry(struct fq_uplink *u)
@@ -466,7 +618,8 @@ struct fq_uplink *fq_uplink_create(struct event_base *base, const struct fq_upli
 	u->arg = arg;
 	u->sendbuf = malloc(IN_MAX + FQ_FRAME_HEADER_SIZE);
 	u->retry_ev = evtimer_new(base, try_connect, u);
-	if (!u->sendbuf || !u->retry_ev) {
+	u->worker = fq_worker_create(base);
+	if (!u->sendbuf || !u->retry_ev || !u->worker) {
 		fq_uplink_destroy(u);
 		return NULL;
 	}
@@ -478,6 +631,9 @@ void fq_uplink_destroy(struct fq_uplink *u)
 {
 	if (!u)
 		return;
+	/* waits for a call in flight (libmunge gives up on a stuck munged) */
+	u->closing = true;
+	fq_worker_destroy(u->worker);
 	if (u->bev)
 		bufferevent_free(u->bev);
 	fq_frame_decoder_destroy(u->dec);

@@ -11,7 +11,12 @@
  * nothing more and takes nothing from it (no Ack, correction, peers or
  * advice); a bad or missing one drops the connection (counted in
  * controller_auth_refused). Then it streams its spool (spool.h) from the
- * first unacknowledged frame. Acks drop frames from the spool;
+ * first unacknowledged frame. Resolving the controller's name and both
+ * munge calls block (a slow DNS server, a stuck munged: libmunge gives up
+ * after 10 s): they run on the uplink's own worker thread (worker.h), one
+ * at a time, so the agent's loop (probes, pages, the step socket) never
+ * waits on them; a call for a connection dropped meanwhile is discarded,
+ * and no new connection is tried while one still blocks. Acks drop frames from the spool;
  * ClockCorrection and PeerAssignment are handed to the caller. A broken or
  * refused connection is retried with exponential backoff (0.5 s .. 5 s,
  * jittered); meanwhile frames wait in the spool.

@@ -25,10 +25,16 @@ static char step_path[128], tele_path[128];
 static pid_t lane_pid;
 static int lanes_at_end = -1; /* lane reports taken in when the last StepEnd was handled */
 
-static int on_start(void *arg, const Fabriciq__StepStart *m, char *msg, size_t len)
+static uint64_t deferred; /* the ticket of the last StepStart of job 77 */
+
+static int on_start(void *arg, const Fabriciq__StepStart *m, uint64_t ticket, char *msg, size_t len)
 {
 	(void)arg;
 	starts++;
+	if (m->job_id == 77) { /* answered when the test says so */
+		deferred = ticket;
+		return FQ_LOCAL_LATER;
+	}
 	if (m->job_id == 13) {
 		snprintf(msg, len, "job 13 is unlucky");
 		return -EINVAL;
@@ -37,10 +43,11 @@ static int on_start(void *arg, const Fabriciq__StepStart *m, char *msg, size_t l
 	return 0;
 }
 
-static int on_end(void *arg, const Fabriciq__StepEnd *m, char *msg, size_t len)
+static int on_end(void *arg, const Fabriciq__StepEnd *m, uint64_t ticket, char *msg, size_t len)
 {
 	(void)arg;
 	(void)m;
+	(void)ticket;
 	ends++;
 	lanes_at_end = lanes;
 	snprintf(msg, len, "unregistered");
@@ -331,12 +338,12 @@ int main(void)
 	snprintf(step_path, sizeof(step_path), "%s/step.sock", dir);
 	snprintf(tele_path, sizeof(tele_path), "%s/tele.sock", dir);
 	snprintf(want, sizeof(want), "%s /elsewhere/clock /elsewhere/paths", tele);
-	plan(41);
+	plan(45);
 	l = fq_local_create(base, step, tele, "/elsewhere/clock", "/elsewhere/paths", &lim, &ops, NULL);
 	ok(l != NULL, "both sockets listen");
 
 	if (getuid() != 0) {
-		skip(8, "the step socket is root only; not root here");
+		skip(12, "the step socket is root only; not root here");
 	} else {
 		fd = dial(step);
 		send_step(fd, 7, 42, 0);
@@ -352,10 +359,26 @@ int main(void)
 		is_int(read_result(base, fd, &seq, paths, sizeof(paths)), 0,
 		       "StepEnd answered on the same connection");
 		is_str(paths, "-", "... without paths");
+		/* a deferred answer: none until the agent gives it */
+		send_step(fd, 10, 77, 0);
+		spin(base);
+		ok(recv(fd, paths, 1, MSG_DONTWAIT | MSG_PEEK) < 0 && errno == EAGAIN,
+		   "a deferred StepStart is not answered before the agent answers it");
+		fq_local_answer(l, deferred, 0, "registered");
+		is_int(read_result(base, fd, &seq, paths, sizeof(paths)), 0, "... then answered with code 0");
+		ok(seq == 10 && strcmp(paths, want) == 0, "... for its seq (%d), with the paths", (int)seq);
 		if (write(fd, "garbage!garbage!", 16) != 16)
 			diag("write failed");
 		ok(closed(base, fd), "garbage on the step socket: connection closed");
 		close(fd);
+		/* owed to a connection that closed: dropped */
+		fd = dial(step);
+		send_step(fd, 11, 77, 0);
+		spin(base);
+		close(fd);
+		spin(base);
+		fq_local_answer(l, deferred, 0, "registered");
+		is_int(counter(l, "step_connections"), 0, "an answer owed to a closed connection is dropped");
 	}
 
 	fd = dial(tele);
@@ -373,7 +396,7 @@ int main(void)
 		/* a StepStart on the telemetry socket is not allowed */
 		send_step(fd, 1, 42, 0);
 		ok(closed(base, fd), "a step request on the telemetry socket: connection closed");
-		is_int(starts, getuid() == 0 ? 2 : 0, "... and not executed");
+		is_int(starts, getuid() == 0 ? 4 : 0, "... and not executed");
 	}
 	close(fd);
 	fd = dial(tele);

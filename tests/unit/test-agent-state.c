@@ -1,6 +1,8 @@
 /* Unit tests of the agent's state modules: the step registry (pid -> step
  * and rank), the write-ahead spool and the slewed global timeline. */
 #include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,6 +327,151 @@ static void test_spool(void)
 		diag("cleanup failed");
 }
 
+/* ---- spool durability ---------------------------------------------------- */
+
+static uint64_t woken[8];
+static int n_woken, woken_rc = 1;
+
+static void on_durable(void *arg, int rc)
+{
+	woken[n_woken++] = (uint64_t)(uintptr_t)arg;
+	woken_rc = rc;
+}
+
+/* A link event of a few bytes. */
+static void append_small(struct fq_spool *s)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__LinkEvent l = FABRICIQ__LINK_EVENT__INIT;
+
+	env.version = FQ_PROTOCOL_VERSION;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LINK;
+	env.link = &l;
+	fq_spool_append(s, &env);
+}
+
+static uint64_t lease_on_disk(const char *dir)
+{
+	char path[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/next_seq", dir);
+	f = fopen(path, "re");
+	if (f && fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* A frame is durable only after a flush; a waiter hears of it then, in seq
+ * order; on a worker the flush leaves the loop free; the seq lease is
+ * renewed by a flush half a lease ahead. */
+static void test_spool_durable(void)
+{
+	char dir[] = "/tmp/fq-spool-dur.XXXXXX";
+	struct event_base *base = event_base_new();
+	struct fq_spool *s;
+	uint64_t lease0;
+
+	if (!mkdtemp(dir) || fq_spool_open(dir, 1 << 22, &s) < 0) {
+		ok(0, "open a spool");
+		return;
+	}
+	append_kind(s, 0);
+	append_kind(s, 1);
+	is_int((int)fq_spool_durable_seq(s), 0, "appended frames are not durable before a flush");
+	is_int(fq_spool_when_durable(s, 2, on_durable, (void *)2), 0, "a waiter for seq 2 is taken");
+	ok(n_woken == 1 && woken[0] == 2 && woken_rc == 0 && fq_spool_durable_seq(s) == 2,
+	   "without a worker the flush runs inline and wakes it (durable %llu)",
+	   (unsigned long long)fq_spool_durable_seq(s));
+	is_int(fq_spool_when_durable(s, 1, on_durable, (void *)1), 1, "seq 1 is durable already");
+
+	is_int(fq_spool_attach(s, base), 0, "a worker for the flushes");
+	n_woken = 0;
+	append_kind(s, 0);
+	append_kind(s, 0);
+	fq_spool_when_durable(s, 3, on_durable, (void *)3);
+	fq_spool_when_durable(s, 4, on_durable, (void *)4);
+	is_int(n_woken, 0, "on a worker no waiter is woken before the loop runs");
+	for (int i = 0; i < 500 && n_woken < 2; i++)
+		event_base_loop(base, EVLOOP_ONCE);
+	ok(n_woken == 2 && woken[0] == 3 && woken[1] == 4 && fq_spool_durable_seq(s) == 4,
+	   "then both, in seq order (%d woken, durable %llu)", n_woken,
+	   (unsigned long long)fq_spool_durable_seq(s));
+
+	lease0 = lease_on_disk(dir);
+	while (fq_spool_next_seq(s) + 100000 / 2 < lease0)
+		append_small(s);
+	append_small(s);
+	for (int i = 0; i < 500 && fq_spool_durable_seq(s) + 1 < fq_spool_next_seq(s); i++) {
+		fq_spool_flush(s);
+		event_base_loop(base, EVLOOP_ONCE);
+	}
+	ok(lease_on_disk(dir) >= fq_spool_next_seq(s) + 100000 - 1,
+	   "half a lease before it runs out a flush renews it (%llu -> %llu at seq %llu)",
+	   (unsigned long long)lease0, (unsigned long long)lease_on_disk(dir),
+	   (unsigned long long)fq_spool_next_seq(s));
+	fq_spool_close(s);
+
+	/* the acknowledged seq outlives a restart */
+	{
+		char dir3[] = "/tmp/fq-spool-dur3.XXXXXX";
+		uint64_t first = 0, last = 0;
+		int links, n = -1;
+
+		if (mkdtemp(dir3) && fq_spool_open(dir3, 1 << 20, &s) == 0) {
+			for (int i = 0; i < 5; i++)
+				append_small(s);
+			fq_spool_ack(s, 3);
+			is_int((int)fq_spool_first_unconfirmed(s), 1,
+			       "an ack is not told before it is on disk");
+			fq_spool_flush(s);
+			is_int((int)fq_spool_first_unconfirmed(s), 4, "... after a flush it is (4)");
+			fq_spool_close(s);
+			fq_spool_open(dir3, 1 << 20, &s);
+			n = drain(s, &first, &last, &links);
+			ok(fq_spool_first_unconfirmed(s) == 4 && n == 2 && first == 4 && last == 5,
+			   "restarted: the hello tells seq %llu, frames 4..5 are sent again (%d)",
+			   (unsigned long long)fq_spool_first_unconfirmed(s), n);
+			fq_spool_close(s);
+		} else {
+			ok(0, "a spool");
+		}
+	}
+
+	/* a segment created, never written (a crash in between): dropped at open */
+	{
+		char dir2[] = "/tmp/fq-spool-dur2.XXXXXX", path[128];
+		uint64_t first = 0, last = 0;
+		int links, n, fd = -1;
+
+		if (mkdtemp(dir2)) {
+			snprintf(path, sizeof(path), "%s/%020d.seg", dir2, 1);
+			fd = open(path, O_WRONLY | O_CREAT, 0600);
+		}
+		if (fd < 0 || fq_spool_open(dir2, 1 << 20, &s) < 0) {
+			ok(0, "an empty segment");
+		} else {
+			close(fd);
+			append_small(s);
+			append_small(s);
+			fq_spool_ack(s, 1);
+			fq_spool_close(s);
+			fq_spool_open(dir2, 1 << 20, &s);
+			n = drain(s, &first, &last, &links);
+			ok(n >= 1 && last == 2,
+			   "an empty segment left by a crash: the frame after an ack survives a restart (%d)",
+			   n);
+			fq_spool_close(s);
+		}
+	}
+	event_base_free(base);
+	if (system("rm -rf /tmp/fq-spool-dur*") != 0)
+		diag("cleanup failed");
+}
+
 /* ---- timeline ----------------------------------------------------------- */
 
 static void test_timeline(void)
@@ -497,11 +644,12 @@ static void test_advice(void)
 
 int main(void)
 {
-	plan(75);
+	plan(87);
 	test_nics();
 	test_steps();
 	test_reap();
 	test_spool();
+	test_spool_durable();
 	test_timeline();
 	test_advice();
 	return done_testing();
