@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 struct segment {
 	uint64_t first, last; /* seqs; last < first: empty */
 	uint64_t bytes, frames;
-	int compacted;
+	uint64_t bulk; /* of its frames, bulk telemetry (fq_spool_is_bulk) */
 };
 
 struct fq_spool {
@@ -35,7 +36,7 @@ struct fq_spool {
 	uint64_t next_seq, lease_end, acked, skip_upto;
 	size_t cur_seg; /* send cursor */
 	uint64_t cur_off;
-	uint64_t total_bytes, total_frames, dropped, dropped_probe, io_errors;
+	uint64_t total_bytes, total_frames, dropped_bulk, dropped_events, io_errors;
 	int dirty;
 };
 
@@ -132,6 +133,7 @@ static int scan_seg(struct fq_spool *s, struct segment *g)
 			break;
 		g->last = get64(h + 5);
 		g->frames++;
+		g->bulk += fq_spool_is_bulk(h[4]);
 		off += REC_HDR + len;
 	}
 	if (off < (uint64_t)st.st_size) {
@@ -263,7 +265,14 @@ static void remove_seg(struct fq_spool *s, size_t i)
 		s->cur_off = 0;
 }
 
-/* Rewrite the oldest segment without its probe reports. 0 or -errno. */
+bool fq_spool_is_bulk(int payload_case)
+{
+	return payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE ||
+	       payload_case == FABRICIQ__ENVELOPE__PAYLOAD_CLOCK ||
+	       payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+}
+
+/* Rewrite a closed segment without its bulk telemetry. 0 or -errno. */
 static int compact(struct fq_spool *s, struct segment *g)
 {
 	char path[4200], tmp[4210];
@@ -288,9 +297,8 @@ static int compact(struct fq_spool *s, struct segment *g)
 			goto out;
 		}
 		off += REC_HDR + len;
-		if (h[4] == FABRICIQ__ENVELOPE__PAYLOAD_PROBE) {
-			s->dropped++;
-			s->dropped_probe++;
+		if (fq_spool_is_bulk(h[4])) {
+			s->dropped_bulk++;
 			continue;
 		}
 		if (write(outfd, h, REC_HDR) != REC_HDR || write(outfd, buf, len) != (ssize_t)len) {
@@ -308,7 +316,7 @@ static int compact(struct fq_spool *s, struct segment *g)
 	s->total_frames -= g->frames - kept;
 	g->bytes = kept_bytes;
 	g->frames = kept;
-	g->compacted = 1;
+	g->bulk = 0;
 out:
 	if (in >= 0)
 		close(in);
@@ -320,25 +328,38 @@ out:
 	return rc;
 }
 
-/* Keep the spool within its bound: probe reports of the oldest segments go
- * first, then whole segments (never the one being written). */
+/* The oldest closed segment (never the one being written) still holding
+ * bulk telemetry, or NULL. */
+static struct segment *oldest_with_bulk(struct fq_spool *s)
+{
+	for (size_t i = 0; i + 1 < s->nseg; i++)
+		if (s->seg[i].bulk)
+			return &s->seg[i];
+	return NULL;
+}
+
+/* Keep the spool within its bound: bulk telemetry goes first, from the
+ * oldest closed segment on, out of every closed segment; only then whole
+ * segments of events, oldest first (never the one being written). */
 static void enforce_bound(struct fq_spool *s)
 {
 	int warned = 0;
 
 	while (s->total_bytes > s->max_bytes && s->nseg > 1) {
-		struct segment *g = &s->seg[0];
+		struct segment *g = oldest_with_bulk(s);
+
 		if (!warned++)
 			fq_log_rl(FQ_LOG_WARN,
 				  "spool over its bound (%" PRIu64 " > %" PRIu64
-				  " bytes): dropping the oldest probe reports, then the oldest frames",
+				  " bytes): dropping the oldest bulk telemetry, then the oldest events",
 				  s->total_bytes, s->max_bytes);
-		if (!g->compacted && compact(s, g) == 0) {
-			if (s->cur_seg == 0)
+		if (g && compact(s, g) == 0) {
+			if (&s->seg[s->cur_seg] == g)
 				s->cur_off = 0;
 			continue;
 		}
-		s->dropped += g->frames;
+		s->dropped_bulk += s->seg[0].bulk;
+		s->dropped_events += s->seg[0].frames - s->seg[0].bulk;
 		remove_seg(s, 0);
 	}
 }
@@ -388,6 +409,7 @@ int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
 	g->last = env->seq;
 	g->bytes += REC_HDR + len;
 	g->frames++;
+	g->bulk += fq_spool_is_bulk(env->payload_case);
 	s->total_bytes += REC_HDR + len;
 	s->total_frames++;
 	s->next_seq++;
@@ -493,8 +515,10 @@ struct json_object *fq_spool_counters(const struct fq_spool *s)
 	json_object_object_add(o, "frames", json_object_new_uint64(s->total_frames));
 	json_object_object_add(o, "unacked", json_object_new_uint64(s->next_seq - 1 - s->acked));
 	json_object_object_add(o, "max_bytes", json_object_new_uint64(s->max_bytes));
-	json_object_object_add(o, "dropped_frames", json_object_new_uint64(s->dropped));
-	json_object_object_add(o, "dropped_probe_frames", json_object_new_uint64(s->dropped_probe));
+	json_object_object_add(o, "dropped_frames",
+			       json_object_new_uint64(s->dropped_bulk + s->dropped_events));
+	json_object_object_add(o, "dropped_bulk_frames", json_object_new_uint64(s->dropped_bulk));
+	json_object_object_add(o, "dropped_event_frames", json_object_new_uint64(s->dropped_events));
 	json_object_object_add(o, "io_errors", json_object_new_uint64(s->io_errors));
 	json_object_object_add(o, "acked_seq", json_object_new_uint64(s->acked));
 	json_object_object_add(o, "next_seq", json_object_new_uint64(s->next_seq));
