@@ -20,6 +20,7 @@
 #define FRAME_MAX FQ_FRAME_MAX_DEFAULT
 #define SEG_MIN   (64u << 10)
 #define SEG_MAX   (4u << 20)
+#define SEQ_MAX   (UINT64_C(1) << 62) /* no spool gives so many: a seq beyond is garbage */
 
 struct segment {
 	uint64_t first, last; /* seqs; last < first: empty */
@@ -111,7 +112,10 @@ static int add_seg(struct fq_spool *s, uint64_t first)
 	return 0;
 }
 
-/* Scan one segment file: its frames, last seq; a torn tail is cut off. */
+/* Scan one segment file: its frames, last seq; a torn tail is cut off. A
+ * record whose seq is not above the one before it (the first: not below
+ * the file's name), or is beyond SEQ_MAX, is no record of this spool's:
+ * it ends the segment too. */
 static int scan_seg(struct fq_spool *s, struct segment *g)
 {
 	char path[4200];
@@ -129,7 +133,9 @@ static int scan_seg(struct fq_spool *s, struct segment *g)
 	}
 	while (pread(fd, h, REC_HDR, (off_t)off) == REC_HDR) {
 		uint32_t len = get32(h);
-		if (len > FRAME_MAX + FQ_FRAME_HEADER_SIZE || off + REC_HDR + len > (uint64_t)st.st_size)
+		if (len > FRAME_MAX + FQ_FRAME_HEADER_SIZE || off + REC_HDR + len > (uint64_t)st.st_size ||
+		    get64(h + 5) < g->first || get64(h + 5) >= SEQ_MAX ||
+		    (g->frames && get64(h + 5) <= g->last))
 			break;
 		g->last = get64(h + 5);
 		g->frames++;
@@ -160,7 +166,7 @@ static int load(struct fq_spool *s)
 		uint64_t first;
 		char tail[8];
 		if (sscanf(e->d_name, "%20" SCNu64 "%7s", &first, tail) == 2 && strcmp(tail, ".seg") == 0 &&
-		    first > 0 && add_seg(s, first) < 0) {
+		    first > 0 && first < SEQ_MAX && add_seg(s, first) < 0) {
 			closedir(d);
 			return -ENOMEM;
 		}
@@ -173,8 +179,10 @@ static int load(struct fq_spool *s)
 			s->seg[i].last = s->seg[i].first - 1;
 		s->total_bytes += s->seg[i].bytes;
 		s->total_frames += s->seg[i].frames;
-		if (s->seg[i].frames && s->seg[i].last + 1 > s->next_seq)
-			s->next_seq = s->seg[i].last + 1;
+		/* beyond every seq held and every segment's name (an empty
+		 * segment's name is never given to a new one) */
+		if ((s->seg[i].frames ? s->seg[i].last : s->seg[i].first) + 1 > s->next_seq)
+			s->next_seq = (s->seg[i].frames ? s->seg[i].last : s->seg[i].first) + 1;
 	}
 	snprintf(path, sizeof(path), "%s/next_seq", s->dir);
 	f = fopen(path, "re");
@@ -183,7 +191,7 @@ static int load(struct fq_spool *s)
 			lease = 0;
 		fclose(f);
 	}
-	if (lease > s->next_seq)
+	if (lease > s->next_seq && lease < SEQ_MAX)
 		s->next_seq = lease;
 	if (s->next_seq == 0)
 		s->next_seq = 1;

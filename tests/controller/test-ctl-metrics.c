@@ -138,7 +138,8 @@ int main(void)
 	}
 	after = render(series, &n);
 	is_int(n, 0, "10,000 steps ended: no lane series left");
-	ok(after <= empty + 16, "the exposition: %zu bytes with none run, %zu after 10,002 steps", empty, after);
+	ok(after <= empty + 16, "the exposition: %zu bytes with none run, %zu after 10,002 steps", empty,
+	   after);
 	is_int((int)fq_steplive_count(live), 0, "no step held live");
 	fq_metrics_destroy(m);
 	fq_steplive_destroy(live);

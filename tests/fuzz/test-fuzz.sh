@@ -6,7 +6,7 @@
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
 secs=${FQ_FUZZ_SECONDS:-20}
-targets="frame config probe ud ibhandle chunk hello recv api-query session"
+targets="frame config probe ud ibhandle chunk hello recv api-query session spool"
 for t in $targets; do
 	[ -x "$top_builddir/tests/fuzz/fuzz-$t" ] ||
 		skip_all "fuzz targets not built (configure found no clang with -fsanitize=fuzzer: apt-get install clang libclang-rt-14-dev)"
@@ -24,7 +24,7 @@ if command -v munged >/dev/null; then
 		export FQ_FUZZ_MUNGE_SOCKET=$MUNGE_DIR/munge.socket
 fi
 [ -n "$MUNGE_PID" ] || diag "no munged: fuzz-session covers the path before authentication only"
-plan 10
+plan 11
 for t in $targets; do
 	work=$(mktemp -d)
 	out=$("$top_builddir/tests/fuzz/fuzz-$t" -max_total_time="$secs" -timeout=5 -rss_limit_mb=1024 \
