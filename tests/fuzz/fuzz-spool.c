@@ -124,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (drain(s, buf, sizeof(buf), &last) > found)
 		abort();
 	if (last && fq_spool_next_seq(s) <= last)
-		abort(); /* a new frame never reuses a seq read back */
+		abort();              /* a new frame never reuses a seq read back */
 	for (int i = 0; i < 400; i++) /* 120 KB: over the bound */
 		append(s, i % 3 != 0);
 	held = counter(s, "frames");
