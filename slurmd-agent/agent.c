@@ -99,7 +99,8 @@ static const struct fq_cfg_option agent_options[] = {
     OPT("spool_dir", FQ_CFG_STRING, spool_dir, "/var/spool/fabriciq/agent", 0, 0, NULL,
 	"frames wait here until the controller acknowledges them"),
     OPT("spool_max", FQ_CFG_SIZE, spool_max, "256MiB", 1 << 20, 1e12, NULL,
-	"spool bound; beyond it the oldest probe reports are dropped first (counted)"),
+	"spool bound; beyond it bulk telemetry (probe, clock, lane reports) is dropped before events "
+	"(counted)"),
     OPT("publish_interval", FQ_CFG_DURATION, publish_interval, "100ms", 10e6, 1e9, NULL,
 	"clock page and path page publication period"),
     OPT("max_slew", FQ_CFG_UINT, max_slew, "500000", 1000, 100000000, NULL,

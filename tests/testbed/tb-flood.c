@@ -87,8 +87,8 @@ int main(int argc, char **argv)
 	end = t0 + (int64_t)(atof(argv[2]) * 1e9);
 	for (int64_t t = t0; t < end; t += step) {
 		unsigned long due_lanes = (unsigned long)((double)(t - t0 + step) / 1e9 * (double)rate);
-		unsigned long due_events = (unsigned long)((double)(t - t0 + step) / (double)(end - t0) *
-							   (double)nevents);
+		unsigned long due_events =
+		    (unsigned long)((double)(t - t0 + step) / (double)(end - t0) * (double)nevents);
 
 		for (; lanes < due_lanes; lanes++)
 			if (lane(fd) < 0)
