@@ -439,13 +439,13 @@ static void drop_step(struct ctl *c, const struct fq_step_id *id, bool idle)
 }
 
 /* Steps nothing came of for controller.step_idle (each report window). */
-static void expire_steps(struct ctl *c)
+static void expire_steps(struct ctl *c, int64_t now)
 {
 	struct fq_step_id gone[256];
 	size_t n;
 
 	do {
-		n = fq_steplive_expire(c->live, now_real(), (int64_t)c->cfg.step_idle, gone, 256);
+		n = fq_steplive_expire(c->live, now, (int64_t)c->cfg.step_idle, gone, 256);
 		for (size_t i = 0; i < n; i++)
 			drop_step(c, &gone[i], true);
 	} while (n == 256);
@@ -1014,7 +1014,6 @@ static void publish_metrics(struct ctl *c)
 	if (!c->http)
 		return;
 	fq_ingest_get_stats(c->ingest, &st);
-	expire_steps(c);
 	if (fq_metrics_render(c->metrics, &st, &c->sstats, c->anomalies_opened, c->hints, &text, &len) == 0) {
 		fq_http_publish_metrics(c->http, text, len);
 		free(text);
@@ -1034,6 +1033,7 @@ static void on_report(evutil_socket_t fd, short what, void *arg)
 		send_peers(c);
 	}
 	detector_round(c, now);
+	expire_steps(c, now);
 	publish_metrics(c);
 }
 
