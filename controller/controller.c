@@ -33,6 +33,7 @@
 #include "controller/metrics.h"
 #include "controller/peers.h"
 #include "controller/session.h"
+#include "controller/steplive.h"
 #include "controller/strmap.h"
 #include "db/api_query.h"
 #include "db/db.h"
@@ -48,7 +49,7 @@ struct ctl_config {
 	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, delay_min_excess, inband_floor,
 	    slow_nic_min_paths;
 	uint64_t delay_persist, lane_outlier_persist;
-	uint64_t resume_after, quiet_close, incident_gap, incident_settle;
+	uint64_t resume_after, quiet_close, incident_gap, incident_settle, step_idle;
 	double delay_baseline_factor, lane_outlier_factor, inband_factor, slow_nic_share;
 	bool collision_advice;
 	double collision_factor;
@@ -142,6 +143,9 @@ static const struct fq_cfg_option ctl_options[] = {
 	"resume hint after a node has been healthy this long since its drain"),
     OPT("quiet_close", FQ_CFG_DURATION, quiet_close, "30s", 1e9, 86400e9,
 	"an anomaly closes after this long without evidence"),
+    OPT("step_idle", FQ_CFG_DURATION, step_idle, "10m", 1e9, 7 * 86400e9,
+	"a job step's live state (its /metrics series, the detector's lanes) is dropped at its end on every "
+	"node, or after this long without a frame of it"),
     OPT("incident_gap", FQ_CFG_DURATION, incident_gap, "30s", 1e9, 86400e9,
 	"a link_down episode (NIC or path) ends once its place has been UP this long; DOWNs before count "
 	"into it"),
@@ -178,6 +182,7 @@ struct ctl {
 	struct fq_http *http;
 	struct fq_detector *det;
 	struct fq_metrics *metrics;
+	struct fq_steplive *live; /* the job steps metrics and detector hold state for */
 	struct fq_session_config scfg;
 	struct fq_session_stats sstats;
 	struct fq_strmap unauth;  /* source address -> sessions not yet past AgentHello (as uintptr_t) */
@@ -427,10 +432,31 @@ static void feed_detector(struct ctl *c, const char *node, const Fabriciq__Envel
 	}
 }
 
+/* A job step is gone (steplive.h): what the controller held of it goes. */
+static void drop_step(struct ctl *c, const struct fq_step_id *id, bool idle)
+{
+	fq_metrics_drop_step(c->metrics, id->job, id->step, idle);
+	fq_detector_step_end(c->det, id->job, id->step);
+}
+
+/* Steps nothing came of for controller.step_idle (each report window). */
+static void expire_steps(struct ctl *c, int64_t now)
+{
+	struct fq_step_id gone[256];
+	size_t n;
+
+	do {
+		n = fq_steplive_expire(c->live, now, (int64_t)c->cfg.step_idle, gone, 256);
+		for (size_t i = 0; i < n; i++)
+			drop_step(c, &gone[i], true);
+	} while (n == 256);
+}
+
 static void on_frame(void *arg, struct fq_session *s, Fabriciq__Envelope *env)
 {
 	struct ctl *c = arg;
 	struct agent *a = fq_session_user(s);
+	struct fq_step_id gone;
 	uint64_t ack = 0;
 	int64_t now = now_real();
 	int rc;
@@ -444,6 +470,8 @@ static void on_frame(void *arg, struct fq_session *s, Fabriciq__Envelope *env)
 		/* Accepted (not a replay): env stays valid until the next flush. */
 		feed_detector(c, a->node, env);
 		fq_metrics_frame(c->metrics, a->node, env);
+		if (fq_steplive_frame(c->live, a->node, env, now, &gone))
+			drop_step(c, &gone, false);
 		if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_CLOCK)
 			keep_clock(a, env->clock, now);
 		/* Not the periodic flush_ev itself: libevent re-arms an
@@ -1006,6 +1034,7 @@ static void on_report(evutil_socket_t fd, short what, void *arg)
 		send_peers(c);
 	}
 	detector_round(c, now);
+	expire_steps(c, now);
 	publish_metrics(c);
 }
 
@@ -1108,7 +1137,8 @@ static int start_modules(struct ctl *c)
 	dc.collision_advice = c->cfg.collision_advice;
 	dc.collision_factor = c->cfg.collision_factor;
 	dc.advice_lifetime_ns = (int64_t)c->cfg.advice_lifetime;
-	if (!(c->det = fq_detector_create(&dc)) || !(c->metrics = fq_metrics_create())) {
+	if (!(c->det = fq_detector_create(&dc)) || !(c->metrics = fq_metrics_create()) ||
+	    !(c->live = fq_steplive_create())) {
 		fq_error("cannot create the detector");
 		return -ENOMEM;
 	}
@@ -1272,6 +1302,7 @@ out: /* finalise in reverse */
 	fq_http_stop(c.http);
 	fq_ingest_destroy(c.ingest);
 	fq_metrics_destroy(c.metrics);
+	fq_steplive_destroy(c.live);
 	if (c.det)
 		fq_detector_destroy(c.det);
 	fq_authq_destroy(c.scfg.authq);

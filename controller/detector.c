@@ -1118,6 +1118,15 @@ void fq_detector_lane_event(struct fq_detector *d, const struct fq_det_lane_even
 		anom_attach(d, a, e->job_id, e->step_id, ranks, e->src_rank == e->dst_rank ? 1 : 2);
 }
 
+void fq_detector_step_end(struct fq_detector *d, uint64_t job, uint32_t step)
+{
+	struct step_key k = {.job = job, .step = step};
+	struct fq_captab_ent *e;
+
+	if (d && (e = fq_captab_find(&d->steps, &k)))
+		fq_captab_unlink(&d->steps, e);
+}
+
 void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 {
 	struct step_key sk = {0};

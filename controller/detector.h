@@ -128,6 +128,10 @@ struct fq_det_link {
 void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p);
 void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l);
 void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e);
+/* A job step is gone (controller/steplive.h): its lanes are forgotten (an
+ * ended job is no party to a collision; anomalies already attached to it
+ * stay). */
+void fq_detector_step_end(struct fq_detector *d, uint64_t job, uint32_t step);
 
 /* A lane event of a job's NCCL plugin (proto FailoverEvent), reported by
  * the agent on node. Cause "config": an RDMA lane the two ends could not

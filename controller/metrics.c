@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +25,18 @@ struct lane_m {
 	uint64_t bytes;
 };
 
+/* A job step's series: its lanes, keyed job, step, lane. */
+struct step_m {
+	struct fq_strmap lanes;
+};
+
 struct clock_m {
 	double offset_s, error_s;
 };
 
 struct fq_metrics {
-	struct fq_strmap paths, nics, lanes, clocks;
+	struct fq_strmap paths, nics, steps, clocks;
+	uint64_t steps_ended, steps_idle;
 	uint32_t solved;
 	double rms_s, max_s;
 };
@@ -46,6 +53,47 @@ static void *slot(struct fq_strmap *m, const char *key, size_t size)
 	return e->value;
 }
 
+static void step_free(void *v)
+{
+	struct step_m *st = v;
+
+	if (!st)
+		return;
+	fq_strmap_clear(&st->lanes, free);
+	free(st);
+}
+
+static void step_key(char *key, size_t len, uint64_t job, uint32_t step)
+{
+	snprintf(key, len, "%llu\x1f%u", (unsigned long long)job, step);
+}
+
+static void lane_bytes(struct fq_metrics *m, const Fabriciq__LaneReport *l)
+{
+	char key[64];
+	struct step_m *st;
+	struct lane_m *x;
+
+	step_key(key, sizeof(key), l->job_id, l->step_id);
+	if (!(st = slot(&m->steps, key, sizeof(*st))))
+		return;
+	snprintf(key, sizeof(key), "%llu\x1f%u\x1f%u", (unsigned long long)l->job_id, l->step_id, l->lane);
+	if ((x = slot(&st->lanes, key, sizeof(*x))))
+		x->bytes += l->bytes;
+}
+
+void fq_metrics_drop_step(struct fq_metrics *m, uint64_t job, uint32_t step, bool idle)
+{
+	char key[64];
+
+	step_key(key, sizeof(key), job, step);
+	step_free(fq_strmap_remove(&m->steps, key));
+	if (idle)
+		m->steps_idle++;
+	else
+		m->steps_ended++;
+}
+
 struct fq_metrics *fq_metrics_create(void)
 {
 	return calloc(1, sizeof(struct fq_metrics));
@@ -57,7 +105,7 @@ void fq_metrics_destroy(struct fq_metrics *m)
 		return;
 	fq_strmap_clear(&m->paths, free);
 	fq_strmap_clear(&m->nics, free);
-	fq_strmap_clear(&m->lanes, free);
+	fq_strmap_clear(&m->steps, step_free);
 	fq_strmap_clear(&m->clocks, free);
 	free(m);
 }
@@ -91,12 +139,7 @@ void fq_metrics_frame(struct fq_metrics *m, const char *node, const Fabriciq__En
 			x->ups++;
 	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE && env->lane->is_send) {
 		/* Sender-side reports only, so bytes are not counted twice. */
-		const Fabriciq__LaneReport *l = env->lane;
-		struct lane_m *x;
-		snprintf(key, sizeof(key), "%llu\x1f%u\x1f%u", (unsigned long long)l->job_id, l->step_id,
-			 l->lane);
-		if ((x = slot(&m->lanes, key, sizeof(*x))))
-			x->bytes += l->bytes;
+		lane_bytes(m, env->lane);
 	}
 }
 
@@ -201,6 +244,19 @@ static void family(FILE *out, const struct fq_strmap *m, const char *name, const
 	fq_strmap_each(m, emit, &r);
 }
 
+static void emit_step(struct fq_strmap_entry *e, void *arg)
+{
+	fq_strmap_each(&((struct step_m *)e->value)->lanes, emit, arg);
+}
+
+static void lane_family(FILE *out, const struct fq_metrics *m, const char *const *names)
+{
+	struct render r = {out, "fabriciq_job_lane_bytes_total", names, 6};
+
+	fprintf(out, "# HELP %s bytes sent on a job step's lane\n# TYPE %s counter\n", r.metric, r.metric);
+	fq_strmap_each(&m->steps, emit_step, &r);
+}
+
 static void scalar(FILE *out, const char *name, const char *type, const char *help, double v)
 {
 	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
@@ -289,8 +345,15 @@ int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st,
 	family(out, &m->paths, "fabriciq_path_probes_lost_total", "counter", "probes lost", path_l, 4);
 	family(out, &m->nics, "fabriciq_nic_flaps_total", "counter", "DOWN transitions reported for the NIC",
 	       nic_l, 5);
-	family(out, &m->lanes, "fabriciq_job_lane_bytes_total", "counter", "bytes sent on a job step's lane",
-	       lane_l, 6);
+	lane_family(out, m, lane_l);
+	scalar(out, "fabriciq_metrics_steps", "gauge", "job steps with series in this exposition",
+	       (double)m->steps.count);
+	fprintf(out,
+		"# HELP fabriciq_metrics_steps_expired_total job steps whose series left, by why\n"
+		"# TYPE fabriciq_metrics_steps_expired_total counter\n"
+		"fabriciq_metrics_steps_expired_total{reason=\"ended\"} %llu\n"
+		"fabriciq_metrics_steps_expired_total{reason=\"idle\"} %llu\n",
+		(unsigned long long)m->steps_ended, (unsigned long long)m->steps_idle);
 	family(out, &m->clocks, "fabriciq_clock_offset_seconds", "gauge", "node clock minus the reference's",
 	       node_l, 7);
 	family(out, &m->clocks, "fabriciq_clock_error_bound_seconds", "gauge", "error bound of the offset",

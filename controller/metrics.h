@@ -7,8 +7,10 @@
 #ifndef FQ_CONTROLLER_METRICS_H
 #define FQ_CONTROLLER_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "controller/ingest.h"
 #include "controller/session.h"
@@ -21,6 +23,9 @@ void fq_metrics_destroy(struct fq_metrics *m);
 
 /* An accepted report frame of node: paths (up, owd), NIC flaps, job lane bytes. */
 void fq_metrics_frame(struct fq_metrics *m, const char *node, const Fabriciq__Envelope *env);
+/* A job step is gone (controller/steplive.h): its series leave the
+ * exposition, counted as ended or idle. */
+void fq_metrics_drop_step(struct fq_metrics *m, uint64_t job, uint32_t step, bool idle);
 void fq_metrics_clock(struct fq_metrics *m, const char *node, double offset_ns, double error_ns);
 void fq_metrics_clock_solve(struct fq_metrics *m, uint32_t solved, double rms_ns, double max_ns);
 

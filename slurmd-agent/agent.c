@@ -85,6 +85,14 @@ static const struct fq_cfg_option agent_options[] = {
 	"telemetry connections one uid may hold (one per job process)"),
     OPT("telemetry_idle_timeout", FQ_CFG_DURATION, telemetry_idle_timeout, "10m", 1e9, 86400e9, NULL,
 	"a telemetry connection that sends no frame for this long is closed"),
+    OPT("telemetry_lane_rate", FQ_CFG_UINT, telemetry_lane_rate, "5000", 1, 1e7, NULL,
+	"lane reports a second one step's processes may send on this node (beyond: dropped, counted)"),
+    OPT("telemetry_lane_burst", FQ_CFG_UINT, telemetry_lane_burst, "20000", 1, 1e8, NULL,
+	"lane reports one step may send at once above telemetry_lane_rate"),
+    OPT("telemetry_event_rate", FQ_CFG_UINT, telemetry_event_rate, "100", 1, 1e6, NULL,
+	"failover events a second one step's processes may send on this node (beyond: dropped, counted)"),
+    OPT("telemetry_event_burst", FQ_CFG_UINT, telemetry_event_burst, "4096", 1, 1e7, NULL,
+	"failover events one step may send at once above telemetry_event_rate"),
     OPT("frame_timeout", FQ_CFG_DURATION, frame_timeout, "5s", 10e6, 600e9, NULL,
 	"a frame begun on either local socket must be complete within this, else the connection is closed"),
     OPT("clock_page", FQ_CFG_STRING, clock_page, "", 0, 0, NULL, "clock page (default RUN_DIR/clock)"),
@@ -92,7 +100,8 @@ static const struct fq_cfg_option agent_options[] = {
     OPT("spool_dir", FQ_CFG_STRING, spool_dir, "/var/spool/fabriciq/agent", 0, 0, NULL,
 	"frames wait here until the controller acknowledges them"),
     OPT("spool_max", FQ_CFG_SIZE, spool_max, "256MiB", 1 << 20, 1e12, NULL,
-	"spool bound; beyond it the oldest probe reports are dropped first (counted)"),
+	"spool bound; beyond it bulk telemetry (probe, clock, lane reports) is dropped before events "
+	"(counted)"),
     OPT("publish_interval", FQ_CFG_DURATION, publish_interval, "100ms", 10e6, 1e9, NULL,
 	"clock page and path page publication period"),
     OPT("max_slew", FQ_CFG_UINT, max_slew, "500000", 1000, 100000000, NULL,
@@ -242,6 +251,7 @@ static void write_status(struct agent *a)
 	json_object_object_add(st, "global_time", clk);
 	json_object_object_add(st, "counters", fq_prober_counters(a->prober));
 	json_object_object_add(st, "steps", fq_steps_json(a->steps));
+	json_object_object_add(st, "senders", fq_steps_counters(a->steps));
 	json_object_object_add(st, "local_sockets", fq_local_counters(a->local));
 	if (a->uplink) {
 		json_object_object_add(st, "uplink", fq_uplink_counters(a->uplink));
@@ -249,6 +259,7 @@ static void write_status(struct agent *a)
 	}
 	json_object_object_add(st, "lanes_forwarded", json_object_new_uint64(a->lanes_forwarded));
 	json_object_object_add(st, "lane_delays_dropped", json_object_new_uint64(a->lane_delays_dropped));
+	json_object_object_add(st, "lanes_remote_unknown", json_object_new_uint64(a->lanes_remote_unknown));
 	json_object_object_add(st, "steps_reclaimed", json_object_new_uint64(a->steps_reclaimed));
 	json_object_object_add(st, "events", json_object_get(a->events));
 	text = json_object_to_json_string_ext(st, JSON_C_TO_STRING_PRETTY);
@@ -541,6 +552,11 @@ static int start_sharing(struct agent *a)
 	    .frame_timeout_ns = (int64_t)a->cfg.frame_timeout,
 	};
 	int rc;
+
+	a->lane_limit =
+	    (struct fq_rate_limit){(double)a->cfg.telemetry_lane_rate, (double)a->cfg.telemetry_lane_burst};
+	a->event_limit =
+	    (struct fq_rate_limit){(double)a->cfg.telemetry_event_rate, (double)a->cfg.telemetry_event_burst};
 
 	rc = check_run_dir(a->cfg.run_dir);
 	if (rc < 0)

@@ -40,6 +40,7 @@ struct agent_config {
 	uint64_t controller_uid;
 	uint64_t step_max_connections, telemetry_max_connections, telemetry_max_per_uid;
 	uint64_t telemetry_idle_timeout, frame_timeout;
+	uint64_t telemetry_lane_rate, telemetry_lane_burst, telemetry_event_rate, telemetry_event_burst;
 };
 
 #define AGENT_MAX_NICS     16
@@ -95,8 +96,11 @@ struct agent {
 	int64_t corr_local_ns;          /* when it arrived (local raw) */
 	uint64_t frames_spooled, frames_unspooled;
 	uint64_t lanes_forwarded;
-	uint64_t lane_delays_dropped; /* lane reports whose delays were implausible */
-	uint64_t steps_reclaimed;     /* removed with no live task and no StepEnd */
+	uint64_t lane_delays_dropped;  /* lane reports whose delays were implausible */
+	uint64_t lanes_remote_unknown; /* lane reports whose far end no probed path names */
+	/* what one step's processes may send on this node (agent.telemetry_*_rate) */
+	struct fq_rate_limit lane_limit, event_limit;
+	uint64_t steps_reclaimed; /* removed with no live task and no StepEnd */
 };
 
 /* agent_jobs.c */

@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,21 +138,82 @@ static bool drop_implausible_delays(Fabriciq__LaneReport *r)
 	return false;
 }
 
+/* This node's NIC named name, or NULL. */
+static const struct agent_nic *nic_named(const struct agent *a, const char *name)
+{
+	for (unsigned i = 0; name && i < a->n_nics; i++)
+		if (strcmp(a->nics[i].name, name) == 0)
+			return &a->nics[i];
+	return NULL;
+}
+
+/* Set a string field to a copy of value (left as it was on -ENOMEM). */
+static void set_string(char **field, const char *value)
+{
+	char *v = strdup(value);
+
+	if (v)
+		replace_string(field, v);
+}
+
+/* A lane report's places, as the agent knows them: the local NIC by the
+ * lane's local address (an accepted lane may not know which NIC it came in
+ * on), else the NIC the process named if this node has it, else none; the
+ * far node and NIC by the remote address among the paths the agent probes,
+ * else none. Nothing else the process says about where its lane runs is
+ * kept: these places steer the controller's collision advice, which moves
+ * other jobs. */
+static void place_lane(struct agent *a, Fabriciq__LaneReport *r)
+{
+	const char *node, *nic;
+	char ip[64];
+
+	ip_of(r->local_address, ip, sizeof(ip));
+	for (unsigned i = 0; *ip && i < a->n_nics; i++)
+		if (strcmp(a->nics[i].address, ip) == 0)
+			set_string(&r->local_nic, a->nics[i].name);
+	if (!nic_named(a, r->local_nic))
+		set_string(&r->local_nic, "");
+	ip_of(r->remote_address, ip, sizeof(ip));
+	agent_lookup_remote(a, ip, &node, &nic);
+	if (!*node)
+		a->lanes_remote_unknown++;
+	set_string(&r->remote_node, node);
+	set_string(&r->remote_nic, nic);
+}
+
+/* Whether st's processes may send one more frame of env's kind now (one
+ * bucket for lane reports, one for failover events); counted if not. */
+static bool within_rate(struct agent *a, struct fq_step *st, const Fabriciq__Envelope *env)
+{
+	bool lane = env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+
+	if (fq_rate_take(lane ? &st->lane_rate : &st->event_rate, lane ? &a->lane_limit : &a->event_limit,
+			 fq_now_ns()))
+		return true;
+	if (lane)
+		st->limited_lanes++;
+	else
+		st->limited_events++;
+	return false;
+}
+
 static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabriciq__Envelope *env)
 {
 	struct agent *a = arg;
 	const struct fq_step_rank *rank = NULL;
-	struct fq_step *st = fq_steps_find_pid(a->steps, cred->pid, fq_parent_from_proc, NULL, &rank);
-	char ip[64];
+	struct fq_step *st =
+	    fq_steps_find_pid(a->steps, cred->pid, fq_now_ns(), fq_parent_from_proc, NULL, &rank);
 
 	if (!st || cred->uid != st->uid)
 		return FQ_LOCAL_UNREGISTERED;
 	if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE) {
 		Fabriciq__LaneReport *r = env->lane;
-		const char *node, *nic;
 
 		if (r->job_id && (r->job_id != st->job_id || r->step_id != st->step_id))
 			return FQ_LOCAL_WRONG_JOB;
+		if (!within_rate(a, st, env))
+			return FQ_LOCAL_RATE_LIMITED;
 		r->job_id = st->job_id;
 		r->step_id = st->step_id;
 		a->lane_delays_dropped += drop_implausible_delays(r);
@@ -159,35 +221,14 @@ static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabr
 			r->src_rank = rank->global_rank;
 		else
 			r->dst_rank = rank->global_rank;
-		/* the local NIC by the lane's local address (an accepted lane
-		 * may not know which NIC it came in on) */
-		ip_of(r->local_address, ip, sizeof(ip));
-		for (unsigned i = 0; *ip && i < a->n_nics; i++)
-			if (strcmp(a->nics[i].address, ip) == 0 &&
-			    (!r->local_nic || strcmp(r->local_nic, a->nics[i].name) != 0)) {
-				char *n = strdup(a->nics[i].name);
-				if (n)
-					replace_string(&r->local_nic, n);
-			}
-		ip_of(r->remote_address, ip, sizeof(ip));
-		agent_lookup_remote(a, ip, &node, &nic);
-		/* what the agent knows of the far end wins over what the process
-		 * says (the message is freed as unpacked: its strings are heap) */
-		if (*node) {
-			char *n = strdup(node), *c = strdup(nic);
-			if (n && c) {
-				replace_string(&r->remote_node, n);
-				replace_string(&r->remote_nic, c);
-			} else {
-				free(n);
-				free(c);
-			}
-		}
+		place_lane(a, r);
 	} else {
 		Fabriciq__FailoverEvent *f = env->failover;
 
 		if (f->job_id && (f->job_id != st->job_id || f->step_id != st->step_id))
 			return FQ_LOCAL_WRONG_JOB;
+		if (!within_rate(a, st, env))
+			return FQ_LOCAL_RATE_LIMITED;
 		f->job_id = st->job_id;
 		f->step_id = st->step_id;
 		if (f->from_receiver)

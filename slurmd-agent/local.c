@@ -59,8 +59,8 @@ struct fq_local {
 	struct pending *pending;
 	uint64_t next_ticket;
 	uint64_t step_requests, step_refused, step_not_root, telemetry_frames, telemetry_unregistered,
-	    telemetry_wrong_job, telemetry_dropped, bad_frames, refused_conns, refused_per_uid, closed_idle,
-	    closed_partial;
+	    telemetry_wrong_job, telemetry_dropped, telemetry_rate_limited, bad_frames, refused_conns,
+	    refused_per_uid, closed_idle, closed_partial;
 };
 
 /* Forget the deferred answers owed to c (it is closing). */
@@ -299,6 +299,13 @@ static int on_telemetry_frame(struct conn *c, Fabriciq__Envelope *env)
 	case FQ_LOCAL_DROPPED:
 		l->telemetry_dropped++;
 		break;
+	case FQ_LOCAL_RATE_LIMITED:
+		l->telemetry_rate_limited++;
+		fq_log_rl(
+		    FQ_LOG_WARN,
+		    "telemetry from pid %d (uid %d) over its step's rate (agent.telemetry_*_rate): dropped",
+		    (int)c->cred.pid, (int)c->cred.uid);
+		break;
 	}
 	return 0;
 }
@@ -526,6 +533,8 @@ struct json_object *fq_local_counters(const struct fq_local *l)
 			       json_object_new_uint64(l->telemetry_unregistered));
 	json_object_object_add(o, "telemetry_wrong_job", json_object_new_uint64(l->telemetry_wrong_job));
 	json_object_object_add(o, "telemetry_dropped", json_object_new_uint64(l->telemetry_dropped));
+	json_object_object_add(o, "telemetry_rate_limited",
+			       json_object_new_uint64(l->telemetry_rate_limited));
 	json_object_object_add(o, "bad_frames", json_object_new_uint64(l->bad_frames));
 	json_object_object_add(o, "refused_connections", json_object_new_uint64(l->refused_conns));
 	json_object_object_add(o, "refused_per_uid", json_object_new_uint64(l->refused_per_uid));

@@ -40,6 +40,7 @@ enum fq_local_verdict {
 	FQ_LOCAL_UNREGISTERED = 1, /* sender is not a task of a registered step */
 	FQ_LOCAL_WRONG_JOB = 2,    /* sender claims a job other than its own */
 	FQ_LOCAL_DROPPED = 3,      /* accepted but could not be forwarded */
+	FQ_LOCAL_RATE_LIMITED = 4, /* over its step's rate (agent.telemetry_*_rate) */
 };
 
 /* A step op's return: its answer comes later, through fq_local_answer. */
@@ -81,6 +82,7 @@ void fq_local_destroy(struct fq_local *l);
 
 /* {step_requests, step_refused, step_not_root, telemetry_frames,
  *  telemetry_unregistered, telemetry_wrong_job, telemetry_dropped,
+ *  telemetry_rate_limited,
  *  bad_frames, refused_connections (a socket's limit), refused_per_uid,
  *  closed_idle, closed_partial (frame_timeout), step_connections,
  *  telemetry_connections} */

@@ -22,11 +22,12 @@
 #define FRAME_MAX FQ_FRAME_MAX_DEFAULT
 #define SEG_MIN   (64u << 10)
 #define SEG_MAX   (4u << 20)
+#define SEQ_MAX   (UINT64_C(1) << 62) /* no spool gives so many: a seq beyond is garbage */
 
 struct segment {
 	uint64_t first, last; /* seqs; last < first: empty */
 	uint64_t bytes, frames;
-	int compacted;
+	uint64_t bulk; /* of its frames, bulk telemetry (fq_spool_is_bulk) */
 };
 
 struct waiter {
@@ -46,7 +47,7 @@ struct fq_spool {
 	uint64_t next_seq, lease_end, acked, skip_upto;
 	size_t cur_seg; /* send cursor */
 	uint64_t cur_off;
-	uint64_t total_bytes, total_frames, dropped, dropped_probe, io_errors;
+	uint64_t total_bytes, total_frames, dropped_bulk, dropped_events, io_errors;
 	/* durability (spool.h): what the next flush makes durable */
 	struct fq_worker *worker; /* NULL: flushes run inline */
 	uint64_t durable;         /* every seq up to here is on stable storage */
@@ -173,7 +174,10 @@ static int add_seg(struct fq_spool *s, uint64_t first)
 	return 0;
 }
 
-/* Scan one segment file: its frames, last seq; a torn tail is cut off. */
+/* Scan one segment file: its frames, last seq; a torn tail is cut off. A
+ * record whose seq is not above the one before it (the first: not below
+ * the file's name), or is beyond SEQ_MAX, is no record of this spool's:
+ * it ends the segment too. */
 static int scan_seg(struct fq_spool *s, struct segment *g)
 {
 	char path[4200];
@@ -196,10 +200,11 @@ static int scan_seg(struct fq_spool *s, struct segment *g)
 		 * record this spool wrote */
 		if (len < FQ_FRAME_HEADER_SIZE || len > FRAME_MAX + FQ_FRAME_HEADER_SIZE ||
 		    off + REC_HDR + len > (uint64_t)st.st_size || seq < g->first ||
-		    (g->frames && seq <= g->last) || seq == UINT64_MAX)
+		    (g->frames && seq <= g->last) || seq >= SEQ_MAX)
 			break;
 		g->last = seq;
 		g->frames++;
+		g->bulk += fq_spool_is_bulk(h[4]);
 		off += REC_HDR + len;
 	}
 	if (off < (uint64_t)st.st_size) {
@@ -259,7 +264,7 @@ static int load(struct fq_spool *s)
 		uint64_t first;
 		char tail[8];
 		if (sscanf(e->d_name, "%20" SCNu64 "%7s", &first, tail) == 2 && strcmp(tail, ".seg") == 0 &&
-		    first > 0 && add_seg(s, first) < 0) {
+		    first > 0 && first < SEQ_MAX && add_seg(s, first) < 0) {
 			closedir(d);
 			return -ENOMEM;
 		}
@@ -292,7 +297,7 @@ static int load(struct fq_spool *s)
 			lease = 0;
 		fclose(f);
 	}
-	if (lease > s->next_seq)
+	if (lease > s->next_seq && lease < SEQ_MAX)
 		s->next_seq = lease;
 	if (s->next_seq == 0)
 		s->next_seq = 1;
@@ -387,7 +392,14 @@ static void remove_seg(struct fq_spool *s, size_t i)
 		s->cur_off = 0;
 }
 
-/* Rewrite the oldest segment without its probe reports. 0 or -errno. */
+bool fq_spool_is_bulk(int payload_case)
+{
+	return payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE ||
+	       payload_case == FABRICIQ__ENVELOPE__PAYLOAD_CLOCK ||
+	       payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+}
+
+/* Rewrite a closed segment without its bulk telemetry. 0 or -errno. */
 static int compact(struct fq_spool *s, struct segment *g)
 {
 	char path[4200], tmp[4210];
@@ -412,9 +424,8 @@ static int compact(struct fq_spool *s, struct segment *g)
 			goto out;
 		}
 		off += REC_HDR + len;
-		if (h[4] == FABRICIQ__ENVELOPE__PAYLOAD_PROBE) {
-			s->dropped++;
-			s->dropped_probe++;
+		if (fq_spool_is_bulk(h[4])) {
+			s->dropped_bulk++;
 			continue;
 		}
 		if (write(outfd, h, REC_HDR) != REC_HDR || write(outfd, buf, len) != (ssize_t)len) {
@@ -435,7 +446,7 @@ static int compact(struct fq_spool *s, struct segment *g)
 	s->total_frames -= g->frames - kept;
 	g->bytes = kept_bytes;
 	g->frames = kept;
-	g->compacted = 1;
+	g->bulk = 0;
 out:
 	if (in >= 0)
 		close(in);
@@ -447,25 +458,38 @@ out:
 	return rc;
 }
 
-/* Keep the spool within its bound: probe reports of the oldest segments go
- * first, then whole segments (never the one being written). */
+/* The oldest closed segment (never the one being written) still holding
+ * bulk telemetry, or NULL. */
+static struct segment *oldest_with_bulk(struct fq_spool *s)
+{
+	for (size_t i = 0; i + 1 < s->nseg; i++)
+		if (s->seg[i].bulk)
+			return &s->seg[i];
+	return NULL;
+}
+
+/* Keep the spool within its bound: bulk telemetry goes first, from the
+ * oldest closed segment on, out of every closed segment; only then whole
+ * segments of events, oldest first (never the one being written). */
 static void enforce_bound(struct fq_spool *s)
 {
 	int warned = 0;
 
 	while (s->total_bytes > s->max_bytes && s->nseg > 1) {
-		struct segment *g = &s->seg[0];
+		struct segment *g = oldest_with_bulk(s);
+
 		if (!warned++)
 			fq_log_rl(FQ_LOG_WARN,
 				  "spool over its bound (%" PRIu64 " > %" PRIu64
-				  " bytes): dropping the oldest probe reports, then the oldest frames",
+				  " bytes): dropping the oldest bulk telemetry, then the oldest events",
 				  s->total_bytes, s->max_bytes);
-		if (!g->compacted && compact(s, g) == 0) {
-			if (s->cur_seg == 0)
+		if (g && compact(s, g) == 0) {
+			if (&s->seg[s->cur_seg] == g)
 				s->cur_off = 0;
 			continue;
 		}
-		s->dropped += g->frames;
+		s->dropped_bulk += s->seg[0].bulk;
+		s->dropped_events += s->seg[0].frames - s->seg[0].bulk;
 		remove_seg(s, 0);
 	}
 }
@@ -549,6 +573,7 @@ int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
 	g->last = env->seq;
 	g->bytes += REC_HDR + len;
 	g->frames++;
+	g->bulk += fq_spool_is_bulk(env->payload_case);
 	s->total_bytes += REC_HDR + len;
 	s->total_frames++;
 	s->next_seq++;
@@ -800,8 +825,10 @@ struct json_object *fq_spool_counters(const struct fq_spool *s)
 	json_object_object_add(o, "frames", json_object_new_uint64(s->total_frames));
 	json_object_object_add(o, "unacked", json_object_new_uint64(s->next_seq - 1 - s->acked));
 	json_object_object_add(o, "max_bytes", json_object_new_uint64(s->max_bytes));
-	json_object_object_add(o, "dropped_frames", json_object_new_uint64(s->dropped));
-	json_object_object_add(o, "dropped_probe_frames", json_object_new_uint64(s->dropped_probe));
+	json_object_object_add(o, "dropped_frames",
+			       json_object_new_uint64(s->dropped_bulk + s->dropped_events));
+	json_object_object_add(o, "dropped_bulk_frames", json_object_new_uint64(s->dropped_bulk));
+	json_object_object_add(o, "dropped_event_frames", json_object_new_uint64(s->dropped_events));
 	json_object_object_add(o, "io_errors", json_object_new_uint64(s->io_errors));
 	json_object_object_add(o, "acked_seq", json_object_new_uint64(s->acked));
 	json_object_object_add(o, "next_seq", json_object_new_uint64(s->next_seq));

@@ -7,10 +7,16 @@
  * Frames carry increasing sequence numbers (Envelope.seq) assigned here.
  * The spool is a directory of segment files named by their first seq; a
  * record is [u32 length][u8 kind][u64 seq][frame bytes] (big-endian). A
- * segment is deleted once every frame in it is acknowledged. Over the
- * size bound the oldest closed segments are first rewritten without their
- * probe reports (the least valuable data), then dropped whole; every
- * dropped frame is counted. The next seq is leased in a small file so a
+ * segment is deleted once every frame in it is acknowledged.
+ *
+ * Frames are of two classes: bulk telemetry (probe, clock and lane
+ * reports: a newer one supersedes an older) and events (step start and
+ * end, link and failover events: what the job report is made of). Over the
+ * size bound every closed segment, oldest first, is rewritten without its
+ * bulk telemetry before any event is dropped; only when events alone
+ * exceed the bound are the oldest segments dropped whole. Both classes
+ * share one seq order, so the controller still sees a step's start before
+ * its reports. Every dropped frame is counted by class. The next seq is leased in a small file so a
  * restarted agent never reuses a number the controller has stored.
  */
 #ifndef FQ_AGENT_SPOOL_H
@@ -18,6 +24,7 @@
 
 #include <event2/event.h>
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,7 +85,13 @@ uint64_t fq_spool_durable_seq(const struct fq_spool *s);
 typedef void (*fq_spool_durable_fn)(void *arg, int rc);
 int fq_spool_when_durable(struct fq_spool *s, uint64_t seq, fq_spool_durable_fn fn, void *arg);
 
-/* {bytes, frames (on disk), unacked (sent or not, not yet acknowledged), dropped_frames, dropped_probe_frames, acked_seq, next_seq, max_bytes} */
+/* Whether frames of this Envelope payload case are bulk telemetry (dropped
+ * first); the others are events. */
+bool fq_spool_is_bulk(int payload_case);
+
+/* {bytes, frames (on disk), unacked (sent or not, not yet acknowledged),
+ * dropped_frames, dropped_bulk_frames, dropped_event_frames, io_errors,
+ * acked_seq, next_seq, max_bytes} */
 struct json_object *fq_spool_counters(const struct fq_spool *s);
 
 #endif /* FQ_AGENT_SPOOL_H */

@@ -22,11 +22,21 @@ struct pid_hit {
 	uint32_t step_id, rank;
 };
 
+/* A sender found in no step (the negative cache): valid while the
+ * registry has not changed (gen) and until until_ns. */
+struct pid_miss {
+	pid_t pid;
+	uint64_t gen;
+	int64_t until_ns;
+};
+
 struct fq_steps {
 	struct fq_step *v;
 	size_t n, max;
 	uint64_t gen; /* bumped by every register and unregister */
 	struct pid_hit cache[PID_CACHE];
+	struct pid_miss misses[PID_CACHE];
+	uint64_t walks, misses_cached;
 };
 
 struct fq_steps *fq_steps_create(size_t max_steps)
@@ -223,28 +233,61 @@ static struct fq_step *cached(struct fq_steps *s, pid_t pid, const struct fq_ste
 	return NULL;
 }
 
-struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, fq_parent_fn parent, void *arg,
-				  const struct fq_step_rank **rank)
+static bool known_miss(const struct fq_steps *s, pid_t pid, int64_t now_ns)
+{
+	const struct pid_miss *m = &s->misses[(unsigned)pid % PID_CACHE];
+
+	return m->pid == pid && m->gen == s->gen && now_ns < m->until_ns;
+}
+
+/* The walk from pid up its ancestors (see fq_steps_find_pid). */
+static struct fq_step *walk(struct fq_steps *s, pid_t pid, fq_parent_fn parent, void *arg,
+			    const struct fq_step_rank **rank)
 {
 	pid_t p = pid;
-	struct fq_step *st = cached(s, pid, rank);
 
-	if (st)
-		return st;
+	s->walks++;
 	for (int gen = 0; gen < MAX_GENERATIONS && p > 1; gen++) {
+		struct fq_step *st = task_of(s, p, rank);
 		pid_t pp;
 
-		st = task_of(s, p, rank);
-		if (st) {
-			s->cache[(unsigned)pid % PID_CACHE] =
-			    (struct pid_hit){pid, s->gen, st->job_id, st->step_id, (*rank)->global_rank};
+		if (st)
 			return st;
-		}
 		if (parent(p, &pp, arg) < 0 || pp == p)
 			return NULL;
 		p = pp;
 	}
 	return NULL;
+}
+
+struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, int64_t now_ns, fq_parent_fn parent,
+				  void *arg, const struct fq_step_rank **rank)
+{
+	struct fq_step *st = cached(s, pid, rank);
+
+	if (st)
+		return st;
+	if (known_miss(s, pid, now_ns)) {
+		s->misses_cached++;
+		return NULL;
+	}
+	st = walk(s, pid, parent, arg, rank);
+	if (st)
+		s->cache[(unsigned)pid % PID_CACHE] =
+		    (struct pid_hit){pid, s->gen, st->job_id, st->step_id, (*rank)->global_rank};
+	else
+		s->misses[(unsigned)pid % PID_CACHE] =
+		    (struct pid_miss){pid, s->gen, now_ns + FQ_STEPS_MISS_TTL_NS};
+	return st;
+}
+
+struct json_object *fq_steps_counters(const struct fq_steps *s)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "sender_walks", json_object_new_uint64(s->walks));
+	json_object_object_add(o, "sender_misses_cached", json_object_new_uint64(s->misses_cached));
+	return o;
 }
 
 int fq_alive_from_proc(pid_t pid, void *arg)
@@ -312,6 +355,8 @@ struct json_object *fq_steps_json(const struct fq_steps *s)
 		}
 		json_object_object_add(o, "ranks", ranks);
 		json_object_object_add(o, "lane_reports", json_object_new_uint64(st->lane_reports));
+		json_object_object_add(o, "limited_lanes", json_object_new_uint64(st->limited_lanes));
+		json_object_object_add(o, "limited_events", json_object_new_uint64(st->limited_events));
 		json_object_array_add(arr, o);
 	}
 	return arr;

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "proto/fabriciq.pb-c.h"
+#include "slurmd-agent/rate.h"
 
 #define FQ_STEPS_MAX_RANKS 4096 /* per step on one node */
 
@@ -33,7 +34,10 @@ struct fq_step {
 	struct fq_step_rank *ranks;
 	size_t nranks;
 	uint64_t lane_reports; /* accepted from its processes */
-	int64_t dead_since_ns; /* since when no task pid is alive (now_ns > 0); 0: one is */
+	/* what its processes may send (the caller's limits; not persisted) */
+	struct fq_rate lane_rate, event_rate;
+	uint64_t limited_lanes, limited_events; /* frames refused over them */
+	int64_t dead_since_ns;                  /* since when no task pid is alive (now_ns > 0); 0: one is */
 };
 
 struct fq_step_key {
@@ -66,9 +70,18 @@ int fq_parent_from_proc(pid_t pid, pid_t *ppid, void *arg);
 /* The step whose task is pid or pid's nearest ancestor (at most 64
  * generations, stopping at pid 1), and that task's rank. NULL if none.
  * A found sender is remembered until the registry changes, so its next
- * reports walk no process tree. */
-struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, fq_parent_fn parent, void *arg,
-				  const struct fq_step_rank **rank);
+ * reports walk no process tree. A sender found in no step is remembered
+ * too (the negative cache), until the registry changes or for at most
+ * FQ_STEPS_MISS_TTL_NS (a pid reused meanwhile by a task's descendant is
+ * refused no longer than that): a process flooding the telemetry socket
+ * costs one walk of /proc a second, not one a frame. */
+#define FQ_STEPS_MISS_TTL_NS 1000000000LL
+struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, int64_t now_ns, fq_parent_fn parent,
+				  void *arg, const struct fq_step_rank **rank);
+
+/* {sender_walks (process-tree walks done), sender_misses_cached (lookups
+ * answered "no step" by the negative cache)} */
+struct json_object *fq_steps_counters(const struct fq_steps *s);
 
 /* Whether pid is a live process: 1 or 0. */
 typedef int (*fq_alive_fn)(pid_t pid, void *arg);
@@ -89,7 +102,7 @@ size_t fq_steps_reap(struct fq_steps *s, int64_t now_ns, int64_t grace_ns, fq_al
 size_t fq_steps_count(const struct fq_steps *s);
 
 /* [{job_id, step_id, uid, mode, node_count, task_count, ranks: [{rank,
- * local_rank, pid}], lane_reports}] */
+ * local_rank, pid}], lane_reports, limited_lanes, limited_events}] */
 struct json_object *fq_steps_json(const struct fq_steps *s);
 
 /* Persist the registry (fq_steps_json) to path: a fresh file (mode 0600,

@@ -30,6 +30,12 @@
  * timer has its phase; job base+2's two lanes 80 ms apart). Every Advice frame received
  * is printed as a JSON line {"advice":{"node":...,"job":...,"t_ms":...}}
  * (t_ms: since the simulator started).
+ *
+ * --jobs N: each agent runs N one-node job steps, one after another, as
+ * fast as the acks come back (the burst machinery): per job StepStart, 4
+ * sender-side lane reports (lanes 0..3) and StepEnd, 6 frames; job ids
+ * job-base + j * agents + agent. --jobs-open: the jobs never end (a fifth
+ * lane report instead of the StepEnd).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -78,7 +84,8 @@ struct sim {
 	const char *collision; /* NULL, "outlier", "tie" or "control" */
 	uint64_t job_base;
 	uint64_t advice;
-	bool both_ends, phases;
+	bool both_ends, phases, jobs_open;
+	uint64_t jobs;
 	double lanes_for; /* seconds; 0: all along */
 	struct agent *agents;
 	struct event *tick_ev, *end_ev;
@@ -116,6 +123,57 @@ static void send_env(struct agent *a, Fabriciq__Envelope *env)
 			bufferevent_write(a->bev, buf, len);
 		free(buf);
 	}
+}
+
+/* --jobs: frame k (from 0) of agent a's job steps (see the header). */
+static void send_job_frame(struct agent *a, uint64_t k)
+{
+	struct sim *s = a->sim;
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__StepStart ss = FABRICIQ__STEP_START__INIT;
+	Fabriciq__StepEnd se = FABRICIQ__STEP_END__INIT;
+	Fabriciq__LaneReport l = FABRICIQ__LANE_REPORT__INIT;
+	Fabriciq__Rank r0 = FABRICIQ__RANK__INIT, *ranks[1] = {&r0};
+	uint64_t job = s->job_base + (k / 6) * (uint64_t)s->nagents + (uint64_t)a->idx;
+	int64_t t = s->t0 + (int64_t)k * 1000000;
+	int pos = (int)(k % 6);
+
+	env.seq = k + 1;
+	env.sent_ns = now_ns();
+	if (pos == 0) {
+		ss.job_id = job;
+		ss.uid = 1000;
+		ss.node = a->node;
+		r0.pid = 100;
+		ss.ranks = ranks;
+		ss.n_ranks = 1;
+		ss.time_ns = t;
+		ss.mode = "monitor";
+		ss.node_count = 1;
+		ss.task_count = 1;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
+		env.step_start = &ss;
+	} else if (pos < 5 || s->jobs_open) {
+		l.job_id = job;
+		l.lane = (uint32_t)(pos - 1) % 4;
+		l.local_nic = "rail0";
+		l.interval_start_ns = t - 100000000;
+		l.interval_end_ns = t;
+		l.bytes = 1000000;
+		l.chunks = 100;
+		l.messages = 10;
+		l.lane_kind = "tcp";
+		l.is_send = true;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+		env.lane = &l;
+	} else {
+		se.job_id = job;
+		se.node = a->node;
+		se.time_ns = t + 1000000;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_END;
+		env.step_end = &se;
+	}
+	send_env(a, &env);
 }
 
 /* The frame of (agent, seq): see the header. */
@@ -682,8 +740,12 @@ static double burst(struct sim *s, double drain_s)
 		struct agent *a = &s->agents[i];
 		if (a->state != 1 || !(a->pre = evbuffer_new()))
 			continue;
-		for (uint64_t k = 0; k < s->total_lanes; k++)
-			send_seq(a, a->next_seq++);
+		for (uint64_t k = 0; k < s->total_lanes; k++) {
+			if (s->jobs)
+				send_job_frame(a, a->next_seq++ - 1);
+			else
+				send_seq(a, a->next_seq++);
+		}
 	}
 	t0 = now_ns();
 	for (int i = 0; i < s->nagents; i++) {
@@ -732,6 +794,8 @@ int main(int argc, char **argv)
 	    {"both-ends", no_argument, NULL, 'B'},
 	    {"lanes-for", required_argument, NULL, 'L'},
 	    {"phases", no_argument, NULL, 'H'},
+	    {"jobs", required_argument, NULL, 'j'},
+	    {"jobs-open", no_argument, NULL, 'o'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct sim s = {.nagents = 1,
@@ -816,6 +880,13 @@ int main(int argc, char **argv)
 		case 'L':
 			s.lanes_for = atof(optarg);
 			break;
+		case 'j':
+			s.jobs = strtoull(optarg, NULL, 10);
+			s.total_lanes = 6 * s.jobs; /* the burst machinery sends them */
+			break;
+		case 'o':
+			s.jobs_open = true;
+			break;
 		default:
 			fprintf(stderr,
 				"usage: fq-agentsim [--connect IP:PORT] [--agents N] [--duration S] "
@@ -826,7 +897,8 @@ int main(int argc, char **argv)
 				"good|forged|replay|none|garbage|oversized|nohello]\n"
 				"  [--ttl S] [--auth-delay-ms MS] [--burst N] [--tick S] [--drain S]\n"
 				"  [--collision outlier|tie|control] [--job-base N] [--both-ends] "
-				"[--lanes-for S] [--phases]\n");
+				"[--lanes-for S] [--phases]\n"
+				"  [--jobs N [--jobs-open]]\n");
 			return 2;
 		}
 	}

@@ -1094,6 +1094,12 @@ static void test_collision(void)
 	   "the advised job stays the one to move while its advice holds (job %llu), though it now has more "
 	   "lanes there",
 	   adv ? (unsigned long long)adv->job : 0ULL);
+	/* job 4243's step ends: its lanes are forgotten, so no collision is left */
+	fq_detector_step_end(d, 4243, 0);
+	reset();
+	fq_detector_tick(d, S(5.6));
+	collect(d);
+	is_int((int)count(FQ_DET_ADVICE, NULL), 0, "job 4243's step ended: no advice at the next tick");
 	fq_detector_destroy(d);
 
 	fq_detector_config_defaults(&c); /* collision_advice off (the default) */

@@ -24,6 +24,7 @@ static int starts, ends, lanes;
 static char step_path[128], tele_path[128];
 static pid_t lane_pid;
 static int lanes_at_end = -1; /* lane reports taken in when the last StepEnd was handled */
+static enum fq_local_verdict verdict = FQ_LOCAL_UNREGISTERED; /* what on_telemetry answers */
 
 static uint64_t deferred; /* the ticket of the last StepStart of job 77 */
 
@@ -60,7 +61,7 @@ static enum fq_local_verdict on_telemetry(void *arg, const struct ucred *cred, F
 	(void)env;
 	lanes++;
 	lane_pid = cred->pid;
-	return FQ_LOCAL_UNREGISTERED;
+	return verdict;
 }
 
 static const struct fq_local_ops ops = {on_start, on_end, on_telemetry};
@@ -338,7 +339,7 @@ int main(void)
 	snprintf(step_path, sizeof(step_path), "%s/step.sock", dir);
 	snprintf(tele_path, sizeof(tele_path), "%s/tele.sock", dir);
 	snprintf(want, sizeof(want), "%s /elsewhere/clock /elsewhere/paths", tele);
-	plan(45);
+	plan(46);
 	l = fq_local_create(base, step, tele, "/elsewhere/clock", "/elsewhere/paths", &lim, &ops, NULL);
 	ok(l != NULL, "both sockets listen");
 
@@ -393,6 +394,15 @@ int main(void)
 		ok(lanes == 1 && lane_pid == getpid(),
 		   "a lane report is handed over with the sender's pid (%d)", (int)lane_pid);
 		is_int((int)counter(l, "telemetry_unregistered"), 1, "... and its verdict counted");
+		verdict = FQ_LOCAL_RATE_LIMITED;
+		for (int i = 0; i < 3; i++)
+			fq_frame_write_fd(fd, &env, 1 << 20);
+		spin(base);
+		verdict = FQ_LOCAL_UNREGISTERED;
+		ok(lanes == 4 && counter(l, "telemetry_rate_limited") == 3 &&
+		       counter(l, "telemetry_unregistered") == 1,
+		   "3 frames over their step's rate: handed over, counted as rate-limited");
+		lanes = 1; /* the checks below count from the first report */
 		/* a StepStart on the telemetry socket is not allowed */
 		send_step(fd, 1, 42, 0);
 		ok(closed(base, fd), "a step request on the telemetry socket: connection closed");

@@ -78,13 +78,13 @@ static void test_steps(void)
 	start_msg(&m, r, rp, 43, 0, ranks_b, pids_b, 2);
 	is_int(fq_steps_register(s, &m, 3, err, sizeof(err)), 0, "register job 43.0 (ranks 2, 3)");
 
-	st = fq_steps_find_pid(s, 111, table_parent, NULL, &rank);
+	st = fq_steps_find_pid(s, 111, 1, table_parent, NULL, &rank);
 	ok(st && st->job_id == 42 && rank->global_rank == 0,
 	   "a grandchild of rank 0's task is job 42 rank 0");
-	st = fq_steps_find_pid(s, 201, table_parent, NULL, &rank);
+	st = fq_steps_find_pid(s, 201, 1, table_parent, NULL, &rank);
 	ok(st && st->job_id == 43 && rank->global_rank == 3, "pid 201 is job 43 rank 3");
-	ok(!fq_steps_find_pid(s, 300, table_parent, NULL, &rank), "a process of no step is not found");
-	ok(!fq_steps_find_pid(s, 999, table_parent, NULL, &rank), "an unknown pid is not found");
+	ok(!fq_steps_find_pid(s, 300, 1, table_parent, NULL, &rank), "a process of no step is not found");
+	ok(!fq_steps_find_pid(s, 999, 1, table_parent, NULL, &rank), "an unknown pid is not found");
 
 	/* a merge: rank 1 gets a new pid, rank 4 is added */
 	{
@@ -92,9 +92,9 @@ static void test_steps(void)
 		const int32_t pd[] = {110, 400};
 		start_msg(&m, r, rp, 42, 0, rk, pd, 2);
 		is_int(fq_steps_register(s, &m, 4, err, sizeof(err)), 0, "extend job 42.0");
-		st = fq_steps_find_pid(s, 111, table_parent, NULL, &rank);
+		st = fq_steps_find_pid(s, 111, 1, table_parent, NULL, &rank);
 		ok(st && rank->global_rank == 1, "the nearest registered ancestor wins (110 is rank 1 now)");
-		st = fq_steps_find_pid(s, 400, table_parent, NULL, &rank);
+		st = fq_steps_find_pid(s, 400, 1, table_parent, NULL, &rank);
 		ok(st && st->nranks == 3, "job 42.0 has 3 ranks after the merge");
 	}
 
@@ -110,7 +110,8 @@ static void test_steps(void)
 
 	is_int(fq_steps_unregister(s, 42, 0), 0, "unregister 42.0");
 	is_int(fq_steps_unregister(s, 42, 0), -ENOENT, "unregistering twice: ENOENT");
-	ok(!fq_steps_find_pid(s, 111, table_parent, NULL, &rank), "job 42's processes are no longer found");
+	ok(!fq_steps_find_pid(s, 111, 1, table_parent, NULL, &rank),
+	   "job 42's processes are no longer found");
 	for (uint64_t j = 50; j < 60; j++) {
 		start_msg(&m, r, rp, j, 0, ranks_b, pids_b, 2);
 		if (fq_steps_register(s, &m, 6, err, sizeof(err)) == -ENOSPC)
@@ -122,6 +123,78 @@ static void test_steps(void)
 		ok(fq_parent_from_proc(getpid(), &pp, NULL) == 0 && pp == getppid(), "/proc parent lookup");
 	}
 	fq_steps_destroy(s);
+}
+
+static int parent_calls;
+
+static int counting_parent(pid_t pid, pid_t *ppid, void *arg)
+{
+	parent_calls++;
+	return table_parent(pid, ppid, arg);
+}
+
+/* The negative cache: a sender in no step walks /proc once, then is
+ * answered from the cache until the registry changes or the TTL passes;
+ * a step registered over it is found at once. */
+static void test_negative_cache(void)
+{
+	struct fq_steps *s = fq_steps_create(4);
+	Fabriciq__StepStart m;
+	Fabriciq__Rank r[2], *rp[2];
+	const struct fq_step_rank *rank;
+	const uint32_t ranks[] = {0};
+	const int32_t pids[] = {50};
+	const int64_t t = 1000000000, ttl = FQ_STEPS_MISS_TTL_NS;
+	char err[256];
+	struct json_object *c;
+	int found = 0;
+
+	memset(parents, 0, sizeof(parents));
+	parents[300] = 50; /* 300 -> 50 -> 1 */
+	parents[50] = 1;
+	parent_calls = 0;
+	for (int i = 0; i < 1000; i++)
+		found += fq_steps_find_pid(s, 300, t + i, counting_parent, NULL, &rank) != NULL;
+	is_int(found, 0, "pid 300 is in no step, 1000 times");
+	is_int(parent_calls, 2, "and its tree was walked once (2 parent lookups), not 1000 times");
+	c = fq_steps_counters(s);
+	is_int((int)json_object_get_uint64(json_object_object_get(c, "sender_misses_cached")), 999,
+	       "999 answers came from the negative cache");
+	is_int((int)json_object_get_uint64(json_object_object_get(c, "sender_walks")), 1, "one walk counted");
+	json_object_put(c);
+	fq_steps_find_pid(s, 300, t + ttl, counting_parent, NULL, &rank);
+	is_int(parent_calls, 4, "after the TTL it is walked again");
+
+	start_msg(&m, r, rp, 77, 0, ranks, pids, 1);
+	is_int(fq_steps_register(s, &m, t + ttl, err, sizeof(err)), 0, "register job 77.0 with pid 50");
+	ok(fq_steps_find_pid(s, 300, t + ttl + 1, counting_parent, NULL, &rank) && rank->global_rank == 0,
+	   "a registration ends the cached miss at once: pid 300 is job 77 rank 0");
+	fq_steps_destroy(s);
+}
+
+/* The token bucket: burst at once, then the rate; never above the burst. */
+static void test_rate(void)
+{
+	const struct fq_rate_limit lim = {10.0, 5.0};
+	struct fq_rate b = {0};
+	const int64_t t = 1000000000;
+	int n = 0;
+
+	for (int i = 0; i < 100; i++)
+		n += fq_rate_take(&b, &lim, t);
+	is_int(n, 5, "a fresh bucket gives its burst (5) at once");
+	is_int(fq_rate_take(&b, &lim, t + 99000000), 0, "99 ms later (10/s): nothing yet");
+	is_int(fq_rate_take(&b, &lim, t + 100000000), 1, "100 ms later: one");
+	n = 0;
+	for (int i = 0; i < 100; i++)
+		n += fq_rate_take(&b, &lim, t + 60 * t);
+	is_int(n, 5, "a minute idle refills to the burst, not beyond (5)");
+	is_int(fq_rate_take(&b, &lim, t), 0, "a clock going back adds nothing");
+	n = 0;
+	for (int64_t step = 1; step <= 100; step++) /* 1000 a second offered for 10 s */
+		for (int i = 0; i < 100; i++)
+			n += fq_rate_take(&b, &lim, 61 * t + step * 100000000);
+	is_int(n, 100, "1000/s offered for 10 s: 100 taken (the rate, the burst spent before)");
 }
 
 /* Live processes of the reaper test: alive[pid]. */
@@ -216,20 +289,32 @@ static void test_reap(void)
 
 /* ---- spool -------------------------------------------------------------- */
 
-static int append_kind(struct fq_spool *s, int probe)
+enum {
+	LINK,
+	PROBE,
+	LANE
+};
+
+/* A frame of about 600 bytes: a link event, a probe report or a lane report. */
+static int append_kind(struct fq_spool *s, int kind)
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__ProbeReport p = FABRICIQ__PROBE_REPORT__INIT;
+	Fabriciq__LaneReport r = FABRICIQ__LANE_REPORT__INIT;
 	Fabriciq__LinkEvent l = FABRICIQ__LINK_EVENT__INIT;
 	char pad[600];
 
 	memset(pad, 'x', sizeof(pad) - 1);
 	pad[sizeof(pad) - 1] = '\0';
 	env.version = FQ_PROTOCOL_VERSION;
-	if (probe) {
+	if (kind == PROBE) {
 		p.local_nic = pad;
 		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_PROBE;
 		env.probe = &p;
+	} else if (kind == LANE) {
+		r.local_nic = pad;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+		env.lane = &r;
 	} else {
 		l.local_nic = pad;
 		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LINK;
@@ -276,7 +361,7 @@ static void test_spool(void)
 	is_int(fq_spool_open(dir, 1 << 20, &s), 0, "open an empty spool");
 	is_int((int)fq_spool_next_seq(s), 1, "the first seq is 1");
 	for (int i = 0; i < 100; i++)
-		append_kind(s, i % 2);
+		append_kind(s, i % 2 ? PROBE : LINK);
 	n = drain(s, &first, &last, &links);
 	ok(n == 100 && first == 1 && last == 100, "100 frames read back in order (%d, %llu..%llu)", n,
 	   (unsigned long long)first, (unsigned long long)last);
@@ -299,26 +384,26 @@ static void test_spool(void)
 	{
 		char dir2[] = "/tmp/fq-spool-test2.XXXXXX";
 		struct json_object *c;
-		uint64_t dropped, dropped_probe, bytes;
+		uint64_t dropped, dropped_bulk, bytes;
 
 		if (!mkdtemp(dir2))
 			return;
 		is_int(fq_spool_open(dir2, 1 << 20, &s), 0, "open a 1 MiB spool");
 		for (int i = 0; i < 4000; i++)
-			append_kind(s, i % 4 != 0); /* 3 probe reports to 1 link event */
+			append_kind(s, i % 4 ? PROBE : LINK); /* 3 probe reports to 1 link event */
 		c = fq_spool_counters(s);
 		dropped = json_object_get_uint64(json_object_object_get(c, "dropped_frames"));
-		dropped_probe = json_object_get_uint64(json_object_object_get(c, "dropped_probe_frames"));
+		dropped_bulk = json_object_get_uint64(json_object_object_get(c, "dropped_bulk_frames"));
 		bytes = json_object_get_uint64(json_object_object_get(c, "bytes"));
 		json_object_put(c);
 		ok(bytes <= (1 << 20), "the spool stays within its bound (%llu bytes)",
 		   (unsigned long long)bytes);
-		ok(dropped > 0 && dropped_probe > 0,
-		   "over the bound frames are dropped and counted (%llu, %llu probe)",
-		   (unsigned long long)dropped, (unsigned long long)dropped_probe);
 		n = drain(s, &first, &last, &links);
-		ok(last == 4000 && links > n / 4, "newest kept; link events outlive probe reports (%d of %d)",
-		   links, n);
+		ok(dropped == dropped_bulk && dropped == 3000 - (uint64_t)(n - links),
+		   "over the bound only probe reports are dropped, each counted (%llu)",
+		   (unsigned long long)dropped);
+		ok(last == 4000 && links == 1000, "newest kept; all 1000 link events kept (%d of %d)", links,
+		   n);
 		fq_spool_close(s);
 		if (system("rm -rf /tmp/fq-spool-test2.*") != 0)
 			diag("cleanup failed");
@@ -469,6 +554,72 @@ static void test_spool_durable(void)
 	}
 	event_base_free(base);
 	if (system("rm -rf /tmp/fq-spool-dur*") != 0)
+		diag("cleanup failed");
+}
+
+static uint64_t counter(const struct fq_spool *s, const char *name)
+{
+	struct json_object *c = fq_spool_counters(s);
+	uint64_t v = json_object_get_uint64(json_object_object_get(c, name));
+
+	json_object_put(c);
+	return v;
+}
+
+/* A job process flooding lane reports: every event survives while events
+ * alone fit; the bulk dropped is counted exactly; after a restart the
+ * segments' classes are known again; events alone over the bound lose
+ * their oldest, counted. */
+static void test_spool_priority(void)
+{
+	char dir[] = "/tmp/fq-spool-prio.XXXXXX";
+	struct fq_spool *s;
+	uint64_t first, last;
+	int links, n, events = 0, bulk = 0;
+
+	if (!mkdtemp(dir) || fq_spool_open(dir, 1 << 20, &s) < 0) {
+		ok(0, "open a 1 MiB spool in %s", dir);
+		return;
+	}
+	for (int i = 0; i < 20000; i++) { /* 12 MB: 1 event to 99 lane reports */
+		bool ev = i % 100 == 0;
+		append_kind(s, ev ? LINK : LANE);
+		events += ev;
+		bulk += !ev;
+	}
+	ok(counter(s, "bytes") <= 1 << 20,
+	   "a flood of 12 MB of lane reports: the spool stays within 1 MiB (%llu)",
+	   (unsigned long long)counter(s, "bytes"));
+	n = drain(s, &first, &last, &links);
+	is_int(links, events, "all %d events are kept", events);
+	is_int((int)counter(s, "dropped_event_frames"), 0, "no event dropped");
+	is_int((int)counter(s, "dropped_bulk_frames"), bulk - (n - links),
+	       "every lane report not kept is counted as dropped bulk (%d kept)", n - links);
+	ok(last == 20000, "the newest frame is kept");
+	fq_spool_close(s);
+
+	/* restarted: segments scanned again know their bulk */
+	is_int(fq_spool_open(dir, 1 << 20, &s), 0, "reopen");
+	for (int i = 0; i < 4000; i++)
+		append_kind(s, PROBE);
+	fq_spool_rewind(s);
+	n = drain(s, &first, &last, &links);
+	is_int(links, events, "after a restart and 2.4 MB of probe reports the %d events are still there",
+	       events);
+	is_int((int)counter(s, "dropped_event_frames"), 0, "still no event dropped");
+
+	/* events alone over the bound: the oldest go, counted */
+	for (int i = 0; i < 3000; i++)
+		append_kind(s, LINK);
+	fq_spool_rewind(s);
+	n = drain(s, &first, &last, &links);
+	ok(counter(s, "bytes") <= 1 << 20, "3000 more events (1.8 MB): within the bound (%llu)",
+	   (unsigned long long)counter(s, "bytes"));
+	is_int((int)counter(s, "dropped_event_frames"), events + 3000 - links,
+	       "every event not kept is counted (%d kept of %d)", links, events + 3000);
+	ok(last == fq_spool_next_seq(s) - 1 && n == links, "the newest kept, and no bulk before them");
+	fq_spool_close(s);
+	if (system("rm -rf /tmp/fq-spool-prio.*") != 0)
 		diag("cleanup failed");
 }
 
@@ -644,12 +795,15 @@ static void test_advice(void)
 
 int main(void)
 {
-	plan(87);
+	plan(111);
 	test_nics();
 	test_steps();
 	test_reap();
+	test_negative_cache();
+	test_rate();
 	test_spool();
 	test_spool_durable();
+	test_spool_priority();
 	test_timeline();
 	test_advice();
 	return done_testing();
