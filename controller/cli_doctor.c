@@ -61,8 +61,8 @@ static int load_agent(struct doctor_env *e, const char *config, char **sets, int
 	}
 	if (agent_config_path(e->clock_page, sizeof(e->clock_page), e->agent.clock_page, e->agent.run_dir,
 			      "clock") < 0 ||
-	    agent_config_path(e->path_page, sizeof(e->path_page), e->agent.path_page, e->agent.run_dir, "paths") <
-		0)
+	    agent_config_path(e->path_page, sizeof(e->path_page), e->agent.path_page, e->agent.run_dir,
+			      "paths") < 0)
 		return -1;
 	return 0;
 }
@@ -71,10 +71,14 @@ static int load_agent(struct doctor_env *e, const char *config, char **sets, int
 static int doctor_options(int argc, char **argv, struct doctor_env *e)
 {
 	static const struct option lo[] = {
-	    {"config", required_argument, NULL, 'c'},     {"set", required_argument, NULL, 's'},
-	    {"clock-budget", required_argument, NULL, 'b'}, {"plugstack", required_argument, NULL, 'p'},
-	    {"plugin-dir", required_argument, NULL, 'P'}, {"nccl-plugin", required_argument, NULL, 'n'},
-	    {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"set", required_argument, NULL, 's'},
+	    {"clock-budget", required_argument, NULL, 'b'},
+	    {"plugstack", required_argument, NULL, 'p'},
+	    {"plugin-dir", required_argument, NULL, 'P'},
+	    {"nccl-plugin", required_argument, NULL, 'n'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *config = FQ_CONFIG_PATH, *budget = DEFAULT_CLOCK_BUDGET;
 	char *sets[64];
@@ -83,18 +87,31 @@ static int doctor_options(int argc, char **argv, struct doctor_env *e)
 
 	while ((o = next_opt(argc, argv, "c:s:b:p:P:n:h", lo)) != -1) {
 		switch (o) {
-		case 'c': config = optarg; break;
+		case 'c':
+			config = optarg;
+			break;
 		case 's':
 			if (nsets == 64)
 				return usage_error("too many --set");
 			sets[nsets++] = optarg;
 			break;
-		case 'b': budget = optarg; break;
-		case 'p': e->plugstack = optarg; break;
-		case 'P': e->plugin_dir = optarg; break;
-		case 'n': e->nccl_plugin = optarg; break;
-		case 'h': command_usage(stdout, current); return -1;
-		default: return EXIT_USAGE;
+		case 'b':
+			budget = optarg;
+			break;
+		case 'p':
+			e->plugstack = optarg;
+			break;
+		case 'P':
+			e->plugin_dir = optarg;
+			break;
+		case 'n':
+			e->nccl_plugin = optarg;
+			break;
+		case 'h':
+			command_usage(stdout, current);
+			return -1;
+		default:
+			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc)

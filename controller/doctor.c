@@ -2,8 +2,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <glob.h>
-#include <libgen.h>
 #include <json-c/json.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -23,9 +23,9 @@
  * (spank/spank_fabriciq.sym), and the ncclNet ABIs NCCL looks up
  * (nccl-plugin/libnccl-net-fabriciq.sym): tests/controller/test-doctor.sh
  * holds these lists against the .sym files. */
-static const char *const spank_symbols[] = {"plugin_name",        "plugin_type",   "plugin_version",
-					    "spank_plugin_version", "slurm_spank_init", "slurm_spank_task_init",
-					    "slurm_spank_exit",   NULL};
+static const char *const spank_symbols[] = {
+    "plugin_name",      "plugin_type",           "plugin_version",   "spank_plugin_version",
+    "slurm_spank_init", "slurm_spank_task_init", "slurm_spank_exit", NULL};
 static const char *const nccl_symbols[] = {"ncclNetPlugin_v8",  "ncclNetPlugin_v9",  "ncclNetPlugin_v10",
 					   "ncclNetPlugin_v11", "ncclNetPlugin_v12", NULL};
 
@@ -103,11 +103,14 @@ static void check_agent(const struct doctor_env *e, struct doctor_check *c, stru
 	age = (double)(fq_realtime_ns() - json_object_get_int64(jmember(s, "realtime_ns"))) / 1e9;
 	page_age = path_page_age_s(e->path_page);
 	if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
-		say(c, DOCTOR_FAIL, "fabriciq-agent is not running: pid %d (status file %s) has exited; its status "
-		    "was last written %.1f s ago", pid, file, age);
-	else if (age * 1e9 > (double)status_max_age_ns(&e->agent))
-		say(c, DOCTOR_FAIL, "fabriciq-agent pid %d is stuck: its status %s was last written %.1f s ago",
+		say(c, DOCTOR_FAIL,
+		    "fabriciq-agent is not running: pid %d (status file %s) has exited; its status "
+		    "was last written %.1f s ago",
 		    pid, file, age);
+	else if (age * 1e9 > (double)status_max_age_ns(&e->agent))
+		say(c, DOCTOR_FAIL,
+		    "fabriciq-agent pid %d is stuck: its status %s was last written %.1f s ago", pid, file,
+		    age);
 	else if (page_age < 0 || page_age > page_max)
 		say(c, DOCTOR_FAIL, "fabriciq-agent pid %d does not publish its path page %s (%s)", pid,
 		    e->path_page, page_age < 0 ? "missing or never published" : "stale");
@@ -151,10 +154,12 @@ static void check_clock(const struct doctor_env *e, struct json_object *st, stru
 	else if (rc < 0)
 		say(c, DOCTOR_FAIL, "cannot read the clock page %s: %s", e->clock_page, strerror(-rc));
 	else if (m.error_bound_ns > e->clock_budget_ns)
-		say(c, DOCTOR_FAIL, "not synchronised: error bound %.1f us exceeds the budget %.1f us (source %s)",
+		say(c, DOCTOR_FAIL,
+		    "not synchronised: error bound %.1f us exceeds the budget %.1f us (source %s)",
 		    (double)m.error_bound_ns / 1e3, (double)e->clock_budget_ns / 1e3, jtext(gt, "source"));
 	else
-		say(c, DOCTOR_PASS, "synchronised: error bound %.1f us within %.1f us (source %s, reference %s)",
+		say(c, DOCTOR_PASS,
+		    "synchronised: error bound %.1f us within %.1f us (source %s, reference %s)",
 		    (double)m.error_bound_ns / 1e3, (double)e->clock_budget_ns / 1e3, jtext(gt, "source"),
 		    jtext(gt, "reference"));
 }
@@ -164,7 +169,9 @@ static void check_clock(const struct doctor_env *e, struct json_object *st, stru
 static void check_munge(const struct doctor_env *e, struct doctor_check *c)
 {
 	static const char payload[] = "fabriciq doctor";
-	const char *sock = e->munge_socket ? e->munge_socket : *e->agent.munge_socket ? e->agent.munge_socket : NULL;
+	const char *sock = e->munge_socket          ? e->munge_socket
+			   : *e->agent.munge_socket ? e->agent.munge_socket
+						    : NULL;
 	char err[256] = "", *cred = NULL;
 	uid_t uid;
 	int rc;
@@ -175,8 +182,8 @@ static void check_munge(const struct doctor_env *e, struct doctor_check *c)
 				     sizeof(err));
 	free(cred);
 	if (rc)
-		say(c, DOCTOR_FAIL, "munge round trip through %s failed: %s", sock ? sock : "munged's default socket",
-		    err);
+		say(c, DOCTOR_FAIL, "munge round trip through %s failed: %s",
+		    sock ? sock : "munged's default socket", err);
 	else
 		say(c, DOCTOR_PASS, "credential encoded and decoded through %s (uid %u)",
 		    sock ? sock : "munged's default socket", (unsigned)uid);
@@ -257,11 +264,14 @@ static void check_nics(const struct doctor_env *e, struct json_object *st, struc
 	}
 	missing_nics(want, nics, missing, sizeof(missing));
 	if (!n)
-		say(c, DOCTOR_FAIL, "the agent found no back-end NIC (agent.nics %s)", *want ? want : "not set");
+		say(c, DOCTOR_FAIL, "the agent found no back-end NIC (agent.nics %s)",
+		    *want ? want : "not set");
 	else if (*missing)
-		say(c, DOCTOR_FAIL, "configured NICs the agent does not probe from: %s (it has %s)", missing, have);
+		say(c, DOCTOR_FAIL, "configured NICs the agent does not probe from: %s (it has %s)", missing,
+		    have);
 	else
-		say(c, DOCTOR_PASS, "%s%s", have, *want ? ": as configured" : " (discovered; agent.nics not set)");
+		say(c, DOCTOR_PASS, "%s%s", have,
+		    *want ? ": as configured" : " (discovered; agent.nics not set)");
 }
 
 /* ---- SPANK and NCCL plugins ---------------------------------------------------------- */
@@ -279,8 +289,8 @@ static int plugstack_include(const char *conf, const char *pattern, const char *
 
 	if (!dir)
 		return -ENOMEM;
-	snprintf(full, sizeof(full), "%s%s%s", *pattern == '/' ? "" : dirname(dir), *pattern == '/' ? "" : "/",
-		 pattern);
+	snprintf(full, sizeof(full), "%s%s%s", *pattern == '/' ? "" : dirname(dir),
+		 *pattern == '/' ? "" : "/", pattern);
 	free(dir);
 	if (glob(full, 0, NULL, &g) != 0)
 		return 0; /* Slurm too: an include matching nothing is no error */
@@ -351,7 +361,8 @@ int doctor_symbols(const char *so, const char *const *symbols, char *msg, size_t
 	*msg = '\0';
 	for (; *symbols; symbols++)
 		if (!dlsym(h, *symbols) && used < len)
-			used += (size_t)snprintf(msg + used, len - used, "%s%s", used ? ", " : "missing: ", *symbols);
+			used += (size_t)snprintf(msg + used, len - used, "%s%s",
+						 used ? ", " : "missing: ", *symbols);
 	/* no dlclose: the NCCL plugin is linked -z nodelete, and a plugin's
 	 * threads may outlive an unload */
 	return used ? -ENOENT : 0;
@@ -360,13 +371,14 @@ int doctor_symbols(const char *so, const char *const *symbols, char *msg, size_t
 static void check_spank(const struct doctor_env *e, struct doctor_check *c)
 {
 	char path[4096], err[512] = "", msg[512];
-	int rc = doctor_plugstack_find(e->plugstack, SPANK_PLUGIN_FILE, e->plugin_dir, path, sizeof(path), err,
-				       sizeof(err));
+	int rc = doctor_plugstack_find(e->plugstack, SPANK_PLUGIN_FILE, e->plugin_dir, path, sizeof(path),
+				       err, sizeof(err));
 
 	if (rc < 0)
 		say(c, DOCTOR_FAIL, "%s", err);
 	else if (rc == 0)
-		say(c, DOCTOR_FAIL, "%s is not in %s (nor a file it includes): srun --fabriciq will not exist",
+		say(c, DOCTOR_FAIL,
+		    "%s is not in %s (nor a file it includes): srun --fabriciq will not exist",
 		    SPANK_PLUGIN_FILE, e->plugstack);
 	else if (doctor_symbols(path, spank_symbols, msg, sizeof(msg)) < 0)
 		say(c, DOCTOR_FAIL, "%s (in %s): %s", path, e->plugstack, msg);

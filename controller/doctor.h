@@ -20,7 +20,11 @@
 
 #include "slurmd-agent/agent_config.h"
 
-enum doctor_result { DOCTOR_PASS, DOCTOR_FAIL, DOCTOR_SKIP };
+enum doctor_result {
+	DOCTOR_PASS,
+	DOCTOR_FAIL,
+	DOCTOR_SKIP
+};
 
 struct doctor_check {
 	const char *name; /* "agent", "clock", "munge", "controller", "nics", "spank", "nccl" */
@@ -32,14 +36,14 @@ struct doctor_check {
 
 /* What the checks look at. */
 struct doctor_env {
-	struct agent_config agent;  /* the agent's settings (fabriciq.conf, agent.*) */
-	char clock_page[4096];      /* derived from agent.run_dir / agent.clock_page */
-	char path_page[4096];       /* likewise */
-	const char *munge_socket;   /* NULL: agent.munge_socket, or munge's default */
-	int64_t clock_budget_ns;    /* largest acceptable clock error bound */
-	const char *plugstack;      /* Slurm's plugstack.conf */
-	const char *plugin_dir;     /* where a relative plugstack path is looked up */
-	const char *nccl_plugin;    /* libnccl-net-fabriciq.so */
+	struct agent_config agent; /* the agent's settings (fabriciq.conf, agent.*) */
+	char clock_page[4096];     /* derived from agent.run_dir / agent.clock_page */
+	char path_page[4096];      /* likewise */
+	const char *munge_socket;  /* NULL: agent.munge_socket, or munge's default */
+	int64_t clock_budget_ns;   /* largest acceptable clock error bound */
+	const char *plugstack;     /* Slurm's plugstack.conf */
+	const char *plugin_dir;    /* where a relative plugstack path is looked up */
+	const char *nccl_plugin;   /* libnccl-net-fabriciq.so */
 };
 
 /* Runs every check in order into out[DOCTOR_CHECKS]. Returns how many failed. */

@@ -57,8 +57,10 @@ static void test_plugstack(void)
 	write_file("plugstack.conf.d/10-pyxis.conf", "required spank_pyxis.so\n");
 	write_file("plugstack.conf.d/50-fabriciq.conf", "optional spank_fabriciq.so\n");
 	write_file("top.conf", "required spank_other.so\ninclude plugstack.conf.d/*.conf\n");
-	is_int(find("top.conf", out, sizeof(out), err, sizeof(err)), 1, "found through a relative include glob");
-	is_str(out, "/usr/lib/slurm/spank_fabriciq.so", "... a relative plugin path under the plugin directory");
+	is_int(find("top.conf", out, sizeof(out), err, sizeof(err)), 1,
+	       "found through a relative include glob");
+	is_str(out, "/usr/lib/slurm/spank_fabriciq.so",
+	       "... a relative plugin path under the plugin directory");
 
 	write_file("nomatch.conf", "include nowhere/*.conf\n");
 	is_int(find("nomatch.conf", out, sizeof(out), err, sizeof(err)), 0, "an include matching nothing: 0");
@@ -76,7 +78,8 @@ static void test_symbols(void)
 {
 	const char *b = getenv("top_builddir");
 	static const char *const net[] = {"ncclNetPlugin_v8", "ncclNetPlugin_v12", NULL};
-	static const char *const extra[] = {"ncclNetPlugin_v8", "ncclNetPlugin_v99", "ncclNetPlugin_v98", NULL};
+	static const char *const extra[] = {"ncclNetPlugin_v8", "ncclNetPlugin_v99", "ncclNetPlugin_v98",
+					    NULL};
 	char so[512], msg[512];
 
 	if (!b) {
