@@ -75,7 +75,7 @@ tb link down n2 rail0
 tb link down n2 rail1
 t0=$(date +%s)
 start "$N" FABRICIQ_MODE=control FABRICIQ_FAILOVER_GRACE_MS=3000 FABRICIQ_LANE_TIMEOUT_MS=500 -- \
-	-c allreduce -b 1M -e 1M -n 5 -w 1 --timeout 30
+	--coll allreduce -b 1M -e 1M -n 5 -w 1 --timeout 30
 finish
 rc=$?
 t=$(($(date +%s) - t0))
