@@ -57,7 +57,7 @@ job() {
 	for r in 3 2 1 0; do
 		"$TB" exec "n$((r + 1))" env FABRICIQ_MODE=control FABRICIQ_STEER="$steer" FABRICIQ_IFACES=rail0,rail1 \
 			FABRICIQ_TELEMETRY=0 FABRICIQ_CHUNK_SIZE=32K FABRICIQ_SOCKET_BUFFER=$SOCKBUF FABRICIQ_PATH_PAGE="$tmp/none" \
-			timeout 300 "$CB" -p "$SO" --rank $r --nranks 4 --bootstrap "198.18.0.11:$port" -c alltoall \
+			timeout 300 "$CB" -p "$SO" --rank $r --nranks 4 --bootstrap "198.18.0.11:$port" --coll alltoall \
 			-b "$SIZE" -e "$SIZE" -n "$ITERS" -w 2 --timeout 250 >"$tmp/out.$name.$r" 2>"$tmp/err.$name.$r" &
 		pids+=($!)
 	done

@@ -65,7 +65,7 @@ run() {
 	for r in 3 2 1 0; do
 		"$TB" exec "n$((r + 1))" env FABRICIQ_MODE="$mode" FABRICIQ_IFACES=rail0,rail1 FABRICIQ_TELEMETRY=0 FABRICIQ_CHUNK_SIZE=32K \
 			${BENCH_FO_KEEP:+FABRICIQ_STEER_TRACE=$tmp/trace.$name.$r} \
-			timeout $((tmo + 60)) "$CB" -p "$SO" --rank $r --nranks 4 --bootstrap "198.18.0.11:$port" -c allreduce \
+			timeout $((tmo + 60)) "$CB" -p "$SO" --rank $r --nranks 4 --bootstrap "198.18.0.11:$port" --coll allreduce \
 			-b 1M -e 1M -n "$iters" -w 2 --timeline 500 --timeout "$tmo" \
 			>"$tmp/out.$name.$r" 2>"$tmp/err.$name.$r" &
 		pids+=($!)

@@ -33,8 +33,8 @@ port=$((30000 + $$ % 10000))
 # plugin SIZE ITERS WARMUP -> "time_us gbps"
 plugin() {
 	port=$((port + 1))
-	"$CB" -p "$SO" --rank 1 --nranks 2 --bootstrap 127.0.0.1:$port -c pingpong -b "$1" -e "$1" -n "$2" -w "$3" >/dev/null &
-	"$CB" -p "$SO" --rank 0 --nranks 2 --bootstrap 127.0.0.1:$port -c pingpong -b "$1" -e "$1" -n "$2" -w "$3" |
+	"$CB" -p "$SO" --rank 1 --nranks 2 --bootstrap 127.0.0.1:$port --coll pingpong -b "$1" -e "$1" -n "$2" -w "$3" >/dev/null &
+	"$CB" -p "$SO" --rank 0 --nranks 2 --bootstrap 127.0.0.1:$port --coll pingpong -b "$1" -e "$1" -n "$2" -w "$3" |
 		awk '!/^#/ { print $5, $6 }'
 	wait
 }

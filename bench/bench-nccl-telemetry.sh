@@ -37,11 +37,11 @@ run() { # TELEMETRY -> busbw
 	local pids=()
 	port=$((port + 1))
 	for r in 3 2 1; do
-		FABRICIQ_TELEMETRY=$1 "$CB" -p "$SO" --rank $r --nranks 4 --bootstrap 127.0.0.1:$port -c allreduce \
+		FABRICIQ_TELEMETRY=$1 "$CB" -p "$SO" --rank $r --nranks 4 --bootstrap 127.0.0.1:$port --coll allreduce \
 			-b 64M -e 64M -n 5 -w 1 >/dev/null &
 		pids+=($!)
 	done
-	FABRICIQ_TELEMETRY=$1 "$CB" -p "$SO" --rank 0 --nranks 4 --bootstrap 127.0.0.1:$port -c allreduce \
+	FABRICIQ_TELEMETRY=$1 "$CB" -p "$SO" --rank 0 --nranks 4 --bootstrap 127.0.0.1:$port --coll allreduce \
 		-b 64M -e 64M -n 5 -w 1 | awk '!/^#/ { print $7 }'
 	wait "${pids[@]}"
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Large-message throughput over the emulated fabric, not loopback: 2 ranks
 # on 2 testbed hosts (n1, n2), the plugin's 64 MiB sendrecv ping-pong
-# (fabriciq-collbench -c pingpong, FABRICIQ_LANES lanes, default 2; and 1
+# (fabriciq-collbench --coll pingpong, FABRICIQ_LANES lanes, default 2; and 1
 # lane, one TCP flow like the baseline) against
 # a raw TCP stream between the same endpoints (fq-rawtcp, same ping-pong,
 # one connection, run inside the same namespaces with `tb exec`).
@@ -53,9 +53,9 @@ plugin() {
 	local lanes=${1:-${FABRICIQ_LANES:-2}}
 	port=$((port + 1))
 	"$TB" exec n2 env FABRICIQ_LANES="$lanes" FABRICIQ_IFACES=rail0 FABRICIQ_TELEMETRY=0 timeout 120 "$CB" -p "$SO" --rank 1 --nranks 2 \
-		--bootstrap "$N1:$port" -c pingpong -b $SIZE -e $SIZE -n "$ITERS" -w 1 >/dev/null 2>"$tmp/err.1" &
+		--bootstrap "$N1:$port" --coll pingpong -b $SIZE -e $SIZE -n "$ITERS" -w 1 >/dev/null 2>"$tmp/err.1" &
 	"$TB" exec n1 env FABRICIQ_LANES="$lanes" FABRICIQ_IFACES=rail0 FABRICIQ_TELEMETRY=0 timeout 120 "$CB" -p "$SO" --rank 0 --nranks 2 \
-		--bootstrap "$N1:$port" -c pingpong -b $SIZE -e $SIZE -n "$ITERS" -w 1 2>"$tmp/err.0" |
+		--bootstrap "$N1:$port" --coll pingpong -b $SIZE -e $SIZE -n "$ITERS" -w 1 2>"$tmp/err.0" |
 		awk '!/^#/ { print $6 }'
 	wait
 }

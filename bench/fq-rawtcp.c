@@ -1,7 +1,7 @@
 /*
  * fq-rawtcp: the raw-TCP baseline for the plugin benchmarks. One TCP
  * connection, TCP_NODELAY, the plugin's default socket buffers, and the
- * same traffic pattern as `fabriciq-collbench -c pingpong`: SIZE bytes one
+ * same traffic pattern as `fabriciq-collbench --coll pingpong`: SIZE bytes one
  * way, SIZE bytes back, busy-polling non-blocking sockets as NCCL's proxy
  * polls test(). Prints
  *   SIZE MEAN_US GBPS MEDIAN_US P10_US

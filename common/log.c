@@ -2,8 +2,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +17,7 @@ static struct {
 	enum fq_log_target target;
 	fq_log_sink_fn sink;
 	void *sink_arg;
+	bool journal; /* stderr is systemd's journal stream: "<N>" priorities */
 } logger = {
     .component = "fabriciq",
     .max_level = FQ_LOG_INFO,
@@ -24,8 +28,23 @@ static pthread_mutex_t rl_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
+/* sd-daemon(3): systemd sets JOURNAL_STREAM to "DEV:INODE" of the stream
+ * it connected stdout/stderr to; stderr is the journal only if it is still
+ * that stream (not redirected since, nor inherited by a child whose stderr
+ * goes elsewhere). */
+static bool stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
+	       (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 void fq_log_init(const char *component, enum fq_log_level max_level, enum fq_log_target target)
 {
+	logger.journal = target == FQ_LOG_STDERR && stderr_is_journal();
 	snprintf(logger.component, sizeof(logger.component), "%s", component ? component : "fabriciq");
 	logger.max_level = max_level;
 	logger.target = target;
@@ -91,8 +110,13 @@ void fq_vlog(enum fq_log_level level, const char *fmt, va_list ap)
 		syslog(syslog_prio[level], "%s", line);
 	} else {
 		char out[1200];
-		int m = snprintf(out, sizeof(out), "%s: %s: %s\n", logger.component, fq_log_level_name(level),
-				 line);
+		char prio[8] = "";
+		int m;
+
+		if (logger.journal)
+			snprintf(prio, sizeof(prio), "<%d>", syslog_prio[level]);
+		m = snprintf(out, sizeof(out), "%s%s: %s: %s\n", prio, logger.component,
+			     fq_log_level_name(level), line);
 		if (m > 0) {
 			ssize_t w =
 			    write(STDERR_FILENO, out, (size_t)m < sizeof(out) ? (size_t)m : sizeof(out) - 1);

@@ -2,7 +2,10 @@
  * log: leveled, component-prefixed logging shared by every fabriciq part.
  *
  * A process sets its component once (fq_log_init("agent", ...)); every line
- * is "component: LEVEL: message". Lines go to stderr, to syslog, or to a
+ * is "component: LEVEL: message". Under systemd (JOURNAL_STREAM names the
+ * stream stderr still is, sd-daemon(3)) a stderr line starts with its
+ * syslog priority, "<3>" for errors to "<7>" for debug, which journald
+ * keeps as the entry's priority. Lines go to stderr, to syslog, or to a
  * host's logger through a sink (the NCCL plugin hands them to NCCL's logger,
  * the SPANK plugin to slurm_error/slurm_info). Messages are formatted with
  * printf checking. Not async-signal-safe; thread-safe (each line is one

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/config.h"
 #include "common/munge_cred.h"
 #include "controller/api.h"
 #include "controller/cli.h"
@@ -96,12 +97,29 @@ int fetch(struct cli *c, const char *path, const char *query, struct json_object
 				 sizeof(err));
 		free(auth);
 		if (rc) {
-			fprintf(stderr, "fabriciq: controller %s: %s\n", c->controller, err);
+			fprintf(
+			    stderr,
+			    "fabriciq: controller %s: %s\n"
+			    "fabriciq: is fabriciq-controller running there (systemctl status "
+			    "fabriciq-controller)? "
+			    "Else name it with --controller URL or $FABRICIQ_CONTROLLER, or ask the database "
+			    "directly with --db CONNINFO\n",
+			    c->controller, err);
 			return EXIT_FAIL;
 		}
 		status = resp.status;
 		if (status == 401 && *munge_err)
-			fprintf(stderr, "fabriciq: no credential sent: %s\n", munge_err);
+			fprintf(stderr,
+				"fabriciq: no credential sent: %s\n"
+				"fabriciq: is munged running here (systemctl status munge)? Its socket: "
+				"--munge-socket "
+				"PATH or $FABRICIQ_MUNGE_SOCKET\n",
+				munge_err);
+		else if (status == 401 || status == 403)
+			fprintf(
+			    stderr,
+			    "fabriciq: the controller refused this user's credential: these paths are for "
+			    "the uids in the controller's controller.api_admin_uids\n");
 	}
 	o = resp.body ? json_tokener_parse(resp.body) : NULL;
 	if (!o) {
@@ -759,24 +777,26 @@ static int cmd_db(struct cli *c, int argc, char **argv)
 /* ---- main ------------------------------------------------------------------------ */
 
 static const struct command commands[] = {
-    {"status", "", "Controller, database, agents, open anomalies and pending hints at a glance.\n",
-     cmd_status},
-    {"nodes", "", "Nodes with their agent, last report, clock status and NICs.\n", cmd_nodes},
-    {"links", "[--node NODE] [--state up|down|unknown] [--limit N]",
+    {"status", "controller, database, agents, anomalies and hints at a glance", "",
+     "Controller, database, agents, open anomalies and pending hints at a glance.\n", cmd_status},
+    {"nodes", "nodes with their agent, last report, clock status and NICs", "",
+     "Nodes with their agent, last report, clock status and NICs.\n", cmd_nodes},
+    {"links", "probed paths: state, flaps, loss, one-way delays",
+     "[--node NODE] [--state up|down|unknown] [--limit N]",
      "Probed paths (view link_health): state, flaps in the last hour and day, probe loss and\n"
      "one-way delays over the last hour. Down paths first, then the most flapping.\n"
      "  --node NODE   paths from or to NODE\n"
      "  --state S     only paths in state S\n"
      "  --limit N     at most N paths (default 1000)\n",
      cmd_links},
-    {"jobs", "[--running] [--limit N]",
+    {"jobs", "recent job steps with their fabric efficiency", "[--running] [--limit N]",
      "Recent job steps, newest first, with their fabric efficiency (view job_efficiency):\n"
      "bytes moved, achieved and best throughput, share of degraded intervals, median lane\n"
      "p99 one-way delay, anomalies and failovers.\n"
      "  --running     only steps still running\n"
      "  --limit N     at most N steps (default 20, at most 1000)\n",
      cmd_jobs},
-    {"job", "JOBID[.STEP] [--lanes N] [--bucket SECONDS]",
+    {"job", "the report of one job or step", "JOBID[.STEP] [--lanes N] [--bucket SECONDS]",
      "The report of one job (every step) or one step: ranks (node, NIC, pid), the slowest\n"
      "lanes, every lane (NICs, bytes, p50/p99 one-way delay), throughput over time,\n"
      "anomalies with the ranks they hit, and failovers. STEP may be batch, extern or\n"
@@ -785,19 +805,19 @@ static const struct command commands[] = {
      "  --bucket S      throughput in buckets of S seconds (default: the reporting interval,\n"
      "                  coarser for long steps so there are at most 360 buckets)\n",
      cmd_job},
-    {"events", "[--since TIME] [--node NODE] [--limit N]",
+    {"events", "link up/down events", "[--since TIME] [--node NODE] [--limit N]",
      "Link up/down events, newest first.\n"
      "  --since TIME  RFC 3339 (2026-11-22T13:00:00Z) or a time ago: 90s, 30m, 2h, 7d\n"
      "                (default: the last day)\n"
      "  --node NODE   events of NODE (either end)\n"
      "  --limit N     at most N events (default 100, at most 10000)\n",
      cmd_events},
-    {"anomalies", "[--open] [--limit N]",
+    {"anomalies", "anomalies with the steps and ranks they hit", "[--open] [--limit N]",
      "Anomalies, newest first, with the job steps and ranks they hit.\n"
      "  --open        only those still open\n"
      "  --limit N     at most N (default 100, at most 10000)\n",
      cmd_anomalies},
-    {"hints", "[--apply [--dry-run]]",
+    {"hints", "drain/resume hints for Slurm (and --apply them)", "[--apply [--dry-run]]",
      "Pending drain/resume hints for Slurm nodes, with the exact scontrol command of each.\n"
      "  --apply       run them: `scontrol update NodeName=N State=DRAIN Reason=\"fabriciq: ...\"`\n"
      "                or `State=RESUME` (no shell), built from the hint's action, node and\n"
@@ -811,11 +831,30 @@ static const struct command commands[] = {
      "                needs --db CONNINFO or the PG* environment.\n"
      "  --dry-run     with --apply: read Slurm's state, say what would be done, change nothing\n",
      cmd_hints},
-    {"clock", "", "Per node: its latest clock report and status (view clock_status).\n", cmd_clock},
-    {"db", "migrate",
+    {"clock", "each node's clock status", "",
+     "Per node: its latest clock report and status (view clock_status).\n", cmd_clock},
+    {"db", "create or upgrade the schema (db migrate)", "migrate",
      "  migrate       create or upgrade the fabriciq schema in the database (--db CONNINFO or\n"
      "                the PG* environment); idempotent\n",
      cmd_db},
+    {"doctor", "check this node's fabriciq (for operators and NHC)",
+     "[--config FILE] [--set KEY=VALUE]... [--clock-budget DURATION] [--plugstack FILE]\n"
+     "                [--plugin-dir DIR] [--nccl-plugin PATH]",
+     "Checks this node: the agent runs and publishes its status, clock page and path page; the\n"
+     "clock is synchronised within the budget; munge round-trips; the agent's uplink to the\n"
+     "controller is connected and authenticated; its NICs are the configured ones; the SPANK\n"
+     "plugin is in plugstack.conf and loads; the NCCL net plugin loads and exports its ABIs.\n"
+     "One PASS, FAIL or SKIP line per check (--json: one document). Exit status 0 when every\n"
+     "check passed (or was skipped), 1 when one failed, 2 usage. Run as root (or the agent's\n"
+     "group): the agent's status file is not world-readable.\n"
+     "  -c, --config FILE         the agent's settings (default " FQ_CONFIG_PATH ")\n"
+     "  -s, --set KEY=VALUE       override one agent setting, as fabriciq-agent -s\n"
+     "  -b, --clock-budget D      largest acceptable clock error bound (default 1ms)\n"
+     "  -p, --plugstack FILE      Slurm's plugstack.conf (default /etc/slurm/plugstack.conf)\n"
+     "  -P, --plugin-dir DIR      where a relative plugstack path lives (default the install's)\n"
+     "  -n, --nccl-plugin PATH    the NCCL net plugin (default the installed one)\n"
+     "The munge socket is the global --munge-socket, else agent.munge_socket.\n",
+     cmd_doctor},
 };
 
 static void usage(FILE *f)
@@ -823,21 +862,41 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: fabriciq [OPTIONS] COMMAND [ARGS]\n"
 		   "Fabric visibility for Slurm GPU clusters: ask the fabriciq controller.\n\nCommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].synopsis);
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nOptions:\n"
 		   "  -c, --controller URL  the controller's HTTP address (default $FABRICIQ_CONTROLLER,\n"
 		   "                        else " DEFAULT_CONTROLLER ")\n"
 		   "  -d, --db CONNINFO     no controller: compute the answers from the database directly\n"
 		   "                        (libpq conninfo or URI; \"\" for the PG* environment)\n"
-		   "  -j, --json            print the API's JSON instead of tables\n"
+		   "  -j, --json            print the API's JSON instead of tables (also after COMMAND)\n"
 		   "  -m, --munge-socket PATH\n"
 		   "                        munged's socket, for the credential sent with each request\n"
 		   "                        (default $FABRICIQ_MUNGE_SOCKET, else munge's own)\n"
 		   "  -t, --timeout SECONDS for the controller's answer (default 10)\n"
-		   "  -h, --help            this help; `fabriciq COMMAND --help` for a command's\n"
+		   "  -h, --help            this help; `fabriciq COMMAND --help` for a command's options\n"
 		   "  -V, --version\n"
 		   "\nExit status: 0 ok; 1 error talking to the controller, the database or Slurm;\n"
 		   "2 usage (or a parameter the API refused); 3 not found (unknown job or step).\n");
+}
+
+/* `fabriciq status --json` as `fabriciq --json status`: every command
+ * prints JSON, so --json is taken out of a command's arguments (up to a
+ * "--"). Returns the new argc. */
+static int take_json(int argc, char **argv, bool *json)
+{
+	int n = 0;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			for (; i < argc; i++)
+				argv[n++] = argv[i];
+		else if (!strcmp(argv[i], "--json"))
+			*json = true;
+		else
+			argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	return n;
 }
 
 int main(int argc, char **argv)
@@ -914,6 +973,7 @@ int main(int argc, char **argv)
 	current = cmd;
 	argc -= optind;
 	argv += optind;
+	argc = take_json(argc, argv, &c.json);
 	optind = 0; /* glibc: restart getopt for the command's options */
 	if (c.conninfo && cmd->run != cmd_db) {
 		bool help = false;

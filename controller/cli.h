@@ -5,7 +5,8 @@
  *
  * cli.c: main, the API fetch and the read-only commands; cli_fmt.c: value
  * formatting and aligned tables; cli_hints.c: `hints` and `hints --apply`
- * (scontrol, recorded in the database).
+ * (scontrol, recorded in the database); cli_doctor.c: `doctor`, the node
+ * self-check (controller/doctor.h).
  */
 #ifndef FQ_CONTROLLER_CLI_H
 #define FQ_CONTROLLER_CLI_H
@@ -88,7 +89,7 @@ int fetch(struct cli *c, const char *path, const char *query, struct json_object
 void qadd(char *q, size_t len, const char *name, const char *value);
 
 struct command {
-	const char *name, *synopsis, *help;
+	const char *name, *summary, *synopsis, *help; /* summary: one line for `fabriciq --help` */
 	int (*run)(struct cli *c, int argc, char **argv);
 };
 
@@ -116,5 +117,8 @@ int list_options(int argc, char **argv, const char *allowed, struct list_args *a
 
 /* ---- hints (cli_hints.c) ------------------------------------------------------ */
 int cmd_hints(struct cli *c, int argc, char **argv);
+
+/* ---- doctor (cli_doctor.c): the node self-check ---------------------------------- */
+int cmd_doctor(struct cli *c, int argc, char **argv);
 
 #endif /* FQ_CONTROLLER_CLI_H */

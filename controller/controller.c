@@ -1060,7 +1060,8 @@ static void usage(FILE *out)
 		"  -c, --config FILE   configuration file (default " FQ_CONFIG_PATH ")\n"
 		"  -s, --set KEY=VAL   override one setting (controller.KEY or KEY)\n"
 		"      --dump-config   print the effective configuration and exit\n"
-		"  -h, --help          this text\n\n"
+		"  -h, --help          this text\n"
+		"  -V, --version       the version\n\n"
 		"Exit status: 0 stopped by SIGTERM/SIGINT after a final flush; 1 runtime failure;\n"
 		"2 usage or configuration error.\n\n"
 		"Settings:\n");
@@ -1199,18 +1200,16 @@ static void close_sessions(struct fq_strmap_entry *e, void *arg)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"set", required_argument, NULL, 's'},
-	    {"dump-config", no_argument, NULL, 'd'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
+	    {"dump-config", no_argument, NULL, 'd'},  {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
 	};
 	struct ctl c = {0};
 	const char *config = FQ_CONFIG_PATH;
 	char *sets[64];
 	int nsets = 0, dump = 0, opt, rc = 2;
 
-	while ((opt = getopt_long(argc, argv, "c:s:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:s:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			config = optarg;
@@ -1227,6 +1226,10 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("fabriciq-controller %s (protocol %d)\n", PACKAGE_VERSION,
+			       FQ_PROTOCOL_VERSION);
 			return 0;
 		default:
 			usage(stderr);

@@ -44,6 +44,7 @@ static void usage(FILE *f)
 		"  -d, --conninfo=STR  libpq connection string or URI (default: PGHOST, PGDATABASE... )\n"
 		"  -j, --json          machine-readable output\n"
 		"  -h, --help          this help\n"
+		"  -V, --version       the version\n"
 		"\n"
 		"Exit status: 0 ok; 1 failure (connection, SQL); 2 usage; 3 the database schema is\n"
 		"newer than this fabriciq; 4 (status) the schema needs `fabriciq-db migrate`.\n"
@@ -205,6 +206,7 @@ int main(int argc, char **argv)
 	    {"conninfo", required_argument, NULL, 'd'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct opts o = {.conninfo = ""};
@@ -213,7 +215,7 @@ int main(int argc, char **argv)
 	char err[1024];
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "d:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:jhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			o.conninfo = optarg;
@@ -223,6 +225,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return EXIT_OK;
+		case 'V':
+			printf("fabriciq-db %s (schema version %d)\n", PACKAGE_VERSION, fq_db_code_version());
 			return EXIT_OK;
 		default:
 			usage(stderr);

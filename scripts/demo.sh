@@ -71,7 +71,7 @@ step "srun -N4 -n4 --fabriciq=control: allreduce, while rail1 of n3 flaps 9 time
 run_job() { # NAME COLL PORT BYTES: every iteration verified, one line a second from rank 0
 	"$TB" slurm srun -N4 -n4 -J "$1" --fabriciq=control sh -c \
 		'[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@"' sh \
-		"$CB" --bootstrap "198.19.0.3:$3" -c "$2" -b "$4" -e "$4" -n 400 -w 5 --timeout 120 --timeline 1000
+		"$CB" --bootstrap "198.19.0.3:$3" --coll "$2" -b "$4" -e "$4" -n 400 -w 5 --timeout 120 --timeline 1000
 }
 run_job demo-allreduce allreduce 17001 4M >"$S/job1.out" 2>&1 &
 job1=$!

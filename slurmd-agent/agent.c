@@ -26,96 +26,16 @@
 #include "common/notify.h"
 #include "common/shm_page.h"
 #include "slurmd-agent/agent.h"
+#include "slurmd-agent/agent_config.h"
 #include "slurmd-agent/nics.h"
 
 #define AGENT_VERSION PACKAGE_VERSION
-
-static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
-
-#define OPT(name, type, field, def, lo, hi, choices, help)                                                   \
-	{                                                                                                    \
-		name, type, offsetof(struct agent_config, field), def, lo, hi, choices, help                 \
-	}
-
-static const struct fq_cfg_option agent_options[] = {
-    OPT("node", FQ_CFG_STRING, node, NULL, 0, 0, NULL, "this node's name (default: the host name)"),
-    OPT("nics", FQ_CFG_STRING, nics, NULL, 0, 0, NULL,
-	"back-end NICs to probe from, comma-separated, rail order (e.g. rail0,rail1); default: discovered "
-	"(RDMA netdevs, else every IPv4 interface but the loopback and the front-end one)"),
-    OPT("peers", FQ_CFG_STRING, peers, "", 0, 0, NULL,
-	"static peers, comma-separated NODE:NIC@ADDRESS, ADDRESS an IPv4 address or a UD address "
-	"(ud:lid=0x12/qpn=0x48, ud:gid=fe80::2/qpn=0x48; probed from the local NIC of the same name), "
-	"in addition to those the controller assigns"),
-    OPT("port", FQ_CFG_UINT, port, "7101", 1, 65535, NULL, "UDP probe port"),
-    OPT("probe_interval", FQ_CFG_DURATION, probe_interval, "20ms", 1e6, 10e9, NULL,
-	"time between probe pairs on one path"),
-    OPT("guard", FQ_CFG_DURATION, guard, "4us", 0, 1e9, NULL,
-	"a probe pair counts for clock estimation only if its receive gap is within this of its send gap"),
-    OPT("window", FQ_CFG_DURATION, window, "4s", 0.5e9, 600e9, NULL, "sliding window of the clock fit"),
-    OPT("bucket", FQ_CFG_DURATION, bucket, "250ms", 10e6, 60e9, NULL,
-	"lower-envelope resolution of the clock fit (window/bucket <= 256)"),
-    OPT("down_after", FQ_CFG_DURATION, down_after, "250ms", 10e6, 60e9, NULL,
-	"a path with no answer for this long is DOWN"),
-    OPT("report_interval", FQ_CFG_DURATION, report_interval, "1s", 100e6, 3600e9, NULL,
-	"report window (status file, controller reports)"),
-    OPT("status_file", FQ_CFG_STRING, status_file, "/run/fabriciq/agent-status.json", 0, 0, NULL,
-	"where the agent writes its state each report window"),
-    OPT("log_level", FQ_CFG_ENUM, log_level, "info", 0, 0, log_levels, "error, warn, info or debug"),
-    OPT("controller", FQ_CFG_STRING, controller, "", 0, 0, NULL,
-	"the controller, HOST[:PORT] (port 7100); empty: run without one"),
-    OPT("munge_socket", FQ_CFG_STRING, munge_socket, "", 0, 0, NULL,
-	"munged's socket for the controller credential (empty: munge's default)"),
-    OPT("controller_uid", FQ_CFG_UINT, controller_uid, "0", 0, 4294967294.0, NULL,
-	"uid the controller's munge credential must carry (the controller authenticates to the agent)"),
-    OPT("reference", FQ_CFG_STRING, reference, "", 0, 0, NULL,
-	"the reference host of the global timeline without a controller (default: the first node name, "
-	"in byte order, among this node and its peers)"),
-    OPT("run_dir", FQ_CFG_STRING, run_dir, "/run/fabriciq", 0, 0, NULL,
-	"directory of the sockets and pages below, when they are not set"),
-    OPT("step_socket", FQ_CFG_STRING, step_socket, "", 0, 0, NULL,
-	"root-only socket of the SPANK plugin (default RUN_DIR/agent-step.sock)"),
-    OPT("telemetry_socket", FQ_CFG_STRING, telemetry_socket, "", 0, 0, NULL,
-	"socket of the NCCL plugin's telemetry (default RUN_DIR/agent-telemetry.sock)"),
-    OPT("step_max_connections", FQ_CFG_UINT, step_max_connections, "1024", 1, 65536, NULL,
-	"connections the step socket takes (root's: one per running step), apart from the telemetry "
-	"socket's"),
-    OPT("telemetry_max_connections", FQ_CFG_UINT, telemetry_max_connections, "1024", 1, 65536, NULL,
-	"connections the telemetry socket takes, all users together"),
-    OPT("telemetry_max_per_uid", FQ_CFG_UINT, telemetry_max_per_uid, "256", 1, 65536, NULL,
-	"telemetry connections one uid may hold (one per job process)"),
-    OPT("telemetry_idle_timeout", FQ_CFG_DURATION, telemetry_idle_timeout, "10m", 1e9, 86400e9, NULL,
-	"a telemetry connection that sends no frame for this long is closed"),
-    OPT("telemetry_lane_rate", FQ_CFG_UINT, telemetry_lane_rate, "5000", 1, 1e7, NULL,
-	"lane reports a second one step's processes may send on this node (beyond: dropped, counted)"),
-    OPT("telemetry_lane_burst", FQ_CFG_UINT, telemetry_lane_burst, "20000", 1, 1e8, NULL,
-	"lane reports one step may send at once above telemetry_lane_rate"),
-    OPT("telemetry_event_rate", FQ_CFG_UINT, telemetry_event_rate, "100", 1, 1e6, NULL,
-	"failover events a second one step's processes may send on this node (beyond: dropped, counted)"),
-    OPT("telemetry_event_burst", FQ_CFG_UINT, telemetry_event_burst, "4096", 1, 1e7, NULL,
-	"failover events one step may send at once above telemetry_event_rate"),
-    OPT("frame_timeout", FQ_CFG_DURATION, frame_timeout, "5s", 10e6, 600e9, NULL,
-	"a frame begun on either local socket must be complete within this, else the connection is closed"),
-    OPT("clock_page", FQ_CFG_STRING, clock_page, "", 0, 0, NULL, "clock page (default RUN_DIR/clock)"),
-    OPT("path_page", FQ_CFG_STRING, path_page, "", 0, 0, NULL, "path-health page (default RUN_DIR/paths)"),
-    OPT("spool_dir", FQ_CFG_STRING, spool_dir, "/var/spool/fabriciq/agent", 0, 0, NULL,
-	"frames wait here until the controller acknowledges them"),
-    OPT("spool_max", FQ_CFG_SIZE, spool_max, "256MiB", 1 << 20, 1e12, NULL,
-	"spool bound; beyond it bulk telemetry (probe, clock, lane reports) is dropped before events "
-	"(counted)"),
-    OPT("publish_interval", FQ_CFG_DURATION, publish_interval, "100ms", 10e6, 1e9, NULL,
-	"clock page and path page publication period"),
-    OPT("max_slew", FQ_CFG_UINT, max_slew, "500000", 1000, 100000000, NULL,
-	"largest rate change of the published global time, in ppb (never stepped back)"),
-    {NULL, 0, 0, NULL, 0, 0, NULL, NULL},
-};
-
-static const struct fq_cfg_schema agent_schema = {"agent", agent_options};
 
 static void usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "Usage: fabriciq-agent [-c FILE] [-s KEY=VALUE]... [--foreground]\n"
+	    "Usage: fabriciq-agent [-c FILE] [-s KEY=VALUE]...\n"
 	    "       fabriciq-agent --status [-c FILE] [--json]\n"
 	    "       fabriciq-agent --dump-config [-c FILE] [-s KEY=VALUE]...\n\n"
 	    "The fabriciq node agent: probes its peers on every back-end NIC (coded UDP probe pairs with\n"
@@ -126,9 +46,13 @@ static void usage(FILE *out)
 	    "      --status        print the running agent's state (from its status file)\n"
 	    "      --json          with --status: the raw JSON\n"
 	    "      --dump-config   print the effective configuration and exit\n"
-	    "  -h, --help          this text\n\n"
+	    "  -h, --help          this text\n"
+	    "  -V, --version       the version\n\n"
+	    "It runs in the foreground (systemd or the testbed supervise it). Exit status: 0 stopped by\n"
+	    "SIGTERM/SIGINT (or a query answered); 1 runtime failure (a socket, page or NIC it cannot set\n"
+	    "up; no status file for --status); 2 usage or configuration error.\n\n"
 	    "Settings:\n");
-	fq_cfg_print_help(&agent_schema, out);
+	fq_cfg_print_help(&agent_config_schema, out);
 }
 
 static struct json_object *owd_json(const struct fq_owd_stats *o)
@@ -458,17 +382,6 @@ static int discover_nics(struct agent *a)
 }
 
 /* RUN_DIR/NAME unless the setting gives the path. */
-static int derive_path(char *out, size_t len, const char *set, const char *run_dir, const char *name)
-{
-	int n = *set ? snprintf(out, len, "%s", set) : snprintf(out, len, "%s/%s", run_dir, name);
-
-	if (n < 0 || (size_t)n >= len) {
-		fprintf(stderr, "fabriciq-agent: path for %s is too long\n", name);
-		return -ENAMETOOLONG;
-	}
-	return 0;
-}
-
 /* The run directory holds the sockets and pages job processes trust: it
  * must be a directory of root or of the agent's user that no one else may
  * write (who can write it can swap a page or a socket). Created 0755 if
@@ -673,22 +586,19 @@ static int print_status(const char *path, int json)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"set", required_argument, NULL, 's'},
-	    {"status", no_argument, NULL, 'S'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"dump-config", no_argument, NULL, 'd'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
+	    {"status", no_argument, NULL, 'S'},       {"json", no_argument, NULL, 'j'},
+	    {"dump-config", no_argument, NULL, 'd'},  {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
 	};
 	struct agent a = {0};
 	const char *config = FQ_CONFIG_PATH;
 	char *sets[64];
-	int nsets = 0, status = 0, json = 0, dump = 0, opt, rc = 1;
+	int nsets = 0, status = 0, json = 0, dump = 0, opt, rc = 1; /* 1 runtime, 2 configuration */
 	char err[512], host[256];
 	bool discovered;
 
-	while ((opt = getopt_long(argc, argv, "c:s:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:s:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			config = optarg;
@@ -712,6 +622,9 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			printf("fabriciq-agent %s\n", AGENT_VERSION);
+			return 0;
 		default:
 			usage(stderr);
 			return 2;
@@ -724,8 +637,9 @@ int main(int argc, char **argv)
 	fq_log_init("fabriciq-agent", FQ_LOG_INFO, FQ_LOG_STDERR);
 
 	/* configuration: defaults, file, overrides */
-	if (fq_cfg_load_all(&agent_schema, &a.cfg, config, sets, nsets, err, sizeof(err)) < 0) {
+	if (fq_cfg_load_all(&agent_config_schema, &a.cfg, config, sets, nsets, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fabriciq-agent: %s\n", err);
+		rc = 2;
 		goto out;
 	}
 	if (status) {
@@ -738,7 +652,7 @@ int main(int argc, char **argv)
 		a.cfg.node = strdup(host);
 	}
 	if (dump) {
-		fq_cfg_dump(&agent_schema, &a.cfg, stdout);
+		fq_cfg_dump(&agent_config_schema, &a.cfg, stdout);
 		rc = 0;
 		goto out;
 	}
@@ -747,20 +661,23 @@ int main(int argc, char **argv)
 		goto out;
 	if (a.cfg.window / a.cfg.bucket > 256) {
 		fprintf(stderr, "fabriciq-agent: agent.window / agent.bucket must be at most 256\n");
+		rc = 2;
 		goto out;
 	}
 	fq_log_set_level((enum fq_log_level)a.cfg.log_level);
 
-	if (derive_path(a.step_socket, sizeof(a.step_socket), a.cfg.step_socket, a.cfg.run_dir,
-			"agent-step.sock") < 0 ||
-	    derive_path(a.telemetry_socket, sizeof(a.telemetry_socket), a.cfg.telemetry_socket, a.cfg.run_dir,
-			"agent-telemetry.sock") < 0 ||
-	    derive_path(a.clock_page_path, sizeof(a.clock_page_path), a.cfg.clock_page, a.cfg.run_dir,
-			"clock") < 0 ||
-	    derive_path(a.path_page_path, sizeof(a.path_page_path), a.cfg.path_page, a.cfg.run_dir, "paths") <
-		0 ||
-	    derive_path(a.steps_path, sizeof(a.steps_path), "", a.cfg.run_dir, "steps.json") < 0)
+	if (agent_config_path(a.step_socket, sizeof(a.step_socket), a.cfg.step_socket, a.cfg.run_dir,
+			      "agent-step.sock") < 0 ||
+	    agent_config_path(a.telemetry_socket, sizeof(a.telemetry_socket), a.cfg.telemetry_socket,
+			      a.cfg.run_dir, "agent-telemetry.sock") < 0 ||
+	    agent_config_path(a.clock_page_path, sizeof(a.clock_page_path), a.cfg.clock_page, a.cfg.run_dir,
+			      "clock") < 0 ||
+	    agent_config_path(a.path_page_path, sizeof(a.path_page_path), a.cfg.path_page, a.cfg.run_dir,
+			      "paths") < 0 ||
+	    agent_config_path(a.steps_path, sizeof(a.steps_path), "", a.cfg.run_dir, "steps.json") < 0) {
+		rc = 2;
 		goto out;
+	}
 
 	/* modules, in order */
 	a.started_raw = fq_now_ns();
@@ -849,6 +766,6 @@ out: /* finalise in reverse */
 		event_base_free(a.base);
 	if (a.events)
 		json_object_put(a.events);
-	fq_cfg_free(&agent_schema, &a.cfg);
+	fq_cfg_free(&agent_config_schema, &a.cfg);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include "common/path_page.h"
 #include "proto/fabriciq.pb-c.h"
 #include "slurmd-agent/advice.h"
+#include "slurmd-agent/agent_config.h"
 #include "slurmd-agent/local.h"
 #include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/prober.h"
@@ -24,24 +25,6 @@
 #include "slurmd-agent/steps.h"
 #include "slurmd-agent/timeline.h"
 #include "slurmd-agent/uplink.h"
-
-struct agent_config {
-	char *node;
-	char *nics;
-	char *peers;
-	uint64_t port;
-	uint64_t probe_interval, guard, window, bucket, down_after, report_interval;
-	char *status_file;
-	int log_level;
-	char *controller, *munge_socket, *reference;
-	char *run_dir, *step_socket, *telemetry_socket, *clock_page, *path_page;
-	char *spool_dir;
-	uint64_t spool_max, publish_interval, max_slew;
-	uint64_t controller_uid;
-	uint64_t step_max_connections, telemetry_max_connections, telemetry_max_per_uid;
-	uint64_t telemetry_idle_timeout, frame_timeout;
-	uint64_t telemetry_lane_rate, telemetry_lane_burst, telemetry_event_rate, telemetry_event_burst;
-};
 
 #define AGENT_MAX_NICS     16
 #define AGENT_MAX_ASSIGNED FQ_PROBER_MAX_PATHS

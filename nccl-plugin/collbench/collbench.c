@@ -47,7 +47,8 @@ static void usage(FILE *f)
 	    f,
 	    "usage: fabriciq-collbench [options]\n"
 	    "  -p, --plugin PATH|NAME   ncclNet plugin .so (default: $NCCL_NET_PLUGIN, else fabriciq)\n"
-	    "  -c, --coll NAME          allreduce (float sum, verified) | alltoall | pingpong\n"
+	    "      --coll NAME          allreduce (float sum, verified) | alltoall | pingpong\n"
+	    "  -c, --check 0|1          verify the results (default 1)\n"
 	    "  -b, --minbytes SIZE      smallest size (default 8)\n"
 	    "  -e, --maxbytes SIZE      largest size (default 64M; at most 256M)\n"
 	    "  -f, --stepfactor N       multiply the size by N each step (default 2)\n"
@@ -55,7 +56,7 @@ static void usage(FILE *f)
 	    "  -w, --warmup_iters N     untimed iterations first (default 5)\n"
 	    "      --rank R --nranks N  this rank and the world size (default: SLURM_PROCID, SLURM_NTASKS)\n"
 	    "      --bootstrap HOST:PORT  rank 0's bootstrap address (all ranks give the same)\n"
-	    "  -d, --dev N              plugin device (default 0)\n"
+	    "      --dev N              plugin device (default 0)\n"
 	    "      --abi N              use ncclNetPlugin_vN (default: the highest exported)\n"
 	    "      --timeout S          give up on a stuck transfer after S seconds (default 60)\n"
 	    "      --timeline MS        verify every timed iteration (receive buffer poisoned first) and\n"
@@ -63,6 +64,9 @@ static void usage(FILE *f)
 	    "(rank 0)\n"
 	    "      --json               one JSON document instead of the table\n"
 	    "  -h, --help\n"
+	    "  -V, --version\n"
+	    "The short options are nccl-tests' (-b -e -f -n -w -c); its per-collective binaries are\n"
+	    "--coll here.\n"
 	    "The plugin's log goes to stderr, each line stamped with the realtime clock: WARN always,\n"
 	    "INFO with NCCL_DEBUG=INFO, as under NCCL.\n");
 }
@@ -160,17 +164,20 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		O_ABI,
 		O_JSON,
 		O_TIMEOUT,
-		O_TIMELINE
+		O_TIMELINE,
+		O_COLL,
+		O_DEV
 	};
 	static const struct option lo[] = {
 	    {"plugin", 1, 0, 'p'},
-	    {"coll", 1, 0, 'c'},
+	    {"coll", 1, 0, O_COLL},
+	    {"check", 1, 0, 'c'},
 	    {"minbytes", 1, 0, 'b'},
 	    {"maxbytes", 1, 0, 'e'},
 	    {"stepfactor", 1, 0, 'f'},
 	    {"iters", 1, 0, 'n'},
 	    {"warmup_iters", 1, 0, 'w'},
-	    {"dev", 1, 0, 'd'},
+	    {"dev", 1, 0, O_DEV},
 	    {"rank", 1, 0, O_RANK},
 	    {"nranks", 1, 0, O_NRANKS},
 	    {"bootstrap", 1, 0, O_BOOT},
@@ -179,6 +186,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"timeout", 1, 0, O_TIMEOUT},
 	    {"timeline", 1, 0, O_TIMELINE},
 	    {"help", 0, 0, 'h'},
+	    {"version", 0, 0, 'V'},
 	    {0, 0, 0, 0},
 	};
 	const char *env;
@@ -199,7 +207,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		o->rank = atoi(env);
 	if ((env = getenv("SLURM_NTASKS")))
 		o->nranks = atoi(env);
-	while ((c = getopt_long(argc, argv, "p:c:b:e:f:n:w:d:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:c:b:e:f:n:w:hV", lo, NULL)) != -1) {
 		int bad = 0;
 
 		switch (c) {
@@ -207,6 +215,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->plugin = optarg;
 			break;
 		case 'c':
+			bad = parse_int(optarg, 0, 1, &o->check) < 0;
+			break;
+		case O_COLL:
 			for (t = 0; t < 3 && strcmp(optarg, coll_names[t]) != 0; t++)
 				;
 			bad = t == 3;
@@ -227,7 +238,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'w':
 			bad = parse_int(optarg, 0, 1000000, &o->warmup) < 0;
 			break;
-		case 'd':
+		case O_DEV:
 			bad = parse_int(optarg, 0, 1024, &o->dev) < 0;
 			break;
 		case O_RANK:
@@ -254,6 +265,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("fabriciq-collbench %s\n", PACKAGE_VERSION);
 			exit(0);
 		default:
 			usage(stderr);

@@ -22,7 +22,7 @@ json() { python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"; }
 tmp=$PGHOST
 
 "$cli" --help | grep -q '^Usage: fabriciq \[OPTIONS\] COMMAND'; ok $? "--help"
-for c in status nodes links jobs job events anomalies hints clock db; do
+for c in status nodes links jobs job events anomalies hints clock db doctor; do
 	out=$("$cli" "$c" --help); rc=$?
 	case $out in "Usage: fabriciq [OPTIONS] $c"*) is $rc 0 "$c --help";; *) ok 1 "$c --help: $out";; esac
 done
@@ -39,6 +39,10 @@ out=$(fq --json db migrate); is "$out" "{\"schema_version\":$v,\"applied\":0}" "
 load_fixture || { echo "Bail out! fixture failed to load"; exit 1; }
 
 out=$(fq status); is $? 0 "status: exit 0"
+# (the documents differ only in their times)
+untimed() { json '{k: v for k, v in j.items() if "time" not in k and k != "controller"}'; }
+is "$(fq status --json | untimed)" "$(fq --json status | untimed)" "status --json: --json after the command as before it"
+is "$(fq jobs --limit 1 --json | json 'len(j["jobs"])')" 1 "jobs --limit 1 --json: the command's options and --json mixed"
 grep -q '^anomalies      2 open, 1 critical$' <<<"$out"; ok $? "status: open anomalies"
 grep -q '^drain hints    4 pending$' <<<"$out"; ok $? "status: pending hints"
 grep -q '^clocks         no reports 1, ok 1, stale 1, unsynchronised 1$' <<<"$out"; ok $? "status: clocks"
@@ -172,6 +176,7 @@ is "$(pending)" "5,6" "... the failed hint stays pending"
 # The HTTP client, where no controller listens.
 "$cli" --controller http://127.0.0.1:1 status 2>"$tmp/err"; is $? 1 "no controller: exit 1"
 grep -q 'controller http://127.0.0.1:1: cannot connect to 127.0.0.1 port 1: Connection refused' "$tmp/err"; ok $? "... saying why"
+grep -q 'is fabriciq-controller running there.*--controller URL.*--db CONNINFO' "$tmp/err"; ok $? "... and what to try next"
 FABRICIQ_CONTROLLER=ftp://x "$cli" status 2>"$tmp/err"; is $? 1 "FABRICIQ_CONTROLLER with a bad URL: exit 1"
 grep -q "bad controller URL 'ftp://x'" "$tmp/err"; ok $? "... saying so"
 "$cli" --db "host=$PGHOST/nonexistent" status 2>"$tmp/err"; is $? 1 "--db with no server: exit 1"

@@ -26,17 +26,17 @@ run2() {
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-run2 -c allreduce -b 8 -e 8M -f 4 -n 3 -w 1; ok $? "allreduce 8 B..8 MiB, 2 ranks"
+run2 --coll allreduce -b 8 -e 8M -f 4 -n 3 -w 1; ok $? "allreduce 8 B..8 MiB, 2 ranks"
 [ -z "$(awk '!/^#/ && $8 != 0' <<<"$out")" ]; ok $? "allreduce: every size verified (#wrong 0)"
 rows=$(grep -vc '^#' <<<"$out"); is "$rows" 11 "allreduce: one row per size (8 B, x4 each, to 8 MiB)"
-run2 -c alltoall -b 64 -e 4M -f 8 -n 3 -w 1; ok $? "alltoall 64 B..4 MiB, 2 ranks"
+run2 --coll alltoall -b 64 -e 4M -f 8 -n 3 -w 1; ok $? "alltoall 64 B..4 MiB, 2 ranks"
 [ -z "$(awk '!/^#/ && $8 != 0' <<<"$out")" ]; ok $? "alltoall: contents verified"
-run2 -c pingpong -b 8 -e 1M -f 32 -n 20 -w 5; ok $? "pingpong 8 B..1 MiB"
-run2 -c allreduce -b 1M -e 1M -n 2 -w 0 --json
+run2 --coll pingpong -b 8 -e 1M -f 32 -n 20 -w 5; ok $? "pingpong 8 B..1 MiB"
+run2 --coll allreduce -b 1M -e 1M -n 2 -w 0 --json
 grep -q '"busbw_gbps"' <<<"$out" && python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results"][0]["wrong"]==0' <<<"$out"
 ok $? "--json is valid JSON with busbw"
 for v in 8 9 10 11; do
-	run2 -c allreduce -b 4K -e 1M -f 16 -n 2 -w 0 --abi $v; ok $? "allreduce through ncclNetPlugin_v$v"
+	run2 --coll allreduce -b 4K -e 1M -f 16 -n 2 -w 0 --abi $v; ok $? "allreduce through ncclNetPlugin_v$v"
 done
 err=$("$CB" -p /nonexistent/plugin.so --rank 0 --nranks 1 2>&1); rc=$?
 [ $rc -ne 0 ] && [ "$(wc -l <<<"$err")" -eq 1 ] && grep -q "cannot load plugin" <<<"$err"
@@ -50,6 +50,6 @@ ok $? "a bad FABRICIQ_ variable: the plugin's WARN names it, init fails" || diag
 err=$(FABRICIQ_IFACES=nosuchif0 "$CB" -p "$SO" --rank 0 --nranks 1 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "interface 'nosuchif0' does not exist" <<<"$err"
 ok $? "FABRICIQ_IFACES naming a missing interface: init fails, says which" || diag "$err"
-err=$("$CB" -p "$SO" -c bogus --rank 0 --nranks 1 2>&1); rc=$?
+err=$("$CB" -p "$SO" --coll bogus --rank 0 --nranks 1 2>&1); rc=$?
 [ $rc -eq 2 ]; ok $? "bad option value: exit 2 ($err)"
 done_testing

@@ -19,7 +19,7 @@ port=29700
 rx() { tb exec "$1" cat "/sys/class/net/$2/statistics/rx_bytes"; }
 
 # 1. one outage, then a flap, under a verified allreduce
-start 2 FABRICIQ_MODE=control -- -c allreduce -b 4M -e 4M -n 200 -w 2 --timeline 500 --timeout 60
+start 2 FABRICIQ_MODE=control -- --coll allreduce -b 4M -e 4M -n 200 -w 2 --timeline 500 --timeout 60
 sleep 3
 tb link down n2 rail1
 sleep 4
@@ -48,7 +48,7 @@ ok $? "control: no timeline interval stalled longer than the lane timeout (stall
 
 # 2. every rail of n2 down past the grace time: a clean error, no hang
 start 2 FABRICIQ_MODE=control FABRICIQ_FAILOVER_GRACE_MS=3000 FABRICIQ_LANE_TIMEOUT_MS=500 -- \
-	-c allreduce -b 1M -e 1M -n 100000 -w 1 --timeout 100
+	--coll allreduce -b 1M -e 1M -n 100000 -w 1 --timeout 100
 sleep 2
 t0=$(date +%s)
 tb link down n2 rail0
@@ -68,7 +68,7 @@ ok $? "control: ... and names both ends" || errs
 ok $? "control: the plugin's error came first, not the benchmark's own timeout" || errs
 
 # 3. monitor mode: as before, nothing acked, no failover machinery
-start 2 FABRICIQ_MODE=monitor -- -c allreduce -b 8 -e 4M -f 8 -n 3 -w 1
+start 2 FABRICIQ_MODE=monitor -- --coll allreduce -b 8 -e 4M -f 8 -n 3 -w 1
 finish && verified
 ok $? "monitor: allreduce verified" || errs
 
@@ -78,7 +78,7 @@ AGENT="$top_builddir/slurmd-agent/fabriciq-agent"
 if [ -x "$AGENT" ] && tb_agents_start "$AGENT"; then
 	sleep 3
 	start 2 FABRICIQ_MODE=control FABRICIQ_LANE_TIMEOUT_MS=5000 -- \
-		-c allreduce -b 4M -e 4M -n 120 -w 2 --timeline 500 --timeout 60
+		--coll allreduce -b 4M -e 4M -n 120 -w 2 --timeline 500 --timeout 60
 	sleep 3
 	tb link down n2 rail1
 	sleep 3

@@ -32,14 +32,14 @@ run2() {
 	diag "rank 0 rc $rc0, rank 1 rc $rc1"; sed 's/^/#   /' "$tmp/r0.err" "$tmp/r1.err" | head -20
 	return 1
 }
-run2 -c allreduce -b 8 -e 64M -f 4 -n 3 -w 1; ok $? "ib: allreduce 8 B..64 MiB over $netdev"
+run2 --coll allreduce -b 8 -e 64M -f 4 -n 3 -w 1; ok $? "ib: allreduce 8 B..64 MiB over $netdev"
 [ -z "$(awk '!/^#/ && $8 != 0' <<<"$out")" ]; ok $? "ib: allreduce verified"
-run2 -c alltoall -b 64 -e 4M -f 8 -n 3 -w 1; ok $? "ib: alltoall"
+run2 --coll alltoall -b 64 -e 4M -f 8 -n 3 -w 1; ok $? "ib: alltoall"
 [ -z "$(awk '!/^#/ && $8 != 0' <<<"$out")" ]; ok $? "ib: alltoall verified"
-run2 -c pingpong -b 8 -e 1M -f 32 -n 20 -w 5; ok $? "ib: pingpong"
+run2 --coll pingpong -b 8 -e 1M -f 32 -n 20 -w 5; ok $? "ib: pingpong"
 sed 's/^/# /' <<<"$out" | head -12
 for v in 8 11; do
-	run2 -c allreduce -b 4K -e 1M -f 16 -n 2 -w 0 --abi $v; ok $? "ib: allreduce through ncclNetPlugin_v$v"
+	run2 --coll allreduce -b 4K -e 1M -f 16 -n 2 -w 0 --abi $v; ok $? "ib: allreduce through ncclNetPlugin_v$v"
 done
 ABI="$top_builddir/tests/nccl/test-abi"
 if [ -x "$ABI" ]; then

@@ -22,10 +22,10 @@ port=$(free_port)
 r1err=$(mktemp)
 trap 'rm -f "$r1err"' EXIT
 FABRICIQ_TRANSPORT=auto timeout 60 "$CB" -p "$SO" --rank 1 --nranks 2 --bootstrap "127.0.0.1:$port" \
-	-c allreduce -b 8 -e 1M -f 16 -n 2 -w 0 >/dev/null 2>"$r1err" &
+	--coll allreduce -b 8 -e 1M -f 16 -n 2 -w 0 >/dev/null 2>"$r1err" &
 p1=$!
 out=$(FABRICIQ_TRANSPORT=auto timeout 60 "$CB" -p "$SO" --rank 0 --nranks 2 --bootstrap "127.0.0.1:$port" \
-	-c allreduce -b 8 -e 1M -f 16 -n 2 -w 0 2>&1); rc=$?
+	--coll allreduce -b 8 -e 1M -f 16 -n 2 -w 0 2>&1); rc=$?
 wait $p1; rc1=$?
 [ $rc -eq 0 ] && [ $rc1 -eq 0 ]
 ok $? "FABRICIQ_TRANSPORT=auto, no device: allreduce runs" ||

@@ -33,7 +33,7 @@ diag "testbed up in $SECONDS s"
 # 1. control mode, rail1 of n2 down from the start, restored under the job
 tb link down n2 rail1
 t1=$SECONDS
-start "$N" FABRICIQ_MODE=control -- -c allreduce -b 4M -e 4M -n 60 -w 1 --timeline 500 --timeout 40
+start "$N" FABRICIQ_MODE=control -- --coll allreduce -b 4M -e 4M -n 60 -w 1 --timeline 500 --timeout 40
 sleep 3
 tup=$(date +%s.%N)
 tb link up n2 rail1
@@ -59,7 +59,7 @@ ok $? "control: the accept side started its comm on the lanes that arrived (WARN
 
 # 2. monitor mode: starts, runs without the lanes
 tb link down n2 rail1
-start "$N" FABRICIQ_MODE=monitor -- -c allreduce -b 1M -e 4M -n 5 -w 1 --timeline 500 --timeout 40
+start "$N" FABRICIQ_MODE=monitor -- --coll allreduce -b 1M -e 4M -n 5 -w 1 --timeline 500 --timeout 40
 finish
 ok $? "monitor: the allreduce starts with rail1 of n2 down, and completes" || errs
 verified
@@ -75,7 +75,7 @@ tb link down n2 rail0
 tb link down n2 rail1
 t0=$(date +%s)
 start "$N" FABRICIQ_MODE=control FABRICIQ_FAILOVER_GRACE_MS=3000 FABRICIQ_LANE_TIMEOUT_MS=500 -- \
-	-c allreduce -b 1M -e 1M -n 5 -w 1 --timeout 30
+	--coll allreduce -b 1M -e 1M -n 5 -w 1 --timeout 30
 finish
 rc=$?
 t=$(($(date +%s) - t0))

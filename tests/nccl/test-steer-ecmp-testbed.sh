@@ -44,7 +44,7 @@ start_job() {
 			FABRICIQ_LANE_TIMEOUT_MS=5000 FABRICIQ_CHUNK_SIZE=32K FABRICIQ_SOCKET_BUFFER=128K \
 			FABRICIQ_STEER_TRACE="$tmp/trace.$r" FABRICIQ_PATH_PAGE="$tmp/none" \
 			timeout 60 "$CB" -p "$SO" --rank "$r" --nranks 2 --bootstrap "198.18.0.11:$port" \
-			-c allreduce -b 1M -e 1M -n 100000 -w 2 --timeline 500 --timeout 40 >"$tmp/out.$r" 2>"$tmp/err.$r" &
+			--coll allreduce -b 1M -e 1M -n 100000 -w 2 --timeline 500 --timeout 40 >"$tmp/out.$r" 2>"$tmp/err.$r" &
 		pids+=($!)
 	done
 	for _ in $(seq 100); do # the first traced lines: up to 10 s on a slow machine

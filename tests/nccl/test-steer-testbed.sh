@@ -41,7 +41,7 @@ for r in 1 0; do
 	tb exec "n$((r + 1))" env FABRICIQ_IFACES=rail0,rail1 FABRICIQ_TELEMETRY=0 FABRICIQ_MODE=control FABRICIQ_LANE_TIMEOUT_MS=5000 \
 		FABRICIQ_CHUNK_SIZE=32K FABRICIQ_SOCKET_BUFFER=${STEER_TEST_SOCKBUF:-128K} FABRICIQ_STEER_TRACE="$tmp/trace.$r" FABRICIQ_PATH_PAGE="$tmp/none" \
 		timeout 60 "$CB" -p "$SO" --rank "$r" --nranks 2 --bootstrap "198.18.0.11:$port" \
-		-c allreduce -b 4M -e 4M -n 100000 -w 2 --timeline 500 --timeout 40 >"$tmp/out.$r" 2>"$tmp/err.$r" &
+		--coll allreduce -b 4M -e 4M -n 100000 -w 2 --timeline 500 --timeout 40 >"$tmp/out.$r" 2>"$tmp/err.$r" &
 	pids+=($!)
 done
 sleep 2

@@ -63,7 +63,7 @@ sc_job() {
 	first=$("$TB" slurm scontrol show hostnames "$nodes" | head -1)
 	timeout 300 "$TB" slurm srun -w "$nodes" -N"$n" -n"$n" -J "$name" --fabriciq="$mode" sh -c \
 		'[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@" 2>&1 | sed "s/^/[r$SLURM_PROCID] /"' sh \
-		"$CB" --bootstrap "198.19.0.$((2 * ${first#n} + 1)):$port" -c "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5 \
+		"$CB" --bootstrap "198.19.0.$((2 * ${first#n} + 1)):$port" --coll "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5 \
 		--timeout 120 --timeline 1000 >"$S/$name.out" 2>&1 &
 	echo $! >"$S/$name.pid"
 }

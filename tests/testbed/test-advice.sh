@@ -51,7 +51,7 @@ job() {
 	tb slurm srun -N2 -n2 --fabriciq=control sh -c '
 		[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"
 		FABRICIQ_STEER_TRACE=$0/trace.$SLURM_JOB_ID.$SLURM_PROCID exec "$@"' "$S" \
-		"$CB" --bootstrap "198.19.0.3:$2" -c allreduce -b 1M -e 1M -n 24 -w 1 --timeline 1000 --timeout 100 \
+		"$CB" --bootstrap "198.19.0.3:$2" --coll allreduce -b 1M -e 1M -n 24 -w 1 --timeline 1000 --timeout 100 \
 		>"$S/job$1.out" 2>&1 &
 }
 job A "$(free_port)"

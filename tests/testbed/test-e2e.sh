@@ -42,7 +42,7 @@ corr=$("$B/slurmd-agent/fabriciq-agent" -c /dev/null -s "status_file=$S/agent-n3
 is "$corr" '"source":"controller"' "n3's global time follows the controller's mesh correction"
 
 out=$(timeout 150 "$TB" slurm srun -N4 -n4 --fabriciq sh -c '[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@"' sh \
-	"$CB" --bootstrap 198.19.0.3:17101 -c allreduce -b 1M -e 1M -n 200 -w 5 2>&1)
+	"$CB" --bootstrap 198.19.0.3:17101 --coll allreduce -b 1M -e 1M -n 200 -w 5 2>&1)
 ok $? "srun --fabriciq: allreduce through the plugin" || diag "$out"
 job=$(awk '/^job / { print $2; exit }' <<<"$out")
 sleep 3
@@ -69,10 +69,10 @@ out=$(fqcli job "$job" 2>&1)
 grep -q "n4" <<<"$out"; ok $? "fabriciq job $job: the report names the ranks' nodes" || diag "$out"
 
 # two concurrent jobs on the same hosts: no lane of one stored under the other
-tb slurm srun -N4 -n4 --fabriciq sh -c 'exec "$@"' sh "$CB" --bootstrap 198.19.0.3:17102 -c alltoall \
+tb slurm srun -N4 -n4 --fabriciq sh -c 'exec "$@"' sh "$CB" --bootstrap 198.19.0.3:17102 --coll alltoall \
 	-b 256K -e 256K -n 150 -w 5 >"$S/jobA.out" 2>&1 &
 pa=$!
-tb slurm srun -N4 -n4 --fabriciq sh -c 'exec "$@"' sh "$CB" --bootstrap 198.19.0.3:17103 -c alltoall \
+tb slurm srun -N4 -n4 --fabriciq sh -c 'exec "$@"' sh "$CB" --bootstrap 198.19.0.3:17103 --coll alltoall \
 	-b 256K -e 256K -n 150 -w 5 >"$S/jobB.out" 2>&1
 rb=$?
 wait $pa

@@ -2,6 +2,10 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,6 +92,40 @@ int main(void)
 		buf[n > 0 ? n : 0] = '\0';
 		close(p[0]);
 		is_str(buf, "test: error: bind eth0: Address already in use\n", "stderr line format");
+		fq_log_set_sink(sink, NULL);
+	}
+
+	/* Under systemd: "<N>" priorities when JOURNAL_STREAM names stderr's
+	 * stream, none when it names another. */
+	for (int journal = 0; journal < 2; journal++) {
+		char buf[256] = "", js[64];
+		int p[2], saved = dup(STDERR_FILENO);
+		struct stat st;
+		ssize_t n;
+
+		if (pipe(p) < 0 || saved < 0 || fstat(p[1], &st) < 0)
+			abort();
+		snprintf(js, sizeof(js), "%llu:%llu", (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino + (journal ? 0 : 1));
+		setenv("JOURNAL_STREAM", js, 1);
+		fq_log_set_sink(NULL, NULL);
+		dup2(p[1], STDERR_FILENO);
+		fq_log_init("test", FQ_LOG_INFO, FQ_LOG_STDERR);
+		fq_warn("rail1 down");
+		fq_error("gone");
+		dup2(saved, STDERR_FILENO);
+		close(saved);
+		close(p[1]);
+		n = read(p[0], buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		close(p[0]);
+		is_str(buf,
+		       journal ? "<4>test: warn: rail1 down\n<3>test: error: gone\n"
+			       : "test: warn: rail1 down\ntest: error: gone\n",
+		       journal ? "JOURNAL_STREAM is stderr: sd-daemon priorities"
+			       : "JOURNAL_STREAM is another stream: none");
+		unsetenv("JOURNAL_STREAM");
+		fq_log_init("test", FQ_LOG_INFO, FQ_LOG_STDERR);
 		fq_log_set_sink(sink, NULL);
 	}
 
