@@ -4,7 +4,7 @@
 # n4-n5 beside it. The report must name n3's rail1, count exactly the
 # lane failures the ranks logged, and say nothing of the healthy job.
 . "$(dirname "$0")/scenario.sh"
-sc_require scflap
+sc_require sflp
 plan 12
 sc_up 5 2 3 2 -s flap_window=20s
 ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents reporting"

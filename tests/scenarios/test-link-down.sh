@@ -4,7 +4,7 @@
 # healthy job on n5-n6. Every lane failure the ranks logged is stored once,
 # each outage crossed n2/rail0 and came back, the healthy job is quiet.
 . "$(dirname "$0")/scenario.sh"
-sc_require sclink
+sc_require slnk
 plan 8
 sc_up 6 2 3 2
 ok $? "up: 6 hosts x 2 rails, 3 leaves, 2 spines; controller and 6 agents reporting"
