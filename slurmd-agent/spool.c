@@ -33,7 +33,8 @@ struct fq_spool {
 	size_t nseg, capseg;
 	int fd; /* the last segment, open for appending; -1 if none */
 	uint64_t next_seq, lease_end, acked, skip_upto;
-	size_t cur_seg; /* send cursor */
+	uint64_t acked_written; /* the acked seq in dir/acked */
+	size_t cur_seg;         /* send cursor */
 	uint64_t cur_off;
 	uint64_t total_bytes, total_frames, dropped, dropped_probe, io_errors;
 	int dirty;
@@ -70,23 +71,58 @@ static void seg_path(const struct fq_spool *s, uint64_t first, char *out, size_t
 	snprintf(out, len, "%s/%020" PRIu64 ".seg", s->dir, first);
 }
 
-static int write_lease(struct fq_spool *s, uint64_t end)
+/* The number in dir/name, written whole (a fresh file renamed over it). */
+static int write_number(const struct fq_spool *s, const char *name, uint64_t v)
 {
 	char path[4200], tmp[4210], text[32];
-	int fd, n = snprintf(text, sizeof(text), "%" PRIu64 "\n", end), rc = 0;
+	int fd, n = snprintf(text, sizeof(text), "%" PRIu64 "\n", v), rc = 0;
 
-	snprintf(path, sizeof(path), "%s/next_seq", s->dir);
+	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0 || rename(tmp, path) < 0)
 		rc = -errno;
 	if (fd >= 0)
 		close(fd);
-	if (rc == 0)
-		s->lease_end = end;
-	else
+	if (rc)
 		fq_error("spool: cannot write %s: %s", path, strerror(-rc));
 	return rc;
+}
+
+/* The number in dir/name; 0 when there is none. */
+static uint64_t read_number(const struct fq_spool *s, const char *name)
+{
+	char path[4200];
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%" SCNu64, &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+static int write_lease(struct fq_spool *s, uint64_t end)
+{
+	int rc = write_number(s, "next_seq", end);
+
+	if (rc == 0)
+		s->lease_end = end;
+	return rc;
+}
+
+/* The acknowledged seq, kept for a restart: the segment being written is
+ * kept whole until it is closed, and without it a restarted agent would
+ * send its acknowledged frames again from the segment's first (from seq
+ * 1, which the controller takes for a count started afresh: stored twice). */
+static void write_acked(struct fq_spool *s)
+{
+	if (s->acked != s->acked_written && write_number(s, "acked", s->acked) == 0)
+		s->acked_written = s->acked;
 }
 
 static int cmp_seg(const void *a, const void *b)
@@ -148,9 +184,7 @@ static int load(struct fq_spool *s)
 {
 	DIR *d = opendir(s->dir);
 	struct dirent *e;
-	char path[4200];
-	FILE *f;
-	uint64_t lease = 0;
+	uint64_t lease, acked;
 
 	if (!d)
 		return -errno;
@@ -174,18 +208,16 @@ static int load(struct fq_spool *s)
 		if (s->seg[i].frames && s->seg[i].last + 1 > s->next_seq)
 			s->next_seq = s->seg[i].last + 1;
 	}
-	snprintf(path, sizeof(path), "%s/next_seq", s->dir);
-	f = fopen(path, "re");
-	if (f) {
-		if (fscanf(f, "%" SCNu64, &lease) != 1)
-			lease = 0;
-		fclose(f);
-	}
+	lease = read_number(s, "next_seq");
 	if (lease > s->next_seq)
 		s->next_seq = lease;
 	if (s->next_seq == 0)
 		s->next_seq = 1;
 	s->acked = s->nseg ? s->seg[0].first - 1 : s->next_seq - 1;
+	acked = read_number(s, "acked");
+	if (acked > s->acked && acked < s->next_seq)
+		s->acked = acked;
+	s->acked_written = acked;
 	s->skip_upto = s->acked;
 	if (s->total_frames)
 		fq_info("spool: %" PRIu64 " frame(s), %" PRIu64
@@ -235,6 +267,7 @@ void fq_spool_close(struct fq_spool *s)
 {
 	if (!s)
 		return;
+	write_acked(s);
 	if (s->fd >= 0) {
 		fdatasync(s->fd);
 		close(s->fd);
@@ -483,6 +516,7 @@ void fq_spool_sync(struct fq_spool *s)
 	if (s->dirty && s->fd >= 0)
 		fdatasync(s->fd);
 	s->dirty = 0;
+	write_acked(s);
 }
 
 struct json_object *fq_spool_counters(const struct fq_spool *s)

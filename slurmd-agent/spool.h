@@ -11,7 +11,10 @@
  * size bound the oldest closed segments are first rewritten without their
  * probe reports (the least valuable data), then dropped whole; every
  * dropped frame is counted. The next seq is leased in a small file so a
- * restarted agent never reuses a number the controller has stored.
+ * restarted agent never reuses a number the controller has stored, and
+ * the acknowledged seq is kept in another (at each fq_spool_sync and at
+ * close) so it resends only what the controller may not have: the
+ * segment being written is kept whole until it is closed.
  */
 #ifndef FQ_AGENT_SPOOL_H
 #define FQ_AGENT_SPOOL_H
