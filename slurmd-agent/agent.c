@@ -800,6 +800,7 @@ int main(int argc, char **argv)
 	fq_info("node %s, version %s: running", a.cfg.node, AGENT_VERSION);
 
 	event_base_dispatch(a.base);
+	fq_local_drain(a.local); /* before the spool closes: the tasks' last reports */
 	write_status(&a);
 	rc = 0;
 

@@ -148,7 +148,7 @@ static void on_read(struct bufferevent *bev, void *arg);
  * (failovers among them) are attributed before it is unregistered, not
  * dropped as a stranger's when the two sockets' events come in the other
  * order. */
-static void drain_telemetry(struct fq_local *l)
+void fq_local_drain(struct fq_local *l)
 {
 	struct conn *c, *next;
 
@@ -190,7 +190,7 @@ static void on_step_frame(struct conn *c, Fabriciq__Envelope *env)
 		told = &paths;
 		break;
 	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_END:
-		drain_telemetry(l);
+		fq_local_drain(l);
 		rc = l->ops.step_end(l->arg, env->step_end, msg, sizeof(msg));
 		break;
 	default:

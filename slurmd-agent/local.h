@@ -65,6 +65,10 @@ struct fq_local *fq_local_create(struct event_base *base, const char *step_path,
 				 const char *clock_page, const char *path_page,
 				 const struct fq_local_limits *limits, const struct fq_local_ops *ops,
 				 void *arg);
+/* Take in every telemetry frame the kernel holds now (the agent is
+ * stopping: what the tasks already wrote is attributed and forwarded,
+ * not lost with the sockets). */
+void fq_local_drain(struct fq_local *l);
 /* Close every connection and remove both socket files. */
 void fq_local_destroy(struct fq_local *l);
 
