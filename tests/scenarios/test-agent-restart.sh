@@ -12,7 +12,7 @@ plan 9
 sc_up 5 2 3 2
 ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents reporting"
 
-NCCL_DEBUG=INFO sc_job hit control 'n[1-3]' allreduce 1M 1500 17381
+NCCL_DEBUG=INFO sc_job hit control 'n[1-3]' allreduce 1M 1000 17381
 sleep 5
 tb daemon stop n2 agent >/dev/null
 t_stop=$(date +%s.%N)

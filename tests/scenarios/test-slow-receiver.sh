@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Scenario: a slow receiver. 6 hosts x 2 rails on 3 leaves; a monitor-mode
-# allreduce on n1-n3 while n3 takes in at most 30 Mbit/s per rail for 15 s
+# allreduce on n1-n3 while n3 takes in at most 30 Mbit/s per rail for 12 s
 # (its leaf's ports towards it shaped, what a host that cannot keep up
 # does to its NIC's queue), and a healthy job on n5-n6. The detector must
 # name n3's NICs slow receivers, attached to the job with n3's rank, and
@@ -14,15 +14,15 @@ plan 9
 sc_up 6 2 3 2 -s delay_floor=300us
 ok $? "up: 6 hosts x 2 rails, 3 leaves, 2 spines; controller and 6 agents reporting"
 
-sc_job hit monitor 'n[1-3]' allreduce 4M 500 17361
-sc_job calm monitor 'n[5-6]' allreduce 4M 500 17362
+sc_job hit monitor 'n[1-3]' allreduce 4M 400 17361
+sc_job calm monitor 'n[5-6]' allreduce 4M 400 17362
 sleep 3
 leaf=$(sc_leaf_ns n3)
 for r in 0 1; do tbf_set "$leaf" "n3r$r" 30mbit 16384 20ms; done
-sleep 15
+sleep 12
 for r in 0 1; do ip netns exec "$leaf" tc qdisc del dev "n3r$r" root; done
 sc_job_wait hit; rc=$?; hit=$SC_JOB
-ok $rc "the job on n1-n3 (job $hit) completes through 15 s of a slow n3" || diag "$(tail -5 "$S/hit.out")"
+ok $rc "the job on n1-n3 (job $hit) completes through 12 s of a slow n3" || diag "$(tail -5 "$S/hit.out")"
 sc_job_wait calm; rc=$?; calm=$SC_JOB
 sc_verified hit && sc_verified calm && [ $rc = 0 ]; ok $? "both jobs (job $calm on n5-n6) completed, verified every interval"
 sleep 3
