@@ -40,8 +40,9 @@ struct fqn_telemetry {
 	int fd; /* to the agent, -1 if none */
 	int warned;
 	int64_t next_connect_ns;
-	uint8_t *pending; /* a frame's unsent tail */
+	uint8_t *pending; /* a batch's unsent tail */
 	size_t pending_len, pending_off;
+	uint64_t pending_samples; /* in that batch: sent once all of it is written */
 	uint64_t pushed, dropped_full, sent, dropped_no_agent;
 };
 
@@ -187,6 +188,10 @@ static void agent_drop(struct fqn_telemetry *t, const char *why)
 	__atomic_store_n(&t->fd, -1, __ATOMIC_RELAXED);
 	free(t->pending);
 	t->pending = NULL;
+	/* a batch the agent did not take whole (it stopped with our frames
+	 * unread, or refused the write): not sent */
+	__atomic_fetch_add(&t->dropped_no_agent, t->pending_samples, __ATOMIC_RELAXED);
+	t->pending_samples = 0;
 	t->next_connect_ns = mono_ns() + RECONNECT_NS;
 }
 
@@ -206,6 +211,8 @@ static int flush_pending(struct fqn_telemetry *t)
 	}
 	free(t->pending);
 	t->pending = NULL;
+	__atomic_fetch_add(&t->sent, t->pending_samples, __ATOMIC_RELAXED);
+	t->pending_samples = 0;
 	return 1;
 }
 
@@ -256,6 +263,7 @@ static void drain(struct fqn_telemetry *t)
 	struct fqn_lane_sample *s = malloc(sizeof(*s));
 	uint8_t *batch = NULL;
 	size_t len = 0, cap = 0;
+	uint64_t n = 0;
 	int can_send;
 
 	if (!s)
@@ -265,7 +273,7 @@ static void drain(struct fqn_telemetry *t)
 	can_send = t->fd >= 0 && flush_pending(t) && t->fd >= 0;
 	while (ring_pop(t, s)) {
 		if (can_send && batch_add(&batch, &len, &cap, s) == 0)
-			__atomic_fetch_add(&t->sent, 1, __ATOMIC_RELAXED);
+			n++;
 		else /* no agent, or it is not reading: never queue without bound */
 			__atomic_fetch_add(&t->dropped_no_agent, 1, __ATOMIC_RELAXED);
 	}
@@ -277,6 +285,7 @@ static void drain(struct fqn_telemetry *t)
 	t->pending = batch;
 	t->pending_len = len;
 	t->pending_off = 0;
+	t->pending_samples = n;
 	flush_pending(t);
 }
 
@@ -365,6 +374,7 @@ void fqn_telemetry_stop(struct fqn_telemetry *t)
 	if (write(t->wake_fd, &one, sizeof(one)) < 0)
 		FQN_WARN("telemetry: cannot wake the thread: %s", strerror(errno));
 	pthread_join(t->thread, NULL);
+	t->dropped_no_agent += t->pending_samples; /* a batch the agent never read whole */
 	FQN_INFO("telemetry: %llu samples sent, %llu dropped (no agent), %llu dropped (ring full)",
 		 (unsigned long long)t->sent, (unsigned long long)t->dropped_no_agent,
 		 (unsigned long long)t->dropped_full);

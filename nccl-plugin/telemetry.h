@@ -57,6 +57,9 @@ void fqn_telemetry_flush(struct fqn_telemetry *t, int timeout_ms);
 /* Data path: hand over a sample. 0, or -ENOBUFS (ring full: dropped, counted). */
 int fqn_telemetry_push(struct fqn_telemetry *t, const struct fqn_lane_sample *s);
 
+/* pushed = sent + dropped_no_agent + dropped_full + those still queued;
+ * sent: in batches the agent's socket took whole (a batch cut short by a
+ * lost agent counts as dropped_no_agent). */
 struct fqn_telemetry_counts {
 	uint64_t pushed, dropped_full, sent, dropped_no_agent;
 	int connected;

@@ -3,7 +3,8 @@
  * in for the node agent: the real frame decoder reads them), byte counts
  * add up, delays are ordered, the clock page marks them synchronised;
  * without an agent the data path goes on, one WARN says so; a full ring
- * drops without blocking.
+ * drops without blocking; a batch an agent that went away never took is
+ * counted dropped, not sent.
  */
 #include <errno.h>
 #include <poll.h>
@@ -173,6 +174,36 @@ static void test_agent(const char *dir)
 	fq_clock_page_writer_close(w);
 }
 
+/* An agent that accepts and goes away without reading: the batch written
+ * to it is lost, and counted so (the rank's log is what a scenario checks
+ * the stored reports against). */
+static void test_agent_gone(const char *dir)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct fqn_lane_sample *s = calloc(1, sizeof(*s));
+	struct fqn_telemetry_counts c;
+	struct fqn_telemetry *t;
+	struct pollfd pfd;
+	int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/gone.sock", dir);
+	ok(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0, "an agent listens");
+	ok(fqn_telemetry_start(sa.sun_path, 10, &t) == 0, "telemetry starts");
+	pfd = (struct pollfd){lfd, POLLIN, 0};
+	ok(poll(&pfd, 1, 2000) == 1, "it connects");
+	close(accept(lfd, NULL, NULL)); /* the agent stops */
+	for (int i = 0; i < 5; i++)
+		fqn_telemetry_push(t, s);
+	fqn_telemetry_flush(t, 1000);
+	fqn_telemetry_counts(t, &c);
+	ok(c.sent == 0 && c.dropped_no_agent == 5,
+	   "5 samples to an agent gone: 0 sent, 5 dropped (%llu, %llu)", (unsigned long long)c.sent,
+	   (unsigned long long)c.dropped_no_agent);
+	fqn_telemetry_stop(t);
+	close(lfd);
+	free(s);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/nccl-plugin-telemetry-XXXXXX";
@@ -183,6 +214,7 @@ int main(void)
 		skip_all("no temp dir");
 	test_ring_full();
 	test_agent(dir);
+	test_agent_gone(dir);
 	{
 		char cmd[300];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -14,7 +14,8 @@ CTL=$B/controller/fabriciq-controller
 AGENT=$B/slurmd-agent/fabriciq-agent
 FQCLI=$B/controller/fabriciq
 
-# sc_require PREFIX: skip unless built and the testbed can run; own testbed.
+# sc_require PREFIX: skip unless built and the testbed can run; own testbed
+# (namespace prefix PREFIX$FQTB_TAG: PREFIX of 4 letters leaves FQTB_TAG 4).
 sc_require() {
 	local f
 	for f in "$CB" "$SPANK_SO" "$CTL" "$AGENT" "$FQCLI"; do [ -e "$f" ] || skip_all "$f not built"; done
@@ -25,8 +26,8 @@ sc_require() {
 }
 
 # sc_up HOSTS RAILS LEAVES SPINES [CONTROLLER ARG...]: the cluster, the
-# controller and the agents; returns once the controller knows every node
-# and has their probe windows.
+# controller and the agents; returns once the controller has every node's
+# probe windows and every agent publishes a corrected clock.
 sc_up() {
 	local hosts=$1 rails=$2 leaves=$3 spines=$4 spank i
 	shift 4
@@ -38,10 +39,11 @@ sc_up() {
 	sleep 1
 	sc_agents_start || return 1
 	for ((i = 0; i < 40; i++)); do
-		[ "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" = "$hosts" ] && return 0
+		[ "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" = "$hosts" ] &&
+			break
 		sleep 0.5
 	done
-	return 1
+	[ $i -lt 40 ] && tb_clocks_published 30
 }
 
 SC_CTL_ARGS=()
@@ -177,4 +179,31 @@ sc_incident() {
 		"... on the ranks whose lanes crossed it, with every lane the job failed over and every outage"
 	fq job "$job" | awk '/^Incidents$/ { i = NR } /^Ranks$/ { r = NR } END { exit !(i && i < r) }'
 	ok $? "fabriciq job $job: incidents first"
+}
+
+# sc_anomalies [WHERE]: every anomaly stored (open or closed) as
+# "kind node/nic remote_node/remote_nic" ("-" for a NIC-level place), sorted.
+sc_anomalies() {
+	psql_ctl "select kind || ' ' || node || '/' || nic || ' ' || coalesce(remote_node || '/' || remote_nic, '-')
+		from fabriciq.anomalies ${1:+where $1} order by 1"
+}
+
+# sc_leaf_ns HOST: the namespace of HOST's leaf router (the testbed's
+# host_leaf: hosts spread evenly over the leaves in order).
+sc_leaf_ns() {
+	local hosts leaves
+	hosts=$(awk -F= '$1 == "TB_HOSTS" { print $2 }' "$S/topology.env")
+	leaves=$(awk -F= '$1 == "TB_LEAVES" { print $2 }' "$S/topology.env")
+	echo "$TB_PFX-leaf$(((${1#n} - 1) * leaves / hosts + 1))"
+}
+
+# sc_probe_spine SRC_NODE SRC_NIC DST_NODE DST_NIC: the spine the probes
+# of that path cross (the agent's UDP port 7101 at both ends, hashed by
+# the source leaf's ECMP as its packets are), or "leaf" when both hosts
+# hang off the same leaf.
+sc_probe_spine() {
+	local r=${2#rail} dev
+	dev=$(ip -n "$(sc_leaf_ns "$1")" route get "198.19.$r.$((2 * ${3#n} + 1))" from "198.19.$r.$((2 * ${1#n} + 1))" \
+		iif "$1r$r" ipproto udp sport 7101 dport 7101 | sed -n 's/.* dev \([^ ]*\).*/\1/p')
+	case $dev in s[0-9]*) echo "spine${dev#s}" ;; *) echo leaf ;; esac
 }

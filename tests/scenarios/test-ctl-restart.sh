@@ -3,7 +3,7 @@
 # control-mode job: the agents spool what it missed, and the job report
 # still holds every lane failure the ranks logged, once.
 . "$(dirname "$0")/scenario.sh"
-sc_require scctl
+sc_require sctl
 plan 6
 sc_up 4 2 2 2
 ok $? "up: 4 hosts x 2 rails; controller and 4 agents reporting"

@@ -4,7 +4,7 @@
 # that host DOWN, but the fabric is fine: a dead agent is not a dead link.
 # The job must keep running and verify; no lane fails over; no drain hint.
 . "$(dirname "$0")/scenario.sh"
-sc_require scagent
+sc_require sagt
 plan 6
 sc_up 4 2 2 2
 ok $? "up: 4 hosts x 2 rails; controller and 4 agents reporting"

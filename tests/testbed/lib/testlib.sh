@@ -86,21 +86,26 @@ tb_agent_start() {
 }
 
 # tb_clocks_published [SECONDS]: wait (default 20 s) until every agent's
-# status file says its clock page is published (the lanes' one-way delays
-# are measured only on the global timeline). Fails, naming the agents
-# that are not, after the wait.
+# status file says its clock page is published with the controller's
+# correction applied (the lanes' one-way delays are measured only on the
+# global timeline, from a job's first chunk if it starts after this).
+# Fails, naming the agents that are not, after the wait.
 tb_clocks_published() {
-	local limit=$((${1:-20} * 4)) i f left
+	local limit=$((${1:-20} * 2)) i left
 	for ((i = 0; i < limit; i++)); do
-		left=
-		for f in "$FQTB_STATE"/agent-*.json; do
-			python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["global_time"]["published"] else 1)' \
-				"$f" 2>/dev/null || left+=" ${f##*/}"
-		done
+		left=$(python3 -c 'import json, os, sys
+for f in sys.argv[1:]:
+    try:
+        g = json.load(open(f))["global_time"]
+        ready = g["published"] and g.get("correction_epoch", 0) > 0
+    except (OSError, ValueError, KeyError):
+        ready = False
+    if not ready:
+        print(os.path.basename(f), end=" ")' "$FQTB_STATE"/agent-*.json)
 		[ -z "$left" ] && return 0
-		sleep 0.25
+		sleep 0.5
 	done
-	diag "clock page not published:$left"
+	diag "clock page not published: $left"
 	return 1
 }
 

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Scenario: the local agent restarted mid-job. 5 hosts x 2 rails on 3
+# leaves; a control-mode allreduce on n1-n3 while n2's agent is stopped
+# for 3 s and started again. The job keeps running; the new agent takes the
+# step from steps.json, so the rank on n2 is still attributed: every lane
+# report the ranks logged as sent is stored, once, for the job (the
+# windows sent while no agent was there are the ones the rank logged as
+# dropped), and the step was never unregistered.
+. "$(dirname "$0")/scenario.sh"
+sc_require sars
+plan 9
+sc_up 5 2 3 2
+ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents reporting"
+
+NCCL_DEBUG=INFO sc_job hit control 'n[1-3]' allreduce 1M 1000 17381
+sleep 5
+tb daemon stop n2 agent >/dev/null
+t_stop=$(date +%s.%N)
+cp "$S/agent-n2.json" "$S/agent-n2.stopped.json" # its last status, written as it stopped
+sleep 3
+sc_agent_start n2
+ok $? "n2's agent stopped for 3 s mid-job and started again"
+t_start=$(date +%s.%N)
+sleep 2
+is "$(json '" ".join(str(s["job_id"]) for s in j["steps"])' <"$S/agent-n2.json")" "$(awk '/^job / { print $2 }' "$S/hit.out")" \
+	"the new agent restored the job's step from steps.json"
+sc_job_wait hit; rc=$?; hit=$SC_JOB
+ok $rc "the job on n1-n3 (job $hit) outlives it" || diag "$(grep WARN "$S/hit.out" | tail -5)"
+sc_verified hit; ok $? "verified every interval"
+sleep 4 # the last reports reach the controller
+
+is "$(json 'j["local_sockets"]["telemetry_unregistered"]' <"$S/agent-n2.json")" 0 \
+	"the new agent took no lane report as a stranger's"
+sent=$(sed -n 's/.*telemetry: \([0-9]*\) samples sent, \([0-9]*\) dropped (no agent).*/\1 \2/p' "$S/hit.out")
+stored=$(psql_ctl "select (select count(*) from fabriciq.lane_windows where job_id = $hit)
+	+ (select count(*) from fabriciq.failover_events where job_id = $hit)")
+is "$stored" "$(awk '{ s += $1 } END { print s + 0 }' <<<"$sent")" \
+	"every lane report and lane event the 3 ranks logged as sent is stored for job $hit ($stored)" ||
+	diag "logged: $sent; n2's agents took $(for f in "$S/agent-n2.stopped.json" "$S/agent-n2.json"; do
+		json '" ".join("%s %s" % kv for kv in j["local_sockets"].items() if kv[1]) + " forwarded %d; " % j["lanes_forwarded"]' <"$f"; done)"
+is "$(psql_ctl "select count(*) - count(distinct (interval_start, interval_end, src_rank, dst_rank, lane, bytes, chunks, owd_p50_ns, tcp_rtt_us))
+	from fabriciq.lane_windows where job_id = $hit")" 0 "no lane window of job $hit is stored twice"
+r2=$(grep -c '^\[r1\] .*telemetry: lost the node agent' "$S/hit.out") c2=$(grep -c '^\[r1\] .*telemetry: connected to the node agent' "$S/hit.out")
+is "$r2 $c2" "1 2" "rank 1 (n2) lost its agent once and connected twice"
+diag "lane windows of job $hit from n2: $(psql_ctl "select count(*) filter (where interval_end < to_timestamp($t_stop)) || ' before the stop, '
+	|| count(*) filter (where interval_start > to_timestamp($t_start)) || ' after the restart'
+	from fabriciq.lane_windows where job_id = $hit and 'n2' in (src_node, dst_node)")"
