@@ -483,12 +483,12 @@ static void test_inband(void)
 	lane(d, 51, 0, 1, 0, "n1", "rail1", "n2", "rail1", 5, 310, 400); /* no probes on rail1 */
 	collect(d);
 	is_int(count(FQ_DET_OPEN, NULL), 0, "lane p50 105 us vs probe 21 us: no mismatch; no probe: none");
-	lane(d, 50, 0, 1, 0, "n1", "rail0", "n2", "rail0", 6, 310, 400);
+	lane(d, 50, 0, 1, 0, "n1", "rail0", "n2", "rail0", 6, 410, 500);
 	collect(d);
 	o = find_open("inband_mismatch", "n1", "rail0");
-	ok(o != NULL, "lane min 310 us vs probe p50 21 us: inband_mismatch");
+	ok(o != NULL, "lane min 410 us vs probe p50 21 us: inband_mismatch");
 	if (o) {
-		like(o->summary, "lane min 310.0 us vs probe p50 21.0 us", "summary");
+		like(o->summary, "lane min 410.0 us vs probe p50 21.0 us", "summary");
 		is_int(attached(o->handle, 50, 0), 3, "attached to job 50.0 ranks 0, 1");
 	} else {
 		skip(2, "no anomaly");

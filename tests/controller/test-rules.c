@@ -169,9 +169,12 @@ static void test_lane_outlier(const struct fq_detector_config *c)
 
 static void test_inband(const struct fq_detector_config *c)
 {
-	ok(fq_rule_inband_mismatch(c, US(310), US(21)), "lane p50 310 us vs probe p50 21 us: mismatch");
-	ok(!fq_rule_inband_mismatch(c, US(105), US(21)), "105 us = 5 x 21 us: just not");
-	ok(fq_rule_inband_mismatch(c, US(105.1), US(21)), "105.1 us: mismatch");
+	ok(fq_rule_inband_mismatch(c, US(410), US(21)), "lane p50 410 us vs probe p50 21 us: mismatch");
+	ok(!fq_rule_inband_mismatch(c, US(400), US(80)), "400 us = 5 x 80 us: just not");
+	ok(fq_rule_inband_mismatch(c, US(400.1), US(80)), "400.1 us: mismatch");
+	ok(!fq_rule_inband_mismatch(c, US(300), US(20)),
+	   "15x but 280 us above: under the floor (a busy healthy lane, "
+	   "test-slow-receiver)");
 	ok(!fq_rule_inband_mismatch(c, US(40), US(5)), "8x but only 35 us above: under the floor");
 	ok(!fq_rule_inband_mismatch(c, US(310), 0), "no probe sample");
 	ok(!fq_rule_inband_mismatch(c, 0, US(21)), "no lane sample");
