@@ -118,7 +118,7 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("delay_baseline_factor", FQ_CFG_DOUBLE, delay_baseline_factor, "4", 1, 1e6,
 	"... or above the path's own baseline by this factor"),
     OPT("delay_floor", FQ_CFG_DURATION, delay_floor, "50us", 0, 60e9, "never flag a delay below this"),
-    OPT("delay_min_excess", FQ_CFG_DURATION, delay_min_excess, "100us", 0, 60e9,
+    OPT("delay_min_excess", FQ_CFG_DURATION, delay_min_excess, "300us", 0, 60e9,
 	"... nor a rise over the path's baseline of this or less"),
     OPT("delay_persist", FQ_CFG_UINT, delay_persist, "3", 1, 1000,
 	"... for this many report windows in a row (one window's p99 is a few dozen probes)"),

@@ -198,7 +198,7 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 	    .delay_threshold_ns = 1000000,
 	    .delay_baseline_factor = 4.0,
 	    .delay_floor_ns = 50000,
-	    .delay_min_excess_ns = 100000,
+	    .delay_min_excess_ns = 300000,
 	    .lane_outlier_factor = 5.0,
 	    .lane_outlier_persist = 3,
 	    .inband_factor = 5.0,

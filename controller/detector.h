@@ -53,7 +53,7 @@ struct fq_detector_config {
 	int64_t delay_threshold_ns;    /* path_delay: owd p99 above this (1 ms) ... */
 	double delay_baseline_factor;  /* ... or above its own baseline by this factor (4) */
 	int64_t delay_floor_ns;        /* never flag a delay below this (50 us) */
-	int64_t delay_min_excess_ns;   /* ... nor one less than this above its baseline (100 us) */
+	int64_t delay_min_excess_ns;   /* ... nor one less than this above its baseline (300 us) */
 	double lane_outlier_factor;    /* lane_outlier: p99 > factor x the step's median lane p99 (5) */
 	unsigned lane_outlier_persist; /* ... in this many of the lane's intervals in a row (3) */
 	double inband_factor;          /* inband_mismatch: lane min > factor x probe p50 (5) ... */

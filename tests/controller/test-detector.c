@@ -438,9 +438,9 @@ static void test_path_delay(void)
 	probe(d, "n1", "rail0", "n2", "rail0", 12, 60, 125);
 	collect(d);
 	is_int(count(FQ_DET_OPEN, NULL), 0, "125 us: over 4 x, but 95 us over the baseline: not flagged");
-	probe(d, "n1", "rail0", "n2", "rail0", 13, 60, 135);
+	probe(d, "n1", "rail0", "n2", "rail0", 13, 60, 335);
 	collect(d);
-	is_int(count(FQ_DET_OPEN, "path_delay"), 1, "135 us: over 4 x and 105 us over the baseline: flagged");
+	is_int(count(FQ_DET_OPEN, "path_delay"), 1, "335 us: over 4 x and 305 us over the baseline: flagged");
 	fq_detector_destroy(d);
 }
 

@@ -103,15 +103,17 @@ static void test_path_delay(const struct fq_detector_config *c)
 	ok(b > US(29.5) && b < US(30.5), "baseline of quiet windows near 30 us (%.2f us)", b / 1000.0);
 	is_int(fq_rule_path_delay(c, US(400.2), US(30)), FQ_RULE_DELAY_BASELINE,
 	       "400 us vs 30 us baseline fires");
-	is_int(fq_rule_path_delay(c, US(160), US(40)), FQ_RULE_DELAY_OK, "160 us = 4 x 40 us: just not");
-	is_int(fq_rule_path_delay(c, US(160.1), US(40)), FQ_RULE_DELAY_BASELINE,
-	       "160.1 us > 4 x 40 us (120 us over it) fires");
+	is_int(fq_rule_path_delay(c, US(400), US(100)), FQ_RULE_DELAY_OK, "400 us = 4 x 100 us: just not");
+	is_int(fq_rule_path_delay(c, US(400.1), US(100)), FQ_RULE_DELAY_BASELINE,
+	       "400.1 us > 4 x 100 us (300.1 us over it) fires");
 	is_int(fq_rule_path_delay(c, US(70.2), US(14.1)), FQ_RULE_DELAY_OK,
 	       "70 us vs 14 us (x5), 56 us over it: a busy healthy fabric (test-healthy), not flagged");
-	is_int(fq_rule_path_delay(c, US(130), US(30)), FQ_RULE_DELAY_OK,
-	       "130 us > 4 x 30 us but only 100 us over it: not");
-	is_int(fq_rule_path_delay(c, US(130.1), US(30)), FQ_RULE_DELAY_BASELINE,
-	       "130.1 us: over 4 x and over 100 us above the baseline: fires");
+	is_int(fq_rule_path_delay(c, US(115.8), US(14.4)), FQ_RULE_DELAY_OK,
+	       "115.8 us vs 14.4 us (x8), 101 us over it: a busy healthy fabric (test-healthy), not flagged");
+	is_int(fq_rule_path_delay(c, US(330), US(30)), FQ_RULE_DELAY_OK,
+	       "330 us > 4 x 30 us but only 300 us over it: not");
+	is_int(fq_rule_path_delay(c, US(330.1), US(30)), FQ_RULE_DELAY_BASELINE,
+	       "330.1 us: over 4 x and over 300 us above the baseline: fires");
 	is_int(fq_rule_path_delay(c, US(48), US(10)), FQ_RULE_DELAY_OK,
 	       "48 us > 4 x 10 us but under the floor");
 	is_int(fq_rule_path_delay(c, US(50), US(10)), FQ_RULE_DELAY_OK, "50 us: at the floor, not flagged");
