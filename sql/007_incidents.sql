@@ -43,8 +43,7 @@ comment on view fabriciq.incidents is
 -- The impact of an incident on one job step: its throughput in the
 -- reporting intervals during the incident against those before it (as
 -- step_efficiency measures it: bytes over interval time), and its lane
--- outages (lane_outages) that began during it (or in the 5 s before its
--- first DOWN: a lane can fail on the cut before the probes call it down) on a lane through the
+-- outages (lane_outages) that began during it on a lane through the
 -- incident's NIC (either end) or path (its two NICs, either way). A function so that job_id reaches the indexes.
 create function fabriciq.incident_impact(p_job int8, p_step int8, p_incident int8)
 returns table (gbps_before numeric, gbps_during numeric, lanes_failed_over int, outages int)
@@ -62,7 +61,7 @@ language sql stable as $$
 		from fabriciq.lane_outages o
 		join fabriciq.ranks s on s.job_id = o.job_id and s.step_id = o.step_id and s.rank = o.src_rank
 		join fabriciq.ranks d on d.job_id = o.job_id and d.step_id = o.step_id and d.rank = o.dst_rank, i
-		where o.job_id = p_job and o.step_id = p_step and o.down_at >= i.lo - interval '5 seconds' and o.down_at <= i.hi
+		where o.job_id = p_job and o.step_id = p_step and o.down_at >= i.lo and o.down_at <= i.hi
 		  and case when i.remote_node is null
 		           then (s.node = i.node and o.src_nic = i.nic) or (d.node = i.node and o.dst_nic = i.nic)
 		           else (s.node, o.src_nic, d.node, o.dst_nic) in ((i.node, i.nic, i.remote_node, i.remote_nic),
