@@ -495,13 +495,13 @@ static int apply_step_start(struct fq_ingest *ing, const struct item *it)
 	    .task_count = s->task_count,
 	    .start_ns = s->time_ns ? s->time_ns : it->recv_ns,
 	};
-	char key[48];
+	char key[FQ_STEP_KEY_LEN];
 	struct fq_strmap_entry *e;
 	int rc = fq_db_upsert_step(ing->db, &st);
 
 	if (rc)
 		return rc;
-	snprintf(key, sizeof(key), "%llu.%u", (unsigned long long)s->job_id, s->step_id);
+	fq_strmap_step_key(key, s->job_id, s->step_id);
 	if (ing->steps.count < STEP_CACHE_MAX && (e = fq_strmap_upsert(&ing->steps, key))) {
 		struct step_info *si = e->value ? e->value : calloc(1, sizeof(*si));
 		if (si) {
@@ -531,7 +531,7 @@ static int apply_step_start(struct fq_ingest *ing, const struct item *it)
 static int apply_step_end(struct fq_ingest *ing, const struct item *it)
 {
 	const Fabriciq__StepEnd *s = it->env->step_end;
-	char key[48];
+	char key[FQ_STEP_KEY_LEN];
 	struct step_info *si;
 	struct fq_db_step st = {
 	    .job_id = s->job_id,
@@ -541,7 +541,7 @@ static int apply_step_end(struct fq_ingest *ing, const struct item *it)
 	    .exit_status = s->exit_status,
 	};
 
-	snprintf(key, sizeof(key), "%llu.%u", (unsigned long long)s->job_id, s->step_id);
+	fq_strmap_step_key(key, s->job_id, s->step_id);
 	si = fq_strmap_get(&ing->steps, key);
 	st.start_ns = si ? si->start_ns : st.end_ns;
 	if (si) {

@@ -40,19 +40,14 @@ void fq_steplive_destroy(struct fq_steplive *l)
 	free(l);
 }
 
-static void key_of(char *key, size_t len, uint64_t job, uint32_t step)
-{
-	snprintf(key, len, "%llu.%u", (unsigned long long)job, step);
-}
-
 /* The step's entry, created if new and seen now; NULL on -ENOMEM. */
 static struct live *touch(struct fq_steplive *l, uint64_t job, uint32_t step, int64_t now_ns)
 {
-	char key[48];
+	char key[FQ_STEP_KEY_LEN];
 	struct fq_strmap_entry *e;
 	struct live *s;
 
-	key_of(key, sizeof(key), job, step);
+	fq_strmap_step_key(key, job, step);
 	if (!(e = fq_strmap_upsert(&l->steps, key)))
 		return NULL;
 	if (!(s = e->value)) {
@@ -69,10 +64,10 @@ static struct live *touch(struct fq_steplive *l, uint64_t job, uint32_t step, in
 
 static int ended(struct fq_steplive *l, const char *node, const Fabriciq__StepEnd *m, struct fq_step_id *gone)
 {
-	char key[48];
+	char key[FQ_STEP_KEY_LEN];
 	struct live *s;
 
-	key_of(key, sizeof(key), m->job_id, m->step_id);
+	fq_strmap_step_key(key, m->job_id, m->step_id);
 	if ((s = fq_strmap_get(&l->steps, key))) {
 		fq_strmap_remove(&s->nodes, node);
 		if (s->nodes.count)
@@ -124,11 +119,11 @@ size_t fq_steplive_expire(struct fq_steplive *l, int64_t now_ns, int64_t idle_ns
 			  size_t max)
 {
 	struct idle x = {now_ns - idle_ns, gone, 0, max};
-	char key[48];
+	char key[FQ_STEP_KEY_LEN];
 
 	fq_strmap_each(&l->steps, collect_idle, &x);
 	for (size_t i = 0; i < x.n; i++) {
-		key_of(key, sizeof(key), gone[i].job, gone[i].step);
+		fq_strmap_step_key(key, gone[i].job, gone[i].step);
 		live_free(fq_strmap_remove(&l->steps, key));
 	}
 	return x.n;

@@ -4,6 +4,7 @@
 #include "controller/strmap.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,4 +113,10 @@ void fq_strmap_clear(struct fq_strmap *m, void (*free_value)(void *))
 	free(m->buckets);
 	m->buckets = NULL;
 	m->nbuckets = m->count = 0;
+}
+
+const char *fq_strmap_step_key(char key[FQ_STEP_KEY_LEN], uint64_t job, uint32_t step)
+{
+	snprintf(key, FQ_STEP_KEY_LEN, "%llu.%u", (unsigned long long)job, step);
+	return key;
 }

@@ -6,6 +6,7 @@
 #define FQ_CONTROLLER_STRMAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct fq_strmap_entry {
 	char *key;   /* owned by the map */
@@ -28,5 +29,10 @@ void *fq_strmap_remove(struct fq_strmap *m, const char *key);
 void fq_strmap_each(const struct fq_strmap *m, void (*fn)(struct fq_strmap_entry *e, void *arg), void *arg);
 /* Frees the map's entries and keys, and each value with free_value (may be NULL). */
 void fq_strmap_clear(struct fq_strmap *m, void (*free_value)(void *));
+
+/* The key of a job step in a map keyed by step ("JOB.STEP") into key;
+ * returns key. */
+#define FQ_STEP_KEY_LEN 32
+const char *fq_strmap_step_key(char key[FQ_STEP_KEY_LEN], uint64_t job, uint32_t step);
 
 #endif /* FQ_CONTROLLER_STRMAP_H */
