@@ -17,7 +17,15 @@ status() { "$AGENT" -c /dev/null -s "status_file=$FQTB_STATE/agent-$1.json" --st
 table() { "$AGENT" -c /dev/null -s "status_file=$FQTB_STATE/agent-$1.json" --status; }
 downs() { table "$1" | awk '$3 == "down" { print $1, $2 }'; }
 tb_agents_start "$AGENT"
-sleep 7
+# Every path needs a clock fit over its window (agent.window, 4 s): wait
+# until all 24 have one, bounded, instead of a fixed sleep that a loaded
+# machine outruns.
+estimates() { for i in 1 2 3 4; do status "n$i"; done | grep -c '"offset_ns"'; }
+for ((t = 0; t < 60; t++)); do
+	[ "$(estimates)" -ge 24 ] && break
+	sleep 0.5
+done
+diag "clock estimates after $((t / 2)).$((t % 2 * 5)) s of waiting: $(estimates)"
 
 # offsets: every (host, path) estimate against truth
 declare -A truth
