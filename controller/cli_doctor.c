@@ -127,7 +127,7 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 	struct doctor_env e = {.munge_socket = c->munge_socket,
 			       .plugstack = DEFAULT_PLUGSTACK,
 			       .plugin_dir = FQ_PKGLIBDIR,
-			       .nccl_plugin = FQ_LIBDIR "/libnccl-net-fabriciq.so"};
+			       .nccl_plugin = FQ_PKGLIBDIR "/libnccl-net-fabriciq.so"};
 	struct doctor_check ck[DOCTOR_CHECKS];
 	char host[256] = "";
 	int rc = doctor_options(argc, argv, &e), failed;
