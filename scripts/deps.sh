@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the Debian 12 packages fabriciq needs to build, test and run its
-# emulated cluster, if any is missing. Run as root.
+# emulated cluster, and to build and test its Debian packages (debhelper,
+# bash-completion, mmdebstrap: tests/packaging), if any is missing. Run as root.
 set -eu
 
 PKGS="build-essential autoconf automake libtool pkg-config git
@@ -12,7 +13,8 @@ libibverbs-dev
 libevent-dev libjson-c-dev libmicrohttpd-dev libsystemd-dev
 iproute2 util-linux iputils-ping procps python3
 clang-format valgrind
-clang libclang-rt-14-dev chrony"
+clang libclang-rt-14-dev chrony
+debhelper bash-completion mmdebstrap"
 
 missing=
 for p in $PKGS; do
