@@ -3,11 +3,12 @@
 # programs they configure: the shipped fabriciq.conf loads in the agent and
 # the controller as shipped (all commented) and with every setting
 # uncommented (no key in it that the daemons refuse), and the generated
-# units and plugstack line name the installed paths, no template left.
+# units and plugstack line name the installed paths, no template left;
+# fabriciq.conf(5), generated, has every key the daemons have.
 . "$(dirname "$0")/../tests/lib/tap.sh"
 B=$top_builddir
 conf=$top_srcdir/etc/fabriciq.conf
-plan 7
+plan 8
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -26,3 +27,11 @@ is "$(cat "$B"/slurmd-agent/fabriciq-agent.service "$B"/controller/fabriciq-cont
 	"no @dir@ left in the units and the plugstack line"
 grep -q "^#optional /.*/fabriciq/spank_fabriciq.so libdir=/.*/fabriciq$" "$B/etc/plugstack-fabriciq.conf"
 ok $? "the plugstack line, commented out, names the installed plugin by absolute path"
+# fabriciq.conf(5): one entry per key of each daemon (--dump-config lists
+# them all), in the daemons' order
+keys() { "$B/slurmd-agent/fabriciq-agent" -c /dev/null --dump-config; "$B/controller/fabriciq-controller" -c /dev/null --dump-config; }
+want=$(keys | awk '{ print $1 }' | tr '\n' ' ')
+man5=$B/doc/fabriciq.conf.5
+[ -f "$man5" ] || man5=$top_srcdir/doc/fabriciq.conf.5 # a tarball's, up to date
+got=$(sed -n 's/^\.B \([a-z]*\.[a-z_]*\)$/\1/p' "$man5" | tr '\n' ' ')
+is "$got" "$want" "fabriciq.conf(5) documents every key of the agent and the controller ($(wc -w <<<"$want"))"
