@@ -3,9 +3,10 @@
 # missing, builds with warnings as errors, checks formatting, runs `make
 # check` (unit, fuzz and emulated-cluster integration tests, TAP), runs the
 # unit tests again under AddressSanitizer + UBSan, runs `make distcheck`
-# (the tarball: build, unit tests, install, uninstall), and prints one summary
-# line. Integration tests need root and namespaces; without them they skip
-# and say why.
+# (the tarball: build, unit tests, install, uninstall), builds and installs
+# the Debian packages into a fresh Debian 12 root (make check-packaging),
+# and prints one summary line. Integration tests need root and namespaces;
+# without them they skip and say why.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -26,6 +27,18 @@ if make -C build distcheck >build/distcheck.out 2>&1; then
 	echo "distcheck: ok"
 else
 	echo "distcheck: FAILED (log: build/distcheck.out)"; tail -20 build/distcheck.out; rc=1
+fi
+
+# The Debian packages as a site installs them: built, installed by apt into a
+# fresh Debian 12 root and checked there, then one `srun --fabriciq` job on
+# the emulated cluster through the installed plugins and daemons
+# (tests/packaging/test-debs.sh; skips without root or the Debian registry).
+# Not in `make check`: about 6 minutes on 2 cores (build 2.5, root 1.5,
+# cluster job 1), most of it the package build and the download.
+if make -C build -s check-packaging >build/packaging.out 2>&1; then
+	echo "packaging: ok"
+else
+	echo "packaging: FAILED (log: build/tests/packaging/test-debs.log)"; rc=1
 fi
 
 for b in build build-asan; do
