@@ -14,8 +14,9 @@
 # root instead of the build tree. Last, purging the packages leaves none
 # of their files.
 #
-# Not part of `make check` (it needs root, the Debian registry and about 6
-# minutes): `make check-packaging`, or scripts/test.sh's last stage. Run it
+# Not part of `make check` (it needs root, the Debian registry and 1 to 6
+# minutes on 2 cores, most of it the package build and the root's
+# packages): `make check-packaging`, or scripts/test.sh's last stage. Run it
 # with the testbed's lock where others share the machine (held only while
 # the emulated cluster is up):
 #   FQTB_TAG=pk FQPKG_TB_LOCK=/work/tb.lock make -C build check-packaging
@@ -204,14 +205,14 @@ if [ -x "$top_builddir/tests/testbed/tb-hostns" ] && ip netns add "fqpkprobe$$" 
 	. "$top_srcdir/tests/testbed/lib/testlib.sh"
 	# FQPKG_TB_LOCK: a lock file the emulated cluster's tests share on this
 	# machine, held only while the cluster is up (not while building)
-	t2=$(date +%s)
+	t2=$(date +%s) # the wait for the lock
 	if [ -n "${FQPKG_TB_LOCK:-}" ]; then
 		exec 9>"$FQPKG_TB_LOCK"
 		flock 9
 		waited=$(($(date +%s) - t2))
 		diag "waited $waited s for $FQPKG_TB_LOCK"
 	fi
-	t2=$(date +%s)
+	t2=$(date +%s) # the cluster's part
 	tb_setup pkg
 	trap cleanup EXIT # tb_setup's trap: ours tears the testbed down too
 	S=$FQTB_STATE
