@@ -180,6 +180,9 @@ struct agent {
 	/* the agent's global - local: for the reference, its epoch, which
 	 * every correction carries so agents map onto the same timeline */
 	int64_t applied_offset_ns;
+	/* its last absence (real ns): from its session's end to its next
+	 * AgentHello (0: none, or still away) */
+	int64_t away_ns, back_ns;
 };
 
 struct ctl {
@@ -329,14 +332,16 @@ static void send_peers(struct ctl *c);
 
 static void unauth_release(struct ctl *c, const struct fq_session *s);
 
+static void source_of(const char *peer, char *out, size_t len);
+
 /* true (why set) if node is bound to another address than the session's. */
 static bool refuse_unbound(struct ctl *c, struct fq_session *s, const char *node, char *why, size_t whylen)
 {
 	char addr[96];
-	const char *peer = fq_session_peer(s), *colon = strrchr(peer, ':'), *bound = NULL;
+	const char *peer = fq_session_peer(s), *bound = NULL;
 	int rc;
 
-	snprintf(addr, sizeof(addr), "%.*s", colon ? (int)(colon - peer) : (int)strlen(peer), peer);
+	source_of(peer, addr, sizeof(addr));
 	rc = fq_nodebind_check(c->bindings, node, addr, &bound);
 	if (rc == 1)
 		fq_info("node %s is bound to %s (controller.node_bindings)", node, addr);
@@ -378,6 +383,8 @@ static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, ch
 		return -EPERM;
 	}
 	a->sess = s;
+	if (a->away_ns)
+		a->back_ns = now_real();
 	fq_session_set_user(s, a);
 	fq_info("agent %s: node %s (%s, %zu NICs, next seq %llu) connected", fq_session_peer(s), node,
 		env->hello->agent_version, env->hello->n_nics, (unsigned long long)env->hello->next_seq);
@@ -406,6 +413,20 @@ static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, ch
 	return 0;
 }
 
+/* A path DOWN toward node at t is its agent being away, not the link, if
+ * the agent was not connected then: it stopped answering probes, which
+ * is all the reporter saw. The event stays in link_events; the detector
+ * does not see it. AWAY_MARGIN_NS covers the clocks of the session's end
+ * (the controller's) and of the DOWN (the reporter's global timeline). */
+#define AWAY_MARGIN_NS 2000000000ll
+static bool agent_away_at(struct ctl *c, const char *node, int64_t t)
+{
+	const struct agent *a = node && *node ? fq_strmap_get(&c->agents, node) : NULL;
+
+	return a && a->away_ns && t >= a->away_ns - AWAY_MARGIN_NS &&
+	       (!a->back_ns || t <= a->back_ns + AWAY_MARGIN_NS);
+}
+
 static void feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope *env)
 {
 	if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE) {
@@ -425,6 +446,9 @@ static void feed_detector(struct ctl *c, const char *node, const Fabriciq__Envel
 					 p->owd_rev_p99_ns,
 					 p->rtt_p50_ns,
 					 p->path_up};
+
+		if (!p->path_up && agent_away_at(c, p->remote_node, p->window_end_ns))
+			return; /* no answers from an agent that was away: no sample either */
 		fq_detector_probe(c->det, &d);
 	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE) {
 		const Fabriciq__LaneReport *l = env->lane;
@@ -457,6 +481,12 @@ static void feed_detector(struct ctl *c, const char *node, const Fabriciq__Envel
 					l->state == FABRICIQ__LINK_EVENT__STATE__UP,
 					l->nic_level,
 					l->time_ns};
+
+		if (!d.up && agent_away_at(c, l->remote_node, l->time_ns)) {
+			fq_log_rl(FQ_LOG_INFO, "%s/%s -> %s/%s DOWN: %s's agent was away, not an anomaly",
+				  node, l->local_nic, l->remote_node, l->remote_nic, l->remote_node);
+			return;
+		}
 		fq_detector_link(c->det, &d);
 	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER) {
 		const Fabriciq__FailoverEvent *f = env->failover;
@@ -530,8 +560,11 @@ static void on_closed(void *arg, struct fq_session *s)
 
 	if (!fq_session_node(s))
 		unauth_release(c, s);
-	if (a && a->sess == s)
+	if (a && a->sess == s) {
 		a->sess = NULL;
+		a->away_ns = now_real();
+		a->back_ns = 0;
+	}
 }
 
 /* The source address of a session's peer ("IP:PORT"). */

@@ -20,7 +20,8 @@ struct fq_nodebind {
 	struct fq_strmap map; /* node -> address (malloc'd string) */
 };
 
-static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
 {

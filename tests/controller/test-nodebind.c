@@ -45,20 +45,23 @@ int main(void)
 		skip_all("no temporary directory");
 	snprintf(path, sizeof(path), "%s/sub/dir/node-addresses", dir);
 
-	is_int(fq_nodebind_open(path, &b, err, sizeof(err)), 0, "a missing file opens empty, its directories made");
+	is_int(fq_nodebind_open(path, &b, err, sizeof(err)), 0,
+	       "a missing file opens empty, its directories made");
 	is_int((int)fq_nodebind_count(b), 0, "... no bindings");
 	is_int(fq_nodebind_check(b, "n1", "198.18.0.3", &bound), 1, "n1's first session binds it");
 	ok(bound && !strcmp(bound, "198.18.0.3"), "... to its address");
 	ok(file_has("n1 198.18.0.3\n"), "... on disk at once");
 	is_int(fq_nodebind_check(b, "n1", "198.18.0.3", NULL), 0, "n1 again from its address: allowed");
-	is_int(fq_nodebind_check(b, "n1", "198.18.0.9", &bound), -EPERM, "n1 claimed from another address: refused");
+	is_int(fq_nodebind_check(b, "n1", "198.18.0.9", &bound), -EPERM,
+	       "n1 claimed from another address: refused");
 	ok(bound && !strcmp(bound, "198.18.0.3"), "... naming the address n1 belongs to");
 	is_int(fq_nodebind_check(b, "n2", "198.18.0.9", NULL), 1, "n2 binds to its own");
 	fq_nodebind_close(b);
 
 	is_int(fq_nodebind_open(path, &b, err, sizeof(err)), 0, "after a restart");
 	is_int((int)fq_nodebind_count(b), 2, "... both bindings are back");
-	is_int(fq_nodebind_check(b, "n1", "198.18.0.9", NULL), -EPERM, "... and n1 still refused from n2's address");
+	is_int(fq_nodebind_check(b, "n1", "198.18.0.9", NULL), -EPERM,
+	       "... and n1 still refused from n2's address");
 
 	/* The operator moves n1: deletes its line, reloads. */
 	write_file("# moved n1\nn2 198.18.0.9\n");
