@@ -34,6 +34,55 @@ static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
 	return rc;
 }
 
+/* A node name as a word of the file: bytes other than [A-Za-z0-9._-] as
+ * %XX (a name is whatever an agent sent: spaces, newlines, '#'). */
+static void escape(const char *in, char *out, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (; *in && o + 4 <= len; in++) {
+		unsigned char ch = (unsigned char)*in;
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		    ch == '.' || ch == '_' || ch == '-') {
+			out[o++] = (char)ch;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[ch >> 4];
+			out[o++] = hex[ch & 15];
+		}
+	}
+	out[o] = '\0';
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+				      : -1;
+}
+
+/* escape's inverse, in place: 0, or -EINVAL for a bad or NUL escape. */
+static int unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (*s != '%') {
+			*o++ = *s;
+			continue;
+		}
+		if (hexval(s[1]) < 0 || hexval(s[2]) < 0 || (hexval(s[1]) | hexval(s[2])) == 0)
+			return -EINVAL;
+		*o++ = (char)(hexval(s[1]) << 4 | hexval(s[2]));
+		s += 2;
+	}
+	*o = '\0';
+	return 0;
+}
+
 static int put(struct fq_strmap *m, const char *node, const char *addr)
 {
 	struct fq_strmap_entry *e = fq_strmap_upsert(m, node);
@@ -52,7 +101,7 @@ static int put(struct fq_strmap *m, const char *node, const char *addr)
 static int load(const char *path, struct fq_strmap *m, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "re");
-	char line[512], node[256], addr[128], extra[2];
+	char line[1024], node[3 * 255 + 1], addr[128], extra[2];
 	int no = 0, rc = 0;
 
 	if (!f)
@@ -64,10 +113,10 @@ static int load(const char *path, struct fq_strmap *m, char *err, size_t errlen)
 		no++;
 		if (hash)
 			*hash = '\0';
-		n = sscanf(line, "%255s %127s %1s", node, addr, extra);
+		n = sscanf(line, "%765s %127s %1s", node, addr, extra);
 		if (n <= 0)
 			continue;
-		if (n != 2)
+		if (n != 2 || unescape(node) < 0)
 			rc = seterr(err, errlen, -EINVAL, "%s:%d: not a \"NODE ADDRESS\" line", path, no);
 		else if ((rc = put(m, node, addr)) < 0)
 			seterr(err, errlen, rc, "%s: out of memory", path);
@@ -120,7 +169,10 @@ int fq_nodebind_reload(struct fq_nodebind *b, char *err, size_t errlen)
 
 static void write_line(struct fq_strmap_entry *e, void *arg)
 {
-	fprintf(arg, "%s %s\n", e->key, (const char *)e->value);
+	char word[3 * 255 + 1];
+
+	escape(e->key, word, sizeof(word));
+	fprintf(arg, "%s %s\n", word, (const char *)e->value);
 }
 
 /* Rewrite the file from the map: a temporary beside it, synced, renamed

@@ -9,7 +9,7 @@
  * node never connected, not while its agent is away.
  *
  * The bindings are a text file, one "NODE ADDRESS" line each ('#' starts a
- * comment), rewritten whole (a temporary file, fsync, rename, fsync of the
+ * comment; in NODE, a byte other than [A-Za-z0-9._-] is %XX), rewritten whole (a temporary file, fsync, rename, fsync of the
  * directory) when a binding is added, and read again by
  * fq_nodebind_reload: an operator moves a node to a new address by
  * deleting its line and reloading the controller (SIGHUP).

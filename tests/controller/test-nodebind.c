@@ -77,6 +77,18 @@ int main(void)
 	is_int(fq_nodebind_open(path, &b2, err, sizeof(err)), -EINVAL, "a controller does not start on it");
 	write_file("n1 198.18.0.11 extra\n");
 	is_int(fq_nodebind_open(path, &b2, err, sizeof(err)), -EINVAL, "nor on a line with a third word");
+
+	/* A name is whatever an agent sent: it survives the file whole. */
+	write_file("");
+	is_int(fq_nodebind_reload(b, err, sizeof(err)), 0, "an empty file");
+	is_int(fq_nodebind_check(b, "n 1\t#x\n%41", "198.18.0.5", NULL), 1,
+	       "a name with a space, tab, '#', newline, '%%'");
+	ok(file_has("n%201%09%23x%0A%2541 198.18.0.5\n"), "... written escaped");
+	is_int(fq_nodebind_open(path, &b2, err, sizeof(err)), 0, "... and read back (%s)", err);
+	is_int(fq_nodebind_check(b2, "n 1\t#x\n%41", "198.18.0.6", NULL), -EPERM, "... as the same name");
+	fq_nodebind_close(b2);
+	write_file("n%00 198.18.0.5\n");
+	is_int(fq_nodebind_open(path, &b2, err, sizeof(err)), -EINVAL, "a NUL escape is refused");
 	fq_nodebind_close(b);
 
 	snprintf(err, sizeof(err), "rm -rf '%s'", dir);
