@@ -4,6 +4,9 @@
  * disk while the database is away), solves the mesh clock each report
  * window and sends every agent its correction, assigns probe peers, runs
  * the anomaly detector and serves /metrics and the JSON API.
+ *
+ * This file is main: the settings, start-up, the timers and signals; the
+ * rest of the daemon is in ctl_*.c (controller/ctl.h says which does what).
  */
 #include "controller/ctl.h"
 
