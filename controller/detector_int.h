@@ -11,7 +11,6 @@
  *   detector_lane.c     job steps' lanes (inband mismatch, lane outliers,
  *                       rdma_config, collisions)
  *
- *
  * State, each in a hash table with a size cap (config max_*) and expiry:
  *   paths     directed NIC pair -> delay baseline, last window, link state
  *   nics      (node, nic) -> DOWN times (flapping), NIC-level state, the
