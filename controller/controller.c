@@ -70,6 +70,13 @@ static const struct fq_cfg_option ctl_options[] = {
 	"... or as soon as this many are pending"),
     OPT("spool_dir", FQ_CFG_STRING, spool_dir, "/var/spool/fabriciq/controller", 0, 0,
 	"where frames wait while PostgreSQL is unreachable"),
+    OPT("bind_nodes", FQ_CFG_BOOL, bind_nodes, "yes", 0, 0,
+	"a node name belongs to the address its agent first connected from: an AgentHello naming it from "
+	"another address is refused (trust on first use; controller.node_bindings)"),
+    OPT("node_bindings", FQ_CFG_STRING, node_bindings, "", 0, 0,
+	"the file of node names and their addresses (empty: node-addresses in controller.spool_dir); to move "
+	"a "
+	"node, delete its line and reload (SIGHUP)"),
     OPT("spool_max", FQ_CFG_SIZE, spool_max, "1GiB", 1 << 20, 1e15, "size limit of the spool file"),
     OPT("report_interval", FQ_CFG_DURATION, report_interval, "1s", 0.1e9, 60e9,
 	"report window: clock solve and corrections, detector tick, metrics"),
@@ -197,6 +204,22 @@ static void on_report(evutil_socket_t fd, short what, void *arg)
 	publish_metrics(c);
 }
 
+/* SIGHUP: read controller.node_bindings again (an operator moved a node). */
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+	struct ctl *c = arg;
+	char err[512];
+
+	(void)sig;
+	(void)what;
+	if (!c->bindings)
+		return;
+	if (fq_nodebind_reload(c->bindings, err, sizeof(err)) < 0)
+		fq_error("SIGHUP: node bindings not reloaded (the old ones stay): %s", err);
+	else
+		fq_info("SIGHUP: %zu node bindings reloaded", fq_nodebind_count(c->bindings));
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct ctl *c = arg;
@@ -302,6 +325,19 @@ static int start_modules(struct ctl *c)
 		fq_error("cannot create the detector");
 		return -ENOMEM;
 	}
+	if (c->cfg.bind_nodes) {
+		char path[4096];
+
+		if (*c->cfg.node_bindings)
+			snprintf(path, sizeof(path), "%s", c->cfg.node_bindings);
+		else
+			snprintf(path, sizeof(path), "%s/node-addresses", c->cfg.spool_dir);
+		if (fq_nodebind_open(path, &c->bindings, err, sizeof(err)) < 0) {
+			fq_error("controller.node_bindings: %s", err);
+			return -EIO;
+		}
+		fq_info("node bindings %s: %zu nodes", path, fq_nodebind_count(c->bindings));
+	}
 	if (fq_ingest_create(&ic, &iops, c, &c->ingest, err, sizeof(err)) < 0) {
 		fq_error("%s", err);
 		return -EIO;
@@ -337,10 +373,12 @@ static int start_modules(struct ctl *c)
 	c->report_ev = event_new(c->base, -1, EV_PERSIST, on_report, c);
 	c->sigterm_ev = evsignal_new(c->base, SIGTERM, on_signal, c);
 	c->sigint_ev = evsignal_new(c->base, SIGINT, on_signal, c);
+	c->sighup_ev = evsignal_new(c->base, SIGHUP, on_sighup, c);
 	if (!c->flush_ev || !c->flush_now_ev || !c->ingest_ev || !c->report_ev || !c->sigterm_ev ||
-	    !c->sigint_ev || event_add(c->flush_ev, &ftv) < 0 || event_add(c->ingest_ev, NULL) < 0 ||
-	    event_add(c->report_ev, &rtv) < 0 || event_add(c->sigterm_ev, NULL) < 0 ||
-	    event_add(c->sigint_ev, NULL) < 0) {
+	    !c->sigint_ev || !c->sighup_ev || event_add(c->flush_ev, &ftv) < 0 ||
+	    event_add(c->ingest_ev, NULL) < 0 || event_add(c->report_ev, &rtv) < 0 ||
+	    event_add(c->sigterm_ev, NULL) < 0 || event_add(c->sigint_ev, NULL) < 0 ||
+	    event_add(c->sighup_ev, NULL) < 0) {
 		fq_error("cannot set up timers and signals");
 		return -ENOMEM;
 	}
@@ -449,6 +487,9 @@ out: /* finalise in reverse */
 		event_base_loop(c.base, EVLOOP_NONBLOCK);
 	if (c.sigint_ev)
 		event_free(c.sigint_ev);
+	if (c.sighup_ev)
+		event_free(c.sighup_ev);
+	fq_nodebind_close(c.bindings);
 	if (c.sigterm_ev)
 		event_free(c.sigterm_ev);
 	if (c.report_ev)

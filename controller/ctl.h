@@ -23,17 +23,19 @@
 #include "controller/http.h"
 #include "controller/ingest.h"
 #include "controller/metrics.h"
+#include "controller/nodebind.h"
 #include "controller/session.h"
 #include "controller/steplive.h"
 #include "controller/strmap.h"
 
 struct ctl_config {
-	char *listen, *http_listen, *api_admin_uids, *db, *munge_socket, *spool_dir, *reference_node;
+	char *listen, *http_listen, *api_admin_uids, *db, *munge_socket, *spool_dir, *reference_node,
+	    *node_bindings;
 	uint64_t max_connections, max_unauthenticated_per_source, auth_queue;
 	uint64_t agent_uid, max_frame, auth_timeout, flush_interval, flush_frames, spool_max, db_backoff_max;
 	uint64_t db_connect_timeout, db_statement_timeout;
 	uint64_t report_interval, correction_valid, peers_per_nic, probe_port, peer_seed;
-	bool db_migrate;
+	bool db_migrate, bind_nodes;
 	/* detector thresholds (controller/detector.h) */
 	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, delay_min_excess, inband_floor,
 	    slow_nic_min_paths;
@@ -63,7 +65,8 @@ struct ctl {
 	struct ctl_config cfg;
 	struct event_base *base;
 	struct evconnlistener *listener;
-	struct event *flush_ev, *flush_now_ev, *ingest_ev, *report_ev, *sigterm_ev, *sigint_ev;
+	struct event *flush_ev, *flush_now_ev, *ingest_ev, *report_ev, *sigterm_ev, *sigint_ev, *sighup_ev;
+	struct fq_nodebind *bindings; /* NULL: controller.bind_nodes off */
 	struct fq_ingest *ingest;
 	struct fq_http *http;
 	struct fq_detector *det;

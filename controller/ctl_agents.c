@@ -117,6 +117,26 @@ void ctl_on_dropped(void *arg, const char *node)
 
 static void unauth_release(struct ctl *c, const struct fq_session *s);
 
+/* true (why set) if node is bound to another address than the session's. */
+static bool refuse_unbound(struct ctl *c, struct fq_session *s, const char *node, char *why, size_t whylen)
+{
+	char addr[96];
+	const char *peer = fq_session_peer(s), *colon = strrchr(peer, ':'), *bound = NULL;
+	int rc;
+
+	snprintf(addr, sizeof(addr), "%.*s", colon ? (int)(colon - peer) : (int)strlen(peer), peer);
+	rc = fq_nodebind_check(c->bindings, node, addr, &bound);
+	if (rc == 1)
+		fq_info("node %s is bound to %s (controller.node_bindings)", node, addr);
+	if (rc != -EPERM && rc != -ENOMEM)
+		return false;
+	c->sstats.node_refused++;
+	snprintf(why, whylen, "node %s belongs to %s, not %s (controller.node_bindings)", node,
+		 rc == -EPERM ? bound : "?", addr);
+	fq_log_rl(FQ_LOG_WARN, "agent %s: AgentHello for %s refused: %s", peer, node, why);
+	return true;
+}
+
 static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, char *why, size_t whylen)
 {
 	struct ctl *c = arg;
@@ -140,6 +160,10 @@ static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, ch
 			node, fq_session_peer(a->sess));
 		fq_frame_free(env);
 		return -EBUSY;
+	}
+	if (c->bindings && refuse_unbound(c, s, node, why, whylen)) {
+		fq_frame_free(env);
+		return -EPERM;
 	}
 	a->sess = s;
 	fq_session_set_user(s, a);
