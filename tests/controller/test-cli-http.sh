@@ -54,10 +54,18 @@ http job "4242 0" 2>/dev/null; is $? 2 "a space in the job id: exit 2"
 http jobs --limit 0 2>"$CTL_LOG.err"; is $? 2 "jobs --limit 0 over HTTP: exit 2"
 is "$(q 'select count(*) from fabriciq.jobs')" 1 "... the jobs table is intact"
 # Query values with '&', '+' or '%' must reach the API as they were given
-# (controller/http.c encodes libmicrohttpd's decoded arguments again).
+# (controller/http.c hands libmicrohttpd's decoded arguments to the API).
 a=$(http --json events --since 2020-01-01T00:00:00+00:00 --node 'gpu03&limit=1' 2>/dev/null | json 'len(j["events"])' 2>/dev/null || echo refused)
 b=$(direct --json events --since 2020-01-01T00:00:00+00:00 --node 'gpu03&limit=1' 2>&1 | json 'len(j["events"])' 2>&1)
 is "$a" "$b" "'&' and '+' in query values reach the API intact"
+st=$(curl -s -o "$T/body" -w '%{http_code}' "$url/api/v1/events?lim%69t=1&since=2020-01-01T00:00:00%2B00:00")
+is "$st" 200 "a percent-encoded name and value over HTTP: 200"
+is "$(json 'len(j["events"])' <"$T/body" 2>&1)" 1 "... decoded (limit=1 applied)"
+st=$(curl -s -o "$T/body" -w '%{http_code}' "$url/api/v1/events?limit=1&limit=2")
+is "$st" 400 "a parameter given twice over HTTP: 400"
+grep -q "query parameter 'limit' given twice" "$T/body"; ok $? "... saying so" || diag "$(cat "$T/body")"
+st=$(curl -s -o "$T/body" -w '%{http_code}' "$url/api/v1/events?node=$(printf 'x%.0s' $(seq 300))")
+is "$st" 400 "a value over 256 bytes over HTTP: 400"
 "$cli" --controller "$url/nope" status 2>/dev/null; is $? 3 "a wrong URL prefix: HTTP 404, exit 3"
 
 # Authentication. code PATH [CURL ARGS]: the HTTP status of a plain GET.

@@ -17,7 +17,7 @@
 #include "common/clock_page.h"
 #include "common/munge_cred.h"
 #include "common/path_page.h"
-#include "controller/doctor.h"
+#include "controller/cli/doctor.h"
 
 /* What the SPANK plugin must export for slurmd to load and call it
  * (spank/spank_fabriciq.sym), and the ncclNet ABIs NCCL looks up

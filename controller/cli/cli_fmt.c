@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "controller/cli.h"
+#include "controller/cli/cli.h"
 
 /* ---- small formatting helpers -------------------------------------------- */
 

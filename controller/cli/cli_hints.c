@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "controller/cli.h"
+#include "controller/cli/cli.h"
 #include "controller/hint.h"
 #include "db/api_query.h"
 #include "db/db.h"

@@ -1,5 +1,5 @@
 /*
- * `fabriciq doctor`: the node self-check (controller/doctor.h) as a
+ * `fabriciq doctor`: the node self-check (controller/cli/doctor.h) as a
  * command: options with the installed defaults, a PASS/FAIL/SKIP line per
  * check or one JSON document, and the exit code NHC reads (0 all passed,
  * 1 a check failed, 2 usage).
@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "common/config.h"
-#include "controller/cli.h"
-#include "controller/doctor.h"
+#include "controller/cli/cli.h"
+#include "controller/cli/doctor.h"
 
 #define DEFAULT_PLUGSTACK    "/etc/slurm/plugstack.conf"
 #define DEFAULT_CLOCK_BUDGET "1ms"

@@ -1,15 +1,17 @@
 /*
- * cli.h: the pieces of the fabriciq CLI (controller/cli*.c) shared between
+ * cli.h: the pieces of the fabriciq CLI (controller/cli/) shared between
  * its files: the invocation (struct cli), the API fetch, command option
  * parsing, and the table and number formatting for people.
  *
- * cli.c: main, the API fetch and the read-only commands; cli_fmt.c: value
- * formatting and aligned tables; cli_hints.c: `hints` and `hints --apply`
- * (scontrol, recorded in the database); cli_doctor.c: `doctor`, the node
- * self-check (controller/doctor.h).
+ * cli.c: main, the API fetch and the read-only fabric commands (status,
+ * nodes, links, events, clock, db); cli_jobs.c: jobs, job, anomalies;
+ * cli_fmt.c: value formatting and aligned tables; cli_hints.c: `hints` and
+ * `hints --apply` (scontrol, recorded in the database); cli_doctor.c:
+ * `doctor`, the node self-check (doctor.h). http_client.h: the HTTP client
+ * the API fetch goes through.
  */
-#ifndef FQ_CONTROLLER_CLI_H
-#define FQ_CONTROLLER_CLI_H
+#ifndef FQ_CONTROLLER_CLI_CLI_H
+#define FQ_CONTROLLER_CLI_CLI_H
 
 #include <getopt.h>
 #include <json-c/json.h>
@@ -115,10 +117,18 @@ int list_options(int argc, char **argv, const char *allowed, struct list_args *a
 			return rc_ < 0 ? EXIT_OK : rc_;                                                      \
 	} while (0)
 
+/* The note under a table the API cut at its limit (o's "truncated"). */
+void truncated_note(struct json_object *o, const char *what);
+
+/* ---- jobs (cli_jobs.c) ---------------------------------------------------------- */
+int cmd_jobs(struct cli *c, int argc, char **argv);
+int cmd_job(struct cli *c, int argc, char **argv);
+int cmd_anomalies(struct cli *c, int argc, char **argv);
+
 /* ---- hints (cli_hints.c) ------------------------------------------------------ */
 int cmd_hints(struct cli *c, int argc, char **argv);
 
 /* ---- doctor (cli_doctor.c): the node self-check ---------------------------------- */
 int cmd_doctor(struct cli *c, int argc, char **argv);
 
-#endif /* FQ_CONTROLLER_CLI_H */
+#endif /* FQ_CONTROLLER_CLI_CLI_H */
