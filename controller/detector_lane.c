@@ -245,7 +245,9 @@ void det_check_step_outliers(struct fq_detector *d, struct step_ent *s)
 	for (size_t j = 0; j < k; j++) {
 		struct lane_rec *l = &s->lanes[d->scratch_idx[j]];
 		uint32_t ranks[2] = {l->src_rank, l->dst_rank};
+		const struct path_ent *pe;
 		struct anom_ent *a;
+		bool fabric;
 
 		if (l->end_ns != l->outlier_end_ns) { /* each interval judged once */
 			l->outlier_end_ns = l->end_ns;
@@ -253,13 +255,20 @@ void det_check_step_outliers(struct fq_detector *d, struct step_ent *s)
 		}
 		if (!d->scratch_out[j] || l->outlier_runs < d->c.lane_outlier_persist)
 			continue;
+		/* A warning when the fabric agrees: the probes on the lane's path
+		 * have it elevated or DOWN. Otherwise the slowness is the lane's
+		 * own (its ECMP route, a busy sender or receiver): worth seeing
+		 * beside the job, no sign of a fault. */
+		pe = (const struct path_ent *)fq_captab_find(&d->paths, &l->p);
+		fabric = pe && (pe->elevated || pe->state == ST_DOWN);
 		snprintf(summary, sizeof(summary),
 			 "lane %u of job %" PRIu64 ".%" PRIu64
 			 " rank %u->%u: p99 %.1f us vs step median %.1f us "
-			 "(%s/%s -> %s/%s)",
+			 "(%s/%s -> %s/%s)%s",
 			 l->lane, s->k.job, s->k.step, l->src_rank, l->dst_rank, us(l->p99_ns), us(median),
 			 l->p.src.node, l->p.src.nic, l->p.dst.node[0] ? l->p.dst.node : "?",
-			 l->p.dst.nic[0] ? l->p.dst.nic : "?");
+			 l->p.dst.nic[0] ? l->p.dst.nic : "?",
+			 fabric ? "" : "; its path's probes saw no rise (its own route, or a busy host)");
 		snprintf(evidence, sizeof(evidence),
 			 "{\"job_id\":%" PRIu64 ",\"step_id\":%" PRIu64
 			 ",\"src_rank\":%u,\"dst_rank\":%u,\"lane\":%u,"
@@ -267,7 +276,7 @@ void det_check_step_outliers(struct fq_detector *d, struct step_ent *s)
 			 ",\"lanes\":%zu,\"factor\":%.2f}",
 			 s->k.job, s->k.step, l->src_rank, l->dst_rank, l->lane, l->p99_ns, median, k,
 			 d->c.lane_outlier_factor);
-		a = det_anom_evidence(d, K_LANE_OUTLIER, SEV_WARNING, &l->p.src,
+		a = det_anom_evidence(d, K_LANE_OUTLIER, fabric ? SEV_WARNING : SEV_INFO, &l->p.src,
 				      nic_empty(&l->p.dst) ? NULL : &l->p.dst, l->start_ns, l->end_ns,
 				      summary, evidence, NULL);
 		if (a)

@@ -31,6 +31,8 @@ static void test_lane_outlier(void)
 	is_str(o->rnode, "n1", "remote n1");
 	is_str(o->rnic, "rail1", "remote rail1");
 	like(o->summary, "lane 1 of job 42.0 rank 3->0: p99 94.1 us vs step median 4.2 us", "summary");
+	is_int(o->severity, 0, "info: no probe on its path saw a rise");
+	like(o->summary, "its path's probes saw no rise", "... and the summary says so");
 	like(o->evidence, "\"owd_p99_ns\":94100", "evidence: the p99");
 	like(o->evidence, "\"step_median_p99_ns\":4200", "evidence: the median");
 	is_int(attached(o->handle, 42, 0), (1 << 3) | (1 << 0), "attached to job 42.0 ranks 3 and 0 only");
@@ -57,6 +59,7 @@ static void test_lane_outlier(void)
 	fq_detector_tick(d, S(11));
 	collect(d);
 	is_int(count(FQ_DET_OPEN, NULL), 0, "100 us = 5 x the 20 us median: no outlier");
+	probe(d, "n2", "rail1", "n1", "rail1", 10.5, 500, 2000); /* the fabric agrees: 2 ms p99 */
 	lane(d, 44, 3, 0, 1, "n2", "rail1", "n1", "rail1", 11, 15, 100.1);
 	for (uint32_t r = 0; r < 4; r++)
 		lane(d, 44, r, (r + 1) % 4, 0, r % 2 ? "n2" : "n1", "rail0", r % 2 ? "n1" : "n2", "rail0", 11,
@@ -64,6 +67,8 @@ static void test_lane_outlier(void)
 	fq_detector_tick(d, S(12));
 	collect(d);
 	is_int(count(FQ_DET_OPEN, "lane_outlier"), 1, "100.1 us: outlier");
+	o = find_open("lane_outlier", "n2", "rail1");
+	ok(o && o->severity == 1, "a warning: its path's probes are elevated too");
 	fq_detector_destroy(d);
 
 	/* With the default persistence (3 intervals in a row): one slow
