@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
 #include "common/munge_cred.h"
 
@@ -97,14 +98,6 @@ static bool all_acked(const struct sim *s);
 
 static const char *evil_str = "o'q\"b\\s;--%_\t\n$1{,}é";
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 static void name_of(const struct sim *s, int idx, char *out, size_t len)
 {
 	snprintf(out, len, "%s%s%05d", s->prefix, s->evil ? evil_str : "", idx);
@@ -139,7 +132,7 @@ static void send_job_frame(struct agent *a, uint64_t k)
 	int pos = (int)(k % 6);
 
 	env.seq = k + 1;
-	env.sent_ns = now_ns();
+	env.sent_ns = fq_realtime_ns();
 	if (pos == 0) {
 		ss.job_id = job;
 		ss.uid = 1000;
@@ -187,7 +180,7 @@ static void send_seq(struct agent *a, uint64_t seq)
 	int pos;
 
 	env.seq = seq;
-	env.sent_ns = now_ns();
+	env.sent_ns = fq_realtime_ns();
 	name_of(s, (a->idx + 1) % s->nagents, peer, sizeof(peer));
 	snprintf(nic, sizeof(nic), "%srail%d", s->evil ? evil_str : "", (int)(seq % 2));
 	snprintf(rnic, sizeof(rnic), "%srail%d", s->evil ? evil_str : "", (int)(seq % 2));
@@ -353,7 +346,7 @@ static size_t coll_nlanes(const struct sim *s)
 static void coll_tick(struct agent *a)
 {
 	struct sim *s = a->sim;
-	int64_t t = now_ns();
+	int64_t t = fq_realtime_ns();
 	char dnode[256], snode[256];
 	const int d = 3;
 	const bool cold = !strcmp(s->collision, "control");
@@ -479,7 +472,7 @@ static void print_advice(struct agent *a, const Fabriciq__Advice *v)
 	printf("{\"advice\":{\"t_ms\":%lld,\"node\":\"%s\",\"job\":%llu,\"kind\":\"%s\",\"local_nic\":\"%s\","
 	       "\"remote_node\":\"%s\",\"remote_nic\":\"%s\",\"lifetime_ns\":%lld,"
 	       "\"collides_with_job\":%llu,\"shared_nic\":\"%s\"}}\n",
-	       (long long)((now_ns() - a->sim->t0) / 1000000), a->node, (unsigned long long)v->job_id,
+	       (long long)((fq_realtime_ns() - a->sim->t0) / 1000000), a->node, (unsigned long long)v->job_id,
 	       v->kind ? v->kind : "", v->local_nic ? v->local_nic : "", v->remote_node ? v->remote_node : "",
 	       v->remote_nic ? v->remote_nic : "", (long long)v->lifetime_ns,
 	       (unsigned long long)v->collides_with_job, v->shared_nic ? v->shared_nic : "");
@@ -582,7 +575,7 @@ static void on_env(struct agent *a, Fabriciq__Envelope *env)
 		if (env->ack->seq > a->acked)
 			a->acked = env->ack->seq;
 		if (a->sim->burst_wait && all_acked(a->sim)) {
-			a->sim->last_ack_ns = now_ns();
+			a->sim->last_ack_ns = fq_realtime_ns();
 			event_base_loopbreak(a->sim->base);
 		}
 		break;
@@ -747,7 +740,7 @@ static double burst(struct sim *s, double drain_s)
 				send_seq(a, a->next_seq++);
 		}
 	}
-	t0 = now_ns();
+	t0 = fq_realtime_ns();
 	for (int i = 0; i < s->nagents; i++) {
 		struct agent *a = &s->agents[i];
 		if (!a->pre)
@@ -766,7 +759,7 @@ static double burst(struct sim *s, double drain_s)
 	s->burst_wait = false;
 	if (!all_acked(s))
 		return -1;
-	return (double)((s->last_ack_ns ? s->last_ack_ns : now_ns()) - t0) / 1e9;
+	return (double)((s->last_ack_ns ? s->last_ack_ns : fq_realtime_ns()) - t0) / 1e9;
 }
 
 int main(int argc, char **argv)
@@ -938,7 +931,7 @@ int main(int argc, char **argv)
 			s.lanes = 1;
 		s.lanes = 1000000; /* burst: every frame a lane (cycle position < lanes) */
 	}
-	s.t0 = now_ns();
+	s.t0 = fq_realtime_ns();
 	s.base = event_base_new();
 	s.agents = calloc((size_t)s.nagents, sizeof(*s.agents));
 	for (int i = 0; i < s.nagents; i++) {
