@@ -12,7 +12,7 @@
 munged_start() {
 	local dir=$1
 	shift
-	MUNGE_PID= MUNGE_SOCKET= MUNGED_ERR=
+	MUNGE_PID='' MUNGE_SOCKET='' MUNGED_ERR=''
 	command -v munged >/dev/null || { MUNGED_ERR="munged not installed (apt-get install munge)"; return 1; }
 	dd if=/dev/urandom of="$dir/munge.key" bs=1024 count=1 status=none && chmod 0400 "$dir/munge.key" ||
 		{ MUNGED_ERR="cannot write a munge key in $dir"; return 1; }
