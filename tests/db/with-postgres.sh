@@ -2,7 +2,10 @@
 # with-postgres.sh CMD [ARGS...]: run CMD against a private PostgreSQL 15
 # (initdb in a temporary directory, unix socket only, no TCP), stopped by its
 # data directory and removed on exit. CMD sees PGHOST, PGPORT, PGUSER and
-# PGDATABASE (a fresh database "fabriciq"), and FQ_TEST_PG=1.
+# PGDATABASE (a fresh database "fabriciq"), FQ_TEST_PG=1, and FQ_TEST_PG_CTL,
+# the pg_ctl command of this server (words: `$FQ_TEST_PG_CTL -m fast stop`),
+# for a test that stops or restarts it. The one PostgreSQL of the tests
+# outside the testbed.
 # Prints a TAP skip with the reason when this cannot run here.
 set -u
 pgbin=${FQ_PG_BINDIR:-/usr/lib/postgresql/15/bin}
@@ -35,6 +38,7 @@ runuser -u postgres -- "$pgbin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t
 	{ echo "1..0 # SKIP private PostgreSQL did not start: $(tail -2 "$dir/server.log" | tr '\n' ' ')"; exit 0; }
 
 export PGHOST=$dir PGPORT=5432 PGUSER=postgres PGDATABASE=fabriciq FQ_TEST_PG=1
+export FQ_TEST_PG_CTL="runuser -u postgres -- $pgbin/pg_ctl -D $dir/data"
 unset PGSERVICE PGPASSWORD PGOPTIONS
 psql -X -q -d postgres -c 'create database fabriciq' >/dev/null ||
 	{ echo "1..0 # SKIP could not create the test database"; exit 0; }

@@ -23,16 +23,12 @@ node_exec() {
 		$x nsenter -t "$pid" --net --uts --time --mount --wd="$PWD" -- "$@"
 }
 
+# The testbed's munged, in ctl (tests/lib/munged.sh).
 munge_up() {
 	local d=$TB_STATE/munge
 	mkdir -p -m 0700 "$d"
-	dd if=/dev/urandom of="$d/munge.key" bs=1024 count=1 status=none && chmod 0400 "$d/munge.key"
-	# --force: munged refuses to run as root otherwise; the key and socket
-	# live in a root-only directory of our own.
-	node_exec ctl munged --force --socket="$d/munge.socket" --key-file="$d/munge.key" \
-		--pid-file="$d/munged.pid" --log-file="$TB_STATE/log/munged.log" \
-		--seed-file="$d/munged.seed" --origin=198.18.0.1 || return 1
-	wait_for 10 munged munge -S "$d/munge.socket" -n
+	MUNGED_EXEC="node_exec ctl" MUNGED_LOG=$TB_STATE/log/munged.log munged_start "$d" --origin=198.18.0.1 ||
+		{ warn "$MUNGED_ERR"; return 1; }
 }
 
 pg_up() {
