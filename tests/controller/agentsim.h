@@ -57,8 +57,6 @@ struct sim {
 extern const char *const sim_evil_str;
 
 /* fq-agentsim.c */
-/* The real-time clock, in ns. */
-int64_t sim_now_ns(void);
 /* Agent idx's node name. */
 void sim_name_of(const struct sim *s, int idx, char *out, size_t len);
 /* Frames and sends env (to a->pre while a burst is being prepared). */

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+
 void sim_send_job_frame(struct agent *a, uint64_t k)
 {
 	struct sim *s = a->sim;
@@ -22,7 +24,7 @@ void sim_send_job_frame(struct agent *a, uint64_t k)
 	int pos = (int)(k % 6);
 
 	env.seq = k + 1;
-	env.sent_ns = sim_now_ns();
+	env.sent_ns = fq_realtime_ns();
 	if (pos == 0) {
 		ss.job_id = job;
 		ss.uid = 1000;
@@ -70,7 +72,7 @@ void sim_send_seq(struct agent *a, uint64_t seq)
 	int pos;
 
 	env.seq = seq;
-	env.sent_ns = sim_now_ns();
+	env.sent_ns = fq_realtime_ns();
 	sim_name_of(s, (a->idx + 1) % s->nagents, peer, sizeof(peer));
 	snprintf(nic, sizeof(nic), "%srail%d", s->evil ? sim_evil_str : "", (int)(seq % 2));
 	snprintf(rnic, sizeof(rnic), "%srail%d", s->evil ? sim_evil_str : "", (int)(seq % 2));
@@ -236,7 +238,7 @@ static size_t coll_nlanes(const struct sim *s)
 void sim_coll_tick(struct agent *a)
 {
 	struct sim *s = a->sim;
-	int64_t t = sim_now_ns();
+	int64_t t = fq_realtime_ns();
 	char dnode[256], snode[256];
 	const int d = 3;
 	const bool cold = !strcmp(s->collision, "control");

@@ -56,14 +56,6 @@ static bool all_acked(const struct sim *s);
 
 const char *const sim_evil_str = "o'q\"b\\s;--%_\t\n$1{,}é";
 
-int64_t sim_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 void sim_name_of(const struct sim *s, int idx, char *out, size_t len)
 {
 	snprintf(out, len, "%s%s%05d", s->prefix, s->evil ? sim_evil_str : "", idx);
@@ -91,7 +83,7 @@ static void print_advice(struct agent *a, const Fabriciq__Advice *v)
 	printf("{\"advice\":{\"t_ms\":%lld,\"node\":\"%s\",\"job\":%llu,\"kind\":\"%s\",\"local_nic\":\"%s\","
 	       "\"remote_node\":\"%s\",\"remote_nic\":\"%s\",\"lifetime_ns\":%lld,"
 	       "\"collides_with_job\":%llu,\"shared_nic\":\"%s\"}}\n",
-	       (long long)((sim_now_ns() - a->sim->t0) / 1000000), a->node, (unsigned long long)v->job_id,
+	       (long long)((fq_realtime_ns() - a->sim->t0) / 1000000), a->node, (unsigned long long)v->job_id,
 	       v->kind ? v->kind : "", v->local_nic ? v->local_nic : "", v->remote_node ? v->remote_node : "",
 	       v->remote_nic ? v->remote_nic : "", (long long)v->lifetime_ns,
 	       (unsigned long long)v->collides_with_job, v->shared_nic ? v->shared_nic : "");
@@ -194,7 +186,7 @@ static void on_env(struct agent *a, Fabriciq__Envelope *env)
 		if (env->ack->seq > a->acked)
 			a->acked = env->ack->seq;
 		if (a->sim->burst_wait && all_acked(a->sim)) {
-			a->sim->last_ack_ns = sim_now_ns();
+			a->sim->last_ack_ns = fq_realtime_ns();
 			event_base_loopbreak(a->sim->base);
 		}
 		break;
@@ -359,7 +351,7 @@ static double burst(struct sim *s, double drain_s)
 				sim_send_seq(a, a->next_seq++);
 		}
 	}
-	t0 = sim_now_ns();
+	t0 = fq_realtime_ns();
 	for (int i = 0; i < s->nagents; i++) {
 		struct agent *a = &s->agents[i];
 		if (!a->pre)
@@ -378,7 +370,7 @@ static double burst(struct sim *s, double drain_s)
 	s->burst_wait = false;
 	if (!all_acked(s))
 		return -1;
-	return (double)((s->last_ack_ns ? s->last_ack_ns : sim_now_ns()) - t0) / 1e9;
+	return (double)((s->last_ack_ns ? s->last_ack_ns : fq_realtime_ns()) - t0) / 1e9;
 }
 
 int main(int argc, char **argv)
@@ -550,7 +542,7 @@ int main(int argc, char **argv)
 			s.lanes = 1;
 		s.lanes = 1000000; /* burst: every frame a lane (cycle position < lanes) */
 	}
-	s.t0 = sim_now_ns();
+	s.t0 = fq_realtime_ns();
 	s.base = event_base_new();
 	s.agents = calloc((size_t)s.nagents, sizeof(*s.agents));
 	for (int i = 0; i < s.nagents; i++) {

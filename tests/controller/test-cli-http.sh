@@ -113,7 +113,7 @@ ctl_up || { echo "Bail out! the controller did not restart"; exit 1; }
 url=http://127.0.0.1:$HTTP_PORT
 
 # The daemon's database goes away: HTTP 503, exit 1.
-runuser -u postgres -- "${FQ_PG_BINDIR:-/usr/lib/postgresql/15/bin}/pg_ctl" -D "$PGHOST/data" -m immediate -w stop >/dev/null
+$FQ_TEST_PG_CTL -m immediate -w stop >/dev/null
 http status 2>"$CTL_LOG.err"; is $? 1 "database down behind the controller: exit 1"
 grep -q 'database unavailable.*(HTTP 503)' "$CTL_LOG.err"; ok $? "... saying so" || diag "$(cat "$CTL_LOG.err")"
 ctl_down
