@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/munge_cred.h"
 
 static bool all_acked(const struct sim *s);
