@@ -1,7 +1,7 @@
 /*
  * failover: what the sending and receiving sides of a control-mode
  * connection share: lane names and path keys, the path page check, the
- * grace limit, failover/failback events (see conn.h).
+ * grace limit, failover/failback events (see failover.h).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,20 +11,13 @@
 #include <time.h>
 
 #include "common/path_page.h"
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/ctx.h"
+#include "nccl-plugin/event.h"
+#include "nccl-plugin/failover.h"
 #include "nccl-plugin/plog.h"
-#include "nccl-plugin/telemetry.h"
 
 #define PATH_CHECK_NS  (5LL * 1000000)    /* path page reads: every 5 ms per comm at most */
 #define PATH_REOPEN_NS (2000LL * 1000000) /* no page yet: look again every 2 s */
-
-int64_t fqn_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* "a.b.c.d:port" -> a.b.c.d in network order; 0 if not IPv4. */
 static uint32_t ipv4_of(const char *addr)
@@ -44,8 +37,7 @@ void fqn_ctl_lane_name(struct fqn_comm *c, int i, int nic, const char *local, co
 {
 	struct fqn_lane_ctl *lc = &c->lc[i];
 
-	snprintf(lc->nic, sizeof(lc->nic), "%s",
-		 fqn_g && nic >= 0 && nic < fqn_g->nnics ? fqn_g->nics[nic].name : "?");
+	snprintf(lc->nic, sizeof(lc->nic), "%s", fqn_ctx_nic_name(c->ctx, nic));
 	snprintf(lc->local, sizeof(lc->local), "%s", local);
 	snprintf(lc->peer, sizeof(lc->peer), "%s", peer);
 	lc->remote_ipv4 = ipv4_of(peer);
@@ -53,6 +45,7 @@ void fqn_ctl_lane_name(struct fqn_comm *c, int i, int nic, const char *local, co
 
 void fqn_ctl_lane_init(struct fqn_comm *c, int i)
 {
+	const struct fqn_ctx *ctx = c->ctx;
 	struct fqn_lane *l = c->lanes[i];
 	uint32_t mine;
 
@@ -61,8 +54,8 @@ void fqn_ctl_lane_init(struct fqn_comm *c, int i)
 	/* the NIC that holds the lane's local address (an accepted lane's
 	 * device is the listener's, whatever rail it came in on) */
 	mine = ipv4_of(l->local);
-	for (int k = 0; fqn_g && mine && k < fqn_g->nnics; k++) {
-		const struct sockaddr_in *a = (const struct sockaddr_in *)&fqn_g->nics[k].addr;
+	for (int k = 0; ctx && mine && k < ctx->nnics; k++) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)&ctx->nics[k].addr;
 
 		if (a->sin_family == AF_INET && a->sin_addr.s_addr == mine)
 			l->nic = k;
@@ -72,26 +65,28 @@ void fqn_ctl_lane_init(struct fqn_comm *c, int i)
 
 int fqn_ctl_path_due(struct fqn_comm *c, int64_t now)
 {
+	struct fqn_ctx *g = c->ctx;
+
 	if (now < c->next_path_ns)
 		return 0;
 	c->next_path_ns = now + PATH_CHECK_NS;
-	if (!fqn_g->paths && now >= __atomic_load_n(&fqn_g->paths_retry_ns, __ATOMIC_RELAXED)) {
+	if (!g->paths && now >= __atomic_load_n(&g->paths_retry_ns, __ATOMIC_RELAXED)) {
 		struct fq_path_page_reader *r;
 
 		/* The agent may start after the job: open the page once it exists. */
-		__atomic_store_n(&fqn_g->paths_retry_ns, now + PATH_REOPEN_NS, __ATOMIC_RELAXED);
-		if (fq_path_page_reader_open(fqn_g->cfg.path_page, &r) == 0) {
+		__atomic_store_n(&g->paths_retry_ns, now + PATH_REOPEN_NS, __ATOMIC_RELAXED);
+		if (fq_path_page_reader_open(g->cfg.path_page, &r) == 0) {
 			struct fq_path_page_reader *none = NULL;
 
-			if (!__atomic_compare_exchange_n(&fqn_g->paths, &none, r, 0, __ATOMIC_ACQ_REL,
+			if (!__atomic_compare_exchange_n(&g->paths, &none, r, 0, __ATOMIC_ACQ_REL,
 							 __ATOMIC_ACQUIRE))
 				fq_path_page_reader_close(r);
 			else
 				FQN_INFO("path page %s: lanes follow the agent's path health",
-					 fqn_g->cfg.path_page);
+					 g->cfg.path_page);
 		}
 	}
-	return __atomic_load_n(&fqn_g->paths, __ATOMIC_ACQUIRE) != NULL;
+	return __atomic_load_n(&g->paths, __ATOMIC_ACQUIRE) != NULL;
 }
 
 int fqn_path_page_fresh(int64_t updated_ns, int64_t now_ns, int max_age_ms)
@@ -114,29 +109,28 @@ static int64_t raw_now_ns(void)
 
 /* The page is fresh enough to act on; says so at WARN when it goes stale
  * (the agent died or hangs) and at INFO when it is fresh again. */
-static int page_usable(struct fq_path_page_reader *r)
+static int page_usable(const struct fqn_config *cfg, struct fq_path_page_reader *r)
 {
 	static int stale; /* process-wide: one page */
 	int64_t updated = fq_path_page_updated_ns(r), now = raw_now_ns();
-	int fresh = fqn_path_page_fresh(updated, now, fqn_g->cfg.path_page_max_age_ms);
+	int fresh = fqn_path_page_fresh(updated, now, cfg->path_page_max_age_ms);
 
 	if (!fresh && !__atomic_exchange_n(&stale, 1, __ATOMIC_RELAXED))
 		FQN_WARN("path page %s is stale (last update %lld ms ago, FABRICIQ_PATH_PAGE_MAX_AGE_MS=%d): "
 			 "is the node agent running? lanes follow their own timeouts until it updates again",
-			 fqn_g->cfg.path_page, updated > 0 ? (long long)((now - updated) / 1000000) : -1LL,
-			 fqn_g->cfg.path_page_max_age_ms);
+			 cfg->path_page, updated > 0 ? (long long)((now - updated) / 1000000) : -1LL,
+			 cfg->path_page_max_age_ms);
 	else if (fresh && __atomic_exchange_n(&stale, 0, __ATOMIC_RELAXED))
-		FQN_INFO("path page %s is fresh again: lanes follow the agent's path health",
-			 fqn_g->cfg.path_page);
+		FQN_INFO("path page %s is fresh again: lanes follow the agent's path health", cfg->path_page);
 	return fresh;
 }
 
 int fqn_ctl_path_down(struct fqn_comm *c, int i)
 {
-	struct fq_path_page_reader *r = __atomic_load_n(&fqn_g->paths, __ATOMIC_ACQUIRE);
+	struct fq_path_page_reader *r = __atomic_load_n(&c->ctx->paths, __ATOMIC_ACQUIRE);
 	struct fq_path_entry e;
 
-	if (!r || !c->lc[i].remote_ipv4 || !page_usable(r))
+	if (!r || !c->lc[i].remote_ipv4 || !page_usable(&c->ctx->cfg, r))
 		return 0;
 	if (fq_path_page_lookup(r, c->lc[i].nic, c->lc[i].remote_ipv4, &e) < 0 ||
 	    e.state != FQ_PATH_STATE_DOWN)
@@ -153,7 +147,7 @@ int fqn_ctl_path_down(struct fqn_comm *c, int i)
  * stale with the page: any publication will do): 1 and name, or 0. */
 static int peer_nic_name(struct fqn_comm *c, int i, char *name, size_t len)
 {
-	struct fq_path_page_reader *r = __atomic_load_n(&fqn_g->paths, __ATOMIC_ACQUIRE);
+	struct fq_path_page_reader *r = __atomic_load_n(&c->ctx->paths, __ATOMIC_ACQUIRE);
 	struct fq_path_entry e;
 
 	if (!r || !c->lc[i].remote_ipv4 ||
@@ -166,41 +160,34 @@ static int peer_nic_name(struct fqn_comm *c, int i, char *name, size_t len)
 void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *cause, int64_t at_ns,
 		   int64_t detect_ns, uint64_t bytes_resent, int64_t duration_ns)
 {
-	struct fqn_lane_sample *s;
-	int sync;
+	const struct fqn_lane_ctl *lc = &c->lc[from_lane];
+	char peer[sizeof(lc->peer)];
 
-	if (!fqn_g || !fqn_g->telemetry)
-		return;
-	/* a sample is large (its histogram): once per failover, never per chunk */
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return;
-	s->event = 1;
-	s->conn_id = c->conn_id;
-	s->is_send = c->is_send;
-	s->rank1 = fqn_g->rank1;
-	s->peer_rank1 = c->peer_rank1;
-	s->lane = from_lane;
-	s->to_lane = to_lane;
-	snprintf(s->cause, sizeof(s->cause), "%s", cause);
-	memcpy(s->nic, c->lc[from_lane].nic, sizeof(s->nic));
-	memcpy(s->local, c->lc[from_lane].local, sizeof(s->local));
+	if (!c->ctx || !c->ctx->telemetry)
+		return; /* no path page lookup either */
 	/* the event's remote NIC (telemetry.c sends s->peer as remote_nic): the
 	 * peer NIC's name where the agent's page knows the path, else its address */
-	if (!peer_nic_name(c, from_lane, s->peer, sizeof(s->peer)))
-		memcpy(s->peer, c->lc[from_lane].peer, sizeof(s->peer));
-	s->start_ns = fqn_clock_now(&sync) - (fqn_mono_ns() - at_ns);
-	s->synchronised = sync;
-	s->detect_ns = detect_ns;
-	s->bytes_resent = bytes_resent;
-	s->duration_ns = duration_ns;
-	fqn_telemetry_push(fqn_g->telemetry, s);
-	free(s);
+	if (!peer_nic_name(c, from_lane, peer, sizeof(peer)))
+		snprintf(peer, sizeof(peer), "%s", lc->peer);
+	fqn_event_push(c->ctx, &(struct fqn_event){.cause = cause,
+						   .conn_id = c->conn_id,
+						   .lane = from_lane,
+						   .to_lane = to_lane,
+						   .is_send = c->is_send,
+						   .peer_rank1 = c->peer_rank1,
+						   .kind = "",
+						   .nic = lc->nic,
+						   .local = lc->local,
+						   .peer = peer,
+						   .at_ns = at_ns,
+						   .detect_ns = detect_ns,
+						   .duration_ns = duration_ns,
+						   .bytes_resent = bytes_resent});
 }
 
-int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now)
+int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now, int grace_ms)
 {
-	int64_t grace = (int64_t)fqn_g->cfg.failover_grace_ms * 1000000;
+	int64_t grace = (int64_t)grace_ms * 1000000;
 	char what[512];
 	int gone = 1;
 
@@ -229,7 +216,7 @@ int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now)
 	snprintf(what, sizeof(what),
 		 "all %d lanes %s %s %s down for %lld ms (FABRICIQ_FAILOVER_GRACE_MS=%d; last cause: %s)",
 		 c->nlanes, c->lc[0].local, c->is_send ? "->" : "<-", c->lc[0].peer,
-		 (long long)((now - c->all_down_ns) / 1000000), fqn_g->cfg.failover_grace_ms,
+		 (long long)((now - c->all_down_ns) / 1000000), grace_ms,
 		 c->lc[0].cause ? c->lc[0].cause : "?");
 	return fqn_comm_fail(c, 0, -ENETUNREACH, what);
 }

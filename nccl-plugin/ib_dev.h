@@ -44,13 +44,4 @@ int fqib_mr_dereg(void *mh);
  * plugin reports NCCL_PTR_CUDA only then. */
 int fqib_gdr_available(void);
 
-/* net.c: the device of an open send or receive comm; 1 if the plugin's
- * lanes are IB (FABRICIQ_TRANSPORT=ib, or auto with a usable device). */
-int fqn_comm_device(const void *comm);
-int fqn_transport_is_ib(void);
-
-/* Listen handle flag (struct fqn_handle.flags): the listener's lanes are
- * IB; a connector whose transport differs refuses with a clear message. */
-#define FQIB_HANDLE_F_IB 0x80u
-
 #endif /* FQIB_DEV_H */

@@ -44,7 +44,7 @@
  * status (RETRY_EXC_ERR: the path is dead; RNR_RETRY_EXC_ERR; remote
  * access/operation errors) gives -EIO. send.c/recv.c's failover then
  * treats it as any lane error. Failback re-dials through rejoin.c with a
- * new QP on each end (fqn_lane_dial / fqn_lane_accepted below), handles
+ * new QP on each end (lane_drv.h: the IB driver), handles
  * exchanged after the hello as at setup.
  *
  * The device is behind struct fqib_io_ops (post, poll, connect), so the
@@ -143,23 +143,6 @@ int64_t fqib_cycles_to_ns(const struct fqib_clock_ref *ref, uint64_t cycles);
 int fqn_lane_ib_connect(int nic, const struct sockaddr *local, const struct sockaddr *remote,
 			size_t chunk_size, struct fqn_lane **out);
 int fqn_lane_ib_adopt(int nic, int fd, size_t chunk_size, const uint8_t peer[FQIB_HANDLE_SIZE],
-		      struct fqn_lane **out);
-
-/* Lanes of the plugin's transport (setup.c), for setup and failback
- * alike (send.c re-dials, rejoin.c accepts re-dialed lanes):
- * fqn_lane_hello_size() bytes open every lane, connector to listener:
- * the hello, and for IB lanes the connector's QP handle behind it (the
- * IB lane's send_hello sends both). fqn_lane_dial() connects from local
- * (NULL: routed) to remote; fqn_lane_accepted() makes the lane of an
- * accepted socket fd whose first fqn_lane_hello_size() bytes were read
- * (after_hello: what followed the hello). nic: the device index an IB
- * lane uses unless local (the accepted socket's address) is another
- * NIC's. keepalive_ms: TCP lanes' keepalive (lane.h). 0 or a negative
- * errno (fd closed). */
-size_t fqn_lane_hello_size(void);
-int fqn_lane_dial(int nic, const struct sockaddr *local, const struct sockaddr *remote, int keepalive_ms,
-		  struct fqn_lane **out);
-int fqn_lane_accepted(int nic, int fd, size_t chunk_size, int keepalive_ms, const uint8_t *after_hello,
 		      struct fqn_lane **out);
 
 /* Tests: lanes get their io from f (a fake device) instead of the verbs

@@ -1,6 +1,9 @@
 /*
- * net: the plugin's global context (settings, NICs, clock page), device
- * properties, and what every comm shares: failure reporting and release.
+ * net: the entry points below the ABI adapters (plugin.c): init and fini
+ * of the plugin context (ctx.h: settings, NICs, lane driver, clock page,
+ * telemetry, rejoin listeners), device properties, listen and connect.
+ * The context of the current init lives here alone; everything else gets
+ * it handed down (a listener, a comm keeps the one it was made under).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -8,18 +11,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/clock_page.h"
 #include "common/path_page.h"
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/comm.h"
+#include "nccl-plugin/ctx.h"
 #include "nccl-plugin/ib_dev.h"
+#include "nccl-plugin/lane_drv.h"
+#include "nccl-plugin/net.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/rejoin.h"
+#include "nccl-plugin/setup.h"
 #include "nccl-plugin/telemetry.h"
 
-struct fqn_global *fqn_g;
-static struct fqn_global fqn_global_storage;
+static struct fqn_ctx *fqn_g; /* valid between the first fqn_init and the last fqn_fini */
+static struct fqn_ctx fqn_global_storage;
 static pthread_mutex_t fqn_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fqn_refs;
 
@@ -28,38 +34,7 @@ static const char *fqn_env_lookup(const char *name)
 	return getenv(name);
 }
 
-static int64_t ns_of(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int64_t fqn_clock_at(int64_t raw, int *sync)
-{
-	struct fq_clock_model m;
-	int64_t now = ns_of(CLOCK_MONOTONIC_RAW);
-
-	if (raw == 0)
-		raw = now;
-	if (fqn_g && fqn_g->clock && fq_clock_page_read(fqn_g->clock, raw, &m) == 0) {
-		*sync = 1;
-		return fq_clock_model_global(&m, raw);
-	}
-	/* No valid page (not yet published, or stale): the local real time,
-	 * so that a report's times stay times even when its delays cannot
-	 * be measured. */
-	*sync = 0;
-	return raw + (ns_of(CLOCK_REALTIME) - now);
-}
-
-int64_t fqn_clock_now(int *sync)
-{
-	return fqn_clock_at(0, sync);
-}
-
-static void init_log_nics(const struct fqn_global *g)
+static void init_log_nics(const struct fqn_ctx *g)
 {
 	for (int i = 0; i < g->nnics; i++) {
 		const struct fqn_nic *n = &g->nics[i];
@@ -76,7 +51,7 @@ static void init_log_nics(const struct fqn_global *g)
 /* FABRICIQ_TRANSPORT: resolve auto, open the verbs devices for ib. After
  * this, cfg.transport is "tcp" or "ib". ib without a usable device fails
  * init (NCCL then falls back to its own transports, visibly). */
-static int init_transport(struct fqn_global *g)
+static int init_transport(struct fqn_ctx *g)
 {
 	const char *why = "";
 	char err[256];
@@ -115,9 +90,14 @@ static int init_transport(struct fqn_global *g)
 	return rc;
 }
 
+struct fqn_ctx *fqn_context(void)
+{
+	return __atomic_load_n(&fqn_g, __ATOMIC_ACQUIRE);
+}
+
 int fqn_transport_is_ib(void)
 {
-	return fqn_g && strcmp(fqn_g->cfg.transport, "ib") == 0;
+	return fqn_g && fqn_g->drv == &fqn_lane_driver_ib;
 }
 
 int fqn_comm_device(const void *comm)
@@ -125,7 +105,19 @@ int fqn_comm_device(const void *comm)
 	return ((const struct fqn_comm *)comm)->dev; /* fqn_send and fqn_recv start with it */
 }
 
-static int init_once(struct fqn_global *g)
+int fqn_listen(int dev, void *handle, struct fqn_listen **out)
+{
+	*out = NULL;
+	return fqn_g ? fqn_setup_listen(fqn_g, dev, handle, out) : -EINVAL;
+}
+
+int fqn_connect(int dev, void *handle, struct fqn_send **out)
+{
+	*out = NULL;
+	return fqn_g ? fqn_setup_connect(fqn_g, dev, handle, out) : -EINVAL;
+}
+
+static int init_once(struct fqn_ctx *g)
 {
 	char err[256];
 	int rc;
@@ -155,6 +147,8 @@ static int init_once(struct fqn_global *g)
 		fqn_nics_release(g->nics, g->nnics);
 		return rc;
 	}
+	g->drv = strcmp(g->cfg.transport, "ib") == 0 ? &fqn_lane_driver_ib : &fqn_lane_driver_tcp;
+	fqn_idle_init(&g->idle);
 	rc = fq_clock_page_reader_open(g->cfg.clock_page, &g->clock);
 	if (rc < 0) {
 		g->clock = NULL;
@@ -170,7 +164,7 @@ static int init_once(struct fqn_global *g)
 		}
 	}
 	if (g->cfg.control) {
-		rc = fqn_rejoin_create(&g->rejoin);
+		rc = fqn_rejoin_create(g, &g->rejoin);
 		if (rc < 0) {
 			FQN_WARN("control mode: %s", strerror(-rc));
 			fqn_telemetry_stop(g->telemetry);
@@ -218,7 +212,7 @@ void fqn_fini(void)
 {
 	pthread_mutex_lock(&fqn_init_lock);
 	if (fqn_refs > 0 && --fqn_refs == 0) {
-		struct fqn_global *g = fqn_g;
+		struct fqn_ctx *g = fqn_g;
 
 		__atomic_store_n(&fqn_g, NULL, __ATOMIC_RELEASE);
 		fqn_telemetry_stop(g->telemetry);
@@ -239,7 +233,7 @@ void fqn_fini(void)
  * is never held up for long). */
 __attribute__((destructor)) static void fqn_exit_flush(void)
 {
-	struct fqn_global *g = __atomic_load_n(&fqn_g, __ATOMIC_ACQUIRE);
+	struct fqn_ctx *g = __atomic_load_n(&fqn_g, __ATOMIC_ACQUIRE);
 
 	if (g)
 		fqn_telemetry_flush(g->telemetry, 200);
@@ -271,90 +265,6 @@ int fqn_get_properties(int dev, struct fqn_props *p)
 	return 0;
 }
 
-int fqn_comm_fail(struct fqn_comm *c, int lane, int err, const char *what)
-{
-	struct fqn_lane *l = lane >= 0 ? c->lanes[lane] : NULL;
-	/* a control-mode lane may be gone (down): its names stay in lc */
-	const char *peer = l ? l->peer : lane >= 0 && c->control ? c->lc[lane].peer : "?";
-	const char *local = l ? l->local : lane >= 0 && c->control ? c->lc[lane].local : "?";
-
-	if (c->err)
-		return c->err;
-	c->err = err;
-	c->err_lane = lane;
-	FQN_WARN("connection %llx lane %d/%d (%s %s %s, %s): %s: %s (%s, errno %d)",
-		 (unsigned long long)c->conn_id, lane, c->nlanes, local, c->is_send ? "->" : "<-", peer,
-		 l ? l->ops->kind : "?", what,
-		 err == -ECONNRESET ? "peer closed or reset the connection" : "failed", strerror(-err), -err);
-	return err;
-}
-
-void fqn_comm_stats_init(struct fqn_comm *c)
-{
-	int sync;
-	int64_t now = fqn_clock_now(&sync);
-
-	c->interval_ns = fqn_g && fqn_g->telemetry ? (int64_t)fqn_g->cfg.telemetry_interval_ms * 1000000 : 0;
-	for (int i = 0; i < c->nlanes; i++) {
-		memset(&c->stats[i], 0, sizeof(c->stats[i]));
-		c->stats[i].interval_start = now;
-	}
-}
-
-void fqn_comm_tick(struct fqn_comm *c, int i, int64_t now, int force)
-{
-	struct fqn_lane_stats *st = &c->stats[i];
-	struct fqn_lane *l = c->lanes[i];
-	struct fqn_lane_sample s;
-
-	if (!c->interval_ns || !fqn_g || !fqn_g->telemetry || !l)
-		return;
-	if (now < st->interval_start) { /* the clock page came or went: restart */
-		st->interval_start = now;
-		return;
-	}
-	if (force ? st->chunks == 0 : now - st->interval_start < c->interval_ns)
-		return;
-	memset(&s, 0, offsetof(struct fqn_lane_sample, owd));
-	s.conn_id = c->conn_id;
-	s.lane = i;
-	s.is_send = c->is_send;
-	s.rank1 = fqn_g->rank1;
-	s.peer_rank1 = c->peer_rank1;
-	s.synchronised = !st->unsync;
-	snprintf(s.kind, sizeof(s.kind), "%s", l->ops->kind);
-	snprintf(s.nic, sizeof(s.nic), "%s",
-		 l->nic >= 0 && l->nic < fqn_g->nnics ? fqn_g->nics[l->nic].name : "?");
-	memcpy(s.local, l->local, sizeof(s.local));
-	memcpy(s.peer, l->peer, sizeof(s.peer));
-	s.start_ns = st->interval_start;
-	s.end_ns = now;
-	s.bytes = st->bytes;
-	s.chunks = st->chunks;
-	s.msgs = st->msgs;
-	l->ops->info(l, &s.info); /* one getsockopt per lane per interval */
-	s.owd = st->owd;
-	fqn_telemetry_push(fqn_g->telemetry, &s);
-	st->bytes = st->chunks = st->msgs = 0;
-	st->unsync = 0;
-	st->interval_start = now;
-	fqn_hist_reset(&st->owd);
-}
-
-void fqn_comm_release(struct fqn_comm *c)
-{
-	int sync;
-	int64_t now = fqn_clock_now(&sync);
-
-	for (int i = 0; i < c->nlanes; i++)
-		fqn_comm_tick(c, i, now, 1);
-	for (int i = 0; i < c->nlanes; i++) {
-		if (c->lanes[i])
-			c->lanes[i]->ops->destroy(c->lanes[i]);
-		c->lanes[i] = NULL;
-	}
-}
-
 enum fqn_err_class fqn_errno_to_class(int negerr)
 {
 	switch (-negerr) {
@@ -369,17 +279,4 @@ enum fqn_err_class fqn_errno_to_class(int negerr)
 	default:
 		return FQN_ERR_SYSTEM;
 	}
-}
-
-void fqn_comm_apply_tclass(struct fqn_comm *c, int i)
-{
-	struct fqn_lane *l = c->lanes[i];
-	int err;
-
-	if (c->tclass < 0 || !l)
-		return;
-	err = l->ops->set_tclass ? l->ops->set_tclass(l, c->tclass) : -ENOTSUP;
-	if (err < 0)
-		FQN_WARN("connection %llx lane %d (%s -> %s): traffic class %d not set: %s",
-			 (unsigned long long)c->conn_id, i, l->local, l->peer, c->tclass, strerror(-err));
 }

@@ -52,6 +52,14 @@ int fqn_init(ncclDebugLogger_t logger);
 /* Undo one fqn_init (v11's finalize); the last one stops telemetry. */
 void fqn_fini(void);
 
+/* The context of the current init (ctx.h), NULL outside fqn_init..fini:
+ * for the tests that build comms from lanes. */
+struct fqn_ctx *fqn_context(void);
+/* The device of an open send or receive comm; 1 if the plugin's lanes
+ * are IB (FABRICIQ_TRANSPORT=ib, or auto with a usable device). */
+int fqn_comm_device(const void *comm);
+int fqn_transport_is_ib(void);
+
 int fqn_devices(int *ndev);
 int fqn_get_properties(int dev, struct fqn_props *props);
 

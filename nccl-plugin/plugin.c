@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/comm.h"
 #include "nccl-plugin/ib_dev.h"
 #include "nccl-plugin/net.h"
 #include "nccl-plugin/plog.h"
@@ -322,7 +322,7 @@ static ncclResult_t a_connect_v10(int dev, ncclNetCommConfig_t *config, void *ha
 }
 
 /* v11+: one context per NCCL communicator; the network state stays global. */
-struct fqn_ctx {
+struct fqn_v11_ctx {
 	uint64_t comm_id;
 	int traffic_class;
 };
@@ -330,7 +330,7 @@ struct fqn_ctx {
 static ncclResult_t a_init_v11(void **ctx, uint64_t commId, ncclNetCommConfig_t *config,
 			       ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
 {
-	struct fqn_ctx *c;
+	struct fqn_v11_ctx *c;
 	int rc;
 
 	(void)prof;
@@ -371,7 +371,7 @@ static ncclResult_t a_listen_v11(void *ctx, int dev, void *handle, void **listen
 
 static ncclResult_t a_connect_v11(void *ctx, int dev, void *handle, void **sendComm, void **sendDevComm)
 {
-	const struct fqn_ctx *c = ctx;
+	const struct fqn_v11_ctx *c = ctx;
 
 	return connect_tclass(dev, c ? c->traffic_class : -1, handle, sendComm, sendDevComm);
 }

@@ -24,24 +24,28 @@
  * payload is complete, so a chunk cut off with its lane is simply taken
  * again from the resend. A comm with no receive posted is still served
  * (copies drained and acked, re-dialed lanes taken and acked) from any
- * control-mode progress call in the process (fqn_recv_serve_idle): NCCL
+ * control-mode progress call in the process (progress.h): NCCL
  * calls nothing on it then, and the sender may be waiting for those acks.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/comm.h"
+#include "nccl-plugin/ctx.h"
+#include "nccl-plugin/failover.h"
+#include "nccl-plugin/idle.h"
 #include "nccl-plugin/plog.h"
+#include "nccl-plugin/recv.h"
 #include "nccl-plugin/rejoin.h"
 #include "nccl-plugin/relia.h"
 
 #define REJOIN_POLL_NS (2LL * 1000000)
 #define ACK_EVERY      32
 #define PATH_HEALTH_NS (5LL * 1000000) /* silent-lane checks: every 5 ms per comm at most */
-#define IDLE_SERVE_NS  (1LL * 1000000) /* idle receive comms: served every 1 ms at most */
 
 struct fqn_rmsg {
 	int active;
@@ -83,25 +87,20 @@ struct fqn_recv {
 	uint64_t pending_msgs;  /* messages posted and not complete */
 	int registered;
 	uint64_t dups;
-	/* control mode: the owner's calls and fqn_recv_serve_idle (from any
-	 * thread) take lock; idle_next links the served comms */
+	/* control mode: the owner's calls and fqn_recv_serve (from any
+	 * thread) take lock; idle links it into its context's idle set */
 	pthread_mutex_t lock;
-	struct fqn_recv *idle_next;
-	int listed;
+	struct fqn_idle_link idle;
 };
 
-/* Control-mode receive comms, for fqn_recv_serve_idle. */
-static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct fqn_recv *idle_list;
-static int64_t idle_next_ns; /* the next sweep (atomic) */
-
-int fqn_recv_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,
-			struct fqn_recv **out)
+int fqn_recv_from_lanes(struct fqn_ctx *ctx, int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size,
+			uint64_t conn_id, struct fqn_recv **out)
 {
 	struct fqn_recv *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return -ENOMEM;
+	r->c.ctx = ctx;
 	r->c.dev = dev;
 	r->c.nlanes = nlanes;
 	r->c.chunk_size = chunk_size;
@@ -114,6 +113,11 @@ int fqn_recv_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chu
 	pthread_mutex_init(&r->lock, NULL);
 	*out = r;
 	return 0;
+}
+
+struct fqn_comm *fqn_recv_comm(struct fqn_recv *r)
+{
+	return &r->c;
 }
 
 void fqn_recv_set_peer_rank(struct fqn_recv *r, uint32_t rank1)
@@ -256,7 +260,8 @@ static int recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until)
 		rl->idle = 0;
 		r->small = h.msg_size <= r->c.chunk_size;
 		if (!rl->seen_ns) {
-			rl->seen_ns = fqn_clock_at(l->ops->rx_stamp ? l->ops->rx_stamp(l) : 0, &sync);
+			rl->seen_ns =
+			    fqn_clock_at(r->c.ctx, l->ops->rx_stamp ? l->ops->rx_stamp(l) : 0, &sync);
 			rl->seen_sync = sync && (h.flags & FQN_CHUNK_F_SYNC);
 			r->c.stats[i].unsync |= !rl->seen_sync;
 		}
@@ -434,7 +439,7 @@ static void ctl_install(struct fqn_recv *r, struct fqn_lane *l, int64_t now)
 	lc->down_ns = 0;
 	lc->rx_count = lc->ack_sent = 0;
 	lc->ack_owed = 1; /* the sender waits for this ack before it trusts the lane */
-	r->c.stats[i].interval_start = fqn_clock_now(&(int){0});
+	r->c.stats[i].interval_start = fqn_clock_now(r->c.ctx, &(int){0});
 }
 
 /* Progress lane i (control mode). 0, or the comm's error; a lane failure
@@ -459,7 +464,8 @@ static int ctl_recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until,
 			break;
 		r->c.lc[i].progress_ns = now; /* the lane is not silent */
 		if (!rl->seen_ns) {
-			rl->seen_ns = fqn_clock_at(l->ops->rx_stamp ? l->ops->rx_stamp(l) : 0, &sync);
+			rl->seen_ns =
+			    fqn_clock_at(r->c.ctx, l->ops->rx_stamp ? l->ops->rx_stamp(l) : 0, &sync);
 			rl->seen_sync = sync && (h.flags & FQN_CHUNK_F_SYNC);
 			r->c.stats[i].unsync |= !rl->seen_sync;
 		}
@@ -493,10 +499,10 @@ static int ctl_recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until,
  * keepalive (set to the lane timeout, in whole seconds, by lane_tcp.c)
  * answers an idle socket at least that often, and a lane timeout on top
  * absorbs a late probe. */
-static int64_t silent_after_ns(void)
+static int64_t silent_after_ns(int lane_timeout_ms)
 {
-	int64_t t = (int64_t)fqn_g->cfg.lane_timeout_ms * 1000000;
-	int64_t ka = fqn_g->cfg.lane_timeout_ms < 1000 ? 1000000000LL : (t / 1000000000) * 1000000000;
+	int64_t t = (int64_t)lane_timeout_ms * 1000000;
+	int64_t ka = lane_timeout_ms < 1000 ? 1000000000LL : (t / 1000000000) * 1000000000;
 
 	return ka + t;
 }
@@ -509,7 +515,7 @@ static int ctl_peer_silent(struct fqn_recv *r, int i)
 
 	if (r->c.lanes[i]->ops->info(r->c.lanes[i], &info) < 0)
 		return 1;
-	return (int64_t)info.idle_rx_ms * 1000000 >= silent_after_ns();
+	return (int64_t)info.idle_rx_ms * 1000000 >= silent_after_ns(r->c.ctx->cfg.lane_timeout_ms);
 }
 
 /* Lane i's health on the receiving side, which no socket error reports
@@ -522,7 +528,7 @@ static int ctl_peer_silent(struct fqn_recv *r, int i)
 static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 {
 	struct fqn_lane_ctl *lc = &r->c.lc[i];
-	int64_t timeout = (int64_t)fqn_g->cfg.lane_timeout_ms * 1000000;
+	int64_t timeout = (int64_t)r->c.ctx->cfg.lane_timeout_ms * 1000000;
 	int64_t quiet_since = lc->progress_ns > r->waiting_ns ? lc->progress_ns : r->waiting_ns;
 	int down, silent;
 
@@ -568,7 +574,7 @@ static int ctl_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 
 	if (now >= r->next_rejoin_ns) {
 		r->next_rejoin_ns = now + REJOIN_POLL_NS;
-		while (fqn_rejoin_take(fqn_g->rejoin, r, &l) == 1)
+		while (fqn_rejoin_take(r->c.ctx->rejoin, r, &l) == 1)
 			ctl_install(r, l, now);
 	}
 	if (!r->pending_msgs)
@@ -593,7 +599,7 @@ static int ctl_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 			break;
 		}
 	}
-	return fqn_ctl_check_grace(&r->c, now);
+	return fqn_ctl_check_grace(&r->c, now, r->c.ctx->cfg.failover_grace_ms);
 }
 
 int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)
@@ -601,7 +607,7 @@ int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)
 	int64_t now = fqn_mono_ns();
 	int rc;
 
-	rc = fqn_rejoin_register(fqn_g->rejoin, r, r->c.conn_id, token, r->c.nlanes, r->c.chunk_size);
+	rc = fqn_rejoin_register(r->c.ctx->rejoin, r, r->c.conn_id, token, r->c.nlanes, r->c.chunk_size);
 	if (rc < 0)
 		return rc;
 	r->registered = 1;
@@ -621,35 +627,25 @@ int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)
 	}
 	r->c.token = token;
 	r->c.control = 1;
-	pthread_mutex_lock(&idle_lock);
-	r->idle_next = idle_list;
-	idle_list = r;
-	r->listed = 1;
-	pthread_mutex_unlock(&idle_lock);
+	fqn_idle_add(&r->c.ctx->idle, &r->idle);
 	return 0;
 }
 
-void fqn_recv_serve_idle(void)
+void fqn_recv_serve(struct fqn_idle_link *m)
 {
-	int64_t now = fqn_mono_ns();
+	struct fqn_recv *r = (struct fqn_recv *)((char *)m - offsetof(struct fqn_recv, idle));
 
-	if (now < __atomic_load_n(&idle_next_ns, __ATOMIC_RELAXED) || pthread_mutex_trylock(&idle_lock))
-		return; /* not due, or another thread is at it */
-	__atomic_store_n(&idle_next_ns, now + IDLE_SERVE_NS, __ATOMIC_RELAXED);
-	for (struct fqn_recv *r = idle_list; r; r = r->idle_next) {
-		if (pthread_mutex_trylock(&r->lock))
-			continue; /* its owner is in it (or it is the caller's own) */
-		/* Only a comm with no receive pending: serving it completes no
-		 * request, so its owner's unlocked look at a request's state
-		 * (fqn_test) never races with this thread. */
-		if (!r->c.err && !r->pending_msgs)
-			ctl_recv_progress(r, NULL);
-		pthread_mutex_unlock(&r->lock);
-	}
-	pthread_mutex_unlock(&idle_lock);
+	if (pthread_mutex_trylock(&r->lock))
+		return; /* its owner is in it (or it is the caller's own) */
+	/* Only a comm with no receive pending: serving it completes no
+	 * request, so its owner's unlocked look at a request's state
+	 * (fqn_test) never races with this thread. */
+	if (!r->c.err && !r->pending_msgs)
+		ctl_recv_progress(r, NULL);
+	pthread_mutex_unlock(&r->lock);
 }
 
-/* fqn_recv_progress without control mode's lock (the caller holds it). */
+/* fqn_recv_drive without control mode's lock (the caller holds it). */
 static int recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 {
 	if (r->c.err)
@@ -676,7 +672,7 @@ static int recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 	return 0;
 }
 
-int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
+int fqn_recv_drive(struct fqn_recv *r, const struct fqn_req *until)
 {
 	int rc;
 
@@ -685,7 +681,6 @@ int fqn_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 	pthread_mutex_lock(&r->lock);
 	rc = recv_progress(r, until);
 	pthread_mutex_unlock(&r->lock);
-	fqn_recv_serve_idle();
 	return rc;
 }
 
@@ -733,8 +728,8 @@ static int recv_post(struct fqn_recv *r, int n, void **data, const size_t *sizes
 	return recv_progress(r, q);
 }
 
-int fqn_irecv(struct fqn_recv *r, int n, void **data, const size_t *sizes, const int *tags,
-	      struct fqn_req **out)
+int fqn_recv_post(struct fqn_recv *r, int n, void **data, const size_t *sizes, const int *tags,
+		  struct fqn_req **out)
 {
 	int rc;
 
@@ -743,7 +738,6 @@ int fqn_irecv(struct fqn_recv *r, int n, void **data, const size_t *sizes, const
 	pthread_mutex_lock(&r->lock);
 	rc = recv_post(r, n, data, sizes, tags, out);
 	pthread_mutex_unlock(&r->lock);
-	fqn_recv_serve_idle();
 	return rc;
 }
 
@@ -758,58 +752,15 @@ int fqn_iflush(struct fqn_recv *r, struct fqn_req **out)
 	return 0;
 }
 
-int fqn_test(struct fqn_req *q, int *done, size_t *sizes, int *nsizes)
-{
-	int rc;
-
-	*done = 0;
-	if (nsizes)
-		*nsizes = 0;
-	if (!q || q->state == FQN_REQ_FREE)
-		return -EINVAL;
-	if (q->kind == FQN_REQ_FLUSH) {
-		*done = 1;
-		return 0;
-	}
-	if (q->state != FQN_REQ_DONE) {
-		rc = q->comm->is_send ? fqn_send_progress((struct fqn_send *)q->comm)
-				      : fqn_recv_progress((struct fqn_recv *)q->comm, q);
-		if (rc < 0)
-			return rc;
-		if (q->state != FQN_REQ_DONE)
-			return 0;
-	}
-	*done = 1;
-	if (q->kind == FQN_REQ_SEND) {
-		if (sizes)
-			sizes[0] = q->cap[0];
-		if (nsizes)
-			*nsizes = 1;
-	} else {
-		for (int j = 0; sizes && j < q->n; j++)
-			sizes[j] = q->size[j];
-		if (nsizes)
-			*nsizes = q->n;
-	}
-	q->state = FQN_REQ_FREE;
-	return 0;
-}
-
 int fqn_close_recv(struct fqn_recv *r)
 {
 	if (!r)
 		return 0;
-	if (r->listed) { /* a sweep holds idle_lock throughout: none is serving r after this */
-		pthread_mutex_lock(&idle_lock);
-		for (struct fqn_recv **p = &idle_list; *p; p = &(*p)->idle_next)
-			if (*p == r) {
-				*p = r->idle_next;
-				break;
-			}
-		pthread_mutex_unlock(&idle_lock);
-	}
+	/* a sweep holds the idle set's lock throughout: none is serving r after this */
+	if (r->c.control)
+		fqn_idle_remove(&r->c.ctx->idle, &r->idle);
 	if (r->registered)
-		fqn_rejoin_unregister(fqn_g->rejoin, r);
+		fqn_rejoin_unregister(r->c.ctx->rejoin, r);
 	if (r->dups)
 		FQN_INFO("connection %llx: %llu duplicate chunk(s) dropped after resends",
 			 (unsigned long long)r->c.conn_id, (unsigned long long)r->dups);

@@ -6,8 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "nccl-plugin/conn.h"
-#include "nccl-plugin/ib_lane.h"
+#include "nccl-plugin/ctx.h"
+#include "nccl-plugin/hello.h"
+#include "nccl-plugin/lane.h"
+#include "nccl-plugin/lane_drv.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/rejoin.h"
 
@@ -19,6 +21,7 @@ struct rejoin_entry {
 };
 
 struct fqn_rejoin {
+	const struct fqn_ctx *ctx;
 	pthread_mutex_t lock;
 	int fd[FQN_MAX_NICS]; /* -1: not opened */
 	uint16_t port[FQN_MAX_NICS];
@@ -26,12 +29,13 @@ struct fqn_rejoin {
 	struct rejoin_entry *entries;
 };
 
-int fqn_rejoin_create(struct fqn_rejoin **out)
+int fqn_rejoin_create(const struct fqn_ctx *ctx, struct fqn_rejoin **out)
 {
 	struct fqn_rejoin *j = calloc(1, sizeof(*j));
 
 	if (!j)
 		return -ENOMEM;
+	j->ctx = ctx;
 	pthread_mutex_init(&j->lock, NULL);
 	fqn_hello_wait_init(&j->hello, "rejoin listener");
 	for (int i = 0; i < FQN_MAX_NICS; i++)
@@ -65,12 +69,12 @@ int fqn_rejoin_port(struct fqn_rejoin *j, int nic, uint16_t *port)
 {
 	int rc = 0;
 
-	if (nic < 0 || nic >= fqn_g->nnics)
+	if (nic < 0 || nic >= j->ctx->nnics)
 		return -EINVAL;
 	pthread_mutex_lock(&j->lock);
 	if (j->fd[nic] < 0) {
 		struct sockaddr_storage bound;
-		int fd = fqn_listen_on(&fqn_g->nics[nic], &bound);
+		int fd = fqn_listen_on(&j->ctx->nics[nic], &bound);
 
 		if (fd < 0) {
 			rc = fd;
@@ -137,7 +141,7 @@ static void route(struct fqn_rejoin *j, const struct fqn_hello_slot *p)
 
 	if (fqn_hello_decode(p->buf, &h) < 0 || !(h.flags & FQN_HELLO_F_REJOIN)) {
 		FQN_WARN("rejoin listener on %s: dropping a connection with a bad hello",
-			 fqn_g->nics[p->tag].name);
+			 j->ctx->nics[p->tag].name);
 		close(p->fd);
 		return;
 	}
@@ -147,19 +151,19 @@ static void route(struct fqn_rejoin *j, const struct fqn_hello_slot *p)
 	if (!e) {
 		/* the comm was closed meanwhile, or a stranger: the dialer backs off and tries again */
 		FQN_INFO("rejoin listener on %s: no connection %llx lane %u here; dropping it",
-			 fqn_g->nics[p->tag].name, (unsigned long long)h.conn_id, h.lane);
+			 j->ctx->nics[p->tag].name, (unsigned long long)h.conn_id, h.lane);
 		close(p->fd);
 		return;
 	}
 	if (fqn_hello_rejoin_check(&h, &e->conn, &why) < 0) {
 		FQN_WARN("rejoin listener on %s: refusing re-dialed lane %u/%u of connection %llx: %s "
 			 "(chunk size %u, the connection's %u)",
-			 fqn_g->nics[p->tag].name, h.lane, h.nlanes, (unsigned long long)h.conn_id, why,
+			 j->ctx->nics[p->tag].name, h.lane, h.nlanes, (unsigned long long)h.conn_id, why,
 			 h.chunk_size, e->conn.chunk_size);
 		close(p->fd);
 		return;
 	}
-	if (fqn_lane_accepted(p->tag, p->fd, h.chunk_size, fqn_g->cfg.lane_timeout_ms,
+	if (fqn_lane_accepted(j->ctx, p->tag, p->fd, h.chunk_size, j->ctx->cfg.lane_timeout_ms,
 			      p->buf + FQN_HELLO_SIZE, &lane) < 0)
 		return; /* adopt closed it */
 	lane->index = h.lane;
@@ -172,7 +176,7 @@ static void route(struct fqn_rejoin *j, const struct fqn_hello_slot *p)
 
 static void poll_listeners(struct fqn_rejoin *j)
 {
-	int64_t timeout = (int64_t)fqn_g->cfg.hello_timeout_ms * 1000000;
+	int64_t timeout = (int64_t)j->ctx->cfg.hello_timeout_ms * 1000000;
 	struct fqn_hello_slot p;
 
 	for (int i = 0; i < FQN_MAX_NICS; i++) {
@@ -184,7 +188,7 @@ static void poll_listeners(struct fqn_rejoin *j)
 			fqn_hello_wait_add(&j->hello, fd, i, fqn_mono_ns(), timeout);
 		}
 	}
-	while (fqn_hello_wait_next(&j->hello, fqn_lane_hello_size(), fqn_mono_ns(), timeout, &p) == 1)
+	while (fqn_hello_wait_next(&j->hello, fqn_lane_hello_size(j->ctx), fqn_mono_ns(), timeout, &p) == 1)
 		route(j, &p);
 }
 

@@ -21,10 +21,12 @@
 
 #include <stdint.h>
 
+struct fqn_ctx;
 struct fqn_rejoin;
 struct fqn_lane;
 
-int fqn_rejoin_create(struct fqn_rejoin **out);
+/* Rejoin listeners on ctx's NICs, lanes made by ctx's lane driver. */
+int fqn_rejoin_create(const struct fqn_ctx *ctx, struct fqn_rejoin **out);
 void fqn_rejoin_destroy(struct fqn_rejoin *j);
 
 /* The rejoin port (network order) of NIC nic, its listener opened on first

@@ -20,8 +20,8 @@
  * sender cannot run more than its own depth past an unacked M). Acks for
  * resent copies the receiver already holds, and for a re-dialed lane, come
  * from a receive comm that may have no receive posted (NCCL calls nothing
- * on it then): every progress call here also serves those
- * (fqn_recv_serve_idle), else two ranks each waiting for the other's acks
+ * on it then): every progress call also serves those
+ * (progress.h), else two ranks each waiting for the other's acks
  * before posting the next receive would wait for ever. A lane fails on a socket error, on no progress for
  * FABRICIQ_LANE_TIMEOUT_MS while the transport has data unacknowledged and
  * has heard nothing from the peer, or when the agent's path page has its
@@ -35,10 +35,14 @@
 #include <time.h>
 
 #include "common/path_page.h"
-#include "nccl-plugin/conn.h"
-#include "nccl-plugin/ib_lane.h"
+#include "nccl-plugin/comm.h"
+#include "nccl-plugin/ctx.h"
+#include "nccl-plugin/failover.h"
+#include "nccl-plugin/hello.h"
+#include "nccl-plugin/lane_drv.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/relia.h"
+#include "nccl-plugin/send.h"
 #include "nccl-plugin/steer.h"
 
 /* Steering (control mode, FABRICIQ_STEER): per lane, each chunk's ack
@@ -114,13 +118,14 @@ struct fqn_send {
 #define DIAL_TIMEOUT_MS 250
 #define PATH_RECHECK_MS 50
 
-int fqn_send_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size, uint64_t conn_id,
-			struct fqn_send **out)
+int fqn_send_from_lanes(struct fqn_ctx *ctx, int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size,
+			uint64_t conn_id, struct fqn_send **out)
 {
 	struct fqn_send *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return -ENOMEM;
+	s->c.ctx = ctx;
 	s->c.is_send = 1;
 	s->c.dev = dev;
 	s->c.nlanes = nlanes;
@@ -133,6 +138,11 @@ int fqn_send_from_lanes(int dev, struct fqn_lane **lanes, int nlanes, size_t chu
 	fqn_comm_stats_init(&s->c);
 	*out = s;
 	return 0;
+}
+
+struct fqn_comm *fqn_send_comm(struct fqn_send *s)
+{
+	return &s->c;
 }
 
 void fqn_send_set_peer_rank(struct fqn_send *s, uint32_t rank1)
@@ -168,7 +178,7 @@ static int send_fill_lane(struct fqn_send *s, int i)
 		h.len = fqn_chunk_len(h.msg_size, s->c.chunk_size, h.offset);
 		h.tag = m->tags[0];
 		h.lane = (uint16_t)i;
-		h.send_ns = fqn_clock_now(&sync);
+		h.send_ns = fqn_clock_now(s->c.ctx, &sync);
 		h.flags = sync ? FQN_CHUNK_F_SYNC : 0;
 		rc = l->ops->tx_chunk(l, &h, (const uint8_t *)m->data[0] + h.offset, m);
 		if (rc == -EAGAIN)
@@ -265,7 +275,7 @@ static void steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int 
  * advice that meets a trial or the cooldown stays pending). */
 static int steer_advised(struct fqn_send *s, int i, uint32_t *gen)
 {
-	struct fq_path_page_reader *r = __atomic_load_n(&fqn_g->paths, __ATOMIC_ACQUIRE);
+	struct fq_path_page_reader *r = __atomic_load_n(&s->c.ctx->paths, __ATOMIC_ACQUIRE);
 	struct fq_path_entry e;
 	struct timespec ts;
 
@@ -431,7 +441,8 @@ static int steer_enable(struct fqn_send *s, int64_t now)
 {
 	struct fqn_steer_params p;
 	struct steer_state *st = calloc(1, sizeof(*st));
-	const char *job = *fqn_g->cfg.job_id ? fqn_g->cfg.job_id : getenv("SLURM_JOB_ID");
+	const struct fqn_config *cfg = &s->c.ctx->cfg;
+	const char *job = *cfg->job_id ? cfg->job_id : getenv("SLURM_JOB_ID");
 	int rc;
 
 	if (!st)
@@ -444,8 +455,8 @@ static int steer_enable(struct fqn_send *s, int64_t now)
 	}
 	st->move = -1;
 	st->job = job ? (uint32_t)strtoul(job, NULL, 10) : 0;
-	if (*fqn_g->cfg.steer_trace && !(st->trace = fopen(fqn_g->cfg.steer_trace, "ae")))
-		FQN_WARN("FABRICIQ_STEER_TRACE=%s: %s; no trace", fqn_g->cfg.steer_trace, strerror(errno));
+	if (*cfg->steer_trace && !(st->trace = fopen(cfg->steer_trace, "ae")))
+		FQN_WARN("FABRICIQ_STEER_TRACE=%s: %s; no trace", cfg->steer_trace, strerror(errno));
 	for (int i = 0; i < s->c.nlanes; i++)
 		fqn_hist_reset(&st->lat[i]);
 	s->st = st;
@@ -569,7 +580,7 @@ static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
 static int ctl_no_progress(struct fqn_send *s, int i, int64_t now)
 {
 	struct fqn_lane_info info;
-	int64_t timeout = (int64_t)fqn_g->cfg.lane_timeout_ms * 1000000;
+	int64_t timeout = (int64_t)s->c.ctx->cfg.lane_timeout_ms * 1000000;
 
 	if (!s->txq[i]->count || now - s->c.lc[i].progress_ns < timeout)
 		return 0;
@@ -585,12 +596,13 @@ static int ctl_no_progress(struct fqn_send *s, int i, int64_t now)
 static void ctl_redial(struct fqn_send *s, int i, int64_t now)
 {
 	struct fqn_lane_ctl *lc = &s->c.lc[i];
+	const struct fqn_ctx *ctx = s->c.ctx;
 	/* connected, hello out: the receiver takes it on its next progress
 	 * call, which a busy rank may make late */
 	int64_t limit =
 	    lc->state == FQN_LANE_DIALING
 		? (int64_t)DIAL_TIMEOUT_MS * 1000000
-		: (int64_t)(fqn_g->cfg.lane_timeout_ms < 1000 ? 1000 : fqn_g->cfg.lane_timeout_ms) * 2000000;
+		: (int64_t)(ctx->cfg.lane_timeout_ms < 1000 ? 1000 : ctx->cfg.lane_timeout_ms) * 2000000;
 	int rc;
 
 	if (lc->state == FQN_LANE_DOWN) {
@@ -601,8 +613,8 @@ static void ctl_redial(struct fqn_send *s, int i, int64_t now)
 			lc->backoff_ms = BACKOFF_MIN_MS;
 			return;
 		}
-		rc = fqn_lane_dial(s->c.dev, (struct sockaddr *)&lc->bind_addr,
-				   (struct sockaddr *)&lc->rejoin_addr, fqn_g->cfg.lane_timeout_ms,
+		rc = fqn_lane_dial(ctx, s->c.dev, (struct sockaddr *)&lc->bind_addr,
+				   (struct sockaddr *)&lc->rejoin_addr, ctx->cfg.lane_timeout_ms,
 				   &s->c.lanes[i]);
 		if (rc < 0) {
 			s->c.lanes[i] = NULL;
@@ -629,7 +641,7 @@ static void ctl_redial(struct fqn_send *s, int i, int64_t now)
 				      (uint32_t)s->c.chunk_size,
 				      s->c.token,
 				      s->c.conn_id,
-				      fqn_g->rank1,
+				      ctx->rank1,
 				      (uint16_t)(1u << i)};
 		uint8_t buf[FQN_HELLO_SIZE];
 
@@ -697,7 +709,7 @@ static int ctl_fill_lane(struct fqn_send *s, int i, int64_t now, const char **ca
 		h.len = c.len;
 		h.tag = m->tags[0];
 		h.lane = (uint16_t)i;
-		h.send_ns = fqn_clock_now(&sync);
+		h.send_ns = fqn_clock_now(s->c.ctx, &sync);
 		h.flags = sync ? FQN_CHUNK_F_SYNC : 0;
 		rc = l->ops->tx_chunk(l, &h, (const uint8_t *)m->data[0] + h.offset, m);
 		if (rc < 0 && resent)
@@ -767,7 +779,7 @@ static int ctl_progress(struct fqn_send *s)
 		steer_tick(s, now);
 	if (s->ev.active && !s->resend.n)
 		ev_flush(s, now);
-	if (fqn_ctl_check_grace(&s->c, now) < 0) {
+	if (fqn_ctl_check_grace(&s->c, now, s->c.ctx->cfg.failover_grace_ms) < 0) {
 		ev_flush(s, now);
 		return s->c.err;
 	}
@@ -795,7 +807,7 @@ int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct soc
 	}
 	s->c.token = token;
 	s->c.control = 1;
-	return fqn_g->cfg.steer && s->c.nlanes > 1 ? steer_enable(s, now) : 0;
+	return s->c.ctx->cfg.steer && s->c.nlanes > 1 ? steer_enable(s, now) : 0;
 }
 
 void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local, const char *peer, int err,
@@ -825,18 +837,14 @@ void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local,
 	lc->next_try_ns = now + (int64_t)lc->backoff_ms * 1000000;
 }
 
-int fqn_send_progress(struct fqn_send *s)
+int fqn_send_drive(struct fqn_send *s)
 {
 	int n = s->c.nlanes;
 
 	if (s->c.err)
 		return s->c.err;
-	if (s->c.control) {
-		int rc = ctl_progress(s);
-
-		fqn_recv_serve_idle(); /* the acks this send may be waiting for */
-		return rc;
-	}
+	if (s->c.control)
+		return ctl_progress(s);
 	s->multi = 0;
 	for (int k = 0; k < n; k++) {
 		int i = (int)((s->rr + (unsigned)k) % (unsigned)n), rc;
@@ -857,7 +865,7 @@ int fqn_send_progress(struct fqn_send *s)
 	return 0;
 }
 
-int fqn_isend(struct fqn_send *s, void *data, size_t size, int tag, struct fqn_req **out)
+int fqn_send_post(struct fqn_send *s, void *data, size_t size, int tag, struct fqn_req **out)
 {
 	struct fqn_req *m;
 
@@ -879,7 +887,7 @@ int fqn_isend(struct fqn_send *s, void *data, size_t size, int tag, struct fqn_r
 	m->chunks_left = fqn_chunk_count(size, s->c.chunk_size); /* control: acks count them down */
 	m->state = FQN_REQ_ACTIVE;
 	*out = m;
-	return fqn_send_progress(s);
+	return 0;
 }
 
 int fqn_close_send(struct fqn_send *s)

@@ -27,12 +27,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "nccl-plugin/conn.h"
-#include "nccl-plugin/ib_dev.h"
-#include "nccl-plugin/ib_lane.h"
+#include "nccl-plugin/comm.h"
+#include "nccl-plugin/ctx.h"
+#include "nccl-plugin/event.h"
+#include "nccl-plugin/hello.h"
+#include "nccl-plugin/lane_drv.h"
 #include "nccl-plugin/plog.h"
+#include "nccl-plugin/recv.h"
 #include "nccl-plugin/rejoin.h"
-#include "nccl-plugin/telemetry.h"
+#include "nccl-plugin/send.h"
+#include "nccl-plugin/setup.h"
+#include "nccl-plugin/wire.h"
 
 #define FQN_GROUPS_MAX 8
 
@@ -47,6 +52,7 @@ struct fqn_group {
 };
 
 struct fqn_listen {
+	struct fqn_ctx *ctx;
 	int dev;
 	int nfds;
 	int fds[FQN_HANDLE_ADDRS];
@@ -69,6 +75,7 @@ enum setup_lane_state {
 };
 
 struct fqn_connecting {
+	struct fqn_ctx *ctx;
 	int nlanes;
 	int control; /* both ends in control mode */
 	uint64_t conn_id;
@@ -86,12 +93,12 @@ struct fqn_connecting {
 
 #define SETUP_RETRY_MS 250
 
-static uint64_t random64(void)
+static uint64_t random64(const struct fqn_ctx *ctx)
 {
 	uint64_t v = 0;
 
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
-		v = (uint64_t)fqn_clock_now(&(int){0}) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
+		v = (uint64_t)fqn_clock_now(ctx, &(int){0}) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
 	return v;
 }
 
@@ -130,33 +137,12 @@ static int handle_to_addr(const struct fqn_handle_addr *a, struct sockaddr_stora
 	return -EPROTO;
 }
 
-int fqn_listen_on(const struct fqn_nic *nic, struct sockaddr_storage *bound)
-{
-	socklen_t len = sizeof(*bound);
-	int fd, rc, one = 1;
-
-	fd = socket(nic->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	memcpy(bound, &nic->addr, sizeof(*bound));
-	if (bind(fd, (struct sockaddr *)bound,
-		 nic->addr.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) <
-		0 ||
-	    listen(fd, 128) < 0 || getsockname(fd, (struct sockaddr *)bound, &len) < 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	return fd;
-}
-
-int fqn_listen(int dev, void *handle, struct fqn_listen **out)
+int fqn_setup_listen(struct fqn_ctx *ctx, int dev, void *handle, struct fqn_listen **out)
 {
 	struct fqn_handle *h = handle;
 	struct fqn_listen *l;
 	char abuf[64];
-	int n = fqn_g->nnics;
+	int n = ctx->nnics;
 
 	*out = NULL;
 	if (dev < 0 || dev >= n || !handle)
@@ -165,12 +151,13 @@ int fqn_listen(int dev, void *handle, struct fqn_listen **out)
 	if (!l)
 		return -ENOMEM;
 	memset(h, 0, NCCL_NET_HANDLE_MAXSIZE);
+	l->ctx = ctx;
 	l->dev = dev;
-	l->token = random64();
+	l->token = random64(ctx);
 	snprintf(abuf, sizeof(abuf), "listener on device %d", dev);
 	fqn_hello_wait_init(&l->hello, abuf);
 	for (int k = 0; k < n && l->nfds < FQN_HANDLE_ADDRS; k++) {
-		const struct fqn_nic *nic = &fqn_g->nics[(dev + k) % n];
+		const struct fqn_nic *nic = &ctx->nics[(dev + k) % n];
 		struct sockaddr_storage bound;
 		int fd = fqn_listen_on(nic, &bound);
 
@@ -186,18 +173,17 @@ int fqn_listen(int dev, void *handle, struct fqn_listen **out)
 			continue;
 		}
 		addr_to_handle(&bound, &h->addr[l->nfds]);
-		if (fqn_g->cfg.control &&
-		    fqn_rejoin_port(fqn_g->rejoin, (dev + k) % n, &h->rejoin_port[l->nfds]) < 0)
+		if (ctx->cfg.control &&
+		    fqn_rejoin_port(ctx->rejoin, (dev + k) % n, &h->rejoin_port[l->nfds]) < 0)
 			h->rejoin_port[l->nfds] = 0; /* that rail's lanes fail over but cannot come back */
 		l->fds[l->nfds++] = fd;
 	}
-	h->flags = fqn_g->cfg.control ? FQN_HANDLE_F_CONTROL : 0;
-	if (fqn_transport_is_ib())
-		h->flags |= FQIB_HANDLE_F_IB;
+	h->flags = ctx->cfg.control ? FQN_HANDLE_F_CONTROL : 0;
+	h->flags |= ctx->drv->handle_flags;
 	h->magic = FQN_HANDLE_MAGIC;
 	h->naddr = (uint8_t)l->nfds;
 	h->token = l->token;
-	h->rank1 = fqn_g->rank1;
+	h->rank1 = ctx->rank1;
 	h->stage = NULL;
 	*out = l;
 	return 0;
@@ -212,13 +198,13 @@ static void connecting_free(struct fqn_connecting *st)
 }
 
 /* The local NIC on remote's subnet, preferring rail (dev + i); -1 if none. */
-static int pick_nic(int dev, int i, const struct sockaddr *remote)
+static int pick_nic(const struct fqn_ctx *ctx, int dev, int i, const struct sockaddr *remote)
 {
-	int n = fqn_g->nnics;
+	int n = ctx->nnics;
 
 	for (int k = 0; k < n; k++) {
 		int cand = (dev + i + k) % n;
-		if (fqn_nic_same_subnet(&fqn_g->nics[cand], remote))
+		if (fqn_nic_same_subnet(&ctx->nics[cand], remote))
 			return cand;
 	}
 	return -1;
@@ -241,6 +227,7 @@ static void lane_failed(struct fqn_connecting *st, int i, int err, int64_t now)
 /* Dial lane i (again). */
 static void dial_lane(struct fqn_connecting *st, int dev, int i, int64_t now)
 {
+	const struct fqn_ctx *ctx = st->ctx;
 	int nic = st->nic[i];
 	int rc;
 
@@ -249,8 +236,8 @@ static void dial_lane(struct fqn_connecting *st, int dev, int i, int64_t now)
 	st->lanes[i] = NULL;
 	st->state[i] = SL_DIALING;
 	st->dial_ns[i] = now;
-	rc = fqn_lane_dial(nic >= 0 ? nic : dev, nic >= 0 ? (struct sockaddr *)&st->bind[i] : NULL,
-			   (struct sockaddr *)&st->remote[i], st->control ? fqn_g->cfg.lane_timeout_ms : 0,
+	rc = fqn_lane_dial(ctx, nic >= 0 ? nic : dev, nic >= 0 ? (struct sockaddr *)&st->bind[i] : NULL,
+			   (struct sockaddr *)&st->remote[i], st->control ? ctx->cfg.lane_timeout_ms : 0,
 			   &st->lanes[i]);
 	if (rc < 0) { /* no route: the local rail is down */
 		st->lanes[i] = NULL;
@@ -259,10 +246,11 @@ static void dial_lane(struct fqn_connecting *st, int dev, int i, int64_t now)
 	}
 	st->lanes[i]->index = i;
 	st->lanes[i]->nic = nic;
-	st->lanes[i]->chunk_size = fqn_g->cfg.chunk_size;
+	st->lanes[i]->chunk_size = ctx->cfg.chunk_size;
 }
 
-static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connecting **out)
+static int connect_start(struct fqn_ctx *ctx, int dev, const struct fqn_handle *h,
+			 struct fqn_connecting **out)
 {
 	struct fqn_connecting *st;
 	int rc;
@@ -272,19 +260,20 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
-	if (!!(h->flags & FQIB_HANDLE_F_IB) != fqn_transport_is_ib()) {
+	if (fqn_lane_driver_of(h->flags) != ctx->drv) {
 		FQN_WARN(
 		    "connect: the listener uses %s lanes, this process %s; set the same FABRICIQ_TRANSPORT "
 		    "on every rank",
-		    h->flags & FQIB_HANDLE_F_IB ? "ib" : "tcp", fqn_transport_is_ib() ? "ib" : "tcp");
+		    fqn_lane_driver_of(h->flags)->name, ctx->drv->name);
 		free(st);
 		return -EPROTO;
 	}
-	st->nlanes = fqn_g->cfg.lanes;
-	st->conn_id = random64();
-	st->control = fqn_g->cfg.control && (h->flags & FQN_HANDLE_F_CONTROL);
+	st->ctx = ctx;
+	st->nlanes = ctx->cfg.lanes;
+	st->conn_id = random64(ctx);
+	st->control = ctx->cfg.control && (h->flags & FQN_HANDLE_F_CONTROL);
 	st->start_ns = fqn_mono_ns();
-	if (fqn_g->cfg.control && !st->control)
+	if (ctx->cfg.control && !st->control)
 		FQN_WARN("connection %llx: the listener is not in control mode; this connection runs "
 			 "without failover",
 			 (unsigned long long)st->conn_id);
@@ -296,9 +285,9 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
 			connecting_free(st);
 			return rc;
 		}
-		st->nic[i] = pick_nic(dev, i, (struct sockaddr *)remote);
+		st->nic[i] = pick_nic(ctx, dev, i, (struct sockaddr *)remote);
 		if (st->nic[i] >= 0)
-			memcpy(&st->bind[i], &fqn_g->nics[st->nic[i]].addr, sizeof(st->bind[i])); /* port 0 */
+			memcpy(&st->bind[i], &ctx->nics[st->nic[i]].addr, sizeof(st->bind[i])); /* port 0 */
 		if (st->control) {
 			/* the same address, the rejoin listener's port */
 			memcpy(&st->rejoin[i], remote, sizeof(*remote));
@@ -321,49 +310,19 @@ static int connect_start(int dev, const struct fqn_handle *h, struct fqn_connect
  * the lane's WARN naming both ends. */
 static void ib_config_event(const struct fqn_connecting *st, int i, const struct fqn_lane *l)
 {
-	struct fqn_lane_sample *s;
-	int sync;
+	const struct fqn_ctx *ctx = st->ctx;
 
-	if (!fqn_g->telemetry)
-		return;
-	s = calloc(1, sizeof(*s)); /* large (its histogram); once per failed connect */
-	if (!s)
-		return;
-	s->event = 1;
-	snprintf(s->cause, sizeof(s->cause), "config");
-	s->conn_id = st->conn_id;
-	s->lane = i;
-	s->to_lane = -1;
-	s->is_send = 1;
-	s->rank1 = fqn_g->rank1;
-	snprintf(s->kind, sizeof(s->kind), "ib");
-	if (l->nic >= 0 && l->nic < fqn_g->nnics)
-		snprintf(s->nic, sizeof(s->nic), "%s", fqn_g->nics[l->nic].name);
-	memcpy(s->local, l->local, sizeof(s->local));
-	memcpy(s->peer, l->peer, sizeof(s->peer));
-	s->start_ns = fqn_clock_now(&sync);
-	s->synchronised = sync;
-	fqn_telemetry_push(fqn_g->telemetry, s);
-	free(s);
-}
-
-/* The NIC whose address a is (an IB lane's QP goes on that NIC's verbs
- * port); dflt if none matches. */
-static int nic_of_addr(const struct sockaddr_storage *a0, int dflt)
-{
-	for (int i = 0; i < fqn_g->nnics; i++) {
-		const struct sockaddr_storage *a = &fqn_g->nics[i].addr;
-
-		if (a->ss_family == AF_INET && a0->ss_family == AF_INET &&
-		    ((struct sockaddr_in *)a)->sin_addr.s_addr ==
-			((const struct sockaddr_in *)a0)->sin_addr.s_addr)
-			return i;
-		if (a->ss_family == AF_INET6 && a0->ss_family == AF_INET6 &&
-		    memcmp(&((struct sockaddr_in6 *)a)->sin6_addr,
-			   &((const struct sockaddr_in6 *)a0)->sin6_addr, 16) == 0)
-			return i;
-	}
-	return dflt;
+	fqn_event_push(
+	    ctx, &(struct fqn_event){.cause = "config",
+				     .conn_id = st->conn_id,
+				     .lane = i,
+				     .to_lane = -1,
+				     .is_send = 1,
+				     .kind = "ib",
+				     .nic = l->nic >= 0 && l->nic < ctx->nnics ? ctx->nics[l->nic].name : "",
+				     .local = l->local,
+				     .peer = l->peer,
+				     .at_ns = fqn_mono_ns()});
 }
 
 /* Lane i's two ends before it connected: its local NIC (-1: none known)
@@ -382,7 +341,7 @@ static int lane_ends(const struct fqn_connecting *st, int i, char *local, char *
 		if (fd >= 0 &&
 		    connect(fd, (const struct sockaddr *)&st->remote[i], sizeof(st->remote[i])) == 0 &&
 		    getsockname(fd, (struct sockaddr *)&src, &sl) == 0)
-			nic = nic_of_addr(&src, -1);
+			nic = fqn_nic_of_addr(st->ctx, &src, -1);
 		if (fd >= 0)
 			close(fd);
 	}
@@ -401,15 +360,16 @@ static int lane_ends(const struct fqn_connecting *st, int i, char *local, char *
  * grace time the connect fails, naming each lane's ends and error. */
 static int connect_retry(struct fqn_connecting *st, int dev, int64_t now)
 {
+	const struct fqn_ctx *ctx = st->ctx;
 	char why[768], local[64], peer[64];
 	size_t off = 0;
 
-	if (now - st->start_ns < (int64_t)fqn_g->cfg.failover_grace_ms * 1000000) {
+	if (now - st->start_ns < (int64_t)ctx->cfg.failover_grace_ms * 1000000) {
 		if (!st->retry_ns)
 			FQN_INFO("connection %llx: no lane connected (lane 0: %s); dialing again for up to "
 				 "FABRICIQ_FAILOVER_GRACE_MS=%d",
 				 (unsigned long long)st->conn_id, strerror(-st->err[0]),
-				 fqn_g->cfg.failover_grace_ms);
+				 ctx->cfg.failover_grace_ms);
 		if (now >= st->retry_ns) {
 			st->retry_ns = now + (int64_t)SETUP_RETRY_MS * 1000000;
 			for (int i = 0; i < st->nlanes; i++)
@@ -425,7 +385,7 @@ static int connect_retry(struct fqn_connecting *st, int dev, int64_t now)
 	}
 	FQN_WARN("connection %llx: no lane connected within %lld ms (FABRICIQ_FAILOVER_GRACE_MS=%d): %s",
 		 (unsigned long long)st->conn_id, (long long)((now - st->start_ns) / 1000000),
-		 fqn_g->cfg.failover_grace_ms, why);
+		 ctx->cfg.failover_grace_ms, why);
 	return -ENETUNREACH;
 }
 
@@ -434,7 +394,8 @@ static int connect_retry(struct fqn_connecting *st, int dev, int64_t now)
  * out, or a negative errno. */
 static int connect_poll(struct fqn_connecting *st, int dev, uint64_t token)
 {
-	int64_t now = fqn_mono_ns(), timeout = (int64_t)fqn_g->cfg.lane_timeout_ms * 1000000;
+	const struct fqn_ctx *ctx = st->ctx;
+	int64_t now = fqn_mono_ns(), timeout = (int64_t)ctx->cfg.lane_timeout_ms * 1000000;
 	int pending = 0;
 
 	for (int i = 0; !st->present && i < st->nlanes; i++) {
@@ -466,10 +427,10 @@ static int connect_poll(struct fqn_connecting *st, int dev, uint64_t token)
 		struct fqn_hello hello = {(uint16_t)i,
 					  (uint16_t)st->nlanes,
 					  (uint16_t)(st->control ? FQN_HELLO_F_CONTROL : 0),
-					  (uint32_t)fqn_g->cfg.chunk_size,
+					  (uint32_t)ctx->cfg.chunk_size,
 					  token,
 					  st->conn_id,
-					  fqn_g->rank1,
+					  ctx->rank1,
 					  st->present};
 		uint8_t buf[FQN_HELLO_SIZE];
 		int rc;
@@ -501,7 +462,8 @@ static int connect_finish(int dev, const struct fqn_handle *h, struct fqn_send *
 	char local[64], peer[64];
 	int rc;
 
-	rc = fqn_send_from_lanes(dev, st->lanes, st->nlanes, fqn_g->cfg.chunk_size, st->conn_id, out);
+	rc = fqn_send_from_lanes(st->ctx, dev, st->lanes, st->nlanes, st->ctx->cfg.chunk_size, st->conn_id,
+				 out);
 	if (rc < 0)
 		return rc;
 	memset(st->lanes, 0, sizeof(st->lanes)); /* the comm's now */
@@ -522,16 +484,16 @@ static int connect_finish(int dev, const struct fqn_handle *h, struct fqn_send *
 	return 0;
 }
 
-int fqn_connect(int dev, void *handle, struct fqn_send **out)
+int fqn_setup_connect(struct fqn_ctx *ctx, int dev, void *handle, struct fqn_send **out)
 {
 	struct fqn_handle *h = handle;
 	int rc;
 
 	*out = NULL;
-	if (dev < 0 || dev >= fqn_g->nnics || !handle)
+	if (dev < 0 || dev >= ctx->nnics || !handle)
 		return -EINVAL;
 	if (!h->stage) {
-		rc = connect_start(dev, h, &h->stage);
+		rc = connect_start(ctx, dev, h, &h->stage);
 		if (rc < 0)
 			return rc;
 	}
@@ -554,38 +516,9 @@ static void listen_take_new(struct fqn_listen *l)
 			if (fd < 0)
 				break;
 			fqn_hello_wait_add(&l->hello, fd, i, fqn_mono_ns(),
-					   (int64_t)fqn_g->cfg.hello_timeout_ms * 1000000);
+					   (int64_t)l->ctx->cfg.hello_timeout_ms * 1000000);
 		}
 	}
-}
-
-size_t fqn_lane_hello_size(void)
-{
-	return FQN_HELLO_SIZE + (fqn_transport_is_ib() ? FQIB_HANDLE_SIZE : 0);
-}
-
-int fqn_lane_dial(int nic, const struct sockaddr *local, const struct sockaddr *remote, int keepalive_ms,
-		  struct fqn_lane **out)
-{
-	if (!fqn_transport_is_ib())
-		return fqn_lane_tcp_connect(local, remote, fqn_g->cfg.sock_buf_bytes, keepalive_ms, out);
-	if (local)
-		nic = nic_of_addr((const struct sockaddr_storage *)local, nic);
-	/* the TCP connection becomes the QP's side channel */
-	return fqn_lane_ib_connect(nic, local, remote, fqn_g->cfg.chunk_size, out);
-}
-
-int fqn_lane_accepted(int nic, int fd, size_t chunk_size, int keepalive_ms, const uint8_t *after_hello,
-		      struct fqn_lane **out)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-
-	if (!fqn_transport_is_ib())
-		return fqn_lane_tcp_adopt(fd, fqn_g->cfg.sock_buf_bytes, keepalive_ms, out);
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-		nic = nic_of_addr(&ss, nic);
-	return fqn_lane_ib_adopt(nic, fd, chunk_size, after_hello, out);
 }
 
 /* Adopt a socket whose hello arrived into its connection's group. Returns
@@ -593,6 +526,7 @@ int fqn_lane_accepted(int nic, int fd, size_t chunk_size, int keepalive_ms, cons
  * present has arrived), -1 otherwise. */
 static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h, const uint8_t *ib_handle)
 {
+	const struct fqn_ctx *ctx = l->ctx;
 	struct fqn_group *g = NULL;
 	struct fqn_lane *lane;
 
@@ -613,7 +547,7 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h, co
 		}
 	if (!g || g->nlanes != h->nlanes || g->present != h->present || g->chunk_size != h->chunk_size ||
 	    g->lanes[h->lane] || g->control != !!(h->flags & FQN_HELLO_F_CONTROL) ||
-	    (h->flags & FQN_HELLO_F_REJOIN) || (g->control && !fqn_g->cfg.control)) {
+	    (h->flags & FQN_HELLO_F_REJOIN) || (g->control && !ctx->cfg.control)) {
 		FQN_WARN(
 		    "listener on device %d: inconsistent or excess lane hello (connection %llx lane %u); "
 		    "dropping it",
@@ -621,11 +555,11 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h, co
 		close(fd);
 		return -1;
 	}
-	if (fqn_lane_accepted(l->dev, fd, h->chunk_size, g->control ? fqn_g->cfg.lane_timeout_ms : 0,
+	if (fqn_lane_accepted(ctx, l->dev, fd, h->chunk_size, g->control ? ctx->cfg.lane_timeout_ms : 0,
 			      ib_handle, &lane) < 0)
 		return -1;
 	lane->index = h->lane;
-	if (!fqn_transport_is_ib()) /* an IB lane knows its NIC (its QP's port) */
+	if (!ctx->drv->nic_from_address) /* an IB lane knows its NIC (its QP's port) */
 		lane->nic = l->dev;
 	lane->chunk_size = h->chunk_size;
 	g->lanes[h->lane] = lane;
@@ -637,8 +571,8 @@ static int listen_read_hellos(struct fqn_listen *l)
 {
 	struct fqn_hello_slot p;
 
-	while (fqn_hello_wait_next(&l->hello, fqn_lane_hello_size(), fqn_mono_ns(),
-				   (int64_t)fqn_g->cfg.hello_timeout_ms * 1000000, &p) == 1) {
+	while (fqn_hello_wait_next(&l->hello, fqn_lane_hello_size(l->ctx), fqn_mono_ns(),
+				   (int64_t)l->ctx->cfg.hello_timeout_ms * 1000000, &p) == 1) {
 		struct fqn_hello h;
 		int done;
 
@@ -672,7 +606,7 @@ int fqn_accept(struct fqn_listen *l, struct fqn_recv **out)
 			 g->present,
 			 g->control ? "starting on the others; the sender re-dials them"
 				    : "running on the others (monitor mode: no re-dial)");
-	rc = fqn_recv_from_lanes(l->dev, g->lanes, g->nlanes, g->chunk_size, g->conn_id, out);
+	rc = fqn_recv_from_lanes(l->ctx, l->dev, g->lanes, g->nlanes, g->chunk_size, g->conn_id, out);
 	if (rc < 0)
 		for (int i = 0; i < g->nlanes; i++)
 			if (g->lanes[i])

@@ -24,8 +24,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/comm.h"
 #include "nccl-plugin/plog.h"
+#include "nccl-plugin/progress.h"
+#include "nccl-plugin/recv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -171,7 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			return 0;
 		}
-	if (fqn_recv_from_lanes(0, lanes, nlanes, chunk, 0xf00d, &r) < 0)
+	if (fqn_recv_from_lanes(fqn_context(), 0, lanes, nlanes, chunk, 0xf00d, &r) < 0)
 		abort();
 	if (control && fqn_recv_enable_control(r, 0xbeef) < 0)
 		abort();

@@ -23,11 +23,14 @@
 
 #include "common/clock_page.h"
 #include "common/path_page.h"
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/comm.h"
+#include "nccl-plugin/hello.h"
 #include "nccl-plugin/ib_dev.h"
 #include "nccl-plugin/ib_lane.h"
 #include "nccl-plugin/ib_sysfs.h"
 #include "nccl-plugin/plog.h"
+#include "nccl-plugin/progress.h"
+#include "nccl-plugin/wire.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 

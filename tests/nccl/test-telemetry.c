@@ -18,9 +18,12 @@
 
 #include "common/clock_page.h"
 #include "common/frame.h"
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/comm.h"
+#include "nccl-plugin/hello.h"
 #include "nccl-plugin/plog.h"
+#include "nccl-plugin/progress.h"
 #include "nccl-plugin/telemetry.h"
+#include "nccl-plugin/wire.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 
