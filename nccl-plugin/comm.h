@@ -37,17 +37,15 @@ enum fqn_req_state {
 	FQN_REQ_DONE
 };
 
+/* Control mode: a lane's state (lane_fsm.h, changed only by its steps) and what goes with it. */
 struct fqn_lane_ctl {
-	enum fqn_lane_state state;
-	int64_t since_ns;    /* state entered (fqn_mono_ns) */
-	int64_t down_ns;     /* failed at; 0 while up */
-	int64_t progress_ns; /* sender: last ack that advanced, or when data became outstanding */
-	int64_t next_try_ns; /* sender: next re-dial */
-	int backoff_ms;
-	const char *cause;    /* why it last failed */
-	int last_err;         /* and the errno, 0 if none (path down, no progress) */
-	char nic[16];         /* local NIC name: the path page's key, events */
-	uint32_t remote_ipv4; /* network order, 0: not IPv4 (no path lookups) */
+	struct fqn_lane_fsm fsm; /* times: fqn_mono_ns */
+	int64_t down_ns;         /* failed at; 0 while up */
+	int64_t progress_ns;     /* sender: last ack that advanced, or when data became outstanding */
+	const char *cause;       /* why it last failed */
+	int last_err;            /* and the errno, 0 if none (path down, no progress) */
+	char nic[16];            /* local NIC name: the path page's key, events */
+	uint32_t remote_ipv4;    /* network order, 0: not IPv4 (no path lookups) */
 	char local[64], peer[64];
 	struct sockaddr_storage bind_addr, rejoin_addr; /* sender: where it re-dials from and to */
 	int can_rejoin;

@@ -194,7 +194,7 @@ int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now, int grace_ms)
 	for (int i = 0; i < c->nlanes; i++) {
 		int e = c->lc[i].last_err;
 
-		if (c->lc[i].state == FQN_LANE_UP) {
+		if (c->lc[i].fsm.state == FQN_LANE_UP) {
 			c->all_down_ns = 0;
 			return 0;
 		}

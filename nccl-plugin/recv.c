@@ -47,6 +47,9 @@
 #define ACK_EVERY      32
 #define PATH_HEALTH_NS (5LL * 1000000) /* silent-lane checks: every 5 ms per comm at most */
 
+/* The receiver's lanes know only UP and DOWN: it never re-dials (lane_fsm.h). */
+static const struct fqn_lane_fsm_cfg recv_fsm;
+
 struct fqn_rmsg {
 	int active;
 	uint64_t seq;
@@ -370,8 +373,8 @@ static void ctl_lane_drop(struct fqn_recv *r, int i, const char *cause, int err,
 	struct fqn_rlane *rl = &r->rl[i];
 	struct fqn_lane_ctl *lc = &r->c.lc[i];
 
-	memset(rl, 0, sizeof(*rl));              /* a chunk half landed is simply taken from its resend */
-	if (cause && lc->state == FQN_LANE_UP) { /* a new outage */
+	memset(rl, 0, sizeof(*rl));                  /* a chunk half landed is simply taken from its resend */
+	if (cause && lc->fsm.state == FQN_LANE_UP) { /* a new outage */
 		fqn_ctl_event(&r->c, i, -1, cause, now, 0, 0, 0);
 		lc->reported = 1;
 		FQN_WARN(
@@ -386,10 +389,10 @@ static void ctl_lane_drop(struct fqn_recv *r, int i, const char *cause, int err,
 	}
 	r->c.lanes[i]->ops->destroy(r->c.lanes[i]);
 	r->c.lanes[i] = NULL;
-	lc->state = FQN_LANE_DOWN;
+	fqn_lane_fsm_step(&lc->fsm, FQN_LEV_DOWN, now, &recv_fsm);
 	lc->cause = cause ? cause : "replaced";
 	lc->last_err = err;
-	lc->down_ns = lc->since_ns = now;
+	lc->down_ns = now;
 }
 
 /* Send lane i's ack if it is due. 0, or a negative errno (lane failed). */
@@ -421,7 +424,7 @@ static void ctl_install(struct fqn_recv *r, struct fqn_lane *l, int64_t now)
 	struct fqn_lane_ctl *lc = &r->c.lc[i];
 	/* this end reported it down (not a lane absent since setup, which
 	 * the sender reports, nor one only the sender saw fail) */
-	int64_t down_ns = lc->state != FQN_LANE_UP && lc->reported ? lc->down_ns : 0;
+	int64_t down_ns = lc->fsm.state != FQN_LANE_UP && lc->reported ? lc->down_ns : 0;
 
 	if (r->c.lanes[i])
 		ctl_lane_drop(r, i, NULL, 0, now);
@@ -434,8 +437,7 @@ static void ctl_install(struct fqn_recv *r, struct fqn_lane *l, int64_t now)
 		fqn_ctl_event(&r->c, i, i, "failback", now, 0, 0, now - down_ns);
 	}
 	lc->reported = 0;
-	lc->state = FQN_LANE_UP;
-	lc->since_ns = now;
+	fqn_lane_fsm_step(&lc->fsm, FQN_LEV_BACK, now, &recv_fsm);
 	lc->down_ns = 0;
 	lc->rx_count = lc->ack_sent = 0;
 	lc->ack_owed = 1; /* the sender waits for this ack before it trusts the lane */
@@ -532,7 +534,7 @@ static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 	int64_t quiet_since = lc->progress_ns > r->waiting_ns ? lc->progress_ns : r->waiting_ns;
 	int down, silent;
 
-	if (lc->state != FQN_LANE_UP) {
+	if (lc->fsm.state != FQN_LANE_UP) {
 		if (!strcmp(lc->cause, "path-down") ? paths && !fqn_ctl_path_down(&r->c, i)
 						    : !ctl_peer_silent(r, i)) {
 			FQN_WARN("connection %llx lane %d (%s <- %s): back after %lld ms (%s); failback",
@@ -542,8 +544,7 @@ static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 								 : "the peer is heard again");
 			fqn_ctl_event(&r->c, i, i, "failback", now, 0, 0, now - lc->down_ns);
 			lc->reported = 0;
-			lc->state = FQN_LANE_UP;
-			lc->since_ns = now;
+			fqn_lane_fsm_step(&lc->fsm, FQN_LEV_BACK, now, &recv_fsm);
 			lc->down_ns = 0;
 		}
 		return;
@@ -553,10 +554,10 @@ static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 	silent = !down && r->waiting_ns && now - quiet_since >= timeout && ctl_peer_silent(r, i);
 	if (!down && !silent)
 		return;
-	lc->state = FQN_LANE_DOWN;
+	fqn_lane_fsm_step(&lc->fsm, FQN_LEV_DOWN, now, &recv_fsm);
 	lc->cause = down ? "path-down" : "no-data";
 	lc->last_err = 0;
-	lc->down_ns = lc->since_ns = now;
+	lc->down_ns = now;
 	fqn_ctl_event(&r->c, i, -1, lc->cause, now, 0, 0, 0);
 	lc->reported = 1;
 	FQN_WARN("connection %llx lane %d/%d (%s %s <- %s): %s (%s); waiting for the sender",
@@ -615,13 +616,10 @@ int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)
 		struct fqn_lane_ctl *lc = &r->c.lc[i];
 
 		fqn_ctl_lane_init(&r->c, i);
-		lc->since_ns = now;
-		if (r->c.lanes[i]) {
-			lc->state = FQN_LANE_UP;
-			continue;
-		}
 		/* absent since setup: DOWN until the sender's re-dial (ctl_install) */
-		lc->state = FQN_LANE_DOWN;
+		fqn_lane_fsm_step(&lc->fsm, r->c.lanes[i] ? FQN_LEV_BACK : FQN_LEV_DOWN, now, &recv_fsm);
+		if (r->c.lanes[i])
+			continue;
 		lc->cause = "connect-failed";
 		lc->down_ns = now;
 	}

@@ -97,10 +97,11 @@ struct fqn_send {
 		const char *cause;
 		int64_t start_ns, detect_ns;
 		uint64_t bytes;
-	} ev;                   /* the failover whose chunks are being resent */
-	struct steer_state *st; /* NULL: steering off */
-	uint64_t acking;        /* bytes popped by the current ack */
-	int acking_lane;        /* and its lane, time */
+	} ev;                        /* the failover whose chunks are being resent */
+	struct fqn_lane_fsm_cfg fsm; /* the lanes' state machine (lane_fsm.h) */
+	struct steer_state *st;      /* NULL: steering off */
+	uint64_t acking;             /* bytes popped by the current ack */
+	int acking_lane;             /* and its lane, time */
 	int64_t acking_ns;
 };
 
@@ -127,6 +128,14 @@ int fqn_send_from_lanes(struct fqn_ctx *ctx, int dev, struct fqn_lane **lanes, i
 		return -ENOMEM;
 	s->c.ctx = ctx;
 	s->c.is_send = 1;
+	s->fsm = (struct fqn_lane_fsm_cfg){
+	    .backoff_min_ms = BACKOFF_MIN_MS,
+	    .backoff_max_ms = BACKOFF_MAX_MS,
+	    .dial_timeout_ms = DIAL_TIMEOUT_MS,
+	    /* connected, hello out: the receiver takes it on its next
+					    * progress call, which a busy rank may make late */
+	    .verify_timeout_ms = 2 * (ctx->cfg.lane_timeout_ms < 1000 ? 1000 : ctx->cfg.lane_timeout_ms),
+	    .path_recheck_ms = PATH_RECHECK_MS};
 	s->c.dev = dev;
 	s->c.nlanes = nlanes;
 	s->c.chunk_size = chunk_size;
@@ -237,7 +246,7 @@ static void steer_lane_state(struct fqn_send *s, int i, int up, int64_t now)
 		return;
 	fqn_steer_set_up(st->ctl, i, up, now);
 	for (int k = 0; k < s->c.nlanes; k++)
-		if (k != i && s->c.lc[k].state == FQN_LANE_UP && (vmin < 0 || st->vt[k] < vmin))
+		if (k != i && s->c.lc[k].fsm.state == FQN_LANE_UP && (vmin < 0 || st->vt[k] < vmin))
 			vmin = st->vt[k];
 	st->vt[i] = vmin < 0 ? 0 : vmin; /* back: no burst to catch up */
 	fqn_hist_reset(&st->lat[i]);
@@ -253,7 +262,7 @@ static int steer_allows(struct fqn_send *s, int i)
 	if (i == st->move)
 		return 0;
 	for (int k = 0; k < s->c.nlanes; k++)
-		if (k != i && k != st->move && s->c.lc[k].state == FQN_LANE_UP && st->vt[k] < vmin)
+		if (k != i && k != st->move && s->c.lc[k].fsm.state == FQN_LANE_UP && st->vt[k] < vmin)
 			vmin = st->vt[k];
 	return st->vt[i] - vmin <= (double)s->c.chunk_size / fqn_steer_weight(st->ctl, i) + 1;
 }
@@ -329,18 +338,16 @@ static void steer_move_out(struct fqn_send *s, int i, int64_t now)
 	s->busy[i] = 0;
 	s->st->move = -1;
 	s->st->moved[i] = 1;
-	lc->state = FQN_LANE_DOWN;
+	fqn_lane_fsm_step(&lc->fsm, FQN_LEV_MOVE, now, &s->fsm); /* re-dialed at once */
 	lc->cause = "steer";
-	lc->down_ns = lc->since_ns = now;
-	lc->backoff_ms = BACKOFF_MIN_MS;
-	lc->next_try_ns = now; /* at once */
+	lc->down_ns = now;
 }
 
 /* 1 if a lane other than i is UP. */
 static int steer_others_up(const struct fqn_send *s, int i)
 {
 	for (int k = 0; k < s->c.nlanes; k++)
-		if (k != i && s->c.lc[k].state == FQN_LANE_UP)
+		if (k != i && s->c.lc[k].fsm.state == FQN_LANE_UP)
 			return 1;
 	return 0;
 }
@@ -357,7 +364,7 @@ static void steer_tick(struct fqn_send *s, int64_t now)
 
 	if (st->move >= 0 && !steer_others_up(s, st->move))
 		st->move = -1; /* the other lanes failed while it drained: keep it */
-	if (st->move >= 0 && s->c.lc[st->move].state == FQN_LANE_UP && !s->txq[st->move]->count &&
+	if (st->move >= 0 && s->c.lc[st->move].fsm.state == FQN_LANE_UP && !s->txq[st->move]->count &&
 	    !s->busy[st->move]) {
 		char what[32];
 
@@ -375,7 +382,7 @@ static void steer_tick(struct fqn_send *s, int64_t now)
 		struct fqn_steer_sample smp = {0};
 		struct fqn_lane_info info;
 
-		if (s->c.lc[i].state != FQN_LANE_UP)
+		if (s->c.lc[i].fsm.state != FQN_LANE_UP)
 			continue;
 		smp.samples = st->lat[i].count;
 		smp.p50_ns = fqn_hist_quantile(&st->lat[i], 0.5);
@@ -481,13 +488,11 @@ static int ctl_lane_fail(struct fqn_send *s, int i, const char *cause, int err, 
 	int64_t bytes, detect = now - lc->progress_ns;
 
 	lc->last_err = err;
-	if (lc->state != FQN_LANE_UP) { /* a re-dial that did not work out */
+	if (fqn_lane_fsm_step(&lc->fsm, FQN_LEV_FAIL, now, &s->fsm) == FQN_LACT_BACKOFF) {
+		/* a re-dial that did not work out */
 		if (s->c.lanes[i])
 			s->c.lanes[i]->ops->destroy(s->c.lanes[i]);
 		s->c.lanes[i] = NULL;
-		lc->backoff_ms = lc->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : lc->backoff_ms * 2;
-		lc->state = FQN_LANE_DOWN;
-		lc->next_try_ns = now + (int64_t)lc->backoff_ms * 1000000;
 		return 0;
 	}
 	bytes = fqn_resendq_take(&s->resend, s->txq[i]);
@@ -513,11 +518,8 @@ static int ctl_lane_fail(struct fqn_send *s, int i, const char *cause, int err, 
 	steer_lane_state(s, i, 0, now);
 	if (s->st && s->st->move == i)
 		s->st->move = -1;
-	lc->state = FQN_LANE_DOWN;
 	lc->cause = cause;
-	lc->down_ns = lc->since_ns = now;
-	lc->backoff_ms = BACKOFF_MIN_MS;
-	lc->next_try_ns = now + (int64_t)lc->backoff_ms * 1000000;
+	lc->down_ns = now;
 	return 0;
 }
 
@@ -537,16 +539,19 @@ static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
 			return rc;
 		if (fqn_ack_decode(rec, &ln, &count) < 0 || ln != i)
 			return -EPROTO;
-		if (lc->state == FQN_LANE_VERIFY) { /* hello out, ack back: the new path works */
+		if (lc->fsm.state == FQN_LANE_VERIFY) { /* hello out, ack back: the new path works */
+			int64_t dial_ns = lc->fsm.since_ns;
+
 			if (count != 0)
 				return -EPROTO;
+			fqn_lane_fsm_step(&lc->fsm, FQN_LEV_BACK, now, &s->fsm);
 			if (s->st && s->st->moved[i]) { /* a steering move, not a failure */
 				s->st->moved[i] = 0;
 			} else {
 				FQN_WARN("connection %llx lane %d (%s -> %s): back after %lld ms; failback",
 					 (unsigned long long)s->c.conn_id, i, lc->nic, lc->peer,
 					 (long long)((now - lc->down_ns) / 1000000));
-				fqn_ctl_event(&s->c, i, i, "failback", now, now - lc->since_ns, 0,
+				fqn_ctl_event(&s->c, i, i, "failback", now, now - dial_ns, 0,
 					      now - lc->down_ns);
 				s->c.failbacks++;
 			}
@@ -554,8 +559,7 @@ static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
 				s->parked[i]->ops->destroy(s->parked[i]);
 			s->parked[i] = NULL;
 			fqn_txq_reset(s->txq[i]);
-			lc->state = FQN_LANE_UP;
-			lc->since_ns = lc->progress_ns = now;
+			lc->progress_ns = now;
 			lc->down_ns = 0;
 			s->busy[i] = 0;
 			steer_lane_state(s, i, 1, now);
@@ -592,74 +596,80 @@ static int ctl_no_progress(struct fqn_send *s, int i, int64_t now)
 	return 0;
 }
 
-/* Re-dial lane i when its backoff has passed and its path is not DOWN. */
-static void ctl_redial(struct fqn_send *s, int i, int64_t now)
+/* Lane i's backoff has passed: dial it, unless its path is DOWN. */
+static void redial_start(struct fqn_send *s, int i, int64_t now)
 {
 	struct fqn_lane_ctl *lc = &s->c.lc[i];
 	const struct fqn_ctx *ctx = s->c.ctx;
-	/* connected, hello out: the receiver takes it on its next progress
-	 * call, which a busy rank may make late */
-	int64_t limit =
-	    lc->state == FQN_LANE_DIALING
-		? (int64_t)DIAL_TIMEOUT_MS * 1000000
-		: (int64_t)(ctx->cfg.lane_timeout_ms < 1000 ? 1000 : ctx->cfg.lane_timeout_ms) * 2000000;
 	int rc;
 
-	if (lc->state == FQN_LANE_DOWN) {
-		if (!lc->can_rejoin || now < lc->next_try_ns)
-			return;
-		if (fqn_ctl_path_down(&s->c, i)) { /* a page lookup: cheap, but not per call */
-			lc->next_try_ns = now + (int64_t)PATH_RECHECK_MS * 1000000;
-			lc->backoff_ms = BACKOFF_MIN_MS;
-			return;
-		}
-		rc = fqn_lane_dial(ctx, s->c.dev, (struct sockaddr *)&lc->bind_addr,
-				   (struct sockaddr *)&lc->rejoin_addr, ctx->cfg.lane_timeout_ms,
-				   &s->c.lanes[i]);
-		if (rc < 0) {
-			s->c.lanes[i] = NULL;
-			ctl_lane_fail(s, i, "redial", rc, now);
-			return;
-		}
-		s->c.lanes[i]->index = i;
-		s->c.lanes[i]->nic = -1;
-		s->c.lanes[i]->chunk_size = s->c.chunk_size;
-		fqn_comm_apply_tclass(&s->c, i);
-		lc->state = FQN_LANE_DIALING;
-		lc->since_ns = now;
+	if (fqn_ctl_path_down(&s->c, i)) { /* a page lookup: cheap, but not per call */
+		fqn_lane_fsm_step(&lc->fsm, FQN_LEV_PATH_DOWN, now, &s->fsm);
 		return;
 	}
-	if (now - lc->since_ns > limit) { /* SYN, or hello's ack, lost on a still-dead path */
+	rc = fqn_lane_dial(ctx, s->c.dev, (struct sockaddr *)&lc->bind_addr,
+			   (struct sockaddr *)&lc->rejoin_addr, ctx->cfg.lane_timeout_ms, &s->c.lanes[i]);
+	if (rc < 0) {
+		s->c.lanes[i] = NULL;
+		ctl_lane_fail(s, i, "redial", rc, now);
+		return;
+	}
+	s->c.lanes[i]->index = i;
+	s->c.lanes[i]->nic = -1;
+	s->c.lanes[i]->chunk_size = s->c.chunk_size;
+	fqn_comm_apply_tclass(&s->c, i);
+	fqn_lane_fsm_step(&lc->fsm, FQN_LEV_DIALED, now, &s->fsm);
+}
+
+/* Re-dialed lane i: once connected, its rejoin hello. */
+static void redial_hello(struct fqn_send *s, int i, int64_t now)
+{
+	struct fqn_lane *l = s->c.lanes[i];
+	struct fqn_hello h = {(uint16_t)i,
+			      (uint16_t)s->c.nlanes,
+			      FQN_HELLO_F_CONTROL | FQN_HELLO_F_REJOIN,
+			      (uint32_t)s->c.chunk_size,
+			      s->c.token,
+			      s->c.conn_id,
+			      s->c.ctx->rank1,
+			      (uint16_t)(1u << i)};
+	uint8_t buf[FQN_HELLO_SIZE];
+	int rc = l->ops->poll_connected(l);
+
+	if (rc == 0) {
+		fqn_hello_encode(&h, buf);
+		rc = l->ops->send_hello(l, buf, sizeof(buf));
+	}
+	if (rc == -EINPROGRESS || rc == -EAGAIN)
+		return;
+	if (rc < 0) {
+		ctl_lane_fail(s, i, "redial", rc, now);
+		return;
+	}
+	fqn_lane_fsm_step(&s->c.lc[i].fsm, FQN_LEV_HELLO_OUT, now, &s->fsm);
+}
+
+/* A lane not UP: re-dial it when its backoff has passed, drive the
+ * re-dial, give it up when it takes too long (lane_fsm.h). */
+static void ctl_redial(struct fqn_send *s, int i, int64_t now)
+{
+	struct fqn_lane_ctl *lc = &s->c.lc[i];
+
+	if (lc->fsm.state == FQN_LANE_DOWN && !lc->can_rejoin)
+		return;
+	switch (fqn_lane_fsm_step(&lc->fsm, FQN_LEV_TICK, now, &s->fsm)) {
+	case FQN_LACT_REDIAL:
+		redial_start(s, i, now);
+		return;
+	case FQN_LACT_GIVE_UP: /* SYN, or hello's ack, lost on a still-dead path */
 		ctl_lane_fail(s, i, "redial", -ETIMEDOUT, now);
 		return;
+	default:
+		break;
 	}
-	if (lc->state == FQN_LANE_DIALING) {
-		struct fqn_lane *l = s->c.lanes[i];
-		struct fqn_hello h = {(uint16_t)i,
-				      (uint16_t)s->c.nlanes,
-				      FQN_HELLO_F_CONTROL | FQN_HELLO_F_REJOIN,
-				      (uint32_t)s->c.chunk_size,
-				      s->c.token,
-				      s->c.conn_id,
-				      ctx->rank1,
-				      (uint16_t)(1u << i)};
-		uint8_t buf[FQN_HELLO_SIZE];
-
-		rc = l->ops->poll_connected(l);
-		if (rc == 0) {
-			fqn_hello_encode(&h, buf);
-			rc = l->ops->send_hello(l, buf, sizeof(buf));
-		}
-		if (rc == -EINPROGRESS || rc == -EAGAIN)
-			return;
-		if (rc < 0) {
-			ctl_lane_fail(s, i, "redial", rc, now);
-			return;
-		}
-		lc->state = FQN_LANE_VERIFY;
-		return;
-	}
-	if (ctl_read_acks(s, i, now) < 0)
+	if (lc->fsm.state == FQN_LANE_DIALING)
+		redial_hello(s, i, now);
+	else if (lc->fsm.state == FQN_LANE_VERIFY && ctl_read_acks(s, i, now) < 0)
 		ctl_lane_fail(s, i, "redial", -EPROTO, now);
 }
 
@@ -760,7 +770,7 @@ static int ctl_progress(struct fqn_send *s)
 		const char *cause;
 		int rc;
 
-		if (lc->state != FQN_LANE_UP) {
+		if (lc->fsm.state != FQN_LANE_UP) {
 			ctl_redial(s, i, now);
 			continue;
 		}
@@ -802,8 +812,8 @@ int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct soc
 		memcpy(&lc->bind_addr, &bind[i], sizeof(lc->bind_addr));
 		memcpy(&lc->rejoin_addr, &rejoin[i], sizeof(lc->rejoin_addr));
 		lc->can_rejoin = can_rejoin[i];
-		lc->state = FQN_LANE_UP;
-		lc->since_ns = lc->progress_ns = now;
+		fqn_lane_fsm_step(&lc->fsm, FQN_LEV_BACK, now, &s->fsm); /* UP from now */
+		lc->progress_ns = now;
 	}
 	s->c.token = token;
 	s->c.control = 1;
@@ -828,13 +838,10 @@ void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local,
 	if (!s->c.control)
 		return;
 	steer_lane_state(s, i, 0, now);
-	lc->state = FQN_LANE_DOWN;
+	fqn_lane_fsm_step(&lc->fsm, FQN_LEV_DOWN, now, &s->fsm);
 	lc->cause = "connect-failed";
 	lc->last_err = err;
 	lc->down_ns = since_ns;
-	lc->since_ns = now;
-	lc->backoff_ms = BACKOFF_MIN_MS;
-	lc->next_try_ns = now + (int64_t)lc->backoff_ms * 1000000;
 }
 
 int fqn_send_drive(struct fqn_send *s)
