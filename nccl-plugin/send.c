@@ -32,9 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "common/path_page.h"
 #include "nccl-plugin/comm.h"
 #include "nccl-plugin/ctx.h"
 #include "nccl-plugin/failover.h"
@@ -43,67 +41,7 @@
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/relia.h"
 #include "nccl-plugin/send.h"
-#include "nccl-plugin/steer.h"
-
-/* Steering (control mode, FABRICIQ_STEER): per lane, each chunk's ack
- * latency (from the moment the lane took it to the receiver's cumulative
- * ack: the lane's socket backlog, the fabric's queues, the way back), and
- * while acks are outstanding the age of the oldest unacked chunk as a floor
- * (a lane whose acks stopped looks slow at once), feed steer.h's
- * controller every FQN_STEER_UPDATE_MS. Per chunk, not per message:
- * the weighted gate below holds a fast lane back to the slow lane's pace
- * within a message, so lags from the message's start would be equal on
- * every lane; a chunk's own wait is not. New chunks go
- * to lanes in proportion to its weights by virtual time (a lane taking a
- * chunk of len bytes advances its clock by len / weight; a lane may take a
- * new chunk only while its clock is at most one chunk ahead of the lowest
- * clock of the up lanes), so a slow lane's socket no longer soaks up its
- * equal share of a message. Resends ignore weights. A lane to move to a
- * new ECMP hash stops taking chunks, is parked once all its chunks are
- * acked, and re-dials through the failback path on a new source port. */
-struct steer_state {
-	struct fqn_steer *ctl;
-	double vt[FQN_MAX_LANES];
-	int64_t push_ns[FQN_MAX_LANES][FQN_TXQ_MAX]; /* when the lane took its k-th chunk */
-	struct fqn_hist lat[FQN_MAX_LANES];          /* ack latencies of this update period */
-	uint64_t acked_bytes[FQN_MAX_LANES], sent_bytes[FQN_MAX_LANES];
-	uint32_t retrans[FQN_MAX_LANES], ce[FQN_MAX_LANES];
-	int64_t next_ns;
-	int move;                 /* lane being drained for a move, -1: none */
-	const char *move_why;     /* its reason, for the trace: congested, advice, trial */
-	int moved[FQN_MAX_LANES]; /* re-dialing for a move, not a failure */
-	uint32_t advice_gen[FQN_MAX_LANES];
-	uint32_t job; /* FABRICIQ_JOB_ID / SLURM_JOB_ID, 0: unknown */
-	FILE *trace;  /* FABRICIQ_STEER_TRACE */
-};
-
-struct fqn_send {
-	struct fqn_comm c;
-	uint64_t next_seq; /* next message posted */
-	uint64_t tx_seq;   /* message the cursor is in */
-	uint64_t tx_off;   /* next chunk's offset in it */
-	unsigned rr;       /* first lane to offer a chunk to */
-	int multi;         /* this pass handed out a chunk of a multi-chunk message */
-	struct fqn_req reqs[FQN_SEND_SLOTS];
-	/* control mode */
-	struct fqn_txq *txq[FQN_MAX_LANES];
-	int busy[FQN_MAX_LANES]; /* a chunk is being written to lane i */
-	struct fqn_resendq resend;
-	/* failed lanes' sockets, kept open (unused) until the lane is back: a
-	 * closed socket would tell the receiver this process is gone */
-	struct fqn_lane *parked[FQN_MAX_LANES];
-	struct {
-		int active, lane, to_lane;
-		const char *cause;
-		int64_t start_ns, detect_ns;
-		uint64_t bytes;
-	} ev;                        /* the failover whose chunks are being resent */
-	struct fqn_lane_fsm_cfg fsm; /* the lanes' state machine (lane_fsm.h) */
-	struct steer_state *st;      /* NULL: steering off */
-	uint64_t acking;             /* bytes popped by the current ack */
-	int acking_lane;             /* and its lane, time */
-	int64_t acking_ns;
-};
+#include "nccl-plugin/send_priv.h"
 
 /* Re-dialing a failed lane. A dial whose SYN is lost on a dead path is
  * dropped after DIAL_TIMEOUT_MS and tried again after the backoff (50 ms
@@ -235,251 +173,6 @@ static void ctl_ack_done(void *arg, const struct fqn_cref *c)
 		m->state = FQN_REQ_DONE;
 }
 
-/* ---- steering ---- */
-
-static void steer_lane_state(struct fqn_send *s, int i, int up, int64_t now)
-{
-	struct steer_state *st = s->st;
-	double vmin = -1;
-
-	if (!st)
-		return;
-	fqn_steer_set_up(st->ctl, i, up, now);
-	for (int k = 0; k < s->c.nlanes; k++)
-		if (k != i && s->c.lc[k].fsm.state == FQN_LANE_UP && (vmin < 0 || st->vt[k] < vmin))
-			vmin = st->vt[k];
-	st->vt[i] = vmin < 0 ? 0 : vmin; /* back: no burst to catch up */
-	fqn_hist_reset(&st->lat[i]);
-}
-
-/* May UP lane i take a new chunk? (Its virtual clock is within one chunk
- * of the lowest up lane's; a lane being moved takes none.) */
-static int steer_allows(struct fqn_send *s, int i)
-{
-	struct steer_state *st = s->st;
-	double vmin = st->vt[i];
-
-	if (i == st->move)
-		return 0;
-	for (int k = 0; k < s->c.nlanes; k++)
-		if (k != i && k != st->move && s->c.lc[k].fsm.state == FQN_LANE_UP && st->vt[k] < vmin)
-			vmin = st->vt[k];
-	return st->vt[i] - vmin <= (double)s->c.chunk_size / fqn_steer_weight(st->ctl, i) + 1;
-}
-
-static void steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int resent, int64_t now)
-{
-	struct steer_state *st = s->st;
-	double w = fqn_steer_weight(st->ctl, i);
-	uint32_t len = c->len;
-
-	(void)resent;
-	st->push_ns[i][s->txq[i]->pushed % FQN_TXQ_MAX] = now;
-	st->vt[i] += len / (w > 0 ? w : 1e-3);
-	st->sent_bytes[i] += len;
-}
-
-/* Path page advice: MOVE for our job on lane i's path, a generation not
- * acted on yet (*gen: it, to be marked once the move is under way: an
- * advice that meets a trial or the cooldown stays pending). */
-static int steer_advised(struct fqn_send *s, int i, uint32_t *gen)
-{
-	struct fq_path_page_reader *r = __atomic_load_n(&s->c.ctx->paths, __ATOMIC_ACQUIRE);
-	struct fq_path_entry e;
-	struct timespec ts;
-
-	if (!r || !s->c.lc[i].remote_ipv4 ||
-	    fq_path_page_lookup(r, s->c.lc[i].nic, s->c.lc[i].remote_ipv4, &e) < 0)
-		return 0;
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	if (e.advice != FQ_PATH_ADVICE_MOVE || e.advice_gen == s->st->advice_gen[i] ||
-	    (e.advice_job && e.advice_job != s->st->job) ||
-	    e.advice_until_ns < (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec)
-		return 0;
-	*gen = e.advice_gen;
-	return 1;
-}
-
-static void steer_trace(struct fqn_send *s, const char *what)
-{
-	struct steer_state *st = s->st;
-	struct timespec ts;
-
-	if (!st->trace)
-		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	fprintf(st->trace, "%lld.%09ld %llx %s", (long long)ts.tv_sec, ts.tv_nsec,
-		(unsigned long long)s->c.conn_id, what);
-	for (int i = 0; i < s->c.nlanes; i++) /* path=: the lane's socket now (a move changes it) */
-		fprintf(st->trace, " lane%d %s w=%.3f sent=%llu delay_us=%lld path=%s>%s%s", i,
-			s->c.lc[i].nic, fqn_steer_weight(st->ctl, i), (unsigned long long)st->sent_bytes[i],
-			(long long)(fqn_steer_delay(st->ctl, i) / 1000),
-			s->c.lanes[i] ? s->c.lanes[i]->local : "-", s->c.lanes[i] ? s->c.lanes[i]->peer : "-",
-			fqn_steer_congested(st->ctl, i) ? " congested" : "");
-	fputc('\n', st->trace);
-	fflush(st->trace);
-}
-
-/* Lane i has nothing unacked: park it and re-dial on a new source port. */
-static void steer_move_out(struct fqn_send *s, int i, int64_t now)
-{
-	struct fqn_lane_ctl *lc = &s->c.lc[i];
-
-	FQN_INFO("connection %llx lane %d (%s %s -> %s): every lane congested or advised to move; "
-		 "re-opening it on a new source port",
-		 (unsigned long long)s->c.conn_id, i, lc->nic, lc->local, lc->peer);
-	fqn_ctl_event(&s->c, i, i, "steer", now, 0, 0, 0);
-	fqn_steer_trial_begin(s->st->ctl, i, now);
-	steer_lane_state(s, i, 0, now);
-	if (s->parked[i])
-		s->parked[i]->ops->destroy(s->parked[i]);
-	s->parked[i] = s->c.lanes[i];
-	s->c.lanes[i] = NULL;
-	s->busy[i] = 0;
-	s->st->move = -1;
-	s->st->moved[i] = 1;
-	fqn_lane_fsm_step(&lc->fsm, FQN_LEV_MOVE, now, &s->fsm); /* re-dialed at once */
-	lc->cause = "steer";
-	lc->down_ns = now;
-}
-
-/* 1 if a lane other than i is UP. */
-static int steer_others_up(const struct fqn_send *s, int i)
-{
-	for (int k = 0; k < s->c.nlanes; k++)
-		if (k != i && s->c.lc[k].fsm.state == FQN_LANE_UP)
-			return 1;
-	return 0;
-}
-
-/* Every FQN_STEER_UPDATE_MS: feed the controller, move a lane if due.
- * Never the last UP lane: a lane being moved takes no new chunks, and a
- * moved-out last lane would leave the connection with none (a lone lane
- * carrying a failed lane's share looks congested, which is no reason). */
-static void steer_tick(struct fqn_send *s, int64_t now)
-{
-	struct steer_state *st = s->st;
-	int changed, advised = -1, pick, trial = fqn_steer_trial_lane(st->ctl), traffic = 0;
-	uint32_t gen = 0;
-
-	if (st->move >= 0 && !steer_others_up(s, st->move))
-		st->move = -1; /* the other lanes failed while it drained: keep it */
-	if (st->move >= 0 && s->c.lc[st->move].fsm.state == FQN_LANE_UP && !s->txq[st->move]->count &&
-	    !s->busy[st->move]) {
-		char what[32];
-
-		steer_move_out(s, st->move, now);
-		snprintf(what, sizeof(what), "move by=%s", st->move_why);
-		steer_trace(s, what);
-	}
-	if (now < st->next_ns)
-		return;
-	st->next_ns = now + (int64_t)FQN_STEER_UPDATE_MS * 1000000;
-	if (st->vt[0] > 1e15) /* keep the virtual clocks small: only their differences count */
-		for (int i = s->c.nlanes - 1; i >= 0; i--)
-			st->vt[i] -= st->vt[0];
-	for (int i = 0; i < s->c.nlanes; i++) {
-		struct fqn_steer_sample smp = {0};
-		struct fqn_lane_info info;
-
-		if (s->c.lc[i].fsm.state != FQN_LANE_UP)
-			continue;
-		smp.samples = st->lat[i].count;
-		smp.p50_ns = fqn_hist_quantile(&st->lat[i], 0.5);
-		smp.p99_ns = fqn_hist_quantile(&st->lat[i], 0.99);
-		smp.bytes = st->acked_bytes[i];
-		if (s->txq[i]->count) {
-			/* a lane whose acks stopped must look slow at once, not
-			 * unfed: its oldest unacked chunk's lag so far is a floor */
-			const struct fqn_txq *q = s->txq[i];
-			int64_t age = now - st->push_ns[i][(q->pushed - q->count) % FQN_TXQ_MAX];
-
-			if (!smp.samples || age > smp.p99_ns) {
-				smp.p99_ns = age;
-				smp.p50_ns = smp.samples ? smp.p50_ns : age;
-				smp.samples += !smp.samples;
-			}
-		}
-		traffic |= smp.samples != 0;
-		if (s->c.lanes[i]->ops->info(s->c.lanes[i], &info) == 0) {
-			smp.rtt_us = info.rtt_us;
-			smp.retrans_delta = info.retrans - st->retrans[i];
-			smp.ce_delta = info.delivered_ce - st->ce[i];
-			st->retrans[i] = info.retrans;
-			st->ce[i] = info.delivered_ce;
-		}
-		fqn_steer_observe(st->ctl, i, &smp);
-		fqn_hist_reset(&st->lat[i]);
-		st->acked_bytes[i] = 0;
-		if (advised < 0 && steer_advised(s, i, &gen))
-			advised = i;
-	}
-	changed = fqn_steer_update(st->ctl, now);
-	if (traffic)
-		steer_trace(s, changed ? "change" : "tick");
-	if (st->move >= 0)
-		return;
-	switch (fqn_steer_trial_verdict(st->ctl, now)) {
-	case 1:
-		FQN_INFO("connection %llx lane %d: keeping its new path", (unsigned long long)s->c.conn_id,
-			 trial);
-		steer_trace(s, "keep");
-		return;
-	case 0:
-		if (steer_others_up(s, trial)) {
-			st->move = trial;
-			st->move_why = "trial";
-		}
-		return;
-	}
-	/* advice picks its lane, but waits out a trial and the cooldown too */
-	pick = fqn_steer_rehash_pick(st->ctl, advised >= 0, now);
-	if (pick >= 0 && advised >= 0)
-		pick = advised;
-	if (pick >= 0 && s->c.lc[pick].can_rejoin && steer_others_up(s, pick)) {
-		st->move = pick;
-		st->move_why = advised >= 0 ? "advice" : "congested";
-		if (advised >= 0)
-			st->advice_gen[pick] = gen;
-	}
-}
-
-static int steer_enable(struct fqn_send *s, int64_t now)
-{
-	struct fqn_steer_params p;
-	struct steer_state *st = calloc(1, sizeof(*st));
-	const struct fqn_config *cfg = &s->c.ctx->cfg;
-	const char *job = *cfg->job_id ? cfg->job_id : getenv("SLURM_JOB_ID");
-	int rc;
-
-	if (!st)
-		return -ENOMEM;
-	fqn_steer_params_default(&p);
-	rc = fqn_steer_create(s->c.nlanes, &p, now, &st->ctl);
-	if (rc < 0) {
-		free(st);
-		return rc;
-	}
-	st->move = -1;
-	st->job = job ? (uint32_t)strtoul(job, NULL, 10) : 0;
-	if (*cfg->steer_trace && !(st->trace = fopen(cfg->steer_trace, "ae")))
-		FQN_WARN("FABRICIQ_STEER_TRACE=%s: %s; no trace", cfg->steer_trace, strerror(errno));
-	for (int i = 0; i < s->c.nlanes; i++)
-		fqn_hist_reset(&st->lat[i]);
-	s->st = st;
-	return 0;
-}
-
-static void steer_free(struct fqn_send *s)
-{
-	if (!s->st)
-		return;
-	if (s->st->trace)
-		fclose(s->st->trace);
-	fqn_steer_destroy(s->st->ctl);
-	free(s->st);
-}
-
 /* Lane i failed: its unacked chunks go to the resend queue, its socket is
  * closed, it is re-dialed later. Returns 0, or the comm's error. */
 static int ctl_lane_fail(struct fqn_send *s, int i, const char *cause, int err, int64_t now)
@@ -515,7 +208,7 @@ static int ctl_lane_fail(struct fqn_send *s, int i, const char *cause, int err, 
 	s->c.lanes[i] = NULL;
 	s->busy[i] = 0;
 	s->c.failovers++;
-	steer_lane_state(s, i, 0, now);
+	send_steer_lane_state(s, i, 0, now);
 	if (s->st && s->st->move == i)
 		s->st->move = -1;
 	lc->cause = cause;
@@ -562,7 +255,7 @@ static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
 			lc->progress_ns = now;
 			lc->down_ns = 0;
 			s->busy[i] = 0;
-			steer_lane_state(s, i, 1, now);
+			send_steer_lane_state(s, i, 1, now);
 			continue;
 		}
 		s->acking = 0;
@@ -705,7 +398,8 @@ static int ctl_fill_lane(struct fqn_send *s, int i, int64_t now, const char **ca
 			fqn_resendq_pop(&s->resend, &c);
 			resent = 1;
 		} else {
-			if (s->tx_seq == s->next_seq || fqn_txq_full(q) || (s->st && !steer_allows(s, i)))
+			if (s->tx_seq == s->next_seq || fqn_txq_full(q) ||
+			    (s->st && !send_steer_allows(s, i)))
 				break;
 			m = &s->reqs[s->tx_seq % FQN_SEND_SLOTS];
 			c.seq = m->seq;
@@ -734,7 +428,7 @@ static int ctl_fill_lane(struct fqn_send *s, int i, int64_t now, const char **ca
 		if (!q->count)
 			s->c.lc[i].progress_ns = now; /* the no-progress clock starts with outstanding data */
 		if (s->st)
-			steer_took(s, i, &c, resent, now);
+			send_steer_took(s, i, &c, resent, now);
 		fqn_txq_push(q, &c);
 		s->c.stats[i].bytes += h.len;
 		s->c.stats[i].chunks++;
@@ -786,7 +480,7 @@ static int ctl_progress(struct fqn_send *s)
 	}
 	s->rr++;
 	if (s->st)
-		steer_tick(s, now);
+		send_steer_tick(s, now);
 	if (s->ev.active && !s->resend.n)
 		ev_flush(s, now);
 	if (fqn_ctl_check_grace(&s->c, now, s->c.ctx->cfg.failover_grace_ms) < 0) {
@@ -817,7 +511,7 @@ int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct soc
 	}
 	s->c.token = token;
 	s->c.control = 1;
-	return s->c.ctx->cfg.steer && s->c.nlanes > 1 ? steer_enable(s, now) : 0;
+	return s->c.ctx->cfg.steer && s->c.nlanes > 1 ? send_steer_enable(s, now) : 0;
 }
 
 void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local, const char *peer, int err,
@@ -837,7 +531,7 @@ void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local,
 	fqn_ctl_event(&s->c, i, -1, "connect-failed", since_ns, detect_ns, 0, now - since_ns);
 	if (!s->c.control)
 		return;
-	steer_lane_state(s, i, 0, now);
+	send_steer_lane_state(s, i, 0, now);
 	fqn_lane_fsm_step(&lc->fsm, FQN_LEV_DOWN, now, &s->fsm);
 	lc->cause = "connect-failed";
 	lc->last_err = err;
@@ -914,7 +608,7 @@ int fqn_close_send(struct fqn_send *s)
 			s->parked[i]->ops->destroy(s->parked[i]);
 	}
 	fqn_resendq_free(&s->resend);
-	steer_free(s);
+	send_steer_free(s);
 	free(s);
 	return 0;
 }
