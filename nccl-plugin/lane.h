@@ -1,10 +1,12 @@
 /*
  * lane: one transport path of a connection, carrying whole chunks.
  *
- * A connection stripes its chunks over several lanes. A lane kind (TCP
- * today; an IB verbs RC QP later) embeds struct fqn_lane first and fills
- * the ops table; the connection code sees only this interface. All calls
- * are non-blocking and made by the one thread that owns the connection.
+ * A connection stripes its chunks over several lanes. A lane kind (TCP:
+ * lane_tcp.c; IB verbs, one RC QP per lane: lane_ib.c, ib_lane.h) embeds
+ * struct fqn_lane first and fills the ops table; the connection code sees
+ * only this interface for the data path, and lane_drv.h's driver table
+ * for making lanes (dial, accept). All calls are non-blocking and made by
+ * the one thread that owns the connection.
  *
  * Sending: tx_chunk() hands the lane a header and its payload (which stays
  * valid until completion); it returns -EAGAIN while the previous chunk is
@@ -25,21 +27,19 @@
  * queued one) or -EAGAIN (nothing taken: the caller sends a newer one
  * later, acks being cumulative); rx_ctrl() returns 1 and the
  * next whole record, or 0. A TCP lane uses its socket's idle direction; an
- * IB lane would post a small SEND the other way on the same QP.
+ * IB lane posts a small SEND the other way on the same QP.
  *
  * Errors are negative errnos; -ECONNRESET means the peer closed or reset
  * the lane. After an error the lane is dead and only destroy() is valid.
  *
- * How an IB verbs RC QP lane fits: setup.c keeps its TCP connection per
- * lane as the control channel (hello, then QP numbers and GIDs), and a
- * constructor like fqn_lane_ib_from_tcp() replaces fqn_lane_tcp_adopt();
- * tx_chunk posts a SEND of header + payload (registered or copied into a
- * registered ring), tx_progress polls the CQ, rx_header/rx_payload read
- * from pre-posted receive buffers, tx_ctrl/rx_ctrl use a few small
- * buffers pre-posted on each end, and info's idle_rx_ms/unacked come from
- * the QP (an RC QP reports a dead path itself: retry count exceeded). send.c and recv.c do not change.
- * Zero-copy RDMA WRITE into the posted buffer would need the receiver to
- * announce its buffers first (a clear-to-send), which is a recv.c change.
+ * IB lanes: setup keeps one TCP connection per lane as the control
+ * channel (hello, then QP numbers and GIDs: ib_lane.h); tx_chunk posts a
+ * SEND of header + payload copied into a registered ring, tx_progress
+ * polls the CQ, rx_header/rx_payload read from pre-posted receive
+ * buffers, tx_ctrl/rx_ctrl use small buffers pre-posted on each end, and
+ * info's idle_rx_ms/unacked come from the QP. Zero-copy RDMA WRITE into
+ * the posted buffer would need the receiver to announce its buffers first
+ * (a clear-to-send), which is a recv.c change.
  */
 #ifndef FQN_LANE_H
 #define FQN_LANE_H

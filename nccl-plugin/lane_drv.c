@@ -5,6 +5,7 @@
 
 #include "nccl-plugin/ctx.h"
 #include "nccl-plugin/hello.h"
+#include "nccl-plugin/ib_dev.h"
 #include "nccl-plugin/ib_handle.h"
 #include "nccl-plugin/ib_lane.h"
 #include "nccl-plugin/lane.h"
@@ -92,6 +93,7 @@ const struct fqn_lane_driver fqn_lane_driver_tcp = {
     .nic_from_address = 0,
     .dial = tcp_dial,
     .accept = tcp_accept,
+    .close = NULL,
 };
 
 const struct fqn_lane_driver fqn_lane_driver_ib = {
@@ -101,6 +103,7 @@ const struct fqn_lane_driver fqn_lane_driver_ib = {
     .nic_from_address = 1,
     .dial = ib_dial,
     .accept = ib_accept,
+    .close = fqib_devs_close,
 };
 
 const struct fqn_lane_driver *fqn_lane_driver_of(uint8_t handle_flags)

@@ -35,6 +35,8 @@ struct fqn_lane_driver {
 	 * the hello_extra bytes that followed it). 0 or a negative errno (fd closed). */
 	int (*accept)(const struct fqn_ctx *ctx, int nic, int fd, size_t chunk_size, int keepalive_ms,
 		      const uint8_t *after_hello, struct fqn_lane **out);
+	/* Close the devices fqn_init opened for it (the last fqn_fini); NULL: none. */
+	void (*close)(void);
 };
 
 extern const struct fqn_lane_driver fqn_lane_driver_tcp;

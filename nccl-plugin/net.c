@@ -169,8 +169,9 @@ static int init_once(struct fqn_ctx *g)
 			FQN_WARN("control mode: %s", strerror(-rc));
 			fqn_telemetry_stop(g->telemetry);
 			fq_clock_page_reader_close(g->clock);
-			if (strcmp(g->cfg.transport, "ib") == 0)
-				fqib_devs_close();
+			if (g->drv->close)
+				if (g->drv->close)
+					g->drv->close();
 			fqn_nics_release(g->nics, g->nnics);
 			return rc;
 		}
@@ -220,8 +221,8 @@ void fqn_fini(void)
 		if (g->paths)
 			fq_path_page_reader_close(g->paths);
 		fqn_rejoin_destroy(g->rejoin);
-		if (strcmp(g->cfg.transport, "ib") == 0)
-			fqib_devs_close();
+		if (g->drv->close)
+			g->drv->close();
 		fqn_nics_release(g->nics, g->nnics);
 	}
 	pthread_mutex_unlock(&fqn_init_lock);
