@@ -14,9 +14,9 @@
 
 #include "common/clock_page.h"
 #include "nccl-plugin/chunk.h"
-#include "nccl-plugin/ctx.h"
+#include "nccl-plugin/core/ctx.h"
+#include "nccl-plugin/core/net.h"
 #include "nccl-plugin/hist.h"
-#include "nccl-plugin/net.h"
 
 int main(int argc, char **argv)
 {

@@ -24,10 +24,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "nccl-plugin/comm.h"
+#include "nccl-plugin/core/comm.h"
+#include "nccl-plugin/core/progress.h"
+#include "nccl-plugin/core/recv.h"
 #include "nccl-plugin/plog.h"
-#include "nccl-plugin/progress.h"
-#include "nccl-plugin/recv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -22,12 +22,12 @@
 
 #include "common/frame.h"
 #include "common/path_page.h"
-#include "nccl-plugin/comm.h"
-#include "nccl-plugin/failover.h"
+#include "nccl-plugin/core/comm.h"
+#include "nccl-plugin/core/failover.h"
+#include "nccl-plugin/core/progress.h"
+#include "nccl-plugin/core/wire.h"
 #include "nccl-plugin/hello.h"
 #include "nccl-plugin/plog.h"
-#include "nccl-plugin/progress.h"
-#include "nccl-plugin/wire.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 

@@ -6,7 +6,7 @@
  */
 #include <stdint.h>
 
-#include "nccl-plugin/lane_fsm.h"
+#include "nccl-plugin/control/lane_fsm.h"
 #include "tests/unit/tap.h"
 
 #define MS  1000000LL
