@@ -1,7 +1,7 @@
 /*
- * ctx: the plugin context, one object made by fqn_init (net.c) and handed
+ * ctx: the plugin context, one object made by fqn_init (abi/net.c) and handed
  * down: every comm, listener and rejoin listener keeps a pointer to the
- * context it was made under, and nothing below net.c reaches for a global.
+ * context it was made under, and nothing below abi/net.c reaches for a global.
  */
 #ifndef FQN_CTX_H
 #define FQN_CTX_H

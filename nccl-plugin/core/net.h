@@ -1,6 +1,9 @@
 /*
- * net: fabriciq's one internal network API; plugin.c adapts it to each
+ * net: fabriciq's one internal network API; abi/plugin.c adapts it to each
  * ncclNet ABI version, fabriciq-collbench and the tests see NCCL's view.
+ * Implemented by abi/net.c (init, fini, devices, listen, connect: the one
+ * place holding the current context), core/setup.c (accept),
+ * core/progress.c (isend, irecv, test), core/send.c and core/recv.c.
  *
  * Semantics are NCCL's (see /work/shared/NCCL-NET-ABI.md): nothing blocks;
  * connect/accept set *out to NULL until the connection is ready; isend and

@@ -1,6 +1,6 @@
 /*
  * setup: listen, connect and accept (setup.c), none of which blocks. The
- * net API's fqn_listen and fqn_connect (net.c) hand their context to
+ * net API's fqn_listen and fqn_connect (abi/net.c) hand their context to
  * these; fqn_accept and fqn_close_listen (net.h) are setup.c's, a
  * listener keeping the context it was made under.
  */
