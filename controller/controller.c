@@ -31,6 +31,7 @@
 #include "controller/ingest.h"
 #include "controller/mesh.h"
 #include "controller/metrics.h"
+#include "controller/nodebind.h"
 #include "controller/peers.h"
 #include "controller/session.h"
 #include "controller/steplive.h"
@@ -39,12 +40,13 @@
 #include "db/db.h"
 
 struct ctl_config {
-	char *listen, *http_listen, *api_admin_uids, *db, *munge_socket, *spool_dir, *reference_node;
+	char *listen, *http_listen, *api_admin_uids, *db, *munge_socket, *spool_dir, *reference_node,
+	    *node_bindings;
 	uint64_t max_connections, max_unauthenticated_per_source, auth_queue;
 	uint64_t agent_uid, max_frame, auth_timeout, flush_interval, flush_frames, spool_max, db_backoff_max;
 	uint64_t db_connect_timeout, db_statement_timeout;
 	uint64_t report_interval, correction_valid, peers_per_nic, probe_port, peer_seed;
-	bool db_migrate;
+	bool db_migrate, bind_nodes;
 	/* detector thresholds (controller/detector.h) */
 	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, delay_min_excess, inband_floor,
 	    slow_nic_min_paths;
@@ -99,6 +101,13 @@ static const struct fq_cfg_option ctl_options[] = {
 	"... or as soon as this many are pending"),
     OPT("spool_dir", FQ_CFG_STRING, spool_dir, "/var/spool/fabriciq/controller", 0, 0,
 	"where frames wait while PostgreSQL is unreachable"),
+    OPT("bind_nodes", FQ_CFG_BOOL, bind_nodes, "yes", 0, 0,
+	"a node name belongs to the address its agent first connected from: an AgentHello naming it from "
+	"another address is refused (trust on first use; controller.node_bindings)"),
+    OPT("node_bindings", FQ_CFG_STRING, node_bindings, "", 0, 0,
+	"the file of node names and their addresses (empty: node-addresses in controller.spool_dir); to move "
+	"a "
+	"node, delete its line and reload (SIGHUP)"),
     OPT("spool_max", FQ_CFG_SIZE, spool_max, "1GiB", 1 << 20, 1e15, "size limit of the spool file"),
     OPT("report_interval", FQ_CFG_DURATION, report_interval, "1s", 0.1e9, 60e9,
 	"report window: clock solve and corrections, detector tick, metrics"),
@@ -177,7 +186,8 @@ struct ctl {
 	struct ctl_config cfg;
 	struct event_base *base;
 	struct evconnlistener *listener;
-	struct event *flush_ev, *flush_now_ev, *ingest_ev, *report_ev, *sigterm_ev, *sigint_ev;
+	struct event *flush_ev, *flush_now_ev, *ingest_ev, *report_ev, *sigterm_ev, *sigint_ev, *sighup_ev;
+	struct fq_nodebind *bindings; /* NULL: controller.bind_nodes off */
 	struct fq_ingest *ingest;
 	struct fq_http *http;
 	struct fq_detector *det;
@@ -319,6 +329,26 @@ static void send_peers(struct ctl *c);
 
 static void unauth_release(struct ctl *c, const struct fq_session *s);
 
+/* true (why set) if node is bound to another address than the session's. */
+static bool refuse_unbound(struct ctl *c, struct fq_session *s, const char *node, char *why, size_t whylen)
+{
+	char addr[96];
+	const char *peer = fq_session_peer(s), *colon = strrchr(peer, ':'), *bound = NULL;
+	int rc;
+
+	snprintf(addr, sizeof(addr), "%.*s", colon ? (int)(colon - peer) : (int)strlen(peer), peer);
+	rc = fq_nodebind_check(c->bindings, node, addr, &bound);
+	if (rc == 1)
+		fq_info("node %s is bound to %s (controller.node_bindings)", node, addr);
+	if (rc != -EPERM && rc != -ENOMEM)
+		return false;
+	c->sstats.node_refused++;
+	snprintf(why, whylen, "node %s belongs to %s, not %s (controller.node_bindings)", node,
+		 rc == -EPERM ? bound : "?", addr);
+	fq_log_rl(FQ_LOG_WARN, "agent %s: AgentHello for %s refused: %s", peer, node, why);
+	return true;
+}
+
 static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, char *why, size_t whylen)
 {
 	struct ctl *c = arg;
@@ -342,6 +372,10 @@ static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, ch
 			node, fq_session_peer(a->sess));
 		fq_frame_free(env);
 		return -EBUSY;
+	}
+	if (c->bindings && refuse_unbound(c, s, node, why, whylen)) {
+		fq_frame_free(env);
+		return -EPERM;
 	}
 	a->sess = s;
 	fq_session_set_user(s, a);
@@ -1038,6 +1072,22 @@ static void on_report(evutil_socket_t fd, short what, void *arg)
 	publish_metrics(c);
 }
 
+/* SIGHUP: read controller.node_bindings again (an operator moved a node). */
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+	struct ctl *c = arg;
+	char err[512];
+
+	(void)sig;
+	(void)what;
+	if (!c->bindings)
+		return;
+	if (fq_nodebind_reload(c->bindings, err, sizeof(err)) < 0)
+		fq_error("SIGHUP: node bindings not reloaded (the old ones stay): %s", err);
+	else
+		fq_info("SIGHUP: %zu node bindings reloaded", fq_nodebind_count(c->bindings));
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct ctl *c = arg;
@@ -1143,6 +1193,19 @@ static int start_modules(struct ctl *c)
 		fq_error("cannot create the detector");
 		return -ENOMEM;
 	}
+	if (c->cfg.bind_nodes) {
+		char path[4096];
+
+		if (*c->cfg.node_bindings)
+			snprintf(path, sizeof(path), "%s", c->cfg.node_bindings);
+		else
+			snprintf(path, sizeof(path), "%s/node-addresses", c->cfg.spool_dir);
+		if (fq_nodebind_open(path, &c->bindings, err, sizeof(err)) < 0) {
+			fq_error("controller.node_bindings: %s", err);
+			return -EIO;
+		}
+		fq_info("node bindings %s: %zu nodes", path, fq_nodebind_count(c->bindings));
+	}
 	if (fq_ingest_create(&ic, &iops, c, &c->ingest, err, sizeof(err)) < 0) {
 		fq_error("%s", err);
 		return -EIO;
@@ -1178,10 +1241,12 @@ static int start_modules(struct ctl *c)
 	c->report_ev = event_new(c->base, -1, EV_PERSIST, on_report, c);
 	c->sigterm_ev = evsignal_new(c->base, SIGTERM, on_signal, c);
 	c->sigint_ev = evsignal_new(c->base, SIGINT, on_signal, c);
+	c->sighup_ev = evsignal_new(c->base, SIGHUP, on_sighup, c);
 	if (!c->flush_ev || !c->flush_now_ev || !c->ingest_ev || !c->report_ev || !c->sigterm_ev ||
-	    !c->sigint_ev || event_add(c->flush_ev, &ftv) < 0 || event_add(c->ingest_ev, NULL) < 0 ||
-	    event_add(c->report_ev, &rtv) < 0 || event_add(c->sigterm_ev, NULL) < 0 ||
-	    event_add(c->sigint_ev, NULL) < 0) {
+	    !c->sigint_ev || !c->sighup_ev || event_add(c->flush_ev, &ftv) < 0 ||
+	    event_add(c->ingest_ev, NULL) < 0 || event_add(c->report_ev, &rtv) < 0 ||
+	    event_add(c->sigterm_ev, NULL) < 0 || event_add(c->sigint_ev, NULL) < 0 ||
+	    event_add(c->sighup_ev, NULL) < 0) {
 		fq_error("cannot set up timers and signals");
 		return -ENOMEM;
 	}
@@ -1290,6 +1355,9 @@ out: /* finalise in reverse */
 		event_base_loop(c.base, EVLOOP_NONBLOCK);
 	if (c.sigint_ev)
 		event_free(c.sigint_ev);
+	if (c.sighup_ev)
+		event_free(c.sighup_ev);
+	fq_nodebind_close(c.bindings);
 	if (c.sigterm_ev)
 		event_free(c.sigterm_ev);
 	if (c.report_ev)

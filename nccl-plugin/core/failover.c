@@ -135,6 +135,13 @@ int fqn_ctl_path_down(struct fqn_comm *c, int i)
 	if (fq_path_page_lookup(r, c->lc[i].nic, c->lc[i].remote_ipv4, &e) < 0 ||
 	    e.state != FQ_PATH_STATE_DOWN)
 		return 0;
+	/* A lane that came UP after the DOWN was seen has crossed the path
+	 * since (a re-dial's handshake, the peer heard again): this node's
+	 * agent has not probed the path UP yet, the lane knows better. Ages,
+	 * not times: the page is on the raw clock, the lane on the monotonic. */
+	if (c->lc[i].fsm.state == FQN_LANE_UP && e.changed_ns > 0 &&
+	    raw_now_ns() - e.changed_ns > fqn_mono_ns() - c->lc[i].fsm.since_ns)
+		return 0;
 	/* Every path to the peer node DOWN at once is what its agent stopping
 	 * looks like (its probes stop), as much as a dead host: the page
 	 * cannot tell them apart, so the lanes go by their transport then

@@ -45,8 +45,9 @@ static inline int matches(const char *s, const char *re)
  * the tests' lanes take in `state`, and the peer node's other path
  * (another rail, none of the lanes') in `other`: a DOWN is believed only
  * while another path to the node is UP. */
-static inline void loopback_paths_publish(struct fq_path_page_writer *w, uint32_t state, uint32_t other,
-					  int64_t at)
+/* ... with the paths' last transition at changed (raw clock), published at `at`. */
+static inline void loopback_paths_publish_changed(struct fq_path_page_writer *w, uint32_t state,
+						  uint32_t other, int64_t changed, int64_t at)
 {
 	struct fq_path_entry e[2];
 
@@ -56,12 +57,19 @@ static inline void loopback_paths_publish(struct fq_path_page_writer *w, uint32_
 	strcpy(e[0].remote_nic, "lo");
 	e[0].remote_ipv4 = htonl(INADDR_LOOPBACK);
 	e[0].state = state;
+	e[0].changed_ns = changed;
 	e[1] = e[0];
 	strcpy(e[1].local_nic, "rail9");
 	strcpy(e[1].remote_nic, "rail9");
 	e[1].remote_ipv4 = htonl(0xc6130909); /* 198.19.9.9 */
 	e[1].state = other;
 	fq_path_page_publish(w, e, 2, at);
+}
+
+static inline void loopback_paths_publish(struct fq_path_page_writer *w, uint32_t state, uint32_t other,
+					  int64_t at)
+{
+	loopback_paths_publish_changed(w, state, other, at, at);
 }
 
 #endif /* FQN_TESTS_NCCL_TEST_H */

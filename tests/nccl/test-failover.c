@@ -277,6 +277,25 @@ int main(void)
 		path_state(FQ_PATH_STATE_UP);
 	}
 
+	/* A DOWN seen before the lanes came up (here: failback in 'b') is a
+	 * page that lags: a re-dial's handshake crossed the path since, and
+	 * the receiver's agent has not probed it UP yet. Not believed. */
+	{
+		int before = warns_path_down;
+
+		/* the path DOWN since 30 s, published now */
+		loopback_paths_publish_changed(page, FQ_PATH_STATE_DOWN, FQ_PATH_STATE_UP,
+					       raw_ns() - 30000000000LL, raw_ns());
+		usleep(20000);
+		xfer_start(s, r, &x, 'f');
+		xfer_spin(&x, 5);
+		ok(x.sd && x.rd && intact(&x, 'f') && warns_path_down == before,
+		   "the path DOWN since before the lanes came up: no failover, the message completes (%d "
+		   "WARNs)",
+		   warns_path_down - before);
+		path_state(FQ_PATH_STATE_UP);
+	}
+
 	/* Issue 7: the receive completed and no further receive is posted (a
 	 * ring step posts it only once its own send is done), when the lane
 	 * that carried the last chunk dies with its ack. The chunk is resent

@@ -176,11 +176,17 @@ sc_incident() {
 	is "$(json '" ".join(str(x) for x in [j[0]["ranks"], j[0]["lanes_failed_over"]])' <<<"$SC_INCIDENT")" \
 		"[$ranks] $(psql_ctl "select count(distinct (conn_id, lane)) from fabriciq.lane_outages where job_id = $job")" \
 		"... on the ranks whose lanes crossed it, with every lane the job failed over"
-	# Known bug, not yet found: the incident's outage count is sometimes
-	# short of the job's lane_outages through the NIC (test-link-down: 6 of
-	# 7, 6 of 8 in 2 of 3 runs), so it is printed, not checked.
-	diag "outages: the incident's $(json 'j[0]["outages"]' <<<"$SC_INCIDENT"), the job's lane_outages $(psql_ctl \
-		"select count(*) from fabriciq.lane_outages where job_id = $job")"
+	is "$(json 'j[0]["outages"]' <<<"$SC_INCIDENT")" "$(psql_ctl "select count(*) from fabriciq.lane_outages
+		where job_id = $job")" "... and every one of the job's lane outages" || {
+		diag "$(psql_ctl "select o.conn_id, o.lane, o.down_at, o.back_at, o.src_rank, s.node, o.src_nic,
+			o.dst_rank, d.node, o.dst_nic, o.seen_by, o.cause from fabriciq.lane_outages o left join
+			fabriciq.ranks s on s.job_id = o.job_id and s.step_id = o.step_id and s.rank = o.src_rank left
+			join fabriciq.ranks d on d.job_id = o.job_id and d.step_id = o.step_id and d.rank = o.dst_rank
+			where o.job_id = $job order by o.down_at")"
+		diag "incident window: $(psql_ctl "select start_time, end_time from fabriciq.anomalies where id =
+			$(json 'j[0]["id"]' <<<"$SC_INCIDENT")")"
+		diag "$(grep -h "WARN.*lane" "$S"/*.out | tail -40)"
+	}
 	fq job "$job" | awk '/^Incidents$/ { i = NR } /^Ranks$/ { r = NR } END { exit !(i && i < r) }'
 	ok $? "fabriciq job $job: incidents first"
 }
