@@ -305,10 +305,10 @@ static int connect_start(struct fqn_ctx *ctx, int dev, const struct fqn_handle *
 	return 0;
 }
 
-/* An IB lane whose two ends cannot form a QP (IB vs RoCE, RoCE v1 vs v2,
- * ring sizes): a lane failure with cause "config" for the agent, beside
- * the lane's WARN naming both ends. */
-static void ib_config_event(const struct fqn_connecting *st, int i, const struct fqn_lane *l)
+/* A lane whose two ends cannot form it (its send_hello's -EPROTO, lane.h:
+ * an IB lane's IB vs RoCE, RoCE v1 vs v2, ring sizes): a lane failure with
+ * cause "config" for the agent, beside the lane's WARN naming both ends. */
+static void config_event(const struct fqn_connecting *st, int i, const struct fqn_lane *l)
 {
 	const struct fqn_ctx *ctx = st->ctx;
 
@@ -318,7 +318,7 @@ static void ib_config_event(const struct fqn_connecting *st, int i, const struct
 				     .lane = i,
 				     .to_lane = -1,
 				     .is_send = 1,
-				     .kind = "ib",
+				     .kind = l->ops->kind,
 				     .nic = l->nic >= 0 && l->nic < ctx->nnics ? ctx->nics[l->nic].name : "",
 				     .local = l->local,
 				     .peer = l->peer,
@@ -445,8 +445,8 @@ static int connect_poll(struct fqn_connecting *st, int dev, uint64_t token)
 		}
 		if (rc < 0) {
 			FQN_WARN("connect lane %d (%s -> %s): %s", i, l->local, l->peer, strerror(-rc));
-			if (rc == -EPROTO && strcmp(l->ops->kind, "ib") == 0)
-				ib_config_event(st, i, l);
+			if (rc == -EPROTO)
+				config_event(st, i, l);
 			return rc;
 		}
 		st->state[i] = SL_READY;

@@ -73,7 +73,9 @@ struct fqn_lane_ops {
 	/* 0: ready; -EINPROGRESS: still connecting; other: failed. */
 	int (*poll_connected)(struct fqn_lane *l);
 	/* Send the connection hello (opaque bytes) ahead of any chunk: 0 when
-	 * fully sent, -EAGAIN to call again, or an error. */
+	 * fully sent, -EAGAIN to call again, or an error; -EPROTO: the two
+	 * ends' settings cannot form this lane (setup reports a "config"
+	 * failure: an IB lane's handles that do not match). */
 	int (*send_hello)(struct fqn_lane *l, const void *buf, size_t len);
 	int (*tx_chunk)(struct fqn_lane *l, const struct fqn_chunk_hdr *h, const void *payload, void *cookie);
 	/* 1 and *cookie: the current chunk completed; 0: nothing completed. */
