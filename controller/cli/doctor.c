@@ -21,7 +21,7 @@
 
 /* What the SPANK plugin must export for slurmd to load and call it
  * (spank/spank_fabriciq.sym), and the ncclNet ABIs NCCL looks up
- * (nccl-plugin/libnccl-net-fabriciq.sym): tests/controller/test-doctor.sh
+ * (nccl-plugin/abi/libnccl-net-fabriciq.sym): tests/controller/test-doctor.sh
  * holds these lists against the .sym files. */
 static const char *const spank_symbols[] = {
     "plugin_name",      "plugin_type",           "plugin_version",   "spank_plugin_version",
