@@ -20,7 +20,7 @@
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
-CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
+CB="$top_builddir/tools/collbench/fabriciq-collbench"
 SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 RAW="$top_builddir/bench/fq-rawtcp"
 LAT="$top_builddir/bench/fq-netlat"

@@ -7,7 +7,7 @@
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
-CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
+CB="$top_builddir/tools/collbench/fabriciq-collbench"
 SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 REPEAT=${BENCH_TELEMETRY_REPEAT:-3}
 for f in "$CB" "$SO"; do [ -e "$f" ] || { echo "bench-nccl-telemetry: $f not built"; exit 1; }; done

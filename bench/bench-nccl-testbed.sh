@@ -19,7 +19,7 @@
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
-CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
+CB="$top_builddir/tools/collbench/fabriciq-collbench"
 SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 RAW="$top_builddir/bench/fq-rawtcp"
 TB="$top_srcdir/tests/testbed/fabriciq-testbed"

@@ -13,11 +13,15 @@
 #include <time.h>
 
 #include "common/clock_page.h"
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/chunk.h"
+#include "nccl-plugin/core/ctx.h"
+#include "nccl-plugin/core/net.h"
+#include "nccl-plugin/hist.h"
 
 int main(int argc, char **argv)
 {
 	struct fq_clock_page_writer *w = NULL;
+	const struct fqn_ctx *ctx;
 	int telemetry, sync;
 	long n;
 	struct fqn_hist hist;
@@ -49,6 +53,7 @@ int main(int argc, char **argv)
 	setenv("FABRICIQ_IFACES", "lo", 1);
 	if (fqn_init(NULL) < 0)
 		return 1;
+	ctx = fqn_context();
 	fqn_hist_reset(&hist);
 	if (fqn_reasm_begin(&r, (uint64_t)n * 4096, 0, 4096) < 0)
 		return 1;
@@ -60,14 +65,14 @@ int main(int argc, char **argv)
 		const char *why;
 
 		if (telemetry) {
-			h.send_ns = fqn_clock_now(&sync);
+			h.send_ns = fqn_clock_now(ctx, &sync);
 			h.flags = sync ? FQN_CHUNK_F_SYNC : 0;
 		}
 		fqn_chunk_hdr_encode(&h, raw);
 		if (fqn_chunk_hdr_decode(raw, 4096, &d, &why) < 0 || fqn_reasm_add(&r, &d, &why) < 0)
 			return 1;
 		if (telemetry)
-			fqn_hist_add(&hist, fqn_clock_now(&sync) - d.send_ns);
+			fqn_hist_add(&hist, fqn_clock_now(ctx, &sync) - d.send_ns);
 		sink += d.offset;
 	}
 	fqn_reasm_end(&r);

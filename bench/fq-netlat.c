@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nccl-plugin/collbench/netdrv.h"
+#include "tools/collbench/netdrv.h"
 
 static double now_s(void)
 {

@@ -2,20 +2,22 @@
 
 #include <errno.h>
 
-int64_t fq_now_ns(void)
+int64_t fq_clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	clock_gettime(clock, &ts);
 	return fq_timespec_to_ns(&ts);
+}
+
+int64_t fq_now_ns(void)
+{
+	return fq_clock_ns(CLOCK_MONOTONIC_RAW);
 }
 
 int64_t fq_realtime_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return fq_timespec_to_ns(&ts);
+	return fq_clock_ns(CLOCK_REALTIME);
 }
 
 int fq_xstamp_from_samples(const struct fq_xstamp_sample *s, unsigned n, struct fq_xstamp *out)

@@ -17,6 +17,11 @@
 
 #define FQ_NSEC_PER_SEC 1000000000LL
 
+/* Nanoseconds on a clock: every part reads its clocks through these, never
+ * a timespec of its own (CLOCK_MONOTONIC for timeouts, REALTIME for wall
+ * time that is stored or shown). */
+int64_t fq_clock_ns(clockid_t clock);
+
 /* Nanoseconds on CLOCK_MONOTONIC_RAW. */
 int64_t fq_now_ns(void);
 

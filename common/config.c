@@ -3,7 +3,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,123 +23,6 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-}
-
-int fq_parse_int(const char *text, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(text, &end, 0);
-	if (errno || end == text || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int fq_parse_uint(const char *text, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*text == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(text, &end, 0);
-	if (errno || end == text || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int fq_parse_double(const char *text, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(text, &end);
-	if (errno || end == text || *end || !isfinite(v))
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int fq_parse_bool(const char *text, bool *out)
-{
-	static const char *const yes[] = {"yes", "true", "on", "1"}, *const no[] = {"no", "false", "off",
-										    "0"};
-
-	for (unsigned i = 0; i < 4; i++) {
-		if (strcasecmp(text, yes[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (strcasecmp(text, no[i]) == 0) {
-			*out = false;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/* A non-negative decimal number followed by a unit from `units`. */
-struct unit {
-	const char *suffix;
-	double scale;
-};
-
-static int parse_scaled(const char *text, const struct unit *units, uint64_t *out)
-{
-	char *end;
-	double v;
-
-	if (!isdigit((unsigned char)*text) && *text != '.')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(text, &end);
-	if (errno || end == text)
-		return -EINVAL;
-	while (*end == ' ')
-		end++;
-	for (const struct unit *u = units; u->suffix; u++) {
-		if (strcmp(end, u->suffix) == 0) {
-			double r = v * u->scale;
-			/* NaN fails the first test; 1.8e19 is just under 2^64. */
-			if (!(r >= 0) || r >= 1.8e19)
-				return -EINVAL;
-			*out = (uint64_t)(r + 0.5);
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-int fq_parse_duration(const char *text, uint64_t *ns)
-{
-	static const struct unit units[] = {
-	    {"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"m", 60e9}, {"h", 3600e9}, {NULL, 0},
-	};
-	return parse_scaled(text, units, ns);
-}
-
-int fq_parse_size(const char *text, uint64_t *bytes)
-{
-	static const struct unit units[] = {
-	    {"", 1},
-	    {"B", 1},
-	    {"K", 1024.0},
-	    {"KiB", 1024.0},
-	    {"M", 1048576.0},
-	    {"MiB", 1048576.0},
-	    {"G", 1073741824.0},
-	    {"GiB", 1073741824.0},
-	    {"T", 1099511627776.0},
-	    {"TiB", 1099511627776.0},
-	    {NULL, 0},
-	};
-	return parse_scaled(text, units, bytes);
 }
 
 static const char *type_name(enum fq_cfg_type t)
@@ -193,22 +75,15 @@ static int set_value(const char *ns, const struct fq_cfg_option *o, void *cfg, c
 	case FQ_CFG_STRING:
 		break;
 	case FQ_CFG_ENUM:
-		rc = -EINVAL;
-		for (int k = 0; o->choices && o->choices[k]; k++) {
-			if (strcmp(text, o->choices[k]) == 0) {
-				*(int *)field = k;
-				return 0;
-			}
-		}
+		if (fq_parse_enum(text, o->choices, (int *)field) == 0)
+			return 0;
 		{
-			char list[256] = "";
-			for (int k = 0; o->choices && o->choices[k]; k++) {
-				strncat(list, k ? ", " : "", sizeof(list) - strlen(list) - 1);
-				strncat(list, o->choices[k], sizeof(list) - strlen(list) - 1);
-			}
+			char list[256];
+
+			fq_enum_list(o->choices, ", ", list, sizeof(list));
 			seterr(err, errlen, "%s.%s: '%s' is not one of: %s", ns, o->name, text, list);
 		}
-		return rc;
+		return -EINVAL;
 	}
 	if (rc < 0) {
 		seterr(err, errlen, "%s.%s: '%s' is not a valid %s", ns, o->name, text, type_name(o->type));

@@ -21,7 +21,7 @@
  * keep blanks and '#'; there are no escapes, so a string cannot hold '"'),
  * durations ("250ms", "1.5s", "10us", "5m", "2h"; a bare number is seconds),
  * sizes ("256MiB", "1G", "4096"; K/M/G/T are powers of 1024), enums (one of
- * the listed names). Errors read "PATH:LINE: message".
+ * the listed names): the parsers of common/parse.h. Errors read "PATH:LINE: message".
  */
 #ifndef FQ_COMMON_CONFIG_H
 #define FQ_COMMON_CONFIG_H
@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "common/parse.h"
 
 /* FQ_SYSCONFDIR: configure's sysconfdir (Makefile.am AM_CPPFLAGS). */
 #define FQ_CONFIG_PATH FQ_SYSCONFDIR "/fabriciq/fabriciq.conf"
@@ -99,13 +101,5 @@ void fq_cfg_dump(const struct fq_cfg_schema *s, const void *cfg, FILE *out);
 
 /* Free the strings the config owns. */
 void fq_cfg_free(const struct fq_cfg_schema *s, void *cfg);
-
-/* Value parsers, shared with environment-variable parsing. 0 or -EINVAL. */
-int fq_parse_duration(const char *text, uint64_t *ns);
-int fq_parse_size(const char *text, uint64_t *bytes);
-int fq_parse_bool(const char *text, bool *out);
-int fq_parse_int(const char *text, int64_t *out);
-int fq_parse_uint(const char *text, uint64_t *out);
-int fq_parse_double(const char *text, double *out);
 
 #endif /* FQ_COMMON_CONFIG_H */

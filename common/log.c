@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -152,17 +154,14 @@ int fq_ratelimit_allow(struct fq_ratelimit *rl, uint64_t now_ns, unsigned *suppr
 
 void fq_log_ratelimited(struct fq_ratelimit *rl, enum fq_log_level level, const char *fmt, ...)
 {
-	struct timespec ts;
 	unsigned suppressed = 0;
 	int allow;
 	va_list ap;
 
 	if (level > logger.max_level)
 		return;
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	pthread_mutex_lock(&rl_lock);
-	allow =
-	    fq_ratelimit_allow(rl, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &suppressed);
+	allow = fq_ratelimit_allow(rl, (uint64_t)fq_now_ns(), &suppressed);
 	pthread_mutex_unlock(&rl_lock);
 	if (!allow)
 		return;

@@ -15,7 +15,6 @@
  */
 #include "controller/api.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -26,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/api_param.h"
 #include "controller/hint.h"
 #include "db/internal.h"
 
@@ -35,26 +35,6 @@
 /* The same as json_build_object arguments. */
 #define TSJ(expr, name)                                                                                      \
 	"'" name "', " expr ", '" name "_ns', (extract(epoch from " expr ") * 1000000)::int8 * 1000"
-
-#define MAX_QUERY_PARAMS 8
-#define MAX_VALUE_LEN    256
-
-/* Slurm's special step ids (slurm.h, 22.05). */
-static const struct {
-	const char *name;
-	uint32_t id;
-} special_steps[] = {
-    {"interactive", 0xfffffffau},
-    {"batch", 0xfffffffbu},
-    {"extern", 0xfffffffcu},
-};
-
-struct request {
-	int n;
-	char *name[MAX_QUERY_PARAMS];
-	char *value[MAX_QUERY_PARAMS];
-	char err[320];
-};
 
 /* The reply being built: its status and body. */
 struct reply {
@@ -83,247 +63,6 @@ static int fail(struct reply *rp, int status, const char *fmt, ...)
 static int db_fail(struct reply *rp, struct fq_db *db)
 {
 	return fail(rp, 503, "database unavailable: %s", fq_db_error(db));
-}
-
-/* ---- the query string -------------------------------------------------- */
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = tolower(c);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* Percent-decodes [s, s+len) into a new string ('+' is a space). NULL on a
- * bad or truncated escape, an encoded NUL, or more than MAX_VALUE_LEN bytes. */
-static char *url_decode(const char *s, size_t len)
-{
-	char *out, *o;
-
-	if (len > 3 * MAX_VALUE_LEN)
-		return NULL;
-	out = o = malloc(len + 1);
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < len; i++) {
-		int hi, lo;
-
-		if (s[i] != '%') {
-			*o++ = s[i] == '+' ? ' ' : s[i];
-			continue;
-		}
-		if (len - i < 3)
-			goto bad;
-		hi = hexval((unsigned char)s[i + 1]);
-		lo = hexval((unsigned char)s[i + 2]);
-		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-			goto bad;
-		*o++ = (char)(hi * 16 + lo);
-		i += 2;
-	}
-	*o = '\0';
-	if ((size_t)(o - out) <= MAX_VALUE_LEN)
-		return out;
-bad:
-	free(out);
-	return NULL;
-}
-
-static void request_free(struct request *r)
-{
-	for (int i = 0; i < r->n; i++) {
-		free(r->name[i]);
-		free(r->value[i]);
-	}
-	r->n = 0;
-}
-
-/* Splits "a=1&b=2" into r; -EINVAL with r->err on malformed input. */
-static int parse_query(const char *q, struct request *r)
-{
-	const char *p = q ? q : "";
-
-	while (*p) {
-		const char *amp = strchr(p, '&'), *end = amp ? amp : p + strlen(p), *eq;
-
-		if (end == p) { /* "a=1&&b=2" */
-			p++;
-			continue;
-		}
-		if (r->n == MAX_QUERY_PARAMS) {
-			snprintf(r->err, sizeof(r->err), "too many query parameters (at most %d)",
-				 MAX_QUERY_PARAMS);
-			return -EINVAL;
-		}
-		eq = memchr(p, '=', (size_t)(end - p));
-		r->name[r->n] = url_decode(p, (size_t)((eq ? eq : end) - p));
-		r->value[r->n] = url_decode(eq ? eq + 1 : end, eq ? (size_t)(end - eq - 1) : 0);
-		r->n++;
-		if (!r->name[r->n - 1] || !r->value[r->n - 1]) {
-			snprintf(
-			    r->err, sizeof(r->err),
-			    "malformed query parameter (bad %%-escape, encoded NUL, or longer than %d bytes)",
-			    MAX_VALUE_LEN);
-			return -EINVAL;
-		}
-		for (int i = 0; i < r->n - 1; i++)
-			if (!strcmp(r->name[i], r->name[r->n - 1])) {
-				snprintf(r->err, sizeof(r->err), "query parameter '%.64s' given twice",
-					 r->name[i]);
-				return -EINVAL;
-			}
-		p = amp ? amp + 1 : end;
-	}
-	return 0;
-}
-
-/* -EINVAL (and r->err) if r holds a parameter not in `known` ("a, b"). */
-static int only_known(struct request *r, const char *known)
-{
-	for (int i = 0; i < r->n; i++) {
-		const char *k = known;
-		size_t len = strlen(r->name[i]);
-		bool found = false;
-
-		while (*k && !found) {
-			size_t kl = strcspn(k, ",");
-
-			found = kl == len && !strncmp(k, r->name[i], len);
-			k += kl;
-			k += strspn(k, ", ");
-		}
-		if (!found) {
-			snprintf(r->err, sizeof(r->err), "unknown query parameter '%.64s' (%s%s)", r->name[i],
-				 *known ? "known: " : "this endpoint takes none", known);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-static const char *param(const struct request *r, const char *name)
-{
-	for (int i = 0; i < r->n; i++)
-		if (!strcmp(r->name[i], name))
-			return r->value[i];
-	return NULL;
-}
-
-/* A decimal integer in [0, max], digits only (no sign, no spaces). */
-static bool parse_uint(const char *s, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!*s || strlen(s) > 20)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	if (v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
-/* The parameter `name` as an integer in [min, max], def if absent. */
-static int uint_param(struct request *r, const char *name, uint64_t def, uint64_t min, uint64_t max,
-		      uint64_t *out)
-{
-	const char *v = param(r, name);
-
-	*out = def;
-	if (!v)
-		return 0;
-	if (!parse_uint(v, max, out) || *out < min) {
-		snprintf(r->err, sizeof(r->err),
-			 "%s must be an integer from %" PRIu64 " to %" PRIu64 ", not '%.64s'", name, min, max,
-			 v);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int bool_param(struct request *r, const char *name, bool *out)
-{
-	const char *v = param(r, name);
-
-	*out = false;
-	if (!v)
-		return 0;
-	if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes")) {
-		*out = true;
-	} else if (strcmp(v, "0") && strcmp(v, "false") && strcmp(v, "no")) {
-		snprintf(r->err, sizeof(r->err), "%s must be 1 or 0 (true/false), not '%.64s'", name, v);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* n digits at s -> *v; false if any is not a digit. */
-static bool digits(const char *s, int n, int *v)
-{
-	*v = 0;
-	for (int i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		*v = *v * 10 + (s[i] - '0');
-	}
-	return true;
-}
-
-/*
- * Strict RFC 3339: YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM), 't'/'z'
- * or a space for 'T' accepted as the RFC allows; years 1970-9999. Every
- * field is range-checked (Feb 30 is refused, not normalised).
- */
-static bool parse_rfc3339(const char *s, int64_t *ns)
-{
-	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
-	int64_t frac = 0, scale = 100000000, days;
-	const char *p;
-	struct tm tm = {0};
-
-	if (strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
-	    !digits(s + 8, 2, &d) || !strchr("Tt ", s[10]) || !digits(s + 11, 2, &h) || s[13] != ':' ||
-	    !digits(s + 14, 2, &mi) || s[16] != ':' || !digits(s + 17, 2, &sec))
-		return false;
-	p = s + 19;
-	if (*p == '.') {
-		if (p[1] < '0' || p[1] > '9')
-			return false;
-		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
-			if (scale)
-				frac += (*p - '0') * scale;
-	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		sign = *p == '+' ? 1 : -1;
-		if (!digits(p + 1, 2, &oh) || p[3] != ':' || !digits(p + 4, 2, &om))
-			return false;
-		p += 6;
-	} else {
-		return false;
-	}
-	if (*p || y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 ||
-	    sec > 60 || oh > 23 || om > 59)
-		return false;
-	if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
-		return false;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	days = (int64_t)timegm(&tm) / 86400;
-	*ns =
-	    ((days * 86400 + h * 3600 + mi * 60 + sec) - (int64_t)sign * (oh * 3600 + om * 60)) * 1000000000 +
-	    frac;
-	return true;
 }
 
 /* ---- statements -------------------------------------------------------- */
@@ -383,13 +122,13 @@ static void trim_to_limit(struct json_object *obj, const char *key, uint64_t lim
 
 /* ---- endpoints ----------------------------------------------------------- */
 
-static int get_status(struct reply *rp, struct fq_db *db, struct request *r)
+static int get_status(struct reply *rp, struct fq_db *db, struct fq_api_params *r)
 {
 	struct json_object *ctl, *dbo, *rest;
 	struct timespec now;
 	int version = 0, rc;
 
-	if (only_known(r, ""))
+	if (fq_api_params_only(r, ""))
 		return fail(rp, 400, "%s", r->err);
 	if (fq_db_schema_version(db, &version))
 		return db_fail(rp, db);
@@ -451,9 +190,9 @@ static const char nodes_sql[] =
 						 " from fabriciq.nodes n left join fabriciq.clock_status c "
 						 "on c.node = n.name) x";
 
-static int get_nodes(struct reply *rp, struct fq_db *db, struct request *r)
+static int get_nodes(struct reply *rp, struct fq_db *db, struct fq_api_params *r)
 {
-	if (only_known(r, ""))
+	if (fq_api_params_only(r, ""))
 		return fail(rp, 400, "%s", r->err);
 	rp->body = json_object_new_object();
 	if (add_section(rp, db, rp->body, "nodes", "reading nodes", nodes_sql, NULL))
@@ -477,17 +216,18 @@ static const char links_sql[] =
 					"  h.src_node, h.src_nic, h.dst_node, h.dst_nic"
 					" limit $3) x";
 
-static int get_links(struct reply *rp, struct fq_db *db, struct request *r)
+static int get_links(struct reply *rp, struct fq_db *db, struct fq_api_params *r)
 {
 	struct fq_db_params p = {0};
-	const char *state = param(r, "state");
+	const char *state = fq_api_param(r, "state");
 	uint64_t limit;
 
-	if (only_known(r, "node, state, limit") || uint_param(r, "limit", 1000, 1, 100000, &limit))
+	if (fq_api_params_only(r, "node, state, limit") ||
+	    fq_api_param_uint(r, "limit", 1000, 1, 100000, &limit))
 		return fail(rp, 400, "%s", r->err);
 	if (state && strcmp(state, "up") && strcmp(state, "down") && strcmp(state, "unknown"))
 		return fail(rp, 400, "state must be up, down or unknown, not '%.64s'", state);
-	fq_db_param_str(&p, param(r, "node"));
+	fq_db_param_str(&p, fq_api_param(r, "node"));
 	fq_db_param_str(&p, state);
 	fq_db_param_u64(&p, limit + 1);
 	rp->body = json_object_new_object();
@@ -525,14 +265,14 @@ static const char jobs_sql[] =
     " join fabriciq.jobs j on j.job_id = s.job_id"
     " cross join lateral fabriciq.step_efficiency(s.job_id, s.step_id) e) x";
 
-static int get_jobs(struct reply *rp, struct fq_db *db, struct request *r)
+static int get_jobs(struct reply *rp, struct fq_db *db, struct fq_api_params *r)
 {
 	struct fq_db_params p = {0};
 	uint64_t limit;
 	bool running;
 
-	if (only_known(r, "limit, running") || uint_param(r, "limit", 20, 1, 1000, &limit) ||
-	    bool_param(r, "running", &running))
+	if (fq_api_params_only(r, "limit, running") || fq_api_param_uint(r, "limit", 20, 1, 1000, &limit) ||
+	    fq_api_param_bool(r, "running", &running))
 		return fail(rp, 400, "%s", r->err);
 	fq_db_param_bool(&p, running);
 	fq_db_param_u64(&p, limit + 1);
@@ -708,29 +448,7 @@ fail:
 	return rp->status;
 }
 
-/* "JOB" or "JOB.STEP" (STEP a number or batch/extern/interactive). */
-static bool parse_job_step(const char *s, uint64_t *job, bool *has_step, uint64_t *step)
-{
-	const char *dot = strchr(s, '.');
-	char jobpart[24];
-
-	*has_step = dot != NULL;
-	if ((dot ? (size_t)(dot - s) : strlen(s)) >= sizeof(jobpart))
-		return false;
-	snprintf(jobpart, sizeof(jobpart), "%.*s", (int)(dot ? dot - s : (ptrdiff_t)strlen(s)), s);
-	if (!parse_uint(jobpart, UINT32_MAX, job))
-		return false;
-	if (!dot)
-		return true;
-	for (size_t i = 0; i < sizeof(special_steps) / sizeof(special_steps[0]); i++)
-		if (!strcmp(dot + 1, special_steps[i].name)) {
-			*step = special_steps[i].id;
-			return true;
-		}
-	return parse_uint(dot + 1, UINT32_MAX, step);
-}
-
-static int get_job(struct reply *rp, struct fq_db *db, struct request *r, const char *id)
+static int get_job(struct reply *rp, struct fq_db *db, struct fq_api_params *r, const char *id)
 {
 	struct fq_db_params p = {0};
 	struct json_object *job, *ids, *steps;
@@ -738,13 +456,14 @@ static int get_job(struct reply *rp, struct fq_db *db, struct request *r, const 
 	bool has_step;
 	int rc;
 
-	if (!parse_job_step(id, &job_id, &has_step, &step_id))
+	if (!fq_api_parse_job_step(id, &job_id, &has_step, &step_id))
 		return fail(rp, 400,
 			    "job must be JOB or JOB.STEP with integer ids up to 4294967295 (or STEP batch, "
 			    "extern, interactive), not '%.64s'",
 			    id);
-	if (only_known(r, "lanes, bucket") || uint_param(r, "lanes", 1000, 0, 100000, &lanes) ||
-	    uint_param(r, "bucket", 0, 1, 86400, &bucket))
+	if (fq_api_params_only(r, "lanes, bucket") ||
+	    fq_api_param_uint(r, "lanes", 1000, 0, 100000, &lanes) ||
+	    fq_api_param_uint(r, "bucket", 0, 1, 86400, &bucket))
 		return fail(rp, 400, "%s", r->err);
 	fq_db_param_u64(&p, job_id);
 	rc = query_json(db, "reading the job", job_sql, &p, &job);
@@ -774,7 +493,7 @@ static int get_job(struct reply *rp, struct fq_db *db, struct request *r, const 
 
 		if (step_report(rp, db, job_id,
 				(uint64_t)json_object_get_int64(json_object_array_get_idx(ids, i)), lanes,
-				param(r, "bucket"), &s))
+				fq_api_param(r, "bucket"), &s))
 			break;
 		if (s)
 			json_object_array_add(steps, s);
@@ -795,24 +514,25 @@ static const char events_sql[] =
 				     "  and ($2::text is null or e.node = $2 or e.remote_node = $2)"
 				     " order by e.time desc limit $3) x";
 
-static int get_events(struct reply *rp, struct fq_db *db, struct request *r)
+static int get_events(struct reply *rp, struct fq_db *db, struct fq_api_params *r)
 {
 	struct fq_db_params p = {0};
-	const char *since = param(r, "since");
+	const char *since = fq_api_param(r, "since");
 	struct timespec now;
 	uint64_t limit;
 	int64_t since_ns;
 
-	if (only_known(r, "since, node, limit") || uint_param(r, "limit", 100, 1, 10000, &limit))
+	if (fq_api_params_only(r, "since, node, limit") ||
+	    fq_api_param_uint(r, "limit", 100, 1, 10000, &limit))
 		return fail(rp, 400, "%s", r->err);
 	clock_gettime(CLOCK_REALTIME, &now);
 	since_ns = ((int64_t)now.tv_sec - 86400) * 1000000000; /* default: the last day */
-	if (since && !parse_rfc3339(since, &since_ns))
+	if (since && !fq_api_parse_rfc3339(since, &since_ns))
 		return fail(rp, 400,
 			    "since must be an RFC 3339 time such as 2026-11-22T13:00:00Z, not '%.64s'",
 			    since);
 	fq_db_param_ts(&p, since_ns);
-	fq_db_param_str(&p, param(r, "node"));
+	fq_db_param_str(&p, fq_api_param(r, "node"));
 	fq_db_param_u64(&p, limit + 1);
 	rp->body = json_object_new_object();
 	json_object_object_add(rp->body, "since_ns", json_object_new_int64(since_ns));
@@ -838,14 +558,14 @@ static const char anomalies_sql[] =
 	       " from fabriciq.anomalies a where not $1::bool or a.end_time is null"
 	       " order by a.start_time desc, a.id desc limit $2) x";
 
-static int get_anomalies(struct reply *rp, struct fq_db *db, struct request *r)
+static int get_anomalies(struct reply *rp, struct fq_db *db, struct fq_api_params *r)
 {
 	struct fq_db_params p = {0};
 	uint64_t limit;
 	bool open;
 
-	if (only_known(r, "open, limit") || uint_param(r, "limit", 100, 1, 10000, &limit) ||
-	    bool_param(r, "open", &open))
+	if (fq_api_params_only(r, "open, limit") || fq_api_param_uint(r, "limit", 100, 1, 10000, &limit) ||
+	    fq_api_param_bool(r, "open", &open))
 		return fail(rp, 400, "%s", r->err);
 	fq_db_param_bool(&p, open);
 	fq_db_param_u64(&p, limit + 1);
@@ -899,11 +619,11 @@ static void add_hint_command(struct json_object *h)
 	free(reason);
 }
 
-static int get_hints(struct reply *rp, struct fq_db *db, struct request *r)
+static int get_hints(struct reply *rp, struct fq_db *db, struct fq_api_params *r)
 {
 	struct json_object *arr;
 
-	if (only_known(r, ""))
+	if (fq_api_params_only(r, ""))
 		return fail(rp, 400, "%s", r->err);
 	rp->body = json_object_new_object();
 	if (add_section(rp, db, rp->body, "hints", "reading drain_hints", hints_sql, NULL))
@@ -924,9 +644,9 @@ static const char clock_sql[] =
 		       "c.worst_peer_error_ns"
 		       " from fabriciq.clock_status c) x";
 
-static int get_clock(struct reply *rp, struct fq_db *db, struct request *r)
+static int get_clock(struct reply *rp, struct fq_db *db, struct fq_api_params *r)
 {
-	if (only_known(r, ""))
+	if (fq_api_params_only(r, ""))
 		return fail(rp, 400, "%s", r->err);
 	rp->body = json_object_new_object();
 	if (add_section(rp, db, rp->body, "clock", "reading clock_status", clock_sql, NULL) ||
@@ -944,7 +664,7 @@ static int get_clock(struct reply *rp, struct fq_db *db, struct request *r)
  * state is open. */
 static const struct endpoint {
 	const char *path;
-	int (*get)(struct reply *rp, struct fq_db *db, struct request *r);
+	int (*get)(struct reply *rp, struct fq_db *db, struct fq_api_params *r);
 	enum fq_api_access access;
 } endpoints[] = {
     {"/api/v1/status", get_status, FQ_API_OPEN}, {"/api/v1/nodes", get_nodes, FQ_API_OPEN},
@@ -955,23 +675,19 @@ static const struct endpoint {
 
 #define JOB_PREFIX "/api/v1/jobs/"
 
-static int dispatch(struct reply *rp, struct fq_db *db, const char *path, const char *query)
+static int dispatch(struct reply *rp, struct fq_db *db, const char *path, struct fq_api_params *r)
 {
-	struct request r = {0};
-	int status;
+	int status = 0;
 
 	if (!path)
 		return fail(rp, 404, "no path");
-	if (parse_query(query, &r)) {
-		status = fail(rp, 400, "%s", r.err);
-		goto free_request;
-	}
-	status = 0;
+	if (r->err[0])
+		return fail(rp, 400, "%s", r->err);
 	for (size_t i = 0; i < sizeof(endpoints) / sizeof(endpoints[0]) && !status; i++)
 		if (!strcmp(path, endpoints[i].path))
-			status = db ? endpoints[i].get(rp, db, &r) : -1;
+			status = db ? endpoints[i].get(rp, db, r) : -1;
 	if (!status && !strncmp(path, JOB_PREFIX, strlen(JOB_PREFIX)) && path[strlen(JOB_PREFIX)])
-		status = db ? get_job(rp, db, &r, path + strlen(JOB_PREFIX)) : -1;
+		status = db ? get_job(rp, db, r, path + strlen(JOB_PREFIX)) : -1;
 	if (!status)
 		status =
 		    fail(rp, 404,
@@ -980,8 +696,6 @@ static int dispatch(struct reply *rp, struct fq_db *db, const char *path, const 
 			 path);
 	if (status < 0)
 		status = fail(rp, 503, "database unavailable: the controller has no database connection");
-free_request:
-	request_free(&r);
 	return status;
 }
 
@@ -997,12 +711,12 @@ enum fq_api_access fq_api_access(const char *path)
 	return FQ_API_OPEN; /* unknown: a 404 tells nothing */
 }
 
-int fq_api_get(struct fq_db *db, const char *path, const char *query, char **body)
+int fq_api_get_params(struct fq_db *db, const char *path, struct fq_api_params *params, char **body)
 {
 	struct reply rp = {.status = 500};
 	const char *text;
 
-	rp.status = dispatch(&rp, db, path, query);
+	rp.status = dispatch(&rp, db, path, params);
 	text = rp.body ? json_object_to_json_string_ext(rp.body, JSON_C_TO_STRING_PLAIN |
 								     JSON_C_TO_STRING_NOSLASHESCAPE)
 		       : NULL;
@@ -1013,4 +727,15 @@ int fq_api_get(struct fq_db *db, const char *path, const char *query, char **bod
 		return 503;
 	}
 	return rp.status;
+}
+
+int fq_api_get(struct fq_db *db, const char *path, const char *query, char **body)
+{
+	struct fq_api_params params = {0};
+	int status;
+
+	fq_api_params_parse(&params, query); /* a refusal: params.err, answered 400 */
+	status = fq_api_get_params(db, path, &params, body);
+	fq_api_params_free(&params);
+	return status;
 }

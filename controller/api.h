@@ -19,6 +19,9 @@
  *                               `hints --apply` builds its own from the fields)
  *   /api/v1/clock               clock_status rows
  *
+ * Request parsing (the query's parameters, the values in them) is
+ * controller/api_param.h's; the endpoints are here (api.c).
+ *
  * Access: the fabric's state (status, nodes, links, events, clock) is open
  * to anyone who reaches the port; job steps (jobs, jobs/...: uids, ranks,
  * pids), anomalies (the jobs and ranks they hit) and hints (running jobs;
@@ -32,6 +35,7 @@
 #include <stddef.h>
 
 struct fq_db;
+struct fq_api_params;
 
 enum fq_api_access {
 	FQ_API_OPEN,  /* anyone */
@@ -58,5 +62,10 @@ enum fq_api_access fq_api_access(const char *path);
  * errors are {"error": "..."}). Never executes anything from the request
  * as SQL: parameters are validated and bound. */
 int fq_api_get(struct fq_db *db, const char *path, const char *query, char **body);
+/* The same with the parameters already parsed (controller/api_param.h: the
+ * HTTP server adds libmicrohttpd's decoded arguments one by one); params
+ * whose parsing failed (params->err set) are answered 400 with that error.
+ * The endpoints' checks may overwrite params->err. */
+int fq_api_get_params(struct fq_db *db, const char *path, struct fq_api_params *params, char **body);
 
 #endif /* FQ_CONTROLLER_API_H */

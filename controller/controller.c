@@ -4,15 +4,16 @@
  * disk while the database is away), solves the mesh clock each report
  * window and sends every agent its correction, assigns probe peers, runs
  * the anomaly detector and serves /metrics and the JSON API.
+ *
+ * This file is main: the settings, start-up, the timers and signals; the
+ * rest of the daemon is in ctl_*.c (controller/ctl.h says which does what).
  */
+#include "controller/ctl.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
-#include <event2/event.h>
-#include <event2/listener.h>
 #include <getopt.h>
-#include <math.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -26,36 +27,6 @@
 #include "common/log.h"
 #include "common/notify.h"
 #include "controller/authq.h"
-#include "controller/detector.h"
-#include "controller/http.h"
-#include "controller/ingest.h"
-#include "controller/mesh.h"
-#include "controller/metrics.h"
-#include "controller/peers.h"
-#include "controller/session.h"
-#include "controller/steplive.h"
-#include "controller/strmap.h"
-#include "db/api_query.h"
-#include "db/db.h"
-
-struct ctl_config {
-	char *listen, *http_listen, *api_admin_uids, *db, *munge_socket, *spool_dir, *reference_node;
-	uint64_t max_connections, max_unauthenticated_per_source, auth_queue;
-	uint64_t agent_uid, max_frame, auth_timeout, flush_interval, flush_frames, spool_max, db_backoff_max;
-	uint64_t db_connect_timeout, db_statement_timeout;
-	uint64_t report_interval, correction_valid, peers_per_nic, probe_port, peer_seed;
-	bool db_migrate;
-	/* detector thresholds (controller/detector.h) */
-	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, delay_min_excess, inband_floor,
-	    slow_nic_min_paths;
-	uint64_t delay_persist, lane_outlier_persist;
-	uint64_t resume_after, quiet_close, incident_gap, incident_settle, step_idle;
-	double delay_baseline_factor, lane_outlier_factor, inband_factor, slow_nic_share;
-	bool collision_advice;
-	double collision_factor;
-	uint64_t advice_lifetime;
-	int log_level;
-};
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 
@@ -99,6 +70,13 @@ static const struct fq_cfg_option ctl_options[] = {
 	"... or as soon as this many are pending"),
     OPT("spool_dir", FQ_CFG_STRING, spool_dir, "/var/spool/fabriciq/controller", 0, 0,
 	"where frames wait while PostgreSQL is unreachable"),
+    OPT("bind_nodes", FQ_CFG_BOOL, bind_nodes, "yes", 0, 0,
+	"a node name belongs to the address its agent first connected from: an AgentHello naming it from "
+	"another address is refused (trust on first use; controller.node_bindings)"),
+    OPT("node_bindings", FQ_CFG_STRING, node_bindings, "", 0, 0,
+	"the file of node names and their addresses (empty: node-addresses in controller.spool_dir); to move "
+	"a "
+	"node, delete its line and reload (SIGHUP)"),
     OPT("spool_max", FQ_CFG_SIZE, spool_max, "1GiB", 1 << 20, 1e15, "size limit of the spool file"),
     OPT("report_interval", FQ_CFG_DURATION, report_interval, "1s", 0.1e9, 60e9,
 	"report window: clock solve and corrections, detector tick, metrics"),
@@ -160,44 +138,7 @@ static const struct fq_cfg_option ctl_options[] = {
 
 static const struct fq_cfg_schema ctl_schema = {"controller", ctl_options};
 
-/* What the controller remembers of one agent (kept across reconnects). */
-struct agent {
-	char *node;
-	struct fq_session *sess; /* NULL while disconnected */
-	Fabriciq__Envelope *hello;
-	Fabriciq__ClockEstimate *est; /* the latest ClockReport's estimates */
-	size_t nest;
-	int64_t clock_ns; /* when they arrived */
-	/* the agent's global - local: for the reference, its epoch, which
-	 * every correction carries so agents map onto the same timeline */
-	int64_t applied_offset_ns;
-};
-
-struct ctl {
-	struct ctl_config cfg;
-	struct event_base *base;
-	struct evconnlistener *listener;
-	struct event *flush_ev, *flush_now_ev, *ingest_ev, *report_ev, *sigterm_ev, *sigint_ev;
-	struct fq_ingest *ingest;
-	struct fq_http *http;
-	struct fq_detector *det;
-	struct fq_metrics *metrics;
-	struct fq_steplive *live; /* the job steps metrics and detector hold state for */
-	struct fq_session_config scfg;
-	struct fq_session_stats sstats;
-	struct fq_strmap unauth;  /* source address -> sessions not yet past AgentHello (as uintptr_t) */
-	struct fq_strmap agents;  /* node -> struct agent */
-	struct fq_strmap anomaly; /* detector handle -> row id (as strings: small) */
-	struct fq_strmap drained; /* node -> reason of the last applied drain ("" resumed) */
-	int64_t hints_polled_ns;
-	bool peers_dirty;
-	uint64_t clock_epoch, peers_epoch;
-	uint64_t anomalies_opened, hints, det_write_failures;
-	double last_rms_ns;
-	int exit_code;
-};
-
-static int64_t now_real(void)
+int64_t ctl_now_real(void)
 {
 	struct timespec ts;
 
@@ -211,781 +152,6 @@ static struct timeval tv_of(uint64_t ns)
 	return tv;
 }
 
-/* ---- agents ---------------------------------------------------------- */
-
-static struct agent *agent_get(struct ctl *c, const char *node)
-{
-	struct fq_strmap_entry *e = fq_strmap_upsert(&c->agents, node);
-	struct agent *a;
-
-	if (!e)
-		return NULL;
-	if (e->value)
-		return e->value;
-	if (!(a = calloc(1, sizeof(*a))) || !(a->node = strdup(node))) {
-		free(a);
-		fq_strmap_remove(&c->agents, node);
-		return NULL;
-	}
-	e->value = a;
-	return a;
-}
-
-static void agent_free(void *v)
-{
-	struct agent *a = v;
-
-	if (!a)
-		return;
-	if (a->hello)
-		fq_frame_free(a->hello);
-	for (size_t i = 0; i < a->nest; i++)
-		free(a->est[i].peer_node);
-	free(a->est);
-	free(a->node);
-	free(a);
-}
-
-/* The NIC sets differ (order included: agents list them stably). */
-static bool nics_changed(const Fabriciq__Envelope *old, const Fabriciq__Envelope *new)
-{
-	if (!old || old->hello->n_nics != new->hello->n_nics)
-		return true;
-	for (size_t i = 0; i < new->hello->n_nics; i++) {
-		const Fabriciq__Nic *a = old->hello->nics[i], *b = new->hello->nics[i];
-		if (strcmp(a->name, b->name) || strcmp(a->address, b->address) || a->rail != b->rail ||
-		    a->front_end != b->front_end)
-			return true;
-	}
-	return false;
-}
-
-static void keep_clock(struct agent *a, const Fabriciq__ClockReport *r, int64_t now)
-{
-	Fabriciq__ClockEstimate *est = calloc(r->n_estimates ? r->n_estimates : 1, sizeof(*est));
-	size_t n = 0;
-
-	if (!est)
-		return;
-	for (size_t i = 0; i < r->n_estimates; i++) {
-		fabriciq__clock_estimate__init(&est[n]);
-		est[n] = *r->estimates[i];
-		est[n].base.unknown_fields = NULL;
-		est[n].base.n_unknown_fields = 0;
-		if (!(est[n].peer_node = strdup(r->estimates[i]->peer_node)))
-			continue;
-		n++;
-	}
-	for (size_t i = 0; i < a->nest; i++)
-		free(a->est[i].peer_node);
-	free(a->est);
-	a->est = est;
-	a->nest = n;
-	a->clock_ns = now;
-	a->applied_offset_ns = r->applied_offset_ns;
-}
-
-/* ---- ingest callbacks ------------------------------------------------ */
-
-static void on_durable(void *arg, const char *node, uint64_t seq)
-{
-	struct ctl *c = arg;
-	struct agent *a = fq_strmap_get(&c->agents, node);
-
-	if (a && a->sess)
-		fq_session_ack(a->sess, seq);
-}
-
-static void on_dropped(void *arg, const char *node)
-{
-	struct ctl *c = arg;
-	struct agent *a = fq_strmap_get(&c->agents, node);
-
-	if (a && a->sess)
-		fq_session_close(a->sess, "its frames could not be stored or spooled; it will resend them");
-}
-
-/* ---- session callbacks ----------------------------------------------- */
-
-static bool is_out_peer(const struct fq_peer_plan *plan, size_t i, uint32_t j)
-{
-	for (size_t k = plan->first[i]; k < plan->first[i + 1]; k++)
-		if (plan->peers[k] == j)
-			return true;
-	return false;
-}
-
-static void send_peers(struct ctl *c);
-
-static void unauth_release(struct ctl *c, const struct fq_session *s);
-
-static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, char *why, size_t whylen)
-{
-	struct ctl *c = arg;
-	const char *node = env->hello->node;
-	struct agent *a = agent_get(c, node);
-	Fabriciq__Envelope *copy;
-	int rc;
-
-	unauth_release(c, s);
-	if (!a) {
-		fq_frame_free(env);
-		return -ENOMEM;
-	}
-	/* One live session per node: a second claim of a connected node is
-	 * refused, not a replacement (any root credential may name any
-	 * node). A dead session goes away by itself (EOF, or TCP keepalive
-	 * on a vanished host), after which the agent's retry gets in. */
-	if (a->sess && a->sess != s) {
-		snprintf(why, whylen, "node %s is already connected from %s", node, fq_session_peer(a->sess));
-		fq_warn("agent %s: AgentHello for %s refused: already connected from %s", fq_session_peer(s),
-			node, fq_session_peer(a->sess));
-		fq_frame_free(env);
-		return -EBUSY;
-	}
-	a->sess = s;
-	fq_session_set_user(s, a);
-	fq_info("agent %s: node %s (%s, %zu NICs, next seq %llu) connected", fq_session_peer(s), node,
-		env->hello->agent_version, env->hello->n_nics, (unsigned long long)env->hello->next_seq);
-	/* Keep our own copy of the hello (ingest owns env from here). */
-	{
-		size_t len = fabriciq__envelope__get_packed_size(env);
-		uint8_t *buf = malloc(len ? len : 1);
-		copy = NULL;
-		if (buf) {
-			fabriciq__envelope__pack(env, buf);
-			fq_frame_unpack(buf, len, &copy);
-			free(buf);
-		}
-	}
-	if (copy) {
-		if (nics_changed(a->hello, copy))
-			c->peers_dirty = true;
-		if (a->hello)
-			fq_frame_free(a->hello);
-		a->hello = copy;
-	}
-	if ((rc = fq_ingest_hello(c->ingest, env, now_real())) < 0)
-		return rc;
-	if (!c->peers_dirty && c->peers_epoch)
-		c->peers_dirty = true; /* a reconnecting agent gets its peers again */
-	return 0;
-}
-
-static void feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope *env)
-{
-	if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE) {
-		const Fabriciq__ProbeReport *p = env->probe;
-		struct fq_det_probe d = {node,
-					 p->local_nic,
-					 p->remote_node,
-					 p->remote_nic,
-					 p->window_start_ns,
-					 p->window_end_ns,
-					 p->sent,
-					 p->answered,
-					 p->lost,
-					 p->owd_fwd_p50_ns,
-					 p->owd_fwd_p99_ns,
-					 p->owd_rev_p50_ns,
-					 p->owd_rev_p99_ns,
-					 p->rtt_p50_ns,
-					 p->path_up};
-		fq_detector_probe(c->det, &d);
-	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE) {
-		const Fabriciq__LaneReport *l = env->lane;
-		struct fq_det_lane d = {
-		    .job_id = l->job_id,
-		    .step_id = l->step_id,
-		    .src_rank = l->src_rank,
-		    .dst_rank = l->dst_rank,
-		    .lane = l->lane,
-		    .src_node = l->is_send ? node : l->remote_node,
-		    .src_nic = l->is_send ? l->local_nic : l->remote_nic,
-		    .dst_node = l->is_send ? l->remote_node : node,
-		    .dst_nic = l->is_send ? l->remote_nic : l->local_nic,
-		    .start_ns = l->interval_start_ns,
-		    .end_ns = l->interval_end_ns,
-		    .bytes = l->bytes,
-		    .owd_p50_ns = l->is_send ? 0 : l->owd_p50_ns,
-		    .owd_p99_ns = l->is_send ? 0 : l->owd_p99_ns,
-		    .owd_min_ns = l->is_send ? 0 : l->owd_min_ns,
-		    .tcp_min_rtt_ns = (int64_t)l->tcp_min_rtt_us * 1000,
-		    .synchronised = l->synchronised,
-		};
-		fq_detector_lane(c->det, &d);
-	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LINK) {
-		const Fabriciq__LinkEvent *l = env->link;
-		struct fq_det_link d = {node,
-					l->local_nic,
-					l->remote_node,
-					l->remote_nic,
-					l->state == FABRICIQ__LINK_EVENT__STATE__UP,
-					l->nic_level,
-					l->time_ns};
-		fq_detector_link(c->det, &d);
-	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER) {
-		const Fabriciq__FailoverEvent *f = env->failover;
-		struct fq_det_lane_event d = {node,       f->local_nic, f->remote_nic, f->cause,  f->job_id,
-					      f->step_id, f->src_rank,  f->dst_rank,   f->time_ns};
-		fq_detector_lane_event(c->det, &d);
-	}
-}
-
-/* A job step is gone (steplive.h): what the controller held of it goes. */
-static void drop_step(struct ctl *c, const struct fq_step_id *id, bool idle)
-{
-	fq_metrics_drop_step(c->metrics, id->job, id->step, idle);
-	fq_detector_step_end(c->det, id->job, id->step);
-}
-
-/* Steps nothing came of for controller.step_idle (each report window). */
-static void expire_steps(struct ctl *c, int64_t now)
-{
-	struct fq_step_id gone[256];
-	size_t n;
-
-	do {
-		n = fq_steplive_expire(c->live, now, (int64_t)c->cfg.step_idle, gone, 256);
-		for (size_t i = 0; i < n; i++)
-			drop_step(c, &gone[i], true);
-	} while (n == 256);
-}
-
-static void on_frame(void *arg, struct fq_session *s, Fabriciq__Envelope *env)
-{
-	struct ctl *c = arg;
-	struct agent *a = fq_session_user(s);
-	struct fq_step_id gone;
-	uint64_t ack = 0;
-	int64_t now = now_real();
-	int rc;
-
-	if (!a) {
-		fq_frame_free(env);
-		return;
-	}
-	rc = fq_ingest_frame(c->ingest, a->node, env, now, &ack);
-	if (rc == 1) {
-		/* Accepted (not a replay): env stays valid until the next flush. */
-		feed_detector(c, a->node, env);
-		fq_metrics_frame(c->metrics, a->node, env);
-		if (fq_steplive_frame(c->live, a->node, env, now, &gone))
-			drop_step(c, &gone, false);
-		if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_CLOCK)
-			keep_clock(a, env->clock, now);
-		/* Not the periodic flush_ev itself: libevent re-arms an
-		 * activated EV_PERSIST timer one interval after its pending
-		 * deadline, so each activation pushed the next timed flush
-		 * (the batch's tail) another flush_interval away. */
-		if (fq_ingest_should_flush(c->ingest))
-			event_active(c->flush_now_ev, EV_TIMEOUT, 0);
-	} else if (rc == 0 && ack) {
-		fq_session_ack(s, ack);
-	} else if (rc < 0) {
-		c->sstats.frames_unexpected++;
-		fq_log_rl(FQ_LOG_WARN, "agent %s: frame refused: %s", a->node,
-			  rc == -EINVAL ? "no payload the controller stores, or seq 0" : strerror(-rc));
-	}
-}
-
-static void on_closed(void *arg, struct fq_session *s)
-{
-	struct ctl *c = arg;
-	struct agent *a = fq_session_user(s);
-
-	if (!fq_session_node(s))
-		unauth_release(c, s);
-	if (a && a->sess == s)
-		a->sess = NULL;
-}
-
-/* The source address of a session's peer ("IP:PORT"). */
-static void source_of(const char *peer, char *out, size_t len)
-{
-	const char *colon = strrchr(peer, ':');
-	size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
-
-	snprintf(out, len, "%.*s", (int)n, peer);
-}
-
-static void unauth_release_addr(struct ctl *c, const char *src)
-{
-	struct fq_strmap_entry *e = fq_strmap_upsert(&c->unauth, src);
-
-	if (!e)
-		return;
-	if ((uintptr_t)e->value <= 1)
-		fq_strmap_remove(&c->unauth, src);
-	else
-		e->value = (void *)((uintptr_t)e->value - 1);
-}
-
-/* One session of this source got past AgentHello, or closed before. */
-static void unauth_release(struct ctl *c, const struct fq_session *s)
-{
-	char src[96];
-
-	source_of(fq_session_peer(s), src, sizeof(src));
-	unauth_release_addr(c, src);
-}
-
-/* Keepalive on agent connections: a session whose host vanished (no FIN)
- * closes within about 10 + 3 * 5 s, so its node can connect again. */
-static void set_keepalive(int fd)
-{
-	int one = 1, idle = 10, intvl = 5, cnt = 3;
-
-	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
-{
-	struct ctl *c = arg;
-	static const struct fq_session_ops ops = {on_hello, on_frame, on_closed};
-	char addr[64] = "?", peer[96];
-	struct fq_strmap_entry *e;
-
-	(void)l;
-	(void)salen;
-	if (sa->sa_family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)sa;
-		inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
-		snprintf(peer, sizeof(peer), "%s:%u", addr, ntohs(in->sin_port));
-	} else {
-		snprintf(peer, sizeof(peer), "family-%d", sa->sa_family);
-	}
-	/* The caps, before anything is allocated or sent for the connection. */
-	e = fq_strmap_upsert(&c->unauth, addr);
-	if (c->sstats.open >= c->cfg.max_connections || !e ||
-	    (uintptr_t)e->value >= c->cfg.max_unauthenticated_per_source) {
-		c->sstats.refused++;
-		fq_log_rl(FQ_LOG_WARN, "agent %s: connection refused: %s", peer,
-			  c->sstats.open >= c->cfg.max_connections ? "controller.max_connections reached"
-			  : e ? "controller.max_unauthenticated_per_source reached from this address"
-			      : "out of memory");
-		if (e && !e->value)
-			fq_strmap_remove(&c->unauth, addr);
-		evutil_closesocket(fd);
-		return;
-	}
-	set_keepalive(fd);
-	e->value = (void *)((uintptr_t)e->value + 1);
-	if (!fq_session_create(c->base, fd, peer, &c->scfg, &ops, c, &c->sstats))
-		unauth_release_addr(c, addr);
-}
-
-/* ---- the clock solve --------------------------------------------------- */
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-struct name_list {
-	char **v;
-	size_t n, cap;
-};
-
-static void collect_names(struct fq_strmap_entry *e, void *arg)
-{
-	struct name_list *l = arg;
-
-	if (l->n < l->cap)
-		l->v[l->n++] = e->key;
-}
-
-static long find_name(char **v, size_t n, const char *name)
-{
-	char **p = bsearch(&name, v, n, sizeof(*v), cmp_str);
-	return p ? p - v : -1;
-}
-
-static void send_correction(struct ctl *c, struct agent *a, const struct fq_mesh_solution *sol, uint32_t i,
-			    const char *ref, int64_t now)
-{
-	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
-	Fabriciq__ClockCorrection cc = FABRICIQ__CLOCK_CORRECTION__INIT;
-
-	const struct agent *ra = fq_strmap_get(&c->agents, ref);
-
-	cc.reference_node = (char *)ref;
-	cc.reference_epoch_ns = ra ? ra->applied_offset_ns : 0;
-	cc.epoch = c->clock_epoch;
-	cc.offset_ns = (int64_t)llround(sol->offset_ns[i]);
-	cc.drift_ppb = sol->drift_ppb[i];
-	cc.error_bound_ns = isfinite(sol->error_ns[i]) ? (int64_t)ceil(sol->error_ns[i]) : 0;
-	cc.valid_until_ns = now + (int64_t)c->cfg.correction_valid;
-	env.version = FQ_PROTOCOL_VERSION;
-	env.sent_ns = now;
-	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_CORRECTION;
-	env.correction = &cc;
-	fq_session_send(a->sess, &env);
-	fq_metrics_clock(c->metrics, a->node, sol->offset_ns[i], sol->error_ns[i]);
-}
-
-/* Every agent's latest estimates are edges; the solve's offsets go back to
- * every connected agent as its correction. Nodes are indexed in byte order
- * of their names (also the default reference: the first one). */
-static void clock_round(struct ctl *c, int64_t now)
-{
-	struct name_list names = {0};
-	struct fq_mesh_edge *edges = NULL;
-	struct fq_mesh_solution sol = {0};
-	size_t nedges = 0, cap = 0, skipped = 0;
-	long ref;
-	const char *refname;
-
-	/* Hosts: every agent, and every peer an estimate names. */
-	names.cap = c->agents.count;
-	for (size_t b = 0; b < c->agents.nbuckets; b++)
-		for (struct fq_strmap_entry *e = c->agents.buckets[b]; e; e = e->next)
-			names.cap += ((struct agent *)e->value)->nest;
-	if (!names.cap || !(names.v = malloc(names.cap * sizeof(char *))))
-		return;
-	fq_strmap_each(&c->agents, collect_names, &names);
-	for (size_t b = 0; b < c->agents.nbuckets; b++)
-		for (struct fq_strmap_entry *e = c->agents.buckets[b]; e; e = e->next) {
-			struct agent *a = e->value;
-			for (size_t i = 0; i < a->nest; i++)
-				names.v[names.n++] = a->est[i].peer_node;
-		}
-	qsort(names.v, names.n, sizeof(char *), cmp_str);
-	{
-		size_t u = 0;
-		for (size_t i = 0; i < names.n; i++)
-			if (!u || strcmp(names.v[u - 1], names.v[i]))
-				names.v[u++] = names.v[i];
-		names.n = u;
-	}
-	refname = c->cfg.reference_node && *c->cfg.reference_node ? c->cfg.reference_node : names.v[0];
-	ref = find_name(names.v, names.n, refname);
-	for (size_t b = 0; b < c->agents.nbuckets; b++)
-		for (struct fq_strmap_entry *e = c->agents.buckets[b]; e; e = e->next) {
-			struct agent *a = e->value;
-			long ai = find_name(names.v, names.n, a->node);
-			/* Estimates older than a correction's validity are stale. */
-			if (now - a->clock_ns > (int64_t)c->cfg.correction_valid)
-				continue;
-			for (size_t i = 0; i < a->nest; i++) {
-				long bi = find_name(names.v, names.n, a->est[i].peer_node);
-				if (ai < 0 || bi < 0 || ai == bi)
-					continue;
-				if (nedges == cap) {
-					cap = cap ? cap * 2 : 1024;
-					struct fq_mesh_edge *n = realloc(edges, cap * sizeof(*n));
-					if (!n)
-						goto out;
-					edges = n;
-				}
-				edges[nedges++] = (struct fq_mesh_edge){
-				    (uint32_t)ai, (uint32_t)bi, (double)a->est[i].offset_ns,
-				    a->est[i].drift_ppb,
-				    (double)(a->est[i].error_bound_ns > 0 ? a->est[i].error_bound_ns : 1)};
-			}
-		}
-	if (ref < 0 || !nedges)
-		goto out;
-	if (fq_mesh_solve((uint32_t)names.n, edges, nedges, (uint32_t)ref, NULL, &sol, &skipped) < 0) {
-		fq_log_rl(FQ_LOG_ERROR, "clock solve over %zu nodes, %zu edges failed", names.n, nedges);
-		goto out;
-	}
-	c->clock_epoch++;
-	c->last_rms_ns = sol.rms_residual_ns;
-	fq_metrics_clock_solve(c->metrics, sol.n_solved, sol.rms_residual_ns, sol.max_residual_ns);
-	for (size_t b = 0; b < c->agents.nbuckets; b++)
-		for (struct fq_strmap_entry *e = c->agents.buckets[b]; e; e = e->next) {
-			struct agent *a = e->value;
-			long i = find_name(names.v, names.n, a->node);
-			if (a->sess && i >= 0 && sol.solved[i])
-				send_correction(c, a, &sol, (uint32_t)i, names.v[ref], now);
-		}
-	fq_mesh_solution_free(&sol);
-out:
-	free(edges);
-	free(names.v);
-}
-
-/* ---- probe peers ------------------------------------------------------- */
-
-struct nic_ref {
-	struct agent *agent;
-	const Fabriciq__Nic *nic;
-};
-
-static void send_peers(struct ctl *c)
-{
-	struct fq_peer_nic *nics = NULL;
-	struct nic_ref *refs = NULL;
-	struct fq_peer_plan plan = {0};
-	size_t n = 0, cap = 0, *in_first = NULL;
-	uint32_t *in_peers = NULL;
-
-	for (size_t b = 0; b < c->agents.nbuckets; b++)
-		for (struct fq_strmap_entry *e = c->agents.buckets[b]; e; e = e->next) {
-			struct agent *a = e->value;
-			if (a->hello)
-				cap += a->hello->hello->n_nics;
-		}
-	if (!cap || !(nics = calloc(cap, sizeof(*nics))) || !(refs = calloc(cap, sizeof(*refs))))
-		goto out;
-	for (size_t b = 0; b < c->agents.nbuckets; b++)
-		for (struct fq_strmap_entry *e = c->agents.buckets[b]; e; e = e->next) {
-			struct agent *a = e->value;
-			for (size_t i = 0; a->hello && i < a->hello->hello->n_nics; i++) {
-				const Fabriciq__Nic *x = a->hello->hello->nics[i];
-				if (x->front_end || !*x->address)
-					continue;
-				nics[n] = (struct fq_peer_nic){a->node, x->name, x->address, x->rail};
-				refs[n++] = (struct nic_ref){a, x};
-			}
-		}
-	if (!n || fq_peers_assign(nics, n, (unsigned)c->cfg.peers_per_nic, c->cfg.peer_seed, &plan) < 0)
-		goto out;
-	/* the reverse lists: who probes NIC i */
-	in_first = calloc(n + 1, sizeof(*in_first));
-	in_peers = calloc(plan.n_peers ? plan.n_peers : 1, sizeof(*in_peers));
-	if (!in_first || !in_peers)
-		goto out_plan;
-	for (size_t j = 0; j < plan.n_peers; j++)
-		in_first[plan.peers[j] + 1]++;
-	for (size_t i = 0; i < n; i++)
-		in_first[i + 1] += in_first[i];
-	{
-		size_t *fill = calloc(n ? n : 1, sizeof(*fill));
-		if (!fill)
-			goto out_plan;
-		for (size_t i = 0; i < n; i++)
-			for (size_t j = plan.first[i]; j < plan.first[i + 1]; j++) {
-				uint32_t t = plan.peers[j];
-				in_peers[in_first[t] + fill[t]++] = (uint32_t)i;
-			}
-		free(fill);
-	}
-	c->peers_epoch++;
-	/* One PeerAssignment per agent, with the peers of each of its NICs. */
-	for (size_t b = 0; b < c->agents.nbuckets; b++)
-		for (struct fq_strmap_entry *e = c->agents.buckets[b]; e; e = e->next) {
-			struct agent *a = e->value;
-			Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
-			Fabriciq__PeerAssignment pa = FABRICIQ__PEER_ASSIGNMENT__INIT;
-			Fabriciq__PeerAssignment__NicPeers *np = NULL, **npp = NULL;
-			Fabriciq__Peer *peers = NULL, **pp = NULL;
-			size_t nn = 0, total = 0, k = 0;
-
-			if (!a->sess)
-				continue;
-			for (size_t i = 0; i < n; i++)
-				if (refs[i].agent == a) {
-					nn++;
-					total +=
-					    plan.first[i + 1] - plan.first[i] + in_first[i + 1] - in_first[i];
-				}
-			np = calloc(nn ? nn : 1, sizeof(*np));
-			npp = calloc(nn ? nn : 1, sizeof(*npp));
-			peers = calloc(total ? total : 1, sizeof(*peers));
-			pp = calloc(total ? total : 1, sizeof(*pp));
-			if (!np || !npp || !peers || !pp)
-				goto next;
-			nn = 0;
-			for (size_t i = 0; i < n; i++) {
-				if (refs[i].agent != a)
-					continue;
-				fabriciq__peer_assignment__nic_peers__init(&np[nn]);
-				np[nn].local_nic = (char *)refs[i].nic->name;
-				np[nn].peers = &pp[k];
-				for (size_t j = plan.first[i];
-				     j < plan.first[i + 1] + in_first[i + 1] - in_first[i]; j++) {
-					/* out-peers, then the NICs that probe this one (not
-					 * already out-peers): probing both ways lets each
-					 * side know the other as a peer and answer it */
-					size_t out = plan.first[i + 1] - plan.first[i];
-					uint32_t pj = j < plan.first[i + 1]
-							  ? plan.peers[j]
-							  : in_peers[in_first[i] + (j - plan.first[i]) - out];
-					const struct fq_peer_nic *t = &nics[pj];
-
-					if (j >= plan.first[i + 1] && is_out_peer(&plan, i, pj))
-						continue;
-					fabriciq__peer__init(&peers[k]);
-					peers[k].node = (char *)t->node;
-					peers[k].nic = (char *)t->nic;
-					peers[k].address = (char *)t->address;
-					peers[k].rail = t->rail;
-					peers[k].port = (uint32_t)c->cfg.probe_port;
-					pp[k] = &peers[k];
-					k++;
-					np[nn].n_peers++;
-				}
-				npp[nn] = &np[nn];
-				nn++;
-			}
-			pa.epoch = c->peers_epoch;
-			pa.nics = npp;
-			pa.n_nics = nn;
-			env.version = FQ_PROTOCOL_VERSION;
-			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_PEERS;
-			env.peers = &pa;
-			fq_session_send(a->sess, &env);
-		next:
-			free(np);
-			free(npp);
-			free(peers);
-			free(pp);
-		}
-out_plan:
-	free(in_first);
-	free(in_peers);
-	fq_peer_plan_free(&plan);
-out:
-	free(nics);
-	free(refs);
-}
-
-/* ---- detector actions --------------------------------------------------- */
-
-/* The row id of the anomaly with this detector handle while it is open;
- * 0: none (or not stored). */
-static int64_t anomaly_row(struct ctl *c, uint64_t handle)
-{
-	char key[32];
-	const char *idstr;
-
-	snprintf(key, sizeof(key), "%llu", (unsigned long long)handle);
-	idstr = handle ? fq_strmap_get(&c->anomaly, key) : NULL;
-	return idstr ? strtoll(idstr, NULL, 10) : 0;
-}
-
-static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_action *a, int64_t now)
-{
-	char key[32];
-	int64_t id = anomaly_row(c, a->handle);
-	int rc = 0;
-
-	snprintf(key, sizeof(key), "%llu", (unsigned long long)a->handle);
-	switch (a->kind) {
-	case FQ_DET_OPEN: {
-		struct fq_db_anomaly an = {a->anomaly_kind,
-					   (enum fq_db_severity)a->severity,
-					   a->start_ns,
-					   a->end_ns,
-					   a->node,
-					   a->nic,
-					   a->remote_node,
-					   a->remote_nic,
-					   a->summary,
-					   a->evidence_json,
-					   anomaly_row(c, a->incident)};
-		struct fq_strmap_entry *e;
-		fq_warn("anomaly %s: %s", a->anomaly_kind, a->summary ? a->summary : "");
-		c->anomalies_opened++;
-		if (!db || (rc = fq_db_insert_anomaly(db, &an, NULL, 0, &id)) < 0)
-			break;
-		snprintf(key, sizeof(key), "%llu", (unsigned long long)a->handle);
-		if ((e = fq_strmap_upsert(&c->anomaly, key))) {
-			char *v = malloc(24);
-			if (v) {
-				snprintf(v, 24, "%lld", (long long)id);
-				free(e->value);
-				e->value = v;
-			}
-		}
-		break;
-	}
-	case FQ_DET_ATTACH: {
-		struct fq_db_anomaly_job j = {a->job_id, a->step_id, a->ranks, a->nranks};
-		if (db && id)
-			rc = fq_db_attach_anomaly(db, id, &j, 1);
-		break;
-	}
-	case FQ_DET_UPDATE:
-		if (db && id)
-			rc = fq_db_update_anomaly(db, id, a->events, a->end_ns, a->summary);
-		break;
-	case FQ_DET_CLOSE:
-		if (db && id)
-			rc = fq_db_close_anomaly(db, id, a->end_ns ? a->end_ns : now);
-		free(fq_strmap_remove(&c->anomaly, key));
-		break;
-	case FQ_DET_ADVICE: { /* collision advice to the agent on the moved job's node */
-		struct agent *ag = a->node ? fq_strmap_get(&c->agents, a->node) : NULL;
-
-		if (ag && ag->sess)
-			fq_session_send_advice(ag->sess, a->job_id, a->nic, a->remote_node, a->remote_nic,
-					       a->end_ns - a->start_ns, a->other_job, a->reason, now);
-		return; /* nothing to store: the anomaly carries it */
-	}
-	case FQ_DET_HINT: {
-		struct fq_db_drain_hint h = {a->node, a->nic, a->resume, a->reason, id, now};
-		c->hints++;
-		fq_warn("hint: %s %s: %s", a->resume ? "resume" : "drain", a->node,
-			a->reason ? a->reason : "");
-		if (db)
-			rc = fq_db_insert_drain_hint(db, &h, &id);
-		break;
-	}
-	}
-	if (!db || rc < 0) {
-		c->det_write_failures++;
-		if (db)
-			fq_ingest_db_failed(c->ingest, rc, now);
-		fq_log_rl(FQ_LOG_WARN, "detector action %d (handle %llu) not stored: %s", (int)a->kind,
-			  (unsigned long long)a->handle, db ? fq_db_error(db) : "database unavailable");
-	}
-}
-
-/* What `fabriciq hints --apply` did, fed back to the detector: a node
- * drained by fabriciq gets a resume hint once healthy. Only changes are
- * passed on (the detector's healthy timer starts at the drain). */
-struct hint_seen {
-	struct ctl *c;
-	int64_t now;
-};
-
-static void on_applied_hint(void *arg, const char *node, int resume, const char *reason)
-{
-	struct hint_seen *h = arg;
-	char *state = fq_strmap_get(&h->c->drained, node), *want;
-
-	if (state && strcmp(state, resume ? "" : reason) == 0)
-		return;
-	want = strdup(resume ? "" : reason);
-	if (!want)
-		return;
-	{
-		struct fq_strmap_entry *e = fq_strmap_upsert(&h->c->drained, node);
-		if (!e) {
-			free(want);
-			return;
-		}
-		free(e->value);
-		e->value = want;
-	}
-	fq_info("node %s %s (an applied hint)%s%s", node, resume ? "resumed" : "drained", resume ? "" : ": ",
-		resume ? "" : reason);
-	fq_detector_node_drained(h->c->det, node, resume ? NULL : reason, h->now);
-}
-
-static void detector_round(struct ctl *c, int64_t now)
-{
-	struct fq_det_action a;
-	struct fq_db *db = fq_ingest_db(c->ingest);
-
-	if (db && now - c->hints_polled_ns >= 5 * (int64_t)1000000000) {
-		struct hint_seen h = {c, now};
-		c->hints_polled_ns = now;
-		if (fq_db_applied_hints(db, on_applied_hint, &h) < 0)
-			fq_log_rl(FQ_LOG_WARN, "cannot read applied hints: %s", fq_db_error(db));
-	}
-	fq_detector_tick(c->det, now);
-	while (fq_detector_next(c->det, &a) == 1)
-		apply_action(c, fq_ingest_db(c->ingest), &a, now);
-}
-
 /* ---- timers and signals -------------------------------------------------- */
 
 static void on_flush(evutil_socket_t fd, short what, void *arg)
@@ -994,7 +160,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	fq_ingest_flush(c->ingest, now_real(), (int64_t)c->cfg.flush_interval / 2);
+	fq_ingest_flush(c->ingest, ctl_now_real(), (int64_t)c->cfg.flush_interval / 2);
 }
 
 static void on_ingest_done(evutil_socket_t fd, short what, void *arg)
@@ -1003,7 +169,7 @@ static void on_ingest_done(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	fq_ingest_poll(c->ingest, now_real());
+	fq_ingest_poll(c->ingest, ctl_now_real());
 }
 
 static void publish_metrics(struct ctl *c)
@@ -1024,18 +190,34 @@ static void publish_metrics(struct ctl *c)
 static void on_report(evutil_socket_t fd, short what, void *arg)
 {
 	struct ctl *c = arg;
-	int64_t now = now_real();
+	int64_t now = ctl_now_real();
 
 	(void)fd;
 	(void)what;
-	clock_round(c, now);
+	ctl_clock_round(c, now);
 	if (c->peers_dirty) {
 		c->peers_dirty = false;
-		send_peers(c);
+		ctl_send_peers(c);
 	}
-	detector_round(c, now);
-	expire_steps(c, now);
+	ctl_detector_round(c, now);
+	ctl_expire_steps(c, now);
 	publish_metrics(c);
+}
+
+/* SIGHUP: read controller.node_bindings again (an operator moved a node). */
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+	struct ctl *c = arg;
+	char err[512];
+
+	(void)sig;
+	(void)what;
+	if (!c->bindings)
+		return;
+	if (fq_nodebind_reload(c->bindings, err, sizeof(err)) < 0)
+		fq_error("SIGHUP: node bindings not reloaded (the old ones stay): %s", err);
+	else
+		fq_info("SIGHUP: %zu node bindings reloaded", fq_nodebind_count(c->bindings));
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -1111,7 +293,7 @@ static int start_modules(struct ctl *c)
 	    .connect_timeout_s = (int)(c->cfg.db_connect_timeout / 1000000000),
 	    .statement_timeout_ms = (int)(c->cfg.db_statement_timeout / 1000000),
 	};
-	static const struct fq_ingest_ops iops = {on_durable, on_dropped};
+	static const struct fq_ingest_ops iops = {ctl_on_durable, ctl_on_dropped};
 	struct fq_detector_config dc;
 	struct sockaddr_in sa;
 	struct timeval ftv = tv_of(c->cfg.flush_interval), rtv = tv_of(c->cfg.report_interval);
@@ -1143,6 +325,19 @@ static int start_modules(struct ctl *c)
 		fq_error("cannot create the detector");
 		return -ENOMEM;
 	}
+	if (c->cfg.bind_nodes) {
+		char path[4096];
+
+		if (*c->cfg.node_bindings)
+			snprintf(path, sizeof(path), "%s", c->cfg.node_bindings);
+		else
+			snprintf(path, sizeof(path), "%s/node-addresses", c->cfg.spool_dir);
+		if (fq_nodebind_open(path, &c->bindings, err, sizeof(err)) < 0) {
+			fq_error("controller.node_bindings: %s", err);
+			return -EIO;
+		}
+		fq_info("node bindings %s: %zu nodes", path, fq_nodebind_count(c->bindings));
+	}
 	if (fq_ingest_create(&ic, &iops, c, &c->ingest, err, sizeof(err)) < 0) {
 		fq_error("%s", err);
 		return -EIO;
@@ -1166,8 +361,8 @@ static int start_modules(struct ctl *c)
 		return -EINVAL;
 	}
 	c->listener =
-	    evconnlistener_new_bind(c->base, on_accept, c, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 1024,
-				    (struct sockaddr *)&sa, sizeof(sa));
+	    evconnlistener_new_bind(c->base, ctl_on_accept, c, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
+				    1024, (struct sockaddr *)&sa, sizeof(sa));
 	if (!c->listener) {
 		fq_error("controller.listen %s: %s", c->cfg.listen, strerror(errno));
 		return -EADDRINUSE;
@@ -1178,10 +373,12 @@ static int start_modules(struct ctl *c)
 	c->report_ev = event_new(c->base, -1, EV_PERSIST, on_report, c);
 	c->sigterm_ev = evsignal_new(c->base, SIGTERM, on_signal, c);
 	c->sigint_ev = evsignal_new(c->base, SIGINT, on_signal, c);
+	c->sighup_ev = evsignal_new(c->base, SIGHUP, on_sighup, c);
 	if (!c->flush_ev || !c->flush_now_ev || !c->ingest_ev || !c->report_ev || !c->sigterm_ev ||
-	    !c->sigint_ev || event_add(c->flush_ev, &ftv) < 0 || event_add(c->ingest_ev, NULL) < 0 ||
-	    event_add(c->report_ev, &rtv) < 0 || event_add(c->sigterm_ev, NULL) < 0 ||
-	    event_add(c->sigint_ev, NULL) < 0) {
+	    !c->sigint_ev || !c->sighup_ev || event_add(c->flush_ev, &ftv) < 0 ||
+	    event_add(c->ingest_ev, NULL) < 0 || event_add(c->report_ev, &rtv) < 0 ||
+	    event_add(c->sigterm_ev, NULL) < 0 || event_add(c->sigint_ev, NULL) < 0 ||
+	    event_add(c->sighup_ev, NULL) < 0) {
 		fq_error("cannot set up timers and signals");
 		return -ENOMEM;
 	}
@@ -1280,7 +477,7 @@ int main(int argc, char **argv)
 
 	/* SIGTERM: stop taking frames, make what was accepted durable, ack it. */
 	evconnlistener_disable(c.listener);
-	fq_ingest_finish(c.ingest, now_real(), 5000000000ll);
+	fq_ingest_finish(c.ingest, ctl_now_real(), 5000000000ll);
 	event_base_loop(c.base, EVLOOP_NONBLOCK); /* push the last acks out */
 	rc = 0;
 
@@ -1290,6 +487,9 @@ out: /* finalise in reverse */
 		event_base_loop(c.base, EVLOOP_NONBLOCK);
 	if (c.sigint_ev)
 		event_free(c.sigint_ev);
+	if (c.sighup_ev)
+		event_free(c.sighup_ev);
+	fq_nodebind_close(c.bindings);
 	if (c.sigterm_ev)
 		event_free(c.sigterm_ev);
 	if (c.report_ev)
@@ -1310,7 +510,7 @@ out: /* finalise in reverse */
 		fq_detector_destroy(c.det);
 	fq_authq_destroy(c.scfg.authq);
 	fq_strmap_clear(&c.unauth, NULL);
-	fq_strmap_clear(&c.agents, agent_free);
+	fq_strmap_clear(&c.agents, ctl_agent_free);
 	fq_strmap_clear(&c.anomaly, free);
 	fq_strmap_clear(&c.drained, free);
 	if (c.base)

@@ -34,8 +34,9 @@
  * incident_settle_ns later, no NIC episode at either end explains it (the
  * NIC is inferred from its paths, which arrive one by one).
  *
- * Memory is bounded by the max_* fields of the config (see detector.c for
- * what each table holds); a detector is not thread-safe (one per thread).
+ * Memory is bounded by the max_* fields of the config (see detector_int.h
+ * for what each table holds, and which file does what); a detector is not
+ * thread-safe (one per thread).
  */
 #ifndef FQ_CONTROLLER_DETECTOR_H
 #define FQ_CONTROLLER_DETECTOR_H

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/munge_cred.h"
 #include "controller/api.h"
+#include "controller/api_param.h"
 #include "db/db.h"
 
 struct fq_http {
@@ -108,48 +109,13 @@ static unsigned authorize(struct fq_http *h, struct MHD_Connection *c, const cha
 	return 403;
 }
 
-struct query {
-	char buf[2048];
-	size_t off;
-};
-
-/* Append s percent-encoded (RFC 3986 unreserved characters as they are). */
-static void put_encoded(struct query *q, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (; *s && q->off + 4 < sizeof(q->buf); s++) {
-		unsigned char ch = (unsigned char)*s;
-		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-		    ch == '-' || ch == '.' || ch == '_' || ch == '~') {
-			q->buf[q->off++] = (char)ch;
-		} else {
-			q->buf[q->off++] = '%';
-			q->buf[q->off++] = hex[ch >> 4];
-			q->buf[q->off++] = hex[ch & 15];
-		}
-	}
-	q->buf[q->off] = '\0';
-}
-
-/* libmicrohttpd hands the arguments over decoded; the API takes the raw
- * query string, so each key and value is encoded again ('&', '+', '%' and
- * '=' inside a value stay part of it). */
+/* libmicrohttpd hands the GET arguments over decoded: each goes to the
+ * API's parameters as it is (the first refused stops the walk; the API
+ * answers 400 with its reason). */
 static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
-	struct query *q = cls;
-
 	(void)kind;
-	if (q->off + 4 >= sizeof(q->buf))
-		return MHD_NO;
-	if (q->off)
-		q->buf[q->off++] = '&';
-	put_encoded(q, key);
-	if (value && q->off + 4 < sizeof(q->buf)) {
-		q->buf[q->off++] = '=';
-		put_encoded(q, value);
-	}
-	return MHD_YES;
+	return fq_api_params_add(cls, key, value) == 0 ? MHD_YES : MHD_NO;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -178,7 +144,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return reply(c, 200, "text/plain; version=0.0.4", body, len);
 	}
 	if (!strncmp(url, "/api/v1/", 8) || !strcmp(url, "/api/v1")) {
-		struct query q = {.off = 0};
+		struct fq_api_params params = {0};
 		int status;
 
 		if (fq_api_access(url) == FQ_API_ADMIN) {
@@ -190,16 +156,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				return reply_error(c, refused, why);
 			}
 		}
-		q.buf[0] = '\0';
-		/* libmicrohttpd splits the query off the URL; the API wants it whole. */
-		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &q);
+		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &params);
 		if (!h->db) {
 			char err[256];
 			if (fq_db_create(h->conninfo, &h->db, err, sizeof(err)) < 0)
 				fq_log_rl(FQ_LOG_WARN, "http: database: %s", err);
 		}
 		body = NULL;
-		status = fq_api_get(h->db, url, q.buf, &body);
+		status = fq_api_get_params(h->db, url, &params, &body);
+		fq_api_params_free(&params);
 		if (status == 503 && h->db) {
 			/* A lost connection: start afresh next time. */
 			fq_db_destroy(h->db);

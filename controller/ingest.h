@@ -35,6 +35,10 @@
  *
  * Apart from that thread: call everything from the daemon's event loop
  * thread.
+ *
+ * The implementation: ingest.c (this interface), ingest_rows.c (frames to
+ * rows), ingest_writer.c (the database's health, the writer thread),
+ * ingest_replay.c (the spool); ingest_int.h, their shared state.
  */
 #ifndef FQ_CONTROLLER_INGEST_H
 #define FQ_CONTROLLER_INGEST_H

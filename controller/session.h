@@ -51,9 +51,10 @@ struct fq_session;
 struct fq_session_stats {
 	uint64_t connections, auth_ok, auth_failed, auth_timeout, hello_timeout, auth_busy;
 	uint64_t frames_oversized, frames_garbage, frames_unexpected;
-	uint64_t connected; /* sessions now authenticated and past hello */
-	uint64_t open;      /* sessions now open, in any state */
-	uint64_t refused;   /* connections refused on accept (the caller's caps) */
+	uint64_t connected;    /* sessions now authenticated and past hello */
+	uint64_t open;         /* sessions now open, in any state */
+	uint64_t refused;      /* connections refused on accept (the caller's caps) */
+	uint64_t node_refused; /* AgentHellos naming a node bound to another address */
 };
 
 struct fq_session_ops {

@@ -4,12 +4,13 @@
  * the agent that sent it may be acknowledged. Records are replayed in the
  * order they were written once the database is back.
  *
- * One append-only file (DIR/spool.dat) of records
- *     u32 magic | u32 length | u32 checksum (FNV-1a of the body) | body
- * and DIR/spool.pos, the offset up to which records were replayed and
- * committed. When everything is replayed both are truncated to zero. A torn
- * record at the end (a crash while appending, never synced, never acked) is
- * cut off when the spool is opened. The file's size is bounded by max_bytes.
+ * One append-only file (DIR/spool.dat), a record log (common/reclog.h: a
+ * record is a frame's bytes, checksummed), and DIR/spool.pos, the offset
+ * up to which records were replayed and committed. When everything is
+ * replayed both are truncated to zero. A torn record at the end (a crash
+ * while appending, never synced, never acked) is cut off when the spool is
+ * opened. The file's size is bounded by max_bytes. A sync after the open
+ * created spool.dat also syncs DIR, so the file's name survives a crash.
  */
 #ifndef FQ_CONTROLLER_SPOOL_H
 #define FQ_CONTROLLER_SPOOL_H

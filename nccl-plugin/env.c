@@ -1,15 +1,16 @@
 /* env: table-driven settings from the environment (see env.h). */
 #include <errno.h>
-#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "nccl-plugin/env.h"
 
 enum fqn_env_kind {
-	FQN_ENV_INT,
-	FQN_ENV_SIZE,
+	FQN_ENV_INT,  /* decimal digits (fq_parse_decimal) */
+	FQN_ENV_SIZE, /* a size (fq_parse_size) */
 	FQN_ENV_STR
 };
 
@@ -51,51 +52,11 @@ static const struct fqn_env_var fqn_env_vars[] = {
     {"FABRICIQ_JOB_ID", FQN_ENV_STR, "", 0, 24, OFF(job_id)},
 };
 
-int fqn_parse_size(const char *s, unsigned long long *out)
-{
-	unsigned long long v, mult = 1;
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	switch (*end) {
-	case '\0':
-		break;
-	case 'k':
-	case 'K':
-		mult = 1ULL << 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		mult = 1ULL << 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		mult = 1ULL << 30;
-		end++;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (*end == 'i' && end[1] == 'B' && mult > 1)
-		end += 2;
-	if (*end != '\0' || v > ULLONG_MAX / mult)
-		return -EINVAL;
-	*out = v * mult;
-	return 0;
-}
-
 static int fqn_env_set(struct fqn_config *cfg, const struct fqn_env_var *v, const char *val, char *err,
 		       size_t errlen)
 {
 	char *field = (char *)cfg + v->offset;
-	unsigned long long n;
+	uint64_t n;
 
 	if (v->kind == FQN_ENV_STR) {
 		size_t len = strlen(val);
@@ -108,7 +69,7 @@ static int fqn_env_set(struct fqn_config *cfg, const struct fqn_env_var *v, cons
 		memcpy(field, val, len + 1);
 		return 0;
 	}
-	if (fqn_parse_size(val, &n) < 0 || (v->kind == FQN_ENV_INT && strpbrk(val, "kKmMgG"))) {
+	if ((v->kind == FQN_ENV_INT ? fq_parse_decimal(val, &n) : fq_parse_size(val, &n)) < 0) {
 		snprintf(err, errlen, "%s='%s': not a %s", v->name, val,
 			 v->kind == FQN_ENV_INT ? "decimal integer" : "size (bytes, or with K/M/G suffix)");
 		return -EINVAL;
@@ -124,10 +85,27 @@ static int fqn_env_set(struct fqn_config *cfg, const struct fqn_env_var *v, cons
 	return 0;
 }
 
+/* A string setting that must be one of choices: 0 and *idx, or -EINVAL
+ * with "NAME='value': must be a, b or c" in err. */
+static int env_choice(const char *name, const char *val, const char *const *choices, int *idx, char *err,
+		      size_t errlen)
+{
+	char list[64];
+
+	if (fq_parse_enum(val, choices, idx) == 0)
+		return 0;
+	fq_enum_list(choices, " or ", list, sizeof(list));
+	snprintf(err, errlen, "%s='%s': must be %s", name, val, list);
+	return -EINVAL;
+}
+
 int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, size_t errlen)
 {
+	static const char *const modes[] = {"monitor", "control", NULL};
+	static const char *const transports[] = {"tcp", "ib", "auto", NULL};
+	static const char *const steers[] = {"on", "off", NULL};
 	size_t i;
-	int rc;
+	int rc, k;
 
 	memset(cfg, 0, sizeof(*cfg));
 	for (i = 0; i < sizeof(fqn_env_vars) / sizeof(fqn_env_vars[0]); i++) {
@@ -144,26 +122,22 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 		}
 	}
 	/* The SPANK plugin exports monitor or control; "off" never loads us. */
-	if (strcmp(cfg->mode, "monitor") != 0 && strcmp(cfg->mode, "control") != 0) {
-		snprintf(err, errlen, "FABRICIQ_MODE='%s': must be monitor or control", cfg->mode);
-		return -EINVAL;
-	}
-	cfg->control = strcmp(cfg->mode, "control") == 0;
-	if (strcmp(cfg->transport, "tcp") != 0 && strcmp(cfg->transport, "ib") != 0 &&
-	    strcmp(cfg->transport, "auto") != 0) {
-		snprintf(err, errlen, "FABRICIQ_TRANSPORT='%s': must be tcp, ib or auto", cfg->transport);
-		return -EINVAL;
-	}
+	if ((rc = env_choice("FABRICIQ_MODE", cfg->mode, modes, &k, err, errlen)) < 0)
+		return rc;
+	cfg->control = k == 1;
+	if ((rc = env_choice("FABRICIQ_TRANSPORT", cfg->transport, transports, &k, err, errlen)) < 0)
+		return rc;
 	cfg->ib_gid_index = -1;
 	if (*cfg->gid_index_s) {
-		if (strspn(cfg->gid_index_s, "0123456789") != strlen(cfg->gid_index_s) ||
-		    atoi(cfg->gid_index_s) > 255) {
+		uint64_t gid;
+
+		if (fq_parse_decimal(cfg->gid_index_s, &gid) < 0 || gid > 255) {
 			snprintf(err, errlen,
 				 "FABRICIQ_IB_GID_INDEX='%s': must be a GID table index (0 to 255)",
 				 cfg->gid_index_s);
 			return -EINVAL;
 		}
-		cfg->ib_gid_index = atoi(cfg->gid_index_s);
+		cfg->ib_gid_index = (int)gid;
 	}
 	if (*cfg->rank && (strspn(cfg->rank, "0123456789") != strlen(cfg->rank) || strlen(cfg->rank) > 9)) {
 		snprintf(err, errlen, "FABRICIQ_RANK='%s': must be a rank (0 to 999999999)", cfg->rank);
@@ -173,16 +147,15 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 	 * mode) there is nothing to steer by, so "on" there is an error. */
 	if (!*cfg->steer_str) {
 		cfg->steer = cfg->control;
-	} else if (strcmp(cfg->steer_str, "on") == 0 || strcmp(cfg->steer_str, "off") == 0) {
-		cfg->steer = strcmp(cfg->steer_str, "on") == 0;
+	} else {
+		if ((rc = env_choice("FABRICIQ_STEER", cfg->steer_str, steers, &k, err, errlen)) < 0)
+			return rc;
+		cfg->steer = k == 0;
 		if (cfg->steer && !cfg->control) {
 			snprintf(err, errlen,
 				 "FABRICIQ_STEER=on needs FABRICIQ_MODE=control (steering uses acks)");
 			return -EINVAL;
 		}
-	} else {
-		snprintf(err, errlen, "FABRICIQ_STEER='%s': must be on or off", cfg->steer_str);
-		return -EINVAL;
 	}
 	if (*cfg->job_id && strspn(cfg->job_id, "0123456789") != strlen(cfg->job_id)) {
 		snprintf(err, errlen, "FABRICIQ_JOB_ID='%s': must be a Slurm job id (digits)", cfg->job_id);

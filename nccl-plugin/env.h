@@ -4,8 +4,10 @@
  * One table (name, kind, default, bounds, help) drives parsing, validation
  * and the man page's list (doc/libnccl-net-fabriciq.7). A value that does
  * not parse or is out of bounds is an error: init fails with a message
- * naming the variable, the value and what is allowed. Pure: the lookup
- * function is a parameter, so tests feed it tables.
+ * naming the variable, the value and what is allowed. Numbers, sizes and
+ * choices are read by common/parse.h's parsers (sizes: K/M/G, KiB/MiB/GiB,
+ * in either case of the letter; integers: decimal digits). Pure: the
+ * lookup function is a parameter, so tests feed it tables.
  */
 #ifndef FQN_ENV_H
 #define FQN_ENV_H
@@ -52,9 +54,5 @@ typedef const char *(*fqn_getenv_fn)(const char *name);
 /* Fill *cfg from the defaults and the variables lookup() returns. Returns 0,
  * or -EINVAL with a one-line reason in err. */
 int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, size_t errlen);
-
-/* Parse a size: digits with an optional k/K (KiB) or m/M (MiB) or g/G (GiB)
- * suffix. Returns 0 or -EINVAL (not a number, overflow, trailing junk). */
-int fqn_parse_size(const char *s, unsigned long long *out);
 
 #endif /* FQN_ENV_H */

@@ -29,12 +29,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nccl-plugin/ib_handle.h"
-
-#define FQN_HELLO_MAGIC   0x4c485146u /* "FQHL" */
-#define FQN_HELLO_VERSION 3
-#define FQN_HELLO_SIZE    40
-#define FQN_HELLO_MAX     (FQN_HELLO_SIZE + FQIB_HANDLE_SIZE) /* with an IB lane's QP handle */
+#define FQN_HELLO_MAGIC     0x4c485146u /* "FQHL" */
+#define FQN_HELLO_VERSION   3
+#define FQN_HELLO_SIZE      40
+#define FQN_HELLO_EXTRA_MAX 64 /* a lane driver's bytes behind the hello (lane_drv.h): an IB QP handle */
+#define FQN_HELLO_MAX       (FQN_HELLO_SIZE + FQN_HELLO_EXTRA_MAX)
 
 #define FQN_HELLO_F_CONTROL 0x01u /* receiver acks, sender fails over */
 #define FQN_HELLO_F_REJOIN  0x02u /* a failed lane of an existing connection */

@@ -207,3 +207,20 @@ const char *fqn_sockaddr_str(const struct sockaddr *a, char *buf, size_t len)
 	}
 	return buf;
 }
+
+int fqn_nic_of_addr(const struct fqn_nic *nics, int n, const struct sockaddr_storage *a0, int dflt)
+{
+	for (int i = 0; i < n; i++) {
+		const struct sockaddr_storage *a = &nics[i].addr;
+
+		if (a->ss_family == AF_INET && a0->ss_family == AF_INET &&
+		    ((struct sockaddr_in *)a)->sin_addr.s_addr ==
+			((const struct sockaddr_in *)a0)->sin_addr.s_addr)
+			return i;
+		if (a->ss_family == AF_INET6 && a0->ss_family == AF_INET6 &&
+		    memcmp(&((struct sockaddr_in6 *)a)->sin6_addr,
+			   &((const struct sockaddr_in6 *)a0)->sin6_addr, 16) == 0)
+			return i;
+	}
+	return dflt;
+}

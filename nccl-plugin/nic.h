@@ -40,6 +40,9 @@ void fqn_nics_release(struct fqn_nic *nics, int n);
 /* 1 if a is inside nic's subnet. */
 int fqn_nic_same_subnet(const struct fqn_nic *nic, const struct sockaddr *a);
 
+/* The index of the NIC of nics[0..n-1] whose address a is; dflt if none. */
+int fqn_nic_of_addr(const struct fqn_nic *nics, int n, const struct sockaddr_storage *a, int dflt);
+
 /* "1.2.3.4:5" or "[::1]:5" into buf. Returns buf. */
 const char *fqn_sockaddr_str(const struct sockaddr *a, char *buf, size_t len);
 

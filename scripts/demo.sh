@@ -16,7 +16,7 @@ TB=tests/testbed/fabriciq-testbed
 export FQTB_HELPERS=$B/tests/testbed
 export FQTB_STATE=${FQTB_STATE:-/run/fabriciq-demo}
 S=$FQTB_STATE
-CB=$B/nccl-plugin/collbench/fabriciq-collbench
+CB=$B/tools/collbench/fabriciq-collbench
 fq() { "$TB" exec ctl "$B/controller/fabriciq" --controller http://198.18.0.1:7180 --munge-socket "$S/munge/munge.socket" "$@"; }
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 cleanup() { step "tearing down"; "$TB" down; }

@@ -15,9 +15,11 @@
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/mkdirs.h"
+#include "common/reclog.h"
 #include "slurmd-agent/worker.h"
 
-#define REC_HDR   13 /* u32 length, u8 kind, u64 seq */
+#define REC_PFX   9                         /* a record's body: u8 kind, u64 seq, then the frame */
+#define REC_HDR   (FQ_RECLOG_HDR + REC_PFX) /* a record's bytes on disk besides the frame */
 #define LEASE     100000
 #define FRAME_MAX FQ_FRAME_MAX_DEFAULT
 #define SEG_MIN   (64u << 10)
@@ -43,7 +45,7 @@ struct fq_spool {
 	uint64_t max_bytes, seg_limit;
 	struct segment *seg;
 	size_t nseg, capseg;
-	int fd; /* the last segment, open for appending; -1 if none */
+	struct fq_reclog *cur; /* the last segment, open for appending; NULL if none */
 	uint64_t next_seq, lease_end, acked, skip_upto;
 	size_t cur_seg; /* send cursor */
 	uint64_t cur_off;
@@ -79,21 +81,10 @@ struct flush_job {
 	int rc;
 };
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 3; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
 static void put64(uint8_t *p, uint64_t v)
 {
 	for (int i = 7; i >= 0; i--, v >>= 8)
 		p[i] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 static uint64_t get64(const uint8_t *p)
@@ -105,22 +96,26 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-static void seg_path(const struct fq_spool *s, uint64_t first, char *out, size_t len)
+static void seg_name(uint64_t first, char *out, size_t len)
 {
-	snprintf(out, len, "%s/%020" PRIu64 ".seg", s->dir, first);
+	snprintf(out, len, "%020" PRIu64 ".seg", first);
 }
 
-/* fsync the directory: a created, renamed or replaced entry survives a
- * crash only once its directory is synced. */
-static int sync_dir(const char *dir)
+static void seg_path(const struct fq_spool *s, uint64_t first, char *out, size_t len)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+	char name[32];
 
-	if (fd < 0 || fsync(fd) < 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	return rc;
+	seg_name(first, name, sizeof(name));
+	snprintf(out, len, "%s/%s", s->dir, name);
+}
+
+/* A segment's record log (FQ_RECLOG_CREATE | FQ_RECLOG_TRUNC: a new one). */
+static int seg_open(const struct fq_spool *s, uint64_t first, unsigned flags, struct fq_reclog **out)
+{
+	char name[32];
+
+	seg_name(first, name, sizeof(name));
+	return fq_reclog_open(s->dir, name, flags, 0, out, NULL, 0);
 }
 
 /* The lease file, durably: written, synced, renamed over, directory synced.
@@ -138,7 +133,7 @@ static int store_lease(const char *dir, uint64_t end)
 	if (fd >= 0)
 		close(fd);
 	if (rc == 0)
-		rc = sync_dir(dir);
+		rc = fq_sync_dir(dir);
 	return rc;
 }
 
@@ -174,49 +169,51 @@ static int add_seg(struct fq_spool *s, uint64_t first)
 	return 0;
 }
 
-/* Scan one segment file: its frames, last seq; a torn tail is cut off. A
- * record whose seq is not above the one before it (the first: not below
- * the file's name), or is beyond SEQ_MAX, is no record of this spool's:
- * it ends the segment too. */
+/* A record's frame: its body after the kind and seq, if it can hold one. */
+static bool rec_frame_ok(uint32_t len)
+{
+	return len >= REC_PFX + FQ_FRAME_HEADER_SIZE && len <= REC_PFX + FQ_FRAME_HEADER_SIZE + FRAME_MAX;
+}
+
+/* fq_reclog_visit_fn of scan_seg. A record whose seq is not above the one
+ * before it (the first: not below the file's name), or is beyond SEQ_MAX,
+ * is no record of this spool's: it ends the segment. */
+static int scan_visit(void *arg, uint64_t off, const uint8_t *body, uint32_t len)
+{
+	struct segment *g = arg;
+	uint64_t seq;
+
+	(void)off;
+	if (!rec_frame_ok(len))
+		return 1;
+	seq = get64(body + 1);
+	if (seq < g->first || (g->frames && seq <= g->last) || seq >= SEQ_MAX)
+		return 1;
+	g->last = seq;
+	g->frames++;
+	g->bulk += fq_spool_is_bulk(body[0]);
+	g->bytes += FQ_RECLOG_HDR + len;
+	return 0;
+}
+
+/* Scan one segment file: its frames, last seq; a torn or foreign tail is
+ * cut off (and what stays synced: an agent that crashed may have left it
+ * in the page cache only). */
 static int scan_seg(struct fq_spool *s, struct segment *g)
 {
-	char path[4200];
-	uint8_t h[REC_HDR];
-	uint64_t off = 0;
-	struct stat st;
-	int fd;
+	struct fq_reclog *l;
+	int64_t cut;
+	int rc = seg_open(s, g->first, 0, &l);
 
-	seg_path(s, g->first, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -errno;
-	}
-	while (pread(fd, h, REC_HDR, (off_t)off) == REC_HDR) {
-		uint32_t len = get32(h);
-		uint64_t seq = get64(h + 5);
-		/* seqs rise from the segment's name: one that does not is no
-		 * record this spool wrote */
-		if (len < FQ_FRAME_HEADER_SIZE || len > FRAME_MAX + FQ_FRAME_HEADER_SIZE ||
-		    off + REC_HDR + len > (uint64_t)st.st_size || seq < g->first ||
-		    (g->frames && seq <= g->last) || seq >= SEQ_MAX)
-			break;
-		g->last = seq;
-		g->frames++;
-		g->bulk += fq_spool_is_bulk(h[4]);
-		off += REC_HDR + len;
-	}
-	if (off < (uint64_t)st.st_size) {
-		fq_warn("spool: %s: cutting a torn or foreign record at offset %" PRIu64, path, off);
-		if (ftruncate(fd, (off_t)off) < 0)
-			fq_warn("spool: %s: %s", path, strerror(errno));
-	}
-	/* an agent that crashed may have left it in the page cache only */
-	if (fdatasync(fd) < 0)
-		fq_warn("spool: %s: %s", path, strerror(errno));
-	close(fd);
-	g->bytes = off;
+	if (rc < 0)
+		return rc;
+	cut = fq_reclog_scan(l, 0, scan_visit, g);
+	if (cut > 0)
+		fq_warn("spool: %s/%020" PRIu64 ".seg: cutting a torn or foreign record at offset %" PRIu64,
+			s->dir, g->first, g->bytes);
+	else if (cut < 0)
+		fq_warn("spool: %s/%020" PRIu64 ".seg: %s", s->dir, g->first, strerror((int)-cut));
+	fq_reclog_close(l);
 	return 0;
 }
 
@@ -325,7 +322,7 @@ int fq_spool_open(const char *dir, uint64_t max_bytes, struct fq_spool **out)
 		return -ENAMETOOLONG;
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
-	s->fd = s->ack_fd = -1;
+	s->ack_fd = -1;
 	s->max_bytes = max_bytes;
 	s->seg_limit = max_bytes / 16;
 	if (s->seg_limit < SEG_MIN)
@@ -363,8 +360,7 @@ void fq_spool_close(struct fq_spool *s)
 	s->worker = NULL;
 	fq_worker_destroy(w);
 	fq_spool_flush(s);
-	if (s->fd >= 0)
-		close(s->fd);
+	fq_reclog_close(s->cur);
 	close(s->ack_fd);
 	free(s->retired);
 	free(s->waiters);
@@ -378,9 +374,9 @@ static void remove_seg(struct fq_spool *s, size_t i)
 
 	seg_path(s, s->seg[i].first, path, sizeof(path));
 	unlink(path);
-	if (i == s->nseg - 1 && s->fd >= 0) {
-		close(s->fd);
-		s->fd = -1;
+	if (i == s->nseg - 1 && s->cur) {
+		fq_reclog_close(s->cur);
+		s->cur = NULL;
 	}
 	s->total_bytes -= s->seg[i].bytes;
 	s->total_frames -= s->seg[i].frames;
@@ -402,42 +398,43 @@ bool fq_spool_is_bulk(int payload_case)
 /* Rewrite a closed segment without its bulk telemetry. 0 or -errno. */
 static int compact(struct fq_spool *s, struct segment *g)
 {
-	char path[4200], tmp[4210];
-	uint8_t h[REC_HDR], *buf = malloc(FRAME_MAX + FQ_FRAME_HEADER_SIZE);
+	char name[32], tmp[40], path[4200], tpath[4210];
+	struct fq_reclog *in = NULL, *out = NULL;
 	uint64_t off = 0, kept_bytes = 0, kept = 0;
-	int in = -1, outfd = -1, rc = 0;
+	int rc;
 
-	seg_path(s, g->first, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (!buf)
-		return -ENOMEM;
-	in = open(path, O_RDONLY | O_CLOEXEC);
-	outfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (in < 0 || outfd < 0) {
-		rc = -errno;
+	seg_name(g->first, name, sizeof(name));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
+	snprintf(tpath, sizeof(tpath), "%s/%s", s->dir, tmp);
+	if ((rc = seg_open(s, g->first, 0, &in)) < 0 ||
+	    (rc = fq_reclog_open(s->dir, tmp, FQ_RECLOG_CREATE | FQ_RECLOG_TRUNC, 0, &out, NULL, 0)) < 0)
 		goto out;
-	}
-	while (off < g->bytes && pread(in, h, REC_HDR, (off_t)off) == REC_HDR) {
-		uint32_t len = get32(h);
-		if (pread(in, buf, len, (off_t)(off + REC_HDR)) != (ssize_t)len) {
-			rc = -EIO;
+	while (off < g->bytes) {
+		const uint8_t *body;
+		uint32_t len;
+		int64_t n = fq_reclog_read(in, off, &body, &len);
+		struct iovec iov = {.iov_base = (void *)body, .iov_len = len};
+
+		if (n <= 0) {
+			rc = n < 0 ? (int)n : -EIO;
 			goto out;
 		}
-		off += REC_HDR + len;
-		if (fq_spool_is_bulk(h[4])) {
+		off += (uint64_t)n;
+		if (fq_spool_is_bulk(body[0])) {
 			s->dropped_bulk++;
 			continue;
 		}
-		if (write(outfd, h, REC_HDR) != REC_HDR || write(outfd, buf, len) != (ssize_t)len) {
-			rc = -EIO;
+		if ((rc = fq_reclog_append(out, &iov, 1)) < 0 || (rc = fq_reclog_write(out)) < 0)
 			goto out;
-		}
 		kept++;
-		kept_bytes += REC_HDR + len;
+		kept_bytes += (uint64_t)n;
 	}
 	/* the rewritten file replaces one whose records may be durable: it
 	 * must be on disk before the rename is (rare: only over the bound) */
-	if (fdatasync(outfd) < 0 || rename(tmp, path) < 0) {
+	if ((rc = fq_reclog_sync(out)) < 0)
+		goto out;
+	if (rename(tpath, path) < 0) {
 		rc = -errno;
 		goto out;
 	}
@@ -448,13 +445,10 @@ static int compact(struct fq_spool *s, struct segment *g)
 	g->frames = kept;
 	g->bulk = 0;
 out:
-	if (in >= 0)
-		close(in);
-	if (outfd >= 0)
-		close(outfd);
+	fq_reclog_close(in);
+	fq_reclog_close(out);
 	if (rc < 0)
-		unlink(tmp);
-	free(buf);
+		unlink(tpath);
 	return rc;
 }
 
@@ -494,23 +488,28 @@ static void enforce_bound(struct fq_spool *s)
 	}
 }
 
-/* A rolled-over segment's descriptor: synced and closed by the next flush
- * (synced here, on the loop, only when it cannot be kept). */
-static void retire(struct fq_spool *s, int fd)
+/* Roll over the segment being written: a dup of its descriptor is synced
+ * and closed by the next flush (synced here, on the loop, only when it
+ * cannot be kept). */
+static void retire(struct fq_spool *s)
 {
+	int fd = -1;
+
 	if (s->nretired == s->capretired) {
 		size_t cap = s->capretired ? 2 * s->capretired : 8;
 		int *v = realloc(s->retired, cap * sizeof(*v));
 
-		if (!v) {
-			fdatasync(fd);
-			close(fd);
-			return;
+		if (v) {
+			s->retired = v;
+			s->capretired = cap;
 		}
-		s->retired = v;
-		s->capretired = cap;
 	}
-	s->retired[s->nretired++] = fd;
+	if (s->nretired < s->capretired && (fd = dup(fq_reclog_fd(s->cur))) >= 0)
+		s->retired[s->nretired++] = fd;
+	else
+		fdatasync(fq_reclog_fd(s->cur));
+	fq_reclog_close(s->cur);
+	s->cur = NULL;
 }
 
 /* The lease is renewed by a flush half a lease ahead; only if the seqs run
@@ -527,9 +526,34 @@ static void renew_lease(struct fq_spool *s)
 	}
 }
 
+/* The segment to append a record of len body bytes to: the current one, or
+ * a new one when there is none or it is full. 0 or -errno. */
+static int seg_for(struct fq_spool *s, size_t len)
+{
+	int rc;
+
+	if (s->cur && s->seg[s->nseg - 1].bytes + FQ_RECLOG_HDR + len <= s->seg_limit)
+		return 0;
+	if (s->cur)
+		retire(s);
+	if ((rc = add_seg(s, s->next_seq)) < 0)
+		return rc;
+	rc = seg_open(s, s->next_seq, FQ_RECLOG_CREATE | FQ_RECLOG_TRUNC, &s->cur);
+	if (rc < 0) {
+		s->nseg--;
+		s->io_errors++;
+		fq_log_rl(FQ_LOG_ERROR, "spool: cannot create %s/%020" PRIu64 ".seg: %s", s->dir, s->next_seq,
+			  strerror(-rc));
+		return rc;
+	}
+	s->dir_dirty = true;
+	return 0;
+}
+
 int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
 {
-	uint8_t h[REC_HDR], *frame;
+	uint8_t pfx[REC_PFX], *frame;
+	struct iovec iov[2];
 	size_t len;
 	struct segment *g;
 	int rc;
@@ -538,36 +562,19 @@ int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
 	rc = fq_frame_encode(env, FRAME_MAX, &frame, &len);
 	if (rc < 0)
 		return rc;
-	if (s->fd < 0 || s->seg[s->nseg - 1].bytes + REC_HDR + len > s->seg_limit) {
-		char path[4200];
-		if (s->fd >= 0)
-			retire(s, s->fd);
-		s->fd = -1;
-		if ((rc = add_seg(s, s->next_seq)) < 0)
-			goto out;
-		seg_path(s, s->next_seq, path, sizeof(path));
-		s->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		if (s->fd < 0) {
-			rc = -errno;
-			s->nseg--;
-			s->io_errors++;
-			fq_log_rl(FQ_LOG_ERROR, "spool: cannot create %s: %s", path, strerror(errno));
-			goto out;
-		}
-		s->dir_dirty = true;
-	}
-	put32(h, (uint32_t)len);
-	h[4] = (uint8_t)env->payload_case;
-	put64(h + 5, env->seq);
+	if ((rc = seg_for(s, REC_PFX + len)) < 0)
+		goto out;
+	pfx[0] = (uint8_t)env->payload_case;
+	put64(pfx + 1, env->seq);
+	iov[0] = (struct iovec){.iov_base = pfx, .iov_len = REC_PFX};
+	iov[1] = (struct iovec){.iov_base = frame, .iov_len = len};
 	g = &s->seg[s->nseg - 1];
-	if (write(s->fd, h, REC_HDR) != REC_HDR || write(s->fd, frame, len) != (ssize_t)len) {
-		rc = -EIO;
+	/* written at once: in the page cache, an agent crash keeps it */
+	if ((rc = fq_reclog_append(s->cur, iov, 2)) < 0 || (rc = fq_reclog_write(s->cur)) < 0) {
 		s->io_errors++;
-		fq_log_rl(FQ_LOG_ERROR, "spool: write failed: %s", strerror(errno));
-		/* the segment may now hold a torn record: start a new one (the
-		 * records before it are synced by the next flush) */
-		retire(s, s->fd);
-		s->fd = -1;
+		fq_log_rl(FQ_LOG_ERROR, "spool: write failed: %s", strerror(-rc));
+		/* start a new segment (the records before are synced by the next flush) */
+		retire(s);
 		goto out;
 	}
 	g->last = env->seq;
@@ -595,7 +602,7 @@ void fq_spool_ack(struct fq_spool *s, uint64_t seq)
 	/* every segment entirely acknowledged, except the one being written */
 	while (s->nseg > 1 && s->seg[0].last <= seq)
 		remove_seg(s, 0);
-	if (s->nseg == 1 && s->seg[0].last <= seq && s->seg[0].frames && s->fd < 0)
+	if (s->nseg == 1 && s->seg[0].last <= seq && s->seg[0].frames && !s->cur)
 		remove_seg(s, 0);
 }
 
@@ -610,43 +617,40 @@ int64_t fq_spool_next(struct fq_spool *s, uint8_t *buf, size_t cap, uint64_t *se
 {
 	while (s->cur_seg < s->nseg) {
 		struct segment *g = &s->seg[s->cur_seg];
-		char path[4200];
-		uint8_t h[REC_HDR];
+		const uint8_t *body;
+		struct fq_reclog *l;
 		uint32_t len;
-		int fd;
+		int64_t n;
+		int rc;
 
-		if (s->cur_off + REC_HDR > g->bytes) {
+		if (s->cur_off >= g->bytes) {
 			if (s->cur_seg + 1 == s->nseg)
 				return 0; /* caught up with the writer */
 			s->cur_seg++;
 			s->cur_off = 0;
 			continue;
 		}
-		seg_path(s, g->first, path, sizeof(path));
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		if (pread(fd, h, REC_HDR, (off_t)s->cur_off) != REC_HDR) {
-			close(fd);
-			return -EIO;
+		if ((rc = seg_open(s, g->first, 0, &l)) < 0)
+			return rc;
+		n = fq_reclog_read(l, s->cur_off, &body, &len);
+		if (n <= 0 || !rec_frame_ok(len)) {
+			fq_reclog_close(l);
+			return n < 0 && n != -EBADMSG ? n : -EIO;
 		}
-		len = get32(h);
-		*seq = get64(h + 5);
+		*seq = get64(body + 1);
+		s->cur_off += (uint64_t)n;
 		if (*seq <= s->skip_upto) {
-			close(fd);
-			s->cur_off += REC_HDR + len;
+			fq_reclog_close(l);
 			continue;
 		}
+		len -= REC_PFX;
 		if (len > cap) {
-			close(fd);
+			fq_reclog_close(l);
+			s->cur_off -= (uint64_t)n;
 			return -EMSGSIZE;
 		}
-		if (pread(fd, buf, len, (off_t)(s->cur_off + REC_HDR)) != (ssize_t)len) {
-			close(fd);
-			return -EIO;
-		}
-		close(fd);
-		s->cur_off += REC_HDR + len;
+		memcpy(buf, body + REC_PFX, len);
+		fq_reclog_close(l);
 		s->skip_upto = *seq;
 		return len;
 	}
@@ -680,7 +684,7 @@ static void flush_run(struct fq_job *j)
 	}
 	if (f->lease && (rc = store_lease(f->dir, f->lease)) < 0 && !f->rc)
 		f->rc = rc;
-	if (f->dir_sync && (rc = sync_dir(f->dir)) < 0 && !f->rc)
+	if (f->dir_sync && (rc = fq_sync_dir(f->dir)) < 0 && !f->rc)
 		f->rc = rc;
 }
 
@@ -736,7 +740,7 @@ static struct flush_job *flush_job_new(struct fq_spool *s)
 {
 	struct flush_job *f;
 	uint64_t upto = s->next_seq - 1;
-	bool current = upto > s->durable && s->fd >= 0;
+	bool current = upto > s->durable && s->cur;
 
 	if (upto <= s->durable && !s->nretired && !s->dir_dirty && !s->lease_want && !s->ack_dirty)
 		return NULL;
@@ -748,7 +752,7 @@ static struct flush_job *flush_job_new(struct fq_spool *s)
 	if (s->nretired)
 		memcpy(f->fds, s->retired, s->nretired * sizeof(int));
 	f->nfds = s->nretired;
-	if (current && (f->fds[f->nfds] = dup(s->fd)) >= 0)
+	if (current && (f->fds[f->nfds] = dup(fq_reclog_fd(s->cur))) >= 0)
 		f->nfds++;
 	else if (current)
 		f->rc = -errno;

@@ -5,9 +5,10 @@
  * the bound).
  *
  * Frames carry increasing sequence numbers (Envelope.seq) assigned here.
- * The spool is a directory of segment files named by their first seq; a
- * record is [u32 length][u8 kind][u64 seq][frame bytes] (big-endian). A
- * segment is deleted once every frame in it is acknowledged.
+ * The spool is a directory of segment files named by their first seq, each
+ * a record log (common/reclog.h: checksummed records, a torn tail cut when
+ * read back) whose record body is [u8 kind][u64 seq, big-endian][frame
+ * bytes]. A segment is deleted once every frame in it is acknowledged.
  *
  * Frames are of two classes: bulk telemetry (probe, clock and lane
  * reports: a newer one supersedes an older) and events (step start and

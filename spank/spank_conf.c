@@ -6,7 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "common/step_socket.h"
+
+/* The modes as the user writes them, in enum fq_spank_mode's order from OFF. */
+static const char *const mode_names[] = {"off", "monitor", "control", NULL};
 
 void fq_spank_conf_defaults(struct fq_spank_conf *conf, const char *libdir)
 {
@@ -21,29 +25,17 @@ void fq_spank_conf_defaults(struct fq_spank_conf *conf, const char *libdir)
 
 enum fq_spank_mode fq_spank_mode_parse(const char *word, enum fq_spank_mode bare)
 {
+	int k;
+
 	if (!word || !*word)
 		return bare;
-	if (!strcmp(word, "off"))
-		return FQ_MODE_OFF;
-	if (!strcmp(word, "monitor"))
-		return FQ_MODE_MONITOR;
-	if (!strcmp(word, "control"))
-		return FQ_MODE_CONTROL;
-	return FQ_MODE_UNSET;
+	return fq_parse_enum(word, mode_names, &k) == 0 ? (enum fq_spank_mode)(FQ_MODE_OFF + k)
+							: FQ_MODE_UNSET;
 }
 
 const char *fq_spank_mode_name(enum fq_spank_mode mode)
 {
-	switch (mode) {
-	case FQ_MODE_OFF:
-		return "off";
-	case FQ_MODE_MONITOR:
-		return "monitor";
-	case FQ_MODE_CONTROL:
-		return "control";
-	default:
-		return "";
-	}
+	return mode >= FQ_MODE_OFF && mode <= FQ_MODE_CONTROL ? mode_names[mode - FQ_MODE_OFF] : "";
 }
 
 int fq_spank_path_expand(const char *path, const char *node, char *out, size_t outlen)
@@ -116,9 +108,10 @@ static int set_path(char *dst, const char *key, const char *val, char *err, size
 
 static int parse_one(struct fq_spank_conf *conf, const char *key, const char *val, char *err, size_t errlen)
 {
+	static const char *const yes_no[] = {"yes", "no", NULL};
 	enum fq_spank_mode m;
-	char *end;
-	long l;
+	uint64_t ms;
+	int k;
 
 	if (!strcmp(key, "libdir"))
 		return set_path(conf->libdir, key, val, err, errlen);
@@ -159,21 +152,19 @@ static int parse_one(struct fq_spank_conf *conf, const char *key, const char *va
 		return 0;
 	}
 	if (!strcmp(key, "required")) {
-		if (strcmp(val, "yes") && strcmp(val, "no")) {
+		if (fq_parse_enum(val, yes_no, &k) < 0) {
 			snprintf(err, errlen, "required=%s: must be yes or no", val);
 			return -EINVAL;
 		}
-		conf->required = !strcmp(val, "yes");
+		conf->required = k == 0;
 		return 0;
 	}
 	if (!strcmp(key, "timeout_ms")) {
-		errno = 0;
-		l = strtol(val, &end, 10);
-		if (errno || end == val || *end || l < 1 || l > 60000) {
+		if (fq_parse_decimal(val, &ms) < 0 || ms < 1 || ms > 60000) {
 			snprintf(err, errlen, "timeout_ms=%s: must be 1-60000", val);
 			return -EINVAL;
 		}
-		conf->timeout_ms = (int)l;
+		conf->timeout_ms = (int)ms;
 		return 0;
 	}
 	snprintf(err, errlen,

@@ -14,6 +14,7 @@
  * option: off|monitor|control), required (yes|no: a step asking for
  * fabriciq fails if the agent is unreachable), timeout_ms (every socket
  * operation with the agent, 1-60000). Unknown keys and bad values are errors.
+ * Values are read by common/parse.h's parsers (choices, decimal numbers).
  */
 #ifndef FQ_SPANK_CONF_H
 #define FQ_SPANK_CONF_H

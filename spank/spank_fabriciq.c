@@ -37,6 +37,7 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
+#include "common/clock.h"
 #include "common/clock_page.h"
 #include "common/step_socket.h"
 #include "spank/spank_conf.h"
@@ -460,12 +461,9 @@ static int64_t global_now_ns(void)
 {
 	struct fq_clock_page_reader *r;
 	struct fq_clock_model m;
-	struct timespec ts;
 	char path[FQ_STEP_PATH_MAX];
-	int64_t local, global = 0;
+	int64_t local = fq_now_ns(), global = 0;
 
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	local = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	/* before the first answer (StepStart's own time), the agent's page is
 	 * known only from an override or the default */
 	if (fq_spank_agent_path(g.conf.clock_page, g.node, g.told->clock_page, FQ_CLOCK_PAGE_DEFAULT, path,

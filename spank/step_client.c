@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
 
 /* Answers are a few bytes; a step request carries one Rank per task. */
@@ -27,10 +28,7 @@ struct fq_step_client {
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return fq_clock_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
 /* Wait for events on fd until deadline (ms, CLOCK_MONOTONIC). */

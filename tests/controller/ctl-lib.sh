@@ -1,8 +1,9 @@
 # ctl-lib.sh: helpers for the controller's integration tests (sourced, under
-# tests/db/with-postgres.sh): a private munged, the controller with a
-# generated config in a temporary directory, psql counts.
+# tests/db/with-postgres.sh): a private munged (tests/lib/munged.sh), the
+# controller with a generated config in a temporary directory, psql counts.
 # Needs: top_srcdir, top_builddir, PGHOST (from with-postgres.sh).
 . "$top_srcdir/tests/lib/tap.sh"
+. "$top_srcdir/tests/lib/munged.sh"
 
 CTL_BIN=$top_builddir/controller/fabriciq-controller
 SIM=$top_builddir/tests/controller/fq-agentsim
@@ -12,31 +13,26 @@ command -v munged >/dev/null || skip_all "munged not installed (apt-get install 
 T=$(mktemp -d /tmp/fq-ctl-test.XXXXXX)
 chmod 0700 "$T"
 CTL_PID=
-MUNGE_PID=
 ctl_cleanup() {
 	[ -n "$CTL_PID" ] && kill "$CTL_PID" 2>/dev/null && wait "$CTL_PID" 2>/dev/null
-	[ -n "$MUNGE_PID" ] && kill "$MUNGE_PID" 2>/dev/null
+	munged_stop
 	rm -rf "$T"
 }
 trap ctl_cleanup EXIT
 
-# A free TCP port on 127.0.0.1 (from the kernel's ephemeral choice).
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
 munge_up() {
-	dd if=/dev/urandom of="$T/munge.key" bs=1024 count=1 status=none && chmod 0400 "$T/munge.key"
-	munged --force --socket="$T/munge.socket" --key-file="$T/munge.key" --pid-file="$T/munged.pid" \
-		--log-file="$T/munged.log" --seed-file="$T/munged.seed" || return 1
-	for _ in $(seq 50); do [ -s "$T/munged.pid" ] && munge -S "$T/munge.socket" -n >/dev/null 2>&1 && break; sleep 0.1; done
-	MUNGE_PID=$(cat "$T/munged.pid")
+	munged_start "$T" || return 1
 	# the fabriciq CLI mints its API credentials there
-	export FABRICIQ_MUNGE_SOCKET=$T/munge.socket
+	export FABRICIQ_MUNGE_SOCKET=$MUNGE_SOCKET
 }
 
-# ctl_up [KEY=VALUE]...: start the controller; CTL_PORT, HTTP_PORT, CTL_LOG.
+# ctl_up [KEY=VALUE]...: start the controller; CTL_PORT, HTTP_PORT, CTL_LOG
+# (new free ports, or the last ones again when CTL_KEEP_PORTS is set).
 ctl_up() {
-	CTL_PORT=$(free_port)
-	HTTP_PORT=$(free_port)
+	if [ -z "${CTL_KEEP_PORTS:-}" ] || [ -z "${CTL_PORT:-}" ]; then
+		CTL_PORT=$(free_port)
+		HTTP_PORT=$(free_port)
+	fi
 	CTL_N=$((${CTL_N:-0} + 1))
 	CTL_LOG=$T/controller.$CTL_N.log
 	cat >"$T/fabriciq.conf" <<CONF

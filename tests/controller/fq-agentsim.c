@@ -37,80 +37,32 @@
  * job-base + j * agents + agent. --jobs-open: the jobs never end (a fifth
  * lane report instead of the StepEnd).
  */
+#include "tests/controller/agentsim.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/event.h>
 #include <getopt.h>
-#include <netinet/in.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "common/frame.h"
+#include "common/clock.h"
 #include "common/munge_cred.h"
-
-struct sim;
-
-struct agent {
-	struct sim *sim;
-	int idx;
-	char node[256];
-	struct bufferevent *bev;
-	struct fq_frame_decoder *dec;
-	int state;            /* 0 challenge, 1 ready, 2 closed */
-	struct evbuffer *pre; /* burst: frames encoded before the clock starts */
-	uint64_t next_seq, first_seq, acked, replay_from;
-	uint64_t sent;
-	uint64_t corrections, peers;
-	int64_t last_offset;
-	bool got_result, replaying;
-};
-
-struct sim {
-	struct event_base *base;
-	struct sockaddr_in addr;
-	const char *munge_socket, *auth, *prefix;
-	int nagents, probes, lanes, ticks_done, duration, all_kinds, evil, ttl, auth_delay_ms;
-	uint64_t start_seq, total_lanes;
-	double tick_s;
-	bool replay;
-	bool burst_wait; /* stop the loop at the last ack (burst timing) */
-	int64_t last_ack_ns;
-	const char *collision; /* NULL, "outlier", "tie" or "control" */
-	uint64_t job_base;
-	uint64_t advice;
-	bool both_ends, phases, jobs_open;
-	uint64_t jobs;
-	double lanes_for; /* seconds; 0: all along */
-	struct agent *agents;
-	struct event *tick_ev, *end_ev;
-	char *saved_cred;
-	int64_t t0;
-};
 
 static bool all_acked(const struct sim *s);
 
-static const char *evil_str = "o'q\"b\\s;--%_\t\n$1{,}é";
+const char *const sim_evil_str = "o'q\"b\\s;--%_\t\n$1{,}é";
 
-static int64_t now_ns(void)
+void sim_name_of(const struct sim *s, int idx, char *out, size_t len)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+	snprintf(out, len, "%s%s%05d", s->prefix, s->evil ? sim_evil_str : "", idx);
 }
 
-static void name_of(const struct sim *s, int idx, char *out, size_t len)
-{
-	snprintf(out, len, "%s%s%05d", s->prefix, s->evil ? evil_str : "", idx);
-}
-
-static void send_env(struct agent *a, Fabriciq__Envelope *env)
+void sim_send_env(struct agent *a, Fabriciq__Envelope *env)
 {
 	uint8_t *buf;
 	size_t len;
@@ -126,360 +78,13 @@ static void send_env(struct agent *a, Fabriciq__Envelope *env)
 }
 
 /* --jobs: frame k (from 0) of agent a's job steps (see the header). */
-static void send_job_frame(struct agent *a, uint64_t k)
-{
-	struct sim *s = a->sim;
-	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
-	Fabriciq__StepStart ss = FABRICIQ__STEP_START__INIT;
-	Fabriciq__StepEnd se = FABRICIQ__STEP_END__INIT;
-	Fabriciq__LaneReport l = FABRICIQ__LANE_REPORT__INIT;
-	Fabriciq__Rank r0 = FABRICIQ__RANK__INIT, *ranks[1] = {&r0};
-	uint64_t job = s->job_base + (k / 6) * (uint64_t)s->nagents + (uint64_t)a->idx;
-	int64_t t = s->t0 + (int64_t)k * 1000000;
-	int pos = (int)(k % 6);
-
-	env.seq = k + 1;
-	env.sent_ns = now_ns();
-	if (pos == 0) {
-		ss.job_id = job;
-		ss.uid = 1000;
-		ss.node = a->node;
-		r0.pid = 100;
-		ss.ranks = ranks;
-		ss.n_ranks = 1;
-		ss.time_ns = t;
-		ss.mode = "monitor";
-		ss.node_count = 1;
-		ss.task_count = 1;
-		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
-		env.step_start = &ss;
-	} else if (pos < 5 || s->jobs_open) {
-		l.job_id = job;
-		l.lane = (uint32_t)(pos - 1) % 4;
-		l.local_nic = "rail0";
-		l.interval_start_ns = t - 100000000;
-		l.interval_end_ns = t;
-		l.bytes = 1000000;
-		l.chunks = 100;
-		l.messages = 10;
-		l.lane_kind = "tcp";
-		l.is_send = true;
-		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
-		env.lane = &l;
-	} else {
-		se.job_id = job;
-		se.node = a->node;
-		se.time_ns = t + 1000000;
-		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_END;
-		env.step_end = &se;
-	}
-	send_env(a, &env);
-}
-
-/* The frame of (agent, seq): see the header. */
-static void send_seq(struct agent *a, uint64_t seq)
-{
-	struct sim *s = a->sim;
-	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
-	char peer[256], nic[64], rnic[64];
-	int cycle = s->probes + s->lanes + 1;
-	int64_t t = s->t0 + (int64_t)seq * 1000000;
-	int pos;
-
-	env.seq = seq;
-	env.sent_ns = now_ns();
-	name_of(s, (a->idx + 1) % s->nagents, peer, sizeof(peer));
-	snprintf(nic, sizeof(nic), "%srail%d", s->evil ? evil_str : "", (int)(seq % 2));
-	snprintf(rnic, sizeof(rnic), "%srail%d", s->evil ? evil_str : "", (int)(seq % 2));
-	if (s->all_kinds && seq < 6) {
-		Fabriciq__StepStart ss = FABRICIQ__STEP_START__INIT;
-		Fabriciq__StepEnd se = FABRICIQ__STEP_END__INIT;
-		Fabriciq__LinkEvent le = FABRICIQ__LINK_EVENT__INIT;
-		Fabriciq__FailoverEvent fe = FABRICIQ__FAILOVER_EVENT__INIT;
-		Fabriciq__Rank r0 = FABRICIQ__RANK__INIT, r1 = FABRICIQ__RANK__INIT, *ranks[2] = {&r0, &r1};
-		switch (seq) {
-		case 1:
-			ss.job_id = 1000 + (uint64_t)a->idx;
-			ss.step_id = 0;
-			ss.uid = 1000;
-			ss.node = a->node;
-			r0.global_rank = 0;
-			r1.global_rank = 1;
-			r1.local_rank = 1;
-			r0.pid = 100;
-			r1.pid = 101;
-			ss.ranks = ranks;
-			ss.n_ranks = 2;
-			ss.time_ns = t;
-			ss.mode = "control";
-			ss.node_count = 1;
-			ss.task_count = 2;
-			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
-			env.step_start = &ss;
-			break;
-		case 2:
-		case 3:
-			le.local_nic = nic;
-			le.remote_node = peer;
-			le.remote_nic = rnic;
-			le.state =
-			    seq == 2 ? FABRICIQ__LINK_EVENT__STATE__DOWN : FABRICIQ__LINK_EVENT__STATE__UP;
-			le.time_ns = t;
-			le.detected_ns = t + 1000;
-			le.detector = s->evil ? (char *)evil_str : "probe";
-			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LINK;
-			env.link = &le;
-			break;
-		case 4:
-			fe.job_id = 1000 + (uint64_t)a->idx;
-			fe.from_lane = 0;
-			fe.to_lane = 1;
-			fe.local_nic = nic;
-			fe.remote_nic = rnic;
-			fe.cause = s->evil ? (char *)evil_str : "path-down";
-			fe.time_ns = t;
-			fe.detect_ns = 5000;
-			fe.bytes_resent = 4096;
-			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER;
-			env.failover = &fe;
-			break;
-		default:
-			se.job_id = 1000 + (uint64_t)a->idx;
-			se.node = a->node;
-			se.time_ns = t + 1000000000;
-			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_END;
-			env.step_end = &se;
-			break;
-		}
-		send_env(a, &env);
-		a->sent++;
-		return;
-	}
-	pos = (int)(seq % (uint64_t)cycle);
-	if (pos < s->probes) {
-		Fabriciq__ProbeReport p = FABRICIQ__PROBE_REPORT__INIT;
-		p.local_nic = nic;
-		p.remote_node = peer;
-		p.remote_nic = rnic;
-		p.window_start_ns = t - 1000000000;
-		p.window_end_ns = t;
-		p.sent = 50;
-		p.answered = 50;
-		p.owd_fwd_min_ns = 9000;
-		p.owd_fwd_p50_ns = 10000;
-		p.owd_fwd_p99_ns = 12000;
-		p.owd_fwd_max_ns = 15000;
-		p.owd_rev_min_ns = 9000;
-		p.owd_rev_p50_ns = 10000;
-		p.owd_rev_p99_ns = 12000;
-		p.owd_rev_max_ns = 15000;
-		p.rtt_p50_ns = 20000;
-		p.timestamp_kind = FABRICIQ__TIMESTAMP_KIND__TIMESTAMP_SOFTWARE;
-		p.path_up = true;
-		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_PROBE;
-		env.probe = &p;
-		send_env(a, &env);
-	} else if (pos < s->probes + s->lanes) {
-		Fabriciq__LaneReport l = FABRICIQ__LANE_REPORT__INIT;
-		l.job_id = 1000 + (uint64_t)a->idx;
-		l.src_rank = 0;
-		l.dst_rank = 1;
-		l.lane = (uint32_t)(seq % 4);
-		l.local_nic = nic;
-		l.remote_node = peer;
-		l.remote_nic = rnic;
-		l.interval_start_ns = t - 100000000;
-		l.interval_end_ns = t;
-		l.bytes = 1000000 + seq;
-		l.chunks = 100;
-		l.messages = 10;
-		l.owd_min_ns = 8000;
-		l.owd_p50_ns = 11000;
-		l.owd_p99_ns = 14000;
-		l.owd_max_ns = 20000;
-		l.tcp_rtt_us = 30;
-		l.synchronised = true;
-		l.lane_kind = s->evil ? (char *)evil_str : "tcp";
-		l.is_send = seq % 2;
-		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
-		env.lane = &l;
-		send_env(a, &env);
-	} else {
-		Fabriciq__ClockReport c = FABRICIQ__CLOCK_REPORT__INIT;
-		Fabriciq__ClockEstimate e[2] = {FABRICIQ__CLOCK_ESTIMATE__INIT,
-						FABRICIQ__CLOCK_ESTIMATE__INIT};
-		Fabriciq__ClockEstimate *ep[2] = {&e[0], &e[1]};
-		char prev[256];
-		int nb[2] = {(a->idx + 1) % s->nagents, (a->idx + s->nagents - 1) % s->nagents};
-		name_of(s, nb[1], prev, sizeof(prev));
-		for (int k = 0; k < 2; k++) {
-			e[k].peer_node = k ? prev : peer;
-			/* peer's clock minus ours */
-			e[k].offset_ns = (int64_t)(nb[k] - a->idx) * 1000;
-			e[k].error_bound_ns = 200;
-			e[k].samples = 40;
-			e[k].window_start_ns = t - 4000000000;
-			e[k].window_end_ns = t;
-		}
-		c.estimates = ep;
-		c.n_estimates = s->nagents > 1 ? 2 : 0;
-		c.applied_offset_ns = a->last_offset;
-		c.applied_error_ns = 300;
-		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_CLOCK;
-		env.clock = &c;
-		send_env(a, &env);
-	}
-	a->sent++;
-}
-
-/* ---- --collision ---------------------------------------------------------- */
-
-/* The lanes of the scenario: job (base + job), sender agent, ranks, lane. */
-struct coll_lane {
-	int job, src_agent;
-	uint32_t src_rank, dst_rank, lane;
-};
-
-static const struct coll_lane coll_lanes[] = {{1, 0, 0, 1, 0}, {2, 1, 0, 2, 0}, {2, 2, 1, 2, 0}};
-
-static size_t coll_nlanes(const struct sim *s)
-{
-	return strcmp(s->collision, "tie") ? 3 : 2;
-}
-
-/* One collision tick of agent a: its StepStarts (first tick), probe
- * windows of its path to D/rail0 (senders), the receiving side of every
- * lane (D). */
-static void coll_tick(struct agent *a)
-{
-	struct sim *s = a->sim;
-	int64_t t = now_ns();
-	char dnode[256], snode[256];
-	const int d = 3;
-	const bool cold = !strcmp(s->collision, "control");
-
-	name_of(s, d, dnode, sizeof(dnode));
-	if (a->next_seq == a->first_seq) {
-		for (int job = 1; job <= 2; job++) {
-			Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
-			Fabriciq__StepStart ss = FABRICIQ__STEP_START__INIT;
-			Fabriciq__Rank r[3] = {FABRICIQ__RANK__INIT, FABRICIQ__RANK__INIT,
-					       FABRICIQ__RANK__INIT};
-			Fabriciq__Rank *rp[3] = {&r[0], &r[1], &r[2]};
-			uint32_t nranks = 0, tasks = 1;
-
-			for (size_t i = 0; i < coll_nlanes(s); i++) {
-				const struct coll_lane *l = &coll_lanes[i];
-				if (l->job != job)
-					continue;
-				tasks = l->dst_rank + 1;
-				if (a->idx == d) { /* one receiving rank per job */
-					r[0].global_rank = l->dst_rank;
-					r[0].pid = (uint32_t)(1000 * job + a->idx);
-					nranks = 1;
-				} else if (l->src_agent == a->idx) {
-					r[nranks].global_rank = l->src_rank;
-					r[nranks].pid = (uint32_t)(1000 * job + a->idx);
-					nranks++;
-				}
-			}
-			if (!nranks)
-				continue;
-			ss.job_id = s->job_base + (uint64_t)job;
-			ss.uid = 1000;
-			ss.node = a->node;
-			ss.ranks = rp;
-			ss.n_ranks = nranks;
-			ss.time_ns = t - 1000000000;
-			ss.mode = "control";
-			ss.node_count = tasks;
-			ss.task_count = tasks;
-			env.seq = a->next_seq++;
-			env.sent_ns = t;
-			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
-			env.step_start = &ss;
-			send_env(a, &env);
-			a->sent++;
-		}
-	}
-	if (a->idx != d) {
-		Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
-		Fabriciq__ProbeReport p = FABRICIQ__PROBE_REPORT__INIT;
-
-		p.local_nic = "rail0";
-		p.remote_node = dnode;
-		p.remote_nic = "rail0";
-		p.window_start_ns = t - 1000000000;
-		p.window_end_ns = t;
-		p.sent = p.answered = 50;
-		/* control: a slower path (100 us), so that its lanes' p99 is above
-		 * the delay floor yet within collision_factor of the probe delay */
-		p.owd_fwd_min_ns = p.owd_rev_min_ns = cold ? 90000 : 9000;
-		p.owd_fwd_p50_ns = p.owd_rev_p50_ns = cold ? 100000 : 10000;
-		p.owd_fwd_p99_ns = p.owd_rev_p99_ns = cold ? 120000 : 12000;
-		p.owd_fwd_max_ns = p.owd_rev_max_ns = cold ? 150000 : 15000;
-		p.rtt_p50_ns = 20000;
-		p.timestamp_kind = FABRICIQ__TIMESTAMP_KIND__TIMESTAMP_SOFTWARE;
-		p.path_up = true;
-		env.seq = a->next_seq++;
-		env.sent_ns = t;
-		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_PROBE;
-		env.probe = &p;
-		send_env(a, &env);
-		a->sent++;
-	}
-	if (s->lanes_for > 0 && t - s->t0 > (int64_t)(s->lanes_for * 1e9))
-		return;
-	for (size_t i = 0; i < coll_nlanes(s); i++) {
-		const struct coll_lane *cl = &coll_lanes[i];
-		Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
-		Fabriciq__LaneReport l = FABRICIQ__LANE_REPORT__INIT;
-		bool hot = strcmp(s->collision, "control") != 0, send = a->idx != d;
-
-		if (send && (!s->both_ends || cl->src_agent != a->idx))
-			continue;
-		name_of(s, cl->src_agent, snode, sizeof(snode));
-		l.job_id = s->job_base + (uint64_t)cl->job;
-		l.src_rank = cl->src_rank;
-		l.dst_rank = cl->dst_rank;
-		l.lane = cl->lane;
-		l.local_nic = "rail0";
-		l.remote_node = send ? dnode : snode;
-		l.remote_nic = "rail0";
-		/* --both-ends: the sender's timer fires 50 ms after the receiver's */
-		l.interval_end_ns = s->both_ends && !send ? t - 50000000 : t;
-		if (s->phases && !send) /* --phases: each receiving rank's timer its own phase */
-			l.interval_end_ns -= (int64_t)(i == 0 ? 40 : i == 1 ? 80 : 0) * 1000000;
-		l.interval_start_ns = l.interval_end_ns - 100000000;
-		l.bytes = 50000000;
-		l.chunks = 100;
-		l.messages = 10;
-		if (!send) { /* only the receiving side measures the one-way delay */
-			l.owd_min_ns = hot ? 9000 : 95000;
-			l.owd_p50_ns = hot ? 500000 : 150000;
-			l.owd_p99_ns = hot ? 2000000 : 250000;
-			l.owd_max_ns = hot ? 3000000 : 280000;
-		}
-		l.tcp_rtt_us = 30;
-		l.synchronised = true;
-		l.lane_kind = "tcp";
-		l.is_send = send;
-		env.seq = a->next_seq++;
-		env.sent_ns = t;
-		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
-		env.lane = &l;
-		send_env(a, &env);
-		a->sent++;
-	}
-}
-
 static void print_advice(struct agent *a, const Fabriciq__Advice *v)
 {
 	a->sim->advice++;
 	printf("{\"advice\":{\"t_ms\":%lld,\"node\":\"%s\",\"job\":%llu,\"kind\":\"%s\",\"local_nic\":\"%s\","
 	       "\"remote_node\":\"%s\",\"remote_nic\":\"%s\",\"lifetime_ns\":%lld,"
 	       "\"collides_with_job\":%llu,\"shared_nic\":\"%s\"}}\n",
-	       (long long)((now_ns() - a->sim->t0) / 1000000), a->node, (unsigned long long)v->job_id,
+	       (long long)((fq_realtime_ns() - a->sim->t0) / 1000000), a->node, (unsigned long long)v->job_id,
 	       v->kind ? v->kind : "", v->local_nic ? v->local_nic : "", v->remote_node ? v->remote_node : "",
 	       v->remote_nic ? v->remote_nic : "", (long long)v->lifetime_ns,
 	       (unsigned long long)v->collides_with_job, v->shared_nic ? v->shared_nic : "");
@@ -498,7 +103,7 @@ static void send_auth(struct agent *a, const Fabriciq__Challenge *ch)
 		h.node = a->node;
 		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_HELLO;
 		env.hello = &h;
-		send_env(a, &env);
+		sim_send_env(a, &env);
 		return;
 	}
 	if (!strcmp(s->auth, "forged")) {
@@ -517,7 +122,7 @@ static void send_auth(struct agent *a, const Fabriciq__Challenge *ch)
 	au.credential = cred;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_AUTH;
 	env.auth = &au;
-	send_env(a, &env);
+	sim_send_env(a, &env);
 	free(cred);
 }
 
@@ -530,7 +135,7 @@ static void send_hello(struct agent *a)
 	char names[3][64], addrs[3][32];
 
 	for (int i = 0; i < 3; i++) {
-		snprintf(names[i], sizeof(names[i]), "%s%s", a->sim->evil ? evil_str : "",
+		snprintf(names[i], sizeof(names[i]), "%s%s", a->sim->evil ? sim_evil_str : "",
 			 i < 2 ? (i ? "rail1" : "rail0") : "eth0");
 		snprintf(addrs[i], sizeof(addrs[i]), "198.%d.%d.%d", 18 + (i == 2), (a->idx >> 8) + i * 40,
 			 a->idx & 255);
@@ -540,17 +145,17 @@ static void send_hello(struct agent *a)
 		n[i].speed_mbps = 100000;
 		n[i].kind = FABRICIQ__NIC_KIND__NIC_ETHERNET;
 		n[i].front_end = i == 2;
-		n[i].guid = a->sim->evil ? (char *)evil_str : "";
+		n[i].guid = a->sim->evil ? (char *)sim_evil_str : "";
 	}
 	h.node = a->node;
-	h.agent_version = a->sim->evil ? (char *)evil_str : "agentsim";
-	h.boot_id = a->sim->evil ? (char *)evil_str : "00000000-0000-0000-0000-000000000000";
+	h.agent_version = a->sim->evil ? (char *)sim_evil_str : "agentsim";
+	h.boot_id = a->sim->evil ? (char *)sim_evil_str : "00000000-0000-0000-0000-000000000000";
 	h.nics = np;
 	h.n_nics = 3;
 	h.next_seq = a->replaying ? a->replay_from : a->next_seq;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_HELLO;
 	env.hello = &h;
-	send_env(a, &env);
+	sim_send_env(a, &env);
 }
 
 static void on_env(struct agent *a, Fabriciq__Envelope *env)
@@ -565,7 +170,7 @@ static void on_env(struct agent *a, Fabriciq__Envelope *env)
 			if (a->replaying) {
 				/* resend everything already sent, then go on */
 				for (uint64_t q = a->replay_from; q < a->next_seq; q++)
-					send_seq(a, q);
+					sim_send_seq(a, q);
 				a->replaying = false;
 			}
 			if (!strcmp(a->sim->auth, "garbage")) {
@@ -582,7 +187,7 @@ static void on_env(struct agent *a, Fabriciq__Envelope *env)
 		if (env->ack->seq > a->acked)
 			a->acked = env->ack->seq;
 		if (a->sim->burst_wait && all_acked(a->sim)) {
-			a->sim->last_ack_ns = now_ns();
+			a->sim->last_ack_ns = fq_realtime_ns();
 			event_base_loopbreak(a->sim->base);
 		}
 		break;
@@ -665,15 +270,15 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		if (a->state != 1)
 			continue;
 		if (s->collision) {
-			coll_tick(a);
+			sim_coll_tick(a);
 			continue;
 		}
 		if (s->all_kinds && a->next_seq < 6) {
 			while (a->next_seq < 6)
-				send_seq(a, a->next_seq++);
+				sim_send_seq(a, a->next_seq++);
 		}
 		for (int k = 0; k < per_tick; k++)
-			send_seq(a, a->next_seq++);
+			sim_send_seq(a, a->next_seq++);
 	}
 	s->ticks_done++;
 }
@@ -742,12 +347,12 @@ static double burst(struct sim *s, double drain_s)
 			continue;
 		for (uint64_t k = 0; k < s->total_lanes; k++) {
 			if (s->jobs)
-				send_job_frame(a, a->next_seq++ - 1);
+				sim_send_job_frame(a, a->next_seq++ - 1);
 			else
-				send_seq(a, a->next_seq++);
+				sim_send_seq(a, a->next_seq++);
 		}
 	}
-	t0 = now_ns();
+	t0 = fq_realtime_ns();
 	for (int i = 0; i < s->nagents; i++) {
 		struct agent *a = &s->agents[i];
 		if (!a->pre)
@@ -766,7 +371,7 @@ static double burst(struct sim *s, double drain_s)
 	s->burst_wait = false;
 	if (!all_acked(s))
 		return -1;
-	return (double)((s->last_ack_ns ? s->last_ack_ns : now_ns()) - t0) / 1e9;
+	return (double)((s->last_ack_ns ? s->last_ack_ns : fq_realtime_ns()) - t0) / 1e9;
 }
 
 int main(int argc, char **argv)
@@ -938,14 +543,14 @@ int main(int argc, char **argv)
 			s.lanes = 1;
 		s.lanes = 1000000; /* burst: every frame a lane (cycle position < lanes) */
 	}
-	s.t0 = now_ns();
+	s.t0 = fq_realtime_ns();
 	s.base = event_base_new();
 	s.agents = calloc((size_t)s.nagents, sizeof(*s.agents));
 	for (int i = 0; i < s.nagents; i++) {
 		struct agent *a = &s.agents[i];
 		a->sim = &s;
 		a->idx = i;
-		name_of(&s, i, a->node, sizeof(a->node));
+		sim_name_of(&s, i, a->node, sizeof(a->node));
 		a->next_seq = a->first_seq = s.start_seq;
 		a->acked = s.start_seq - 1;
 		agent_connect(a);

@@ -12,5 +12,5 @@ migrate=${top_builddir:-.}/db/fabriciq-db
 [ -x "$bin" ] && [ -x "$migrate" ] || { echo "1..0 # SKIP $bin or $migrate not built"; exit 0; }
 "$migrate" migrate >/dev/null || { echo "Bail out! migrate failed"; exit 1; }
 load_fixture || { echo "Bail out! fixture failed to load"; exit 1; }
-FQ_TEST_PG_STOP="runuser -u postgres -- ${FQ_PG_BINDIR:-/usr/lib/postgresql/15/bin}/pg_ctl -D $PGHOST/data -m immediate -w stop >/dev/null" \
+FQ_TEST_PG_STOP="$FQ_TEST_PG_CTL -m immediate -w stop >/dev/null" \
 	exec "$bin"

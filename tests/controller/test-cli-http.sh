@@ -54,10 +54,18 @@ http job "4242 0" 2>/dev/null; is $? 2 "a space in the job id: exit 2"
 http jobs --limit 0 2>"$CTL_LOG.err"; is $? 2 "jobs --limit 0 over HTTP: exit 2"
 is "$(q 'select count(*) from fabriciq.jobs')" 1 "... the jobs table is intact"
 # Query values with '&', '+' or '%' must reach the API as they were given
-# (controller/http.c encodes libmicrohttpd's decoded arguments again).
+# (controller/http.c hands libmicrohttpd's decoded arguments to the API).
 a=$(http --json events --since 2020-01-01T00:00:00+00:00 --node 'gpu03&limit=1' 2>/dev/null | json 'len(j["events"])' 2>/dev/null || echo refused)
 b=$(direct --json events --since 2020-01-01T00:00:00+00:00 --node 'gpu03&limit=1' 2>&1 | json 'len(j["events"])' 2>&1)
 is "$a" "$b" "'&' and '+' in query values reach the API intact"
+st=$(curl -s -o "$T/body" -w '%{http_code}' "$url/api/v1/events?lim%69t=1&since=2020-01-01T00:00:00%2B00:00")
+is "$st" 200 "a percent-encoded name and value over HTTP: 200"
+is "$(json 'len(j["events"])' <"$T/body" 2>&1)" 1 "... decoded (limit=1 applied)"
+st=$(curl -s -o "$T/body" -w '%{http_code}' "$url/api/v1/events?limit=1&limit=2")
+is "$st" 400 "a parameter given twice over HTTP: 400"
+grep -q "query parameter 'limit' given twice" "$T/body"; ok $? "... saying so" || diag "$(cat "$T/body")"
+st=$(curl -s -o "$T/body" -w '%{http_code}' "$url/api/v1/events?node=$(printf 'x%.0s' $(seq 300))")
+is "$st" 400 "a value over 256 bytes over HTTP: 400"
 "$cli" --controller "$url/nope" status 2>/dev/null; is $? 3 "a wrong URL prefix: HTTP 404, exit 3"
 
 # Authentication. code PATH [CURL ARGS]: the HTTP status of a plain GET.
@@ -105,7 +113,7 @@ ctl_up || { echo "Bail out! the controller did not restart"; exit 1; }
 url=http://127.0.0.1:$HTTP_PORT
 
 # The daemon's database goes away: HTTP 503, exit 1.
-runuser -u postgres -- "${FQ_PG_BINDIR:-/usr/lib/postgresql/15/bin}/pg_ctl" -D "$PGHOST/data" -m immediate -w stop >/dev/null
+$FQ_TEST_PG_CTL -m immediate -w stop >/dev/null
 http status 2>"$CTL_LOG.err"; is $? 1 "database down behind the controller: exit 1"
 grep -q 'database unavailable.*(HTTP 503)' "$CTL_LOG.err"; ok $? "... saying so" || diag "$(cat "$CTL_LOG.err")"
 ctl_down

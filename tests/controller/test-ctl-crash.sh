@@ -17,13 +17,8 @@ nagents=4
 munge_up || skip_all "private munged did not start"
 plan $((kills + 8))
 ctl_up; ok $? "controller starts"
-# Restarts reuse the ports (ctl_up asks free_port for the agents' port, then the HTTP one).
-P1=$CTL_PORT P2=$HTTP_PORT
-echo 0 >"$T/pc"
-free_port() {
-	local n; n=$(cat "$T/pc"); echo $((n + 1)) >"$T/pc"
-	[ $((n % 2)) -eq 0 ] && echo "$P1" || echo "$P2"
-}
+# Restarts reuse the ports.
+CTL_KEEP_PORTS=1
 
 # One agent: runs of fq-agentsim, each starting at the first unacked seq.
 agent_loop() {

@@ -7,8 +7,8 @@
 . "$(dirname "$0")/ctl-lib.sh"
 
 down_s=${FQ_PGDOWN_S:-30}
-pgbin=${FQ_PG_BINDIR:-/usr/lib/postgresql/15/bin}
-pg() { runuser -u postgres -- "$pgbin/pg_ctl" -D "$PGHOST/data" "$@" >/dev/null 2>&1; }
+# shellcheck disable=SC2086 # FQ_TEST_PG_CTL (with-postgres.sh) is a command and its words
+pg() { $FQ_TEST_PG_CTL "$@" >/dev/null 2>&1; }
 munge_up || skip_all "private munged did not start"
 plan 8
 ctl_up; ok $? "controller starts"

@@ -1,5 +1,5 @@
 /*
- * test-doctor: the parts of `fabriciq doctor` (controller/doctor.h) that
+ * test-doctor: the parts of `fabriciq doctor` (controller/cli/doctor.h) that
  * need no agent: finding the SPANK plugin in plugstack.conf (comments,
  * other plugins, includes by glob relative to the including file, a
  * relative plugin path under the plugin directory, an include loop, an
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "controller/doctor.h"
+#include "controller/cli/doctor.h"
 #include "tests/unit/tap.h"
 
 static char dir[] = "/tmp/fq-doctor.XXXXXX";

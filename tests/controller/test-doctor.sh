@@ -62,8 +62,8 @@ has "$(result munge <<<"$out")" "^fail munge round trip through $tmp/no-munged f
 
 # the symbols doctor asks for are those the plugins' version scripts export
 syms() { sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\);$/\1/p' "$1"; }
-for s in $(syms "$src/nccl-plugin/libnccl-net-fabriciq.sym") $(syms "$src/spank/spank_fabriciq.sym"); do
-	grep -q "\"$s\"" "$src/controller/doctor.c" || missing+=" $s"
+for s in $(syms "$src/nccl-plugin/abi/libnccl-net-fabriciq.sym") $(syms "$src/spank/spank_fabriciq.sym"); do
+	grep -q "\"$s\"" "$src/controller/cli/doctor.c" || missing+=" $s"
 done
 is "${missing:-}" "" "doctor checks every symbol the version scripts name"
 done_testing

@@ -11,6 +11,7 @@
 # keeps its spool (it resends from seq 1 on reconnecting) and keeps only
 # the one valid correction. Real munged, no database.
 . "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/../lib/munged.sh"
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
 AGENT=$top_builddir/slurmd-agent/fabriciq-agent
@@ -19,21 +20,15 @@ FAKE=$top_builddir/tests/controller/fq-fakectl
 command -v munged >/dev/null || skip_all "munged not installed"
 
 T=$(mktemp -d /tmp/fq-trust-test.XXXXXX)
-AGENT_PID= FAKE_PID= MUNGE_PID=
+AGENT_PID= FAKE_PID=
 cleanup() {
 	[ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
 	[ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null
-	[ -n "$MUNGE_PID" ] && kill "$MUNGE_PID" 2>/dev/null
+	munged_stop
 	rm -rf "$T"
 }
 trap cleanup EXIT
-free_port() { python3 -c "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_$1); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
-
-dd if=/dev/urandom of="$T/munge.key" bs=1024 count=1 status=none && chmod 0400 "$T/munge.key"
-munged --force --socket="$T/munge.socket" --key-file="$T/munge.key" --pid-file="$T/munged.pid" \
-	--log-file="$T/munged.log" --seed-file="$T/munged.seed" || skip_all "private munged did not start"
-for _ in $(seq 50); do [ -s "$T/munged.pid" ] && munge -S "$T/munge.socket" -n >/dev/null 2>&1 && break; sleep 0.1; done
-MUNGE_PID=$(cat "$T/munged.pid")
+munged_start "$T" || skip_all "$MUNGED_ERR"
 
 # run_case MODE [KEY=VALUE...]: the fake controller in MODE and a fresh
 # agent (its own spool and status) until the fake is done; $D is its dir.
@@ -43,14 +38,14 @@ run_case() {
 	for kv in "$@"; do sets="$sets -s $kv"; done
 	D=$T/$mode.$#
 	mkdir -p "$D"
-	port=$(free_port STREAM)
+	port=$(free_port)
 	"$FAKE" "$port" "$T/munge.socket" "$mode" >"$D/fake.out" 2>&1 &
 	FAKE_PID=$!
 	for _ in $(seq 50); do grep -q listening "$D/fake.out" && break; sleep 0.1; done
 	# shellcheck disable=SC2086
 	"$AGENT" -c /dev/null -s node=trust1 -s nics=lo -s "controller=127.0.0.1:$port" \
 		-s "munge_socket=$T/munge.socket" -s "spool_dir=$D/spool" -s "status_file=$D/status.json" \
-		-s "run_dir=$D/run" -s report_interval=200ms -s "port=$(free_port DGRAM)" $sets >"$D/agent.log" 2>&1 &
+		-s "run_dir=$D/run" -s report_interval=200ms -s "port=$(free_port)" $sets >"$D/agent.log" 2>&1 &
 	AGENT_PID=$!
 	wait "$FAKE_PID"
 	FAKE_RC=$?

@@ -4,20 +4,13 @@
  * BATCH rows), as the controller does, and prints "rows seconds rows/s".
  * Connects with the PG* environment. Used by bench/bench-db-copy.sh.
  */
+#include "common/clock.h"
 #include "db/db.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -42,7 +35,7 @@ int main(int argc, char **argv)
 	/* Rows in the last hour: today's partition, as in production. */
 	clock_gettime(CLOCK_REALTIME, &now);
 	t0 = ((int64_t)now.tv_sec - 3600) * 1000000000;
-	start = mono_ns();
+	start = fq_clock_ns(CLOCK_MONOTONIC);
 	for (long done = 0; done < total;) {
 		long n = total - done < batch ? total - done : batch;
 
@@ -81,7 +74,7 @@ int main(int argc, char **argv)
 		}
 		done += n;
 	}
-	double secs = (double)(mono_ns() - start) / 1e9;
+	double secs = (double)(fq_clock_ns(CLOCK_MONOTONIC) - start) / 1e9;
 	printf("%ld %.3f %.0f\n", total, secs, (double)total / secs);
 	fq_db_destroy(db);
 	free(rows);

@@ -4,6 +4,7 @@
  * migrations, COPY of hostile strings, atomic flushes, partitions and
  * retention, and the views' numbers on a small hand-made data set.
  */
+#include "common/clock.h"
 #include "db/db.h"
 
 #include <errno.h>
@@ -49,14 +50,6 @@ static const char *qf(const char *f, ...)
 	vsnprintf(sql, sizeof(sql), f, ap);
 	va_end(ap);
 	return q(sql);
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
 }
 
 static void test_migrations(struct fq_db *db)
@@ -107,7 +100,7 @@ static void test_hostile_strings(struct fq_db *db)
 {
 	struct fq_db_lane_window lw[NHOSTILE];
 	struct fq_db_link_event ev[NHOSTILE];
-	int64_t t = now_ns();
+	int64_t t = fq_realtime_ns();
 	int same = 0, rc;
 
 	for (size_t i = 0; i < NHOSTILE; i++) {
@@ -194,7 +187,7 @@ static void test_hostile_strings(struct fq_db *db)
 /* A flush that fails stores nothing and keeps every row for the retry. */
 static void test_atomic_flush(struct fq_db *db)
 {
-	int64_t t = now_ns();
+	int64_t t = fq_realtime_ns();
 	struct fq_db_lane_window lw = {
 	    .interval_start_ns = t,
 	    .interval_end_ns = t + SEC,
@@ -258,8 +251,8 @@ static void test_statement_timeout(void)
 {
 	struct fq_db_options o = {.conninfo = "", .connect_timeout_s = 2, .statement_timeout_ms = 300};
 	struct fq_db_lane_window lw = {
-	    .interval_start_ns = now_ns(),
-	    .interval_end_ns = now_ns() + SEC,
+	    .interval_start_ns = fq_realtime_ns(),
+	    .interval_end_ns = fq_realtime_ns() + SEC,
 	    .job_id = 9,
 	    .lane_kind = "tcp",
 	    .src_node = "a",
@@ -277,11 +270,11 @@ static void test_statement_timeout(void)
 	q("begin");
 	q("lock table fabriciq.lane_windows in access exclusive mode");
 	fq_db_add_lane_windows(db, &lw, 1);
-	t0 = now_ns();
+	t0 = fq_realtime_ns();
 	rc = fq_db_flush(db);
 	is_int(rc, -ETIMEDOUT, "a COPY into a locked table fails with -ETIMEDOUT");
-	ok(now_ns() - t0 < 3 * SEC, "... after the statement timeout, not the lock's holder (%.2f s)",
-	   (double)(now_ns() - t0) / 1e9);
+	ok(fq_realtime_ns() - t0 < 3 * SEC, "... after the statement timeout, not the lock's holder (%.2f s)",
+	   (double)(fq_realtime_ns() - t0) / 1e9);
 	is_int(fq_db_pending_rows(db), 1, "... the row stays buffered");
 	q("commit");
 	is_int(fq_db_flush(db), 1, "the lock released, the retry writes it");
@@ -446,7 +439,7 @@ static void test_incidents(struct fq_db *db, int64_t t0, int64_t outlier)
 
 static void test_views(struct fq_db *db)
 {
-	int64_t now = now_ns(), t0 = now - 600 * SEC;
+	int64_t now = fq_realtime_ns(), t0 = now - 600 * SEC;
 	struct fq_db_step step = {.job_id = 4242,
 				  .step_id = 0,
 				  .uid = 1000,
@@ -585,7 +578,7 @@ static void test_views(struct fq_db *db)
  * rank is stored after them. */
 static void test_rank_nics(struct fq_db *db)
 {
-	int64_t now = now_ns();
+	int64_t now = fq_realtime_ns();
 	struct fq_db_step step = {.job_id = 777, .step_id = 3, .uid = 1000, .start_ns = now - SEC};
 	struct fq_db_rank r0 = {777, 3, 0, 0, "a", NULL, 100}, r1 = {777, 3, 1, 0, "b", NULL, 200},
 			  r2 = {777, 3, 2, 1, "b", NULL, 201};

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "nccl-plugin/chunk.h"
-#include "nccl-plugin/relia.h"
+#include "nccl-plugin/control/relia.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

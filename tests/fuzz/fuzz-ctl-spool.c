@@ -4,7 +4,9 @@
  * then spool.dat. Open cuts a torn or corrupt tail, so the replay from the
  * committed offset must end cleanly (never -EBADMSG), each record within
  * the file; a record appended and synced next is replayed as it was, and
- * once committed nothing is pending.
+ * once committed nothing is pending. The same bytes also go, from every
+ * offset, through the one record parser both spools read with
+ * (fq_reclog_parse): a record it takes lies within what it was given.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/reclog.h"
 #include "controller/spool.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -46,6 +49,23 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
+/* fq_reclog_parse at every offset: a record is its header and body, inside
+ * the bytes at hand; anything else is "more needed" (0) or -EBADMSG. */
+static void parse_all(const uint8_t *data, size_t size)
+{
+	for (size_t off = 0; off < size; off++) {
+		const uint8_t *body = NULL;
+		uint32_t len = 0;
+		int64_t n = fq_reclog_parse(data + off, size - off, &body, &len);
+
+		if (n > 0 && ((uint64_t)n > size - off || (uint64_t)n != FQ_RECLOG_HDR + (uint64_t)len ||
+			      body != data + off + FQ_RECLOG_HDR))
+			abort();
+		if (n < 0 && n != -EBADMSG)
+			abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char dir[] = "/dev/shm/fq-fuzz-ctlspool.XXXXXX", err[256]; /* tmpfs: syncs cost nothing */
@@ -55,6 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len, seen = 0;
 	int rc;
 
+	parse_all(data, size);
 	if (size < 8 || !mkdtemp(dir))
 		return 0;
 	put(dir, "spool.pos", data, 8);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nccl-plugin/ib_handle.h"
+#include "nccl-plugin/lanes/ib/ib_handle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

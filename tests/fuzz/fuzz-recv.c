@@ -24,7 +24,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/core/comm.h"
+#include "nccl-plugin/core/progress.h"
+#include "nccl-plugin/core/recv.h"
 #include "nccl-plugin/plog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -171,7 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			return 0;
 		}
-	if (fqn_recv_from_lanes(0, lanes, nlanes, chunk, 0xf00d, &r) < 0)
+	if (fqn_recv_from_lanes(fqn_context(), 0, lanes, nlanes, chunk, 0xf00d, &r) < 0)
 		abort();
 	if (control && fqn_recv_enable_control(r, 0xbeef) < 0)
 		abort();

@@ -3,6 +3,7 @@
 # crash fails the test and leaves the input in the log). Skips, with the
 # reason, when the build found no clang with libFuzzer.
 . "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/../lib/munged.sh"
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
 secs=${FQ_FUZZ_SECONDS:-20}
@@ -13,17 +14,12 @@ for t in $targets; do
 done
 # fuzz-session authenticates for real when a munged runs: a private one.
 MUNGE_DIR=$(mktemp -d /tmp/fq-fuzz-munge.XXXXXX)
-MUNGE_PID=
-trap '[ -n "$MUNGE_PID" ] && kill "$MUNGE_PID" 2>/dev/null; rm -rf "$MUNGE_DIR"' EXIT
-if command -v munged >/dev/null; then
-	dd if=/dev/urandom of="$MUNGE_DIR/munge.key" bs=1024 count=1 status=none && chmod 0400 "$MUNGE_DIR/munge.key"
-	munged --force --socket="$MUNGE_DIR/munge.socket" --key-file="$MUNGE_DIR/munge.key" \
-		--pid-file="$MUNGE_DIR/munged.pid" --log-file="$MUNGE_DIR/munged.log" --seed-file="$MUNGE_DIR/munged.seed" &&
-		for _ in $(seq 50); do [ -s "$MUNGE_DIR/munged.pid" ] && break; sleep 0.1; done
-	[ -s "$MUNGE_DIR/munged.pid" ] && MUNGE_PID=$(cat "$MUNGE_DIR/munged.pid") &&
-		export FQ_FUZZ_MUNGE_SOCKET=$MUNGE_DIR/munge.socket
+trap 'munged_stop; rm -rf "$MUNGE_DIR"' EXIT
+if munged_start "$MUNGE_DIR"; then
+	export FQ_FUZZ_MUNGE_SOCKET=$MUNGE_SOCKET
+else
+	diag "no munged ($MUNGED_ERR): fuzz-session covers the path before authentication only"
 fi
-[ -n "$MUNGE_PID" ] || diag "no munged: fuzz-session covers the path before authentication only"
 plan 12
 for t in $targets; do
 	work=$(mktemp -d)

@@ -34,21 +34,28 @@ is() {
 	if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; diag "got '$1', want '$2'"; return 1; fi
 }
 
-# free_port: a TCP port on 127.0.0.1 that nothing is bound to now, below
-# the kernel's ephemeral range (so no outgoing connection takes it while a
-# test's server starts); falls back to any free port the kernel names.
+# free_port: the tests' one free port: a port on 127.0.0.1 that nothing is
+# bound to now, for TCP and UDP both, below the kernel's ephemeral range (so
+# no outgoing connection takes it while a test's server starts); falls back
+# to any free port the kernel names.
 free_port() {
 	python3 - <<'PY'
 import os, random, socket
+def free(p):
+    socks = [socket.socket(socket.AF_INET, t) for t in (socket.SOCK_STREAM, socket.SOCK_DGRAM)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", p))
+        return True
+    except OSError:
+        return False
+    finally:
+        for s in socks:
+            s.close()
 lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
 for p in random.Random(os.getpid()).sample(range(20000, max(20001, lo)), 200):
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p)); print(p); break
-    except OSError:
-        pass
-    finally:
-        s.close()
+    if free(p):
+        print(p); break
 else:
     s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
 PY

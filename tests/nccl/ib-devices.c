@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nccl-plugin/ib_dev.h"
 #include "nccl-plugin/ib_sysfs.h"
+#include "nccl-plugin/lanes/ib/ib_dev.h"
 
 int main(void)
 {

@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nccl-plugin/collbench/netdrv.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
+#include "tools/collbench/netdrv.h"
 
 #define FQN_TEST_SEND_SLOTS (NCCL_NET_MAX_REQUESTS * 8) /* 32 x maxRecvs */
 

@@ -4,7 +4,7 @@
 # version; one-line errors for a bad plugin path or a missing symbol.
 . "$(dirname "$0")/../lib/tap.sh"
 : "${top_builddir:=.}"
-CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
+CB="$top_builddir/tools/collbench/fabriciq-collbench"
 SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 [ -x "$CB" ] && [ -f "$SO" ] || skip_all "collbench or plugin not built"
 export FABRICIQ_IFACES=lo FABRICIQ_CLOCK_PAGE=/nonexistent FABRICIQ_TELEMETRY=0

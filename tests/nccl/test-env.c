@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "nccl-plugin/env.h"
 #include "tests/unit/tap.h"
 
@@ -25,7 +26,7 @@ int main(void)
 {
 	struct fqn_config c;
 	char err[256];
-	unsigned long long n;
+	uint64_t n;
 
 	ok(load(&c, err, NULL) == 0, "defaults load");
 	is_int(c.lanes, 2, "default lanes");
@@ -91,9 +92,18 @@ int main(void)
 	ok(load(&c, err, (const char *const[]){"FABRICIQ_AGENT_SOCKET", longpath, NULL}) == -EINVAL,
 	   "a socket path longer than sun_path is refused: %s", err);
 
-	ok(fqn_parse_size("4096", &n) == 0 && n == 4096, "plain bytes");
-	ok(fqn_parse_size("2G", &n) == 0 && n == 2ull << 30, "G suffix");
-	ok(fqn_parse_size("1MB", &n) < 0, "MB is not a suffix we take");
-	ok(fqn_parse_size(" 1", &n) < 0, "leading space refused");
+	ok(fq_parse_size("4096", &n) == 0 && n == 4096, "plain bytes");
+	ok(fq_parse_size("2G", &n) == 0 && n == 2ull << 30, "G suffix");
+	ok(fq_parse_size("512k", &n) == 0 && n == 512 << 10, "k suffix, lower case");
+	ok(fq_parse_size("1MB", &n) < 0, "MB is not a suffix we take");
+	ok(fq_parse_size(" 1", &n) < 0, "leading space refused");
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_STEER", "maybe", NULL}) == -EINVAL &&
+	       strcmp(err, "FABRICIQ_STEER='maybe': must be on or off") == 0,
+	   "a bad choice names the choices: %s", err);
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_TRANSPORT", "udp", NULL}) == -EINVAL &&
+	       strcmp(err, "FABRICIQ_TRANSPORT='udp': must be tcp, ib or auto") == 0,
+	   "%s", err);
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_LANES", "010", NULL}) == 0 && c.lanes == 10,
+	   "integers are decimal (010 is 10)");
 	return done_testing();
 }

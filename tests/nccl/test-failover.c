@@ -22,7 +22,11 @@
 
 #include "common/frame.h"
 #include "common/path_page.h"
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/core/comm.h"
+#include "nccl-plugin/core/failover.h"
+#include "nccl-plugin/core/progress.h"
+#include "nccl-plugin/core/wire.h"
+#include "nccl-plugin/hello.h"
 #include "nccl-plugin/plog.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"

@@ -6,7 +6,7 @@
 # over the ib lane. Skips without a device.
 . "$(dirname "$0")/../lib/tap.sh"
 : "${top_builddir:=.}"
-CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
+CB="$top_builddir/tools/collbench/fabriciq-collbench"
 SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 PROBE="$top_builddir/tests/nccl/ib-devices"
 [ -x "$CB" ] && [ -f "$SO" ] && [ -x "$PROBE" ] || skip_all "collbench, plugin or ib-devices not built"

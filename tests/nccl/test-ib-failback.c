@@ -23,10 +23,13 @@
 
 #include "common/clock_page.h"
 #include "common/path_page.h"
-#include "nccl-plugin/conn.h"
-#include "nccl-plugin/ib_dev.h"
-#include "nccl-plugin/ib_lane.h"
+#include "nccl-plugin/core/comm.h"
+#include "nccl-plugin/core/progress.h"
+#include "nccl-plugin/core/wire.h"
+#include "nccl-plugin/hello.h"
 #include "nccl-plugin/ib_sysfs.h"
+#include "nccl-plugin/lanes/ib/ib_dev.h"
+#include "nccl-plugin/lanes/ib/ib_lane.h"
 #include "nccl-plugin/plog.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
@@ -294,7 +297,7 @@ static void spin_until_up(struct fqn_send *s, struct fqn_recv *r, int i, double 
 	double end = now_s() + secs;
 	struct fqn_comm *c = (struct fqn_comm *)s;
 
-	while (now_s() < end && (c->lc[i].state != FQN_LANE_UP || !c->lanes[i])) {
+	while (now_s() < end && (c->lc[i].fsm.state != FQN_LANE_UP || !c->lanes[i])) {
 		fqn_send_progress(s);
 		fqn_recv_progress(r, NULL);
 	}
@@ -376,7 +379,8 @@ static void test_retry_exc(struct fqn_send *s, struct fqn_recv *r, struct xfer *
 
 	for (int i = 0; i < sc->nlanes; i++)
 		spin_until_up(s, r, i, 5);
-	ok(sc->lanes[0] && sc->lanes[1] && sc->lc[0].state == FQN_LANE_UP && sc->lc[1].state == FQN_LANE_UP,
+	ok(sc->lanes[0] && sc->lanes[1] && sc->lc[0].fsm.state == FQN_LANE_UP &&
+	       sc->lc[1].fsm.state == FQN_LANE_UP,
 	   "both lanes are UP again (failbacks %llu, %d WARNs)", (unsigned long long)sc->failbacks,
 	   warns_failback - w);
 	ok(nfakes == before + 2, "the rejoin made one new QP on each end (%d)", nfakes - before);
@@ -417,7 +421,8 @@ static void test_path_down(struct fqn_send *s, struct fqn_recv *r, struct xfer *
 	xfer_start(s, r, x, 'p');
 	xfer_spin(x, 0.5);
 	ok(!x->sd && !x->src && !x->rrc, "path DOWN: the send waits, no error (within the grace)");
-	ok(warns_path_down - w >= 2 && sc->lc[0].state != FQN_LANE_UP && sc->lc[1].state != FQN_LANE_UP,
+	ok(warns_path_down - w >= 2 && sc->lc[0].fsm.state != FQN_LANE_UP &&
+	       sc->lc[1].fsm.state != FQN_LANE_UP,
 	   "both IB lanes failed over, cause path-down (%d WARNs)", warns_path_down - w);
 	path_state(FQ_PATH_STATE_UP);
 	t0 = now_s();

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "nccl-plugin/chunk.h"
-#include "nccl-plugin/ib_handle.h"
 #include "nccl-plugin/ib_sysfs.h"
+#include "nccl-plugin/lanes/ib/ib_handle.h"
 #include "tests/unit/tap.h"
 
 static struct fqib_handle sample(void)

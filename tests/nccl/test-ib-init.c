@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nccl-plugin/ib_dev.h"
-#include "nccl-plugin/net.h"
+#include "nccl-plugin/core/net.h"
+#include "nccl-plugin/lanes/ib/ib_dev.h"
 #include "tests/unit/tap.h"
 
 static char logbuf[8192];

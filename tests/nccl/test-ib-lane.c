@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "nccl-plugin/chunk.h"
-#include "nccl-plugin/ib_lane.h"
 #include "nccl-plugin/ib_sysfs.h"
+#include "nccl-plugin/lanes/ib/ib_lane.h"
 #include "tests/unit/tap.h"
 
 #define CHUNK 4096

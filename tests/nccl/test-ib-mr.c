@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "nccl-plugin/ib_mr.h"
+#include "nccl-plugin/lanes/ib/ib_mr.h"
 #include "tests/unit/tap.h"
 
 static int nreg, ndereg, fail_next;

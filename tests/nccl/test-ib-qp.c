@@ -5,8 +5,8 @@
 #include "tests/unit/tap.h"
 
 #ifdef HAVE_VERBS
-#include "nccl-plugin/ib_qp.h"
 #include "nccl-plugin/ib_sysfs.h"
+#include "nccl-plugin/lanes/ib/ib_qp.h"
 
 static struct fqib_handle end(int link, int qpn, int psn, int mtu)
 {

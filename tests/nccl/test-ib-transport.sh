@@ -4,7 +4,7 @@
 # lanes, a bad value is refused; the IB variables are validated.
 . "$(dirname "$0")/../lib/tap.sh"
 : "${top_builddir:=.}"
-CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
+CB="$top_builddir/tools/collbench/fabriciq-collbench"
 SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 PROBE="$top_builddir/tests/nccl/ib-devices"
 [ -x "$CB" ] && [ -f "$SO" ] && [ -x "$PROBE" ] || skip_all "collbench, plugin or ib-devices not built"

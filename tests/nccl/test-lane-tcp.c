@@ -25,8 +25,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "nccl-plugin/lane.h"
-#include "nccl-plugin/relia.h"
+#include "nccl-plugin/control/relia.h"
+#include "nccl-plugin/lanes/lane.h"
 #include "tests/unit/tap.h"
 
 /* A connected loopback pair: *a the connecting end, *b the accepted one. */

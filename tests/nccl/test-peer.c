@@ -25,9 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/control/relia.h"
+#include "nccl-plugin/core/comm.h"
+#include "nccl-plugin/core/progress.h"
+#include "nccl-plugin/core/wire.h"
+#include "nccl-plugin/hello.h"
 #include "nccl-plugin/plog.h"
-#include "nccl-plugin/relia.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 

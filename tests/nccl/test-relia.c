@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nccl-plugin/relia.h"
+#include "nccl-plugin/control/relia.h"
 #include "tests/unit/tap.h"
 
 static void t_codec(void)

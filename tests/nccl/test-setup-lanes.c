@@ -23,7 +23,10 @@
 #include <unistd.h>
 
 #include "common/frame.h"
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/core/comm.h"
+#include "nccl-plugin/core/progress.h"
+#include "nccl-plugin/core/wire.h"
+#include "nccl-plugin/hello.h"
 #include "nccl-plugin/plog.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
@@ -228,9 +231,9 @@ int main(void)
 	rc_ = (struct fqn_comm *)r;
 	ok(xfer(s, r, sb, rb, size, 'a', 5), "control: 1 MiB through, intact");
 	t0 = now_s();
-	while ((sc->lc[1].state != FQN_LANE_UP || warns_failback == fb) && now_s() < t0 + 3)
+	while ((sc->lc[1].fsm.state != FQN_LANE_UP || warns_failback == fb) && now_s() < t0 + 3)
 		xfer(s, r, sb, rb, 64 << 10, 'b', 1);
-	ok(sc->lc[1].state == FQN_LANE_UP && rc_->lanes[1] && warns_failback - fb == 1,
+	ok(sc->lc[1].fsm.state == FQN_LANE_UP && rc_->lanes[1] && warns_failback - fb == 1,
 	   "control: lane 1 came up through the rejoin port: 1 failback for 1 missing lane (%d)",
 	   warns_failback - fb);
 	{

@@ -20,7 +20,10 @@
 
 #include "common/frame.h"
 #include "common/path_page.h"
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/core/comm.h"
+#include "nccl-plugin/core/progress.h"
+#include "nccl-plugin/core/wire.h"
+#include "nccl-plugin/hello.h"
 #include "nccl-plugin/plog.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"

@@ -5,7 +5,7 @@
 
 #include "nccl-plugin/env.h"
 
-#include "nccl-plugin/steer.h"
+#include "nccl-plugin/control/steer.h"
 #include "tests/unit/tap.h"
 
 #define MS(x) ((int64_t)(x)*1000000)

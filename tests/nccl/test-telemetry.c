@@ -18,9 +18,12 @@
 
 #include "common/clock_page.h"
 #include "common/frame.h"
-#include "nccl-plugin/conn.h"
+#include "nccl-plugin/core/comm.h"
+#include "nccl-plugin/core/progress.h"
+#include "nccl-plugin/core/wire.h"
+#include "nccl-plugin/hello.h"
 #include "nccl-plugin/plog.h"
-#include "nccl-plugin/telemetry.h"
+#include "nccl-plugin/telemetry/telemetry.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 

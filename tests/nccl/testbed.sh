@@ -4,7 +4,7 @@
 # run, then gives the test its own testbed prefix.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../testbed/lib/testlib.sh"
-CB="$top_builddir/nccl-plugin/collbench/fabriciq-collbench"
+CB="$top_builddir/tools/collbench/fabriciq-collbench"
 SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 
 nccl_tb_setup() {

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../testbed/lib/testlib.sh"
 B=$top_builddir
-CB=$B/nccl-plugin/collbench/fabriciq-collbench
+CB=$B/tools/collbench/fabriciq-collbench
 SPANK_SO=$B/spank/.libs/spank_fabriciq.so
 CTL=$B/controller/fabriciq-controller
 AGENT=$B/slurmd-agent/fabriciq-agent

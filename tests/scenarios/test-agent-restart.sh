@@ -8,7 +8,7 @@
 # dropped), and the step was never unregistered.
 . "$(dirname "$0")/scenario.sh"
 sc_require sars
-plan 9
+plan 10
 sc_up 5 2 3 2
 ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents reporting"
 
@@ -45,3 +45,5 @@ is "$r2 $c2" "1 2" "rank 1 (n2) lost its agent once and connected twice"
 diag "lane windows of job $hit from n2: $(psql_ctl "select count(*) filter (where interval_end < to_timestamp($t_stop)) || ' before the stop, '
 	|| count(*) filter (where interval_start > to_timestamp($t_start)) || ' after the restart'
 	from fabriciq.lane_windows where job_id = $hit and 'n2' in (src_node, dst_node)")"
+is "$(sc_anomalies)" "" "no anomaly: n2's paths went unanswered for 3 s, no link went down" ||
+	diag "$(psql_ctl "select kind, severity, summary from fabriciq.anomalies order by id")"

@@ -32,17 +32,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
 #endif
-
-static int64_t raw_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int die(const char *what)
 {
@@ -158,13 +151,13 @@ static int cmd_clockdiff(const char *pidstr)
 	/* Keep the tightest of a few brackets: a preemption between the
 	 * reads widens one bracket, not all of them. */
 	for (int i = 0; i < 16; i++) {
-		a = raw_ns();
+		a = fq_now_ns();
 		if (setns(other, CLONE_NEWTIME) < 0)
 			return die("setns(time)");
-		b = raw_ns();
+		b = fq_now_ns();
 		if (setns(self, CLONE_NEWTIME) < 0)
 			return die("setns(time) back");
-		c = raw_ns();
+		c = fq_now_ns();
 		if (c - a < best_u) {
 			best_u = c - a;
 			best_d = b - (a + (c - a) / 2);

@@ -18,6 +18,7 @@
 #     the step with n2's rank, started and ended.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/lib/testlib.sh"
+. "$(dirname "$0")/../lib/munged.sh"
 tb_require
 B=$top_builddir
 SPANK_SO=$B/spank/.libs/spank_fabriciq.so
@@ -25,7 +26,7 @@ CTL=$B/controller/fabriciq-controller
 AGENT=$B/slurmd-agent/fabriciq-agent
 for f in "$SPANK_SO" "$CTL" "$AGENT"; do [ -e "$f" ] || skip_all "$f not built"; done
 command -v python3 >/dev/null || skip_all "python3 (the slow DNS server) not installed"
-plan 13
+plan 14
 tb_setup stall
 S=$FQTB_STATE
 
@@ -37,10 +38,9 @@ ok $? "up: 3 hosts x 2 rails, Slurm with the SPANK plugin required"
 # answering fqctl.test 3 s late, seen by n2's agent alone (its own mount
 # namespace, resolv.conf bound over)
 mkdir -p -m 0700 "$S/munge2"
-munged --force --socket="$S/munge2/munge.socket" --key-file="$S/munge/munge.key" \
-	--pid-file="$S/munge2/munged.pid" --log-file="$S/log/munged2.log" --seed-file="$S/munge2/seed"
-for ((i = 0; i < 50; i++)); do [ -s "$S/munge2/munged.pid" ] && break; sleep 0.1; done
-MUNGE2=$(cat "$S/munge2/munged.pid")
+MUNGED_KEY=$S/munge/munge.key MUNGED_LOG=$S/log/munged2.log munged_start "$S/munge2"
+ok $? "n2's own munged: ${MUNGED_ERR:-up}"
+MUNGE2=$MUNGE_PID
 trap 'kill -CONT "$MUNGE2" 2>/dev/null; kill "$MUNGE2" 2>/dev/null; tb_teardown' EXIT
 tb daemon start ctl dns -- python3 "$top_srcdir/tests/testbed/tb-slowdns.py" 198.18.0.1 3 fqctl.test=198.18.0.1 >/dev/null
 printf 'nameserver 198.18.0.1\noptions timeout:10 attempts:1\n' >"$S/resolv-n2.conf"

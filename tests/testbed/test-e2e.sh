@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib/testlib.sh"
 tb_require
 B=$top_builddir
-CB=$B/nccl-plugin/collbench/fabriciq-collbench
+CB=$B/tools/collbench/fabriciq-collbench
 SPANK_SO=$B/spank/.libs/spank_fabriciq.so
 CTL=$B/controller/fabriciq-controller
 FQCLI=$B/controller/fabriciq

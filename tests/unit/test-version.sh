@@ -7,11 +7,11 @@ B=${top_builddir:-.}
 . "$src/tests/lib/tap.sh"
 v=$(sed -n 's/^AC_INIT(\[fabriciq\], \[\([^]]*\)\].*/\1/p' "$src/configure.ac")
 for p in slurmd-agent/fabriciq-agent controller/fabriciq-controller controller/fabriciq db/fabriciq-db \
-	nccl-plugin/collbench/fabriciq-collbench; do
+	tools/collbench/fabriciq-collbench; do
 	[ -x "$B/$p" ] || skip_all "$B/$p not built"
 done
 for p in slurmd-agent/fabriciq-agent controller/fabriciq-controller controller/fabriciq db/fabriciq-db \
-	nccl-plugin/collbench/fabriciq-collbench "$src/tests/testbed/fabriciq-testbed"; do
+	tools/collbench/fabriciq-collbench "$src/tests/testbed/fabriciq-testbed"; do
 	name=${p##*/}
 	[ "${p#/}" = "$p" ] && p=$B/$p
 	out=$("$p" --version); rc=$?

@@ -3,7 +3,6 @@
 # slurmd per host. Every daemon writes a pid file under $TB_STATE; `down`
 # also kills whatever is left in the testbed's namespaces.
 
-PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 PG_PORT=5432
 MUNGE_SOCKET_REL=munge/munge.socket
 
@@ -23,16 +22,12 @@ node_exec() {
 		$x nsenter -t "$pid" --net --uts --time --mount --wd="$PWD" -- "$@"
 }
 
+# The testbed's munged, in ctl (tests/lib/munged.sh).
 munge_up() {
 	local d=$TB_STATE/munge
 	mkdir -p -m 0700 "$d"
-	dd if=/dev/urandom of="$d/munge.key" bs=1024 count=1 status=none && chmod 0400 "$d/munge.key"
-	# --force: munged refuses to run as root otherwise; the key and socket
-	# live in a root-only directory of our own.
-	node_exec ctl munged --force --socket="$d/munge.socket" --key-file="$d/munge.key" \
-		--pid-file="$d/munged.pid" --log-file="$TB_STATE/log/munged.log" \
-		--seed-file="$d/munged.seed" --origin=198.18.0.1 || return 1
-	wait_for 10 munged munge -S "$d/munge.socket" -n
+	MUNGED_EXEC="node_exec ctl" MUNGED_LOG=$TB_STATE/log/munged.log munged_start "$d" --origin=198.18.0.1 ||
+		{ warn "$MUNGED_ERR"; return 1; }
 }
 
 pg_up() {
@@ -40,20 +35,17 @@ pg_up() {
 	need "$PG_BIN/initdb" postgresql-15
 	mkdir -p "$d"
 	chown postgres: "$d"
-	runuser -u postgres -- "$PG_BIN/initdb" -D "$d/data" -U postgres --auth=trust \
-		-E UTF8 --locale=C.UTF-8 --no-sync >"$TB_STATE/log/initdb.log" 2>&1 ||
-		{ warn "initdb failed, see $TB_STATE/log/initdb.log"; return 1; }
+	PG_INITDB_LOG=$TB_STATE/log/initdb.log pg_init "$d" --no-sync ||
+		{ warn "$PG_ERR (see $TB_STATE/log/initdb.log)"; return 1; }
 	echo "host all all 198.18.0.0/15 trust" >>"$d/data/pg_hba.conf"
-	node_exec ctl runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$d/data" -w -t 30 \
-		-l "$d/postgresql.log" \
-		-o "-c listen_addresses=198.18.0.1 -p $PG_PORT -c unix_socket_directories=$d" \
-		start >/dev/null || { warn "PostgreSQL did not start, see $d/postgresql.log"; return 1; }
+	PG_EXEC="node_exec ctl" PG_LOG=$d/postgresql.log \
+		pg_start "$d" "-c listen_addresses=198.18.0.1 -p $PG_PORT -c unix_socket_directories=$d" ||
+		{ warn "$PG_ERR (see $d/postgresql.log)"; return 1; }
 	node_exec ctl runuser -u postgres -- "$PG_BIN/createdb" -h 198.18.0.1 -p $PG_PORT fabriciq
 }
 
 pg_down() {
-	[ -f "$TB_STATE/pg/data/postmaster.pid" ] || return 0
-	runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$TB_STATE/pg/data" -m fast -t 10 -w stop >/dev/null 2>&1
+	pg_stop "$TB_STATE/pg"
 }
 
 slurm_conf() {

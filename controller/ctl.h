@@ -1,0 +1,123 @@
+/*
+ * ctl.h: the controller daemon's state (struct ctl), shared by its files
+ * and by no one else:
+ *   controller.c  main: settings, start-up, the timers and signals
+ *   ctl_agents.c  agents: accepting connections, the session and ingest
+ *                 callbacks, what the controller keeps of each agent
+ *   ctl_clock.c   the clock round: the mesh solve and the corrections
+ *   ctl_peers.c   the probe peer plan sent to the agents
+ *   ctl_detect.c  the detector: fed from frames, its actions stored,
+ *                 applied hints fed back; job steps' end
+ * Everything runs on the event loop's thread.
+ */
+#ifndef FQ_CONTROLLER_CTL_H
+#define FQ_CONTROLLER_CTL_H
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "controller/detector.h"
+#include "controller/http.h"
+#include "controller/ingest.h"
+#include "controller/metrics.h"
+#include "controller/nodebind.h"
+#include "controller/session.h"
+#include "controller/steplive.h"
+#include "controller/strmap.h"
+
+struct ctl_config {
+	char *listen, *http_listen, *api_admin_uids, *db, *munge_socket, *spool_dir, *reference_node,
+	    *node_bindings;
+	uint64_t max_connections, max_unauthenticated_per_source, auth_queue;
+	uint64_t agent_uid, max_frame, auth_timeout, flush_interval, flush_frames, spool_max, db_backoff_max;
+	uint64_t db_connect_timeout, db_statement_timeout;
+	uint64_t report_interval, correction_valid, peers_per_nic, probe_port, peer_seed;
+	bool db_migrate, bind_nodes;
+	/* detector thresholds (controller/detector.h) */
+	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, delay_min_excess, inband_floor,
+	    slow_nic_min_paths;
+	uint64_t delay_persist, lane_outlier_persist;
+	uint64_t resume_after, quiet_close, incident_gap, incident_settle, step_idle;
+	double delay_baseline_factor, lane_outlier_factor, inband_factor, slow_nic_share;
+	bool collision_advice;
+	double collision_factor;
+	uint64_t advice_lifetime;
+	int log_level;
+};
+
+/* What the controller remembers of one agent (kept across reconnects). */
+struct agent {
+	char *node;
+	struct fq_session *sess; /* NULL while disconnected */
+	Fabriciq__Envelope *hello;
+	Fabriciq__ClockEstimate *est; /* the latest ClockReport's estimates */
+	size_t nest;
+	int64_t clock_ns; /* when they arrived */
+	/* the agent's global - local: for the reference, its epoch, which
+	 * every correction carries so agents map onto the same timeline */
+	int64_t applied_offset_ns;
+	/* its last absence (real ns): from its session's end to its next
+	 * AgentHello (0: none, or still away) */
+	int64_t away_ns, back_ns;
+};
+
+struct ctl {
+	struct ctl_config cfg;
+	struct event_base *base;
+	struct evconnlistener *listener;
+	struct event *flush_ev, *flush_now_ev, *ingest_ev, *report_ev, *sigterm_ev, *sigint_ev, *sighup_ev;
+	struct fq_nodebind *bindings; /* NULL: controller.bind_nodes off */
+	struct fq_ingest *ingest;
+	struct fq_http *http;
+	struct fq_detector *det;
+	struct fq_metrics *metrics;
+	struct fq_steplive *live; /* the job steps metrics and detector hold state for */
+	struct fq_session_config scfg;
+	struct fq_session_stats sstats;
+	struct fq_strmap unauth;  /* source address -> sessions not yet past AgentHello (as uintptr_t) */
+	struct fq_strmap agents;  /* node -> struct agent */
+	struct fq_strmap anomaly; /* detector handle -> row id (as strings: small) */
+	struct fq_strmap drained; /* node -> reason of the last applied drain ("" resumed) */
+	int64_t hints_polled_ns;
+	bool peers_dirty;
+	uint64_t clock_epoch, peers_epoch;
+	uint64_t anomalies_opened, hints, det_write_failures;
+	double last_rms_ns;
+	int exit_code;
+};
+
+/* controller.c: the real-time clock, in ns. */
+int64_t ctl_now_real(void);
+
+/* ctl_agents.c */
+/* The evconnlistener callback of controller.listen: a new agent session. */
+void ctl_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg);
+/* The ingest callbacks (struct fq_ingest_ops): frames durable up to seq
+ * (acknowledged), or dropped (the session closed: the agent resends). */
+void ctl_on_durable(void *arg, const char *node, uint64_t seq);
+void ctl_on_dropped(void *arg, const char *node);
+/* Frees a struct agent (the agents map's values). */
+void ctl_agent_free(void *v);
+
+/* ctl_clock.c: solves the mesh clock from the agents' latest estimates and
+ * sends every connected agent its correction (each report window). */
+void ctl_clock_round(struct ctl *c, int64_t now);
+
+/* ctl_peers.c: assigns probe peers to every NIC and sends each connected
+ * agent its assignment (when the NICs known changed). */
+void ctl_send_peers(struct ctl *c);
+
+/* ctl_detect.c */
+/* Feeds the detector what the frame from node carries. */
+void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope *env);
+/* A job step ended (idle: it timed out): its metrics and lanes are dropped. */
+void ctl_drop_step(struct ctl *c, const struct fq_step_id *id, bool idle);
+/* Steps nothing came of for controller.step_idle (each report window). */
+void ctl_expire_steps(struct ctl *c, int64_t now);
+/* The detector's tick; its actions stored; applied hints fed back. */
+void ctl_detector_round(struct ctl *c, int64_t now);
+
+#endif /* FQ_CONTROLLER_CTL_H */

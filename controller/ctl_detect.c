@@ -1,0 +1,257 @@
+/*
+ * ctl_detect: the controller's side of the detector (controller/detector.h).
+ * Feeds it what the agents' frames carry, stores its actions (anomalies,
+ * their jobs, hints, collision advice to the agents), feeds back the hints
+ * `fabriciq hints --apply` applied, and ends job steps.
+ */
+#include "controller/ctl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "db/api_query.h"
+#include "db/db.h"
+
+/* A path DOWN toward node at t is its agent being away, not the link, if
+ * the agent was not connected then: it stopped answering probes, which
+ * is all the reporter saw. The event stays in link_events; the detector
+ * does not see it. AWAY_MARGIN_NS covers the clocks of the session's end
+ * (the controller's) and of the DOWN (the reporter's global timeline). */
+#define AWAY_MARGIN_NS 2000000000ll
+static bool agent_away_at(struct ctl *c, const char *node, int64_t t)
+{
+	const struct agent *a = node && *node ? fq_strmap_get(&c->agents, node) : NULL;
+
+	return a && a->away_ns && t >= a->away_ns - AWAY_MARGIN_NS &&
+	       (!a->back_ns || t <= a->back_ns + AWAY_MARGIN_NS);
+}
+
+void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope *env)
+{
+	if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE) {
+		const Fabriciq__ProbeReport *p = env->probe;
+		struct fq_det_probe d = {node,
+					 p->local_nic,
+					 p->remote_node,
+					 p->remote_nic,
+					 p->window_start_ns,
+					 p->window_end_ns,
+					 p->sent,
+					 p->answered,
+					 p->lost,
+					 p->owd_fwd_p50_ns,
+					 p->owd_fwd_p99_ns,
+					 p->owd_rev_p50_ns,
+					 p->owd_rev_p99_ns,
+					 p->rtt_p50_ns,
+					 p->path_up};
+
+		if (!p->path_up && agent_away_at(c, p->remote_node, p->window_end_ns))
+			return; /* no answers from an agent that was away: no sample either */
+		fq_detector_probe(c->det, &d);
+	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE) {
+		const Fabriciq__LaneReport *l = env->lane;
+		struct fq_det_lane d = {
+		    .job_id = l->job_id,
+		    .step_id = l->step_id,
+		    .src_rank = l->src_rank,
+		    .dst_rank = l->dst_rank,
+		    .lane = l->lane,
+		    .src_node = l->is_send ? node : l->remote_node,
+		    .src_nic = l->is_send ? l->local_nic : l->remote_nic,
+		    .dst_node = l->is_send ? l->remote_node : node,
+		    .dst_nic = l->is_send ? l->remote_nic : l->local_nic,
+		    .start_ns = l->interval_start_ns,
+		    .end_ns = l->interval_end_ns,
+		    .bytes = l->bytes,
+		    .owd_p50_ns = l->is_send ? 0 : l->owd_p50_ns,
+		    .owd_p99_ns = l->is_send ? 0 : l->owd_p99_ns,
+		    .owd_min_ns = l->is_send ? 0 : l->owd_min_ns,
+		    .tcp_min_rtt_ns = (int64_t)l->tcp_min_rtt_us * 1000,
+		    .synchronised = l->synchronised,
+		};
+		fq_detector_lane(c->det, &d);
+	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LINK) {
+		const Fabriciq__LinkEvent *l = env->link;
+		struct fq_det_link d = {node,
+					l->local_nic,
+					l->remote_node,
+					l->remote_nic,
+					l->state == FABRICIQ__LINK_EVENT__STATE__UP,
+					l->nic_level,
+					l->time_ns};
+		if (!d.up && agent_away_at(c, l->remote_node, l->time_ns)) {
+			fq_log_rl(FQ_LOG_INFO, "%s/%s -> %s/%s DOWN: %s's agent was away, not an anomaly",
+				  node, l->local_nic, l->remote_node, l->remote_nic, l->remote_node);
+			return;
+		}
+		fq_detector_link(c->det, &d);
+	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER) {
+		const Fabriciq__FailoverEvent *f = env->failover;
+		struct fq_det_lane_event d = {node,       f->local_nic, f->remote_nic, f->cause,  f->job_id,
+					      f->step_id, f->src_rank,  f->dst_rank,   f->time_ns};
+		fq_detector_lane_event(c->det, &d);
+	}
+}
+
+/* A job step is gone (steplive.h): what the controller held of it goes. */
+void ctl_drop_step(struct ctl *c, const struct fq_step_id *id, bool idle)
+{
+	fq_metrics_drop_step(c->metrics, id->job, id->step, idle);
+	fq_detector_step_end(c->det, id->job, id->step);
+}
+
+/* Steps nothing came of for controller.step_idle (each report window). */
+void ctl_expire_steps(struct ctl *c, int64_t now)
+{
+	struct fq_step_id gone[256];
+	size_t n;
+
+	do {
+		n = fq_steplive_expire(c->live, now, (int64_t)c->cfg.step_idle, gone, 256);
+		for (size_t i = 0; i < n; i++)
+			ctl_drop_step(c, &gone[i], true);
+	} while (n == 256);
+}
+
+/* ---- detector actions --------------------------------------------------- */
+
+/* The row id of the anomaly with this detector handle while it is open;
+ * 0: none (or not stored). */
+static int64_t anomaly_row(struct ctl *c, uint64_t handle)
+{
+	char key[32];
+	const char *idstr;
+
+	snprintf(key, sizeof(key), "%llu", (unsigned long long)handle);
+	idstr = handle ? fq_strmap_get(&c->anomaly, key) : NULL;
+	return idstr ? strtoll(idstr, NULL, 10) : 0;
+}
+
+static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_action *a, int64_t now)
+{
+	char key[32];
+	int64_t id = anomaly_row(c, a->handle);
+	int rc = 0;
+
+	snprintf(key, sizeof(key), "%llu", (unsigned long long)a->handle);
+	switch (a->kind) {
+	case FQ_DET_OPEN: {
+		struct fq_db_anomaly an = {a->anomaly_kind,
+					   (enum fq_db_severity)a->severity,
+					   a->start_ns,
+					   a->end_ns,
+					   a->node,
+					   a->nic,
+					   a->remote_node,
+					   a->remote_nic,
+					   a->summary,
+					   a->evidence_json,
+					   anomaly_row(c, a->incident)};
+		struct fq_strmap_entry *e;
+		fq_warn("anomaly %s: %s", a->anomaly_kind, a->summary ? a->summary : "");
+		c->anomalies_opened++;
+		if (!db || (rc = fq_db_insert_anomaly(db, &an, NULL, 0, &id)) < 0)
+			break;
+		snprintf(key, sizeof(key), "%llu", (unsigned long long)a->handle);
+		if ((e = fq_strmap_upsert(&c->anomaly, key))) {
+			char *v = malloc(24);
+			if (v) {
+				snprintf(v, 24, "%lld", (long long)id);
+				free(e->value);
+				e->value = v;
+			}
+		}
+		break;
+	}
+	case FQ_DET_ATTACH: {
+		struct fq_db_anomaly_job j = {a->job_id, a->step_id, a->ranks, a->nranks};
+		if (db && id)
+			rc = fq_db_attach_anomaly(db, id, &j, 1);
+		break;
+	}
+	case FQ_DET_UPDATE:
+		if (db && id)
+			rc = fq_db_update_anomaly(db, id, a->events, a->end_ns, a->summary);
+		break;
+	case FQ_DET_CLOSE:
+		if (db && id)
+			rc = fq_db_close_anomaly(db, id, a->end_ns ? a->end_ns : now);
+		free(fq_strmap_remove(&c->anomaly, key));
+		break;
+	case FQ_DET_ADVICE: { /* collision advice to the agent on the moved job's node */
+		struct agent *ag = a->node ? fq_strmap_get(&c->agents, a->node) : NULL;
+
+		if (ag && ag->sess)
+			fq_session_send_advice(ag->sess, a->job_id, a->nic, a->remote_node, a->remote_nic,
+					       a->end_ns - a->start_ns, a->other_job, a->reason, now);
+		return; /* nothing to store: the anomaly carries it */
+	}
+	case FQ_DET_HINT: {
+		struct fq_db_drain_hint h = {a->node, a->nic, a->resume, a->reason, id, now};
+		c->hints++;
+		fq_warn("hint: %s %s: %s", a->resume ? "resume" : "drain", a->node,
+			a->reason ? a->reason : "");
+		if (db)
+			rc = fq_db_insert_drain_hint(db, &h, &id);
+		break;
+	}
+	}
+	if (!db || rc < 0) {
+		c->det_write_failures++;
+		if (db)
+			fq_ingest_db_failed(c->ingest, rc, now);
+		fq_log_rl(FQ_LOG_WARN, "detector action %d (handle %llu) not stored: %s", (int)a->kind,
+			  (unsigned long long)a->handle, db ? fq_db_error(db) : "database unavailable");
+	}
+}
+
+/* What `fabriciq hints --apply` did, fed back to the detector: a node
+ * drained by fabriciq gets a resume hint once healthy. Only changes are
+ * passed on (the detector's healthy timer starts at the drain). */
+struct hint_seen {
+	struct ctl *c;
+	int64_t now;
+};
+
+static void on_applied_hint(void *arg, const char *node, int resume, const char *reason)
+{
+	struct hint_seen *h = arg;
+	char *state = fq_strmap_get(&h->c->drained, node), *want;
+
+	if (state && strcmp(state, resume ? "" : reason) == 0)
+		return;
+	want = strdup(resume ? "" : reason);
+	if (!want)
+		return;
+	{
+		struct fq_strmap_entry *e = fq_strmap_upsert(&h->c->drained, node);
+		if (!e) {
+			free(want);
+			return;
+		}
+		free(e->value);
+		e->value = want;
+	}
+	fq_info("node %s %s (an applied hint)%s%s", node, resume ? "resumed" : "drained", resume ? "" : ": ",
+		resume ? "" : reason);
+	fq_detector_node_drained(h->c->det, node, resume ? NULL : reason, h->now);
+}
+
+void ctl_detector_round(struct ctl *c, int64_t now)
+{
+	struct fq_det_action a;
+	struct fq_db *db = fq_ingest_db(c->ingest);
+
+	if (db && now - c->hints_polled_ns >= 5 * (int64_t)1000000000) {
+		struct hint_seen h = {c, now};
+		c->hints_polled_ns = now;
+		if (fq_db_applied_hints(db, on_applied_hint, &h) < 0)
+			fq_log_rl(FQ_LOG_WARN, "cannot read applied hints: %s", fq_db_error(db));
+	}
+	fq_detector_tick(c->det, now);
+	while (fq_detector_next(c->det, &a) == 1)
+		apply_action(c, fq_ingest_db(c->ingest), &a, now);
+}

@@ -1,0 +1,300 @@
+/*
+ * detector_episode: anomalies, one open per kind and place, with the job
+ * steps attached to them, and link episodes (a link_down counts its DOWNs;
+ * a NIC's open episode is the incident of the anomalies on that NIC).
+ */
+#include "controller/detector_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[] = {
+    [K_LINK_DOWN] = "link_down",         [K_FLAPPING] = "flapping",      [K_PATH_DELAY] = "path_delay",
+    [K_LANE_OUTLIER] = "lane_outlier",   [K_INBAND] = "inband_mismatch", [K_SLOW_SENDER] = "slow_sender",
+    [K_SLOW_RECEIVER] = "slow_receiver", [K_COLLISION] = "collision",    [K_RDMA_CONFIG] = "rdma_config",
+};
+
+/* ---- anomalies ------------------------------------------------------------ */
+
+void det_anom_drop(void *ctx, struct fq_captab_ent *e)
+{
+	struct fq_detector *d = ctx;
+
+	struct anom_ent *a = (struct anom_ent *)e;
+
+	(void)d;
+	for (size_t i = 0; i < a->natts; i++)
+		free(a->atts[i].ranks);
+	free(a->atts);
+}
+
+struct anom_ent *det_anom_find(struct fq_detector *d, enum kind kind, const struct nic_key *a,
+			       const struct nic_key *b)
+{
+	struct anom_key key;
+
+	memset(&key, 0, sizeof(key));
+	key.kind = kind;
+	key.a = *a;
+	if (b)
+		key.b = *b;
+	return (struct anom_ent *)fq_captab_find(&d->anoms, &key);
+}
+
+/* The open link episode (link_down) of NIC a or path a -> b at t: NULL
+ * when there is none or it is over by then (its place UP for
+ * incident_gap_ns; a tick closes it). */
+struct anom_ent *det_episode_at(struct fq_detector *d, const struct nic_key *a, const struct nic_key *b,
+				int64_t t)
+{
+	struct anom_ent *e = det_anom_find(d, K_LINK_DOWN, a, b);
+
+	return e && !(e->up_ns && fq_rule_sat_sub(t, e->up_ns) >= d->c.incident_gap_ns) ? e : NULL;
+}
+
+/* The incident a new anomaly of kind on (a, b) at t is a member of: the
+ * open episode of NIC a, else of NIC b; NULL: none, or the new anomaly
+ * is that NIC's episode itself. */
+struct anom_ent *det_nic_incident(struct fq_detector *d, enum kind kind, const struct nic_key *a,
+				  const struct nic_key *b, int64_t t)
+{
+	struct anom_ent *r;
+	bool b_nic = b && !nic_empty(b);
+
+	if (kind == K_LINK_DOWN && !b_nic)
+		return NULL;
+	r = det_episode_at(d, a, NULL, t);
+	if (!r && b_nic)
+		r = det_episode_at(d, b, NULL, t);
+	return r;
+}
+
+static bool att_add_rank(struct att *t, uint32_t r)
+{
+	uint32_t *n;
+
+	for (size_t i = 0; i < t->nranks; i++)
+		if (t->ranks[i] == r)
+			return false;
+	if (t->nranks == t->cap) {
+		n = realloc(t->ranks, (t->cap ? t->cap * 2 : 4) * sizeof(*n));
+		if (!n)
+			return false;
+		t->ranks = n;
+		t->cap = t->cap ? t->cap * 2 : 4;
+	}
+	t->ranks[t->nranks++] = r;
+	return true;
+}
+
+/* Attaches (job, step, ranks) to the anomaly; queues an ATTACH with the
+ * ranks new to it (none new: nothing queued). */
+void det_anom_attach(struct fq_detector *d, struct anom_ent *a, uint64_t job, uint32_t step,
+		     const uint32_t *ranks, size_t nranks)
+{
+	struct att *t = NULL;
+	uint32_t fresh[2];
+	size_t nfresh = 0;
+	bool is_new = false;
+
+	for (size_t i = 0; i < a->natts && !t; i++)
+		if (a->atts[i].job == job && a->atts[i].step == step)
+			t = &a->atts[i];
+	if (!t) {
+		if (a->natts >= d->c.max_steps_per_anomaly)
+			return;
+		if (a->natts == a->cap) {
+			size_t cap = a->cap ? a->cap * 2 : 4;
+			struct att *n = realloc(a->atts, cap * sizeof(*n));
+
+			if (!n)
+				return;
+			a->atts = n;
+			a->cap = cap;
+		}
+		t = &a->atts[a->natts++];
+		*t = (struct att){.job = job, .step = step};
+		is_new = true;
+	}
+	for (size_t i = 0; i < nranks && i < 2; i++)
+		if (att_add_rank(t, ranks[i]))
+			fresh[nfresh++] = ranks[i];
+	if (!nfresh && !is_new)
+		return;
+	det_push(d, &(struct fq_det_action){.kind = FQ_DET_ATTACH,
+					    .handle = a->handle,
+					    .job_id = job,
+					    .step_id = step,
+					    .ranks = fresh,
+					    .nranks = nfresh});
+}
+
+static bool is_path_place(const struct anom_ent *a)
+{
+	return !nic_empty(&a->k.b);
+}
+
+/* Did this lane cross the anomaly's place (kind-specific)? */
+static bool lane_matches(const struct anom_ent *a, const struct lane_rec *l)
+{
+	const struct nic_key *s = &l->p.src, *t = &l->p.dst, *x = &a->k.a, *y = &a->k.b;
+
+	switch ((enum kind)a->k.kind) {
+	case K_LANE_OUTLIER:
+	case K_RDMA_CONFIG:
+		return false; /* attached explicitly to the step it was seen in */
+	case K_SLOW_SENDER:
+		return nic_eq(s, x);
+	case K_SLOW_RECEIVER:
+		return nic_eq(t, x);
+	case K_PATH_DELAY:
+	case K_INBAND:
+		return nic_eq(s, x) && nic_eq(t, y);
+	case K_COLLISION:
+	case K_LINK_DOWN:
+	case K_FLAPPING:
+		if (!is_path_place(a))
+			return nic_eq(s, x) || nic_eq(t, x);
+		return (nic_eq(s, x) && nic_eq(t, y)) || (nic_eq(s, y) && nic_eq(t, x));
+	}
+	return false;
+}
+
+void det_attach_lane(struct fq_detector *d, struct anom_ent *a, const struct step_key *sk,
+		     const struct lane_rec *l)
+{
+	uint32_t ranks[2] = {l->src_rank, l->dst_rank};
+
+	if (l->end_ns < fq_rule_sat_sub(a->start_ns, d->c.attach_slack_ns) || !lane_matches(a, l))
+		return;
+	det_anom_attach(d, a, sk->job, (uint32_t)sk->step, ranks, l->dst_rank == l->src_rank ? 1 : 2);
+}
+
+/* Evidence for (kind, place): extends the open anomaly or opens one (and
+ * attaches the steps whose lanes crossed the place). *opened (may be
+ * NULL) says which. NULL: none could be opened (max_open). */
+struct anom_ent *det_anom_evidence(struct fq_detector *d, enum kind kind, int severity,
+				   const struct nic_key *a, const struct nic_key *b, int64_t start_ns,
+				   int64_t ev_ns, const char *summary, const char *evidence, bool *opened)
+{
+	struct anom_key key;
+	struct anom_ent *e, *inc;
+	bool created;
+
+	memset(&key, 0, sizeof(key));
+	key.kind = kind;
+	key.a = *a;
+	if (b)
+		key.b = *b;
+	if (opened)
+		*opened = false;
+	e = (struct anom_ent *)fq_captab_get(&d->anoms, &key, ev_ns, false, &created);
+	if (!e) {
+		d->dropped_anomalies++;
+		return NULL;
+	}
+	if (!created) {
+		e->last_ns = max64(e->last_ns, ev_ns);
+		return e;
+	}
+	e->handle = ++d->next_handle;
+	e->start_ns = start_ns < ev_ns ? start_ns : ev_ns;
+	e->last_ns = ev_ns;
+	e->events = 1;
+	if ((inc = det_nic_incident(d, kind, a, b, ev_ns)))
+		e->incident = inc->handle;
+	if (opened)
+		*opened = true;
+	det_push(d, &(struct fq_det_action){.kind = FQ_DET_OPEN,
+					    .handle = e->handle,
+					    .incident = e->incident,
+					    .events = 1,
+					    .anomaly_kind = kind_names[kind],
+					    .severity = severity,
+					    .start_ns = e->start_ns,
+					    .node = a->node,
+					    .nic = a->nic,
+					    .remote_node = b ? b->node : NULL,
+					    .remote_nic = b ? b->nic : NULL,
+					    .summary = summary,
+					    .evidence_json = evidence});
+	FQ_CAPTAB_FOREACH(&d->steps, struct step_ent, s, nx)
+	{
+		for (size_t i = 0; i < s->n; i++)
+			det_attach_lane(d, e, &s->k, &s->lanes[i]);
+	}
+	return e;
+}
+
+void det_anom_close(struct fq_detector *d, struct anom_ent *a, int64_t end_ns)
+{
+	det_push(d, &(struct fq_det_action){.kind = FQ_DET_CLOSE,
+					    .handle = a->handle,
+					    .start_ns = a->start_ns,
+					    .end_ns = max64(end_ns, a->start_ns)});
+	fq_captab_unlink(&d->anoms, &a->h);
+}
+
+/* ---- link episodes ---------------------------------------------------------- */
+
+/* The episode's DOWNs so far (a->events), the last at t: an UPDATE. */
+void det_episode_update(struct fq_detector *d, struct anom_ent *a, int64_t t)
+{
+	char text[320];
+
+	a->last_ns = max64(a->last_ns, t);
+	if (is_path_place(a))
+		snprintf(text, sizeof(text), "path %s/%s -> %s/%s down %u times", a->k.a.node, a->k.a.nic,
+			 a->k.b.node, a->k.b.nic, a->events);
+	else
+		snprintf(text, sizeof(text), "%s of %s down %u times", a->k.a.nic, a->k.a.node, a->events);
+	det_push(d, &(struct fq_det_action){.kind = FQ_DET_UPDATE,
+					    .handle = a->handle,
+					    .events = a->events,
+					    .end_ns = t,
+					    .summary = text});
+}
+
+/* A DOWN at t of NIC x (y NULL) or path x -> y: counted into its open
+ * episode (an UPDATE), or the first of a new one (an episode over by t
+ * is closed at its UP first, whether or not a tick saw it). */
+void det_episode_down(struct fq_detector *d, int severity, const struct nic_key *x, const struct nic_key *y,
+		      int64_t t, const char *summary, const char *evidence)
+{
+	struct anom_ent *a = det_anom_find(d, K_LINK_DOWN, x, y);
+
+	if (a && !det_episode_at(d, x, y, t)) {
+		det_anom_close(d, a, a->up_ns);
+		a = NULL;
+	}
+	if (!a) {
+		det_anom_evidence(d, K_LINK_DOWN, severity, x, y, t, t, summary, evidence, NULL);
+		return;
+	}
+	a->events++;
+	a->up_ns = 0;
+	det_episode_update(d, a, t);
+}
+
+/* Is the episode over (its place UP for incident_gap_ns, or its state
+ * dropped)? *end: when it came back (else its last evidence). */
+bool det_episode_over(struct fq_detector *d, const struct anom_ent *a, int64_t now, int64_t *end)
+{
+	struct path_key pk = {a->k.a, a->k.b};
+	const struct path_ent *p = NULL;
+	const struct nic_ent *n = NULL;
+	bool down;
+
+	*end = a->up_ns ? a->up_ns : a->last_ns;
+	if (is_path_place(a)) {
+		if (!(p = (const struct path_ent *)fq_captab_find(&d->paths, &pk)))
+			return true;
+		down = p->state == ST_DOWN;
+	} else {
+		if (!(n = (const struct nic_ent *)fq_captab_find(&d->nics, &a->k.a)))
+			return true;
+		down = n->down;
+	}
+	return !down && a->up_ns && fq_rule_sat_sub(now, a->up_ns) >= d->c.incident_gap_ns;
+}

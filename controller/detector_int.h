@@ -1,0 +1,299 @@
+/*
+ * detector_int.h: the detector's state (detector.h), shared by its four
+ * files and by no one else:
+ *   detector.c          configuration, the action queue, nodes and hints,
+ *                       the tick (window-level rules, resume, sweep),
+ *                       create/destroy
+ *   detector_episode.c  anomalies (open, extend, attach, close) and link
+ *                       episodes (incidents)
+ *   detector_link.c     NICs (flapping, NIC-level down) and paths (link
+ *                       state, delay): probe windows and link events
+ *   detector_lane.c     job steps' lanes (inband mismatch, lane outliers,
+ *                       rdma_config, collisions)
+ *
+ * State, each in a hash table with a size cap (config max_*) and expiry:
+ *   paths     directed NIC pair -> delay baseline, last window, link state
+ *   nics      (node, nic) -> DOWN times (flapping), NIC-level state, the
+ *             counts of its own paths known/down (NIC-level inference)
+ *   nodes     drained state and hint bookkeeping (drain/resume dedup)
+ *   steps     (job, step) -> its lanes: ranks, NIC pair, latest interval
+ *   anomalies (kind, place) -> the open anomaly and the steps attached;
+ *             a link_down is an episode (its DOWNs counted), and a NIC's
+ *             open episode is the incident of the anomalies on that NIC
+ * Entries not seen for state_expire_ns (steps: step_expire_ns) are dropped
+ * by a sweep once a minute; when a table is full, the least recently seen
+ * eighth of it is dropped first. Anomalies are never evicted: past
+ * max_open new ones are counted and not opened. Places are kept by value
+ * (names copied), so dropping an entry never leaves a dangling pointer.
+ *
+ * Names are copied truncated (node 63, NIC 31 bytes) with every byte that
+ * is not printable ASCII, a space, '"' or '\\' replaced by '?': summaries
+ * and evidence are then valid UTF-8 and JSON without escaping.
+ */
+#ifndef FQ_CONTROLLER_DETECTOR_INT_H
+#define FQ_CONTROLLER_DETECTOR_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/captab.h"
+#include "controller/detector.h"
+#include "controller/rules.h"
+
+#define NODE_LEN  64
+#define NIC_LEN   32
+#define MAX_DOWNS 256 /* DOWN times kept per NIC (flap_threshold is clamped below) */
+
+enum kind {
+	K_LINK_DOWN,
+	K_FLAPPING,
+	K_PATH_DELAY,
+	K_LANE_OUTLIER,
+	K_INBAND,
+	K_SLOW_SENDER,
+	K_SLOW_RECEIVER,
+	K_COLLISION,
+	K_RDMA_CONFIG,
+};
+
+enum {
+	SEV_INFO = 0,
+	SEV_WARNING = 1,
+	SEV_CRITICAL = 2
+}; /* enum fq_db_severity */
+enum {
+	ST_UNKNOWN = 0,
+	ST_UP = 1,
+	ST_DOWN = 2
+};
+
+struct nic_key {
+	char node[NODE_LEN];
+	char nic[NIC_LEN];
+};
+
+struct path_key {
+	struct nic_key src, dst;
+};
+
+struct step_key {
+	uint64_t job;
+	uint64_t step;
+};
+
+struct anom_key {
+	uint64_t kind;
+	struct nic_key a, b; /* b empty: a NIC place */
+};
+
+struct path_ent {
+	struct fq_captab_ent h;
+	struct path_key k;
+	int64_t baseline_ns, p50_ns, p99_ns, last_end_ns, state_ns;
+	unsigned quiet, streak;        /* quiet windows; elevated windows in a row */
+	int64_t streak_start;          /* start of the first of them */
+	int64_t pend_ns, pend_last_ns; /* DOWNs held for a NIC cause: first, last (0: none) */
+	unsigned pend_downs;
+	int state;
+	bool elevated;
+};
+
+struct nic_ent {
+	struct fq_captab_ent h;
+	struct nic_key k;
+	int64_t *downs;
+	size_t ndowns, cap;
+	unsigned paths_known, paths_down;
+	bool down, dead_hinted;
+	int64_t down_since;
+	unsigned tx_paths, tx_elev, rx_paths, rx_elev; /* tick scratch */
+};
+
+struct node_ent {
+	struct fq_captab_ent h;
+	char name[NODE_LEN];
+	bool drained, own_reason, drain_hinted, resume_hinted;
+	int64_t drained_ns, unhealthy_ns;
+};
+
+struct lane_rec {
+	uint32_t src_rank, dst_rank, lane;
+	struct path_key p;
+	int64_t first_ns, start_ns, end_ns, p50_ns, p99_ns, min_ns;
+	int64_t rtt_floor_ns;   /* the smallest TCP RTT floor either end reported; 0: none */
+	int64_t outlier_end_ns; /* the last interval judged for lane_outlier, */
+	unsigned outlier_runs;  /* and how many in a row were outliers */
+};
+
+struct step_ent {
+	struct fq_captab_ent h;
+	struct step_key k;
+	struct lane_rec *lanes;
+	size_t n, cap;
+	int64_t newest_end_ns, newest_len_ns, evaluated_ns;
+};
+
+struct att {
+	uint64_t job;
+	uint32_t step;
+	uint32_t *ranks;
+	size_t nranks, cap;
+};
+
+struct anom_ent {
+	struct fq_captab_ent h;
+	struct anom_key k;
+	uint64_t handle;
+	int64_t start_ns, last_ns;
+	unsigned events;   /* a link episode's DOWNs (others: 1) */
+	int64_t up_ns;     /* a link episode: its place back UP at (0: down) */
+	uint64_t incident; /* the incident it is a member of (0: none) */
+	struct att *atts;
+	size_t natts, cap;
+};
+
+struct qact {
+	struct qact *next;
+	struct fq_det_action a;
+	char *str[8];
+	uint32_t *ranks;
+};
+
+struct fq_detector {
+	struct fq_detector_config c;
+	struct fq_captab paths, nics, nodes, steps, anoms;
+	size_t nlanes;
+	uint64_t next_handle;
+	struct qact *head, *tail, *cur;
+	size_t pending;
+	int64_t last_sweep_ns;
+	int64_t *scratch_p99;
+	size_t *scratch_idx;
+	bool *scratch_out;
+	size_t scratch_cap;
+	/* the job advised per shared NIC while its advice holds: in any
+	 * collision it is part of, it stays the one to move
+	 * (fq_rule_collision_keep) */
+	struct {
+		char nic[NODE_LEN + NIC_LEN + 1];
+		uint64_t job;
+		int64_t until_ns;
+	} advised[16];
+	/* dropped for a bound: shown in a rate-limited warning */
+	uint64_t dropped_actions, dropped_anomalies, rejected_inputs;
+	struct fq_ratelimit rl;
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static inline bool has(const char *s)
+{
+	return s && *s;
+}
+
+static inline void copy_name(char *dst, size_t len, const char *src)
+{
+	size_t i = 0;
+
+	for (; src && src[i] && i + 1 < len; i++) {
+		unsigned char ch = (unsigned char)src[i];
+
+		dst[i] = (ch > 0x20 && ch < 0x7f && ch != '"' && ch != '\\') ? (char)ch : '?';
+	}
+	memset(dst + i, 0, len - i);
+}
+
+static inline void nic_key_set(struct nic_key *k, const char *node, const char *nic)
+{
+	copy_name(k->node, sizeof(k->node), node);
+	copy_name(k->nic, sizeof(k->nic), nic);
+}
+
+static inline bool nic_eq(const struct nic_key *a, const struct nic_key *b)
+{
+	return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+static inline bool nic_empty(const struct nic_key *k)
+{
+	return k->node[0] == 0;
+}
+
+static inline int64_t max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* now - then > span, safe for any values. */
+static inline bool older_than(int64_t now, int64_t then, int64_t span)
+{
+	return fq_rule_sat_sub(now, then) > span;
+}
+
+static inline double us(int64_t ns)
+{
+	return (double)ns / 1000.0;
+}
+
+/* ---- detector.c ------------------------------------------------------------ */
+
+/* Queues a copy of a (its strings and ranks are copied). */
+void det_push(struct fq_detector *d, const struct fq_det_action *a);
+/* A drain hint for the NIC k's node, unless it is drained or hinted already. */
+void det_hint_drain(struct fq_detector *d, const struct nic_key *k, const char *reason, uint64_t handle,
+		    int64_t now);
+
+/* ---- detector_episode.c: anomalies and link episodes --------------------- */
+
+/* The table's drop callbacks (fq_captab_init), one per table. */
+void det_anom_drop(void *ctx, struct fq_captab_ent *e);
+void det_nic_drop(void *ctx, struct fq_captab_ent *e);
+void det_path_drop(void *ctx, struct fq_captab_ent *e);
+void det_step_drop(void *ctx, struct fq_captab_ent *e);
+
+/* The open anomaly of kind on NIC a (b NULL) or path a -> b; NULL: none. */
+struct anom_ent *det_anom_find(struct fq_detector *d, enum kind kind, const struct nic_key *a,
+			       const struct nic_key *b);
+/* The open link episode of NIC a or path a -> b at t (NULL: none, or over). */
+struct anom_ent *det_episode_at(struct fq_detector *d, const struct nic_key *a, const struct nic_key *b,
+				int64_t t);
+/* The incident a new anomaly of kind on (a, b) at t is a member of (NULL: none). */
+struct anom_ent *det_nic_incident(struct fq_detector *d, enum kind kind, const struct nic_key *a,
+				  const struct nic_key *b, int64_t t);
+/* Attaches (job, step, ranks) to the anomaly; queues an ATTACH with the ranks new to it. */
+void det_anom_attach(struct fq_detector *d, struct anom_ent *a, uint64_t job, uint32_t step,
+		     const uint32_t *ranks, size_t nranks);
+/* Attaches step sk by its lane l if the lane crossed the anomaly's place while it lasted. */
+void det_attach_lane(struct fq_detector *d, struct anom_ent *a, const struct step_key *sk,
+		     const struct lane_rec *l);
+/* Evidence for (kind, place): extends the open anomaly or opens one; *opened
+ * (may be NULL) says which. NULL: none could be opened (max_open). */
+struct anom_ent *det_anom_evidence(struct fq_detector *d, enum kind kind, int severity,
+				   const struct nic_key *a, const struct nic_key *b, int64_t start_ns,
+				   int64_t ev_ns, const char *summary, const char *evidence, bool *opened);
+/* Queues its CLOSE at end_ns and forgets it. */
+void det_anom_close(struct fq_detector *d, struct anom_ent *a, int64_t end_ns);
+/* The episode's DOWNs so far (a->events), the last at t: an UPDATE. */
+void det_episode_update(struct fq_detector *d, struct anom_ent *a, int64_t t);
+/* A DOWN at t of NIC x (y NULL) or path x -> y: into its open episode or a new one. */
+void det_episode_down(struct fq_detector *d, int severity, const struct nic_key *x, const struct nic_key *y,
+		      int64_t t, const char *summary, const char *evidence);
+/* Is the episode over (UP for incident_gap_ns, or its state dropped)? *end: since when. */
+bool det_episode_over(struct fq_detector *d, const struct anom_ent *a, int64_t now, int64_t *end);
+
+/* ---- detector_link.c: NICs and paths ---------------------------------------- */
+
+/* Paths whose held DOWNs no NIC explained after incident_settle_ns: their own episodes. */
+void det_promote_paths(struct fq_detector *d, int64_t now);
+
+/* ---- detector_lane.c: job steps' lanes ---------------------------------------- */
+
+/* lane_outlier over the step's newest intervals. */
+void det_check_step_outliers(struct fq_detector *d, struct step_ent *s);
+/* collision (and its advice) over the steps' fresh lanes (collision_advice). */
+void det_check_collisions(struct fq_detector *d, int64_t now);
+
+#endif /* FQ_CONTROLLER_DETECTOR_INT_H */

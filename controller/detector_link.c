@@ -1,0 +1,317 @@
+/*
+ * detector_link: the detector's NICs (flapping, NIC-level down inferred
+ * from their paths) and paths (link state, delay against a baseline), fed
+ * by probe windows and link events.
+ */
+#include "controller/detector_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- NICs: flapping and NIC-level down ------------------------------------ */
+
+void det_nic_drop(void *ctx, struct fq_captab_ent *e)
+{
+	struct fq_detector *d = ctx;
+
+	(void)d;
+	free(((struct nic_ent *)e)->downs);
+}
+
+static struct nic_ent *nic_get(struct fq_detector *d, const struct nic_key *k, int64_t now)
+{
+	return (struct nic_ent *)fq_captab_get(&d->nics, k, now, true, NULL);
+}
+
+static void nic_record_down(struct fq_detector *d, struct nic_ent *n, int64_t t)
+{
+	int64_t from = fq_rule_sat_sub(t, d->c.flap_window_ns);
+	size_t k = 0;
+
+	for (size_t i = 0; i < n->ndowns; i++) /* keep the window only */
+		if (n->downs[i] > from)
+			n->downs[k++] = n->downs[i];
+	n->ndowns = k;
+	if (n->ndowns == MAX_DOWNS) {
+		memmove(n->downs, n->downs + 1, (MAX_DOWNS - 1) * sizeof(*n->downs));
+		n->ndowns--;
+	}
+	if (n->ndowns == n->cap) {
+		size_t cap = n->cap ? n->cap * 2 : 4;
+		int64_t *p = realloc(n->downs, cap * sizeof(*p));
+
+		if (!p)
+			return;
+		n->downs = p;
+		n->cap = cap;
+	}
+	n->downs[n->ndowns++] = t;
+}
+
+static void check_flapping(struct fq_detector *d, struct nic_ent *n, int64_t t)
+{
+	char summary[256], evidence[256], reason[160], win[32];
+	struct anom_ent *a;
+	unsigned count;
+	bool opened;
+
+	if (!fq_rule_flapping(&d->c, n->downs, n->ndowns, t, &count))
+		return;
+	fq_rule_format_duration(d->c.flap_window_ns, win, sizeof(win));
+	snprintf(summary, sizeof(summary), "%s of %s went down %u times in %s (more than %u)", n->k.nic,
+		 n->k.node, count, win, d->c.flap_threshold);
+	snprintf(evidence, sizeof(evidence), "{\"downs\":%u,\"window_ns\":%" PRId64 ",\"threshold\":%u}",
+		 count, d->c.flap_window_ns, d->c.flap_threshold);
+	a = det_anom_evidence(d, K_FLAPPING, SEV_CRITICAL, &n->k, NULL, n->downs[0], t, summary, evidence,
+			      &opened);
+	if (a && opened)
+		det_hint_drain(d, &n->k,
+			       fq_rule_drain_reason(n->k.nic, "flapped", count, d->c.flap_window_ns, reason,
+						    sizeof(reason)),
+			       a->handle, t);
+}
+
+static void nic_transition(struct fq_detector *d, struct nic_ent *n, bool down, int64_t t, const char *why)
+{
+	char summary[256], evidence[160];
+	struct anom_ent *a = det_anom_find(d, K_LINK_DOWN, &n->k, NULL);
+
+	if (down == n->down) {
+		if (down && a)
+			a->last_ns = max64(a->last_ns, t);
+		return;
+	}
+	n->down = down;
+	if (!down) {
+		n->dead_hinted = false;
+		if (a)
+			a->up_ns = t; /* the episode goes on until UP for incident_gap_ns */
+		return;
+	}
+	n->down_since = t;
+	nic_record_down(d, n, t);
+	snprintf(summary, sizeof(summary), "%s of %s down (%s)", n->k.nic, n->k.node, why);
+	snprintf(evidence, sizeof(evidence), "{\"nic_level\":true,\"paths_known\":%u,\"paths_down\":%u}",
+		 n->paths_known, n->paths_down);
+	det_episode_down(d, SEV_CRITICAL, &n->k, NULL, t, summary, evidence);
+	check_flapping(d, n, t);
+}
+
+/* ---- paths: link state and delay ----------------------------------------- */
+
+void det_path_drop(void *ctx, struct fq_captab_ent *e)
+{
+	struct fq_detector *d = ctx;
+
+	struct path_ent *p = (struct path_ent *)e;
+	struct nic_ent *n;
+
+	if (p->state == ST_UNKNOWN || !(n = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.src)))
+		return;
+	if (n->paths_known)
+		n->paths_known--;
+	if (p->state == ST_DOWN && n->paths_down)
+		n->paths_down--;
+}
+
+static struct path_ent *path_get(struct fq_detector *d, const struct nic_key *src, const struct nic_key *dst,
+				 int64_t now)
+{
+	struct path_key k = {*src, *dst};
+
+	return (struct path_ent *)fq_captab_get(&d->paths, &k, now, true, NULL);
+}
+
+/* A path's DOWN at t: nothing more when a NIC episode at either end
+ * explains it (the daemon stores the raw event), counted into the path's
+ * open episode, or held for incident_settle_ns (det_promote_paths). */
+static void path_down(struct fq_detector *d, struct path_ent *p, int64_t t)
+{
+	if (det_nic_incident(d, K_LINK_DOWN, &p->k.src, &p->k.dst, t))
+		return;
+	if (det_episode_at(d, &p->k.src, &p->k.dst, t)) {
+		det_episode_down(d, SEV_WARNING, &p->k.src, &p->k.dst, t, NULL, NULL);
+		return;
+	}
+	if (!p->pend_ns)
+		p->pend_ns = t;
+	p->pend_last_ns = max64(p->pend_last_ns, t);
+	p->pend_downs++;
+}
+
+/* Paths whose held DOWNs are incident_settle_ns old: an episode of the
+ * path (its DOWNs counted, UP since: back at its UP), unless a NIC
+ * episode at either end explains them by now. */
+void det_promote_paths(struct fq_detector *d, int64_t now)
+{
+	char summary[320];
+
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		struct anom_ent *a;
+		unsigned downs = p->pend_downs;
+
+		if (!p->pend_ns || fq_rule_sat_sub(now, p->pend_ns) < d->c.incident_settle_ns)
+			continue;
+		p->pend_downs = 0;
+		if (!det_nic_incident(d, K_LINK_DOWN, &p->k.src, &p->k.dst, p->pend_last_ns)) {
+			snprintf(summary, sizeof(summary), "path %s/%s -> %s/%s down", p->k.src.node,
+				 p->k.src.nic, p->k.dst.node, p->k.dst.nic);
+			a = det_anom_evidence(d, K_LINK_DOWN, SEV_WARNING, &p->k.src, &p->k.dst, p->pend_ns,
+					      p->pend_ns, summary, "{\"nic_level\":false}", NULL);
+			if (a && downs > 1) {
+				a->events = downs;
+				det_episode_update(d, a, p->pend_last_ns);
+			}
+			if (a && p->state != ST_DOWN)
+				a->up_ns = p->state_ns;
+		}
+		p->pend_ns = p->pend_last_ns = 0;
+	}
+}
+
+static void path_set_state(struct fq_detector *d, struct path_ent *p, int state, int64_t t)
+{
+	struct nic_ent *n = nic_get(d, &p->k.src, t);
+	char summary[32];
+	struct anom_ent *a;
+	int old = p->state;
+
+	if (state == old || t < p->state_ns) {
+		if (state == ST_DOWN && old == ST_DOWN &&
+		    (a = det_anom_find(d, K_LINK_DOWN, &p->k.src, &p->k.dst)))
+			a->last_ns = max64(a->last_ns, t);
+		return;
+	}
+	p->state = state;
+	p->state_ns = t;
+	if (n) {
+		n->paths_known += old == ST_UNKNOWN;
+		if (old == ST_DOWN && n->paths_down)
+			n->paths_down--;
+		n->paths_down += state == ST_DOWN;
+	}
+	if (state == ST_DOWN)
+		path_down(d, p, t);
+	else if ((a = det_anom_find(d, K_LINK_DOWN, &p->k.src, &p->k.dst)))
+		a->up_ns = t; /* the episode goes on until UP for incident_gap_ns */
+	if (!n)
+		return;
+	if (state == ST_DOWN && fq_rule_nic_down(&d->c, n->paths_known, n->paths_down)) {
+		snprintf(summary, sizeof(summary), "all %u paths down", n->paths_known);
+		nic_transition(d, n, true, t, summary);
+	} else if (state == ST_UP && n->down) {
+		nic_transition(d, n, false, t, "a path up");
+	}
+}
+
+static void path_delay_sample(struct fq_detector *d, struct path_ent *p, int64_t p50, int64_t p99,
+			      int64_t start, int64_t end)
+{
+	char summary[384], evidence[320];
+	int64_t base = p->quiet >= d->c.delay_baseline_windows ? p->baseline_ns : 0;
+	enum fq_rule_delay v;
+
+	if (p99 <= 0 && p50 <= 0)
+		return;
+	if (p50 > 0)
+		p->p50_ns = p50;
+	p->p99_ns = p99;
+	p->last_end_ns = max64(p->last_end_ns, end);
+	v = fq_rule_path_delay(&d->c, p99, base);
+	if (v == FQ_RULE_DELAY_OK)
+		p->streak = 0;
+	else if (p->streak < UINT32_MAX && p->streak++ == 0)
+		p->streak_start = start;
+	p->elevated = v != FQ_RULE_DELAY_OK && p->streak >= d->c.delay_persist_windows;
+	if (v == FQ_RULE_DELAY_OK) {
+		/* Once established, the baseline learns only from windows within
+		 * 2x of it: a path creeping up just under the factor would
+		 * otherwise drag its own baseline along and never be flagged. */
+		if (!base || p99 / 2 <= base)
+			p->baseline_ns = fq_rule_baseline_update(p->baseline_ns, p99);
+		if (p99 > 0 && p->quiet < UINT32_MAX)
+			p->quiet++;
+		return;
+	}
+	if (!p->elevated)
+		return; /* not yet persistent */
+	if (v == FQ_RULE_DELAY_ABSOLUTE)
+		snprintf(summary, sizeof(summary),
+			 "path %s/%s -> %s/%s: owd p99 %.1f us above the %.1f us threshold", p->k.src.node,
+			 p->k.src.nic, p->k.dst.node, p->k.dst.nic, us(p99), us(d->c.delay_threshold_ns));
+	else
+		snprintf(summary, sizeof(summary),
+			 "path %s/%s -> %s/%s: owd p99 %.1f us vs baseline %.1f us (x%.1f)", p->k.src.node,
+			 p->k.src.nic, p->k.dst.node, p->k.dst.nic, us(p99), us(base),
+			 (double)p99 / (double)base);
+	snprintf(evidence, sizeof(evidence),
+		 "{\"owd_p99_ns\":%" PRId64 ",\"owd_p50_ns\":%" PRId64 ",\"baseline_ns\":%" PRId64
+		 ",\"threshold_ns\":%" PRId64 ",\"factor\":%.2f,\"rule\":\"%s\"}",
+		 p99, p50, base, d->c.delay_threshold_ns, d->c.delay_baseline_factor,
+		 v == FQ_RULE_DELAY_ABSOLUTE ? "threshold" : "baseline");
+	/* the anomaly starts with the first window of the streak */
+	det_anom_evidence(d, K_PATH_DELAY, v == FQ_RULE_DELAY_ABSOLUTE ? SEV_CRITICAL : SEV_WARNING,
+			  &p->k.src, &p->k.dst, (p->streak_start < start ? p->streak_start : start), end,
+			  summary, evidence, NULL);
+}
+
+void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p)
+{
+	struct nic_key a, b;
+	struct path_ent *fwd, *rev;
+	int64_t start;
+
+	if (!d)
+		return;
+	if (!p || !has(p->node) || !has(p->nic) || !has(p->remote_node) || !has(p->remote_nic) ||
+	    p->end_ns <= 0) {
+		d->rejected_inputs++;
+		return;
+	}
+	start = p->start_ns > 0 && p->start_ns <= p->end_ns ? p->start_ns : p->end_ns;
+	nic_key_set(&a, p->node, p->nic);
+	nic_key_set(&b, p->remote_node, p->remote_nic);
+	nic_get(d, &a, p->end_ns);
+	nic_get(d, &b, p->end_ns);
+	fwd = path_get(d, &a, &b, p->end_ns);
+	if (!fwd)
+		return;
+	path_set_state(d, fwd, p->up ? ST_UP : ST_DOWN, p->up ? start : p->end_ns);
+	if (!p->up)
+		return;
+	path_delay_sample(d, fwd, p->owd_fwd_p50_ns, p->owd_fwd_p99_ns, start, p->end_ns);
+	if (p->owd_rev_p50_ns > 0 || p->owd_rev_p99_ns > 0) {
+		rev = path_get(d, &b, &a, p->end_ns);
+		if (rev)
+			path_delay_sample(d, rev, p->owd_rev_p50_ns, p->owd_rev_p99_ns, start, p->end_ns);
+	}
+}
+
+void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e)
+{
+	struct nic_key a, b;
+	struct nic_ent *n;
+	struct path_ent *p;
+
+	if (!d)
+		return;
+	if (!e || !has(e->node) || !has(e->nic) || e->time_ns <= 0) {
+		d->rejected_inputs++;
+		return;
+	}
+	nic_key_set(&a, e->node, e->nic);
+	if (e->nic_level || !has(e->remote_node) || !has(e->remote_nic)) {
+		n = nic_get(d, &a, e->time_ns);
+		if (n)
+			nic_transition(d, n, !e->up, e->time_ns, "nic-level event");
+		return;
+	}
+	nic_key_set(&b, e->remote_node, e->remote_nic);
+	nic_get(d, &b, e->time_ns);
+	p = path_get(d, &a, &b, e->time_ns);
+	if (p)
+		path_set_state(d, p, e->up ? ST_UP : ST_DOWN, e->time_ns);
+}

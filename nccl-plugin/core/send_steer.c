@@ -1,0 +1,256 @@
+/* send_steer: the send comm's steering (FABRICIQ_STEER; see send_priv.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/path_page.h"
+#include "nccl-plugin/control/steer.h"
+#include "nccl-plugin/core/ctx.h"
+#include "nccl-plugin/core/failover.h"
+#include "nccl-plugin/core/send_priv.h"
+#include "nccl-plugin/plog.h"
+
+void send_steer_lane_state(struct fqn_send *s, int i, int up, int64_t now)
+{
+	struct steer_state *st = s->st;
+	double vmin = -1;
+
+	if (!st)
+		return;
+	fqn_steer_set_up(st->ctl, i, up, now);
+	for (int k = 0; k < s->c.nlanes; k++)
+		if (k != i && s->c.lc[k].fsm.state == FQN_LANE_UP && (vmin < 0 || st->vt[k] < vmin))
+			vmin = st->vt[k];
+	st->vt[i] = vmin < 0 ? 0 : vmin; /* back: no burst to catch up */
+	fqn_hist_reset(&st->lat[i]);
+}
+
+/* May UP lane i take a new chunk? (Its virtual clock is within one chunk
+ * of the lowest up lane's; a lane being moved takes none.) */
+int send_steer_allows(struct fqn_send *s, int i)
+{
+	struct steer_state *st = s->st;
+	double vmin = st->vt[i];
+
+	if (i == st->move)
+		return 0;
+	for (int k = 0; k < s->c.nlanes; k++)
+		if (k != i && k != st->move && s->c.lc[k].fsm.state == FQN_LANE_UP && st->vt[k] < vmin)
+			vmin = st->vt[k];
+	return st->vt[i] - vmin <= (double)s->c.chunk_size / fqn_steer_weight(st->ctl, i) + 1;
+}
+
+void send_steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int resent, int64_t now)
+{
+	struct steer_state *st = s->st;
+	double w = fqn_steer_weight(st->ctl, i);
+	uint32_t len = c->len;
+
+	(void)resent;
+	st->push_ns[i][s->txq[i]->pushed % FQN_TXQ_MAX] = now;
+	st->vt[i] += len / (w > 0 ? w : 1e-3);
+	st->sent_bytes[i] += len;
+}
+
+/* Path page advice: MOVE for our job on lane i's path, a generation not
+ * acted on yet (*gen: it, to be marked once the move is under way: an
+ * advice that meets a trial or the cooldown stays pending). */
+static int steer_advised(struct fqn_send *s, int i, uint32_t *gen)
+{
+	struct fq_path_page_reader *r = __atomic_load_n(&s->c.ctx->paths, __ATOMIC_ACQUIRE);
+	struct fq_path_entry e;
+	struct timespec ts;
+
+	if (!r || !s->c.lc[i].remote_ipv4 ||
+	    fq_path_page_lookup(r, s->c.lc[i].nic, s->c.lc[i].remote_ipv4, &e) < 0)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	if (e.advice != FQ_PATH_ADVICE_MOVE || e.advice_gen == s->st->advice_gen[i] ||
+	    (e.advice_job && e.advice_job != s->st->job) ||
+	    e.advice_until_ns < (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec)
+		return 0;
+	*gen = e.advice_gen;
+	return 1;
+}
+
+static void steer_trace(struct fqn_send *s, const char *what)
+{
+	struct steer_state *st = s->st;
+	struct timespec ts;
+
+	if (!st->trace)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fprintf(st->trace, "%lld.%09ld %llx %s", (long long)ts.tv_sec, ts.tv_nsec,
+		(unsigned long long)s->c.conn_id, what);
+	for (int i = 0; i < s->c.nlanes; i++) /* path=: the lane's socket now (a move changes it) */
+		fprintf(st->trace, " lane%d %s w=%.3f sent=%llu delay_us=%lld path=%s>%s%s", i,
+			s->c.lc[i].nic, fqn_steer_weight(st->ctl, i), (unsigned long long)st->sent_bytes[i],
+			(long long)(fqn_steer_delay(st->ctl, i) / 1000),
+			s->c.lanes[i] ? s->c.lanes[i]->local : "-", s->c.lanes[i] ? s->c.lanes[i]->peer : "-",
+			fqn_steer_congested(st->ctl, i) ? " congested" : "");
+	fputc('\n', st->trace);
+	fflush(st->trace);
+}
+
+/* Lane i has nothing unacked: park it and re-dial on a new source port. */
+static void steer_move_out(struct fqn_send *s, int i, int64_t now)
+{
+	struct fqn_lane_ctl *lc = &s->c.lc[i];
+
+	FQN_INFO("connection %llx lane %d (%s %s -> %s): every lane congested or advised to move; "
+		 "re-opening it on a new source port",
+		 (unsigned long long)s->c.conn_id, i, lc->nic, lc->local, lc->peer);
+	fqn_ctl_event(&s->c, i, i, "steer", now, 0, 0, 0);
+	fqn_steer_trial_begin(s->st->ctl, i, now);
+	send_steer_lane_state(s, i, 0, now);
+	if (s->parked[i])
+		s->parked[i]->ops->destroy(s->parked[i]);
+	s->parked[i] = s->c.lanes[i];
+	s->c.lanes[i] = NULL;
+	s->busy[i] = 0;
+	s->st->move = -1;
+	s->st->moved[i] = 1;
+	fqn_lane_fsm_step(&lc->fsm, FQN_LEV_MOVE, now, &s->fsm); /* re-dialed at once */
+	lc->cause = "steer";
+	lc->down_ns = now;
+}
+
+/* 1 if a lane other than i is UP. */
+static int steer_others_up(const struct fqn_send *s, int i)
+{
+	for (int k = 0; k < s->c.nlanes; k++)
+		if (k != i && s->c.lc[k].fsm.state == FQN_LANE_UP)
+			return 1;
+	return 0;
+}
+
+/* Every FQN_STEER_UPDATE_MS: feed the controller, move a lane if due.
+ * Never the last UP lane: a lane being moved takes no new chunks, and a
+ * moved-out last lane would leave the connection with none (a lone lane
+ * carrying a failed lane's share looks congested, which is no reason). */
+void send_steer_tick(struct fqn_send *s, int64_t now)
+{
+	struct steer_state *st = s->st;
+	int changed, advised = -1, pick, trial = fqn_steer_trial_lane(st->ctl), traffic = 0;
+	uint32_t gen = 0;
+
+	if (st->move >= 0 && !steer_others_up(s, st->move))
+		st->move = -1; /* the other lanes failed while it drained: keep it */
+	if (st->move >= 0 && s->c.lc[st->move].fsm.state == FQN_LANE_UP && !s->txq[st->move]->count &&
+	    !s->busy[st->move]) {
+		char what[32];
+
+		steer_move_out(s, st->move, now);
+		snprintf(what, sizeof(what), "move by=%s", st->move_why);
+		steer_trace(s, what);
+	}
+	if (now < st->next_ns)
+		return;
+	st->next_ns = now + (int64_t)FQN_STEER_UPDATE_MS * 1000000;
+	if (st->vt[0] > 1e15) /* keep the virtual clocks small: only their differences count */
+		for (int i = s->c.nlanes - 1; i >= 0; i--)
+			st->vt[i] -= st->vt[0];
+	for (int i = 0; i < s->c.nlanes; i++) {
+		struct fqn_steer_sample smp = {0};
+		struct fqn_lane_info info;
+
+		if (s->c.lc[i].fsm.state != FQN_LANE_UP)
+			continue;
+		smp.samples = st->lat[i].count;
+		smp.p50_ns = fqn_hist_quantile(&st->lat[i], 0.5);
+		smp.p99_ns = fqn_hist_quantile(&st->lat[i], 0.99);
+		smp.bytes = st->acked_bytes[i];
+		if (s->txq[i]->count) {
+			/* a lane whose acks stopped must look slow at once, not
+			 * unfed: its oldest unacked chunk's lag so far is a floor */
+			const struct fqn_txq *q = s->txq[i];
+			int64_t age = now - st->push_ns[i][(q->pushed - q->count) % FQN_TXQ_MAX];
+
+			if (!smp.samples || age > smp.p99_ns) {
+				smp.p99_ns = age;
+				smp.p50_ns = smp.samples ? smp.p50_ns : age;
+				smp.samples += !smp.samples;
+			}
+		}
+		traffic |= smp.samples != 0;
+		if (s->c.lanes[i]->ops->info(s->c.lanes[i], &info) == 0) {
+			smp.rtt_us = info.rtt_us;
+			smp.retrans_delta = info.retrans - st->retrans[i];
+			smp.ce_delta = info.delivered_ce - st->ce[i];
+			st->retrans[i] = info.retrans;
+			st->ce[i] = info.delivered_ce;
+		}
+		fqn_steer_observe(st->ctl, i, &smp);
+		fqn_hist_reset(&st->lat[i]);
+		st->acked_bytes[i] = 0;
+		if (advised < 0 && steer_advised(s, i, &gen))
+			advised = i;
+	}
+	changed = fqn_steer_update(st->ctl, now);
+	if (traffic)
+		steer_trace(s, changed ? "change" : "tick");
+	if (st->move >= 0)
+		return;
+	switch (fqn_steer_trial_verdict(st->ctl, now)) {
+	case 1:
+		FQN_INFO("connection %llx lane %d: keeping its new path", (unsigned long long)s->c.conn_id,
+			 trial);
+		steer_trace(s, "keep");
+		return;
+	case 0:
+		if (steer_others_up(s, trial)) {
+			st->move = trial;
+			st->move_why = "trial";
+		}
+		return;
+	}
+	/* advice picks its lane, but waits out a trial and the cooldown too */
+	pick = fqn_steer_rehash_pick(st->ctl, advised >= 0, now);
+	if (pick >= 0 && advised >= 0)
+		pick = advised;
+	if (pick >= 0 && s->c.lc[pick].can_rejoin && steer_others_up(s, pick)) {
+		st->move = pick;
+		st->move_why = advised >= 0 ? "advice" : "congested";
+		if (advised >= 0)
+			st->advice_gen[pick] = gen;
+	}
+}
+
+int send_steer_enable(struct fqn_send *s, int64_t now)
+{
+	struct fqn_steer_params p;
+	struct steer_state *st = calloc(1, sizeof(*st));
+	const struct fqn_config *cfg = &s->c.ctx->cfg;
+	const char *job = *cfg->job_id ? cfg->job_id : getenv("SLURM_JOB_ID");
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	fqn_steer_params_default(&p);
+	rc = fqn_steer_create(s->c.nlanes, &p, now, &st->ctl);
+	if (rc < 0) {
+		free(st);
+		return rc;
+	}
+	st->move = -1;
+	st->job = job ? (uint32_t)strtoul(job, NULL, 10) : 0;
+	if (*cfg->steer_trace && !(st->trace = fopen(cfg->steer_trace, "ae")))
+		FQN_WARN("FABRICIQ_STEER_TRACE=%s: %s; no trace", cfg->steer_trace, strerror(errno));
+	for (int i = 0; i < s->c.nlanes; i++)
+		fqn_hist_reset(&st->lat[i]);
+	s->st = st;
+	return 0;
+}
+
+void send_steer_free(struct fqn_send *s)
+{
+	if (!s->st)
+		return;
+	if (s->st->trace)
+		fclose(s->st->trace);
+	fqn_steer_destroy(s->st->ctl);
+	free(s->st);
+}

@@ -1,0 +1,333 @@
+/*
+ * test-detector-lanes: the stateful detector (controller/detector.h) on job
+ * steps' lanes (detector_lane.c): lane outliers, inband mismatch,
+ * collisions and their advice, rdma_config, replaying
+ * recorded telemetry (the text files in tests/controller/data/) or on
+ * inputs fed one by one: every rule opens, extends and closes one anomaly,
+ * attaches it to exactly the job steps and ranks whose lanes crossed the
+ * place, and gives drain/resume hints once.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/controller/det-fixture.h"
+#include "tests/unit/tap.h"
+
+static void test_lane_outlier(void)
+{
+	struct fq_detector *d = make();
+	const struct rec *o;
+
+	reset();
+	replay(d, "lane-outlier.txt", 1e9);
+	is_int(count(FQ_DET_OPEN, NULL), 1, "lane fixture: one anomaly opened (3 intervals extend it)");
+	o = find_open("lane_outlier", "n4", "rail1");
+	ok(o != NULL, "lane_outlier on n4/rail1");
+	if (!o)
+		o = &recs[0];
+	is_str(o->rnode, "n1", "remote n1");
+	is_str(o->rnic, "rail1", "remote rail1");
+	like(o->summary, "lane 1 of job 42.0 rank 3->0: p99 94.1 us vs step median 4.2 us", "summary");
+	is_int(o->severity, 0, "info: no probe on its path saw a rise");
+	like(o->summary, "its path's probes saw no rise", "... and the summary says so");
+	like(o->evidence, "\"owd_p99_ns\":94100", "evidence: the p99");
+	like(o->evidence, "\"step_median_p99_ns\":4200", "evidence: the median");
+	is_int(attached(o->handle, 42, 0), (1 << 3) | (1 << 0), "attached to job 42.0 ranks 3 and 0 only");
+	ok(!attached_job(43), "not to job 43 (same nodes, rail2)");
+	is_int(count(FQ_DET_ATTACH, NULL), 1, "one attachment in all");
+	is_int(count(FQ_DET_CLOSE, NULL), 0, "still open");
+	fq_detector_tick(d, S(133));
+	collect(d);
+	is_int(count(FQ_DET_CLOSE, NULL), 0, "open 30 s after the last evidence (103 s)");
+	fq_detector_tick(d, S(133.5));
+	collect(d);
+	ok(find_kind(FQ_DET_CLOSE, o->handle) && find_kind(FQ_DET_CLOSE, o->handle)->end == S(103),
+	   "closed after 30 s quiet, ending at the last evidence");
+	fq_detector_destroy(d);
+
+	/* Just under the factor (above the floor): 7 lanes at 20 us, one at 100 us. */
+	d = make();
+	reset();
+	for (uint32_t r = 0; r < 4; r++)
+		for (uint32_t l = 0; l < 2; l++)
+			lane(d, 44, r, (r + 1) % 4, l, r % 2 ? "n2" : "n1", l ? "rail1" : "rail0",
+			     r % 2 ? "n1" : "n2", l ? "rail1" : "rail0", 10, 15,
+			     r == 3 && l == 1 ? 100.0 : 20.0);
+	fq_detector_tick(d, S(11));
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "100 us = 5 x the 20 us median: no outlier");
+	probe(d, "n2", "rail1", "n1", "rail1", 10.5, 500, 2000); /* the fabric agrees: 2 ms p99 */
+	lane(d, 44, 3, 0, 1, "n2", "rail1", "n1", "rail1", 11, 15, 100.1);
+	for (uint32_t r = 0; r < 4; r++)
+		lane(d, 44, r, (r + 1) % 4, 0, r % 2 ? "n2" : "n1", "rail0", r % 2 ? "n1" : "n2", "rail0", 11,
+		     15, 20);
+	fq_detector_tick(d, S(12));
+	collect(d);
+	is_int(count(FQ_DET_OPEN, "lane_outlier"), 1, "100.1 us: outlier");
+	o = find_open("lane_outlier", "n2", "rail1");
+	ok(o && o->severity == 1, "a warning: its path's probes are elevated too");
+	fq_detector_destroy(d);
+
+	/* With the default persistence (3 intervals in a row): one slow
+	 * interval, or two with a normal one between, is a hiccup (seen on a
+	 * healthy fabric: one 100 ms interval of a lane at 27.8 ms p99 against
+	 * a step median of 3.2 ms); three in a row are an outlier. */
+	{
+		struct fq_detector_config c;
+		const double slow[] = {200, 20, 200, 200, 20, 200, 200, 200};
+		int opened_at = 0;
+
+		fq_detector_config_defaults(&c);
+		d = fq_detector_create(&c);
+		reset();
+		for (int t = 0; t < 8; t++) {
+			for (uint32_t r = 0; r < 4; r++)
+				lane(d, 45, r, (r + 1) % 4, 0, r % 2 ? "n2" : "n1", "rail0",
+				     r % 2 ? "n1" : "n2", "rail0", 10 + t, 15, r == 3 ? slow[t] : 20.0);
+			fq_detector_tick(d, S(10.5 + t));
+			collect(d);
+			if (!opened_at && count(FQ_DET_OPEN, "lane_outlier"))
+				opened_at = t + 1;
+		}
+		is_int(opened_at, 8, "lane_outlier opens with the third slow interval in a row, not before");
+		fq_detector_destroy(d);
+	}
+}
+
+static void test_inband(void)
+{
+	struct fq_detector *d = make();
+	const struct rec *o;
+
+	reset();
+	for (int t = 1; t <= 5; t++)
+		probe(d, "n1", "rail0", "n2", "rail0", t, 21, 30);
+	lane(d, 50, 0, 1, 0, "n1", "rail0", "n2", "rail0", 5, 105, 140); /* 5 x 21 us: just not */
+	lane(d, 51, 0, 1, 0, "n1", "rail1", "n2", "rail1", 5, 310, 400); /* no probes on rail1 */
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "lane p50 105 us vs probe 21 us: no mismatch; no probe: none");
+	lane(d, 50, 0, 1, 0, "n1", "rail0", "n2", "rail0", 6, 410, 500);
+	collect(d);
+	o = find_open("inband_mismatch", "n1", "rail0");
+	ok(o != NULL, "lane min 410 us vs probe p50 21 us: inband_mismatch");
+	if (o) {
+		like(o->summary, "lane min 410.0 us vs probe p50 21.0 us", "summary");
+		is_int(attached(o->handle, 50, 0), 3, "attached to job 50.0 ranks 0, 1");
+	} else {
+		skip(2, "no anomaly");
+	}
+	ok(!attached_job(51), "not to job 51 (rail1)");
+	fq_detector_destroy(d);
+
+	/* congestion is not misconfiguration: a loaded lane's p50 is far above
+	 * the probes, but its minimum sits at the path's base delay */
+	d = make();
+	reset();
+	for (int t = 1; t <= 5; t++)
+		probe(d, "n1", "rail0", "n2", "rail0", t, 21, 30);
+	fq_detector_lane(d, &(struct fq_det_lane){.job_id = 52,
+						  .dst_rank = 1,
+						  .src_node = "n1",
+						  .src_nic = "rail0",
+						  .dst_node = "n2",
+						  .dst_nic = "rail0",
+						  .start_ns = S(5),
+						  .end_ns = S(6),
+						  .owd_p50_ns = US(3000),
+						  .owd_p99_ns = US(9000),
+						  .owd_min_ns = US(24)});
+	collect(d);
+	ok(!find_open("inband_mismatch", "n1", "rail0"),
+	   "a queued lane (p50 3 ms, min 24 us): no inband_mismatch");
+	fq_detector_destroy(d);
+
+	/* a TCP lane's chunks wait in the sender's socket first: a busy job's
+	 * smallest one-way delay is milliseconds on a healthy fabric (seen:
+	 * 1.0-2.3 ms against probes of 8-18 us), its TCP RTT floor is not */
+	for (int floor_us = 40; floor_us <= 2000; floor_us += 1960) {
+		struct fq_det_lane send = {.job_id = 53,
+					   .dst_rank = 1,
+					   .src_node = "n1",
+					   .src_nic = "rail0",
+					   .dst_node = "n2",
+					   .dst_nic = "rail0",
+					   .start_ns = S(5),
+					   .end_ns = S(6),
+					   .tcp_min_rtt_ns = US(floor_us)};
+		struct fq_det_lane recv = send;
+
+		d = make();
+		reset();
+		for (int t = 1; t <= 5; t++)
+			probe(d, "n1", "rail0", "n2", "rail0", t, 21, 30);
+		recv.end_ns = S(6) + 1000;
+		recv.tcp_min_rtt_ns = US(floor_us + 10); /* the receiver's socket: a little more */
+		recv.owd_p50_ns = US(2200);
+		recv.owd_p99_ns = US(4000);
+		recv.owd_min_ns = US(1800);
+		fq_detector_lane(d, &send);
+		fq_detector_lane(d, &recv);
+		collect(d);
+		o = find_open("inband_mismatch", "n1", "rail0");
+		if (floor_us == 40) {
+			ok(!o, "a self-queued TCP lane (min 1.8 ms, RTT floor 40 us) vs probe p50 21 us: no "
+			       "mismatch");
+		} else {
+			ok(o != NULL,
+			   "a TCP lane whose RTT floor is 2 ms vs probe p50 21 us: inband_mismatch");
+			like(o ? o->summary : "", "TCP RTT floor / 2 1000.0 us vs probe p50 21.0 us",
+			     "... judged by half its RTT floor (the sender's, the smaller)");
+		}
+		fq_detector_destroy(d);
+	}
+}
+
+/* Two jobs through n2/rail1 (the TBF spine's far end): probe owd of every
+ * NIC pair ~20 us; job 4242's two lanes into n2/rail1 at 94 and 400 us,
+ * job 4243's one lane at 120 us; quiet lanes elsewhere. */
+static void test_collision(void)
+{
+	struct fq_detector_config c;
+	struct fq_detector *d;
+	const struct rec *o, *adv = NULL;
+	size_t nadv = 0;
+
+	fq_detector_config_defaults(&c);
+	c.collision_advice = true;
+	d = fq_detector_create(&c);
+	reset();
+	for (int t = 1; t <= 3; t++) {
+		probe(d, "n1", "rail1", "n2", "rail1", t, 20, 30);
+		probe(d, "n3", "rail1", "n2", "rail1", t, 22, 30);
+		probe(d, "n4", "rail1", "n2", "rail1", t, 21, 30);
+		probe(d, "n1", "rail0", "n2", "rail0", t, 18, 25);
+	}
+	lane(d, 4242, 0, 1, 1, "n1", "rail1", "n2", "rail1", 3, 60, 94);
+	lane(d, 4242, 2, 1, 1, "n3", "rail1", "n2", "rail1", 3, 200, 400);
+	lane(d, 4242, 0, 1, 0, "n1", "rail0", "n2", "rail0", 3, 3, 4);
+	lane(d, 4243, 5, 6, 1, "n4", "rail1", "n2", "rail1", 3, 90, 120);
+	fq_detector_tick(d, S(3.5));
+	collect(d);
+	o = find_open("collision", "n2", "rail1");
+	ok(o != NULL, "collision anomaly on n2/rail1 (%s)", o ? o->summary : "none");
+	ok(o && attached(o->handle, 4242, 0) >= 0 && attached(o->handle, 4243, 0) >= 0,
+	   "attached to both jobs");
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].kind == FQ_DET_ADVICE) {
+			adv = &recs[i];
+			nadv++;
+		}
+	ok(nadv == 1 && adv->job == 4243 && !strcmp(adv->node, "n4") && !strcmp(adv->nic, "rail1") &&
+	       !strcmp(adv->rnode, "n2") && !strcmp(adv->rnic, "rail1"),
+	   "one advice: job 4243 (fewer lanes) to move n4/rail1 -> n2/rail1 (%zu advice)", nadv);
+	ok(adv && adv->end - adv->start == c.advice_lifetime_ns && o && adv->handle == o->handle &&
+	       !strcmp(adv->reason, "n2/rail1"),
+	   "for advice_lifetime_ns, tied to the anomaly, naming the shared NIC");
+	ok(o && strstr(o->evidence, "\"move_job\":4243") && strstr(o->evidence, "\"other_job\":4242"),
+	   "the evidence says which job moves and why");
+	reset();
+	fq_detector_tick(d, S(3.6)); /* the same window again: advice renewed, no second anomaly */
+	collect(d);
+	ok(count(FQ_DET_ADVICE, NULL) == 1 && count(FQ_DET_OPEN, "collision") == 0,
+	   "next tick, collision still there: advice again (renewal), the anomaly extended");
+	/* the advised job's lanes there grow to 2, the other's fall to 1: by lane
+	 * counts alone the choice would flip and both jobs would move */
+	for (int t = 4; t <= 5; t++) {
+		probe(d, "n1", "rail1", "n2", "rail1", t, 20, 30);
+		probe(d, "n3", "rail1", "n2", "rail1", t, 22, 30);
+		probe(d, "n4", "rail1", "n2", "rail1", t, 21, 30);
+	}
+	lane(d, 4242, 0, 1, 1, "n1", "rail1", "n2", "rail1", 5, 30, 40);
+	lane(d, 4242, 2, 1, 1, "n3", "rail1", "n2", "rail1", 5, 200, 400);
+	lane(d, 4243, 5, 6, 1, "n4", "rail1", "n2", "rail1", 5, 90, 120);
+	lane(d, 4243, 7, 6, 1, "n4", "rail1", "n2", "rail1", 5, 90, 130);
+	reset();
+	fq_detector_tick(d, S(5.5));
+	collect(d);
+	adv = NULL;
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].kind == FQ_DET_ADVICE)
+			adv = &recs[i];
+	ok(adv && adv->job == 4243 && count(FQ_DET_ADVICE, NULL) >= 1,
+	   "the advised job stays the one to move while its advice holds (job %llu), though it now has more "
+	   "lanes there",
+	   adv ? (unsigned long long)adv->job : 0ULL);
+	/* job 4243's step ends: its lanes are forgotten, so no collision is left */
+	fq_detector_step_end(d, 4243, 0);
+	reset();
+	fq_detector_tick(d, S(5.6));
+	collect(d);
+	is_int((int)count(FQ_DET_ADVICE, NULL), 0, "job 4243's step ended: no advice at the next tick");
+	fq_detector_destroy(d);
+
+	fq_detector_config_defaults(&c); /* collision_advice off (the default) */
+	d = fq_detector_create(&c);
+	reset();
+	probe(d, "n1", "rail1", "n2", "rail1", 1, 20, 30);
+	probe(d, "n4", "rail1", "n2", "rail1", 1, 21, 30);
+	lane(d, 4242, 0, 1, 1, "n1", "rail1", "n2", "rail1", 1, 60, 400);
+	lane(d, 4243, 5, 6, 1, "n4", "rail1", "n2", "rail1", 1, 90, 120);
+	fq_detector_tick(d, S(1.5));
+	collect(d);
+	ok(count(FQ_DET_ADVICE, NULL) == 0 && !find_open("collision", NULL, NULL),
+	   "collision_advice off: nothing");
+	fq_detector_destroy(d);
+}
+
+/* An RDMA lane refused for its configuration (plugin FailoverEvent cause
+ * "config"): one rdma_config anomaly per NIC, attached to the step and its
+ * ranks, renewed by repeats, closed when they stop; other causes nothing. */
+static void test_rdma_config(void)
+{
+	struct fq_detector *d = make();
+	const struct rec *o;
+	struct fq_det_lane_event e = {.node = "n1",
+				      .nic = "mlx5_0",
+				      .remote_nic = "198.19.0.5",
+				      .cause = "path-down",
+				      .job_id = 77,
+				      .step_id = 2,
+				      .src_rank = 0,
+				      .dst_rank = 3,
+				      .time_ns = S(10)};
+
+	reset();
+	fq_detector_lane_event(NULL, &e);
+	fq_detector_lane_event(d, NULL);
+	fq_detector_lane_event(d, &e);
+	e.cause = "steer";
+	fq_detector_lane_event(d, &e);
+	collect(d);
+	ok(nrecs == 0, "failovers and steering moves open no anomaly");
+	e.cause = "config";
+	fq_detector_lane_event(d, &e);
+	e.time_ns = S(12), e.src_rank = 1, e.dst_rank = 3;
+	fq_detector_lane_event(d, &e);
+	collect(d);
+	o = find_open("rdma_config", "n1", "mlx5_0");
+	ok(o && count(FQ_DET_OPEN, "rdma_config") == 1 && o->severity == 1 &&
+	       strstr(o->summary, "198.19.0.5") && strstr(o->summary, "RoCE version"),
+	   "cause config: one rdma_config warning on n1/mlx5_0 (%s)", o ? o->summary : "none");
+	ok(o && attached(o->handle, 77, 2) == ((1LL << 0) | (1LL << 1) | (1LL << 3)),
+	   "attached to job 77.2, ranks 0, 1 and 3");
+	fq_detector_tick(d, S(30));
+	collect(d);
+	ok(o && !find_kind(FQ_DET_CLOSE, o->handle), "still open within quiet_close of the last event");
+	fq_detector_tick(d, S(43));
+	collect(d);
+	ok(o && find_kind(FQ_DET_CLOSE, o->handle) && find_kind(FQ_DET_CLOSE, o->handle)->end == S(12),
+	   "closed quiet_close after the last event, ending at it");
+	fq_detector_destroy(d);
+}
+
+int main(void)
+{
+	test_lane_outlier();
+	test_inband();
+	test_collision();
+	test_rdma_config();
+	return done_testing();
+}

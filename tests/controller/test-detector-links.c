@@ -1,0 +1,430 @@
+/*
+ * test-detector-links: the stateful detector (controller/detector.h) on its
+ * NICs and paths (detector_link.c, detector_episode.c): flapping, path
+ * delay, slow NICs, link_down and its incidents, replaying
+ * recorded telemetry (the text files in tests/controller/data/) or on
+ * inputs fed one by one: every rule opens, extends and closes one anomaly,
+ * attaches it to exactly the job steps and ranks whose lanes crossed the
+ * place, and gives drain/resume hints once.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/controller/det-fixture.h"
+#include "tests/unit/tap.h"
+
+static void test_flapping(void)
+{
+	struct fq_detector *d = make();
+	const struct rec *o, *h;
+
+	/* The first 8 DOWNs: the threshold, not flapping. */
+	reset();
+	replay(d, "flaps-rail1.txt", 2103);
+	is_int(count(FQ_DET_OPEN, "flapping"), 0, "8 DOWNs in 35 min: not flapping");
+	is_int(count(FQ_DET_OPEN, "link_down"), 8, "each DOWN (5 min apart) an episode of its own");
+	is_int(count(FQ_DET_CLOSE, NULL), 7, "7 over: closed, the 8th UP for less than incident_gap");
+	is_int(count(FQ_DET_UPDATE, NULL), 0, "one DOWN each");
+	fq_detector_tick(d, S(2132.4));
+	collect(d);
+	is_int(count(FQ_DET_CLOSE, NULL), 8, "the 8th closed 30 s after its UP ...");
+	is_int(recs[nrecs - 1].end, S(2102.4), "... ending at the UP");
+	is_int(count(FQ_DET_HINT, NULL), 0, "no hint");
+	fq_detector_destroy(d);
+
+	d = make();
+	reset();
+	replay(d, "flaps-rail1.txt", 1e9);
+	o = find_open("flapping", "n2", "rail1");
+	ok(o != NULL, "9 DOWNs in 40 min: flapping on n2/rail1");
+	if (!o)
+		o = &recs[0];
+	is_int(o->severity, 2, "critical");
+	like(o->summary, "rail1 of n2 went down 9 times in 1h", "summary");
+	is_int(o->start, S(1.0), "starts at the first DOWN of the window");
+	h = find_kind(FQ_DET_HINT, 0);
+	ok(h && !h->resume, "a drain hint");
+	if (!h)
+		h = &recs[0];
+	is_str(h->reason, "fabriciq: rail1 flapped 9 in 1h", "reason text");
+	is_str(h->node, "n2", "for n2");
+	is_str(h->nic, "rail1", "rail1");
+	is_int(h->handle, o->handle, "citing the anomaly");
+	ok(o->incident && find_kind(FQ_DET_OPEN, o->incident) &&
+	       !strcmp(find_kind(FQ_DET_OPEN, o->incident)->akind, "link_down") &&
+	       find_kind(FQ_DET_OPEN, o->incident)->start == S(2399.6),
+	   "part of the incident of its 9th DOWN's episode");
+	is_int(attached(o->handle, 7, 1), 3,
+	       "attached to job 7.1 (ranks 0, 1) sending over rail1 (stored on its incident)");
+	ok(attached(o->handle, 8, 0) < 0, "not to job 8.0 on rail0");
+
+	/* A 10th DOWN extends it: no new anomaly, no second hint. */
+	fq_detector_link(
+	    d, &(struct fq_det_link){.node = "n2", .nic = "rail1", .nic_level = true, .time_ns = S(2700)});
+	fq_detector_link(
+	    d, &(struct fq_det_link){
+		   .node = "n2", .nic = "rail1", .nic_level = true, .up = true, .time_ns = S(2702)});
+	fq_detector_tick(d, S(2703));
+	collect(d);
+	is_int(count(FQ_DET_OPEN, "flapping"), 1, "10th DOWN: still one flapping anomaly");
+	is_int(count(FQ_DET_HINT, NULL), 1, "still one hint");
+
+	/* The daemon applies the hint; n3 is drained by an admin. */
+	fq_detector_node_drained(d, "n2", h->reason, S(2710));
+	fq_detector_node_drained(d, "n3", "maintenance: new cable", S(2710));
+	for (double t = 2800; t <= 3900; t += 100)
+		fq_detector_tick(d, S(t));
+	collect(d);
+	is_int(count(FQ_DET_HINT, NULL), 1, "no resume while flapping is open");
+	fq_detector_tick(d, S(3902));
+	collect(d);
+	ok(find_kind(FQ_DET_CLOSE, o->handle) != NULL, "flapping closes once <= 8 DOWNs in the last hour");
+	fq_detector_tick(d, S(4499));
+	collect(d);
+	is_int(count(FQ_DET_HINT, NULL), 1, "no resume before 10 min healthy");
+	fq_detector_tick(d, S(4500));
+	collect(d);
+	is_int(count(FQ_DET_HINT, NULL), 2, "resume after 10 min healthy");
+	h = &recs[nrecs - 1];
+	ok(h->kind == FQ_DET_HINT && h->resume && strcmp(h->node, "n2") == 0, "the resume hint is for n2");
+	like(h->reason, "fabriciq:", "resume reason");
+	for (double t = 4600; t <= 20000; t += 700)
+		fq_detector_tick(d, S(t));
+	collect(d);
+	is_int(count(FQ_DET_HINT, NULL), 2, "no second resume, none for n3 (someone else's reason)");
+	fq_detector_destroy(d);
+}
+
+static void test_path_delay(void)
+{
+	struct fq_detector *d = make();
+	const struct rec *o, *c;
+
+	reset();
+	replay(d, "path-delay.txt", 43);
+	is_int(count(FQ_DET_OPEN, NULL), 1, "3 slow windows: one anomaly");
+	o = find_open("path_delay", "n1", "rail0");
+	ok(o && strcmp(o->rnode, "n2") == 0, "path_delay n1/rail0 -> n2/rail0");
+	if (!o)
+		o = &recs[0];
+	like(o->summary, "path n1/rail0 -> n2/rail0: owd p99 400.2 us vs baseline 3", "summary");
+	like(o->evidence, "\"owd_p99_ns\":400200", "evidence");
+	is_int(o->start, S(10), "starts with the first slow window");
+	is_int(count(FQ_DET_CLOSE, NULL), 0, "open 30 s after the last slow window");
+	fq_detector_tick(d, S(44));
+	collect(d);
+	c = find_kind(FQ_DET_CLOSE, o->handle);
+	ok(c && c->end == S(13), "closed at tick 44, ending with the last slow window (13 s)");
+	is_int(count(FQ_DET_OPEN, NULL), 1, "no anomaly on the quiet reverse direction");
+	fq_detector_destroy(d);
+
+	/* Just under the baseline factor: 4 x 30 us. */
+	d = make();
+	reset();
+	for (int t = 1; t <= 10; t++)
+		probe(d, "n1", "rail0", "n2", "rail0", t, 20, 30);
+	probe(d, "n1", "rail0", "n2", "rail0", 11, 60, 120);
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "120 us on a 30 us baseline: not flagged");
+	probe(d, "n1", "rail0", "n2", "rail0", 12, 60, 125);
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "125 us: over 4 x, but 95 us over the baseline: not flagged");
+	probe(d, "n1", "rail0", "n2", "rail0", 13, 60, 335);
+	collect(d);
+	is_int(count(FQ_DET_OPEN, "path_delay"), 1, "335 us: over 4 x and 305 us over the baseline: flagged");
+	fq_detector_destroy(d);
+}
+
+/* With the default persistence one slow window, or two, is noise; the
+ * third in a row opens the anomaly, dated from the first. */
+static void test_persistence(void)
+{
+	struct fq_detector_config c;
+	struct fq_detector *d;
+	const struct rec *o;
+
+	fq_detector_config_defaults(&c);
+	d = fq_detector_create(&c);
+	reset();
+	for (int t = 1; t <= 10; t++)
+		probe(d, "n1", "rail0", "n2", "rail0", t, 20, 30);
+	probe(d, "n1", "rail0", "n2", "rail0", 11, 60, 400);
+	probe(d, "n1", "rail0", "n2", "rail0", 12, 20, 30);
+	probe(d, "n1", "rail0", "n2", "rail0", 13, 60, 400);
+	probe(d, "n1", "rail0", "n2", "rail0", 14, 60, 400);
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "single and double slow windows: noise, not flagged");
+	probe(d, "n1", "rail0", "n2", "rail0", 15, 60, 400);
+	collect(d);
+	o = find_open("path_delay", "n1", "rail0");
+	ok(o != NULL, "the third slow window in a row: path_delay");
+	ok(o && o->start == S(12), "dated from the first window of the streak");
+	fq_detector_destroy(d);
+}
+
+static void test_slow_nic(void)
+{
+	static const char *peers[] = {"n4", "n5", "n6", "n7", "n8"};
+	struct fq_detector *d;
+	const struct rec *o;
+
+	for (int elevated = 3; elevated <= 4; elevated++) {
+		d = make();
+		reset();
+		for (int t = 1; t <= 7; t++)
+			for (int p = 0; p < 5; p++) {
+				bool slow = t == 7 && p < elevated;
+
+				probe(d, "n3", "rail0", peers[p], "rail0", t, slow ? 200 : 20,
+				      slow ? 400 : 30);
+				probe(d, peers[p], "rail0", "n9", "rail0", t, slow ? 200 : 20,
+				      slow ? 400 : 30);
+			}
+		fq_detector_tick(d, S(7.5));
+		collect(d);
+		is_int(count(FQ_DET_OPEN, "path_delay"), 2 * elevated, "%d elevated paths from n3 and to n9",
+		       elevated);
+		if (elevated == 3) {
+			is_int(count(FQ_DET_OPEN, "slow_sender") + count(FQ_DET_OPEN, "slow_receiver"), 0,
+			       "3 of 5 (under 0.8): no slow NIC");
+		} else {
+			o = find_open("slow_sender", "n3", "rail0");
+			ok(o != NULL, "4 of 5: slow_sender n3/rail0");
+			like(o ? o->summary : "", "4 of 5 paths from it elevated", "summary");
+			ok(find_open("slow_receiver", "n9", "rail0") != NULL,
+			   "4 of 5: slow_receiver n9/rail0");
+			is_int(count(FQ_DET_OPEN, "slow_sender") + count(FQ_DET_OPEN, "slow_receiver"), 2,
+			       "and no other slow NIC");
+		}
+		fq_detector_destroy(d);
+	}
+}
+
+static void test_link_down(void)
+{
+	struct fq_detector *d = make();
+	const struct rec *o, *n, *h;
+
+	reset();
+	lane(d, 60, 1, 0, 0, "n2", "rail0", "n1", "rail0", 9, 5,
+	     8); /* the reverse direction crosses it too */
+	lane(d, 61, 0, 1, 0, "n1", "rail1", "n2", "rail1", 9, 5, 8);
+	lane(d, 59, 0, 1, 0, "n1", "rail0", "n2", "rail0", 2, 5, 8); /* long before: not during it */
+	fq_detector_link(
+	    d,
+	    &(struct fq_det_link){
+		.node = "n1", .nic = "rail0", .remote_node = "n2", .remote_nic = "rail0", .time_ns = S(10)});
+	fq_detector_tick(d, S(11.9));
+	collect(d);
+	ok(!find_open("link_down", NULL, NULL), "a path DOWN waits incident_settle for a NIC cause");
+	fq_detector_tick(d, S(12));
+	collect(d);
+	o = find_open("link_down", "n1", "rail0");
+	ok(o && strcmp(o->rnode, "n2") == 0 && o->severity == 1, "path DOWN: link_down n1/rail0 - n2/rail0");
+	if (!o)
+		o = &recs[0];
+	is_int(attached(o->handle, 60, 0), 3, "attached to job 60.0 crossing it");
+	ok(!attached_job(61) && !attached_job(59), "not to job 61 (rail1) nor job 59 (ended before)");
+	lane(d, 62, 4, 5, 1, "n1", "rail0", "n2", "rail0", 12, 5, 8);
+	collect(d);
+	is_int(attached(o->handle, 62, 0), (1 << 4) | (1 << 5), "a lane arriving later is attached too");
+	fq_detector_link(
+	    d,
+	    &(struct fq_det_link){
+		.node = "n1", .nic = "rail0", .remote_node = "n2", .remote_nic = "rail0", .time_ns = S(11)});
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 1, "a repeated DOWN extends it");
+	fq_detector_tick(d, S(100));
+	collect(d);
+	ok(!find_kind(FQ_DET_CLOSE, 0), "link_down stays open without UP (no quiet close)");
+	fq_detector_link(d, &(struct fq_det_link){.node = "n1",
+						  .nic = "rail0",
+						  .remote_node = "n2",
+						  .remote_nic = "rail0",
+						  .up = true,
+						  .time_ns = S(101)});
+	collect(d);
+	fq_detector_tick(d, S(130.9));
+	collect(d);
+	ok(!find_kind(FQ_DET_CLOSE, 0), "UP: the episode open until UP for incident_gap");
+	fq_detector_tick(d, S(131));
+	collect(d);
+	ok(find_kind(FQ_DET_CLOSE, o->handle) && find_kind(FQ_DET_CLOSE, o->handle)->end == S(101),
+	   "then closed, at the UP time");
+
+	/* Every path of n5/rail0 down: NIC-level, then dead after 60 s. */
+	reset();
+	for (int p = 0; p < 3; p++) {
+		char peer[8];
+
+		snprintf(peer, sizeof(peer), "n%d", 6 + p);
+		probe(d, "n5", "rail0", peer, "rail0", 200, 20, 30);
+	}
+	for (int p = 0; p < 3; p++) {
+		char peer[8];
+
+		snprintf(peer, sizeof(peer), "n%d", 6 + p);
+		fq_detector_link(d, &(struct fq_det_link){.node = "n5",
+							  .nic = "rail0",
+							  .remote_node = peer,
+							  .remote_nic = "rail0",
+							  .time_ns = S(201 + p)});
+		collect(d);
+		if (p == 1)
+			is_int(count(FQ_DET_OPEN, NULL), 0, "2 of 3 paths down: held for a NIC cause");
+	}
+	n = NULL;
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].kind == FQ_DET_OPEN && strcmp(recs[i].node, "n5") == 0 && !recs[i].rnode[0])
+			n = &recs[i];
+	ok(n && n->severity == 2 && strcmp(n->akind, "link_down") == 0,
+	   "3 of 3: NIC-level link_down, critical");
+	fq_detector_tick(d, S(262));
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 1, "the paths' DOWNs are the NIC's incident: no path anomaly");
+	is_int(count(FQ_DET_HINT, NULL), 0, "no drain before 60 s down");
+	fq_detector_tick(d, S(263));
+	collect(d);
+	h = find_kind(FQ_DET_HINT, 0);
+	ok(h && !h->resume && strcmp(h->node, "n5") == 0, "dead NIC: drain hint for n5");
+	is_str(h ? h->reason : NULL, "fabriciq: rail0 down 1 in 1h", "dead NIC reason");
+	fq_detector_tick(d, S(300));
+	collect(d);
+	is_int(count(FQ_DET_HINT, NULL), 1, "no duplicate hint");
+	fq_detector_destroy(d);
+}
+
+/* The test-flap scenario on recorded times: rail1 of n3 flaps 10 times, 0.8 s
+ * apart, each DOWN seen on every path from n3 and to it, and by n3's agent
+ * as NIC-level, while job 40 (ranks 0-2 on n1-n3) crosses it and job 41
+ * (n1 <-> n2) does not. One incident, counting the 10 DOWNs. */
+static void test_incident_nic(void)
+{
+	static const char *const peers[] = {"n1", "n2", "n4", "n5"};
+	struct fq_detector_config c;
+	struct fq_detector *d;
+	const struct rec *o, *f, *u, *cl;
+	double t;
+
+	fq_detector_config_defaults(&c);
+	c.flap_window_ns = 20000000000LL;
+	d = fq_detector_create(&c);
+	reset();
+	for (int i = 0; i < 4; i++) {
+		probe(d, "n3", "rail1", peers[i], "rail1", 9, 20, 30);
+		probe(d, peers[i], "rail1", "n3", "rail1", 9, 20, 30);
+	}
+	lane(d, 40, 0, 2, 0, "n1", "rail1", "n3", "rail1", 9.5, 5, 8);
+	lane(d, 40, 2, 1, 0, "n3", "rail1", "n2", "rail1", 9.5, 5, 8);
+	lane(d, 41, 0, 1, 0, "n1", "rail1", "n2", "rail1", 9.5, 5, 8);
+	for (int k = 0; k < 10; k++) {
+		t = 10 + 0.8 * k;
+		for (int i = 0; i < 4; i++) {
+			link_event(d, "n3", "rail1", peers[i], "rail1", false, t + 0.05 * i);
+			link_event(d, peers[i], "rail1", "n3", "rail1", false, t + 0.02 + 0.05 * i);
+		}
+		link_event(d, "n3", "rail1", NULL, NULL, false, t + 0.25);
+		for (int i = 0; i < 4; i++) {
+			link_event(d, "n3", "rail1", peers[i], "rail1", true, t + 0.4 + 0.01 * i);
+			link_event(d, peers[i], "rail1", "n3", "rail1", true, t + 0.42 + 0.01 * i);
+		}
+		link_event(d, "n3", "rail1", NULL, NULL, true, t + 0.5);
+		fq_detector_tick(d, S(t + 0.7));
+	}
+	for (t = 18; t <= 47.5; t += 1)
+		fq_detector_tick(d, S(t));
+	collect(d);
+	is_int(count_place(FQ_DET_OPEN, false), 1, "one NIC-level link_down: the incident");
+	is_int(count_place(FQ_DET_OPEN, true), 0, "no path-level link_down (80 path DOWNs are raw events)");
+	is_int(count(FQ_DET_OPEN, NULL), 2, "two anomalies in all");
+	o = find_open("link_down", "n3", "rail1");
+	f = find_open("flapping", "n3", "rail1");
+	ok(o && f, "the link_down episode and the flapping of n3/rail1");
+	if (!o || !f)
+		goto out;
+	is_int(o->incident, 0, "the episode is an incident");
+	is_int(o->start, S(10.15), "starting at the first NIC DOWN (its 4th path down)");
+	is_int(f->incident, o->handle, "flapping (9th DOWN) is part of it");
+	u = last_update(o->handle);
+	is_int(u ? u->events : 0, 10, "it counts the 10 DOWNs");
+	is_int(u ? u->end : 0, S(10 + 0.8 * 9 + 0.15), "its last DOWN");
+	is_int(count(FQ_DET_UPDATE, NULL), 9, "one UPDATE per DOWN after the first");
+	is_int(attached(o->handle, 40, 0), 7, "attached to job 40.0, ranks 0, 1, 2 ...");
+	is_int(attached(f->handle, 40, 0), 7, "... and so is its member (stored on the incident)");
+	ok(!attached_job(41), "not job 41 (n1 <-> n2)");
+	ok(!find_kind(FQ_DET_CLOSE, o->handle), "open for 30 s after the last UP (17.6 s) ...");
+	fq_detector_tick(d, S(47.6));
+	collect(d);
+	cl = find_kind(FQ_DET_CLOSE, o->handle);
+	is_int(cl ? cl->end : 0, S(10 + 0.8 * 9 + 0.4), "... then closed, ending at that UP");
+	is_int(count(FQ_DET_HINT, NULL), 1, "one drain hint");
+out:
+	fq_detector_destroy(d);
+}
+
+/* A path that flaps while its NICs' other paths stay up: an episode of the
+ * path, after incident_settle; DOWNs within incident_gap of its UP count
+ * into it, a DOWN after that is a new one. */
+static void test_incident_path(void)
+{
+	struct fq_detector *d = make();
+	const struct rec *o, *u, *cl;
+
+	reset();
+	probe(d, "n1", "rail0", "n2", "rail0", 99, 20, 30);
+	probe(d, "n1", "rail0", "n3", "rail0", 99, 20, 30);
+	probe(d, "n1", "rail0", "n4", "rail0", 99, 20, 30);
+	lane(d, 50, 0, 1, 0, "n1", "rail0", "n2", "rail0", 99.5, 5, 8);
+	for (int k = 0; k < 3; k++) {
+		link_event(d, "n1", "rail0", "n2", "rail0", false, 100 + k);
+		link_event(d, "n1", "rail0", "n2", "rail0", true, 100.3 + k);
+	}
+	fq_detector_tick(d, S(101.9));
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "held for incident_settle (2 s)");
+	fq_detector_tick(d, S(102.5));
+	collect(d);
+	o = find_open("link_down", "n1", "rail0");
+	ok(o && !strcmp(o->rnode, "n2") && o->start == S(100) && !o->incident,
+	   "then one path incident n1/rail0 -> n2/rail0 from the first DOWN");
+	if (!o)
+		goto out;
+	u = last_update(o->handle);
+	is_int(u ? u->events : 0, 3, "counting its 3 DOWNs ...");
+	ok(u && u->end == S(102) && count(FQ_DET_UPDATE, NULL) == 1, "... the last at 102 s (one UPDATE)");
+	is_int(attached(o->handle, 50, 0), 3, "attached to job 50.0 (ranks 0, 1)");
+	link_event(d, "n1", "rail0", "n2", "rail0", false, 110);
+	link_event(d, "n1", "rail0", "n2", "rail0", true, 110.3);
+	collect(d);
+	u = last_update(o->handle);
+	is_int(u ? u->events : 0, 4, "a DOWN 8 s after its UP counts into it");
+	fq_detector_tick(d, S(140.2));
+	collect(d);
+	ok(!find_kind(FQ_DET_CLOSE, o->handle), "open until UP for 30 s ...");
+	fq_detector_tick(d, S(140.3));
+	collect(d);
+	cl = find_kind(FQ_DET_CLOSE, o->handle);
+	is_int(cl ? cl->end : 0, S(110.3), "... closed at its last UP");
+	link_event(d, "n1", "rail0", "n2", "rail0", false, 150);
+	fq_detector_tick(d, S(152));
+	collect(d);
+	is_int(count(FQ_DET_OPEN, "link_down"), 2, "a DOWN after that: a new incident");
+	is_int(count(FQ_DET_OPEN, NULL), 2, "and nothing else");
+out:
+	fq_detector_destroy(d);
+}
+
+int main(void)
+{
+	test_flapping();
+	test_path_delay();
+	test_persistence();
+	test_slow_nic();
+	test_link_down();
+	test_incident_nic();
+	test_incident_path();
+	return done_testing();
+}

@@ -1,0 +1,34 @@
+/*
+ * coll: connections between ranks and the collectives fabriciq-collbench
+ * times, driven through netdrv exactly as NCCL's proxy drives a plugin:
+ * host buffers, non-blocking connect/accept loops, isend/irecv retried
+ * while they return a NULL request, test() polling, at most
+ * COLL_WINDOW requests in flight per connection (NCCL_STEPS).
+ */
+#ifndef FQ_COLLBENCH_COLL_H
+#define FQ_COLLBENCH_COLL_H
+
+#include <stddef.h>
+
+#include "tools/collbench/bootstrap.h"
+#include "tools/collbench/netdrv.h"
+
+#define COLL_WINDOW 8
+#define COLL_SLICE  (1u << 20) /* bytes per request, as NCCL's net steps */
+
+struct mesh;
+
+/* One send and one receive connection to every other rank, on device dev.
+ * Returns 0, or a negative errno with a reason in err. */
+int mesh_open(struct netdrv *d, struct bootstrap *b, int dev, double timeout_s, struct mesh **out, char *err,
+	      size_t errlen);
+void mesh_close(struct mesh *m);
+
+/* Each returns 0, or -1 with a reason in the mesh's error (mesh_error). */
+int coll_allreduce(struct mesh *m, const float *send, float *recv, float *tmp, size_t count);
+int coll_alltoall(struct mesh *m, const char *send, char *recv, size_t bytes_per_rank);
+/* Ranks 0 and 1 exchange bytes twice (there and back); others return at once. */
+int coll_pingpong(struct mesh *m, char *buf, size_t bytes);
+const char *mesh_error(const struct mesh *m);
+
+#endif /* FQ_COLLBENCH_COLL_H */
