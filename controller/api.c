@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "controller/api_param.h"
 #include "controller/hint.h"
 #include "db/internal.h"
@@ -125,7 +126,6 @@ static void trim_to_limit(struct json_object *obj, const char *key, uint64_t lim
 static int get_status(struct reply *rp, struct fq_db *db, struct fq_api_params *r)
 {
 	struct json_object *ctl, *dbo, *rest;
-	struct timespec now;
 	int version = 0, rc;
 
 	if (fq_api_params_only(r, ""))
@@ -156,11 +156,9 @@ static int get_status(struct reply *rp, struct fq_db *db, struct fq_api_params *
 	    NULL, &rest);
 	if (rc < 0)
 		return db_fail(rp, db);
-	clock_gettime(CLOCK_REALTIME, &now);
 	ctl = json_object_new_object();
 	json_object_object_add(ctl, "version", json_object_new_string(PACKAGE_VERSION));
-	json_object_object_add(ctl, "time_ns",
-			       json_object_new_int64((int64_t)now.tv_sec * 1000000000 + now.tv_nsec));
+	json_object_object_add(ctl, "time_ns", json_object_new_int64(fq_realtime_ns()));
 	dbo = json_object_new_object();
 	json_object_object_add(dbo, "ok", json_object_new_boolean(true));
 	json_object_object_add(dbo, "schema_version", json_object_new_int(version));
@@ -518,15 +516,13 @@ static int get_events(struct reply *rp, struct fq_db *db, struct fq_api_params *
 {
 	struct fq_db_params p = {0};
 	const char *since = fq_api_param(r, "since");
-	struct timespec now;
 	uint64_t limit;
 	int64_t since_ns;
 
 	if (fq_api_params_only(r, "since, node, limit") ||
 	    fq_api_param_uint(r, "limit", 100, 1, 10000, &limit))
 		return fail(rp, 400, "%s", r->err);
-	clock_gettime(CLOCK_REALTIME, &now);
-	since_ns = ((int64_t)now.tv_sec - 86400) * 1000000000; /* default: the last day */
+	since_ns = fq_realtime_ns() - 86400 * FQ_NSEC_PER_SEC; /* default: the last day */
 	if (since && !fq_api_parse_rfc3339(since, &since_ns))
 		return fail(rp, 400,
 			    "since must be an RFC 3339 time such as 2026-11-22T13:00:00Z, not '%.64s'",

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/frame.h"
 #include "common/log.h"
@@ -138,14 +139,6 @@ static const struct fq_cfg_option ctl_options[] = {
 
 static const struct fq_cfg_schema ctl_schema = {"controller", ctl_options};
 
-int64_t ctl_now_real(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 static struct timeval tv_of(uint64_t ns)
 {
 	struct timeval tv = {(time_t)(ns / 1000000000), (suseconds_t)(ns % 1000000000 / 1000)};
@@ -160,7 +153,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	fq_ingest_flush(c->ingest, ctl_now_real(), (int64_t)c->cfg.flush_interval / 2);
+	fq_ingest_flush(c->ingest, fq_realtime_ns(), (int64_t)c->cfg.flush_interval / 2);
 }
 
 static void on_ingest_done(evutil_socket_t fd, short what, void *arg)
@@ -169,7 +162,7 @@ static void on_ingest_done(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	fq_ingest_poll(c->ingest, ctl_now_real());
+	fq_ingest_poll(c->ingest, fq_realtime_ns());
 }
 
 static void publish_metrics(struct ctl *c)
@@ -190,7 +183,7 @@ static void publish_metrics(struct ctl *c)
 static void on_report(evutil_socket_t fd, short what, void *arg)
 {
 	struct ctl *c = arg;
-	int64_t now = ctl_now_real();
+	int64_t now = fq_realtime_ns();
 
 	(void)fd;
 	(void)what;
@@ -477,7 +470,7 @@ int main(int argc, char **argv)
 
 	/* SIGTERM: stop taking frames, make what was accepted durable, ack it. */
 	evconnlistener_disable(c.listener);
-	fq_ingest_finish(c.ingest, ctl_now_real(), 5000000000ll);
+	fq_ingest_finish(c.ingest, fq_realtime_ns(), 5000000000ll);
 	event_base_loop(c.base, EVLOOP_NONBLOCK); /* push the last acks out */
 	rc = 0;
 

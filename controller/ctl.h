@@ -89,9 +89,6 @@ struct ctl {
 	int exit_code;
 };
 
-/* controller.c: the real-time clock, in ns. */
-int64_t ctl_now_real(void);
-
 /* ctl_agents.c */
 /* The evconnlistener callback of controller.listen: a new agent session. */
 void ctl_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
 #include "common/log.h"
 
@@ -168,7 +169,7 @@ static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, ch
 	}
 	a->sess = s;
 	if (a->away_ns)
-		a->back_ns = ctl_now_real();
+		a->back_ns = fq_realtime_ns();
 	fq_session_set_user(s, a);
 	fq_info("agent %s: node %s (%s, %zu NICs, next seq %llu) connected", fq_session_peer(s), node,
 		env->hello->agent_version, env->hello->n_nics, (unsigned long long)env->hello->next_seq);
@@ -190,7 +191,7 @@ static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, ch
 			fq_frame_free(a->hello);
 		a->hello = copy;
 	}
-	if ((rc = fq_ingest_hello(c->ingest, env, ctl_now_real())) < 0)
+	if ((rc = fq_ingest_hello(c->ingest, env, fq_realtime_ns())) < 0)
 		return rc;
 	if (!c->peers_dirty && c->peers_epoch)
 		c->peers_dirty = true; /* a reconnecting agent gets its peers again */
@@ -203,7 +204,7 @@ static void on_frame(void *arg, struct fq_session *s, Fabriciq__Envelope *env)
 	struct agent *a = fq_session_user(s);
 	struct fq_step_id gone;
 	uint64_t ack = 0;
-	int64_t now = ctl_now_real();
+	int64_t now = fq_realtime_ns();
 	int rc;
 
 	if (!a) {
@@ -243,7 +244,7 @@ static void on_closed(void *arg, struct fq_session *s)
 		unauth_release(c, s);
 	if (a && a->sess == s) {
 		a->sess = NULL;
-		a->away_ns = ctl_now_real();
+		a->away_ns = fq_realtime_ns();
 		a->back_ns = 0;
 	}
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
 #include "common/log.h"
 #include "controller/spool.h"
@@ -109,7 +110,8 @@ void fq_ingest_destroy(struct fq_ingest *ing)
 		    (double)ing->job_rows / (double)ing->jobs,
 		    ing->job_rows ? (double)ing->ac.encode_ns / 1e3 / (double)ing->job_rows : 0.0,
 		    ing->job_rows ? (double)ing->ac.write_ns / 1e3 / (double)ing->job_rows : 0.0,
-		    100.0 * (double)ing->job_busy_ns / (double)(ing_now_mono() - ing->job_start_ns + 1),
+		    100.0 * (double)ing->job_busy_ns /
+			(double)(fq_clock_ns(CLOCK_MONOTONIC) - ing->job_start_ns + 1),
 		    (double)ing->job_wait_ns / 1e9);
 	ing_free_items(ing->inflight, ing->ninflight);
 	free(ing->inflight);

@@ -148,8 +148,6 @@ int ing_apply_items(struct fq_ingest *ing, const struct item *items, size_t n, b
 
 /* ---- ingest_writer.c: the database's health and the writer thread ---------- */
 
-/* The monotonic clock, in ns. */
-int64_t ing_now_mono(void);
 /* The database failed (what: doing what): closed, retried after a backoff. */
 void ing_db_down(struct fq_ingest *ing, const char *what);
 /* A statement went through: the backoff is reset. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
 #include "common/log.h"
 #include "controller/spool.h"
@@ -67,13 +68,13 @@ void ing_free_items(struct item *items, size_t n)
 /* Replays the spool into the database, chunk by chunk, for up to budget_ns. */
 int ing_replay(struct fq_ingest *ing, int64_t budget_ns)
 {
-	int64_t until = ing_now_mono() + budget_ns;
+	int64_t until = fq_clock_ns(CLOCK_MONOTONIC) + budget_ns;
 	struct item *items = calloc(REPLAY_CHUNK, sizeof(*items));
 	int rc = 0;
 
 	if (!items)
 		return -ENOMEM;
-	while (fq_spool_pending_bytes(ing->spool) && ing_now_mono() < until) {
+	while (fq_spool_pending_bytes(ing->spool) && fq_clock_ns(CLOCK_MONOTONIC) < until) {
 		size_t n = 0, bad = 0, chunk = ing->down ? RETRY_CHUNK : REPLAY_CHUNK;
 		const uint8_t *b;
 		size_t len;

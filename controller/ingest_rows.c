@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
 #include "common/log.h"
 #include "db/db.h"
@@ -442,7 +443,7 @@ static int items_seqs(struct fq_ingest *ing, const struct item *items, size_t n,
  * (nothing committed) with its errno. */
 int ing_apply_items(struct fq_ingest *ing, const struct item *items, size_t n, bool one_by_one)
 {
-	int64_t rows, t0 = ing_now_mono(), t1;
+	int64_t rows, t0 = fq_clock_ns(CLOCK_MONOTONIC), t1;
 	int rc;
 
 	ing->gen++;
@@ -469,10 +470,10 @@ int ing_apply_items(struct fq_ingest *ing, const struct item *items, size_t n, b
 		rank_nics_forget(ing);
 		return rc;
 	}
-	t1 = ing_now_mono();
+	t1 = fq_clock_ns(CLOCK_MONOTONIC);
 	ing->ac.encode_ns += (uint64_t)(t1 - t0);
 	rows = fq_db_flush(ing->db);
-	ing->ac.write_ns += (uint64_t)(ing_now_mono() - t1);
+	ing->ac.write_ns += (uint64_t)(fq_clock_ns(CLOCK_MONOTONIC) - t1);
 	if (rows >= 0) {
 		if (ing->test_kill_after && ++ing->commits == ing->test_kill_after) {
 			fq_warn("FQ_INGEST_TEST_KILL_AFTER_FLUSHES: killed after commit %lu", ing->commits);

@@ -15,22 +15,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "db/db.h"
 
 /* ---- database connection ------------------------------------------- */
 
-int64_t ing_now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 void ing_db_down(struct fq_ingest *ing, const char *what)
 {
-	int64_t now = ing_now_mono();
+	int64_t now = fq_clock_ns(CLOCK_MONOTONIC);
 
 	if (!ing->down)
 		fq_warn("database unavailable (%s): frames go to the spool %s until it is back", what,
@@ -79,7 +72,7 @@ bool ing_db_usable(struct fq_ingest *ing)
 	char err[512];
 	int rc;
 
-	if (ing->down && ing_now_mono() < ing->retry_ns)
+	if (ing->down && fq_clock_ns(CLOCK_MONOTONIC) < ing->retry_ns)
 		return false;
 	if (!ing->db) {
 		if (fq_db_connect(&o, &ing->db, err, sizeof(err)) < 0) {
@@ -134,7 +127,7 @@ static void *writer_main(void *arg)
 		pthread_mutex_lock(&ing->lock);
 		ing->job_rc = rc;
 		ing->job_done = true;
-		ing->done_ns = ing_now_mono();
+		ing->done_ns = fq_clock_ns(CLOCK_MONOTONIC);
 		pthread_cond_broadcast(&ing->cond);
 		if (write(ing->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 			fq_log_rl(FQ_LOG_ERROR, "ingest: signalling a finished flush: %s", strerror(errno));
@@ -161,7 +154,7 @@ int ing_writer_start(struct fq_ingest *ing)
 		return -rc;
 	}
 	ing->writer_up = true;
-	ing->job_start_ns = ing_now_mono();
+	ing->job_start_ns = fq_clock_ns(CLOCK_MONOTONIC);
 	return 0;
 }
 
@@ -227,7 +220,7 @@ int ing_submit(struct fq_ingest *ing)
 	}
 	ing->busy = true;
 	ing->jobs++;
-	ing->submit_ns = ing_now_mono();
+	ing->submit_ns = fq_clock_ns(CLOCK_MONOTONIC);
 	ing->job_enc0 = ing->ac.encode_ns;
 	ing->job_wr0 = ing->ac.write_ns;
 	pthread_mutex_lock(&ing->lock);
@@ -245,7 +238,7 @@ int ing_submit(struct fq_ingest *ing)
  * still running; a negative errno if frames had to be dropped. */
 int ing_complete(struct fq_ingest *ing, bool wait)
 {
-	int64_t t0 = ing_now_mono();
+	int64_t t0 = fq_clock_ns(CLOCK_MONOTONIC);
 	uint64_t v;
 	int rc;
 
@@ -262,7 +255,7 @@ int ing_complete(struct fq_ingest *ing, bool wait)
 	pthread_mutex_unlock(&ing->lock);
 	if (read(ing->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		fq_log_rl(FQ_LOG_ERROR, "ingest: reading the writer's eventfd: %s", strerror(errno));
-	ing->job_wait_ns += (uint64_t)(ing_now_mono() - t0);
+	ing->job_wait_ns += (uint64_t)(fq_clock_ns(CLOCK_MONOTONIC) - t0);
 	ing->busy = false;
 	fq_debug("ingest: [%.3f..%.3f] flush of %zu frames: encoding %.1f ms, COPY + commit %.1f ms, "
 		 "completed %.1f ms after "
@@ -271,7 +264,7 @@ int ing_complete(struct fq_ingest *ing, bool wait)
 		 (double)(ing->done_ns % 100000000000ll) / 1e9, ing->ninflight,
 		 (double)(ing->ac.encode_ns - ing->job_enc0) / 1e6,
 		 (double)(ing->ac.write_ns - ing->job_wr0) / 1e6,
-		 (double)(ing_now_mono() - ing->done_ns) / 1e6, ing->nbatch);
+		 (double)(fq_clock_ns(CLOCK_MONOTONIC) - ing->done_ns) / 1e6, ing->nbatch);
 	ing_fold_counts(ing);
 	ing->job_busy_ns = ing->ac.encode_ns + ing->ac.write_ns;
 	if (rc == 0) {

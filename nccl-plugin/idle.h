@@ -26,7 +26,7 @@ void fqn_idle_init(struct fqn_idle *s);
 void fqn_idle_add(struct fqn_idle *s, struct fqn_idle_link *m);
 /* No-op for a link never added. */
 void fqn_idle_remove(struct fqn_idle *s, struct fqn_idle_link *m);
-/* If now (fqn_mono_ns) is at or past the next sweep and no other thread
+/* If now (CLOCK_MONOTONIC) is at or past the next sweep and no other thread
  * is sweeping: serve(m) for every member, the next sweep period_ns later. */
 void fqn_idle_sweep(struct fqn_idle *s, int64_t now, int64_t period_ns,
 		    void (*serve)(struct fqn_idle_link *m));

@@ -16,70 +16,8 @@
 #include "common/log.h"
 #include "common/mkdirs.h"
 #include "common/reclog.h"
+#include "slurmd-agent/spool_int.h"
 #include "slurmd-agent/worker.h"
-
-#define REC_PFX   9                         /* a record's body: u8 kind, u64 seq, then the frame */
-#define REC_HDR   (FQ_RECLOG_HDR + REC_PFX) /* a record's bytes on disk besides the frame */
-#define LEASE     100000
-#define FRAME_MAX FQ_FRAME_MAX_DEFAULT
-#define SEG_MIN   (64u << 10)
-#define SEG_MAX   (4u << 20)
-#define SEQ_MAX   (UINT64_C(1) << 62) /* no spool gives so many: a seq beyond is garbage */
-
-struct segment {
-	uint64_t first, last; /* seqs; last < first: empty */
-	uint64_t bytes, frames;
-	uint64_t bulk; /* of its frames, bulk telemetry (fq_spool_is_bulk) */
-};
-
-struct waiter {
-	uint64_t seq;
-	fq_spool_durable_fn fn;
-	void *arg;
-};
-
-struct flush_job;
-
-struct fq_spool {
-	char dir[4096];
-	uint64_t max_bytes, seg_limit;
-	struct segment *seg;
-	size_t nseg, capseg;
-	struct fq_reclog *cur; /* the last segment, open for appending; NULL if none */
-	uint64_t next_seq, lease_end, acked, skip_upto;
-	size_t cur_seg; /* send cursor */
-	uint64_t cur_off;
-	uint64_t total_bytes, total_frames, dropped_bulk, dropped_events, io_errors;
-	/* durability (spool.h): what the next flush makes durable */
-	struct fq_worker *worker; /* NULL: flushes run inline */
-	uint64_t durable;         /* every seq up to here is on stable storage */
-	int *retired;             /* written segments rolled over: synced and closed by the next flush */
-	size_t nretired, capretired;
-	bool dir_dirty;      /* a segment was created or renamed since the last flush began */
-	uint64_t lease_want; /* a lease the next flush writes (0: none) */
-	struct flush_job *flushing;
-	bool flush_again;
-	struct waiter *waiters; /* by seq */
-	size_t nwaiters, capwaiters;
-	/* the acknowledged seq, kept in DIR/acked: an agent that restarts
-	 * tells the controller where it stands, not the first seq on disk */
-	int ack_fd;
-	bool ack_dirty;         /* written since the last flush began */
-	uint64_t acked_durable; /* what DIR/acked holds on stable storage */
-};
-
-/* A flush, run on the worker: its inputs are its own, never the spool's. */
-struct flush_job {
-	struct fq_job job;
-	struct fq_spool *s;
-	const char *dir; /* s->dir: fixed once open */
-	int *fds;        /* fdatasync'd, then closed */
-	size_t nfds;
-	bool dir_sync;
-	uint64_t lease, upto;
-	uint64_t acked; /* durable once done, when ack_fd is one of fds */
-	int rc;
-};
 
 static void put64(uint8_t *p, uint64_t v)
 {
@@ -120,7 +58,7 @@ static int seg_open(const struct fq_spool *s, uint64_t first, unsigned flags, st
 
 /* The lease file, durably: written, synced, renamed over, directory synced.
  * Runs on the loop at open and on the worker in a flush. */
-static int store_lease(const char *dir, uint64_t end)
+int spool_store_lease(const char *dir, uint64_t end)
 {
 	char path[4200], tmp[4210], text[32];
 	int fd, n = snprintf(text, sizeof(text), "%" PRIu64 "\n", end), rc = 0;
@@ -139,7 +77,7 @@ static int store_lease(const char *dir, uint64_t end)
 
 static int write_lease(struct fq_spool *s, uint64_t end)
 {
-	int rc = store_lease(s->dir, end);
+	int rc = spool_store_lease(s->dir, end);
 
 	if (rc == 0)
 		s->lease_end = end;
@@ -670,155 +608,6 @@ uint64_t fq_spool_first_unacked(const struct fq_spool *s)
 uint64_t fq_spool_first_unconfirmed(const struct fq_spool *s)
 {
 	return s->acked_durable + 1;
-}
-
-static void flush_run(struct fq_job *j)
-{
-	struct flush_job *f = (struct flush_job *)j;
-	int rc;
-
-	for (size_t i = 0; i < f->nfds; i++) {
-		if (fdatasync(f->fds[i]) < 0 && !f->rc)
-			f->rc = -errno;
-		close(f->fds[i]);
-	}
-	if (f->lease && (rc = store_lease(f->dir, f->lease)) < 0 && !f->rc)
-		f->rc = rc;
-	if (f->dir_sync && (rc = fq_sync_dir(f->dir)) < 0 && !f->rc)
-		f->rc = rc;
-}
-
-/* Waiters up to seq learn rc, in seq order. */
-static void wake(struct fq_spool *s, uint64_t seq, int rc)
-{
-	size_t n = 0;
-
-	while (n < s->nwaiters && s->waiters[n].seq <= seq)
-		n++;
-	for (size_t i = 0; i < n; i++) {
-		struct waiter wt = s->waiters[0];
-
-		memmove(&s->waiters[0], &s->waiters[1], (s->nwaiters - 1) * sizeof(*s->waiters));
-		s->nwaiters--;
-		wt.fn(wt.arg, rc);
-	}
-}
-
-static void flush_done(struct fq_job *j, bool ran)
-{
-	struct flush_job *f = (struct flush_job *)j;
-	struct fq_spool *s = f->s;
-
-	if (!ran) /* the worker went away first: inline, now */
-		flush_run(j);
-	s->flushing = NULL;
-	if (f->rc == 0) {
-		if (f->upto > s->durable)
-			s->durable = f->upto;
-		if (f->acked > s->acked_durable)
-			s->acked_durable = f->acked;
-		if (f->lease)
-			s->lease_end = f->lease;
-	} else {
-		s->io_errors++;
-		fq_log_rl(FQ_LOG_ERROR, "spool: %s: cannot make frames up to seq %" PRIu64 " durable: %s",
-			  s->dir, f->upto, strerror(-f->rc));
-	}
-	if (f->lease && s->lease_want == f->lease)
-		s->lease_want = 0;
-	wake(s, f->rc == 0 ? s->durable : f->upto, f->rc);
-	free(f->fds);
-	free(f);
-	if (s->flush_again) {
-		s->flush_again = false;
-		fq_spool_flush(s);
-	}
-}
-
-/* A flush of everything the spool holds now, or NULL when nothing waits. */
-static struct flush_job *flush_job_new(struct fq_spool *s)
-{
-	struct flush_job *f;
-	uint64_t upto = s->next_seq - 1;
-	bool current = upto > s->durable && s->cur;
-
-	if (upto <= s->durable && !s->nretired && !s->dir_dirty && !s->lease_want && !s->ack_dirty)
-		return NULL;
-	f = calloc(1, sizeof(*f));
-	if (!f || !(f->fds = malloc((s->nretired + 2) * sizeof(int)))) {
-		free(f);
-		return NULL;
-	}
-	if (s->nretired)
-		memcpy(f->fds, s->retired, s->nretired * sizeof(int));
-	f->nfds = s->nretired;
-	if (current && (f->fds[f->nfds] = dup(fq_reclog_fd(s->cur))) >= 0)
-		f->nfds++;
-	else if (current)
-		f->rc = -errno;
-	if (s->ack_dirty && (f->fds[f->nfds] = dup(s->ack_fd)) >= 0) {
-		f->nfds++;
-		f->acked = s->acked;
-		s->ack_dirty = false;
-	}
-	s->nretired = 0;
-	f->job = (struct fq_job){.run = flush_run, .done = flush_done};
-	f->s = s;
-	f->dir = s->dir;
-	f->dir_sync = s->dir_dirty;
-	s->dir_dirty = false;
-	f->lease = s->lease_want;
-	f->upto = upto;
-	return f;
-}
-
-void fq_spool_flush(struct fq_spool *s)
-{
-	struct flush_job *f;
-
-	if (s->flushing) {
-		s->flush_again = true;
-		return;
-	}
-	f = flush_job_new(s);
-	if (!f)
-		return;
-	s->flushing = f;
-	if (s->worker) {
-		fq_worker_submit(s->worker, &f->job);
-		return;
-	}
-	flush_run(&f->job);
-	flush_done(&f->job, true);
-}
-
-int fq_spool_attach(struct fq_spool *s, struct event_base *base)
-{
-	s->worker = fq_worker_create(base);
-	return s->worker ? 0 : -errno;
-}
-
-uint64_t fq_spool_durable_seq(const struct fq_spool *s)
-{
-	return s->durable;
-}
-
-int fq_spool_when_durable(struct fq_spool *s, uint64_t seq, fq_spool_durable_fn fn, void *arg)
-{
-	if (seq <= s->durable)
-		return 1;
-	if (s->nwaiters == s->capwaiters) {
-		size_t cap = s->capwaiters ? 2 * s->capwaiters : 16;
-		struct waiter *v = realloc(s->waiters, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->waiters = v;
-		s->capwaiters = cap;
-	}
-	s->waiters[s->nwaiters++] = (struct waiter){.seq = seq, .fn = fn, .arg = arg};
-	fq_spool_flush(s);
-	return 0;
 }
 
 struct json_object *fq_spool_counters(const struct fq_spool *s)

@@ -26,11 +26,6 @@ struct fq_step_client {
 	struct fq_frame_decoder *dec;
 };
 
-static int64_t now_ms(void)
-{
-	return fq_clock_ns(CLOCK_MONOTONIC) / 1000000;
-}
-
 /* Wait for events on fd until deadline (ms, CLOCK_MONOTONIC). */
 static int wait_fd(int fd, short events, int64_t deadline)
 {
@@ -39,7 +34,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	int n;
 
 	for (;;) {
-		left = deadline - now_ms();
+		left = deadline - fq_clock_ns(CLOCK_MONOTONIC) / 1000000;
 		if (left <= 0)
 			return -ETIMEDOUT;
 		n = poll(&p, 1, (int)left);
@@ -56,7 +51,7 @@ int fq_step_client_connect(const char *path, int timeout_ms, struct fq_step_clie
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct fq_step_client *c;
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = fq_clock_ns(CLOCK_MONOTONIC) / 1000000 + timeout_ms;
 	socklen_t len = sizeof(int);
 	int fd, rc, soerr = 0;
 
@@ -167,7 +162,7 @@ static void copy_path(char *dst, const char *told)
 int fq_step_client_call(struct fq_step_client *c, Fabriciq__Envelope *req, char *msg, size_t msglen,
 			struct fq_step_paths *paths)
 {
-	int64_t deadline = now_ms() + c->timeout_ms;
+	int64_t deadline = fq_clock_ns(CLOCK_MONOTONIC) / 1000000 + c->timeout_ms;
 	Fabriciq__Envelope *ans = NULL;
 	uint8_t *frame = NULL;
 	size_t len;

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 struct url {
 	char host[256];
 	char port[8];
@@ -78,21 +80,13 @@ static int parse_url(const char *s, struct url *u)
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for `events` on fd until the deadline: 0, -ETIMEDOUT or -errno. */
 static int wait_fd(int fd, short events, int64_t deadline)
 {
 	struct pollfd pfd = {.fd = fd, .events = events};
 
 	for (;;) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - fq_clock_ns(CLOCK_MONOTONIC) / 1000000;
 		int n;
 
 		if (left <= 0)
@@ -313,7 +307,7 @@ static int parse_response(char *raw, size_t n, struct fq_http_response *resp, ch
 int fq_http_get(const char *base_url, const char *target, const char *authorization, int timeout_ms,
 		size_t max_bytes, struct fq_http_response *resp, char *err, size_t errlen)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = fq_clock_ns(CLOCK_MONOTONIC) / 1000000 + timeout_ms;
 	char *req = NULL, *raw = NULL;
 	size_t len = 0;
 	struct url u;

@@ -39,7 +39,7 @@ enum fqn_req_state {
 
 /* Control mode: a lane's state (lane_fsm.h, changed only by its steps) and what goes with it. */
 struct fqn_lane_ctl {
-	struct fqn_lane_fsm fsm; /* times: fqn_mono_ns */
+	struct fqn_lane_fsm fsm; /* times: CLOCK_MONOTONIC */
 	int64_t down_ns;         /* failed at; 0 while up */
 	int64_t progress_ns;     /* sender: last ack that advanced, or when data became outstanding */
 	const char *cause;       /* why it last failed */

@@ -1,23 +1,16 @@
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/clock_page.h"
 #include "nccl-plugin/core/ctx.h"
 #include "nccl-plugin/hello.h"
 #include "nccl-plugin/lanes/lane_drv.h"
 #include "nccl-plugin/telemetry/event.h"
 
-static int64_t ns_of(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int64_t fqn_clock_at(const struct fqn_ctx *ctx, int64_t raw, int *sync)
 {
 	struct fq_clock_model m;
-	int64_t now = ns_of(CLOCK_MONOTONIC_RAW);
+	int64_t now = fq_clock_ns(CLOCK_MONOTONIC_RAW);
 
 	if (raw == 0)
 		raw = now;
@@ -29,17 +22,12 @@ int64_t fqn_clock_at(const struct fqn_ctx *ctx, int64_t raw, int *sync)
 	 * so that a report's times stay times even when its delays cannot
 	 * be measured. */
 	*sync = 0;
-	return raw + (ns_of(CLOCK_REALTIME) - now);
+	return raw + (fq_clock_ns(CLOCK_REALTIME) - now);
 }
 
 int64_t fqn_clock_now(const struct fqn_ctx *ctx, int *sync)
 {
 	return fqn_clock_at(ctx, 0, sync);
-}
-
-int64_t fqn_mono_ns(void)
-{
-	return ns_of(CLOCK_MONOTONIC);
 }
 
 const char *fqn_ctx_nic_name(const struct fqn_ctx *ctx, int nic)
@@ -72,6 +60,6 @@ void fqn_ctx_event(const struct fqn_ctx *ctx, const struct fqn_event *e)
 
 	if (!ctx || !ctx->telemetry)
 		return;
-	start = fqn_clock_now(ctx, &sync) - (fqn_mono_ns() - e->at_ns);
+	start = fqn_clock_now(ctx, &sync) - (fq_clock_ns(CLOCK_MONOTONIC) - e->at_ns);
 	fqn_event_push(ctx->telemetry, ctx->rank1, start, sync, e);
 }

@@ -46,9 +46,6 @@ int64_t fqn_clock_now(const struct fqn_ctx *ctx, int *sync);
  * raw 0: now. */
 int64_t fqn_clock_at(const struct fqn_ctx *ctx, int64_t raw, int *sync);
 
-/* CLOCK_MONOTONIC in ns: control mode's timers (never the global timeline). */
-int64_t fqn_mono_ns(void);
-
 /* The name of NIC nic of ctx, "?" if none (nic -1, out of range, no ctx). */
 const char *fqn_ctx_nic_name(const struct fqn_ctx *ctx, int nic);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/path_page.h"
 #include "nccl-plugin/core/ctx.h"
 #include "nccl-plugin/core/failover.h"
@@ -99,20 +100,12 @@ int fqn_path_page_fresh(int64_t updated_ns, int64_t now_ns, int max_age_ms)
 	       age >= -(int64_t)max_age_ms * 1000000;
 }
 
-static int64_t raw_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* The page is fresh enough to act on; says so at WARN when it goes stale
  * (the agent died or hangs) and at INFO when it is fresh again. */
 static int page_usable(const struct fqn_config *cfg, struct fq_path_page_reader *r)
 {
 	static int stale; /* process-wide: one page */
-	int64_t updated = fq_path_page_updated_ns(r), now = raw_now_ns();
+	int64_t updated = fq_path_page_updated_ns(r), now = fq_now_ns();
 	int fresh = fqn_path_page_fresh(updated, now, cfg->path_page_max_age_ms);
 
 	if (!fresh && !__atomic_exchange_n(&stale, 1, __ATOMIC_RELAXED))
@@ -140,7 +133,7 @@ int fqn_ctl_path_down(struct fqn_comm *c, int i)
 	 * agent has not probed the path UP yet, the lane knows better. Ages,
 	 * not times: the page is on the raw clock, the lane on the monotonic. */
 	if (c->lc[i].fsm.state == FQN_LANE_UP && e.changed_ns > 0 &&
-	    raw_now_ns() - e.changed_ns > fqn_mono_ns() - c->lc[i].fsm.since_ns)
+	    fq_now_ns() - e.changed_ns > fq_clock_ns(CLOCK_MONOTONIC) - c->lc[i].fsm.since_ns)
 		return 0;
 	/* Every path to the peer node DOWN at once is what its agent stopping
 	 * looks like (its probes stop), as much as a dead host: the page

@@ -34,7 +34,7 @@ int fqn_ctl_path_due(struct fqn_comm *c, int64_t now);
 
 /* Telemetry: one FailoverEvent of this end of the connection (cause
  * "socket-error", "no-progress", "no-data", "path-down", "failback" or
- * "steer"), stamped with at_ns (fqn_mono_ns: when the lane failed or came
+ * "steer"), stamped with at_ns (CLOCK_MONOTONIC: when the lane failed or came
  * back) on the global clock, and the connection's id, so that the
  * controller merges what the two ends report of one outage. Each end
  * reports each outage of a lane it noticed once: the failure when it

@@ -1,5 +1,6 @@
 #include <errno.h>
 
+#include "common/clock.h"
 #include "nccl-plugin/core/comm.h"
 #include "nccl-plugin/core/ctx.h"
 #include "nccl-plugin/core/net.h"
@@ -11,7 +12,7 @@
 
 static void serve_idle(struct fqn_ctx *ctx)
 {
-	fqn_idle_sweep(&ctx->idle, fqn_mono_ns(), IDLE_SERVE_NS, fqn_recv_serve);
+	fqn_idle_sweep(&ctx->idle, fq_clock_ns(CLOCK_MONOTONIC), IDLE_SERVE_NS, fqn_recv_serve);
 }
 
 int fqn_send_progress(struct fqn_send *s)

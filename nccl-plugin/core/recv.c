@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "nccl-plugin/control/relia.h"
 #include "nccl-plugin/core/comm.h"
 #include "nccl-plugin/core/ctx.h"
@@ -568,7 +569,7 @@ static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 
 static int ctl_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 {
-	int64_t now = fqn_mono_ns();
+	int64_t now = fq_clock_ns(CLOCK_MONOTONIC);
 	int paths = fqn_ctl_path_due(&r->c, now);
 	int health = now >= r->next_silent_ns;
 	struct fqn_lane *l;
@@ -605,7 +606,7 @@ static int ctl_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 
 int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)
 {
-	int64_t now = fqn_mono_ns();
+	int64_t now = fq_clock_ns(CLOCK_MONOTONIC);
 	int rc;
 
 	rc = fqn_rejoin_register(r->c.ctx->rejoin, r, r->c.conn_id, token, r->c.nlanes, r->c.chunk_size);

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "nccl-plugin/core/ctx.h"
 #include "nccl-plugin/core/rejoin.h"
 #include "nccl-plugin/hello.h"
@@ -185,10 +186,11 @@ static void poll_listeners(struct fqn_rejoin *j)
 
 			if (fd < 0)
 				break;
-			fqn_hello_wait_add(&j->hello, fd, i, fqn_mono_ns(), timeout);
+			fqn_hello_wait_add(&j->hello, fd, i, fq_clock_ns(CLOCK_MONOTONIC), timeout);
 		}
 	}
-	while (fqn_hello_wait_next(&j->hello, fqn_lane_hello_size(j->ctx), fqn_mono_ns(), timeout, &p) == 1)
+	while (fqn_hello_wait_next(&j->hello, fqn_lane_hello_size(j->ctx), fq_clock_ns(CLOCK_MONOTONIC),
+				   timeout, &p) == 1)
 		route(j, &p);
 }
 

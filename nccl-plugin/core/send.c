@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "nccl-plugin/control/relia.h"
 #include "nccl-plugin/core/comm.h"
 #include "nccl-plugin/core/ctx.h"
@@ -455,7 +456,7 @@ static int ctl_fill_lane(struct fqn_send *s, int i, int64_t now, const char **ca
 
 static int ctl_progress(struct fqn_send *s)
 {
-	int64_t now = fqn_mono_ns();
+	int64_t now = fq_clock_ns(CLOCK_MONOTONIC);
 	int n = s->c.nlanes, paths = fqn_ctl_path_due(&s->c, now);
 
 	for (int k = 0; k < n; k++) {
@@ -493,7 +494,7 @@ static int ctl_progress(struct fqn_send *s)
 int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct sockaddr_storage *bind,
 			    const struct sockaddr_storage *rejoin, const int *can_rejoin)
 {
-	int64_t now = fqn_mono_ns();
+	int64_t now = fq_clock_ns(CLOCK_MONOTONIC);
 
 	for (int i = 0; i < s->c.nlanes; i++) {
 		struct fqn_lane_ctl *lc = &s->c.lc[i];
@@ -518,7 +519,7 @@ void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local,
 			  int64_t since_ns, int64_t detect_ns)
 {
 	struct fqn_lane_ctl *lc = &s->c.lc[i];
-	int64_t now = fqn_mono_ns();
+	int64_t now = fq_clock_ns(CLOCK_MONOTONIC);
 
 	fqn_ctl_lane_name(&s->c, i, nic, local, peer);
 	FQN_WARN(
@@ -596,7 +597,7 @@ int fqn_close_send(struct fqn_send *s)
 	if (!s)
 		return 0;
 	if (s->c.control)
-		ev_flush(s, fqn_mono_ns()); /* a failover whose resend had not finished */
+		ev_flush(s, fq_clock_ns(CLOCK_MONOTONIC)); /* a failover whose resend had not finished */
 	if (s->c.control && (s->c.failovers || s->c.failbacks))
 		FQN_INFO("connection %llx: %llu failover(s), %llu failback(s)",
 			 (unsigned long long)s->c.conn_id, (unsigned long long)s->c.failovers,

@@ -32,7 +32,7 @@ int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct soc
 			    const struct sockaddr_storage *rejoin, const int *can_rejoin);
 /* Sender, either mode: lane i did not connect at setup (its slot NULL):
  * nic (-1: routed), local and peer name it; it failed with err, the
- * setup began at since_ns (fqn_mono_ns) and detect_ns later it was given
+ * setup began at since_ns (CLOCK_MONOTONIC) and detect_ns later it was given
  * up. A WARN and a FailoverEvent (cause "connect-failed"). Control mode
  * (after fqn_send_enable_control): the lane is DOWN and re-dialed like
  * any failed lane, and its failback is reported when it is verified.

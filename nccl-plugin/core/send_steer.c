@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/path_page.h"
 #include "nccl-plugin/control/steer.h"
 #include "nccl-plugin/core/ctx.h"
@@ -61,15 +62,12 @@ static int steer_advised(struct fqn_send *s, int i, uint32_t *gen)
 {
 	struct fq_path_page_reader *r = __atomic_load_n(&s->c.ctx->paths, __ATOMIC_ACQUIRE);
 	struct fq_path_entry e;
-	struct timespec ts;
 
 	if (!r || !s->c.lc[i].remote_ipv4 ||
 	    fq_path_page_lookup(r, s->c.lc[i].nic, s->c.lc[i].remote_ipv4, &e) < 0)
 		return 0;
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	if (e.advice != FQ_PATH_ADVICE_MOVE || e.advice_gen == s->st->advice_gen[i] ||
-	    (e.advice_job && e.advice_job != s->st->job) ||
-	    e.advice_until_ns < (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec)
+	    (e.advice_job && e.advice_job != s->st->job) || e.advice_until_ns < fq_now_ns())
 		return 0;
 	*gen = e.advice_gen;
 	return 1;

@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "nccl-plugin/core/comm.h"
 #include "nccl-plugin/core/ctx.h"
 #include "nccl-plugin/core/recv.h"
@@ -272,7 +273,7 @@ static int connect_start(struct fqn_ctx *ctx, int dev, const struct fqn_handle *
 	st->nlanes = ctx->cfg.lanes;
 	st->conn_id = random64(ctx);
 	st->control = ctx->cfg.control && (h->flags & FQN_HANDLE_F_CONTROL);
-	st->start_ns = fqn_mono_ns();
+	st->start_ns = fq_clock_ns(CLOCK_MONOTONIC);
 	if (ctx->cfg.control && !st->control)
 		FQN_WARN("connection %llx: the listener is not in control mode; this connection runs "
 			 "without failover",
@@ -322,7 +323,7 @@ static void config_event(const struct fqn_connecting *st, int i, const struct fq
 				     .nic = l->nic >= 0 && l->nic < ctx->nnics ? ctx->nics[l->nic].name : "",
 				     .local = l->local,
 				     .peer = l->peer,
-				     .at_ns = fqn_mono_ns()});
+				     .at_ns = fq_clock_ns(CLOCK_MONOTONIC)});
 }
 
 /* Lane i's two ends before it connected: its local NIC (-1: none known)
@@ -395,7 +396,7 @@ static int connect_retry(struct fqn_connecting *st, int dev, int64_t now)
 static int connect_poll(struct fqn_connecting *st, int dev, uint64_t token)
 {
 	const struct fqn_ctx *ctx = st->ctx;
-	int64_t now = fqn_mono_ns(), timeout = (int64_t)ctx->cfg.lane_timeout_ms * 1000000;
+	int64_t now = fq_clock_ns(CLOCK_MONOTONIC), timeout = (int64_t)ctx->cfg.lane_timeout_ms * 1000000;
 	int pending = 0;
 
 	for (int i = 0; !st->present && i < st->nlanes; i++) {
@@ -515,7 +516,7 @@ static void listen_take_new(struct fqn_listen *l)
 
 			if (fd < 0)
 				break;
-			fqn_hello_wait_add(&l->hello, fd, i, fqn_mono_ns(),
+			fqn_hello_wait_add(&l->hello, fd, i, fq_clock_ns(CLOCK_MONOTONIC),
 					   (int64_t)l->ctx->cfg.hello_timeout_ms * 1000000);
 		}
 	}
@@ -571,7 +572,7 @@ static int listen_read_hellos(struct fqn_listen *l)
 {
 	struct fqn_hello_slot p;
 
-	while (fqn_hello_wait_next(&l->hello, fqn_lane_hello_size(l->ctx), fqn_mono_ns(),
+	while (fqn_hello_wait_next(&l->hello, fqn_lane_hello_size(l->ctx), fq_clock_ns(CLOCK_MONOTONIC),
 				   (int64_t)l->ctx->cfg.hello_timeout_ms * 1000000, &p) == 1) {
 		struct fqn_hello h;
 		int done;

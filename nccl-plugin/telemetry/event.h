@@ -20,7 +20,7 @@ struct fqn_event {
 	uint32_t peer_rank1; /* the other end's rank + 1 (0: unknown) */
 	const char *kind;    /* the lane kind ("ib"), "" if not said */
 	const char *nic, *local, *peer;
-	int64_t at_ns; /* fqn_mono_ns: when it happened */
+	int64_t at_ns; /* CLOCK_MONOTONIC: when it happened */
 	int64_t detect_ns, duration_ns;
 	uint64_t bytes_resent;
 };

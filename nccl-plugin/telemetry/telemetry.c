@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/telemetry/telemetry.h"
@@ -45,14 +46,6 @@ struct fqn_telemetry {
 	uint64_t pending_samples; /* in that batch: sent once all of it is written */
 	uint64_t pushed, dropped_full, sent, dropped_no_agent;
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 int fqn_telemetry_push(struct fqn_telemetry *t, const struct fqn_lane_sample *s)
 {
@@ -159,9 +152,9 @@ static void agent_connect(struct fqn_telemetry *t)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd;
 
-	if (mono_ns() < t->next_connect_ns)
+	if (fq_clock_ns(CLOCK_MONOTONIC) < t->next_connect_ns)
 		return;
-	t->next_connect_ns = mono_ns() + RECONNECT_NS;
+	t->next_connect_ns = fq_clock_ns(CLOCK_MONOTONIC) + RECONNECT_NS;
 	memcpy(sa.sun_path, t->path, sizeof(t->path));
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -192,7 +185,7 @@ static void agent_drop(struct fqn_telemetry *t, const char *why)
 	 * unread, or refused the write): not sent */
 	__atomic_fetch_add(&t->dropped_no_agent, t->pending_samples, __ATOMIC_RELAXED);
 	t->pending_samples = 0;
-	t->next_connect_ns = mono_ns() + RECONNECT_NS;
+	t->next_connect_ns = fq_clock_ns(CLOCK_MONOTONIC) + RECONNECT_NS;
 }
 
 /* Push out the pending frame. 1 when nothing is pending any more. */
@@ -353,14 +346,15 @@ err_free:
 void fqn_telemetry_flush(struct fqn_telemetry *t, int timeout_ms)
 {
 	uint64_t one = 1, asked;
-	int64_t until = mono_ns() + (int64_t)timeout_ms * 1000000;
+	int64_t until = fq_clock_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
 
 	if (!t)
 		return;
 	asked = __atomic_add_fetch(&t->flush_asked, 1, __ATOMIC_ACQ_REL);
 	if (write(t->wake_fd, &one, sizeof(one)) < 0)
 		return;
-	while (__atomic_load_n(&t->flush_done, __ATOMIC_ACQUIRE) < asked && mono_ns() < until)
+	while (__atomic_load_n(&t->flush_done, __ATOMIC_ACQUIRE) < asked &&
+	       fq_clock_ns(CLOCK_MONOTONIC) < until)
 		nanosleep(&(struct timespec){0, 1000000}, NULL);
 }
 

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
 #include "common/path_page.h"
 #include "nccl-plugin/core/comm.h"
@@ -58,7 +59,7 @@ static void path_state_at(uint32_t state, int64_t at)
 
 static void path_state(uint32_t state)
 {
-	path_state_at(state, raw_ns());
+	path_state_at(state, fq_now_ns());
 }
 
 struct xfer {
@@ -231,7 +232,7 @@ int main(void)
 	       !fqn_path_page_fresh(1000, 2000001001, 2000) && !fqn_path_page_fresh(0, 5, 2000) &&
 	       !fqn_path_page_fresh(3000000000LL, 100, 2000),
 	   "page age: fresh up to the limit; stale past it, never published, or from another clock");
-	path_state_at(FQ_PATH_STATE_DOWN, raw_ns() - 3000000000LL);
+	path_state_at(FQ_PATH_STATE_DOWN, fq_now_ns() - 3000000000LL);
 	usleep(20000);
 	{
 		int before = warns_path_down, stale_warns = warns;
@@ -266,7 +267,7 @@ int main(void)
 	{
 		int before = warns_path_down;
 
-		loopback_paths_publish(page, FQ_PATH_STATE_DOWN, FQ_PATH_STATE_DOWN, raw_ns());
+		loopback_paths_publish(page, FQ_PATH_STATE_DOWN, FQ_PATH_STATE_DOWN, fq_now_ns());
 		usleep(20000);
 		xfer_start(s, r, &x, 'd');
 		xfer_spin(&x, 5);
@@ -285,7 +286,7 @@ int main(void)
 
 		/* the path DOWN since 30 s, published now */
 		loopback_paths_publish_changed(page, FQ_PATH_STATE_DOWN, FQ_PATH_STATE_UP,
-					       raw_ns() - 30000000000LL, raw_ns());
+					       fq_now_ns() - 30000000000LL, fq_now_ns());
 		usleep(20000);
 		xfer_start(s, r, &x, 'f');
 		xfer_spin(&x, 5);

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/clock_page.h"
 #include "common/path_page.h"
 #include "nccl-plugin/core/comm.h"
@@ -192,7 +193,7 @@ static int f_post_send(void *io, uint64_t wr_id, const void *buf, uint32_t len, 
 	memcpy(f->pend[f->pend_n].copy, buf, len);
 	f->pend[f->pend_n].wr_id = wr_id;
 	f->pend[f->pend_n].len = len;
-	f->pend[f->pend_n].posted = raw_ns();
+	f->pend[f->pend_n].posted = fq_now_ns();
 	f->pend[f->pend_n++].imm = imm;
 	deliver(f);
 	return 0;
@@ -307,11 +308,8 @@ static struct fq_path_page_writer *page;
 
 static void path_state(uint32_t state)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	/* published now: the plugin ignores a stale page */
-	loopback_paths_publish(page, state, FQ_PATH_STATE_UP, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+	loopback_paths_publish(page, state, FQ_PATH_STATE_UP, fq_now_ns());
 }
 
 static void test_stamps(struct fqn_send *s, struct fqn_recv *r, struct xfer *x)
@@ -440,13 +438,11 @@ static void test_path_down(struct fqn_send *s, struct fqn_recv *r, struct xfer *
 static struct fq_clock_page_writer *clock_page(const char *path)
 {
 	struct fq_clock_page_writer *w;
-	struct timespec ts;
 	struct fq_clock_model m = {.clock_id = CLOCK_MONOTONIC_RAW, .error_bound_ns = 1000};
 
 	if (fq_clock_page_writer_open(path, &w) < 0)
 		return NULL;
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	m.ref_local_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	m.ref_local_ns = fq_now_ns();
 	m.valid_until_ns = m.ref_local_ns + 3600000000000LL;
 	fq_clock_page_publish(w, &m);
 	return w;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/frame.h"
 #include "common/path_page.h"
 #include "nccl-plugin/core/comm.h"
@@ -41,9 +42,8 @@ static struct fq_path_page_writer *page;
 static void advise(uint32_t job, uint32_t gen)
 {
 	struct fq_path_entry e;
-	struct timespec ts;
+	int64_t now = fq_now_ns();
 
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	memset(&e, 0, sizeof(e));
 	strcpy(e.local_nic, "lo");
 	strcpy(e.remote_node, "self");
@@ -53,9 +53,9 @@ static void advise(uint32_t job, uint32_t gen)
 	e.advice = FQ_PATH_ADVICE_MOVE;
 	e.advice_job = job;
 	e.advice_gen = gen;
-	e.advice_until_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + 30LL * 1000000000;
+	e.advice_until_ns = now + 30LL * 1000000000;
 	/* published now: the plugin ignores a stale page */
-	fq_path_page_publish(page, &e, 1, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+	fq_path_page_publish(page, &e, 1, now);
 }
 
 /* Messages of 256 KiB for `secs`: 1 if every one completed intact. */

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "nccl-plugin/hello.h"
 #include "nccl-plugin/lanes/ib/ib_dev.h"
 #include "nccl-plugin/lanes/ib/ib_lane.h"
@@ -292,24 +293,16 @@ struct fqib_vio {
 	struct fqib_clock_ref clk;
 };
 
-static int64_t raw_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Pair the device clock with CLOCK_MONOTONIC_RAW (re-done every second:
  * the two oscillators drift apart by ppm). */
 static void clock_sample(struct fqib_vio *v)
 {
 	struct ibv_values_ex vals = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
-	int64_t a = raw_now(), b;
+	int64_t a = fq_now_ns(), b;
 
 	if (ibv_query_rt_values_ex(v->dev->ctx, &vals) != 0)
 		return;
-	b = raw_now();
+	b = fq_now_ns();
 	v->clk.cycles = (uint64_t)vals.raw_clock.tv_sec * 1000000000ULL + (uint64_t)vals.raw_clock.tv_nsec;
 	v->clk.raw_ns = a + (b - a) / 2;
 	v->clk.khz = v->dev->hca_khz;
@@ -423,7 +416,7 @@ static int vio_poll(void *io, struct fqib_wc *wc, int max)
 					     .imm = be32toh(w[i].imm_data)};
 		return rc;
 	}
-	if (raw_now() - v->clk.raw_ns > 1000000000)
+	if (fq_now_ns() - v->clk.raw_ns > 1000000000)
 		clock_sample(v);
 	rc = ibv_start_poll(v->cqx, &pa);
 	if (rc == ENOENT)
@@ -497,7 +490,7 @@ static int vio_create(int nic, struct fqib_vio **out)
 	if (rc < 0)
 		goto err;
 	if (getrandom(&v->psn, sizeof(v->psn), GRND_NONBLOCK) != sizeof(v->psn))
-		v->psn = (uint32_t)raw_now();
+		v->psn = (uint32_t)fq_now_ns();
 	v->psn &= 0xffffff;
 	*out = v;
 	return 0;

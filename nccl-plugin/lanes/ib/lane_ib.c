@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "nccl-plugin/ib_sysfs.h"
 #include "nccl-plugin/lanes/ib/ib_lane.h"
 #include "nccl-plugin/nic.h"
@@ -84,14 +85,6 @@ struct fqn_lane_ib {
 
 #define IB(l) ((struct fqn_lane_ib *)(l))
 
-static int64_t raw_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int64_t fqib_cycles_to_ns(const struct fqib_clock_ref *ref, uint64_t cycles)
 {
 	int64_t d = (int64_t)(cycles - ref->cycles); /* wraps correctly across a counter wrap */
@@ -159,7 +152,7 @@ static void on_wc(struct fqn_lane_ib *b, const struct fqib_wc *wc)
 		wc_fail(b, wc);
 		return;
 	}
-	b->last_heard_ns = raw_ns();
+	b->last_heard_ns = fq_now_ns();
 	switch (kind) {
 	case WR_DATA_TX:
 		b->tx_inflight--;
@@ -265,7 +258,7 @@ static int progress(struct fqn_lane_ib *b)
 	if (b->fd >= 0 && b->hs_out_off < b->hs_out_len && side_push(b) < 0)
 		return lane_die(b, -ECONNRESET);
 	if (b->fd >= 0) {
-		int64_t now = raw_ns();
+		int64_t now = fq_now_ns();
 
 		if (now >= b->side_next_ns) {
 			b->side_next_ns = now + SIDE_CHECK_NS;
@@ -299,7 +292,7 @@ int fqn_lane_ib_start(struct fqn_lane *l, const struct fqib_handle *remote)
 	if (b->sender)
 		b->credits = (int)(remote->slots < FQIB_DATA_SLOTS ? remote->slots : FQIB_DATA_SLOTS);
 	b->state = ST_READY;
-	b->last_heard_ns = raw_ns();
+	b->last_heard_ns = fq_now_ns();
 	return 0;
 }
 
@@ -559,7 +552,7 @@ static int ib_rx_ctrl(struct fqn_lane *l, uint8_t rec[FQN_CTRL_SIZE])
 static int ib_info(struct fqn_lane *l, struct fqn_lane_info *out)
 {
 	struct fqn_lane_ib *b = IB(l);
-	int64_t idle = b->last_heard_ns ? (raw_ns() - b->last_heard_ns) / 1000000 : 0;
+	int64_t idle = b->last_heard_ns ? (fq_now_ns() - b->last_heard_ns) / 1000000 : 0;
 
 	memset(out, 0, sizeof(*out));
 	out->idle_rx_ms = idle > UINT32_MAX ? UINT32_MAX : (uint32_t)idle;
