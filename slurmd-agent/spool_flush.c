@@ -157,4 +157,3 @@ int fq_spool_when_durable(struct fq_spool *s, uint64_t seq, fq_spool_durable_fn 
 	fq_spool_flush(s);
 	return 0;
 }
-

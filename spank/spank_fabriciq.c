@@ -39,6 +39,7 @@
 
 #include "common/clock.h"
 #include "common/clock_page.h"
+#include "common/log.h"
 #include "common/step_socket.h"
 #include "spank/spank_conf.h"
 #include "spank/spank_env.h"
@@ -98,7 +99,7 @@ static int opt_cb(int val, const char *optarg, int remote)
 		optarg = NULL;
 	m = fq_spank_mode_parse(optarg, g.conf.bare_mode);
 	if (m == FQ_MODE_UNSET) {
-		slurm_error("fabriciq: --fabriciq=%s: unknown mode (use monitor, control or off)", optarg);
+		fq_error("--fabriciq=%s: unknown mode (use monitor, control or off)", optarg);
 		return -1;
 	}
 	g.opt_mode = m;
@@ -112,7 +113,7 @@ static int load_conf(int ac, char **argv)
 
 	fq_spank_conf_defaults(&g.conf, FQ_SPANK_LIBDIR);
 	if (fq_spank_conf_parse(&g.conf, ac, argv, err, sizeof(err)) < 0) {
-		slurm_error("fabriciq: plugstack.conf: %s; the plugin is disabled", err);
+		fq_error("plugstack.conf: %s; the plugin is disabled", err);
 		g.conf_ok = false;
 		return -1;
 	}
@@ -121,14 +122,29 @@ static int load_conf(int ac, char **argv)
 	return 0;
 }
 
+/* The plugin's lines go through common/log to Slurm's log (slurmd's, and
+ * srun's stderr in the local context), "fabriciq: " first as every
+ * fabriciq line. */
+static void slurm_sink(enum fq_log_level level, const char *line, void *arg)
+{
+	(void)arg;
+	if (level <= FQ_LOG_WARN)
+		slurm_error("fabriciq: %s", line);
+	else if (level == FQ_LOG_INFO)
+		slurm_info("fabriciq: %s", line);
+	else
+		slurm_debug("fabriciq: %s", line);
+}
+
 int slurm_spank_init(spank_t sp, int ac, char **argv)
 {
+	fq_log_set_sink(slurm_sink, NULL);
 	if (load_conf(ac, argv) < 0)
 		return -1;
 	if (spank_context() == S_CTX_LOCAL || spank_context() == S_CTX_ALLOCATOR ||
 	    spank_context() == S_CTX_REMOTE) {
 		if (spank_option_register(sp, &fq_option) != ESPANK_SUCCESS) {
-			slurm_error("fabriciq: cannot register --fabriciq");
+			fq_error("cannot register --fabriciq");
 			return -1;
 		}
 	}
@@ -143,14 +159,13 @@ static int client_post_opt(void)
 
 	if (g.opt_mode == FQ_MODE_UNSET) {
 		if (env && fq_spank_mode_parse(env, FQ_MODE_UNSET) == FQ_MODE_UNSET)
-			slurm_error("fabriciq: %s=%s is not a mode (monitor, control, off); ignored",
-				    ENV_PROPAGATE, env);
+			fq_error("%s=%s is not a mode (monitor, control, off); ignored", ENV_PROPAGATE, env);
 		return 0;
 	}
 	/* Every step of this job (or allocation) started from here inherits
 	 * the mode, --export=NONE included. */
 	if (setenv(ENV_PROPAGATE, fq_spank_mode_name(g.opt_mode), 1) < 0) {
-		slurm_error("fabriciq: setenv %s: %s", ENV_PROPAGATE, strerror(errno));
+		fq_error("setenv %s: %s", ENV_PROPAGATE, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -178,7 +193,7 @@ static int get_env(spank_t sp, const char *name, char **val)
 	int rc = fq_spank_getenv(spank_get, sp, name, val);
 
 	if (rc < 0 && rc != -ENOENT)
-		slurm_error("fabriciq: job %u: cannot read %s: %s", g.job, name, strerror(-rc));
+		fq_error("job %u: cannot read %s: %s", g.job, name, strerror(-rc));
 	return rc;
 }
 
@@ -192,8 +207,7 @@ static enum fq_spank_mode step_mode(spank_t sp)
 	if (get_env(sp, ENV_PROPAGATE, &val) == 0) {
 		m = fq_spank_mode_parse(val, FQ_MODE_UNSET);
 		if (m == FQ_MODE_UNSET)
-			slurm_error("fabriciq: %s=%s is not a mode (monitor, control, off); ignored",
-				    ENV_PROPAGATE, val);
+			fq_error("%s=%s is not a mode (monitor, control, off); ignored", ENV_PROPAGATE, val);
 		free(val);
 	}
 	return m != FQ_MODE_UNSET ? m : g.conf.site_default;
@@ -214,7 +228,7 @@ static int set_env(spank_t sp, const char *name, const char *val)
 	spank_err_t e = spank_setenv(sp, name, val, 1);
 
 	if (e != ESPANK_SUCCESS) {
-		slurm_error("fabriciq: job %u: cannot set %s: %s", g.job, name, spank_strerror(e));
+		fq_error("job %u: cannot set %s: %s", g.job, name, spank_strerror(e));
 		return -1;
 	}
 	return 0;
@@ -252,10 +266,9 @@ static int export_nccl(spank_t sp)
 
 	rc = get_env(sp, "NCCL_NET_PLUGIN", &val);
 	if (rc == 0 && strcmp(val, g.net_plugin)) {
-		slurm_info(
-		    "fabriciq: job %u step %u: the job sets NCCL_NET_PLUGIN=%s; kept, so NCCL will not "
-		    "use fabriciq lanes (the agent's probe mesh still covers the job)",
-		    g.job, g.step, val);
+		fq_info("job %u step %u: the job sets NCCL_NET_PLUGIN=%s; kept, so NCCL will not "
+			"use fabriciq lanes (the agent's probe mesh still covers the job)",
+			g.job, g.step, val);
 		free(val);
 		return 0;
 	}
@@ -265,10 +278,9 @@ static int export_nccl(spank_t sp)
 		return -1;
 	if (get_env(sp, "NCCL_NET", &val) == 0) {
 		if (strcasecmp(val, "fabriciq"))
-			slurm_info(
-			    "fabriciq: job %u step %u: the job sets NCCL_NET=%s; kept, so NCCL may pick "
-			    "that network instead of fabriciq",
-			    g.job, g.step, val);
+			fq_info("job %u step %u: the job sets NCCL_NET=%s; kept, so NCCL may pick "
+				"that network instead of fabriciq",
+				g.job, g.step, val);
 		free(val);
 	}
 	return set_env(sp, "NCCL_NET_PLUGIN", g.net_plugin);
@@ -334,7 +346,7 @@ static int step_identity(spank_t sp)
 	    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &g.ntasks) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &g.nlocal) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) {
-		slurm_error("fabriciq: cannot read the step's identity from Slurm");
+		fq_error("cannot read the step's identity from Slurm");
 		return -1;
 	}
 	g.uid = (uint32_t)uid;
@@ -375,9 +387,8 @@ static int remote_post_opt(spank_t sp)
 		rc = fq_step_client_connect(g.step_socket, g.conf.timeout_ms, &g.client);
 	if (rc < 0) {
 		g.agent_down = true;
-		snprintf(g.agent_err, sizeof(g.agent_err),
-			 "fabriciq: %s: no agent at %s (%s); job %u step %s %s", g.node, g.step_socket,
-			 strerror(-rc), g.job, id,
+		snprintf(g.agent_err, sizeof(g.agent_err), "%s: no agent at %s (%s); job %u step %s %s",
+			 g.node, g.step_socket, strerror(-rc), g.job, id,
 			 g.conf.required ? "fails (required=yes)" : "runs without fabriciq");
 		return g.conf.required ? -1 : 0;
 	}
@@ -387,14 +398,14 @@ static int remote_post_opt(spank_t sp)
 	if (g.told == MAP_FAILED)
 		g.told = NULL;
 	if (!g.ranks || !g.forked || !g.told) {
-		slurm_error("fabriciq: out of memory");
+		fq_error("out of memory");
 		return -1;
 	}
 	if (export_step(sp) < 0)
 		return -1;
 	g.active = true;
-	slurm_info("fabriciq: job %u step %s on %s: mode %s, agent %s", g.job, id, g.node,
-		   fq_spank_mode_name(g.mode), g.step_socket);
+	fq_info("job %u step %s on %s: mode %s, agent %s", g.job, id, g.node, fq_spank_mode_name(g.mode),
+		g.step_socket);
 	return 0;
 }
 
@@ -424,7 +435,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **argv)
 	(void)ac;
 	(void)argv;
 	if (g.agent_down)
-		slurm_error("%s", g.agent_err);
+		fq_error("%s", g.agent_err);
 	return 0;
 }
 
@@ -493,8 +504,8 @@ static int agent_call(Fabriciq__Envelope *env, const char *what, struct fq_step_
 			rc = fq_step_client_call(g.client, env, msg, sizeof(msg), paths);
 	}
 	if (rc < 0)
-		slurm_error("fabriciq: %s: %s job %u step %u with the agent at %s failed: %s%s%s", g.node,
-			    what, g.job, g.step, g.step_socket, strerror(-rc), msg[0] ? ": " : "", msg);
+		fq_error("%s: %s job %u step %u with the agent at %s failed: %s%s%s", g.node, what, g.job,
+			 g.step, g.step_socket, strerror(-rc), msg[0] ? ": " : "", msg);
 	return rc;
 }
 
@@ -542,7 +553,7 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **argv)
 	if (spank_get_item(sp, S_TASK_ID, &local) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_TASK_GLOBAL_ID, &global) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS) {
-		slurm_error("fabriciq: cannot read a task's identity from Slurm");
+		fq_error("cannot read a task's identity from Slurm");
 		return -1;
 	}
 	if (local < 0 || (uint32_t)local >= g.nlocal)
@@ -562,7 +573,7 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **argv)
 		return 0;
 	}
 	if (g.conf.required) {
-		slurm_error("fabriciq: %s: required=yes: stopping job %u step %u", g.node, g.job, g.step);
+		fq_error("%s: required=yes: stopping job %u step %u", g.node, g.job, g.step);
 		for (uint32_t i = 0; i < g.nlocal; i++)
 			kill(g.ranks[i].pid, SIGKILL);
 	}
