@@ -118,6 +118,8 @@ static int page_usable(const struct fqn_config *cfg, struct fq_path_page_reader 
 	return fresh;
 }
 
+#define PAGE_LAG_MARGIN_NS 500000000LL
+
 int fqn_ctl_path_down(struct fqn_comm *c, int i)
 {
 	struct fq_path_page_reader *r = __atomic_load_n(&c->ctx->paths, __ATOMIC_ACQUIRE);
@@ -130,10 +132,15 @@ int fqn_ctl_path_down(struct fqn_comm *c, int i)
 		return 0;
 	/* A lane that came UP after the DOWN was seen has crossed the path
 	 * since (a re-dial's handshake, the peer heard again): this node's
-	 * agent has not probed the path UP yet, the lane knows better. Ages,
-	 * not times: the page is on the raw clock, the lane on the monotonic. */
+	 * agent has not probed the path UP yet, the lane knows better. By more
+	 * than PAGE_LAG_MARGIN_NS: a lane's two ends come UP a round trip and
+	 * a verification apart, and a DOWN seen in between must count at both
+	 * (one end keeping a lane the other dropped splits the connection).
+	 * Ages, not times: the page is on the raw clock, the lane on the
+	 * monotonic one. */
 	if (c->lc[i].fsm.state == FQN_LANE_UP && e.changed_ns > 0 &&
-	    fq_now_ns() - e.changed_ns > fq_clock_ns(CLOCK_MONOTONIC) - c->lc[i].fsm.since_ns)
+	    fq_now_ns() - e.changed_ns >
+		fq_clock_ns(CLOCK_MONOTONIC) - c->lc[i].fsm.since_ns + PAGE_LAG_MARGIN_NS)
 		return 0;
 	/* Every path to the peer node DOWN at once is what its agent stopping
 	 * looks like (its probes stop), as much as a dead host: the page

@@ -21,8 +21,9 @@ void fqn_ctl_lane_name(struct fqn_comm *c, int i, int nic, const char *local, co
  * same peer node is UP; 0 if up or unknown (no page, no entry, a stale
  * page: see fqn_path_page_fresh), or when every path to the node is DOWN:
  * its agent stopping looks just like that, so the lanes then go by their
- * transport's own signals; and 0 for an UP lane that came up after the
- * DOWN was seen (it crossed the path since: the page lags). */
+ * transport's own signals; and 0 for an UP lane that came up more than
+ * 500 ms after the DOWN was seen (it crossed the path since: the page
+ * lags). */
 int fqn_ctl_path_down(struct fqn_comm *c, int i);
 /* 1 if a page published at updated_ns (CLOCK_MONOTONIC_RAW) may be
  * trusted at now_ns: published, and no more than max_age_ms
