@@ -17,6 +17,9 @@
 
 #define FQ_MUNGE_NONCE_SIZE 16
 #define FQ_MUNGE_ANY_UID    ((uid_t)-1)
+/* An HTTP request authenticated by munge carries "Authorization: MUNGE
+ * CRED" (the controller's API: controller/api.h). */
+#define FQ_MUNGE_AUTH_SCHEME "MUNGE "
 
 /* Fill a nonce from getrandom(2). 0 or a negative errno. */
 int fq_munge_nonce(uint8_t nonce[FQ_MUNGE_NONCE_SIZE]);

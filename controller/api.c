@@ -500,6 +500,54 @@ static int get_job(struct reply *rp, struct fq_db *db, struct fq_api_params *r, 
 	return rp->status == 503 ? 503 : 200;
 }
 
+/* ---- a step's summary (its owner's job-end line) ------------------------- */
+
+/* $1 job, $2 step, $3 the only uid whose step may be read (NULL: any). */
+static const char summary_sql[] =
+    "select json_build_object('job_id', s.job_id, 'step_id', s.step_id, 'mode', s.mode,"
+    " 'node_count', s.node_count, 'nodes_ended', s.nodes_ended,"
+    " 'complete', s.node_count > 0 and s.nodes_ended >= s.node_count, " TSJ(
+	"s.end_time",
+	"end_time") ","
+		    " 'exit_status', s.exit_status, 'incidents', s.incidents, 'anomalies', s.anomalies,"
+		    " 'failovers', s.failovers)"
+		    " from fabriciq.step_summary($1, $2) s where $3::int8 is null or s.uid = $3";
+
+/*
+ * /api/v1/jobs/JOB.STEP/summary: the counts the job-end line prints
+ * (spank_fabriciq(8)). Served to the step's owner as well as to
+ * administrators (FQ_API_OWNER): another user's step is answered as an
+ * unknown one, so the answer tells nothing about whose jobs exist.
+ */
+static int get_step_summary(struct reply *rp, struct fq_db *db, struct fq_api_params *r, const char *id)
+{
+	struct fq_db_params p = {0};
+	uint64_t job_id, step_id = 0;
+	bool has_step;
+	int rc;
+
+	if (!fq_api_parse_job_step(id, &job_id, &has_step, &step_id) || !has_step)
+		return fail(rp, 400,
+			    "a summary is of one step: JOB.STEP with integer ids up to 4294967295 (or STEP "
+			    "batch, extern, interactive), not '%.64s'",
+			    id);
+	if (fq_api_params_only(r, ""))
+		return fail(rp, 400, "%s", r->err);
+	fq_db_param_u64(&p, job_id);
+	fq_db_param_u64(&p, step_id);
+	if (r->owner_only)
+		fq_db_param_u64(&p, r->owner_uid);
+	else
+		fq_db_param_str(&p, NULL);
+	rc = query_json(db, "reading the step's summary", summary_sql, &p, &rp->body);
+	if (rc < 0)
+		return db_fail(rp, db);
+	if (rc > 0)
+		return fail(rp, 404, "job %" PRIu64 " has no step %" PRIu64 " known to fabriciq", job_id,
+			    step_id);
+	return 200;
+}
+
 /* ---- events, anomalies, hints, clock -------------------------------------- */
 
 /* $1 since, $2 node or NULL, $3 limit + 1. */
@@ -669,7 +717,18 @@ static const struct endpoint {
     {"/api/v1/hints", get_hints, FQ_API_ADMIN},  {"/api/v1/clock", get_clock, FQ_API_OPEN},
 };
 
-#define JOB_PREFIX "/api/v1/jobs/"
+#define JOB_PREFIX     "/api/v1/jobs/"
+#define SUMMARY_SUFFIX "/summary"
+
+/* JOB_PREFIX ID SUMMARY_SUFFIX: the length of ID; else 0. */
+static size_t summary_id_len(const char *path)
+{
+	size_t pl = strlen(JOB_PREFIX), sl = strlen(SUMMARY_SUFFIX), n = strlen(path);
+
+	if (n <= pl + sl || strncmp(path, JOB_PREFIX, pl) || strcmp(path + n - sl, SUMMARY_SUFFIX))
+		return 0;
+	return n - pl - sl;
+}
 
 static int dispatch(struct reply *rp, struct fq_db *db, const char *path, struct fq_api_params *r)
 {
@@ -682,13 +741,21 @@ static int dispatch(struct reply *rp, struct fq_db *db, const char *path, struct
 	for (size_t i = 0; i < sizeof(endpoints) / sizeof(endpoints[0]) && !status; i++)
 		if (!strcmp(path, endpoints[i].path))
 			status = db ? endpoints[i].get(rp, db, r) : -1;
+	if (!status && summary_id_len(path)) {
+		char id[64];
+
+		snprintf(id, sizeof(id), "%.*s", (int)summary_id_len(path), path + strlen(JOB_PREFIX));
+		status = db ? get_step_summary(rp, db, r, id) : -1;
+	}
+	if (!status && r->owner_only)
+		status = fail(rp, 403, "only a step's summary is served to its owner");
 	if (!status && !strncmp(path, JOB_PREFIX, strlen(JOB_PREFIX)) && path[strlen(JOB_PREFIX)])
 		status = db ? get_job(rp, db, r, path + strlen(JOB_PREFIX)) : -1;
 	if (!status)
 		status =
 		    fail(rp, 404,
 			 "unknown path '%.100s' (known: /api/v1/status, nodes, links, jobs, jobs/JOB[.STEP], "
-			 "events, anomalies, hints, clock)",
+			 "jobs/JOB.STEP/summary, events, anomalies, hints, clock)",
 			 path);
 	if (status < 0)
 		status = fail(rp, 503, "database unavailable: the controller has no database connection");
@@ -702,6 +769,8 @@ enum fq_api_access fq_api_access(const char *path)
 	for (size_t i = 0; i < sizeof(endpoints) / sizeof(endpoints[0]); i++)
 		if (!strcmp(path, endpoints[i].path))
 			return endpoints[i].access;
+	if (summary_id_len(path))
+		return FQ_API_OWNER;
 	if (!strncmp(path, JOB_PREFIX, strlen(JOB_PREFIX)))
 		return FQ_API_ADMIN;
 	return FQ_API_OPEN; /* unknown: a 404 tells nothing */

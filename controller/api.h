@@ -11,6 +11,10 @@
  *   /api/v1/jobs/JOB[.STEP]     the job report: steps, ranks (node, NIC, pid),
  *                               lanes, throughput over time, slowest lanes,
  *                               anomalies with the ranks they hit, failovers
+ *   /api/v1/jobs/JOB.STEP/summary   the step's owner, how many of its nodes
+ *                               have ended it (complete: all of them), its
+ *                               incidents, anomalies and lane failovers:
+ *                               what the job-end line prints
  *   /api/v1/events?since=RFC3339&limit=N   link events
  *   /api/v1/anomalies?open=1&limit=N
  *   /api/v1/hints               pending drain/resume hints: action, node,
@@ -27,12 +31,17 @@
  * pids), anomalies (the jobs and ranks they hit) and hints (running jobs;
  * what `hints --apply` acts on) are FQ_API_ADMIN: the HTTP server
  * (controller/http.h) serves them only to a request authenticated as root
- * or one of controller.api_admin_uids.
+ * or one of controller.api_admin_uids. A step's summary is FQ_API_OWNER:
+ * served to an administrator, or to the uid that owns the step (the server
+ * sets the request's owner_only and owner_uid; another user's step is a
+ * 404), so that srun, running as the job's user, can print the job-end line.
  */
 #ifndef FQ_CONTROLLER_API_H
 #define FQ_CONTROLLER_API_H
 
 #include <stddef.h>
+
+#include "common/munge_cred.h"
 
 struct fq_db;
 struct fq_api_params;
@@ -40,6 +49,7 @@ struct fq_api_params;
 enum fq_api_access {
 	FQ_API_OPEN,  /* anyone */
 	FQ_API_ADMIN, /* an authenticated administrator */
+	FQ_API_OWNER, /* an administrator, or the authenticated owner of what it names */
 };
 
 /* Who may GET path (unknown paths: FQ_API_OPEN, they only get a 404). */
@@ -52,7 +62,7 @@ enum fq_api_access fq_api_access(const char *path);
  * FQ_API_AUTH_TTL_S: one captured for a path is no use for another, and
  * munged decodes each once.
  */
-#define FQ_API_AUTH_SCHEME "MUNGE "
+#define FQ_API_AUTH_SCHEME FQ_MUNGE_AUTH_SCHEME
 #define FQ_API_AUTH_TTL_S  60
 
 /* Answer one GET. path is the URL path (e.g. "/api/v1/jobs/42.0"), query

@@ -26,6 +26,11 @@ struct fq_api_params {
 	char *name[FQ_API_MAX_PARAMS];
 	char *value[FQ_API_MAX_PARAMS];
 	char err[320]; /* "" unless a parse or check failed */
+	/* Who asks (set by the HTTP server, not by the query): for an
+	 * FQ_API_OWNER path asked by a user who is no administrator, only
+	 * what owner_uid owns is answered. */
+	bool owner_only;
+	uint32_t owner_uid;
 };
 
 /* Splits and percent-decodes a raw query string ("a=1&b=2", '+' a space;

@@ -69,15 +69,17 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
 }
 
 /*
- * May this request have an FQ_API_ADMIN path? 0 if so, else the HTTP
- * status with why[]: 401 no credential or one munge refuses (forged,
- * expired, replayed, minted for another path), 403 a valid credential of
- * a uid that is not an administrator, 503 munged unreachable. munged
- * answers on a local socket in well under a millisecond; the decode runs
- * on this HTTP thread (which also runs the API's SQL), never on the
- * daemon's event loop.
+ * May this request have its path (access: FQ_API_ADMIN or FQ_API_OWNER)?
+ * 0 if so, else the HTTP status with why[]: 401 no credential or one munge
+ * refuses (forged, expired, replayed, minted for another path), 403 a
+ * valid credential of a uid that is not an administrator (an
+ * FQ_API_OWNER path is then answered for that uid's own: params'
+ * owner_only), 503 munged unreachable. munged answers on a local socket in
+ * well under a millisecond; the decode runs on this HTTP thread (which
+ * also runs the API's SQL), never on the daemon's event loop.
  */
-static unsigned authorize(struct fq_http *h, struct MHD_Connection *c, const char *url, char *why, size_t len)
+static unsigned authorize(struct fq_http *h, struct MHD_Connection *c, const char *url,
+			  enum fq_api_access access, struct fq_api_params *params, char *why, size_t len)
 {
 	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	size_t sl = strlen(FQ_API_AUTH_SCHEME);
@@ -104,6 +106,11 @@ static unsigned authorize(struct fq_http *h, struct MHD_Connection *c, const cha
 	for (size_t i = 0; i < h->nadmins; i++)
 		if (h->admins[i] == uid)
 			return 0;
+	if (access == FQ_API_OWNER) {
+		params->owner_only = true;
+		params->owner_uid = (uint32_t)uid;
+		return 0;
+	}
 	snprintf(why, len, "uid %u is not an administrator of the API (root or controller.api_admin_uids)",
 		 (unsigned)uid);
 	return 403;
@@ -147,9 +154,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		struct fq_api_params params = {0};
 		int status;
 
-		if (fq_api_access(url) == FQ_API_ADMIN) {
+		enum fq_api_access access = fq_api_access(url);
+
+		if (access != FQ_API_OPEN) {
 			char why[320];
-			unsigned refused = authorize(h, c, url, why, sizeof(why));
+			unsigned refused = authorize(h, c, url, access, &params, why, sizeof(why));
 
 			if (refused) {
 				fq_log_rl(FQ_LOG_WARN, "http: GET %s refused (%u): %s", url, refused, why);

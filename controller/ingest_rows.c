@@ -313,6 +313,7 @@ static int apply_step_end(struct fq_ingest *ing, const struct item *it)
 {
 	const Fabriciq__StepEnd *s = it->env->step_end;
 	char key[FQ_STEP_KEY_LEN];
+	int rc;
 	struct step_info *si;
 	struct fq_db_step st = {
 	    .job_id = s->job_id,
@@ -331,7 +332,8 @@ static int apply_step_end(struct fq_ingest *ing, const struct item *it)
 		st.node_count = si->node_count;
 		st.task_count = si->task_count;
 	}
-	return fq_db_upsert_step(ing->db, &st);
+	rc = fq_db_upsert_step(ing->db, &st);
+	return rc ? rc : fq_db_step_node_end(ing->db, s->job_id, s->step_id, it->node->name, st.end_ns);
 }
 
 static int apply_hello(struct fq_ingest *ing, const struct item *it)

@@ -21,6 +21,7 @@ void fq_spank_conf_defaults(struct fq_spank_conf *conf, const char *libdir)
 	conf->site_default = FQ_MODE_OFF;
 	conf->required = false;
 	conf->timeout_ms = 2000;
+	conf->end_wait_ms = 5000;
 }
 
 enum fq_spank_mode fq_spank_mode_parse(const char *word, enum fq_spank_mode bare)
@@ -167,9 +168,30 @@ static int parse_one(struct fq_spank_conf *conf, const char *key, const char *va
 		conf->timeout_ms = (int)ms;
 		return 0;
 	}
+	if (!strcmp(key, "controller")) {
+		/* The form only; the HTTP client checks the rest when it connects. */
+		if (strncmp(val, "http://", 7) || !val[7] || strlen(val) >= sizeof(conf->controller) ||
+		    strpbrk(val, " \t\r\n")) {
+			snprintf(err, errlen, "controller=%s: expected the API's URL, http://HOST[:PORT]",
+				 val);
+			return -EINVAL;
+		}
+		snprintf(conf->controller, sizeof(conf->controller), "%s", val);
+		return 0;
+	}
+	if (!strcmp(key, "munge_socket"))
+		return set_path(conf->munge_socket, key, val, err, errlen);
+	if (!strcmp(key, "end_wait_ms")) {
+		if (fq_parse_decimal(val, &ms) < 0 || ms > 60000) {
+			snprintf(err, errlen, "end_wait_ms=%s: must be 0-60000", val);
+			return -EINVAL;
+		}
+		conf->end_wait_ms = (int)ms;
+		return 0;
+	}
 	snprintf(err, errlen,
 		 "unknown key '%s' (known: ifaces, libdir, step_socket, telemetry_socket, clock_page, "
-		 "path_page, mode, default, required, timeout_ms)",
+		 "path_page, mode, default, required, timeout_ms, controller, munge_socket, end_wait_ms)",
 		 key);
 	return -EINVAL;
 }

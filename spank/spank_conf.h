@@ -13,7 +13,12 @@
  * means: monitor|control), default (site default for jobs without the
  * option: off|monitor|control), required (yes|no: a step asking for
  * fabriciq fails if the agent is unreachable), timeout_ms (every socket
- * operation with the agent, 1-60000). Unknown keys and bad values are errors.
+ * operation with the agent, 1-60000), controller (the API's URL,
+ * http://HOST[:PORT]: srun then prints the job-end line, spank/end_report.h;
+ * "" (the default): no line), munge_socket (munged's socket for that
+ * request; "": munge's default), end_wait_ms (how long srun waits for every
+ * node's end of the step to reach the controller, 0-60000, default 5000).
+ * Unknown keys and bad values are errors.
  * Values are read by common/parse.h's parsers (choices, decimal numbers).
  */
 #ifndef FQ_SPANK_CONF_H
@@ -43,11 +48,14 @@ struct fq_spank_conf {
 	enum fq_spank_mode site_default; /* default=: jobs without the option */
 	bool required;
 	int timeout_ms;
+	char controller[FQ_SPANK_PATH_MAX];   /* "": no job-end line */
+	char munge_socket[FQ_SPANK_PATH_MAX]; /* "": munge's default */
+	int end_wait_ms;
 };
 
 /* Fill conf with the built-in defaults (the step socket of
  * common/step_socket.h, no path overrides, libdir as given, monitor, off,
- * not required, 2000 ms). */
+ * not required, 2000 ms, no controller, 5000 ms end wait). */
 void fq_spank_conf_defaults(struct fq_spank_conf *conf, const char *libdir);
 
 /* Parse argv[0..ac) (key=value words) over the defaults already in conf.

@@ -41,6 +41,7 @@
 #include "common/clock_page.h"
 #include "common/log.h"
 #include "common/step_socket.h"
+#include "spank/end_report.h"
 #include "spank/spank_conf.h"
 #include "spank/spank_env.h"
 #include "spank/step_client.h"
@@ -55,6 +56,10 @@ static struct {
 	struct fq_spank_conf conf;
 	char net_plugin[FQ_SPANK_PATH_MAX + sizeof(NET_LIB) + 1]; /* LIBDIR/NET_LIB, NCCL_NET_PLUGIN */
 	enum fq_spank_mode opt_mode;                              /* from --fabriciq; the last one wins */
+
+	/* local context (srun): the step whose end gets the job-end line */
+	bool end_report;
+	uint32_t local_job, local_step;
 
 	/* remote context */
 	enum fq_spank_mode mode;
@@ -151,6 +156,17 @@ int slurm_spank_init(spank_t sp, int ac, char **argv)
 	return 0;
 }
 
+/* A step id as Slurm writes it. */
+static void step_text(uint32_t step, char *buf, size_t len)
+{
+	if (step == SLURM_BATCH_SCRIPT)
+		snprintf(buf, len, "batch");
+	else if (step == SLURM_INTERACTIVE_STEP)
+		snprintf(buf, len, "interactive");
+	else
+		snprintf(buf, len, "%u", step);
+}
+
 /* ---- local and allocator context ---------------------------------------- */
 
 static int client_post_opt(void)
@@ -169,6 +185,54 @@ static int client_post_opt(void)
 		return -1;
 	}
 	return 0;
+}
+
+/* srun, once the step exists: remember it for the job-end line when it
+ * runs with fabriciq (option, inherited mode, or the site default) and a
+ * controller is configured. */
+int slurm_spank_local_user_init(spank_t sp, int ac, char **argv)
+{
+	const char *env = getenv(ENV_PROPAGATE);
+	enum fq_spank_mode m = g.opt_mode;
+
+	(void)ac;
+	(void)argv;
+	if (!g.conf_ok || spank_context() != S_CTX_LOCAL || !g.conf.controller[0] || !g.conf.end_wait_ms)
+		return 0;
+	if (m == FQ_MODE_UNSET && env)
+		m = fq_spank_mode_parse(env, FQ_MODE_UNSET);
+	if (m == FQ_MODE_UNSET)
+		m = g.conf.site_default;
+	if (m == FQ_MODE_OFF)
+		return 0;
+	if (spank_get_item(sp, S_JOB_ID, &g.local_job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &g.local_step) != ESPANK_SUCCESS) {
+		fq_debug("job-end line: the step's ids are not known here");
+		return 0;
+	}
+	g.end_report = true;
+	return 0;
+}
+
+/* srun, after the step: the job-end line (spank/end_report.h) on srun's
+ * stderr, which is the job's; nothing when the step was clean, and never
+ * a failure of the step. */
+static void end_report(void)
+{
+	struct fq_end_summary sum;
+	char step[16], err[512], line[256];
+	int rc;
+
+	step_text(g.local_step, step, sizeof(step));
+	rc = fq_end_summary_fetch(g.conf.controller, g.conf.munge_socket, g.local_job, step,
+				  g.conf.end_wait_ms, &sum, err, sizeof(err));
+	if (rc) {
+		fq_debug("job-end line for step %u.%s: %s", g.local_job, step, err);
+		return;
+	}
+	fq_end_line(&sum, g.local_job, step, line, sizeof(line));
+	if (line[0])
+		fprintf(stderr, "%s\n", line);
 }
 
 /* ---- remote context ------------------------------------------------------ */
@@ -215,12 +279,7 @@ static enum fq_spank_mode step_mode(spank_t sp)
 
 static void step_id_text(char *buf, size_t len)
 {
-	if (g.step == SLURM_BATCH_SCRIPT)
-		snprintf(buf, len, "batch");
-	else if (g.step == SLURM_INTERACTIVE_STEP)
-		snprintf(buf, len, "interactive");
-	else
-		snprintf(buf, len, "%u", g.step);
+	step_text(g.step, buf, len);
 }
 
 static int set_env(spank_t sp, const char *name, const char *val)
@@ -605,6 +664,10 @@ int slurm_spank_exit(spank_t sp, int ac, char **argv)
 	(void)sp;
 	(void)ac;
 	(void)argv;
+	if (spank_context() == S_CTX_LOCAL && g.end_report) {
+		g.end_report = false;
+		end_report();
+	}
 	if (spank_context() != S_CTX_REMOTE || !g.active)
 		return 0;
 	if (g.registered && !g.ended) {

@@ -23,10 +23,10 @@
 #include <time.h>
 
 #include "common/config.h"
+#include "common/http_client.h"
 #include "common/munge_cred.h"
 #include "controller/api.h"
 #include "controller/cli/cli.h"
-#include "controller/cli/http_client.h"
 #include "db/db.h"
 
 #define DEFAULT_CONTROLLER "http://127.0.0.1:7180"

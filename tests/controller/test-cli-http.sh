@@ -98,6 +98,19 @@ nobody job 4242.0 >/dev/null 2>&1; is $? 1 "job as uid 65534: exit 1"
 out=$(nobody status 2>&1); is $? 0 "status as uid 65534: exit 0 (open)"
 "$cli" --controller "$url" --munge-socket /nonexistent/munge.socket hints >/dev/null 2>"$T/err"; is $? 1 "hints with no munged to mint: exit 1"
 grep -q 'no credential sent: munge encode' "$T/err"; ok $? "... saying why no credential was sent" || diag "$(cat "$T/err")"
+# A step's summary (the job-end line's counts) for its owner: job 4242
+# belongs to uid 1000. as UID PATH: the status of a GET with UID's credential.
+as() { code "$2" -H "Authorization: MUNGE $(setpriv --reuid="$1" --regid="$1" --clear-groups munge -S "$T/munge.socket" -s "$2")"; }
+is "$(as 1000 /api/v1/jobs/4242.0/summary)" 200 "the owner (uid 1000) gets its step's summary: 200"
+want=$(direct --json job 4242.0 | json '"%d %d" % (len(j["steps"][0]["incidents"]), len(j["steps"][0]["failovers"]))')
+is "$(json '"%d %d %s %d/%d" % (j["incidents"], j["failovers"], j["complete"], j["nodes_ended"], j["node_count"])' <"$T/body")" \
+	"$want False 0/4" "... the report's incidents and failovers ($want), no node has ended the running step"
+is "$(as 65534 /api/v1/jobs/4242.0/summary)" 404 "another user (uid 65534): 404, as for a step that does not exist"
+grep -q 'job 4242 has no step 0 known to fabriciq' "$T/body"; ok $? "... in the same words" || diag "$(cat "$T/body")"
+is "$(as 1000 /api/v1/jobs/4242.0)" 403 "the owner is no administrator: the full report stays 403"
+is "$(code /api/v1/jobs/4242.0/summary)" 401 "a summary without a credential: 401"
+is "$(as 0 /api/v1/jobs/4242/summary)" 400 "a summary of a whole job: 400 (one step)"
+is "$(as 0 /api/v1/jobs/4242.1/summary)" 200 "root gets any step's summary"
 # (refusals are logged at most 10 a second: the first one surely)
 grep -q 'http: GET /api/v1/jobs refused (401): /api/v1/jobs needs a munge credential' "$CTL_LOG"
 ok $? "the controller logged the first refusal, with why"

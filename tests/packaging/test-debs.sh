@@ -36,7 +36,7 @@ done
 python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/dists/bookworm/InRelease", timeout=15).read(1)' \
 	"$MIRROR" 2>/dev/null || skip_all "the Debian registry ($MIRROR) is unreachable"
 
-plan 33
+plan 34
 W=$(mktemp -d /var/tmp/fqpkg.XXXXXX)
 chmod 755 "$W" # apt downloads as _apt
 R=$W/root
@@ -219,7 +219,7 @@ if [ -x "$top_builddir/tests/testbed/tb-hostns" ] && ip netns add "fqpkprobe$$" 
 	L=$R/usr/lib/fabriciq
 	TB_UP=1
 	tb up --prefix "$TB_PFX" --hosts 2 --rails 2 --leaves 1 --spines 1 --clock-offsets zero \
-		--plugstack "optional $L/spank_fabriciq.so libdir=$L ifaces=rail0,rail1 step_socket=$S/run/%n/agent-step.sock" \
+		--plugstack "optional $L/spank_fabriciq.so libdir=$L ifaces=rail0,rail1 step_socket=$S/run/%n/agent-step.sock controller=http://198.18.0.1:7180 munge_socket=$S/munge/munge.socket" \
 		>"$W/tb.out" 2>&1
 	ok $? "testbed up: 2 hosts, Slurm's plugstack naming the root's spank_fabriciq.so" || tail -5 "$W/tb.out" | sed 's/^/#   /'
 	tb_controller_start "$R/usr/sbin/fabriciq-controller"
@@ -231,6 +231,7 @@ if [ -x "$top_builddir/tests/testbed/tb-hostns" ] && ip netns add "fqpkprobe$$" 
 	out=$(timeout 120 "$TB" slurm srun -N2 -n2 --fabriciq sh -c '[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@"' sh \
 		"$R/usr/bin/fabriciq-collbench" --bootstrap 198.19.0.3:17101 --coll allreduce -b 1M -e 1M -n 100 -w 5 2>&1)
 	ok $? "srun --fabriciq: allreduce through the installed plugin (fabriciq-collbench of the root)" || diag "$out"
+	is "$(grep -c '^fabriciq: ' <<<"$out")" 0 "... and srun, asking the controller at the step's end, printed no job-end line (a clean step)"
 	job=$(awk '/^job / { print $2; exit }' <<<"$out")
 	for ((i = 0; i < 20; i++)); do
 		n=$(psql_ctl "select count(*) from fabriciq.lane_windows where job_id = ${job:-0}")
@@ -244,7 +245,7 @@ if [ -x "$top_builddir/tests/testbed/tb-hostns" ] && ip netns add "fqpkprobe$$" 
 	diag "the emulated cluster's part: $(($(date +%s) - t2)) s"
 	[ -n "${FQPKG_TB_LOCK:-}" ] && exec 9>&-
 else
-	for i in 1 2 3 4 5; do skip "the emulated cluster: no network or time namespaces here, or tests/testbed not built"; done
+	for i in 1 2 3 4 5 6; do skip "the emulated cluster: no network or time namespaces here, or tests/testbed not built"; done
 fi
 
 # ---- purge ------------------------------------------------------------------

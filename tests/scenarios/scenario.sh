@@ -33,6 +33,7 @@ sc_up() {
 	shift 4
 	spank="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=$(seq -s, -f 'rail%g' 0 $((rails - 1)))"
 	spank+=" step_socket=$S/run/%n/agent-step.sock" # the agent tells the rest
+	spank+=" controller=http://198.18.0.1:7180 munge_socket=$S/munge/munge.socket" # the job-end line
 	tb up --prefix "$TB_PFX" --hosts "$hosts" --rails "$rails" --leaves "$leaves" --spines "$spines" \
 		--clock-offsets random --plugstack "$spank" >/dev/null || return 1
 	sc_controller_start "$@" || return 1
@@ -136,10 +137,26 @@ sc_report_counts() {
 		"job $1: the report's failovers ($n) and job_efficiency.failovers are its lane outages"
 }
 
-# sc_quiet JOB: the job has no failover and no anomaly.
+# sc_end_line NAME JOB: srun printed one job-end line for the job's step 0
+# (spank_fabriciq(8)), and its counts are the job report's: incidents
+# (fabriciq --json job) and lane failovers (lane outages).
+sc_end_line() {
+	local name=$1 job=$2 line want
+	line=$(grep "^fabriciq: step $job\.0: " "$S/$name.out")
+	want=$(fq --json job "$job" | json '"%d incident%s, %d lane failover%s" % (
+		sum(len(s["incidents"]) for s in j["steps"]), "" if sum(len(s["incidents"]) for s in j["steps"]) == 1 else "s",
+		sum(len(s["failovers"]) for s in j["steps"]), "" if sum(len(s["failovers"]) for s in j["steps"]) == 1 else "s")')
+	is "$(grep -c '^fabriciq: step ' "$S/$name.out") ${line#*: *: }" "1 $want — fabriciq job $job" \
+		"job $job: srun's job-end line says what the report says ($want)" || diag "$(grep '^fabriciq: ' "$S/$name.out")"
+}
+
+# sc_quiet JOB [NAME]: the job has no failover and no anomaly (and srun
+# printed no job-end line for job NAME).
 sc_quiet() {
-	is "$(sc_outages "$1") $(psql_ctl "select count(*) from fabriciq.anomaly_jobs where job_id = $1")" "0 0" \
-		"job $1: no failover, no anomaly" || diag "$(psql_ctl "select a.kind, a.summary from fabriciq.anomalies a
+	local lines=0
+	[ -n "${2:-}" ] && lines=$(grep -c '^fabriciq: step ' "$S/$2.out")
+	is "$(sc_outages "$1") $(psql_ctl "select count(*) from fabriciq.anomaly_jobs where job_id = $1") $lines" "0 0 0" \
+		"job $1: no failover, no anomaly${2:+, no job-end line}" || diag "$(psql_ctl "select a.kind, a.summary from fabriciq.anomalies a
 		join fabriciq.anomaly_jobs aj on aj.anomaly_id = a.id where aj.job_id = $1")"
 }
 

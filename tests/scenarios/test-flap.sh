@@ -6,7 +6,7 @@
 # say nothing of the healthy job.
 . "$(dirname "$0")/scenario.sh"
 sc_require scflap
-plan 18
+plan 19
 sc_up 5 2 3 2 -s flap_window=20s -s incident_gap=5s
 ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents reporting"
 
@@ -27,7 +27,7 @@ sc_failovers_match hit "$hit"
 [ "${SC_FO_LOGGED:-0}" -gt 0 ]; ok $? "the ranks of job $hit logged lane failures ($SC_FO_LOGGED): the flaps hit it"
 sc_report_counts "$hit"
 sc_outages_through "$hit" n3 rail1
-sc_quiet "$calm"
+sc_quiet "$calm" calm
 is "$(fq --json hints | json '" ".join(sorted(h["node"] + ":" + h["action"] for h in j["hints"]))')" "n3:drain" \
 	"one drain hint, for n3"
 fq --json hints | json '[h["reason"] for h in j["hints"]][0]' | grep -q "rail1"
@@ -39,3 +39,4 @@ ok $? "... naming rail1"
 sc_incident "$hit" n3 rail1
 is "$(json 'j[0]["events"], "flapping" in [m["kind"] for m in j[0]["members"]]' <<<"$SC_INCIDENT")" "10 True" \
 	"... its 10 DOWNs (10 flaps injected), the flapping part of it (and any delay on n3/rail1's paths meanwhile)"
+sc_end_line hit "$hit"

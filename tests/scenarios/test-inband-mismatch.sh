@@ -47,4 +47,4 @@ is "$(sc_anomalies "id in (select anomaly_id from fabriciq.anomaly_jobs)
 	"every anomaly in a job's report names n2/rail0"
 diag "anomalies in no job's report: $(psql_ctl "select string_agg(summary, '; ') from fabriciq.anomalies
 	where id not in (select anomaly_id from fabriciq.anomaly_jobs)")"
-sc_quiet "$calm"
+sc_quiet "$calm" calm

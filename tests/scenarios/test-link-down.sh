@@ -6,7 +6,7 @@
 # and the cut is one incident in the job's report.
 . "$(dirname "$0")/scenario.sh"
 sc_require sclink
-plan 15
+plan 16
 sc_up 6 2 3 2 -s incident_gap=5s
 ok $? "up: 6 hosts x 2 rails, 3 leaves, 2 spines; controller and 6 agents reporting"
 sc_job hit control 'n[1-4]' allreduce 4M 700 17321
@@ -24,7 +24,8 @@ sc_failovers_match hit "$hit"
 [ "${SC_FO_LOGGED:-0}" -gt 0 ]; ok $? "the ranks of job $hit logged lane failures ($SC_FO_LOGGED)"
 sc_report_counts "$hit"
 sc_outages_through "$hit" n2 rail0
-sc_quiet "$calm"
+sc_quiet "$calm" calm
 sc_incident "$hit" n2 rail0
 json 'j[0]["events"] == 1 and 9.5e9 < j[0]["duration_ns"] < 12e9' <<<"$SC_INCIDENT" | grep -qx True
 ok $? "... one DOWN, the incident lasting the 10 s the link was down (and its detection)"
+sc_end_line hit "$hit"

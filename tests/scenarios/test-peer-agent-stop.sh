@@ -6,7 +6,7 @@
 # (the DOWNs the other agents log stay in link_events); no drain hint.
 . "$(dirname "$0")/scenario.sh"
 sc_require sagt
-plan 7
+plan 8
 sc_up 4 2 2 2
 ok $? "up: 4 hosts x 2 rails; controller and 4 agents reporting"
 
@@ -22,6 +22,8 @@ ok $rc "the job on n1-n3 (job $SC_JOB) outlives n3's agent being away for ${SC_A
 sc_verified job; ok $? "verified every interval ($(grep -c '# timeline ' "$S/job.out") intervals)"
 n=$(grep -c 'bytes to resend\|waiting for the sender' "$S/job.out")
 is "$n" 0 "no lane failed over: the lanes carried data all along"
+is "$(grep -c '^fabriciq: ' "$S/job.out")" 0 "no job-end line from srun: nothing happened to the job" ||
+	diag "$(grep '^fabriciq: ' "$S/job.out")"
 is "$(fq --json hints | json 'len(j["hints"])')" 0 "no drain hint"
 is "$(sc_anomalies)" "" "no anomaly: the paths to n3 went unanswered, no link went down" ||
 	diag "$(psql_ctl "select kind, severity, summary from fabriciq.anomalies order by id")"

@@ -37,5 +37,5 @@ r3=$(psql_ctl "select rank from fabriciq.ranks where job_id = $hit and node = 'n
 is "$(fq --json job "$hit" | json '" ".join(sorted("%s/%s:%s" % (a["node"], a["nic"], 1 if '"${r3:--1}"' in a["ranks"] else 0)
 	for s in j["steps"] for a in s["anomalies"] if a["kind"] == "slow_receiver"))')" "n3/rail0:1 n3/rail1:1" \
 	"job $hit's report: both slow receivers, each with n3's rank ($r3)"
-sc_quiet "$calm"
+sc_quiet "$calm" calm
 is "$(fq --json hints | json 'len(j["hints"])')" 0 "no drain hint"

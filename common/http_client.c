@@ -1,7 +1,7 @@
 /*
- * http_client: see controller/cli/http_client.h.
+ * http_client: see common/http_client.h.
  */
-#include "controller/cli/http_client.h"
+#include "common/http_client.h"
 
 #include <ctype.h>
 #include <errno.h>

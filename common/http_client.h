@@ -1,12 +1,13 @@
 /*
- * http_client: a small HTTP/1.1 GET client for the `fabriciq` CLI (libcurl's
- * -dev package is not part of the build's dependencies). Plain http://
+ * http_client: a small HTTP/1.1 GET client for the `fabriciq` CLI and the
+ * SPANK plugin's job-end line (libcurl's -dev package is not part of the
+ * build's dependencies). Plain http://
  * only, one request per connection ("Connection: close"), Content-Length,
  * read-to-close and chunked bodies. Every step is bounded: one deadline for
  * connect + send + receive, and a size limit on the whole response.
  */
-#ifndef FQ_CONTROLLER_HTTP_CLIENT_H
-#define FQ_CONTROLLER_HTTP_CLIENT_H
+#ifndef FQ_COMMON_HTTP_CLIENT_H
+#define FQ_COMMON_HTTP_CLIENT_H
 
 #include <stddef.h>
 
@@ -29,4 +30,4 @@ struct fq_http_response {
 int fq_http_get(const char *base_url, const char *target, const char *authorization, int timeout_ms,
 		size_t max_bytes, struct fq_http_response *resp, char *err, size_t errlen);
 
-#endif /* FQ_CONTROLLER_HTTP_CLIENT_H */
+#endif /* FQ_COMMON_HTTP_CLIENT_H */
