@@ -27,6 +27,7 @@ top_srcdir=$PWD top_builddir=$B source tests/testbed/lib/testlib.sh
 step "bringing up the emulated cluster (Slurm with the fabriciq SPANK plugin)"
 SPANK="optional $B/spank/.libs/spank_fabriciq.so libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1"
 SPANK+=" step_socket=$S/run/%n/agent-step.sock" # the agent tells its other paths
+SPANK+=" controller=http://198.18.0.1:7180 munge_socket=$S/munge/munge.socket" # srun's job-end line
 "$TB" up --prefix fqdemo --hosts 4 --rails 2 --leaves 2 --spines 2 --clock-offsets random \
 	--plugstack "$SPANK" || exit 1
 "$TB" status
@@ -104,6 +105,7 @@ outcome() {
 	wrong=$(awk '/# timeline / { w += $(NF - 1) } END { print w + 0 }' "$f")
 	if [ "$rc" -eq 0 ] && [ "$n" -gt 0 ] && [ "$wrong" = 0 ]; then
 		echo "  job ${id:-?} ($name): completed, every iteration verified ($n one-second intervals)"
+		grep '^fabriciq: step ' "$f" | sed 's/^/    srun said: /'
 		return 0
 	fi
 	echo "  job ${id:-?} ($name): FAILED (exit status $rc, $wrong wrong iterations); the ranks said:"
@@ -136,6 +138,13 @@ print(sum(len(s["failovers"]) for s in json.load(sys.stdin)["steps"]))' 2>/dev/n
 echo "  job $id1: the ranks logged $logged lane failures; its report has ${reported:-no} failovers (both ends' reports of one outage are one)"
 [ "${logged:-0}" -gt 0 ] && [ "${reported:-0}" -gt 0 ] && [ "$reported" -le "$logged" ]
 promise $? "every lane failure of the allreduce is in its report (${reported:-0} outages from $logged logged failures)"
+want=$(fq --json job "$id1" | python3 -c 'import json, sys; j = json.load(sys.stdin)
+i = sum(len(s["incidents"]) for s in j["steps"]); f = sum(len(s["failovers"]) for s in j["steps"])
+print("%d incident%s, %d lane failover%s" % (i, "" if i == 1 else "s", f, "" if f == 1 else "s"))')
+line=$(grep "^fabriciq: step $id1\.0: " "$S/job1.out")
+echo "  srun's job-end line: ${line:-none}"
+[ "${line#*: *: }" = "$want — fabriciq job $id1" ]
+promise $? "srun's job-end line for the allreduce gives its report's counts ($want)"
 fq --json anomalies --limit 500 | python3 -c 'import json, sys
 a = json.load(sys.stdin)["anomalies"]
 sys.exit(0 if any(x["kind"] == "flapping" and x["node"] == "n3" and x["nic"] == "rail1" for x in a) else 1)'

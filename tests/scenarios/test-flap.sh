@@ -29,7 +29,14 @@ sc_report_counts "$hit"
 sc_outages_through "$hit" n3 rail1
 sc_quiet "$calm" calm
 is "$(fq --json hints | json '" ".join(sorted(h["node"] + ":" + h["action"] for h in j["hints"]))')" "n3:drain" \
-	"one drain hint, for n3"
+	"one drain hint, for n3" || {
+	# what the detector was fed: n3/rail1's NIC-level transitions, and what it opened
+	diag "$(psql_ctl "select to_char(time, 'HH24:MI:SS.MS'), state, detected_at - time from fabriciq.link_events
+		where node = 'n3' and nic = 'rail1' and nic_level order by time")"
+	diag "$(psql_ctl "select id, kind, severity, node, nic, remote_node, events, incident_id, summary
+		from fabriciq.anomalies order by id")"
+	diag "$(grep -iE 'flap|n3' "$S/log/ctl.controller.log" | tail -20)"
+}
 fq --json hints | json '[h["reason"] for h in j["hints"]][0]' | grep -q "rail1"
 ok $? "... naming rail1"
 
