@@ -178,6 +178,14 @@ struct anom_ent *det_anom_evidence(struct fq_detector *d, enum kind kind, int se
 				   const struct nic_key *a, const struct nic_key *b, int64_t start_ns,
 				   int64_t ev_ns, const char *summary, const char *evidence, bool *opened)
 {
+	return det_anom_member(d, kind, severity, a, b, start_ns, ev_ns, summary, evidence, opened, NULL);
+}
+
+struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int severity, const struct nic_key *a,
+				 const struct nic_key *b, int64_t start_ns, int64_t ev_ns,
+				 const char *summary, const char *evidence, bool *opened,
+				 const struct anom_ent *of)
+{
 	struct anom_key key;
 	struct anom_ent *e, *inc;
 	bool created;
@@ -202,7 +210,7 @@ struct anom_ent *det_anom_evidence(struct fq_detector *d, enum kind kind, int se
 	e->start_ns = start_ns < ev_ns ? start_ns : ev_ns;
 	e->last_ns = ev_ns;
 	e->events = 1;
-	if ((inc = det_nic_incident(d, kind, a, b, ev_ns)))
+	if ((inc = of ? (struct anom_ent *)of : det_nic_incident(d, kind, a, b, ev_ns)))
 		e->incident = inc->handle;
 	if (opened)
 		*opened = true;

@@ -151,6 +151,7 @@ struct anom_ent {
 	unsigned events;   /* a link episode's DOWNs (others: 1) */
 	int64_t up_ns;     /* a link episode: its place back UP at (0: down) */
 	uint64_t incident; /* the incident it is a member of (0: none) */
+	uint64_t jobs[2];  /* a collision's two jobs, the lower first (others: 0) */
 	struct att *atts;
 	size_t natts, cap;
 };
@@ -274,6 +275,12 @@ void det_attach_lane(struct fq_detector *d, struct anom_ent *a, const struct ste
 struct anom_ent *det_anom_evidence(struct fq_detector *d, enum kind kind, int severity,
 				   const struct nic_key *a, const struct nic_key *b, int64_t start_ns,
 				   int64_t ev_ns, const char *summary, const char *evidence, bool *opened);
+/* The same, a new anomaly a member of incident `of` (when not NULL) rather
+ * than of its NICs' open episodes. */
+struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int severity, const struct nic_key *a,
+				 const struct nic_key *b, int64_t start_ns, int64_t ev_ns,
+				 const char *summary, const char *evidence, bool *opened,
+				 const struct anom_ent *of);
 /* Queues its CLOSE at end_ns and forgets it. */
 void det_anom_close(struct fq_detector *d, struct anom_ent *a, int64_t end_ns);
 /* The episode's DOWNs so far (a->events), the last at t: an UPDATE. */

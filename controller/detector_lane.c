@@ -369,6 +369,21 @@ static void note_advised(struct fq_detector *d, const char *nic, uint64_t job, i
 	d->advised[k].until_ns = until_ns;
 }
 
+/* The open collision incident of jobs[0] and jobs[1] (an anomaly that is
+ * no other's member): NULL if none. Two jobs that collide on several NICs
+ * at once collide as one incident, the first NIC's, the others its
+ * members. */
+static const struct anom_ent *collision_incident(struct fq_detector *d, const uint64_t jobs[2])
+{
+	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
+	{
+		if (a->k.kind == K_COLLISION && !a->incident && a->jobs[0] == jobs[0] &&
+		    a->jobs[1] == jobs[1])
+			return a;
+	}
+	return NULL;
+}
+
 /* The collision rule over all steps' newest lanes: on a collision, the
  * anomaly on the shared NIC (attached to every step whose lanes cross it)
  * and one advice per path of the moved job's outlier lanes through it. */
@@ -380,7 +395,8 @@ void det_check_collisions(struct fq_detector *d, int64_t now)
 	const struct nic_key *shared = NULL;
 	char summary[384], evidence[384];
 	struct anom_ent *a;
-	bool *out = NULL;
+	uint64_t pair[2];
+	bool *out = NULL, opened;
 	size_t n = 0;
 
 	if (coll_gather(d, now, &cl, &in, &n) < 0 || !n || !(out = calloc(n, sizeof(*out))) ||
@@ -404,7 +420,12 @@ void det_check_collisions(struct fq_detector *d, int64_t now)
 		 ",\"move_lanes\":%zu,\"other_lanes\":%zu,\"jobs\":%zu,\"factor\":%.2f,"
 		 "\"rule\":\"fewest affected lanes, ties the higher job id\"}",
 		 r.nic, r.move_job, r.other_job, r.move_lanes, r.other_lanes, r.jobs, d->c.collision_factor);
-	a = det_anom_evidence(d, K_COLLISION, SEV_WARNING, shared, NULL, now, now, summary, evidence, NULL);
+	pair[0] = r.move_job < r.other_job ? r.move_job : r.other_job;
+	pair[1] = r.move_job < r.other_job ? r.other_job : r.move_job;
+	a = det_anom_member(d, K_COLLISION, SEV_WARNING, shared, NULL, now, now, summary, evidence, &opened,
+			    collision_incident(d, pair));
+	if (a && opened)
+		memcpy(a->jobs, pair, sizeof(pair));
 	for (size_t i = 0; i < n; i++) {
 		const struct lane_rec *l = cl[i].l;
 		bool dup = false;

@@ -12,10 +12,10 @@
 #include "common/http_client.h"
 #include "common/munge_cred.h"
 
-#define END_POLL_MS     250
-#define END_MIN_TRY_MS  200
-#define END_MAX_ANSWER  4096
-#define END_CRED_TTL_S  60
+#define END_POLL_MS    250
+#define END_MIN_TRY_MS 200
+#define END_MAX_ANSWER 4096
+#define END_CRED_TTL_S 60
 
 static int get_int(struct json_object *o, const char *key, int *out)
 {
@@ -58,9 +58,9 @@ void fq_end_line(const struct fq_end_summary *s, uint32_t job, const char *step,
 	if (!s->complete && s->node_count > s->nodes_ended)
 		snprintf(missing, sizeof(missing), " (%d of %d nodes had not reported yet)",
 			 s->node_count - s->nodes_ended, s->node_count);
-	snprintf(buf, len, "fabriciq: step %u.%s: %d incident%s, %d lane failover%s \u2014 fabriciq job %u%s", job,
-		 step, s->incidents, s->incidents == 1 ? "" : "s", s->failovers, s->failovers == 1 ? "" : "s",
-		 job, missing);
+	snprintf(buf, len, "fabriciq: step %u.%s: %d incident%s, %d lane failover%s \u2014 fabriciq job %u%s",
+		 job, step, s->incidents, s->incidents == 1 ? "" : "s", s->failovers,
+		 s->failovers == 1 ? "" : "s", job, missing);
 }
 
 /* One request: 0 and *s, or a negative errno with err. */
@@ -88,8 +88,8 @@ static int ask(const char *controller, const char *munge_socket, const char *pat
 		rc = fq_end_summary_parse(resp.body, s);
 	else
 		rc = resp.status == 401 || resp.status == 403 ? -EACCES
-		     : resp.status == 404			  ? -ENOENT
-								  : -EPROTO;
+		     : resp.status == 404                     ? -ENOENT
+							      : -EPROTO;
 	if (rc)
 		snprintf(err, errlen, "%s%s: HTTP %d: %.200s", controller, path, resp.status,
 			 resp.body ? resp.body : "");
@@ -108,8 +108,8 @@ int fq_end_summary_fetch(const char *controller, const char *munge_socket, uint3
 	for (;;) {
 		int64_t left_ms = (deadline - fq_clock_ns(CLOCK_MONOTONIC)) / 1000000;
 
-		rc = ask(controller, munge_socket, path, left_ms > END_MIN_TRY_MS ? (int)left_ms : END_MIN_TRY_MS,
-			 s, err, errlen);
+		rc = ask(controller, munge_socket, path,
+			 left_ms > END_MIN_TRY_MS ? (int)left_ms : END_MIN_TRY_MS, s, err, errlen);
 		/* A step the controller has not heard of yet (its StepStart is
 		 * on its way) is asked for again like an incomplete one. */
 		if ((rc && rc != -ENOENT) || (!rc && s->complete))

@@ -277,6 +277,55 @@ static void test_collision(void)
 	fq_detector_destroy(d);
 }
 
+/* Jobs 4242 and 4243 collide on n2/rail1, then (the first collision still
+ * open) on n2/rail0: one incident, the second its member; jobs 4244 and
+ * 4245 colliding on n6/rail0 meanwhile are an incident of their own. */
+static void test_collision_incident(void)
+{
+	struct fq_detector_config c;
+	struct fq_detector *d;
+	const struct rec *first, *second, *other;
+
+	fq_detector_config_defaults(&c);
+	c.collision_advice = true;
+	d = fq_detector_create(&c);
+	reset();
+	for (int t = 1; t <= 3; t++) {
+		probe(d, "n1", "rail1", "n2", "rail1", t, 20, 30);
+		probe(d, "n4", "rail1", "n2", "rail1", t, 21, 30);
+	}
+	lane(d, 4242, 0, 1, 1, "n1", "rail1", "n2", "rail1", 3, 60, 400);
+	lane(d, 4243, 5, 6, 1, "n4", "rail1", "n2", "rail1", 3, 90, 120);
+	fq_detector_tick(d, S(3.5));
+	collect(d);
+	first = find_open("collision", "n2", "rail1");
+	ok(first && !first->incident, "jobs 4242 and 4243 collide on n2/rail1: an incident (%s)",
+	   first ? first->summary : "none");
+	for (int t = 4; t <= 5; t++) {
+		probe(d, "n1", "rail0", "n2", "rail0", t, 20, 30);
+		probe(d, "n4", "rail0", "n2", "rail0", t, 21, 30);
+		probe(d, "n5", "rail0", "n6", "rail0", t, 20, 30);
+		probe(d, "n7", "rail0", "n6", "rail0", t, 21, 30);
+	}
+	lane(d, 4242, 0, 1, 0, "n1", "rail0", "n2", "rail0", 5, 60, 400);
+	lane(d, 4243, 5, 6, 0, "n4", "rail0", "n2", "rail0", 5, 90, 120);
+	fq_detector_tick(d, S(5.5));
+	collect(d);
+	second = find_open("collision", "n2", "rail0");
+	ok(second && first && second->incident == first->handle,
+	   "... then on n2/rail0: a member of that incident (incident %llu, the first %llu)",
+	   second ? (unsigned long long)second->incident : 0ULL,
+	   first ? (unsigned long long)first->handle : 0ULL);
+	lane(d, 4244, 0, 1, 0, "n5", "rail0", "n6", "rail0", 5, 60, 400);
+	lane(d, 4245, 5, 6, 0, "n7", "rail0", "n6", "rail0", 5, 90, 120);
+	fq_detector_tick(d, S(5.6));
+	collect(d);
+	other = find_open("collision", "n6", "rail0");
+	ok(other && !other->incident, "jobs 4244 and 4245 on n6/rail0: an incident of their own (%s)",
+	   other ? other->summary : "none");
+	fq_detector_destroy(d);
+}
+
 /* An RDMA lane refused for its configuration (plugin FailoverEvent cause
  * "config"): one rdma_config anomaly per NIC, attached to the step and its
  * ranks, renewed by repeats, closed when they stop; other causes nothing. */
@@ -328,6 +377,7 @@ int main(void)
 	test_lane_outlier();
 	test_inband();
 	test_collision();
+	test_collision_incident();
 	test_rdma_config();
 	return done_testing();
 }

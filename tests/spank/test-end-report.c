@@ -20,12 +20,12 @@
 #include "tests/unit/tap.h"
 
 #define INCOMPLETE                                                                                           \
-	"{\"job_id\":7,\"step_id\":0,\"mode\":\"control\",\"node_count\":3,\"nodes_ended\":1,"                   \
-	"\"complete\":false,\"end_time\":null,\"end_time_ns\":null,\"exit_status\":null,\"incidents\":1,"        \
+	"{\"job_id\":7,\"step_id\":0,\"mode\":\"control\",\"node_count\":3,\"nodes_ended\":1,"               \
+	"\"complete\":false,\"end_time\":null,\"end_time_ns\":null,\"exit_status\":null,\"incidents\":1,"    \
 	"\"anomalies\":2,\"failovers\":3}"
 #define COMPLETE                                                                                             \
-	"{\"job_id\":7,\"step_id\":0,\"mode\":\"control\",\"node_count\":3,\"nodes_ended\":3,"                   \
-	"\"complete\":true,\"end_time\":\"2026-11-25T03:00:00+00\",\"end_time_ns\":1,\"exit_status\":0,"       \
+	"{\"job_id\":7,\"step_id\":0,\"mode\":\"control\",\"node_count\":3,\"nodes_ended\":3,"               \
+	"\"complete\":true,\"end_time\":\"2026-11-25T03:00:00+00\",\"end_time_ns\":1,\"exit_status\":0,"     \
 	"\"incidents\":2,\"anomalies\":2,\"failovers\":4}"
 
 static void test_parse_and_line(void)
@@ -38,12 +38,14 @@ static void test_parse_and_line(void)
 	   "a complete summary parses");
 	fq_end_line(&s, 42, "0", line, sizeof(line));
 	is_str(line, "fabriciq: step 42.0: 2 incidents, 4 lane failovers \u2014 fabriciq job 42", "the line");
-	ok(fq_end_summary_parse(INCOMPLETE, &s) == 0 && !s.complete && s.nodes_ended == 1, "an incomplete one too");
+	ok(fq_end_summary_parse(INCOMPLETE, &s) == 0 && !s.complete && s.nodes_ended == 1,
+	   "an incomplete one too");
 	fq_end_line(&s, 42, "0", line, sizeof(line));
-	is_str(line,
-	       "fabriciq: step 42.0: 1 incident, 3 lane failovers \u2014 fabriciq job 42 (2 of 3 nodes had not "
-	       "reported yet)",
-	       "singular, and the nodes that had not reported");
+	is_str(
+	    line,
+	    "fabriciq: step 42.0: 1 incident, 3 lane failovers \u2014 fabriciq job 42 (2 of 3 nodes had not "
+	    "reported yet)",
+	    "singular, and the nodes that had not reported");
 	s = (struct fq_end_summary){.complete = true, .node_count = 2, .nodes_ended = 2, .anomalies = 0};
 	fq_end_line(&s, 42, "0", line, sizeof(line));
 	is_str(line, "", "a clean step: no line");
@@ -54,9 +56,10 @@ static void test_parse_and_line(void)
 	ok(fq_end_summary_parse("{\"complete\":true,\"node_count\":1}", &s) == -EPROTO &&
 	       fq_end_summary_parse("not json", &s) == -EPROTO && fq_end_summary_parse(NULL, &s) == -EPROTO &&
 	       fq_end_summary_parse("[1,2]", &s) == -EPROTO &&
-	       fq_end_summary_parse("{\"complete\":\"yes\",\"node_count\":1,\"nodes_ended\":1,\"incidents\":0,"
-				    "\"anomalies\":0,\"failovers\":0}",
-				    &s) == -EPROTO &&
+	       fq_end_summary_parse(
+		   "{\"complete\":\"yes\",\"node_count\":1,\"nodes_ended\":1,\"incidents\":0,"
+		   "\"anomalies\":0,\"failovers\":0}",
+		   &s) == -EPROTO &&
 	       fq_end_summary_parse("{\"complete\":true,\"node_count\":1,\"nodes_ended\":1,\"incidents\":-1,"
 				    "\"anomalies\":0,\"failovers\":0}",
 				    &s) == -EPROTO,
@@ -82,9 +85,11 @@ static void test_conf(void)
 	   "controller=http://ctl:7180");
 	ok(parse(&c, err, "controller=https://ctl") == -EINVAL && strstr(err, "http://HOST"),
 	   "https refused (the client speaks http): %s", err);
-	ok(parse(&c, err, "controller=http://") == -EINVAL && parse(&c, err, "controller=http://a b") == -EINVAL,
+	ok(parse(&c, err, "controller=http://") == -EINVAL &&
+	       parse(&c, err, "controller=http://a b") == -EINVAL,
 	   "no host, or a blank: refused");
-	ok(parse(&c, err, "end_wait_ms=0") == 0 && c.end_wait_ms == 0 && parse(&c, err, "end_wait_ms=60001") == -EINVAL,
+	ok(parse(&c, err, "end_wait_ms=0") == 0 && c.end_wait_ms == 0 &&
+	       parse(&c, err, "end_wait_ms=60001") == -EINVAL,
 	   "end_wait_ms 0 (no line) accepted, over 60000 refused");
 	ok(parse(&c, err, "munge_socket=/run/m/s") == 0 && !strcmp(c.munge_socket, "/run/m/s") &&
 	       parse(&c, err, "munge_socket=m") == -EINVAL,
@@ -116,10 +121,11 @@ static void *serve(void *arg)
 		snprintf(want, sizeof(want), "GET %s HTTP/1.1\r\n", sv->want_path);
 		if (strncmp(req, want, strlen(want)) || !strstr(req, "\r\nAuthorization: MUNGE MUNGE:"))
 			sv->bad_requests++;
-		snprintf(resp, sizeof(resp),
-			 "HTTP/1.1 %.*s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: "
-			 "close\r\n\r\n%s",
-			 (int)(body - a - 1), a, strlen(body), body);
+		snprintf(
+		    resp, sizeof(resp),
+		    "HTTP/1.1 %.*s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: "
+		    "close\r\n\r\n%s",
+		    (int)(body - a - 1), a, strlen(body), body);
 		sv->requests++;
 		if (send(c, resp, strlen(resp), MSG_NOSIGNAL) < 0)
 			diag("send: %s", strerror(errno));
@@ -167,8 +173,10 @@ static int fetch(struct server *sv, const char *munge, int wait_ms, struct fq_en
 
 static void test_fetch(const char *munge)
 {
-	static const char *const later[] = {"200 OK\n" INCOMPLETE, "200 OK\n" INCOMPLETE, "200 OK\n" COMPLETE};
-	static const char *const unknown[] = {"404 Not Found\n{\"error\":\"job 7 has no step 0 known to fabriciq\"}"};
+	static const char *const later[] = {"200 OK\n" INCOMPLETE, "200 OK\n" INCOMPLETE,
+					    "200 OK\n" COMPLETE};
+	static const char *const unknown[] = {
+	    "404 Not Found\n{\"error\":\"job 7 has no step 0 known to fabriciq\"}"};
 	static const char *const refused[] = {"403 Forbidden\n{\"error\":\"no\"}"};
 	static const char *const slow[] = {"200 OK\n" INCOMPLETE};
 	static const char *const bad[] = {"200 OK\n{\"hello\":1}"};
@@ -182,7 +190,8 @@ static void test_fetch(const char *munge)
 	server_start(&sv, later, 3, path);
 	rc = fetch(&sv, munge, 5000, &s, &ms, err);
 	server_stop(&sv);
-	ok(rc == 0 && s.complete && s.incidents == 2 && s.failovers == 4 && sv.requests == 3 && !sv.bad_requests,
+	ok(rc == 0 && s.complete && s.incidents == 2 && s.failovers == 4 && sv.requests == 3 &&
+	       !sv.bad_requests,
 	   "incomplete twice, then complete: the complete counts after 3 requests (%d, %" PRId64 " ms): %s",
 	   sv.requests, ms, err);
 	ok(ms >= 2 * 250 && ms < 2500, "... asked again every 250 ms (%" PRId64 " ms)", ms);
@@ -191,7 +200,8 @@ static void test_fetch(const char *munge)
 	rc = fetch(&sv, munge, 800, &s, &ms, err);
 	server_stop(&sv);
 	ok(rc == 0 && !s.complete && s.incidents == 1 && sv.requests >= 2 && ms < 1500,
-	   "never complete: what is known when the wait runs out (%d requests, %" PRId64 " ms)", sv.requests, ms);
+	   "never complete: what is known when the wait runs out (%d requests, %" PRId64 " ms)", sv.requests,
+	   ms);
 
 	server_start(&sv, unknown, 1, path);
 	rc = fetch(&sv, munge, 800, &s, &ms, err);
@@ -211,8 +221,8 @@ static void test_fetch(const char *munge)
 	ok(rc == -EPROTO && sv.requests == 1, "an answer that is no summary: -EPROTO: %s", err);
 
 	rc = fetch(NULL, munge, 300, &s, &ms, err);
-	ok(rc < 0 && rc != -ENOENT && ms < 1500, "no server: an error, within the wait (%d, %" PRId64 " ms): %s",
-	   rc, ms, err);
+	ok(rc < 0 && rc != -ENOENT && ms < 1500,
+	   "no server: an error, within the wait (%d, %" PRId64 " ms): %s", rc, ms, err);
 
 	server_start(&sv, later, 3, path);
 	rc = fetch(&sv, "/nonexistent/munge.socket", 5000, &s, &ms, err);
