@@ -259,7 +259,7 @@ struct fq_db_step {
 	uint64_t job_id;
 	uint32_t step_id;
 	uint32_t uid;
-	const char *mode; /* "monitor" or "control"; NULL: "monitor" */
+	const char *mode; /* "monitor" or "control"; NULL: "monitor" for a new step, else unchanged */
 	uint32_t node_count, task_count;
 	int64_t start_ns;
 	int64_t end_ns; /* 0: running */

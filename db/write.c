@@ -132,7 +132,7 @@ int fq_db_upsert_step(struct fq_db *db, const struct fq_db_step *s)
 	fq_db_param_u64(&p, s->job_id);
 	fq_db_param_u64(&p, s->step_id);
 	fq_db_param_u64(&p, s->uid);
-	fq_db_param_str(&p, s->mode ? s->mode : "monitor");
+	fq_db_param_str(&p, s->mode); /* NULL: a StepEnd without its StepStart keeps the mode */
 	fq_db_param_u64(&p, s->node_count);
 	fq_db_param_u64(&p, s->task_count);
 	fq_db_param_ts(&p, s->start_ns);
@@ -149,9 +149,10 @@ int fq_db_upsert_step(struct fq_db *db, const struct fq_db_step *s)
 	    "on conflict (job_id) do update set "
 	    "last_seen = greatest(jobs.last_seen, excluded.last_seen) returning job_id) "
 	    "insert into fabriciq.steps (job_id, step_id, mode, node_count, task_count, start_time, "
-	    "end_time, exit_status) select job_id, $2::int8, $4::text, $5::int, $6::int, $7::timestamptz, "
-	    "$8::timestamptz, $9::int from job "
-	    "on conflict (job_id, step_id) do update set mode = excluded.mode, "
+	    "end_time, exit_status) select job_id, $2::int8, coalesce($4::text, 'monitor'), $5::int, "
+	    "$6::int, "
+	    "$7::timestamptz, $8::timestamptz, $9::int from job "
+	    "on conflict (job_id, step_id) do update set mode = coalesce($4::text, steps.mode), "
 	    "node_count = greatest(steps.node_count, excluded.node_count), "
 	    "task_count = greatest(steps.task_count, excluded.task_count), "
 	    "start_time = least(steps.start_time, excluded.start_time), "

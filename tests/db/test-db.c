@@ -632,6 +632,36 @@ static void test_rank_nics(struct fq_db *db)
 /* Lane windows go as COPY binary: a number that does not fit its column
  * is refused when added (text COPY refused it at the server), not wrapped;
  * the edges that fit are stored exactly. */
+/* A step's end per node (schema 8) and its summary; a StepEnd without its
+ * StepStart (the controller restarted between them) keeps the step's mode. */
+static void test_step_ends(struct fq_db *db)
+{
+	int64_t now = (int64_t)time(NULL) * SEC;
+	struct fq_db_step start = {.job_id = 888,
+				   .step_id = 1,
+				   .uid = 1001,
+				   .mode = "control",
+				   .node_count = 2,
+				   .task_count = 2,
+				   .start_ns = now - 2 * SEC};
+	struct fq_db_step end = {
+	    .job_id = 888, .step_id = 1, .start_ns = now, .end_ns = now, .has_exit_status = true};
+	int rc = fq_db_upsert_step(db, &start);
+
+	rc |= fq_db_upsert_step(db, &end);
+	rc |= fq_db_step_node_end(db, 888, 1, "a", now);
+	rc |= fq_db_step_node_end(db, 888, 1, "a", now + SEC); /* a replay */
+	is_int(rc, 0, "a step, its end, node a's end twice");
+	is_str(q("select concat_ws(' ', mode, uid, node_count, nodes_ended, incidents, anomalies, failovers, "
+		 "end_time is not null) from fabriciq.step_summary(888, 1)"),
+	       "control 1001 2 1 0 0 0 t",
+	       "step_summary: the end without its start kept the mode; node a counted once, of 2");
+	is_int(fq_db_step_node_end(db, 888, 1, "b", now) | fq_db_flush(db), 0, "node b's end");
+	is_str(q("select nodes_ended from fabriciq.step_summary(888, 1)"), "2", "... 2 of 2: complete");
+	is_int(fq_db_step_node_end(db, 888, 9, "a", now), -ENOENT,
+	       "the end of a step never started: -ENOENT");
+}
+
 static void test_lane_ranges(struct fq_db *db)
 {
 	struct fq_db_lane_window lw = {.interval_start_ns = -1,
@@ -739,6 +769,7 @@ int main(void)
 	test_statement_timeout();
 	test_views(db);
 	test_rank_nics(db);
+	test_step_ends(db);
 	test_lane_ranges(db);
 	test_partitions(db);
 	fq_db_destroy(db);
