@@ -408,5 +408,7 @@ void fq_ingest_get_stats(const struct fq_ingest *ing, struct fq_ingest_stats *st
 	*st = ing->st;
 	st->spool_bytes = fq_spool_pending_bytes(ing->spool);
 	st->pending_frames = ing->nbatch + ing->ninflight;
+	st->cached_steps = ing->steps.count;
+	st->cached_rank_nics = ing->rank_nics.count;
 	st->db_up = ing->db && !ing->down;
 }

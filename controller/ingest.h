@@ -89,6 +89,7 @@ struct fq_ingest_stats {
 	uint64_t spooled_frames, replayed_frames, spool_full_drops;
 	uint64_t spool_bytes; /* not yet replayed */
 	size_t pending_frames;
+	size_t cached_steps, cached_rank_nics; /* running steps' starts and ranks' NICs (ingest_rows.c) */
 	bool db_up;
 };
 

@@ -256,9 +256,11 @@ static int apply_failover(struct fq_ingest *ing, const struct item *it)
 	return fq_db_add_failover_events(ing->db, &e, 1);
 }
 
-/* What StepStart told us, so StepEnd's upsert keeps the step's mode and counts. */
+/* What StepStart told us, so StepEnd's upsert keeps the step's mode and
+ * counts; forgotten (with the step's rank NICs) once every node of the
+ * step has ended it. */
 struct step_info {
-	uint32_t uid, node_count, task_count;
+	uint32_t uid, node_count, task_count, nodes_ended;
 	int64_t start_ns;
 	char mode[16];
 };
@@ -309,6 +311,47 @@ static int apply_step_start(struct fq_ingest *ing, const struct item *it)
 	return 0;
 }
 
+struct prefix_keys {
+	const char *prefix;
+	size_t len, n, cap;
+	char **keys;
+};
+
+static void collect_prefixed(struct fq_strmap_entry *e, void *arg)
+{
+	struct prefix_keys *pk = arg;
+	char **k;
+
+	if (strncmp(e->key, pk->prefix, pk->len))
+		return;
+	if (pk->n == pk->cap) {
+		k = realloc(pk->keys, (pk->cap = pk->cap ? pk->cap * 2 : 16) * sizeof(*k));
+		if (!k)
+			return;
+		pk->keys = k;
+	}
+	if ((pk->keys[pk->n] = strdup(e->key)))
+		pk->n++;
+}
+
+/* Every node of the step (key "JOB.STEP") has ended it: its cached start
+ * and its ranks' NICs are forgotten (the caches stay the size of the
+ * running steps, not of every step since the controller started). */
+static void forget_step(struct fq_ingest *ing, const char *key)
+{
+	char prefix[FQ_STEP_KEY_LEN + 1];
+	struct prefix_keys pk = {.prefix = prefix};
+
+	free(fq_strmap_remove(&ing->steps, key));
+	pk.len = (size_t)snprintf(prefix, sizeof(prefix), "%s.", key);
+	fq_strmap_each(&ing->rank_nics, collect_prefixed, &pk);
+	for (size_t i = 0; i < pk.n; i++) {
+		fq_strmap_remove(&ing->rank_nics, pk.keys[i]);
+		free(pk.keys[i]);
+	}
+	free(pk.keys);
+}
+
 static int apply_step_end(struct fq_ingest *ing, const struct item *it)
 {
 	const Fabriciq__StepEnd *s = it->env->step_end;
@@ -333,7 +376,13 @@ static int apply_step_end(struct fq_ingest *ing, const struct item *it)
 		st.task_count = si->task_count;
 	}
 	rc = fq_db_upsert_step(ing->db, &st);
-	return rc ? rc : fq_db_step_node_end(ing->db, s->job_id, s->step_id, it->node->name, st.end_ns);
+	if (!rc)
+		rc = fq_db_step_node_end(ing->db, s->job_id, s->step_id, it->node->name, st.end_ns);
+	if (rc < 0)
+		return rc;
+	if (rc == 1 && si && ++si->nodes_ended >= si->node_count)
+		forget_step(ing, key);
+	return 0;
 }
 
 static int apply_hello(struct fq_ingest *ing, const struct item *it)

@@ -320,6 +320,11 @@ int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st,
 	       (double)st->flush_failures);
 	scalar(out, "fabriciq_ingest_pending_frames", "gauge", "frames accepted, not yet durable",
 	       (double)st->pending_frames);
+	scalar(out, "fabriciq_ingest_cached_steps", "gauge",
+	       "job steps whose start ingest keeps until every node has ended them",
+	       (double)st->cached_steps);
+	scalar(out, "fabriciq_ingest_cached_rank_nics", "gauge", "ranks' NICs ingest keeps for running steps",
+	       (double)st->cached_rank_nics);
 	scalar(out, "fabriciq_spool_frames_total", "counter", "frames written to the spool",
 	       (double)st->spooled_frames);
 	scalar(out, "fabriciq_spool_replayed_frames_total", "counter",

@@ -282,9 +282,9 @@ int fq_db_upsert_link(struct fq_db *db, const struct fq_db_link *link);
 /* Upserts the job (first/last seen, uid) and the step. A later call with
  * end_ns set records the end; start_time keeps its first value. */
 int fq_db_upsert_step(struct fq_db *db, const struct fq_db_step *step);
-/* Records that node has ended the step (its agent's StepEnd) at end_ns;
- * the step must exist (-ENOENT otherwise). A node's second report of the
- * same step changes nothing (a replay). */
+/* Records that node has ended the step (its agent's StepEnd) at end_ns:
+ * 1, or 0 when it already had (a replay changes nothing); the step must
+ * exist (-ENOENT otherwise). */
 int fq_db_step_node_end(struct fq_db *db, uint64_t job_id, uint32_t step_id, const char *node,
 			int64_t end_ns);
 /* The rank's step must exist: -ENOENT otherwise. */

@@ -165,6 +165,7 @@ int fq_db_step_node_end(struct fq_db *db, uint64_t job_id, uint32_t step_id, con
 {
 	struct fq_db_params p = {0};
 	int rc = CHECK_FIELDS(db, "step end", {"node", node, true});
+	PGresult *res;
 
 	if (rc)
 		return rc;
@@ -172,11 +173,16 @@ int fq_db_step_node_end(struct fq_db *db, uint64_t job_id, uint32_t step_id, con
 	fq_db_param_u64(&p, step_id);
 	fq_db_param_str(&p, node);
 	fq_db_param_ts(&p, end_ns);
-	return fq_db_exec(db, "recording a node's step end",
-			  "insert into fabriciq.step_node_ends (job_id, step_id, node, end_time) "
-			  "values ($1::int8, $2::int8, $3::text, $4::timestamptz) "
-			  "on conflict (job_id, step_id, node) do nothing",
-			  &p);
+	res = fq_db_run(db, "recording a node's step end",
+			"insert into fabriciq.step_node_ends (job_id, step_id, node, end_time) "
+			"values ($1::int8, $2::int8, $3::text, $4::timestamptz) "
+			"on conflict (job_id, step_id, node) do nothing",
+			&p, &rc);
+	if (!res)
+		return rc;
+	rc = atoi(PQcmdTuples(res)) == 1;
+	PQclear(res);
+	return rc;
 }
 
 int fq_db_upsert_rank(struct fq_db *db, const struct fq_db_rank *r)

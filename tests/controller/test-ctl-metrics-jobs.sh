@@ -13,7 +13,7 @@ lane_series() { metrics | grep -c '^fabriciq_job_lane_bytes_total{'; }
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$CTL_PID/status"; }
 
 munge_up || skip_all "private munged did not start"
-plan 14
+plan 16
 ctl_up step_idle=5s; ok $? "controller starts"
 
 # 10,000 steps in 4 runs of 2,500 (4 agents x 625 each, as fast as the
@@ -31,6 +31,8 @@ is "$(q "select count(*) from fabriciq.lane_windows where src_node like 'j%'")" 
 is "$(lane_series)" 0 "after 10,000 ended steps: no lane series"
 is "$(metric 'fabriciq_metrics_steps_expired_total{reason="ended"}')" 10000 "... 10,000 steps left at their StepEnd"
 is "$(metric fabriciq_metrics_steps)" 0 "... none held"
+is "$(metric fabriciq_ingest_cached_steps) $(metric fabriciq_ingest_cached_rank_nics)" "0 0" \
+	"... and ingest keeps no step's start nor its ranks' NICs (each forgotten when its node ended it)"
 set -- $sizes
 diag "/metrics bytes after 2,500 / 5,000 / 7,500 / 10,000 steps:$sizes"
 [ $(($4 - $1)) -lt 64 ]
@@ -45,6 +47,7 @@ ok $? "controller RSS grew less than 6 MiB over the last 7,500 steps ($1 -> $4 K
 out=$(sim --agents 4 --prefix jc --job-base 200000 --jobs 25 --jobs-open --drain 60 2>&1)
 sleep 1.5
 is "$(lane_series)" 400 "100 running steps (4 lanes each): 400 series ($out)"
+is "$(metric fabriciq_ingest_cached_steps)" 100 "... ingest keeps their 100 starts"
 sleep 5
 is "$(lane_series)" 0 "5 s after their last frame, no StepEnd: their series are gone"
 is "$(metric 'fabriciq_metrics_steps_expired_total{reason="idle"}')" 100 "... 100 steps counted as idle"
