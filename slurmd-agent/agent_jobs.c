@@ -202,8 +202,7 @@ static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabr
 {
 	struct agent *a = arg;
 	const struct fq_step_rank *rank = NULL;
-	struct fq_step *st =
-	    fq_steps_find_pid(a->steps, cred->pid, fq_now_ns(), fq_parent_from_proc, NULL, &rank);
+	struct fq_step *st = fq_steps_find_sender(a->steps, cred->pid, cred->uid, fq_now_ns(), &rank);
 
 	if (!st || cred->uid != st->uid)
 		return FQ_LOCAL_UNREGISTERED;

@@ -37,6 +37,9 @@ struct fq_steps {
 	struct pid_hit cache[PID_CACHE];
 	struct pid_miss misses[PID_CACHE];
 	uint64_t walks, misses_cached;
+	/* fq_steps_find_sender's /proc reads: a bucket per uid (direct-mapped) and one in all */
+	struct fq_rate reads_uid[PID_CACHE], reads_all;
+	uint64_t proc_reads, reads_refused;
 };
 
 struct fq_steps *fq_steps_create(size_t max_steps)
@@ -281,12 +284,43 @@ struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, int64_t now_ns,
 	return st;
 }
 
+struct read_budget {
+	struct fq_steps *s;
+	uid_t uid;
+	int64_t now_ns;
+};
+
+static int budgeted_parent(pid_t pid, pid_t *ppid, void *arg)
+{
+	static const struct fq_rate_limit per_uid = {FQ_STEPS_UID_READS_S, 2 * FQ_STEPS_UID_READS_S},
+					  all = {FQ_STEPS_ALL_READS_S, 2 * FQ_STEPS_ALL_READS_S};
+	struct read_budget *b = arg;
+
+	if (!fq_rate_take(&b->s->reads_uid[(unsigned)b->uid % PID_CACHE], &per_uid, b->now_ns) ||
+	    !fq_rate_take(&b->s->reads_all, &all, b->now_ns)) {
+		b->s->reads_refused++;
+		return -EAGAIN;
+	}
+	b->s->proc_reads++;
+	return fq_parent_from_proc(pid, ppid, NULL);
+}
+
+struct fq_step *fq_steps_find_sender(struct fq_steps *s, pid_t pid, uid_t uid, int64_t now_ns,
+				     const struct fq_step_rank **rank)
+{
+	struct read_budget b = {s, uid, now_ns};
+
+	return fq_steps_find_pid(s, pid, now_ns, budgeted_parent, &b, rank);
+}
+
 struct json_object *fq_steps_counters(const struct fq_steps *s)
 {
 	struct json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "sender_walks", json_object_new_uint64(s->walks));
 	json_object_object_add(o, "sender_misses_cached", json_object_new_uint64(s->misses_cached));
+	json_object_object_add(o, "sender_proc_reads", json_object_new_uint64(s->proc_reads));
+	json_object_object_add(o, "sender_reads_refused", json_object_new_uint64(s->reads_refused));
 	return o;
 }
 

@@ -79,8 +79,23 @@ int fq_parent_from_proc(pid_t pid, pid_t *ppid, void *arg);
 struct fq_step *fq_steps_find_pid(struct fq_steps *s, pid_t pid, int64_t now_ns, fq_parent_fn parent,
 				  void *arg, const struct fq_step_rank **rank);
 
+/* fq_steps_find_pid for a telemetry sender of uid, through /proc, with the
+ * reads budgeted: at most FQ_STEPS_UID_READS_S /proc reads a second per
+ * uid (burst twice that) and FQ_STEPS_ALL_READS_S in all (the same), each
+ * about 10 us on the agent's event loop. A walk out of budget stops, and
+ * its sender is answered "no step" for FQ_STEPS_MISS_TTL_NS: many
+ * processes of one user, each sending once, cost the loop at most about
+ * 1 % (every uid together 4 %), and a job's own tasks (found without a
+ * read: they are the registered pids) are never refused. */
+#define FQ_STEPS_UID_READS_S 1000
+#define FQ_STEPS_ALL_READS_S 4000
+struct fq_step *fq_steps_find_sender(struct fq_steps *s, pid_t pid, uid_t uid, int64_t now_ns,
+				     const struct fq_step_rank **rank);
+
 /* {sender_walks (process-tree walks done), sender_misses_cached (lookups
- * answered "no step" by the negative cache)} */
+ * answered "no step" by the negative cache), sender_proc_reads (/proc
+ * reads by fq_steps_find_sender), sender_reads_refused (reads over its
+ * budget)} */
 struct json_object *fq_steps_counters(const struct fq_steps *s);
 
 /* Whether pid is a live process: 1 or 0. */

@@ -11,7 +11,9 @@
 # restarted, everything the agent logged reaches PostgreSQL: the step's
 # start and end, its 5 failover events, every link event of the cut; no
 # lane names the victim. A process of no step flooding costs the agent one
-# /proc walk a second, not one a frame (the negative cache).
+# /proc walk a second, not one a frame (the negative cache); 1,600
+# processes of nobody, each sending once, cost at most the per-uid budget
+# of /proc reads (1,000 a second, 2,000 at once), the rest refused.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/lib/testlib.sh"
 tb_require
@@ -21,7 +23,7 @@ AGENT=$B/slurmd-agent/fabriciq-agent
 CTL=$B/controller/fabriciq-controller
 FLOOD=$B/tests/testbed/tb-flood
 for f in "$SPANK_SO" "$AGENT" "$CTL" "$FLOOD"; do [ -e "$f" ] || skip_all "$f not built"; done
-plan 21
+plan 24
 tb_setup fl
 S=$FQTB_STATE
 SPID=
@@ -112,3 +114,21 @@ is $(($(status local_sockets.telemetry_unregistered) - unreg0)) "$n" "a process 
 walks=$(($(status senders.sender_walks) - walks0)) cached=$(($(status senders.sender_misses_cached) - cached0))
 is $((walks + cached)) "$n" "... each answered by a walk of /proc ($walks) or the negative cache ($cached)"
 [ "$walks" -le 4 ]; ok $? "... one walk a second at most over its 3 s ($walks)"
+
+# 1,600 processes of nobody (8 waves of 200, each a frame or two): each a
+# new sender, so each a walk; the walks' /proc reads stay within nobody's
+# budget, the rest are refused, and every frame is refused as no step's
+unreg0=$(status local_sockets.telemetry_unregistered) reads0=$(status senders.sender_proc_reads)
+refused0=$(status senders.sender_reads_refused)
+t0=$(date +%s%N)
+tb exec n1 setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'for w in 1 2 3 4 5 6 7 8; do
+	for i in $(seq 200); do "$1" "$2" 0.002 1000 0 >/dev/null & done; wait; done' sh "$FLOOD" "$S/run/n1/agent-telemetry.sock"
+ms=$((($(date +%s%N) - t0) / 1000000))
+sleep 1
+reads=$(($(status senders.sender_proc_reads) - reads0)) refused=$(($(status senders.sender_reads_refused) - refused0))
+unreg=$(($(status local_sockets.telemetry_unregistered) - unreg0))
+diag "1,600 senders of nobody in $ms ms: $reads /proc reads, $refused refused, $unreg frames refused"
+[ "$reads" -le $((2000 + 1000 * (ms + 1000) / 1000)) ]
+ok $? "... /proc reads within nobody's budget: $reads <= 2,000 + 1,000/s over $ms ms"
+[ "$refused" -gt 0 ]; ok $? "... the rest refused ($refused)"
+[ "$unreg" -ge 1600 ]; ok $? "... and every frame refused as no step's ($unreg)"
