@@ -184,6 +184,8 @@ static void write_status(struct agent *a)
 	json_object_object_add(st, "lanes_forwarded", json_object_new_uint64(a->lanes_forwarded));
 	json_object_object_add(st, "lane_delays_dropped", json_object_new_uint64(a->lane_delays_dropped));
 	json_object_object_add(st, "lanes_remote_unknown", json_object_new_uint64(a->lanes_remote_unknown));
+	json_object_object_add(st, "lanes_unverified", json_object_new_uint64(a->lanes_unverified));
+	json_object_object_add(st, "lane_checks_asked", json_object_new_uint64(a->sockcheck.asked));
 	json_object_object_add(st, "steps_reclaimed", json_object_new_uint64(a->steps_reclaimed));
 	json_object_object_add(st, "events", json_object_get(a->events));
 	text = json_object_to_json_string_ext(st, JSON_C_TO_STRING_PRETTY);

@@ -21,6 +21,7 @@
 #include "slurmd-agent/local.h"
 #include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/prober.h"
+#include "slurmd-agent/sockcheck.h"
 #include "slurmd-agent/spool.h"
 #include "slurmd-agent/steps.h"
 #include "slurmd-agent/timeline.h"
@@ -81,6 +82,8 @@ struct agent {
 	uint64_t lanes_forwarded;
 	uint64_t lane_delays_dropped;  /* lane reports whose delays were implausible */
 	uint64_t lanes_remote_unknown; /* lane reports whose far end no probed path names */
+	uint64_t lanes_unverified;     /* TCP lane reports whose connection the sender does not hold */
+	struct fq_sockcheck sockcheck; /* which TCP connections are whose */
 	/* what one step's processes may send on this node (agent.telemetry_*_rate) */
 	struct fq_rate_limit lane_limit, event_limit;
 	uint64_t steps_reclaimed; /* removed with no live task and no StepEnd */

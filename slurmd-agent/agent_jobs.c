@@ -162,11 +162,23 @@ static void set_string(char **field, const char *value)
  * far node and NIC by the remote address among the paths the agent probes,
  * else none. Nothing else the process says about where its lane runs is
  * kept: these places steer the controller's collision advice, which moves
- * other jobs. */
-static void place_lane(struct agent *a, Fabriciq__LaneReport *r)
+ * other jobs. A TCP lane is placed only if its sender holds that
+ * connection (the kernel's socket table says so: sockcheck.h); an
+ * unverified one stays in its own job's report, placed nowhere. */
+static void place_lane(struct agent *a, Fabriciq__LaneReport *r, uid_t uid)
 {
 	const char *node, *nic;
 	char ip[64];
+
+	if (strcmp(r->lane_kind, "ib") &&
+	    !fq_sockcheck_owned(&a->sockcheck, r->local_address, r->remote_address, uid,
+				fq_clock_ns(CLOCK_MONOTONIC))) {
+		a->lanes_unverified++;
+		set_string(&r->local_nic, "");
+		set_string(&r->remote_node, "");
+		set_string(&r->remote_nic, "");
+		return;
+	}
 
 	ip_of(r->local_address, ip, sizeof(ip));
 	for (unsigned i = 0; *ip && i < a->n_nics; i++)
@@ -220,7 +232,7 @@ static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabr
 			r->src_rank = rank->global_rank;
 		else
 			r->dst_rank = rank->global_rank;
-		place_lane(a, r);
+		place_lane(a, r, cred->uid);
 	} else {
 		Fabriciq__FailoverEvent *f = env->failover;
 

@@ -150,6 +150,18 @@ sc_end_line() {
 		"job $job: srun's job-end line says what the report says ($want)" || diag "$(grep '^fabriciq: ' "$S/$name.out")"
 }
 
+# sc_lanes_verified HOSTS: every TCP lane report of the jobs so far was
+# over a connection its sender holds (the agents placed them all: none
+# counted in lanes_unverified).
+sc_lanes_verified() {
+	local i bad=
+	for ((i = 1; i <= $1; i++)); do
+		bad+=$(python3 -c 'import json, sys; n = json.load(open(sys.argv[1])).get("lanes_unverified", -1)
+print("" if n == 0 else " n%s:%s" % (sys.argv[2], n))' "$S/agent-n$i.json" "$i")
+	done
+	is "${bad:-none}" none "every lane report on the $1 agents verified against the kernel's socket table"
+}
+
 # sc_quiet JOB [NAME]: the job has no failover and no anomaly (and srun
 # printed no job-end line for job NAME).
 sc_quiet() {

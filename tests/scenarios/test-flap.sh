@@ -6,7 +6,7 @@
 # say nothing of the healthy job.
 . "$(dirname "$0")/scenario.sh"
 sc_require scflap
-plan 19
+plan 20
 sc_up 5 2 3 2 -s flap_window=20s -s incident_gap=5s
 ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents reporting"
 
@@ -47,3 +47,4 @@ sc_incident "$hit" n3 rail1
 is "$(json 'j[0]["events"], "flapping" in [m["kind"] for m in j[0]["members"]]' <<<"$SC_INCIDENT")" "10 True" \
 	"... its 10 DOWNs (10 flaps injected), the flapping part of it (and any delay on n3/rail1's paths meanwhile)"
 sc_end_line hit "$hit"
+sc_lanes_verified 5

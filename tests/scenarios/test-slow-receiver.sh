@@ -8,7 +8,7 @@
 # hint; the healthy job is quiet.
 . "$(dirname "$0")/scenario.sh"
 sc_require sslo
-plan 9
+plan 10
 # The testbed's software switches on shared cores add tens of microseconds
 # of jitter (4x a 15 us baseline is noise here): delays count from 300 us.
 sc_up 6 2 3 2 -s delay_floor=300us
@@ -39,3 +39,4 @@ is "$(fq --json job "$hit" | json '" ".join(sorted("%s/%s:%s" % (a["node"], a["n
 	"job $hit's report: both slow receivers, each with n3's rank ($r3)"
 sc_quiet "$calm" calm
 is "$(fq --json hints | json 'len(j["hints"])')" 0 "no drain hint"
+sc_lanes_verified 6

@@ -4,9 +4,11 @@
  * end the agent does not know: node "victim", NIC "rail9", address
  * 203.0.113.9), and EVENTS failover events spread evenly over the time.
  * Prints "lanes=N events=M" (frames written) and exits 0, or 1 when the
- * agent closed the connection.
+ * agent closed the connection. With LOCAL and REMOTE (IP:port each), the
+ * lanes claim to run between those addresses instead (a connection the
+ * process does not hold).
  *
- *   tb-flood SOCKET SECONDS RATE EVENTS
+ *   tb-flood SOCKET SECONDS RATE EVENTS [LOCAL REMOTE]
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include "common/frame.h"
 
 static char pad[3000];
+static const char *claim_local = "", *claim_remote = "203.0.113.9:1";
 
 static int lane(int fd)
 {
@@ -32,7 +35,8 @@ static int lane(int fd)
 	r.local_nic = "rail0";
 	r.remote_node = "victim";
 	r.remote_nic = "rail9";
-	r.remote_address = "203.0.113.9:1";
+	r.local_address = (char *)claim_local;
+	r.remote_address = (char *)claim_remote;
 	r.lane_kind = pad;
 	r.interval_end_ns = fq_realtime_ns();
 	r.interval_start_ns = r.interval_end_ns - 100000000;
@@ -70,8 +74,12 @@ int main(int argc, char **argv)
 	int64_t t0, end, wait, step = 10000000; /* 10 ms batches */
 	int fd;
 
-	if (argc != 5 || strlen(argv[1]) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "usage: tb-flood SOCKET SECONDS RATE EVENTS\n");
+	if (argc == 7) {
+		claim_local = argv[5];
+		claim_remote = argv[6];
+	}
+	if ((argc != 5 && argc != 7) || strlen(argv[1]) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "usage: tb-flood SOCKET SECONDS RATE EVENTS [LOCAL REMOTE]\n");
 		return 2;
 	}
 	memset(pad, 'x', sizeof(pad) - 1);

@@ -10,7 +10,7 @@
 # over its bound many times, drops bulk telemetry only. The controller
 # restarted, everything the agent logged reaches PostgreSQL: the step's
 # start and end, its 5 failover events, every link event of the cut; no
-# lane names the victim. A process of no step flooding costs the agent one
+# lane names the victim, nor any NIC: the step holds no such connection. A process of no step flooding costs the agent one
 # /proc walk a second, not one a frame (the negative cache); 1,600
 # processes of nobody, each sending once, cost at most the per-uid budget
 # of /proc reads (1,000 a second, 2,000 at once), the rest refused.
@@ -23,7 +23,7 @@ AGENT=$B/slurmd-agent/fabriciq-agent
 CTL=$B/controller/fabriciq-controller
 FLOOD=$B/tests/testbed/tb-flood
 for f in "$SPANK_SO" "$AGENT" "$CTL" "$FLOOD"; do [ -e "$f" ] || skip_all "$f not built"; done
-plan 24
+plan 27
 tb_setup fl
 S=$FQTB_STATE
 SPID=
@@ -77,7 +77,7 @@ is "$frames" $((lanes + events)) "n1's agent took in every frame the step wrote 
 is $((fwd + limited)) "$frames" "... each forwarded ($fwd) or refused over the step's rate ($limited)"
 [ "$fwd" -ge 400 ] && [ "$fwd" -le $((400 + 200 * 13 + 5)) ]
 ok $? "... forwarded within the burst (400) + 200/s over the 12 s ($fwd)"
-is "$(status lanes_remote_unknown)" $((fwd - events)) "every forwarded lane report's far end unknown: none named"
+is "$(status lanes_unverified)" $((fwd - events)) "every forwarded lane report unverified (the process holds no such connection): none placed"
 dbulk=$(status spool.dropped_bulk_frames)
 [ "$dbulk" -gt 0 ]; ok $? "the spool went over its 1 MiB: $dbulk bulk frames dropped (probe, clock, lane reports)"
 is "$(status spool.dropped_event_frames)" 0 "... no event dropped"
@@ -132,3 +132,21 @@ diag "1,600 senders of nobody in $ms ms: $reads /proc reads, $refused refused, $
 ok $? "... /proc reads within nobody's budget: $reads <= 2,000 + 1,000/s over $ms ms"
 [ "$refused" -gt 0 ]; ok $? "... the rest refused ($refused)"
 [ "$unreg" -ge 1600 ]; ok $? "... and every frame refused as no step's ($unreg)"
+
+# A step claiming lanes between n1's rail0 and n2's rail0 over a
+# connection it does not hold: kept in its own report, placed on no NIC
+# (they would weigh in a collision there, and move another job)
+unv0=$(status lanes_unverified)
+out=$(timeout 60 "$TB" slurm srun -N1 -w n1 --fabriciq sh -c \
+	"echo \$SLURM_JOB_ID; exec $FLOOD \$FABRICIQ_AGENT_SOCKET 2 20 0 198.19.0.3:40000 198.19.0.5:40001" 2>&1)
+job2=$(head -1 <<<"$out")
+n=$(sed -n 's/^lanes=\([0-9]*\).*/\1/p' <<<"$out")
+for ((i = 0; i < 20; i++)); do
+	[ "$(psql_ctl "select count(*) from fabriciq.lane_windows where job_id = ${job2:-0}")" = "${n:-x}" ] && break
+	sleep 0.5
+done
+is $(($(status lanes_unverified) - unv0)) "${n:-?}" "job $job2 claimed $n lanes n1/rail0 -> n2/rail0 without the connection: unverified"
+is "$(psql_ctl "select count(*) from fabriciq.lane_windows where job_id = ${job2:-0}")" "$n" "... all kept in its own report"
+is "$(psql_ctl "select count(*) from fabriciq.lane_windows where job_id = ${job2:-0} and (coalesce(src_nic, '') <> ''
+	or coalesce(dst_node, '') <> '')")" 0 "... none placed on a NIC" ||
+	diag "$(psql_ctl "select src_node, src_nic, dst_node, dst_nic from fabriciq.lane_windows where job_id = ${job2:-0} limit 3")"

@@ -1,0 +1,137 @@
+/* sockcheck: see sockcheck.h. */
+#include "slurmd-agent/sockcheck.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* "IP:port" / "[IPv6]:port" into family, 16 address bytes and port. */
+static int parse_end(const char *s, int *family, uint32_t addr[4], uint16_t *port)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	char *end;
+	unsigned long p;
+	size_t n;
+
+	if (!colon || colon == s)
+		return -EINVAL;
+	n = (size_t)(colon - s);
+	if (s[0] == '[') {
+		if (n < 3 || s[n - 1] != ']')
+			return -EINVAL;
+		s++;
+		n -= 2;
+	}
+	if (n >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, n);
+	host[n] = 0;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || p == 0 || p > 65535)
+		return -EINVAL;
+	*port = (uint16_t)p;
+	memset(addr, 0, 16);
+	if (inet_pton(AF_INET, host, addr) == 1)
+		*family = AF_INET;
+	else if (inet_pton(AF_INET6, host, addr) == 1)
+		*family = AF_INET6;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int fq_tcp_socket_uid(const char *local, const char *remote, uid_t *uid)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req = {
+	    .nlh = {.nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST},
+	    .r = {.sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0u},
+	};
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	struct timeval tmo = {.tv_usec = 200000};
+	union {
+		struct nlmsghdr h;
+		char buf[8192];
+	} ans;
+	int lfam, rfam, fd, rc;
+	uint16_t lport, rport;
+	ssize_t n;
+
+	if (parse_end(local, &lfam, req.r.id.idiag_src, &lport) ||
+	    parse_end(remote, &rfam, req.r.id.idiag_dst, &rport) || lfam != rfam)
+		return -EINVAL;
+	req.r.sdiag_family = (uint8_t)lfam;
+	req.r.id.idiag_sport = htons(lport);
+	req.r.id.idiag_dport = htons(rport);
+	req.r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+	req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) < 0 ||
+	    sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	n = recv(fd, &ans, sizeof(ans), 0);
+	rc = n < 0 ? -errno : -EPROTO;
+	close(fd);
+	if (n < (ssize_t)sizeof(struct nlmsghdr) || !NLMSG_OK(&ans.h, (size_t)n))
+		return rc;
+	if (ans.h.nlmsg_type == NLMSG_ERROR) {
+		const struct nlmsgerr *e = NLMSG_DATA(&ans.h);
+
+		return ans.h.nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error < 0 ? e->error : -EPROTO;
+	}
+	if (ans.h.nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    ans.h.nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+		return -EPROTO;
+	*uid = ((const struct inet_diag_msg *)NLMSG_DATA(&ans.h))->idiag_uid;
+	return 0;
+}
+
+static unsigned slot_of(const char *local, const char *remote)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (const char *p = local; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	h = (h ^ '>') * 16777619u;
+	for (const char *p = remote; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	return h % FQ_SOCKCHECK_SLOTS;
+}
+
+bool fq_sockcheck_owned(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid, int64_t now_ns)
+{
+	struct fq_sockcheck_slot *s = &c->slot[slot_of(local, remote)];
+	uid_t owner;
+
+	if (strlen(local) >= sizeof(s->local) || strlen(remote) >= sizeof(s->remote))
+		return false;
+	if (now_ns < s->until_ns && !strcmp(s->local, local) && !strcmp(s->remote, remote)) {
+		c->remembered++;
+		return s->yes && s->uid == uid;
+	}
+	c->asked++;
+	snprintf(s->local, sizeof(s->local), "%s", local);
+	snprintf(s->remote, sizeof(s->remote), "%s", remote);
+	s->yes = fq_tcp_socket_uid(local, remote, &owner) == 0;
+	s->uid = s->yes ? owner : 0;
+	s->until_ns = now_ns + (s->yes ? FQ_SOCKCHECK_YES_NS : FQ_SOCKCHECK_NO_NS);
+	return s->yes && s->uid == uid;
+}
