@@ -373,7 +373,7 @@ static void note_advised(struct fq_detector *d, const char *nic, uint64_t job, i
  * no other's member): NULL if none. Two jobs that collide on several NICs
  * at once collide as one incident, the first NIC's, the others its
  * members. */
-static const struct anom_ent *collision_incident(struct fq_detector *d, const uint64_t jobs[2])
+static struct anom_ent *collision_incident(struct fq_detector *d, const uint64_t jobs[2])
 {
 	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
 	{
@@ -394,7 +394,7 @@ void det_check_collisions(struct fq_detector *d, int64_t now)
 	struct fq_rule_collision r;
 	const struct nic_key *shared = NULL;
 	char summary[384], evidence[384];
-	struct anom_ent *a;
+	struct anom_ent *a, *root;
 	uint64_t pair[2];
 	bool *out = NULL, opened;
 	size_t n = 0;
@@ -422,10 +422,25 @@ void det_check_collisions(struct fq_detector *d, int64_t now)
 		 r.nic, r.move_job, r.other_job, r.move_lanes, r.other_lanes, r.jobs, d->c.collision_factor);
 	pair[0] = r.move_job < r.other_job ? r.move_job : r.other_job;
 	pair[1] = r.move_job < r.other_job ? r.other_job : r.move_job;
+	root = collision_incident(d, pair);
 	a = det_anom_member(d, K_COLLISION, SEV_WARNING, shared, NULL, now, now, summary, evidence, &opened,
-			    collision_incident(d, pair));
+			    root);
 	if (a && opened)
 		memcpy(a->jobs, pair, sizeof(pair));
+	if (a && opened && root) { /* the incident counts its NICs */
+		root->events++;
+		root->last_ns = max64(root->last_ns, now);
+		snprintf(summary, sizeof(summary),
+			 "jobs %" PRIu64 " and %" PRIu64 " collide on %s/%s and %u more NIC%s; job %" PRIu64
+			 " advised to move",
+			 r.move_job, r.other_job, root->k.a.node, root->k.a.nic, root->events - 1,
+			 root->events == 2 ? "" : "s", r.move_job);
+		det_push(d, &(struct fq_det_action){.kind = FQ_DET_UPDATE,
+						    .handle = root->handle,
+						    .events = root->events,
+						    .end_ns = now,
+						    .summary = summary});
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct lane_rec *l = cl[i].l;
 		bool dup = false;

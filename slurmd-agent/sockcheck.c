@@ -57,7 +57,9 @@ int fq_tcp_socket_uid(const char *local, const char *remote, uid_t *uid)
 		struct nlmsghdr nlh;
 		struct inet_diag_req_v2 r;
 	} req = {
-	    .nlh = {.nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST},
+	    .nlh = {.nlmsg_len = sizeof(req),
+		    .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+		    .nlmsg_flags = NLM_F_REQUEST},
 	    .r = {.sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0u},
 	};
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
@@ -116,7 +118,8 @@ static unsigned slot_of(const char *local, const char *remote)
 	return h % FQ_SOCKCHECK_SLOTS;
 }
 
-bool fq_sockcheck_owned(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid, int64_t now_ns)
+bool fq_sockcheck_owned(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid,
+			int64_t now_ns)
 {
 	struct fq_sockcheck_slot *s = &c->slot[slot_of(local, remote)];
 	uid_t owner;

@@ -43,6 +43,7 @@ struct fq_sockcheck {
 /* Is (local, remote) a TCP connection that uid holds, at now_ns (a
  * monotonic clock)? Asks the kernel unless remembered. A kernel that
  * cannot be asked answers no. */
-bool fq_sockcheck_owned(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid, int64_t now_ns);
+bool fq_sockcheck_owned(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid,
+			int64_t now_ns);
 
 #endif /* FQ_AGENT_SOCKCHECK_H */

@@ -284,7 +284,7 @@ static void test_collision_incident(void)
 {
 	struct fq_detector_config c;
 	struct fq_detector *d;
-	const struct rec *first, *second, *other;
+	const struct rec *first, *second, *other, *upd;
 
 	fq_detector_config_defaults(&c);
 	c.collision_advice = true;
@@ -316,6 +316,12 @@ static void test_collision_incident(void)
 	   "... then on n2/rail0: a member of that incident (incident %llu, the first %llu)",
 	   second ? (unsigned long long)second->incident : 0ULL,
 	   first ? (unsigned long long)first->handle : 0ULL);
+	upd = NULL;
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].kind == FQ_DET_UPDATE && first && recs[i].handle == first->handle)
+			upd = &recs[i];
+	ok(upd && upd->events == 2 && strstr(upd->summary, "collide on n2/rail1 and 1 more NIC;"),
+	   "... which now counts 2 NICs: %s", upd ? upd->summary : "no update");
 	lane(d, 4244, 0, 1, 0, "n5", "rail0", "n6", "rail0", 5, 60, 400);
 	lane(d, 4245, 5, 6, 0, "n7", "rail0", "n6", "rail0", 5, 90, 120);
 	fq_detector_tick(d, S(5.6));
