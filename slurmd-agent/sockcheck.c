@@ -7,6 +7,7 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +37,11 @@ static int parse_end(const char *s, int *family, uint32_t addr[4], uint16_t *por
 		return -EINVAL;
 	memcpy(host, s, n);
 	host[n] = 0;
+	if (colon[1] < '0' || colon[1] > '9') /* strtoul would take blanks and signs */
+		return -EINVAL;
 	errno = 0;
 	p = strtoul(colon + 1, &end, 10);
-	if (!colon[1] || *end || errno || p == 0 || p > 65535)
+	if (*end || errno || p == 0 || p > 65535)
 		return -EINVAL;
 	*port = (uint16_t)p;
 	memset(addr, 0, 16);
@@ -68,6 +71,7 @@ int fq_tcp_socket_uid(const char *local, const char *remote, uid_t *uid)
 		struct nlmsghdr h;
 		char buf[8192];
 	} ans;
+	const struct inet_diag_msg *m;
 	int lfam, rfam, fd, rc;
 	uint16_t lport, rport;
 	ssize_t n;
@@ -102,7 +106,11 @@ int fq_tcp_socket_uid(const char *local, const char *remote, uid_t *uid)
 	if (ans.h.nlmsg_type != SOCK_DIAG_BY_FAMILY ||
 	    ans.h.nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
 		return -EPROTO;
-	*uid = ((const struct inet_diag_msg *)NLMSG_DATA(&ans.h))->idiag_uid;
+	m = NLMSG_DATA(&ans.h);
+	/* a connection closed (TIME_WAIT, CLOSE) or a listener is held by no one */
+	if (m->idiag_state == TCP_TIME_WAIT || m->idiag_state == TCP_CLOSE || m->idiag_state == TCP_LISTEN)
+		return -ENOENT;
+	*uid = m->idiag_uid;
 	return 0;
 }
 
