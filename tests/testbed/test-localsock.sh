@@ -25,7 +25,7 @@ LANESEND=$B/tests/testbed/tb-lanesend
 for f in "$SPANK_SO" "$AGENT" "$LANESEND"; do [ -e "$f" ] || skip_all "$f not built"; done
 command -v setpriv >/dev/null || skip_all "setpriv (util-linux) missing"
 id -u nobody >/dev/null 2>&1 || skip_all "no user nobody"
-plan 30
+plan 33
 tb_setup tls
 S=$FQTB_STATE
 HPID=
@@ -182,10 +182,9 @@ chmod 0755 "$Y"
 tb exec n1 setpriv --reuid=nobody --regid=nogroup --clear-groups cat "$Y/status.json" >/dev/null 2>&1
 is $? 1 "nobody cannot read the status file"
 
-# ---- a step whose StepEnd never comes is reclaimed -------------------------
-sleep 300 &
-SPID=$!
-python3 - "$S/run/n1/agent-step.sock" "$SPID" >"$S/reg.out" 2>&1 <<'PY'
+# stepstart.py SOCKET PID JOB: a StepStart for JOB.0 with one task PID, as
+# slurmstepd's SPANK plugin sends it; prints the answer's length, or why not
+cat >"$S/stepstart.py" <<'PY'
 import socket, sys
 def v(n):
     b = b""
@@ -194,14 +193,36 @@ def v(n):
         if not n: return b
 def f(k, x): return v(k << 3 | 2) + v(len(x)) + x
 rank = b"\x08\x00\x10\x00\x18" + v(int(sys.argv[2]))
-start = b"\x08" + v(9999) + b"\x10\x00\x18\x00" + f(5, rank)
+start = b"\x08" + v(int(sys.argv[3])) + b"\x10\x00\x18\x00" + f(5, rank)
 env = b"\x08\x01\x10\x01" + f(14, start)
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.settimeout(5)
-s.connect(sys.argv[1])
-s.sendall(len(env).to_bytes(4, "big") + env)
-print(len(s.recv(4096)))
+try:
+    s.connect(sys.argv[1])
+    s.sendall(len(env).to_bytes(4, "big") + env)
+    print(len(s.recv(4096)))
+except OSError as e:
+    print(type(e).__name__)
 PY
+chmod 0644 "$S/stepstart.py"
+
+# ---- the step socket is root's ----------------------------------------------
+out=$(tb exec n1 setpriv --reuid=nobody --regid=nogroup --clear-groups --reset-env python3 "$S/stepstart.py" \
+	"$S/run/n1/agent-step.sock" 1 9998)
+is "$out" PermissionError "nobody cannot connect to the step socket (0600 root)"
+nr0=$(counter step_not_root)
+chmod 0666 "$S/run/n1/agent-step.sock" # a site's mistake: the agent's own check still holds
+out=$(tb exec n1 setpriv --reuid=nobody --regid=nogroup --clear-groups --reset-env python3 "$S/stepstart.py" \
+	"$S/run/n1/agent-step.sock" 1 9998)
+chmod 0600 "$S/run/n1/agent-step.sock"
+counter_is step_not_root $((nr0 + 1)) "... and with the socket made 0666 by mistake, nobody's StepStart is refused by uid ($out)"
+grep -q "step 9998.0 registered" "$S/log/n1.agent.log"
+is $? 1 "... no step registered"
+
+# ---- a step whose StepEnd never comes is reclaimed -------------------------
+sleep 300 &
+SPID=$!
+python3 "$S/stepstart.py" "$S/run/n1/agent-step.sock" "$SPID" 9999 >"$S/reg.out" 2>&1
 for ((n = 0; n < 20; n++)); do grep -q "step 9999.0 registered" "$S/log/n1.agent.log" && break; sleep 0.1; done
 grep -q "step 9999.0 registered" "$S/log/n1.agent.log"
 ok $? "step 9999.0 registered by hand, its one task pid $SPID" || diag "$(cat "$S/reg.out")"
