@@ -23,7 +23,7 @@ AGENT=$B/slurmd-agent/fabriciq-agent
 CTL=$B/controller/fabriciq-controller
 FLOOD=$B/tests/testbed/tb-flood
 for f in "$SPANK_SO" "$AGENT" "$CTL" "$FLOOD"; do [ -e "$f" ] || skip_all "$f not built"; done
-plan 27
+plan 29
 tb_setup fl
 S=$FQTB_STATE
 SPID=
@@ -150,3 +150,15 @@ is "$(psql_ctl "select count(*) from fabriciq.lane_windows where job_id = ${job2
 is "$(psql_ctl "select count(*) from fabriciq.lane_windows where job_id = ${job2:-0} and (coalesce(src_nic, '') <> ''
 	or coalesce(dst_node, '') <> '')")" 0 "... none placed on a NIC" ||
 	diag "$(psql_ctl "select src_node, src_nic, dst_node, dst_nic from fabriciq.lane_windows where job_id = ${job2:-0} limit 3")"
+
+# A process in a step's tree under another uid (the step is root's here):
+# its lane reports are refused as no step's, and none is stored
+LANESEND=$B/tests/testbed/tb-lanesend
+unreg0=$(status local_sockets.telemetry_unregistered)
+out=$(timeout 60 "$TB" slurm srun -N1 -w n1 --fabriciq sh -c "echo \$SLURM_JOB_ID; setpriv --reuid=nobody \
+	--regid=nogroup --clear-groups $LANESEND \$FABRICIQ_AGENT_SOCKET \$SLURM_JOB_ID 0; sleep 1" 2>&1)
+job3=$(head -1 <<<"$out")
+sleep 2
+is $(($(status local_sockets.telemetry_unregistered) - unreg0)) 1 \
+	"job $job3: a lane report from its tree under uid nobody (the step is root's): refused" || diag "$out"
+is "$(psql_ctl "select count(*) from fabriciq.lane_windows where job_id = ${job3:-0}")" 0 "... none stored"
