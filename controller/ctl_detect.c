@@ -71,6 +71,7 @@ void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope
 		    .owd_min_ns = l->is_send ? 0 : l->owd_min_ns,
 		    .tcp_min_rtt_ns = (int64_t)l->tcp_min_rtt_us * 1000,
 		    .synchronised = l->synchronised,
+		    .unverified = l->unverified,
 		};
 		fq_detector_lane(c->det, &d);
 	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LINK) {

@@ -118,6 +118,9 @@ struct fq_det_lane {
 	 * own socket queue, which owd_min_ns includes under load */
 	int64_t tcp_min_rtt_ns;
 	bool synchronised;
+	/* the agent found no such connection of the sender's (proto
+	 * LaneReport.unverified): counted, never taken by a rule */
+	bool unverified;
 };
 
 struct fq_det_link {

@@ -150,7 +150,7 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 
 	if (!d)
 		return;
-	if (!l || !has(l->src_node) || !has(l->src_nic) || l->end_ns <= 0) {
+	if (!l || !has(l->src_node) || !has(l->src_nic) || l->end_ns <= 0 || l->unverified) {
 		d->rejected_inputs++;
 		return;
 	}

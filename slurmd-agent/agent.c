@@ -742,6 +742,7 @@ int main(int argc, char **argv)
 
 	event_base_dispatch(a.base);
 	fq_notify_stopping();
+	fq_local_drain(a.local); /* into the spool, which is flushed as it closes */
 	write_status(&a);
 	rc = 0;
 

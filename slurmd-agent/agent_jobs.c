@@ -162,23 +162,18 @@ static void set_string(char **field, const char *value)
  * far node and NIC by the remote address among the paths the agent probes,
  * else none. Nothing else the process says about where its lane runs is
  * kept: these places steer the controller's collision advice, which moves
- * other jobs. A TCP lane is placed only if its sender holds that
- * connection (the kernel's socket table says so: sockcheck.h); an
- * unverified one stays in its own job's report, placed nowhere. */
+ * other jobs. A TCP lane whose connection its sender does not hold (the
+ * kernel's socket table: sockcheck.h) is marked unverified: the job's own
+ * report keeps it, the controller's rules take none of it. */
 static void place_lane(struct agent *a, Fabriciq__LaneReport *r, uid_t uid)
 {
 	const char *node, *nic;
 	char ip[64];
 
-	if (strcmp(r->lane_kind, "ib") &&
-	    !fq_sockcheck_owned(&a->sockcheck, r->local_address, r->remote_address, uid,
-				fq_clock_ns(CLOCK_MONOTONIC))) {
-		a->lanes_unverified++;
-		set_string(&r->local_nic, "");
-		set_string(&r->remote_node, "");
-		set_string(&r->remote_nic, "");
-		return;
-	}
+	r->unverified = strcmp(r->lane_kind, "ib") &&
+			!fq_sockcheck_owned(&a->sockcheck, r->local_address, r->remote_address, uid,
+					    fq_clock_ns(CLOCK_MONOTONIC));
+	a->lanes_unverified += r->unverified;
 
 	ip_of(r->local_address, ip, sizeof(ip));
 	for (unsigned i = 0; *ip && i < a->n_nics; i++)
@@ -282,8 +277,21 @@ void agent_save_steps(struct agent *a)
 			  strerror(-rc));
 }
 
+/* A telemetry connection is for a task of a registered step (or its
+ * descendant) of the step's uid: found once at connect (the read budget of
+ * fq_steps_find_sender applies), remembered for its frames. */
+static bool telemetry_sender(void *arg, const struct ucred *cred)
+{
+	struct agent *a = arg;
+	const struct fq_step_rank *rank = NULL;
+	struct fq_step *st = fq_steps_find_sender(a->steps, cred->pid, cred->uid, fq_now_ns(), &rank);
+
+	return st && cred->uid == st->uid;
+}
+
 const struct fq_local_ops agent_local_ops = {
     .step_start = step_start,
     .step_end = step_end,
     .telemetry = telemetry,
+    .telemetry_sender = telemetry_sender,
 };

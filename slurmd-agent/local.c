@@ -60,7 +60,7 @@ struct fq_local {
 	uint64_t next_ticket;
 	uint64_t step_requests, step_refused, step_not_root, telemetry_frames, telemetry_unregistered,
 	    telemetry_wrong_job, telemetry_dropped, telemetry_rate_limited, bad_frames, refused_conns,
-	    refused_per_uid, closed_idle, closed_partial;
+	    refused_per_uid, refused_not_task, closed_idle, closed_partial;
 };
 
 /* Forget the deferred answers owed to c (it is closing). */
@@ -378,6 +378,14 @@ static bool admit(struct fq_local *l, enum kind kind, const struct ucred *cred)
 			  (int)cred->uid, (int)cred->pid);
 		return false;
 	}
+	if (kind == TELEMETRY && l->ops.telemetry_sender && !l->ops.telemetry_sender(l->arg, cred)) {
+		l->refused_not_task++;
+		fq_log_rl(
+		    FQ_LOG_WARN,
+		    "telemetry socket: pid %d (uid %d) is no task of a registered step: connection refused",
+		    (int)cred->pid, (int)cred->uid);
+		return false;
+	}
 	if (l->nconns[kind] >= max) {
 		l->refused_conns++;
 		fq_log_rl(FQ_LOG_WARN, "%s socket: %u connections open (its limit): refusing pid %d (uid %d)",
@@ -505,6 +513,27 @@ fail:
 	return NULL;
 }
 
+void fq_local_drain(struct fq_local *l)
+{
+	struct conn *c, *next;
+
+	if (!l)
+		return;
+	for (c = l->conns; c; c = next) {
+		evutil_socket_t fd = bufferevent_getfd(c->bev);
+		struct evbuffer *in = bufferevent_get_input(c->bev);
+		int rounds = 0;
+
+		next = c->next;
+		if (c->kind != TELEMETRY || fd < 0)
+			continue;
+		/* what is in the socket now, at most a few MiB a connection */
+		while (rounds++ < 64 && evbuffer_read(in, fd, 65536) > 0)
+			;
+		on_read(c->bev, c); /* may close c */
+	}
+}
+
 void fq_local_destroy(struct fq_local *l)
 {
 	if (!l)
@@ -538,6 +567,7 @@ struct json_object *fq_local_counters(const struct fq_local *l)
 	json_object_object_add(o, "bad_frames", json_object_new_uint64(l->bad_frames));
 	json_object_object_add(o, "refused_connections", json_object_new_uint64(l->refused_conns));
 	json_object_object_add(o, "refused_per_uid", json_object_new_uint64(l->refused_per_uid));
+	json_object_object_add(o, "refused_not_task", json_object_new_uint64(l->refused_not_task));
 	json_object_object_add(o, "closed_idle", json_object_new_uint64(l->closed_idle));
 	json_object_object_add(o, "closed_partial", json_object_new_uint64(l->closed_partial));
 	json_object_object_add(o, "step_connections", json_object_new_int((int)l->nconns[STEP]));

@@ -29,6 +29,7 @@
 
 #include <event2/event.h>
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -53,6 +54,12 @@ struct fq_local_ops {
 	int (*step_end)(void *arg, const Fabriciq__StepEnd *m, uint64_t ticket, char *msg, size_t msglen);
 	/* A telemetry frame (lane or failover) from cred's process. */
 	enum fq_local_verdict (*telemetry)(void *arg, const struct ucred *cred, Fabriciq__Envelope *env);
+	/* May cred's process hold a telemetry connection at all (a task of a
+	 * registered step, or one of its descendants, of the step's uid)?
+	 * Asked once, when it connects: a process of no step is refused
+	 * there, so strangers cannot fill the socket's slots that jobs need.
+	 * NULL: every process may. */
+	bool (*telemetry_sender)(void *arg, const struct ucred *cred);
 };
 
 struct fq_local_limits {
@@ -76,6 +83,11 @@ struct fq_local *fq_local_create(struct event_base *base, const char *step_path,
 /* Answer the request an op deferred with ticket: rc and msg as an op's.
  * Dropped (not an error) when its connection closed meanwhile. */
 void fq_local_answer(struct fq_local *l, uint64_t ticket, int rc, const char *msg);
+
+/* At a stop, after the event loop: take every telemetry frame already in
+ * the connections' sockets (the processes count them as sent: the socket
+ * has no acknowledgement), as if read by the loop. */
+void fq_local_drain(struct fq_local *l);
 
 /* Close every connection and remove both socket files. */
 void fq_local_destroy(struct fq_local *l);

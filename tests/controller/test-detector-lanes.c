@@ -332,6 +332,44 @@ static void test_collision_incident(void)
 	fq_detector_destroy(d);
 }
 
+/* The collision of test_collision_incident, but job 4243's lane is one the
+ * agent found no connection for (LaneReport.unverified): no collision, no
+ * advice, and the lane attaches the job to nothing. */
+static void test_unverified_lane(void)
+{
+	struct fq_detector_config c;
+	struct fq_detector *d;
+
+	fq_detector_config_defaults(&c);
+	c.collision_advice = true;
+	d = fq_detector_create(&c);
+	reset();
+	for (int t = 1; t <= 3; t++) {
+		probe(d, "n1", "rail1", "n2", "rail1", t, 20, 30);
+		probe(d, "n4", "rail1", "n2", "rail1", t, 21, 30);
+	}
+	lane(d, 4242, 0, 1, 1, "n1", "rail1", "n2", "rail1", 3, 60, 400);
+	fq_detector_lane(d, &(struct fq_det_lane){.job_id = 4243,
+						  .src_rank = 5,
+						  .dst_rank = 6,
+						  .lane = 1,
+						  .src_node = "n4",
+						  .src_nic = "rail1",
+						  .dst_node = "n2",
+						  .dst_nic = "rail1",
+						  .start_ns = S(2),
+						  .end_ns = S(3),
+						  .owd_p50_ns = US(90),
+						  .owd_p99_ns = US(120000),
+						  .owd_min_ns = US(90),
+						  .unverified = true});
+	fq_detector_tick(d, S(3.5));
+	collect(d);
+	ok(!find_open("collision", NULL, NULL) && count(FQ_DET_ADVICE, NULL) == 0,
+	   "an unverified lane (a job's word only) makes no collision and moves no job");
+	fq_detector_destroy(d);
+}
+
 /* An RDMA lane refused for its configuration (plugin FailoverEvent cause
  * "config"): one rdma_config anomaly per NIC, attached to the step and its
  * ranks, renewed by repeats, closed when they stop; other causes nothing. */
@@ -384,6 +422,7 @@ int main(void)
 	test_inband();
 	test_collision();
 	test_collision_incident();
+	test_unverified_lane();
 	test_rdma_config();
 	return done_testing();
 }

@@ -29,8 +29,8 @@ ok $rc "the job on n1-n3 (job $hit) outlives it" || diag "$(grep WARN "$S/hit.ou
 sc_verified hit; ok $? "verified every interval"
 sleep 4 # the last reports reach the controller
 
-is "$(json 'j["local_sockets"]["telemetry_unregistered"]' <"$S/agent-n2.json")" 0 \
-	"the new agent took no lane report as a stranger's"
+is "$(json 'j["local_sockets"]["telemetry_unregistered"], j["local_sockets"]["refused_not_task"]' <"$S/agent-n2.json")" "0 0" \
+	"the new agent took no lane report, and refused no rank's connection, as a stranger's"
 sent=$(sed -n 's/.*telemetry: \([0-9]*\) samples sent, \([0-9]*\) dropped (no agent).*/\1 \2/p' "$S/hit.out")
 stored=$(psql_ctl "select (select count(*) from fabriciq.lane_windows where job_id = $hit)
 	+ (select count(*) from fabriciq.failover_events where job_id = $hit)")

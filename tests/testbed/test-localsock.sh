@@ -25,7 +25,7 @@ LANESEND=$B/tests/testbed/tb-lanesend
 for f in "$SPANK_SO" "$AGENT" "$LANESEND"; do [ -e "$f" ] || skip_all "$f not built"; done
 command -v setpriv >/dev/null || skip_all "setpriv (util-linux) missing"
 id -u nobody >/dev/null 2>&1 || skip_all "no user nobody"
-plan 33
+plan 35
 tb_setup tls
 S=$FQTB_STATE
 HPID=
@@ -33,13 +33,17 @@ holder_stop() { [ -n "$HPID" ] && kill "$HPID" 2>/dev/null && wait "$HPID" 2>/de
 SPID=
 trap 'rc=$?; holder_stop; [ -n "$SPID" ] && kill "$SPID" 2>/dev/null; (exit $rc); tb_teardown' EXIT
 
-# holder_start N MODE: the holder as nobody in n1, its pid recorded
+# holder_start N MODE [JOB]: the holder as nobody in n1, its pid recorded;
+# with JOB, registered first as the one task of step JOB.0 of uid nobody
+# (only a step's tasks may hold telemetry connections), then let connect
 holder_start() {
 	rm -rf "$S/h"
 	mkdir -m 0777 "$S/h"
 	"$TB" exec n1 setpriv --reuid=nobody --regid=nogroup --clear-groups --reset-env \
 		python3 "$S/holder.py" "$S/run/n1/agent-telemetry.sock" "$1" "$2" "$S/h" 2>"$S/holder.err" &
 	HPID=$!
+	[ -n "${3:-}" ] && python3 "$S/stepstart.py" "$S/run/n1/agent-step.sock" "$HPID" "$3" 65534 >/dev/null
+	touch "$S/h/go"
 }
 # wait_count "OPEN CLOSED" SECONDS: the holder's last count is that
 wait_count() {
@@ -64,7 +68,7 @@ check "up: 2 hosts, Slurm with the SPANK plugin, required=yes" tb up --prefix "$
 	--spines 1 --services munge,slurm --clock-offsets zero --plugstack "$PLUG"
 # holder.py SOCKET N MODE DIR: N connections as the calling user; MODE busy
 # (a lane report on each every 0.5 s until DIR/quiet exists) or partial (a
-# frame announcing 1000 bytes, then a byte every 0.5 s). Writes
+# frame announcing 1000 bytes, then a byte every 0.5 s), once DIR/go exists. Writes
 # "open CLOSED" to DIR/count every 0.2 s; ends when DIR/quit exists or after
 # 120 s.
 cat >"$S/holder.py" <<'PY'
@@ -72,6 +76,9 @@ import os, socket, sys, time
 path, n, mode, d = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 lane = b"\0\0\0\4" + b"\x08\x01\x6a\x00"  # Envelope{version 1, lane {}}
 conns, closed = [], set()
+for t in range(100):  # until the test has registered it (DIR/go)
+    if os.path.exists(d + "/go"): break
+    time.sleep(0.05)
 for i in range(n):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.setblocking(False)
@@ -102,13 +109,46 @@ while time.time() < end and not os.path.exists(d + "/quit"):
     os.rename(d + "/count.tmp", d + "/count")
     time.sleep(0.2)
 PY
+# stepstart.py SOCKET PID JOB [UID]: a StepStart for JOB.0 of UID (default
+# 0) with one task PID, as slurmstepd's SPANK plugin sends it; prints the
+# answer's length, or why not
+cat >"$S/stepstart.py" <<'PY'
+import socket, sys
+def v(n):
+    b = b""
+    while True:
+        b += bytes([(n & 0x7f) | (0x80 if n > 0x7f else 0)]); n >>= 7
+        if not n: return b
+def f(k, x): return v(k << 3 | 2) + v(len(x)) + x
+rank = b"\x08\x00\x10\x00\x18" + v(int(sys.argv[2]))
+uid = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+start = b"\x08" + v(int(sys.argv[3])) + b"\x10\x00\x18" + v(uid) + f(5, rank)
+env = b"\x08\x01\x10\x01" + f(14, start)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+try:
+    s.connect(sys.argv[1])
+    s.sendall(len(env).to_bytes(4, "big") + env)
+    print(len(s.recv(4096)))
+except OSError as e:
+    print(type(e).__name__)
+PY
+chmod 0644 "$S/stepstart.py"
 tb_agents_start "$AGENT" -s report_interval=200ms -s telemetry_idle_timeout=3s -s frame_timeout=2s
 for ((n = 0; n < 50; n++)); do [ -S "$S/run/n1/agent-telemetry.sock" ] && break; sleep 0.1; done
 [ -S "$S/run/n1/agent-telemetry.sock" ]
 ok $? "agents running, n1's telemetry socket at $S/run/n1"
 
-# ---- 1100 busy connections of nobody: 256 admitted, srun still registers ----
-holder_start 1100 busy
+# ---- a process of no step: every telemetry connection refused at connect ----
+holder_start 50 busy
+wait_count "0 50" 15
+ok $? "nobody's process of no step: its 50 telemetry connections refused at connect ($(cat "$S/h/count" 2>/dev/null))"
+counter_is refused_not_task 50 "... counted as no task of a registered step"
+touch "$S/h/quit"
+holder_stop
+
+# ---- 1100 busy connections of a step of nobody: 256 admitted, srun still registers
+holder_start 1100 busy 9990
 wait_count "256 844" 30
 ok $? "nobody's 1100 telemetry connections: 256 kept, 844 closed ($(cat "$S/h/count" 2>/dev/null))" ||
 	diag "$(cat "$S/holder.err")"
@@ -132,7 +172,7 @@ touch "$S/h/quit"
 holder_stop
 
 # ---- partial frames trickling a byte every 0.5 s: closed after 2 s ----------
-holder_start 300 partial
+holder_start 300 partial 9991
 wait_count "0 300" 15
 ok $? "300 connections with frames that never complete: all closed ($(cat "$S/h/count"))"
 counter_is closed_partial 256 "... the 256 admitted ones by frame_timeout (2 s), counted"
@@ -182,29 +222,6 @@ chmod 0755 "$Y"
 tb exec n1 setpriv --reuid=nobody --regid=nogroup --clear-groups cat "$Y/status.json" >/dev/null 2>&1
 is $? 1 "nobody cannot read the status file"
 
-# stepstart.py SOCKET PID JOB: a StepStart for JOB.0 with one task PID, as
-# slurmstepd's SPANK plugin sends it; prints the answer's length, or why not
-cat >"$S/stepstart.py" <<'PY'
-import socket, sys
-def v(n):
-    b = b""
-    while True:
-        b += bytes([(n & 0x7f) | (0x80 if n > 0x7f else 0)]); n >>= 7
-        if not n: return b
-def f(k, x): return v(k << 3 | 2) + v(len(x)) + x
-rank = b"\x08\x00\x10\x00\x18" + v(int(sys.argv[2]))
-start = b"\x08" + v(int(sys.argv[3])) + b"\x10\x00\x18\x00" + f(5, rank)
-env = b"\x08\x01\x10\x01" + f(14, start)
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.settimeout(5)
-try:
-    s.connect(sys.argv[1])
-    s.sendall(len(env).to_bytes(4, "big") + env)
-    print(len(s.recv(4096)))
-except OSError as e:
-    print(type(e).__name__)
-PY
-chmod 0644 "$S/stepstart.py"
 
 # ---- the step socket is root's ----------------------------------------------
 out=$(tb exec n1 setpriv --reuid=nobody --regid=nogroup --clear-groups --reset-env python3 "$S/stepstart.py" \
@@ -236,7 +253,7 @@ ok $? "its task killed and no StepEnd: reclaimed after $(($(date +%s) - t0)) s (
 sleep 0.5
 "$AGENT" -c /dev/null -s "status_file=$S/agent-n1.json" --status --json | python3 -c '
 import json, sys; s = json.load(sys.stdin); print(len(s["steps"]), s["steps_reclaimed"])' >"$S/st.out"
-is "$(cat "$S/st.out")" "0 1" "no step left registered; steps_reclaimed 1"
+is "$(cat "$S/st.out")" "0 3" "no step left registered; steps_reclaimed 3 (the holders' 9990 and 9991, and 9999)"
 
 # ---- kill -9 mid-step, restart: the step restored, its telemetry attributed -
 : >"$S/tasks"

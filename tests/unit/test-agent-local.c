@@ -64,7 +64,7 @@ static enum fq_local_verdict on_telemetry(void *arg, const struct ucred *cred, F
 	return verdict;
 }
 
-static const struct fq_local_ops ops = {on_start, on_end, on_telemetry};
+static const struct fq_local_ops ops = {on_start, on_end, on_telemetry, NULL}; /* every process may connect */
 
 static int dial(const char *path)
 {
