@@ -450,8 +450,8 @@ int fqp_record(void *handle, int state, const struct fqp_state_args *a)
 
 /* Stopped ops no proxyOp ever joined (no network activity, or their
  * proxyOps were dropped): completed at their stop time once older than
- * PENDING_SWEEP_NS, or all of them at finalize. Off NCCL's paths. */
-static void sweep_pending(struct ctxi *c, int all)
+ * older_than (drain: PENDING_SWEEP_NS; finalize: 0). Off NCCL's paths. */
+static void sweep_pending(struct ctxi *c, int64_t older_than)
 {
 	int64_t now = fq_now_ns();
 
@@ -461,7 +461,7 @@ static void sweep_pending(struct ctxi *c, int all)
 
 		if (atomic_load(&e->state) != EV_STOPPED ||
 		    (e->d.type != FQP_EV_COLL && e->d.type != FQP_EV_P2P) || atomic_load(&e->children) > 0 ||
-		    (!all && now - e->t_stop < PENDING_SWEEP_NS))
+		    now - e->t_stop < older_than)
 			continue;
 		if (atomic_compare_exchange_strong(&e->self_held, &one, 0))
 			op_put(c, e);
@@ -636,7 +636,7 @@ int fqp_finalize(struct fqp_ctx *tok)
 		INC(gn.bad_context);
 		return -EINVAL;
 	}
-	sweep_pending(c, 1);
+	sweep_pending(c, 0);
 	finalize_report(tok, c);
 	/* Dead from here: handles fail their check, memory stays for reuse. */
 	atomic_store_explicit(&c->alive, 0, memory_order_release);
@@ -682,10 +682,18 @@ size_t fqp_drain_ops(struct fqp_ctx *tok, struct fqp_op_record *out, size_t n)
 
 	if (!c || !out)
 		return 0;
-	sweep_pending(c, 0);
+	sweep_pending(c, PENDING_SWEEP_NS);
 	while (k < n && fqp_opring_pop(c->ring, &out[k]))
 		k++;
 	return k;
+}
+
+void fqp_sweep(struct fqp_ctx *tok, int64_t older_than_ns)
+{
+	struct ctxi *c = ctx_of(tok);
+
+	if (c)
+		sweep_pending(c, older_than_ns);
 }
 
 int fqp_windows(struct fqp_ctx *tok, int reset, void (*cb)(const struct fqp_window_sample *, void *),
