@@ -30,12 +30,24 @@ enum {
 	EV_STOPPED
 };
 
+static inline uint32_t gs_gen(uint32_t v)
+{
+	return v >> 8;
+}
+
+static inline uint32_t gs_state(uint32_t v)
+{
+	return v & 0xff;
+}
+
 /* One event slot. The starter fills the plain fields before NCCL sees the
  * handle; other threads reach them through the handle (NCCL's ordering)
  * or through refs (a child's seq_cst increment). */
 struct ev {
-	_Atomic uint32_t gen; /* 24 bits, never 0 while live */
-	_Atomic uint32_t state;
+	/* generation (24 bits, never 0) << 8 | EV_*: one word, so a stop's
+	 * compare-and-swap checks the handle's generation and the state at
+	 * once (a stale handle cannot stop the slot's next event). */
+	_Atomic uint32_t gs;
 	_Atomic int32_t refs;         /* coll/p2p: self (until released) + children */
 	_Atomic int32_t self_held;    /* coll/p2p: the self reference not yet released */
 	_Atomic int32_t children;     /* proxyOps that joined */
@@ -115,7 +127,7 @@ static uint64_t ev_handle(const struct ctxi *c, uint32_t slot, uint32_t gen)
 static struct ev *ev_of(uint64_t h, struct ctxi **cp)
 {
 	struct ctxi *c;
-	uint32_t slot = (uint32_t)(h >> 24) & 0xffffff, gen = (uint32_t)h & 0xffffff;
+	uint32_t slot = (uint32_t)(h >> 24) & 0xffffff, gen = (uint32_t)h & 0xffffff, v;
 	struct ev *e;
 
 	if (!h || !gen)
@@ -126,8 +138,8 @@ static struct ev *ev_of(uint64_t h, struct ctxi **cp)
 	    slot >= c->npool)
 		return NULL;
 	e = &c->ev[slot];
-	if (atomic_load_explicit(&e->gen, memory_order_acquire) != gen ||
-	    atomic_load_explicit(&e->state, memory_order_acquire) == EV_FREE)
+	v = atomic_load_explicit(&e->gs, memory_order_acquire);
+	if (gs_gen(v) != gen || gs_state(v) == EV_FREE)
 		return NULL;
 	*cp = c;
 	return e;
@@ -159,10 +171,9 @@ static void win_add(struct ctxi *c, int kind, int dev, int sub, int64_t id, uint
 
 static void ev_free(struct ctxi *c, struct ev *e)
 {
-	uint32_t g = (atomic_load_explicit(&e->gen, memory_order_relaxed) + 1) & 0xffffff;
+	uint32_t g = (gs_gen(atomic_load_explicit(&e->gs, memory_order_relaxed)) + 1) & 0xffffff;
 
-	atomic_store_explicit(&e->gen, g ? g : 1, memory_order_relaxed);
-	atomic_store_explicit(&e->state, EV_FREE, memory_order_release);
+	atomic_store_explicit(&e->gs, (g ? g : 1) << 8 | EV_FREE, memory_order_release);
 	fqp_pool_push(&c->pool, (uint32_t)(e - c->ev));
 }
 
@@ -216,7 +227,7 @@ static void op_try_release_self(struct ctxi *c, struct ev *e)
 {
 	int32_t one = 1;
 
-	if (atomic_load(&e->state) == EV_STOPPED && atomic_load(&e->children) > 0 &&
+	if (gs_state(atomic_load(&e->gs)) == EV_STOPPED && atomic_load(&e->children) > 0 &&
 	    atomic_compare_exchange_strong(&e->self_held, &one, 0))
 		op_put(c, e);
 }
@@ -236,7 +247,7 @@ static uint64_t op_join(struct ctxi *c, void *parent)
 			return 0;
 	} while (!atomic_compare_exchange_weak(&p->refs, &r, r + 1));
 	/* Freed and reused between the look-up and the increment: undo. */
-	if (atomic_load(&p->gen) != ((uint64_t)(uintptr_t)parent & 0xffffff)) {
+	if (gs_gen(atomic_load(&p->gs)) != ((uint64_t)(uintptr_t)parent & 0xffffff)) {
 		op_put(c, p);
 		return 0;
 	}
@@ -330,8 +341,8 @@ int fqp_start(struct fqp_ctx *tok, void **handle, const struct fqp_event *d)
 	default:
 		break;
 	}
-	gen = atomic_load_explicit(&e->gen, memory_order_relaxed);
-	atomic_store_explicit(&e->state, EV_LIVE, memory_order_seq_cst);
+	gen = gs_gen(atomic_load_explicit(&e->gs, memory_order_relaxed));
+	atomic_store_explicit(&e->gs, gen << 8 | EV_LIVE, memory_order_seq_cst);
 	INC(c->n.started[d->type]);
 	*handle = (void *)(uintptr_t)ev_handle(c, slot, gen);
 	return 0;
@@ -380,12 +391,12 @@ static void stop_net(struct ctxi *c, struct ev *e, int64_t now)
 
 int fqp_stop(void *handle)
 {
-	uint32_t live = EV_LIVE;
+	uint32_t gen = (uint32_t)(uintptr_t)handle & 0xffffff, live = gen << 8 | EV_LIVE;
 	struct ctxi *c;
 	struct ev *e = ev_of((uint64_t)(uintptr_t)handle, &c);
 	int64_t now;
 
-	if (!e || !atomic_compare_exchange_strong(&e->state, &live, EV_STOPPED)) {
+	if (!e || !atomic_compare_exchange_strong(&e->gs, &live, gen << 8 | EV_STOPPED)) {
 		INC(gn.bad_handle); /* NULL, garbage, stopped twice, or after finalize */
 		return -EINVAL;
 	}
@@ -459,7 +470,7 @@ static void sweep_pending(struct ctxi *c, int64_t older_than)
 		struct ev *e = &c->ev[i];
 		int32_t one = 1;
 
-		if (atomic_load(&e->state) != EV_STOPPED ||
+		if (gs_state(atomic_load(&e->gs)) != EV_STOPPED ||
 		    (e->d.type != FQP_EV_COLL && e->d.type != FQP_EV_P2P) || atomic_load(&e->children) > 0 ||
 		    now - e->t_stop < older_than)
 			continue;
@@ -575,7 +586,7 @@ int fqp_init(struct fqp_ctx **out, const struct fqp_comm_info *ci, const struct 
 	atomic_fetch_add(&c->gen8, 1);
 	memset(c->ev, 0, (size_t)npool * sizeof(*c->ev));
 	for (unsigned i = 0; i < npool; i++)
-		atomic_store_explicit(&c->ev[i].gen, 1, memory_order_relaxed);
+		atomic_store_explicit(&c->ev[i].gs, 1u << 8 | EV_FREE, memory_order_relaxed);
 	fqp_pool_init(&c->pool, c->next, npool);
 	fqp_wintab_init(c->win);
 	fqp_opring_init(c->ring, nring);
