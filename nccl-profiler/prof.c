@@ -13,13 +13,14 @@
 #include "nccl-profiler/prof.h"
 #include "nccl-profiler/report.h"
 
-#define MAX_CTX          256
-#define DEFAULT_POOL     16384
-#define MAX_POOL         (1u << 22)
-#define DEFAULT_RING     4096
-#define MAX_RING         (1u << 20)
-#define CTX_TOKEN_MAGIC  0xfa00000000000000ull
-#define PENDING_SWEEP_NS (200 * 1000 * 1000LL) /* a stopped op no proxyOp joined: launch-only */
+#define MAX_CTX         256
+#define DEFAULT_POOL    16384
+#define MAX_POOL        (1u << 22)
+#define DEFAULT_RING    4096
+#define MAX_RING        (1u << 20)
+#define CTX_TOKEN_MAGIC 0xfa00000000000000ull
+/* A stopped op no proxyOp joined, none later either: launch-only after this. */
+#define PENDING_SWEEP_NS (10 * FQ_NSEC_PER_SEC)
 #define NCCL_INIT_FLAG   0x1
 
 _Static_assert(sizeof(void *) == 8, "handles encode 64 bits");
@@ -54,7 +55,11 @@ struct ev {
 	_Atomic int64_t child_end;    /* latest child end (raw ns) */
 	_Atomic uint64_t child_bytes; /* proxyOp: its steps' bytes */
 	_Atomic uint64_t trans;       /* proxyStep / v1..v3 proxyOp: bytes so far */
-	int64_t t_start, t_stop;
+	/* coll/p2p: its stop time while no proxyOp has joined. The sweep reads
+	 * only atomics: a slot's plain fields may be a new event's. */
+	_Atomic int64_t pending;
+	_Atomic int64_t start_at; /* t_start, for the sweep */
+	int64_t t_start;
 	uint64_t parent; /* encoded handle of the parent we counted on, or 0 */
 	struct fqp_event d;
 	uint64_t bytes; /* coll/p2p: count x type size */
@@ -73,6 +78,7 @@ struct ctxi {
 	struct ev *ev;
 	struct fqp_wintab *win;
 	struct fqp_opring *ring;
+	_Atomic int64_t joined_start; /* the latest start of an op a proxyOp joined */
 	struct {
 		_Atomic uint64_t started[FQP_EV_NTYPES], stopped[FQP_EV_NTYPES];
 		_Atomic uint64_t states, dropped_pool, dropped_windows, dropped_ops, unknown_type,
@@ -181,7 +187,8 @@ static void ev_free(struct ctxi *c, struct ev *e)
 static void op_complete(struct ctxi *c, struct ev *e)
 {
 	struct fqp_op_record r = {0};
-	int64_t end = e->t_stop, ce = atomic_load_explicit(&e->child_end, memory_order_acquire);
+	int64_t end = atomic_load(&e->pending),
+		ce = atomic_load_explicit(&e->child_end, memory_order_acquire);
 	int s1, s2;
 
 	if (atomic_load_explicit(&e->children, memory_order_acquire) > 0 && ce > 0)
@@ -252,6 +259,11 @@ static uint64_t op_join(struct ctxi *c, void *parent)
 		return 0;
 	}
 	atomic_fetch_add(&p->children, 1);
+	/* The proxy takes a communicator's ops in order: ops started before
+	 * this one that no proxyOp joined never will (see sweep_pending). */
+	int64_t js = atomic_load_explicit(&c->joined_start, memory_order_relaxed);
+	while (p->t_start > js && !atomic_compare_exchange_weak(&c->joined_start, &js, p->t_start))
+		;
 	op_try_release_self(c, p);
 	return (uint64_t)(uintptr_t)parent;
 }
@@ -302,7 +314,7 @@ int fqp_start(struct fqp_ctx *tok, void **handle, const struct fqp_event *d)
 	e = &c->ev[slot];
 	e->d = *d;
 	e->t_start = fq_now_ns();
-	e->t_stop = 0;
+	atomic_store_explicit(&e->start_at, e->t_start, memory_order_relaxed);
 	e->parent = 0;
 	e->bytes = 0;
 	atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
@@ -311,6 +323,7 @@ int fqp_start(struct fqp_ctx *tok, void **handle, const struct fqp_event *d)
 	atomic_store_explicit(&e->child_end, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->child_bytes, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->trans, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->pending, 0, memory_order_relaxed);
 	switch (d->type) {
 	case FQP_EV_COLL:
 	case FQP_EV_P2P:
@@ -401,12 +414,12 @@ int fqp_stop(void *handle)
 		return -EINVAL;
 	}
 	now = fq_now_ns();
-	e->t_stop = now;
 	switch (e->d.type) {
 	case FQP_EV_COLL:
 	case FQP_EV_P2P:
 		/* Enqueued, not done: the op ends with its last proxyOp, or
 		 * (none joined) at the sweep. */
+		atomic_store(&e->pending, now);
 		op_try_release_self(c, e);
 		return 0;
 	case FQP_EV_PROXY_OP:
@@ -459,20 +472,29 @@ int fqp_record(void *handle, int state, const struct fqp_state_args *a)
 
 /* ---- contexts ------------------------------------------------------------ */
 
-/* Stopped ops no proxyOp ever joined (no network activity, or their
- * proxyOps were dropped): completed at their stop time once older than
- * older_than (drain: PENDING_SWEEP_NS; finalize: 0). Off NCCL's paths. */
+/* Stopped colls and p2ps no proxyOp joined: intra-node only, or their
+ * proxyOps were dropped. NCCL's proxy takes a communicator's operations
+ * in order, so once a proxyOp joined an op started later, these never get
+ * one: they complete at their stop (launch-only). Otherwise they wait
+ * older_than (drain: PENDING_SWEEP_NS; finalize: 0), as a proxy may lag
+ * far behind the enqueue. Reads only atomics (the plain fields may be a
+ * new event's) and re-checks the slot's word. Off NCCL's paths. */
 static void sweep_pending(struct ctxi *c, int64_t older_than)
 {
-	int64_t now = fq_now_ns();
+	int64_t now = fq_now_ns(), joined = atomic_load(&c->joined_start);
 
 	for (unsigned i = 0; i < c->npool; i++) {
 		struct ev *e = &c->ev[i];
+		uint32_t v = atomic_load(&e->gs);
 		int32_t one = 1;
+		int64_t since, start;
 
-		if (gs_state(atomic_load(&e->gs)) != EV_STOPPED ||
-		    (e->d.type != FQP_EV_COLL && e->d.type != FQP_EV_P2P) || atomic_load(&e->children) > 0 ||
-		    now - e->t_stop < older_than)
+		if (gs_state(v) != EV_STOPPED)
+			continue;
+		since = atomic_load(&e->pending);
+		start = atomic_load(&e->start_at);
+		if (since == 0 || atomic_load(&e->children) > 0 ||
+		    (now - since < older_than && start >= joined) || atomic_load(&e->gs) != v)
 			continue;
 		if (atomic_compare_exchange_strong(&e->self_held, &one, 0))
 			op_put(c, e);
@@ -591,6 +613,7 @@ int fqp_init(struct fqp_ctx **out, const struct fqp_comm_info *ci, const struct 
 	fqp_wintab_init(c->win);
 	fqp_opring_init(c->ring, nring);
 	memset(&c->n, 0, sizeof(c->n));
+	atomic_store(&c->joined_start, 0);
 	c->ci = ci ? *ci : (struct fqp_comm_info){0};
 	c->name[0] = 0;
 	if (ci && ci->comm_name)

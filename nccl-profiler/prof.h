@@ -161,10 +161,11 @@ int fqp_record(void *handle, int state, const struct fqp_state_args *a);
 /* Readers (the telemetry side, tests): never on NCCL's paths. */
 int fqp_counts(struct fqp_ctx *ctx, struct fqp_counts *out);
 void fqp_global_counts(struct fqp_global_counts *out);
-/* Complete the stopped colls and p2ps no proxyOp joined (no network
- * activity, or their proxyOps were dropped) that stopped at least
- * older_than_ns ago (0: all), at their stop time. fqp_drain_ops sweeps
- * those older than 200 ms, finalize all of them. */
+/* Complete, at their stop time, the stopped colls and p2ps no proxyOp
+ * joined (no network activity, or their proxyOps were dropped) that
+ * started before an op a proxyOp did join (NCCL's proxy goes in order),
+ * or stopped at least older_than_ns ago (0: all). fqp_drain_ops sweeps
+ * with 10 s, finalize with 0. */
 void fqp_sweep(struct fqp_ctx *ctx, int64_t older_than_ns);
 /* Take up to n finished op records, oldest first; returns how many. */
 size_t fqp_drain_ops(struct fqp_ctx *ctx, struct fqp_op_record *out, size_t n);
