@@ -193,7 +193,7 @@ static void op_complete(struct ctxi *c, struct ev *e)
 
 	if (atomic_load_explicit(&e->children, memory_order_acquire) > 0 && ce > 0)
 		end = ce; /* the network's last proxyOp, not the enqueue */
-	r.comm_hash = c->ci.comm_hash;
+	r.comm_hash = e->d.comm_hash ? e->d.comm_hash : c->ci.comm_hash;
 	r.seq = e->d.seq;
 	r.is_p2p = e->d.type == FQP_EV_P2P;
 	r.func = e->d.func;

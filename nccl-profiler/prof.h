@@ -74,6 +74,7 @@ struct fqp_event {
 	void *parent; /* NCCL's parentObj: a handle this plugin returned, or NULL */
 	int rank;
 	uint64_t seq;
+	uint64_t comm_hash;    /* v1..v3 give it per coll/p2p (0: the context's) */
 	int func, algo, proto; /* FQP_FUNC_*, FQP_ALGO_*, FQP_PROTO_* */
 	size_t count;
 	unsigned type_size; /* bytes per element; 0: unknown */
@@ -86,7 +87,8 @@ struct fqp_event {
 	int step;
 	/* netPlugin */
 	enum fqp_net_kind net;
-	int dev, qpn, opcode, fd;
+	int dev, qpn, fd;
+	int opcode; /* IB: ibv_wr_opcode; socket: 0 send, 1 recv */
 	uint64_t length;
 	/* CE batch */
 	uint64_t total_bytes;

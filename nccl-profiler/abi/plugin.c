@@ -162,6 +162,7 @@ static ncclResult_t v1_start(void *ctx, void **h, ncclProfilerEventDescr_v1_t *d
 	COMMON_OF(&e, d);
 	if (e.type == FQP_EV_COLL) {
 		e.seq = d->coll.seqNumber;
+		e.comm_hash = d->coll.commHash;
 		e.func = fqp_func_from_v1(d->coll.func);
 		e.count = d->coll.count;
 		e.root = d->coll.root;
@@ -170,6 +171,7 @@ static ncclResult_t v1_start(void *ctx, void **h, ncclProfilerEventDescr_v1_t *d
 		e.algo = fqp_algo_from_v1(d->coll.algo);
 		e.proto = fqp_proto_from_v1(d->coll.proto);
 	} else if (e.type == FQP_EV_P2P) {
+		e.comm_hash = d->p2p.commHash;
 		e.func = fqp_func_from_v1(d->p2p.func);
 		e.count = d->p2p.count;
 		e.peer = d->p2p.peer;
@@ -240,9 +242,11 @@ static ncclResult_t v2_start(void *ctx, void **h, ncclProfilerEventDescr_v2_t *d
 	COMMON_OF(&e, d);
 	if (e.type == FQP_EV_COLL) {
 		COLL_STR_OF(&e, d->coll);
+		e.comm_hash = d->coll.commHash;
 		e.nchannels = d->coll.nMaxChannels;
 	} else if (e.type == FQP_EV_P2P) {
 		P2P_STR_OF(&e, d->p2p);
+		e.comm_hash = d->p2p.commHash;
 	}
 	return start(ctx, h, &e);
 }
@@ -256,9 +260,11 @@ static ncclResult_t v3_start(void *ctx, void **h, ncclProfilerEventDescr_v3_t *d
 	COMMON_OF(&e, d);
 	if (e.type == FQP_EV_COLL) {
 		COLL_STR_OF(&e, d->coll);
+		e.comm_hash = d->coll.commHash;
 		e.nchannels = d->coll.nMaxChannels;
 	} else if (e.type == FQP_EV_P2P) {
 		P2P_STR_OF(&e, d->p2p);
+		e.comm_hash = d->p2p.commHash;
 	} else if (e.type == FQP_EV_KERNEL_CH) {
 		e.channel = d->kernelCh.channelId;
 	} else if (e.type == FQP_EV_NET) {

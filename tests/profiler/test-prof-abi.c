@@ -59,7 +59,7 @@ static struct fqp_window_sample win(void *ctx, int kind, int64_t id, int *n)
 }
 
 /* The checks every version shares, after its sequence ran. */
-static void check_common(int v, void *ctx, int has_net, uint64_t step_bytes, int has_algo)
+static void check_common(int v, void *ctx, int has_net, uint64_t step_bytes, int has_algo, uint64_t hash)
 {
 	struct fqp_op_record r[4];
 	struct fqp_window_sample w;
@@ -82,11 +82,14 @@ static void check_common(int v, void *ctx, int has_net, uint64_t step_bytes, int
 			ok(1, "v%d: (no algorithm in this version)", v);
 		ok(r[0].end_ns >= r[0].start_ns && !r[0].synchronised,
 		   "v%d: coll: end after start, raw clock (no agent page here)", v);
+		ok(r[0].comm_hash == hash && r[1].comm_hash == hash,
+		   "v%d: communicator %llx (v1..v3: the descriptor's, later: init's) (%llx)", v,
+		   (unsigned long long)hash, (unsigned long long)r[0].comm_hash);
 		ok(r[1].is_p2p && r[1].func == FQP_FUNC_SEND && r[1].peer == 5 && r[1].bytes == 24,
 		   "v%d: p2p: Send to 5, 3 x int64 = 24 bytes (func %d peer %d bytes %llu)", v, r[1].func,
 		   r[1].peer, (unsigned long long)r[1].bytes);
 	} else {
-		skip(4, "records missing");
+		skip(5, "records missing");
 	}
 	w = win(ctx, FQP_W_PROXY_SEND, 3, &k);
 	ok(k == 1 && w.count == 1 && w.bytes == 4000,
@@ -181,6 +184,7 @@ static void test_v1(void)
 	ncclProfiler_v1.startEvent(ctx, &g, &d);
 	d = (ncclProfilerEventDescr_v1_t){.type = ncclProfileColl, .parentObj = g};
 	d.coll.seqNumber = 42;
+	d.coll.commHash = 0x5eed;
 	d.coll.func = 4; /* ncclFuncAllReduce in 2.23 */
 	d.coll.count = 1000;
 	d.coll.datatype = 7; /* ncclFloat32 */
@@ -191,6 +195,7 @@ static void test_v1(void)
 	ncclProfiler_v1.stopEvent(g);
 	d = (ncclProfilerEventDescr_v1_t){.type = ncclProfileP2p};
 	d.p2p.func = 6; /* Send */
+	d.p2p.commHash = 0x5eed;
 	d.p2p.count = 3;
 	d.p2p.datatype = 4; /* ncclInt64 */
 	d.p2p.peer = 5;
@@ -199,7 +204,7 @@ static void test_v1(void)
 	PROXY_SEQ(ncclProfiler_v1, ncclProfilerEventDescr_v1_t, ncclProfilerEventStateArgs_v1_t, c, 0, 1,
 		  NO_NET);
 	P2P_PROXY(ncclProfiler_v1, ncclProfilerEventDescr_v1_t, p);
-	check_common(1, ctx, 0, 0, 1);
+	check_common(1, ctx, 0, 0, 1, 0x5eed);
 	ncclProfiler_v1.finalize(ctx);
 }
 
@@ -215,6 +220,7 @@ static void test_v1(void)
 		(T).startEvent(ctx, &g, &d);                                                                 \
 		d = (D){.type = ncclProfileColl, .parentObj = g};                                            \
 		d.coll.seqNumber = 42;                                                                       \
+		d.coll.commHash = 0x5eed;                                                                    \
 		d.coll.func = "AllReduce";                                                                   \
 		d.coll.count = 1000;                                                                         \
 		d.coll.datatype = "ncclFloat32";                                                             \
@@ -224,6 +230,7 @@ static void test_v1(void)
 		(T).stopEvent(c);                                                                            \
 		(T).stopEvent(g);                                                                            \
 		d = (D){.type = ncclProfileP2p};                                                             \
+		d.p2p.commHash = 0x5eed;                                                                     \
 		d.p2p.func = "Send";                                                                         \
 		d.p2p.count = 3;                                                                             \
 		d.p2p.datatype = "ncclInt64";                                                                \
@@ -232,7 +239,7 @@ static void test_v1(void)
 		(T).stopEvent(p);                                                                            \
 		PROXY_SEQ(T, D, A, c, has_net, 1, SETNET);                                                   \
 		P2P_PROXY(T, D, p);                                                                          \
-		check_common(v, ctx, has_net, 0, 1);                                                         \
+		check_common(v, ctx, has_net, 0, 1, 0x5eed);                                                 \
 		(T).finalize(ctx);                                                                           \
 	} while (0)
 
@@ -281,7 +288,7 @@ static void test_v4(void)
 	PROXY_SEQ(ncclProfiler_v4, ncclProfilerEventDescr_v4_t, ncclProfilerEventStateArgs_v4_t, c, 1, 0,
 		  SET_NET);
 	P2P_PROXY(ncclProfiler_v4, ncclProfilerEventDescr_v4_t, p);
-	check_common(4, ctx, 1, 4000, 1);
+	check_common(4, ctx, 1, 4000, 1, 0xabcdef);
 	ncclProfiler_v4.finalize(ctx);
 }
 
@@ -332,7 +339,7 @@ static void test_v4(void)
 		(T).stopEvent(ga);                                                                           \
 		PROXY_SEQ(T, D, A, c, 1, 0, SET_NET);                                                        \
 		P2P_PROXY(T, D, p);                                                                          \
-		check_common(v, ctx, 1, 4000, 1);                                                            \
+		check_common(v, ctx, 1, 4000, 1, 0x1234);                                                    \
 		fqp_counts(ctx, &n);                                                                         \
 		ok(n.stopped[FQP_EV_GROUP_API] == 1 && n.stopped[FQP_EV_COLL_API] == 1 &&                    \
 		       n.stopped[FQP_EV_P2P_API] == 1 && n.stopped[FQP_EV_GROUP] == 1,                       \
