@@ -71,6 +71,7 @@ struct ctxi {
 	unsigned idx, npool, nring;
 	struct fqp_comm_info ci;
 	char name[64];
+	char clock_path[256];
 	ncclDebugLogger_t logfn;
 	struct fq_clock_page_reader *clock;
 	struct fqp_pool pool;
@@ -620,10 +621,17 @@ int fqp_init(struct fqp_ctx **out, const struct fqp_comm_info *ci, const struct 
 		strncat(c->name, ci->comm_name, sizeof(c->name) - 1);
 	c->ci.comm_name = c->name;
 	c->logfn = cfg->logfn;
+	/* A reused context keeps its page mapped if it is the same file. */
+	page = cfg->clock_page ? cfg->clock_page : getenv("FABRICIQ_CLOCK_PAGE");
+	page = page && *page ? page : "/run/fabriciq/clock";
+	if (c->clock && strcmp(c->clock_path, page) != 0) {
+		fq_clock_page_reader_close(c->clock);
+		c->clock = NULL;
+	}
 	if (!c->clock) {
-		page = cfg->clock_page ? cfg->clock_page : getenv("FABRICIQ_CLOCK_PAGE");
-		if (fq_clock_page_reader_open(page ? page : "/run/fabriciq/clock", &c->clock) < 0)
+		if (fq_clock_page_reader_open(page, &c->clock) < 0)
 			c->clock = NULL;
+		snprintf(c->clock_path, sizeof(c->clock_path), "%s", page);
 	}
 	if (c->logfn)
 		c->logfn(NCCL_LOG_INFO, NCCL_INIT_FLAG, __FILE__, __LINE__,

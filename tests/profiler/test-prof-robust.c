@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+#include "common/clock_page.h"
 #include "nccl-profiler/abi/profiler_v4.h"
 #include "nccl-profiler/abi/profiler_v6.h"
 #include "nccl-profiler/prof.h"
@@ -432,6 +434,50 @@ static void test_two_threads(void)
 	ncclProfiler_v6.finalize(p.ctx);
 }
 
+/* With the agent's clock page, records are on the global timeline (the
+ * page's offset applied) and say so; a stale page: raw, unsynchronised. */
+static void test_clock_page(void)
+{
+	char path[] = "/tmp/fq-prof-clockXXXXXX";
+	int fd = mkstemp(path);
+	struct fq_clock_page_writer *w = NULL;
+	struct fq_clock_model m = {.clock_id = CLOCK_MONOTONIC_RAW, .offset_ns = 5 * FQ_NSEC_PER_SEC};
+	struct fqp_config cfg = {.pool_events = 64, .clock_page = path};
+	struct fqp_event e = {.type = FQP_EV_COLL, .count = 4, .type_size = 4};
+	struct fqp_op_record r;
+	struct fqp_ctx *pc;
+	int64_t t0, t1;
+	void *h;
+
+	if (fd < 0 || fq_clock_page_writer_open(path, &w) < 0) {
+		skip(3, "cannot write a clock page in /tmp");
+		return;
+	}
+	close(fd);
+	m.ref_local_ns = fq_now_ns();
+	m.valid_until_ns = m.ref_local_ns + 60 * FQ_NSEC_PER_SEC;
+	fq_clock_page_publish(w, &m);
+	ok(fqp_init(&pc, NULL, &cfg) == 0, "init with the agent's clock page");
+	t0 = fq_now_ns();
+	fqp_start(pc, &h, &e);
+	fqp_stop(h);
+	t1 = fq_now_ns();
+	fqp_sweep(pc, 0);
+	ok(fqp_drain_ops(pc, &r, 1) == 1 && r.synchronised && r.start_ns >= t0 + m.offset_ns &&
+	       r.end_ns <= t1 + m.offset_ns && r.end_ns >= r.start_ns,
+	   "a record on the page's timeline: raw time + 5 s, synchronised");
+	m.valid_until_ns = fq_now_ns() - 1; /* the agent stopped publishing */
+	fq_clock_page_publish(w, &m);
+	fqp_start(pc, &h, &e);
+	fqp_stop(h);
+	fqp_sweep(pc, 0);
+	ok(fqp_drain_ops(pc, &r, 1) == 1 && !r.synchronised && r.start_ns < t1 + FQ_NSEC_PER_SEC,
+	   "a stale page: raw monotonic time, unsynchronised");
+	fqp_finalize(pc);
+	fq_clock_page_writer_close(w);
+	unlink(path);
+}
+
 /* v4's init and states through the same core. */
 static void test_v4_states(void)
 {
@@ -464,6 +510,7 @@ int main(void)
 	test_memory();
 	test_threads();
 	test_two_threads();
+	test_clock_page();
 	test_v4_states();
 	return done_testing();
 }
