@@ -12,7 +12,7 @@ NET="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 PROF="$(cd "$top_builddir" && pwd)/nccl-profiler/.libs/libnccl-profiler-fabriciq.so"
 [ -x "$CB" ] && [ -f "$NET" ] && [ -f "$PROF" ] || skip_all "collbench, net plugin or profiler not built"
 export FABRICIQ_IFACES=lo FABRICIQ_CLOCK_PAGE=/nonexistent FABRICIQ_TELEMETRY=0
-plan 32
+plan 35
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -94,6 +94,23 @@ if run2 --coll alltoall -b 64 -e 64K -f 32 -n $IT -w $WU --profiler-abi 5; then
 	check 1 "v5 alltoall" $A $((A * 2)) $((A * 2)) $((A * 2))
 else
 	ok 1 "alltoall"; skip "no run"
+fi
+# The IB transport's events instead: one QP event per request; a send's
+# carries its length, a receive's none (as NCCL's); QP 0x100 + connection.
+S=$(nsizes 4096 65536 16); IT=2; WU=1
+OPS=$((S * (IT + WU)))
+if run2 --coll allreduce -b 4K -e 64K -f 16 -n $IT -w $WU --profiler-net ib; then
+	ok 0 "allreduce with IB QP events through ncclProfiler_v6"
+	check 0 "v6 allreduce, IB events" $OPS $((OPS * 2)) $((OPS * 4)) $((OPS * 4))
+	ib=$(field "$tmp/dump0" profiler net_ib) sk=$(field "$tmp/dump0" profiler net_sock)
+	# rank 0 sends to rank 1 on connection 2 (QP 0x102), receives on 3 (0x103)
+	sendq=$(awk '/^window kind=net_ib/ && / id=258 / && / sub=1 / { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "count") c = kv[2]; if (kv[1] == "bytes") b = kv[2] } } END { print c + 0, b + 0 }' "$tmp/dump0")
+	recvq=$(awk '/^window kind=net_ib/ && / id=259 / { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "count") c = kv[2]; if (kv[1] == "bytes") b = kv[2] } } END { print c + 0, b + 0 }' "$tmp/dump0")
+	want_b=0; for ((sz = 4096; sz <= 65536; sz *= 16)); do want_b=$((want_b + (IT + WU) * sz)); done
+	[ "$ib" = $((OPS * 4)) ] && [ "$sk" = 0 ] && [ "$sendq" = "$((OPS * 2)) $want_b" ] && [ "$recvq" = "$((OPS * 2)) 0" ]
+	ok $? "IB QP windows: $ib QP events, none socket; QP 0x102 sends $((OPS * 2)) WRs, $want_b bytes; QP 0x103 receives $((OPS * 2)), length 0 (send $sendq, recv $recvq)"
+else
+	ok 1 "allreduce with IB events"; skip "no run"; skip "no run"
 fi
 err=$("$CB" -p "$NET" --profiler /nonexistent/prof.so --rank 0 --nranks 1 2>&1); rc=$?
 [ $rc -ne 0 ] && grep -q "cannot load profiler" <<<"$err"

@@ -40,6 +40,7 @@ struct opts {
 	int timeline_ms;      /* 0: off */
 	const char *profiler; /* a profiler plugin to drive beside the net plugin */
 	int profiler_abi;     /* 0: the newest it exports */
+	int profiler_net;     /* enum profdrv_net */
 };
 
 /* The profiler runtime, when --profiler is given (one per process). */
@@ -74,6 +75,8 @@ static void usage(FILE *f)
 	    "                           runs the transfers); each rank prints a '# profiler' line at the "
 	    "end\n"
 	    "      --profiler-abi N     use ncclProfiler_vN, 1..6 (default: the newest exported)\n"
+	    "      --profiler-net socket|ib  the transport events each request gets, as NCCL's socket\n"
+	    "                           or IB transport sends them (default socket)\n"
 	    "  -h, --help\n"
 	    "  -V, --version\n"
 	    "The short options are nccl-tests' (-b -e -f -n -w -c); its per-collective binaries are\n"
@@ -179,7 +182,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		O_COLL,
 		O_DEV,
 		O_PROF,
-		O_PROF_ABI
+		O_PROF_ABI,
+		O_PROF_NET
 	};
 	static const struct option lo[] = {
 	    {"plugin", 1, 0, 'p'},
@@ -200,6 +204,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"timeline", 1, 0, O_TIMELINE},
 	    {"profiler", 1, 0, O_PROF},
 	    {"profiler-abi", 1, 0, O_PROF_ABI},
+	    {"profiler-net", 1, 0, O_PROF_NET},
 	    {"help", 0, 0, 'h'},
 	    {"version", 0, 0, 'V'},
 	    {0, 0, 0, 0},
@@ -273,6 +278,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_PROF:
 			o->profiler = optarg;
+			break;
+		case O_PROF_NET:
+			bad = strcmp(optarg, "socket") != 0 && strcmp(optarg, "ib") != 0;
+			o->profiler_net = strcmp(optarg, "ib") == 0 ? PROFDRV_NET_IB : PROFDRV_NET_SOCKET;
 			break;
 		case O_PROF_ABI:
 			bad =
@@ -652,8 +661,8 @@ int main(int argc, char **argv)
 
 		for (const char *c = o.bootstrap ? o.bootstrap : ""; *c; c++)
 			h = (h ^ (unsigned char)*c) * 1099511628211ull;
-		if (profrun_open(o.profiler, o.profiler_abi, h, o.rank, o.nranks, m, plugin_log, &prof, err,
-				 sizeof(err)) < 0) {
+		if (profrun_open(o.profiler, o.profiler_abi, (enum profdrv_net)o.profiler_net, h, o.rank,
+				 o.nranks, m, plugin_log, &prof, err, sizeof(err)) < 0) {
 			die("%s", err);
 			goto out;
 		}

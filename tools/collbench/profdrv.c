@@ -23,6 +23,7 @@ struct profdrv {
 	const char *name;
 	void *ctx;
 	int inited, mask;
+	enum profdrv_net net;
 	pid_t pid;
 	/* The application thread's current operation. */
 	void *group, *group_api, *op_api, *task;
@@ -81,6 +82,11 @@ void profdrv_close(struct profdrv *p)
 	/* No dlclose: NCCL keeps a plugin loaded while a communicator may
 	 * still call it, and a run ends with the process. */
 	free(p);
+}
+
+void profdrv_set_net(struct profdrv *p, enum profdrv_net net)
+{
+	p->net = net;
 }
 
 int profdrv_version(const struct profdrv *p)
@@ -457,11 +463,12 @@ void *profdrv_proxy_op_start(struct profdrv *p, void *task, int channel, int pee
 	return h;
 }
 
-void *profdrv_step_post(struct profdrv *p, void *op, int step, int is_send, size_t len, size_t posted, int fd,
-			void **net)
+void *profdrv_step_post(struct profdrv *p, void *op, int step, int is_send, size_t len, size_t posted,
+			int conn, void **net)
 {
 	descr_t d = {.type = ncclProfileProxyStep, .parentObj = op};
 	ncclProfilerNetSockDescr_v1_t sock = {.type = ncclProfileSocket};
+	ncclProfilerNetIbDescr_v1_t ib = {.type = ncclProfileQp};
 	void *h = NULL;
 
 	*net = NULL;
@@ -480,14 +487,25 @@ void *profdrv_step_post(struct profdrv *p, void *op, int step, int is_send, size
 		if (is_send)
 			profdrv_record_raw(p, h, ncclProfilerProxyStepSendWait, len, 0);
 	}
-	/* The socket transport's event, from the thread moving the bytes. */
+	/* The transport's event: the socket transport's from the thread
+	 * moving the bytes, the IB transport's when it posts the request. */
 	if (p->version >= 3 && want(p, ncclProfileNetPlugin) && h) {
 		d = (descr_t){.type = ncclProfileNetPlugin, .parentObj = h};
-		sock.sock.fd = fd;
-		sock.sock.op = is_send ? 0 : 1;
-		sock.sock.length = len;
-		d.netPlugin.id = (int64_t)(NCCL_PROFILER_NET_TYPE_SOCK | 1);
-		d.netPlugin.data = &sock; /* valid during the call only, as in NCCL */
+		if (p->net == PROFDRV_NET_IB) {
+			ib.qp.device = 0;
+			ib.qp.wr_id = (uint64_t)step;
+			ib.qp.qpNum = 0x100 + conn;
+			ib.qp.opcode = is_send ? 1 : 0; /* IBV_WR_RDMA_WRITE_WITH_IMM; a receive sets none */
+			ib.qp.length = is_send ? len : 0;
+			d.netPlugin.id = (int64_t)(NCCL_PROFILER_NET_TYPE_IB | 1);
+			d.netPlugin.data = &ib;
+		} else {
+			sock.sock.fd = conn;
+			sock.sock.op = is_send ? 0 : 1;
+			sock.sock.length = len;
+			d.netPlugin.id = (int64_t)(NCCL_PROFILER_NET_TYPE_SOCK | 1);
+			d.netPlugin.data = &sock; /* valid during the call only, as in NCCL */
+		}
 		profdrv_start_raw(p, net, &d);
 		atomic_fetch_add(&p->n.net, *net != NULL);
 	}

@@ -66,10 +66,20 @@ void profdrv_op_enqueued(struct profdrv *p);
 /* Proxy thread. */
 void *profdrv_proxy_op_start(struct profdrv *p, void *task, int channel, int peer, int nsteps, int chunk,
 			     int is_send);
+/* Which transport's events the driver sends for a request (v3+): NCCL's
+ * socket transport's (one per task) or its IB transport's (one per work
+ * request on a QP; a receive's carries no opcode nor length, as NCCL's). */
+enum profdrv_net {
+	PROFDRV_NET_SOCKET = 0,
+	PROFDRV_NET_IB
+};
+void profdrv_set_net(struct profdrv *p, enum profdrv_net net);
+
 /* One network transfer of len bytes: the step starts and reaches its
- * posted state; a socket netPlugin event (v3+) starts. *net is its handle. */
+ * posted state; a netPlugin event (v3+) starts, for the connection conn
+ * (a socket's fd, or QP 0x100 + conn). *net is its handle. */
 void *profdrv_step_post(struct profdrv *p, void *op, int step, int is_send, size_t len,
-			size_t op_bytes_posted, int fd, void **net);
+			size_t op_bytes_posted, int conn, void **net);
 /* The transfer completed: the net event stops, the step's last states,
  * the step stops. */
 void profdrv_step_done(struct profdrv *p, void *op, void *step, void *net, int is_send, size_t len,

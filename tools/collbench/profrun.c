@@ -115,8 +115,8 @@ static void *proxy_main(void *arg)
 	return NULL;
 }
 
-int profrun_open(const char *path, int abi, uint64_t comm_hash, int rank, int nranks, struct mesh *m,
-		 ncclDebugLogger_t logfn, struct profrun **out, char *err, size_t errlen)
+int profrun_open(const char *path, int abi, enum profdrv_net net, uint64_t comm_hash, int rank, int nranks,
+		 struct mesh *m, ncclDebugLogger_t logfn, struct profrun **out, char *err, size_t errlen)
 {
 	struct profrun *r = calloc(1, sizeof(*r));
 
@@ -129,6 +129,7 @@ int profrun_open(const char *path, int abi, uint64_t comm_hash, int rank, int nr
 		free(r);
 		return -1;
 	}
+	profdrv_set_net(r->d, net);
 	if (profdrv_init(r->d, comm_hash, "collbench", nranks, nranks, rank, logfn) != ncclSuccess)
 		fprintf(stderr,
 			"fabriciq-collbench: profiler init failed: going on without it, as NCCL does\n");

@@ -20,11 +20,12 @@
 
 struct profrun;
 
-/* Load the plugin (abi 0: the newest it exports), init it as rank of
+/* Load the plugin (abi 0: the newest it exports; net: which transport's
+ * events a request gets), init it as rank of
  * nranks in communicator comm_hash, start the proxy thread and hook the
  * mesh. 0, or -1 with a one-line reason in err. */
-int profrun_open(const char *path, int abi, uint64_t comm_hash, int rank, int nranks, struct mesh *m,
-		 ncclDebugLogger_t logfn, struct profrun **out, char *err, size_t errlen);
+int profrun_open(const char *path, int abi, enum profdrv_net net, uint64_t comm_hash, int rank, int nranks,
+		 struct mesh *m, ncclDebugLogger_t logfn, struct profrun **out, char *err, size_t errlen);
 /* Run fn(arg) on the proxy thread as operation op; nxfers: the transfers
  * each connection makes in it (a proxyOp's nSteps is that times the
  * first transfer's requests). Returns fn's result. */
