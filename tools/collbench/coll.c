@@ -14,6 +14,7 @@ struct mesh {
 	double timeout_s;
 	void **send; /* [peer] */
 	void **recv;
+	const struct coll_hooks *hooks;
 	char err[256];
 };
 
@@ -31,6 +32,9 @@ struct xfer {
 	size_t off[COLL_WINDOW], len[COLL_WINDOW];
 	int head, inflight;
 	float *reduce_dst;
+	int peer, conn; /* conn: the connection's index, for the hooks */
+	int ended, step;
+	void *hx, *hreq[COLL_WINDOW], *hnet[COLL_WINDOW];
 };
 
 static double now_s(void)
@@ -39,6 +43,11 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void mesh_set_hooks(struct mesh *m, const struct coll_hooks *h)
+{
+	m->hooks = h;
 }
 
 const char *mesh_error(const struct mesh *m)
@@ -68,6 +77,13 @@ static int xfer_post(struct mesh *m, struct xfer *x)
 		}
 		if (!req)
 			return 0; /* the plugin is full: retry later, as NCCL does */
+		if (m->hooks && !x->started)
+			x->hx = m->hooks->xfer_begin(
+			    m->hooks->arg, x->peer, x->is_send, x->bytes,
+			    x->bytes ? (int)((x->bytes + COLL_SLICE - 1) / COLL_SLICE) : 1);
+		if (m->hooks)
+			x->hreq[slot] = m->hooks->req_posted(m->hooks->arg, x->hx, x->step++, x->is_send, len,
+							     x->posted + len, x->conn, &x->hnet[slot]);
 		x->reqs[slot] = req;
 		x->off[slot] = x->posted;
 		x->len[slot] = len;
@@ -106,8 +122,15 @@ static int xfer_test(struct mesh *m, struct xfer *x)
 			reduce_slice((float *)((char *)x->reduce_dst + x->off[slot]),
 				     (const float *)(x->buf + x->off[slot]), x->len[slot]);
 		x->completed += x->len[slot];
+		if (m->hooks)
+			m->hooks->req_done(m->hooks->arg, x->hx, x->hreq[slot], x->hnet[slot], x->is_send,
+					   x->len[slot], x->completed);
 		x->head = (x->head + 1) % COLL_WINDOW;
 		x->inflight--;
+	}
+	if (m->hooks && xfer_done(x) && !x->ended) {
+		m->hooks->xfer_end(m->hooks->arg, x->hx);
+		x->ended = 1;
 	}
 	return 0;
 }
@@ -263,9 +286,13 @@ int coll_allreduce(struct mesh *m, const float *send, float *recv, float *tmp, s
 		struct xfer x[2] = {
 		    {.comm = m->send[next],
 		     .is_send = 1,
+		     .peer = next,
+		     .conn = 2 * next,
 		     .buf = (char *)(recv + PART_OFF(sp)),
 		     .bytes = PART_LEN(sp) * sizeof(float)},
 		    {.comm = m->recv[prev],
+		     .peer = prev,
+		     .conn = 2 * prev + 1,
 		     .buf = (char *)((reduce ? tmp : recv) + PART_OFF(rp)),
 		     .bytes = PART_LEN(rp) * sizeof(float),
 		     .reduce_dst = reduce ? recv + PART_OFF(rp) : NULL},
@@ -295,29 +322,38 @@ int coll_alltoall(struct mesh *m, const char *send, char *recv, size_t bytes_per
 			continue;
 		x[k++] = (struct xfer){.comm = m->send[p],
 				       .is_send = 1,
+				       .peer = p,
+				       .conn = 2 * p,
 				       .buf = (char *)send + (size_t)p * bytes_per_rank,
 				       .bytes = bytes_per_rank};
-		x[k++] = (struct xfer){
-		    .comm = m->recv[p], .buf = recv + (size_t)p * bytes_per_rank, .bytes = bytes_per_rank};
+		x[k++] = (struct xfer){.comm = m->recv[p],
+				       .peer = p,
+				       .conn = 2 * p + 1,
+				       .buf = recv + (size_t)p * bytes_per_rank,
+				       .bytes = bytes_per_rank};
 	}
 	rc = xfer_run(m, x, k);
 	free(x);
 	return rc;
 }
 
-int coll_pingpong(struct mesh *m, char *buf, size_t bytes)
+int coll_pingpong_half(struct mesh *m, char *buf, size_t bytes, int back)
 {
-	struct xfer there, back;
+	int peer = 1 - m->rank, is_send = (m->rank == 0) != !!back;
+	struct xfer x;
 
 	if (m->rank > 1 || m->nranks < 2)
 		return 0;
-	there = (struct xfer){.comm = m->rank == 0 ? m->send[1] : m->recv[0],
-			      .is_send = m->rank == 0,
-			      .buf = buf,
-			      .bytes = bytes};
-	back = (struct xfer){.comm = m->rank == 0 ? m->recv[1] : m->send[0],
-			     .is_send = m->rank == 1,
-			     .buf = buf,
-			     .bytes = bytes};
-	return xfer_run(m, &there, 1) < 0 || xfer_run(m, &back, 1) < 0 ? -1 : 0;
+	x = (struct xfer){.comm = is_send ? m->send[peer] : m->recv[peer],
+			  .is_send = is_send,
+			  .peer = peer,
+			  .conn = 2 * peer + !is_send,
+			  .buf = buf,
+			  .bytes = bytes};
+	return xfer_run(m, &x, 1);
+}
+
+int coll_pingpong(struct mesh *m, char *buf, size_t bytes)
+{
+	return coll_pingpong_half(m, buf, bytes, 0) < 0 || coll_pingpong_half(m, buf, bytes, 1) < 0 ? -1 : 0;
 }

@@ -18,6 +18,7 @@
 #include "tools/collbench/bootstrap.h"
 #include "tools/collbench/coll.h"
 #include "tools/collbench/netdrv.h"
+#include "tools/collbench/profrun.h"
 
 enum coll_kind {
 	COLL_ALLREDUCE,
@@ -36,8 +37,15 @@ struct opts {
 	int dev, abi;
 	int json, check;
 	double timeout_s;
-	int timeline_ms; /* 0: off */
+	int timeline_ms;      /* 0: off */
+	const char *profiler; /* a profiler plugin to drive beside the net plugin */
+	int profiler_abi;     /* 0: the newest it exports */
+	int profiler_net;     /* enum profdrv_net */
 };
+
+/* The profiler runtime, when --profiler is given (one per process). */
+static struct profrun *prof;
+static uint64_t prof_seq;
 
 static const char *const coll_names[] = {"allreduce", "alltoall", "pingpong"};
 
@@ -63,6 +71,12 @@ static void usage(FILE *f)
 	    "                           print '# timeline T_S BUSBW_GBPS ITERS WRONG UNIX_S' every MS ms "
 	    "(rank 0)\n"
 	    "      --json               one JSON document instead of the table\n"
+	    "      --profiler PATH      also drive this NCCL profiler plugin, as NCCL does (a proxy thread\n"
+	    "                           runs the transfers); each rank prints a '# profiler' line at the "
+	    "end\n"
+	    "      --profiler-abi N     use ncclProfiler_vN, 1..6 (default: the newest exported)\n"
+	    "      --profiler-net socket|ib  the transport events each request gets, as NCCL's socket\n"
+	    "                           or IB transport sends them (default socket)\n"
 	    "  -h, --help\n"
 	    "  -V, --version\n"
 	    "The short options are nccl-tests' (-b -e -f -n -w -c); its per-collective binaries are\n"
@@ -166,7 +180,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		O_TIMEOUT,
 		O_TIMELINE,
 		O_COLL,
-		O_DEV
+		O_DEV,
+		O_PROF,
+		O_PROF_ABI,
+		O_PROF_NET
 	};
 	static const struct option lo[] = {
 	    {"plugin", 1, 0, 'p'},
@@ -185,6 +202,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"json", 0, 0, O_JSON},
 	    {"timeout", 1, 0, O_TIMEOUT},
 	    {"timeline", 1, 0, O_TIMELINE},
+	    {"profiler", 1, 0, O_PROF},
+	    {"profiler-abi", 1, 0, O_PROF_ABI},
+	    {"profiler-net", 1, 0, O_PROF_NET},
 	    {"help", 0, 0, 'h'},
 	    {"version", 0, 0, 'V'},
 	    {0, 0, 0, 0},
@@ -255,6 +275,17 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_JSON:
 			o->json = 1;
+			break;
+		case O_PROF:
+			o->profiler = optarg;
+			break;
+		case O_PROF_NET:
+			bad = strcmp(optarg, "socket") != 0 && strcmp(optarg, "ib") != 0;
+			o->profiler_net = strcmp(optarg, "ib") == 0 ? PROFDRV_NET_IB : PROFDRV_NET_SOCKET;
+			break;
+		case O_PROF_ABI:
+			bad =
+			    parse_int(optarg, PROFDRV_MIN_VERSION, PROFDRV_MAX_VERSION, &o->profiler_abi) < 0;
 			break;
 		case O_TIMELINE:
 			bad = parse_int(optarg, 10, 600000, &o->timeline_ms) < 0;
@@ -367,7 +398,7 @@ static long count_wrong(const struct opts *o, const struct bufs *b, size_t bytes
 	return wrong;
 }
 
-static int run_once(struct mesh *m, const struct opts *o, struct bufs *b, size_t bytes)
+static int run_plain(struct mesh *m, const struct opts *o, struct bufs *b, size_t bytes)
 {
 	switch (o->coll) {
 	case COLL_ALLREDUCE:
@@ -378,6 +409,54 @@ static int run_once(struct mesh *m, const struct opts *o, struct bufs *b, size_t
 	default:
 		return coll_pingpong(m, b->send, bytes);
 	}
+}
+
+/* One operation on the profiler's proxy thread. */
+struct prof_job {
+	struct mesh *m;
+	const struct opts *o;
+	struct bufs *b;
+	size_t bytes;
+	int half; /* pingpong: 0 there, 1 back */
+};
+
+static int prof_job_run(void *arg)
+{
+	struct prof_job *j = arg;
+
+	if (j->o->coll == COLL_PINGPONG)
+		return coll_pingpong_half(j->m, j->b->send, j->bytes, j->half);
+	return run_plain(j->m, j->o, j->b, j->bytes);
+}
+
+/* Through the profiler: allreduce and alltoall are one collective each
+ * (NCCL 2.28+ has AlltoAll), a pingpong two p2ps (rank 0 Send then Recv,
+ * rank 1 the reverse; other ranks have none). */
+static int run_once(struct mesh *m, const struct opts *o, struct bufs *b, size_t bytes)
+{
+	struct prof_job j = {.m = m, .o = o, .b = b, .bytes = bytes};
+	struct profdrv_op op = {.root = -1, .peer = -1, .nchannels = 1, .algo = "RING", .proto = "SIMPLE"};
+	int rc = 0;
+
+	if (!prof)
+		return run_plain(m, o, b, bytes);
+	if (o->coll != COLL_PINGPONG) {
+		op.func = o->coll == COLL_ALLREDUCE ? "AllReduce" : "AlltoAll";
+		op.datatype = o->coll == COLL_ALLREDUCE ? "ncclFloat32" : "ncclInt8";
+		op.count = o->coll == COLL_ALLREDUCE ? bytes / sizeof(float) : bytes / (size_t)o->nranks;
+		op.seq = prof_seq++;
+		return profrun_op(prof, &op, o->coll == COLL_ALLREDUCE ? 2 * (o->nranks - 1) : 1,
+				  prof_job_run, &j);
+	}
+	if (o->rank > 1)
+		return 0;
+	op = (struct profdrv_op){
+	    .is_p2p = 1, .datatype = "ncclInt8", .count = bytes, .peer = 1 - o->rank, .nchannels = 1};
+	for (j.half = 0; j.half < 2 && rc == 0; j.half++) {
+		op.func = (o->rank == 0) != j.half ? "Send" : "Recv";
+		rc = profrun_op(prof, &op, 1, prof_job_run, &j);
+	}
+	return rc;
 }
 
 /* nccl-tests prints its devices too: what the plugin reports, per device. */
@@ -576,6 +655,18 @@ int main(int argc, char **argv)
 		die("cannot allocate 3 x %zu bytes", o.max_bytes);
 		goto out;
 	}
+	if (o.profiler) {
+		/* One communicator: every rank derives the same hash. */
+		uint64_t h = 1469598103934665603ull ^ (uint64_t)o.nranks;
+
+		for (const char *c = o.bootstrap ? o.bootstrap : ""; *c; c++)
+			h = (h ^ (unsigned char)*c) * 1099511628211ull;
+		if (profrun_open(o.profiler, o.profiler_abi, (enum profdrv_net)o.profiler_net, h, o.rank,
+				 o.nranks, m, plugin_log, &prof, err, sizeof(err)) < 0) {
+			die("%s", err);
+			goto out;
+		}
+	}
 	if (o.rank == 0)
 		print_header(&o, d);
 	rc = bench(m, bs, &o, &b) < 0 ? 1 : 0;
@@ -585,8 +676,11 @@ int main(int argc, char **argv)
 		else
 			printf("# %s\n", rc ? "FAILED" : "OK");
 	}
+	if (prof)
+		profrun_report(prof, o.rank, o.json ? stderr : stdout);
 	bootstrap_barrier(bs);
 out:
+	profrun_close(prof);
 	free(b.send);
 	free(b.recv);
 	free(b.tmp);
