@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "nccl-plugin/control/failover.h"
 #include "nccl-plugin/control/lane_fsm.h"
 #include "nccl-plugin/core/net.h"
 #include "nccl-plugin/env.h"
@@ -70,8 +71,9 @@ struct fqn_comm {
 	int control;
 	uint64_t token; /* the listener's: proves a re-dialed lane belongs here */
 	struct fqn_lane_ctl lc[FQN_MAX_LANES];
-	int64_t all_down_ns;  /* when the last lane went down; 0: some lane is up */
-	int64_t next_path_ns; /* next path page check */
+	struct fqn_failover_cfg fo; /* the failover decisions' settings (control/failover.h) */
+	int64_t all_down_ns;        /* when the last lane went down; 0: some lane is up */
+	int64_t next_path_ns;       /* next path page check */
 	uint64_t failovers, failbacks;
 	uint32_t peer_rank1; /* the other end's global rank + 1 (0: unknown) */
 	int tclass;          /* NCCL's trafficClass for the lanes (send comm), -1: the default */

@@ -1,7 +1,7 @@
 /*
  * failover: what the sending and receiving sides of a control-mode
- * connection share: lane names and path keys, the path page check, the
- * grace limit, failover/failback events (see failover.h).
+ * connection share, its I/O half: lane names and path keys, the path page
+ * check, the grace limit, failover/failback events (see failover.h).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/path_page.h"
+#include "nccl-plugin/control/failover.h"
 #include "nccl-plugin/core/ctx.h"
 #include "nccl-plugin/core/failover.h"
 #include "nccl-plugin/plog.h"
@@ -32,6 +33,13 @@ static uint32_t ipv4_of(const char *addr)
 	if (colon)
 		*colon = '\0';
 	return inet_pton(AF_INET, buf, &a) == 1 ? a.s_addr : 0;
+}
+
+struct fqn_failover_cfg fqn_ctl_failover_cfg(const struct fqn_config *cfg)
+{
+	return (struct fqn_failover_cfg){.lane_timeout_ms = cfg->lane_timeout_ms,
+					 .grace_ms = cfg->failover_grace_ms,
+					 .path_page_max_age_ms = cfg->path_page_max_age_ms};
 }
 
 void fqn_ctl_lane_name(struct fqn_comm *c, int i, int nic, const char *local, const char *peer)
@@ -90,57 +98,39 @@ int fqn_ctl_path_due(struct fqn_comm *c, int64_t now)
 	return __atomic_load_n(&g->paths, __ATOMIC_ACQUIRE) != NULL;
 }
 
-int fqn_path_page_fresh(int64_t updated_ns, int64_t now_ns, int max_age_ms)
-{
-	int64_t age = now_ns - updated_ns;
-
-	/* never published, or from another clock (a page written in another
-	 * time namespace is years off): as stale as a dead agent's */
-	return updated_ns > 0 && age <= (int64_t)max_age_ms * 1000000 &&
-	       age >= -(int64_t)max_age_ms * 1000000;
-}
-
 /* The page is fresh enough to act on; says so at WARN when it goes stale
  * (the agent died or hangs) and at INFO when it is fresh again. */
-static int page_usable(const struct fqn_config *cfg, struct fq_path_page_reader *r)
+static int page_usable(const struct fqn_comm *c, struct fq_path_page_reader *r)
 {
 	static int stale; /* process-wide: one page */
+	const struct fqn_config *cfg = &c->ctx->cfg;
 	int64_t updated = fq_path_page_updated_ns(r), now = fq_now_ns();
-	int fresh = fqn_path_page_fresh(updated, now, cfg->path_page_max_age_ms);
+	int fresh = fqn_path_page_fresh(updated, now, &c->fo);
 
 	if (!fresh && !__atomic_exchange_n(&stale, 1, __ATOMIC_RELAXED))
 		FQN_WARN("path page %s is stale (last update %lld ms ago, FABRICIQ_PATH_PAGE_MAX_AGE_MS=%d): "
 			 "is the node agent running? lanes follow their own timeouts until it updates again",
 			 cfg->path_page, updated > 0 ? (long long)((now - updated) / 1000000) : -1LL,
-			 cfg->path_page_max_age_ms);
+			 c->fo.path_page_max_age_ms);
 	else if (fresh && __atomic_exchange_n(&stale, 0, __ATOMIC_RELAXED))
 		FQN_INFO("path page %s is fresh again: lanes follow the agent's path health", cfg->path_page);
 	return fresh;
 }
-
-#define PAGE_LAG_MARGIN_NS 500000000LL
 
 int fqn_ctl_path_down(struct fqn_comm *c, int i)
 {
 	struct fq_path_page_reader *r = __atomic_load_n(&c->ctx->paths, __ATOMIC_ACQUIRE);
 	struct fq_path_entry e;
 
-	if (!r || !c->lc[i].remote_ipv4 || !page_usable(&c->ctx->cfg, r))
+	if (!r || !c->lc[i].remote_ipv4 || !page_usable(c, r))
 		return 0;
 	if (fq_path_page_lookup(r, c->lc[i].nic, c->lc[i].remote_ipv4, &e) < 0 ||
 	    e.state != FQ_PATH_STATE_DOWN)
 		return 0;
-	/* A lane that came UP after the DOWN was seen has crossed the path
-	 * since (a re-dial's handshake, the peer heard again): this node's
-	 * agent has not probed the path UP yet, the lane knows better. By more
-	 * than PAGE_LAG_MARGIN_NS: a lane's two ends come UP a round trip and
-	 * a verification apart, and a DOWN seen in between must count at both
-	 * (one end keeping a lane the other dropped splits the connection).
-	 * Ages, not times: the page is on the raw clock, the lane on the
-	 * monotonic one. */
-	if (c->lc[i].fsm.state == FQN_LANE_UP && e.changed_ns > 0 &&
-	    fq_now_ns() - e.changed_ns >
-		fq_clock_ns(CLOCK_MONOTONIC) - c->lc[i].fsm.since_ns + PAGE_LAG_MARGIN_NS)
+	/* one end keeping a lane the other dropped splits the connection:
+	 * the margin (fqn_failover_page_lags) keeps the two ends agreeing */
+	if (fqn_failover_page_lags(c->lc[i].fsm.state, c->lc[i].fsm.since_ns, fq_clock_ns(CLOCK_MONOTONIC),
+				   e.changed_ns, fq_now_ns()))
 		return 0;
 	/* Every path to the peer node DOWN at once is what its agent stopping
 	 * looks like (its probes stop), as much as a dead host: the page
@@ -192,38 +182,29 @@ void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *c
 						  .bytes_resent = bytes_resent});
 }
 
-int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now, int grace_ms)
+int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now)
 {
-	int64_t grace = (int64_t)grace_ms * 1000000;
+	struct fqn_grace_lane lanes[FQN_MAX_LANES];
 	char what[512];
-	int gone = 1;
 
-	for (int i = 0; i < c->nlanes; i++) {
-		int e = c->lc[i].last_err;
-
-		if (c->lc[i].fsm.state == FQN_LANE_UP) {
-			c->all_down_ns = 0;
-			return 0;
-		}
-		/* the receiver: the sender closed every lane (it parks failed
-		 * lanes, never closes them); the sender: every re-dial refused
-		 * (the peer's rejoin listener is gone with its process) */
-		gone &= c->is_send ? e == -ECONNREFUSED : e == -ECONNRESET;
-	}
-	if (!c->all_down_ns)
-		c->all_down_ns = now;
-	if (gone) {
+	for (int i = 0; i < c->nlanes; i++)
+		lanes[i] = (struct fqn_grace_lane){c->lc[i].fsm.state, c->lc[i].last_err};
+	switch (fqn_failover_grace(lanes, c->nlanes, c->is_send, &c->all_down_ns, now, &c->fo)) {
+	case FQN_GRACE_PEER_GONE:
 		snprintf(what, sizeof(what),
 			 "the peer closed or refused all %d lanes (%s %s %s): its process is gone", c->nlanes,
 			 c->lc[0].local, c->is_send ? "->" : "<-", c->lc[0].peer);
 		return fqn_comm_fail(c, 0, -ECONNRESET, what);
+	case FQN_GRACE_EXPIRED:
+		snprintf(
+		    what, sizeof(what),
+		    "all %d lanes %s %s %s down for %lld ms (FABRICIQ_FAILOVER_GRACE_MS=%d; last cause: %s)",
+		    c->nlanes, c->lc[0].local, c->is_send ? "->" : "<-", c->lc[0].peer,
+		    (long long)((now - c->all_down_ns) / 1000000), c->fo.grace_ms,
+		    c->lc[0].cause ? c->lc[0].cause : "?");
+		return fqn_comm_fail(c, 0, -ENETUNREACH, what);
+	case FQN_GRACE_OK:
+		break;
 	}
-	if (now - c->all_down_ns <= grace)
-		return 0;
-	snprintf(what, sizeof(what),
-		 "all %d lanes %s %s %s down for %lld ms (FABRICIQ_FAILOVER_GRACE_MS=%d; last cause: %s)",
-		 c->nlanes, c->lc[0].local, c->is_send ? "->" : "<-", c->lc[0].peer,
-		 (long long)((now - c->all_down_ns) / 1000000), grace_ms,
-		 c->lc[0].cause ? c->lc[0].cause : "?");
-	return fqn_comm_fail(c, 0, -ENETUNREACH, what);
+	return 0;
 }

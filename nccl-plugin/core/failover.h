@@ -1,8 +1,10 @@
 /*
- * failover: what the sending and receiving sides of a control-mode
- * connection share: lane names and path keys, the path page check, the
- * grace limit, failover/failback events. Each takes the comm, whose
- * context (c->ctx) holds the configuration and the path page.
+ * failover: the I/O half of what the sending and receiving sides of a
+ * control-mode connection share: lane names and path keys, reading the
+ * path page, failing the comm past the grace limit, failover/failback
+ * events. Each takes the comm, whose context (c->ctx) holds the path page
+ * and whose c->fo the failover configuration; the decisions are
+ * control/failover.h's pure functions.
  */
 #ifndef FQN_FAILOVER_H
 #define FQN_FAILOVER_H
@@ -11,6 +13,10 @@
 
 #include "nccl-plugin/core/comm.h"
 
+struct fqn_config;
+
+/* The failover configuration (control/failover.h) of cfg's settings. */
+struct fqn_failover_cfg fqn_ctl_failover_cfg(const struct fqn_config *cfg);
 /* Fill lane i's names and path key from
  * its lane object (NIC index, addresses). */
 void fqn_ctl_lane_init(struct fqn_comm *c, int i);
@@ -21,15 +27,9 @@ void fqn_ctl_lane_name(struct fqn_comm *c, int i, int nic, const char *local, co
  * same peer node is UP; 0 if up or unknown (no page, no entry, a stale
  * page: see fqn_path_page_fresh), or when every path to the node is DOWN:
  * its agent stopping looks just like that, so the lanes then go by their
- * transport's own signals; and 0 for an UP lane that came up more than
- * 500 ms after the DOWN was seen (it crossed the path since: the page
- * lags). */
+ * transport's own signals; and 0 when the page lags the lane
+ * (fqn_failover_page_lags). */
 int fqn_ctl_path_down(struct fqn_comm *c, int i);
-/* 1 if a page published at updated_ns (CLOCK_MONOTONIC_RAW) may be
- * trusted at now_ns: published, and no more than max_age_ms
- * (FABRICIQ_PATH_PAGE_MAX_AGE_MS) old. An agent that died leaves its last
- * page behind, DOWN entries included. Pure. */
-int fqn_path_page_fresh(int64_t updated_ns, int64_t now_ns, int max_age_ms);
 /* 1 when the comm's next path page check is due (every few ms, never per chunk). */
 int fqn_ctl_path_due(struct fqn_comm *c, int64_t now);
 
@@ -45,10 +45,10 @@ int fqn_ctl_path_due(struct fqn_comm *c, int64_t now);
  * without telemetry (event.h builds and pushes it). */
 void fqn_ctl_event(struct fqn_comm *c, int from_lane, int to_lane, const char *cause, int64_t at_ns,
 		   int64_t detect_ns, uint64_t bytes_resent, int64_t duration_ns);
-/* All lanes down for longer than grace_ms (FABRICIQ_FAILOVER_GRACE_MS): fail the comm
- * with -ENETUNREACH and a message naming both ends. All lanes down because
- * the peer closed or refused every one (its process is gone, which a
- * failed link never looks like): fail at once with -ECONNRESET. 0 otherwise. */
-int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now, int grace_ms);
+/* fqn_failover_grace on the comm's lanes at now with c->fo: all lanes down
+ * for longer than the grace fails the comm with -ENETUNREACH, all closed
+ * or refused by the peer with -ECONNRESET, each with a message naming
+ * both ends. 0 otherwise. */
+int fqn_ctl_check_grace(struct fqn_comm *c, int64_t now);
 
 #endif /* FQN_FAILOVER_H */

@@ -35,6 +35,8 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "nccl-plugin/control/failover.h"
+#include "nccl-plugin/control/rejoin.h"
 #include "nccl-plugin/control/relia.h"
 #include "nccl-plugin/core/comm.h"
 #include "nccl-plugin/core/ctx.h"
@@ -111,6 +113,7 @@ int fqn_recv_from_lanes(struct fqn_ctx *ctx, int dev, struct fqn_lane **lanes, i
 	r->c.conn_id = conn_id;
 	r->c.err_lane = -1;
 	r->c.tclass = -1;
+	r->c.fo = fqn_ctl_failover_cfg(&ctx->cfg);
 	for (int i = 0; i < nlanes; i++)
 		r->c.lanes[i] = lanes[i];
 	fqn_comm_stats_init(&r->c);
@@ -423,9 +426,7 @@ static void ctl_install(struct fqn_recv *r, struct fqn_lane *l, int64_t now)
 {
 	int i = l->index;
 	struct fqn_lane_ctl *lc = &r->c.lc[i];
-	/* this end reported it down (not a lane absent since setup, which
-	 * the sender reports, nor one only the sender saw fail) */
-	int64_t down_ns = lc->fsm.state != FQN_LANE_UP && lc->reported ? lc->down_ns : 0;
+	int64_t down_ns = fqn_rejoin_failback_due(lc->fsm.state, lc->reported) ? lc->down_ns : 0;
 
 	if (r->c.lanes[i])
 		ctl_lane_drop(r, i, NULL, 0, now);
@@ -498,27 +499,14 @@ static int ctl_recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until,
 	return 0;
 }
 
-/* How long a lane's transport may hear nothing from a live peer: TCP
- * keepalive (set to the lane timeout, in whole seconds, by lane_tcp.c)
- * answers an idle socket at least that often, and a lane timeout on top
- * absorbs a late probe. */
-static int64_t silent_after_ns(int lane_timeout_ms)
-{
-	int64_t t = (int64_t)lane_timeout_ms * 1000000;
-	int64_t ka = lane_timeout_ms < 1000 ? 1000000000LL : (t / 1000000000) * 1000000000;
-
-	return ka + t;
-}
-
-/* 1 if lane i's transport has heard nothing from the peer (not even a
- * keepalive answer) for longer than a live peer allows, or cannot say. */
+/* 1 if lane i's transport has heard nothing from the peer for longer
+ * than a live peer allows, or cannot say (fqn_failover_recv_silent). */
 static int ctl_peer_silent(struct fqn_recv *r, int i)
 {
 	struct fqn_lane_info info;
 
-	if (r->c.lanes[i]->ops->info(r->c.lanes[i], &info) < 0)
-		return 1;
-	return (int64_t)info.idle_rx_ms * 1000000 >= silent_after_ns(r->c.ctx->cfg.lane_timeout_ms);
+	return fqn_failover_recv_silent(r->c.lanes[i]->ops->info(r->c.lanes[i], &info) < 0 ? NULL : &info,
+					&r->c.fo);
 }
 
 /* Lane i's health on the receiving side, which no socket error reports
@@ -531,8 +519,6 @@ static int ctl_peer_silent(struct fqn_recv *r, int i)
 static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 {
 	struct fqn_lane_ctl *lc = &r->c.lc[i];
-	int64_t timeout = (int64_t)r->c.ctx->cfg.lane_timeout_ms * 1000000;
-	int64_t quiet_since = lc->progress_ns > r->waiting_ns ? lc->progress_ns : r->waiting_ns;
 	int down, silent;
 
 	if (lc->fsm.state != FQN_LANE_UP) {
@@ -552,7 +538,8 @@ static void ctl_lane_health(struct fqn_recv *r, int i, int paths, int64_t now)
 	}
 	down = paths && fqn_ctl_path_down(&r->c, i);
 	/* the syscall only for a lane quiet for a timeout with a receive posted */
-	silent = !down && r->waiting_ns && now - quiet_since >= timeout && ctl_peer_silent(r, i);
+	silent = !down && fqn_failover_recv_quiet(lc->progress_ns, r->waiting_ns, now, &r->c.fo) &&
+		 ctl_peer_silent(r, i);
 	if (!down && !silent)
 		return;
 	fqn_lane_fsm_step(&lc->fsm, FQN_LEV_DOWN, now, &recv_fsm);
@@ -601,7 +588,7 @@ static int ctl_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 			break;
 		}
 	}
-	return fqn_ctl_check_grace(&r->c, now, r->c.ctx->cfg.failover_grace_ms);
+	return fqn_ctl_check_grace(&r->c, now);
 }
 
 int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)

@@ -1,4 +1,5 @@
-/* rejoin: listeners and routing for re-dialed lanes (see rejoin.h). */
+/* rejoin: listeners and routing for re-dialed lanes (see rejoin.h); whose
+ * a re-dialed lane is, control/rejoin.h decides. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "nccl-plugin/control/rejoin.h"
 #include "nccl-plugin/core/ctx.h"
 #include "nccl-plugin/core/rejoin.h"
 #include "nccl-plugin/hello.h"
@@ -138,7 +140,8 @@ static void route(struct fqn_rejoin *j, const struct fqn_hello_slot *p)
 	struct rejoin_entry *e;
 	struct fqn_hello h;
 	struct fqn_lane *lane;
-	const char *why;
+	enum fqn_rejoin_verdict verdict = FQN_REJOIN_OTHER;
+	const char *why = NULL;
 
 	if (fqn_hello_decode(p->buf, &h) < 0 || !(h.flags & FQN_HELLO_F_REJOIN)) {
 		FQN_WARN("rejoin listener on %s: dropping a connection with a bad hello",
@@ -146,9 +149,11 @@ static void route(struct fqn_rejoin *j, const struct fqn_hello_slot *p)
 		close(p->fd);
 		return;
 	}
-	for (e = j->entries; e; e = e->next)
-		if (e->conn.conn_id == h.conn_id && e->conn.token == h.token)
+	for (e = j->entries; e; e = e->next) {
+		verdict = fqn_rejoin_judge(&h, &e->conn, &why);
+		if (verdict != FQN_REJOIN_OTHER)
 			break;
+	}
 	if (!e) {
 		/* the comm was closed meanwhile, or a stranger: the dialer backs off and tries again */
 		FQN_INFO("rejoin listener on %s: no connection %llx lane %u here; dropping it",
@@ -156,7 +161,7 @@ static void route(struct fqn_rejoin *j, const struct fqn_hello_slot *p)
 		close(p->fd);
 		return;
 	}
-	if (fqn_hello_rejoin_check(&h, &e->conn, &why) < 0) {
+	if (verdict == FQN_REJOIN_REFUSE) {
 		FQN_WARN("rejoin listener on %s: refusing re-dialed lane %u/%u of connection %llx: %s "
 			 "(chunk size %u, the connection's %u)",
 			 j->ctx->nics[p->tag].name, h.lane, h.nlanes, (unsigned long long)h.conn_id, why,

@@ -12,7 +12,9 @@
  * comms registered here and hands the new lane to that comm, which drops
  * the old socket of that lane (if it still had one) and acks on the new.
  * A socket that has not sent its whole hello FABRICIQ_HELLO_TIMEOUT_MS
- * after it was accepted is closed (hello.h).
+ * after it was accepted is closed (hello.h). Whose a re-dialed lane is,
+ * and the sender's re-dial policy, are control/rejoin.h's pure decisions;
+ * here are the listeners and sockets.
  *
  * Thread-safe (one mutex, taken only on these slow paths).
  */

@@ -34,6 +34,8 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "nccl-plugin/control/failover.h"
+#include "nccl-plugin/control/rejoin.h"
 #include "nccl-plugin/control/relia.h"
 #include "nccl-plugin/core/comm.h"
 #include "nccl-plugin/core/ctx.h"
@@ -44,20 +46,6 @@
 #include "nccl-plugin/lanes/lane_drv.h"
 #include "nccl-plugin/plog.h"
 
-/* Re-dialing a failed lane. A dial whose SYN is lost on a dead path is
- * dropped after DIAL_TIMEOUT_MS and tried again after the backoff (50 ms
- * doubling to BACKOFF_MAX_MS): the kernel would resend the SYN only after
- * a second and then after three, so a path that heals is found within
- * about DIAL_TIMEOUT_MS + BACKOFF_MAX_MS of coming up, for the cost of two
- * SYNs a second while it is down (a fabric's round trip is micro- to
- * milliseconds: 250 ms is no SYN's normal wait). While the agent's page has the path DOWN
- * nothing is dialed; the page is looked at every PATH_RECHECK_MS and its
- * UP dials at once. */
-#define BACKOFF_MIN_MS  50
-#define BACKOFF_MAX_MS  250
-#define DIAL_TIMEOUT_MS 250
-#define PATH_RECHECK_MS 50
-
 int fqn_send_from_lanes(struct fqn_ctx *ctx, int dev, struct fqn_lane **lanes, int nlanes, size_t chunk_size,
 			uint64_t conn_id, struct fqn_send **out)
 {
@@ -67,14 +55,8 @@ int fqn_send_from_lanes(struct fqn_ctx *ctx, int dev, struct fqn_lane **lanes, i
 		return -ENOMEM;
 	s->c.ctx = ctx;
 	s->c.is_send = 1;
-	s->fsm = (struct fqn_lane_fsm_cfg){
-	    .backoff_min_ms = BACKOFF_MIN_MS,
-	    .backoff_max_ms = BACKOFF_MAX_MS,
-	    .dial_timeout_ms = DIAL_TIMEOUT_MS,
-	    /* connected, hello out: the receiver takes it on its next
-					    * progress call, which a busy rank may make late */
-	    .verify_timeout_ms = 2 * (ctx->cfg.lane_timeout_ms < 1000 ? 1000 : ctx->cfg.lane_timeout_ms),
-	    .path_recheck_ms = PATH_RECHECK_MS};
+	s->fsm = fqn_rejoin_policy(ctx->cfg.lane_timeout_ms);
+	s->c.fo = fqn_ctl_failover_cfg(&ctx->cfg);
 	s->c.dev = dev;
 	s->c.nlanes = nlanes;
 	s->c.chunk_size = chunk_size;
@@ -179,7 +161,7 @@ static void ctl_ack_done(void *arg, const struct fqn_cref *c)
 static int ctl_lane_fail(struct fqn_send *s, int i, const char *cause, int err, int64_t now)
 {
 	struct fqn_lane_ctl *lc = &s->c.lc[i];
-	int64_t bytes, detect = now - lc->progress_ns;
+	int64_t bytes, detect = fqn_failover_detect_ns(cause, now, lc->progress_ns);
 
 	lc->last_err = err;
 	if (fqn_lane_fsm_step(&lc->fsm, FQN_LEV_FAIL, now, &s->fsm) == FQN_LACT_BACKOFF) {
@@ -201,7 +183,7 @@ static int ctl_lane_fail(struct fqn_send *s, int i, const char *cause, int err, 
 	s->ev.to_lane = -1;
 	s->ev.cause = cause;
 	s->ev.start_ns = now;
-	s->ev.detect_ns = cause[0] == 's' ? 0 : detect; /* a socket error is news at once */
+	s->ev.detect_ns = detect;
 	s->ev.bytes = (uint64_t)bytes;
 	if (s->parked[i])
 		s->parked[i]->ops->destroy(s->parked[i]);
@@ -272,22 +254,17 @@ static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
 	}
 }
 
-/* Lane i has had data outstanding without an ack for the lane timeout: it
- * is dead if the transport, too, has bytes unacknowledged and has heard
- * nothing for that long (else the receiver is just not consuming). */
+/* Lane i has had data outstanding without an ack for the lane timeout:
+ * ask its transport whether it is dead (fqn_failover_send_dead). */
 static int ctl_no_progress(struct fqn_send *s, int i, int64_t now)
 {
+	struct fqn_lane_ctl *lc = &s->c.lc[i];
 	struct fqn_lane_info info;
-	int64_t timeout = (int64_t)s->c.ctx->cfg.lane_timeout_ms * 1000000;
 
-	if (!s->txq[i]->count || now - s->c.lc[i].progress_ns < timeout)
+	if (!fqn_failover_send_stalled(s->txq[i]->count, lc->progress_ns, now, &s->c.fo))
 		return 0;
-	if (s->c.lanes[i]->ops->info(s->c.lanes[i], &info) < 0)
-		return 1;
-	if (info.unacked && (int64_t)info.idle_rx_ms * 1000000 >= timeout)
-		return 1;
-	s->c.lc[i].progress_ns = now - timeout / 2; /* alive: look again in half a timeout */
-	return 0;
+	return fqn_failover_send_dead(s->c.lanes[i]->ops->info(s->c.lanes[i], &info) < 0 ? NULL : &info, now,
+				      &lc->progress_ns, &s->c.fo);
 }
 
 /* Lane i's backoff has passed: dial it, unless its path is DOWN. */
@@ -484,7 +461,7 @@ static int ctl_progress(struct fqn_send *s)
 		send_steer_tick(s, now);
 	if (s->ev.active && !s->resend.n)
 		ev_flush(s, now);
-	if (fqn_ctl_check_grace(&s->c, now, s->c.ctx->cfg.failover_grace_ms) < 0) {
+	if (fqn_ctl_check_grace(&s->c, now) < 0) {
 		ev_flush(s, now);
 		return s->c.err;
 	}

@@ -227,11 +227,8 @@ int main(void)
 	ok(x.sd && x.rd && intact(&x, 'a'), "1 MiB through, acked, intact");
 
 	/* An agent that died with the path DOWN leaves that page behind: a
-	 * page older than FABRICIQ_PATH_PAGE_MAX_AGE_MS is not acted on. */
-	ok(fqn_path_page_fresh(1000, 1000 + 2000000000LL, 2000) &&
-	       !fqn_path_page_fresh(1000, 2000001001, 2000) && !fqn_path_page_fresh(0, 5, 2000) &&
-	       !fqn_path_page_fresh(3000000000LL, 100, 2000),
-	   "page age: fresh up to the limit; stale past it, never published, or from another clock");
+	 * page older than FABRICIQ_PATH_PAGE_MAX_AGE_MS is not acted on
+	 * (the rule alone: test-failover-decide). */
 	path_state_at(FQ_PATH_STATE_DOWN, fq_now_ns() - 3000000000LL);
 	usleep(20000);
 	{
