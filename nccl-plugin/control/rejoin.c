@@ -8,12 +8,12 @@
 
 struct fqn_lane_fsm_cfg fqn_rejoin_policy(int lane_timeout_ms)
 {
-	return (struct fqn_lane_fsm_cfg){
-	    .backoff_min_ms = BACKOFF_MIN_MS,
-	    .backoff_max_ms = BACKOFF_MAX_MS,
-	    .dial_timeout_ms = DIAL_TIMEOUT_MS,
-	    .verify_timeout_ms = 2 * (lane_timeout_ms < 1000 ? 1000 : lane_timeout_ms),
-	    .path_recheck_ms = PATH_RECHECK_MS};
+	return (struct fqn_lane_fsm_cfg){.backoff_min_ms = BACKOFF_MIN_MS,
+					 .backoff_max_ms = BACKOFF_MAX_MS,
+					 .dial_timeout_ms = DIAL_TIMEOUT_MS,
+					 .verify_timeout_ms =
+					     2 * (lane_timeout_ms < 1000 ? 1000 : lane_timeout_ms),
+					 .path_recheck_ms = PATH_RECHECK_MS};
 }
 
 enum fqn_rejoin_verdict fqn_rejoin_judge(const struct fqn_hello *h, const struct fqn_hello *conn,

@@ -15,9 +15,11 @@
 
 /* test-failover's settings: FABRICIQ_LANE_TIMEOUT_MS=200,
  * FABRICIQ_FAILOVER_GRACE_MS=1500, FABRICIQ_PATH_PAGE_MAX_AGE_MS=2000 */
-static const struct fqn_failover_cfg cfg = {.lane_timeout_ms = 200, .grace_ms = 1500, .path_page_max_age_ms = 2000};
+static const struct fqn_failover_cfg cfg = {
+    .lane_timeout_ms = 200, .grace_ms = 1500, .path_page_max_age_ms = 2000};
 /* the defaults: 1 s lane timeout, 30 s grace, 5 s page age */
-static const struct fqn_failover_cfg dflt = {.lane_timeout_ms = 1000, .grace_ms = 30000, .path_page_max_age_ms = 5000};
+static const struct fqn_failover_cfg dflt = {
+    .lane_timeout_ms = 1000, .grace_ms = 30000, .path_page_max_age_ms = 5000};
 
 static void page_age(void)
 {
@@ -102,10 +104,12 @@ static void no_progress(void)
 	struct fqn_lane_info quiet = {.idle_rx_ms = 199, .unacked = 3};
 	int64_t progress = 50 * S;
 
-	ok(!fqn_failover_send_stalled(0, progress, progress + 5 * S, &cfg), "nothing outstanding: never stalled");
+	ok(!fqn_failover_send_stalled(0, progress, progress + 5 * S, &cfg),
+	   "nothing outstanding: never stalled");
 	ok(!fqn_failover_send_stalled(4, progress, progress + 200 * MS - 1, &cfg),
 	   "outstanding, no ack for 200 ms - 1 ns: not yet");
-	ok(fqn_failover_send_stalled(4, progress, progress + 200 * MS, &cfg), "no ack for the lane timeout: ask");
+	ok(fqn_failover_send_stalled(4, progress, progress + 200 * MS, &cfg),
+	   "no ack for the lane timeout: ask");
 	ok(fqn_failover_send_dead(NULL, progress + 200 * MS, &progress, &cfg) && progress == 50 * S,
 	   "the transport cannot say: dead");
 	ok(fqn_failover_send_dead(&dead, progress + 200 * MS, &progress, &cfg) && progress == 50 * S,
@@ -121,7 +125,8 @@ static void no_progress(void)
 	       fqn_failover_send_stalled(4, progress, 50 * S + 400 * MS, &cfg),
 	   "the next look: half a timeout later");
 	ok(fqn_failover_detect_ns("socket-error", 9 * S, 8 * S) == 0, "a socket error: detected at once");
-	ok(fqn_failover_detect_ns("no-progress", 9 * S, 8 * S) == S, "no progress: the time since the last ack");
+	ok(fqn_failover_detect_ns("no-progress", 9 * S, 8 * S) == S,
+	   "no progress: the time since the last ack");
 	ok(fqn_failover_detect_ns("path-down", 9 * S, 8700 * MS) == 300 * MS, "path down: likewise");
 }
 
@@ -131,7 +136,8 @@ static void no_data(void)
 	struct fqn_lane_info heard = {.idle_rx_ms = 1199};
 	struct fqn_lane_info gone = {.idle_rx_ms = 1200};
 	/* 2500 ms: keepalive 2 s (whole seconds), silent after 4.5 s */
-	const struct fqn_failover_cfg slow = {.lane_timeout_ms = 2500, .grace_ms = 30000, .path_page_max_age_ms = 5000};
+	const struct fqn_failover_cfg slow = {
+	    .lane_timeout_ms = 2500, .grace_ms = 30000, .path_page_max_age_ms = 5000};
 	struct fqn_lane_info ka_heard = {.idle_rx_ms = 4499}, ka_gone = {.idle_rx_ms = 4500};
 
 	ok(!fqn_failover_recv_quiet(10 * S, 0, 20 * S, &cfg), "no receive posted: never quiet");

@@ -39,7 +39,8 @@ static void policy(void)
 		for (int k = 0; k < 4; k++) {
 			fqn_lane_fsm_step(&f, FQN_LEV_DIALED, at, &p);
 			good &= fqn_lane_fsm_step(&f, FQN_LEV_TICK, at + 250 * MS, &p) == FQN_LACT_NONE;
-			good &= fqn_lane_fsm_step(&f, FQN_LEV_TICK, at + 250 * MS + 1, &p) == FQN_LACT_GIVE_UP;
+			good &=
+			    fqn_lane_fsm_step(&f, FQN_LEV_TICK, at + 250 * MS + 1, &p) == FQN_LACT_GIVE_UP;
 			fqn_lane_fsm_step(&f, FQN_LEV_FAIL, at + 250 * MS + 1, &p);
 			good &= f.backoff_ms == want[k];
 			at = f.next_try_ns;
@@ -77,7 +78,8 @@ static void judge(void)
 	h.conn_id--;
 	h.chunk_size = 1048576;
 	why = NULL;
-	ok(fqn_rejoin_judge(&h, &conn, &why) == FQN_REJOIN_REFUSE && why, "another chunk size: refused, with a why");
+	ok(fqn_rejoin_judge(&h, &conn, &why) == FQN_REJOIN_REFUSE && why,
+	   "another chunk size: refused, with a why");
 	h.chunk_size = conn.chunk_size;
 	h.nlanes = 2;
 	ok(fqn_rejoin_judge(&h, &conn, &why) == FQN_REJOIN_REFUSE, "another lane count: refused");
