@@ -19,7 +19,6 @@
 #include "nccl-plugin/core/net.h"
 #include "nccl-plugin/core/rejoin.h"
 #include "nccl-plugin/core/setup.h"
-#include "nccl-plugin/lanes/ib/ib_dev.h"
 #include "nccl-plugin/lanes/lane_drv.h"
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/telemetry/telemetry.h"
@@ -48,45 +47,69 @@ static void init_log_nics(const struct fqn_ctx *g)
 	}
 }
 
-/* FABRICIQ_TRANSPORT: resolve auto, open the verbs devices for ib. After
- * this, cfg.transport is "tcp" or "ib". ib without a usable device fails
- * init (NCCL then falls back to its own transports, visibly). */
+/* FABRICIQ_TRANSPORT=auto: g->drv is the first of fqn_lane_drivers whose
+ * devices open, else the last (TCP), said at INFO with the reason once
+ * its NICs are open. 0, or a negative errno (WARN). */
+static int init_transport_auto(struct fqn_ctx *g)
+{
+	const struct fqn_lane_driver *const *d;
+	const char *why = "";
+	char err[256], reason[256];
+	int rc;
+
+	for (d = fqn_lane_drivers; d[1]; d++) {
+		if ((*d)->devices(&why) == 0)
+			continue;
+		if ((*d)->open(&g->cfg, g->nics, &g->nnics, err, sizeof(err)) == 0) {
+			g->drv = *d;
+			return 0;
+		}
+		snprintf(reason, sizeof(reason), "%s", err);
+		why = reason;
+	}
+	g->drv = *d;
+	rc = g->drv->open(&g->cfg, g->nics, &g->nnics, err, sizeof(err));
+	if (rc < 0)
+		FQN_WARN("%s", err);
+	else
+		FQN_INFO("FABRICIQ_TRANSPORT=auto: %s lanes (%s)", g->drv->label, why);
+	return rc;
+}
+
+/* FABRICIQ_TRANSPORT: the lane driver into g->drv (auto resolved; then
+ * cfg.transport is its name) with its devices open on the NICs (WARN if
+ * not). A transport with devices of its own and none usable fails init
+ * (NCCL then falls back to its own transports, visibly). 0 or a negative
+ * errno, nothing left open. */
 static int init_transport(struct fqn_ctx *g)
 {
+	const struct fqn_lane_driver *d;
 	const char *why = "";
 	char err[256];
 	int rc;
 
 	if (strcmp(g->cfg.transport, "auto") == 0) {
-		if (fqib_devs_count(&why) == 0) {
-			FQN_INFO("FABRICIQ_TRANSPORT=auto: TCP lanes (%s)", why);
-			strcpy(g->cfg.transport, "tcp");
-			return 0;
-		}
-		rc = fqib_devs_open(&g->cfg, g->nics, &g->nnics, err, sizeof(err));
-		if (rc == 0) {
-			strcpy(g->cfg.transport, "ib");
-			return 0;
-		}
-		FQN_INFO("FABRICIQ_TRANSPORT=auto: TCP lanes (%s)", err);
-		strcpy(g->cfg.transport, "tcp");
-		fqn_nics_release(g->nics, g->nnics);
-		return fqn_nics_discover(g->cfg.ifaces, g->nics, &g->nnics, err, sizeof(err));
+		rc = init_transport_auto(g);
+		snprintf(g->cfg.transport, sizeof(g->cfg.transport), "%s", g->drv->name);
+		return rc;
 	}
-	if (strcmp(g->cfg.transport, "ib") != 0)
-		return 0;
-	if (fqib_devs_count(&why) == 0) {
-		FQN_WARN("FABRICIQ_TRANSPORT=ib but no usable RDMA device: %s; the plugin does not load (set "
+	d = fqn_lane_driver_named(g->cfg.transport);
+	if (!d)
+		return -EINVAL; /* env.c accepts none other */
+	g->drv = d;
+	if (d->devices && d->devices(&why) == 0) {
+		FQN_WARN("FABRICIQ_TRANSPORT=%s but no usable RDMA device: %s; the plugin does not load (set "
 			 "FABRICIQ_TRANSPORT=tcp or auto)",
-			 why);
+			 d->name, why);
 		return -ENODEV;
 	}
-	rc = fqib_devs_open(&g->cfg, g->nics, &g->nnics, err, sizeof(err));
+	rc = d->open(&g->cfg, g->nics, &g->nnics, err, sizeof(err));
 	if (rc < 0)
 		FQN_WARN("%s", err);
-	else if (fqib_gdr_available())
-		FQN_INFO("GPUDirect RDMA is loaded, but IB lanes copy through host memory: "
-			 "reporting NCCL_PTR_HOST only");
+	else if (d->gdr_loaded && d->gdr_loaded())
+		FQN_INFO("GPUDirect RDMA is loaded, but %s lanes copy through host memory: "
+			 "reporting NCCL_PTR_HOST only",
+			 d->label);
 	return rc;
 }
 
@@ -95,9 +118,22 @@ struct fqn_ctx *fqn_context(void)
 	return __atomic_load_n(&fqn_g, __ATOMIC_ACQUIRE);
 }
 
-int fqn_transport_is_ib(void)
+int fqn_reg_mr(void *data, size_t size, int dev, void **mh)
 {
-	return fqn_g && fqn_g->drv == &fqn_lane_driver_ib;
+	const struct fqn_lane_driver *d = fqn_g ? fqn_g->drv : NULL;
+	int rc;
+
+	if (!d || !d->mr_reg)
+		return 0;
+	rc = d->mr_reg(dev, data, size, mh);
+	return rc < 0 ? rc : 1;
+}
+
+int fqn_dereg_mr(void *mh)
+{
+	const struct fqn_lane_driver *d = fqn_g ? fqn_g->drv : NULL;
+
+	return d && d->mr_dereg ? d->mr_dereg(mh) : -EINVAL;
 }
 
 int fqn_comm_device(const void *comm)
@@ -137,17 +173,9 @@ static int init_once(struct fqn_ctx *g)
 
 		g->rank1 = r && *r && !*end && v < 1000000000 ? (uint32_t)v + 1 : 0;
 	}
-	rc = fqn_nics_discover(g->cfg.ifaces, g->nics, &g->nnics, err, sizeof(err));
-	if (rc < 0) {
-		FQN_WARN("%s", err);
-		return rc;
-	}
 	rc = init_transport(g);
-	if (rc < 0) {
-		fqn_nics_release(g->nics, g->nnics);
+	if (rc < 0)
 		return rc;
-	}
-	g->drv = strcmp(g->cfg.transport, "ib") == 0 ? &fqn_lane_driver_ib : &fqn_lane_driver_tcp;
 	fqn_idle_init(&g->idle);
 	rc = fq_clock_page_reader_open(g->cfg.clock_page, &g->clock);
 	if (rc < 0) {
@@ -169,10 +197,7 @@ static int init_once(struct fqn_ctx *g)
 			FQN_WARN("control mode: %s", strerror(-rc));
 			fqn_telemetry_stop(g->telemetry);
 			fq_clock_page_reader_close(g->clock);
-			if (g->drv->close)
-				if (g->drv->close)
-					g->drv->close();
-			fqn_nics_release(g->nics, g->nnics);
+			g->drv->close(g->nics, g->nnics);
 			return rc;
 		}
 		rc = fq_path_page_reader_open(g->cfg.path_page, &g->paths);
@@ -221,9 +246,7 @@ void fqn_fini(void)
 		if (g->paths)
 			fq_path_page_reader_close(g->paths);
 		fqn_rejoin_destroy(g->rejoin);
-		if (g->drv->close)
-			g->drv->close();
-		fqn_nics_release(g->nics, g->nnics);
+		g->drv->close(g->nics, g->nnics);
 	}
 	pthread_mutex_unlock(&fqn_init_lock);
 }

@@ -11,7 +11,6 @@
 
 #include "nccl-plugin/core/comm.h"
 #include "nccl-plugin/core/net.h"
-#include "nccl-plugin/lanes/ib/ib_dev.h"
 #include "nccl-plugin/plog.h"
 
 #define FQN_PLUGIN_NAME "fabriciq"
@@ -148,13 +147,14 @@ static int fqn_mr_token;
  * with GPUDirect RDMA: that copy is a CPU memcpy. */
 static ncclResult_t a_regMr(void *comm, void *data, size_t size, int type, void **mhandle)
 {
-	if (type == NCCL_PTR_HOST && fqn_transport_is_ib() && comm) {
-		int dev = fqn_comm_device(comm), rc = fqib_mr_reg(dev, data, size, mhandle);
+	if (type == NCCL_PTR_HOST && comm) {
+		int dev = fqn_comm_device(comm), rc = fqn_reg_mr(data, size, dev, mhandle);
 
 		if (rc < 0)
 			FQN_WARN("regMr: registering %zu bytes at %p on device %d: %s", size, data, dev,
 				 strerror(-rc));
-		return rc < 0 ? ncclSystemError : ncclSuccess;
+		if (rc != 0)
+			return rc < 0 ? ncclSystemError : ncclSuccess;
 	}
 	if (type != NCCL_PTR_HOST) {
 		FQN_WARN(
@@ -184,7 +184,7 @@ static ncclResult_t a_deregMr(void *comm, void *mhandle)
 	(void)comm;
 	if (mhandle == &fqn_mr_token)
 		return ncclSuccess;
-	return fqn_transport_is_ib() && fqib_mr_dereg(mhandle) == 0 ? ncclSuccess : ncclInvalidUsage;
+	return fqn_dereg_mr(mhandle) == 0 ? ncclSuccess : ncclInvalidUsage;
 }
 
 static ncclResult_t a_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle, void **request)

@@ -58,10 +58,15 @@ void fqn_fini(void);
 /* The context of the current init (ctx.h), NULL outside fqn_init..fini:
  * for the tests that build comms from lanes. */
 struct fqn_ctx *fqn_context(void);
-/* The device of an open send or receive comm; 1 if the plugin's lanes
- * are IB (FABRICIQ_TRANSPORT=ib, or auto with a usable device). */
+/* The device of an open send or receive comm. */
 int fqn_comm_device(const void *comm);
-int fqn_transport_is_ib(void);
+/* NCCL's regMr of host memory on device dev, through the lanes' driver
+ * (lane_drv.h): 1 and *mh when it registered, 0 when the transport needs
+ * no registration (the caller's own handle then), or a negative errno. */
+int fqn_reg_mr(void *data, size_t size, int dev, void **mh);
+/* Drop a registration fqn_reg_mr made: 0, or a negative errno (mh is
+ * none of the driver's, or it registers nothing). */
+int fqn_dereg_mr(void *mh);
 
 int fqn_devices(int *ndev);
 int fqn_get_properties(int dev, struct fqn_props *props);

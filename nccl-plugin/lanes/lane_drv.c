@@ -5,6 +5,19 @@
 
 #include "nccl-plugin/lanes/lane_drv.h"
 
+extern const struct fqn_lane_driver fqn_lane_driver_tcp; /* lanes/tcp/lane_tcp.c */
+extern const struct fqn_lane_driver fqn_lane_driver_ib;  /* lanes/ib/ib_dev.c */
+
+const struct fqn_lane_driver *const fqn_lane_drivers[] = {&fqn_lane_driver_ib, &fqn_lane_driver_tcp, NULL};
+
+const struct fqn_lane_driver *fqn_lane_driver_named(const char *name)
+{
+	for (int i = 0; fqn_lane_drivers[i]; i++)
+		if (strcmp(fqn_lane_drivers[i]->name, name) == 0)
+			return fqn_lane_drivers[i];
+	return NULL;
+}
+
 const struct fqn_lane_driver *fqn_lane_driver_of(uint8_t handle_flags)
 {
 	return handle_flags & FQN_LANE_DRV_F_IB ? &fqn_lane_driver_ib : &fqn_lane_driver_tcp;

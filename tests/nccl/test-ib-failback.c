@@ -25,12 +25,15 @@
 #include "common/clock_page.h"
 #include "common/path_page.h"
 #include "nccl-plugin/core/comm.h"
+#include "nccl-plugin/core/ctx.h"
+#include "nccl-plugin/core/net.h"
 #include "nccl-plugin/core/progress.h"
 #include "nccl-plugin/core/wire.h"
 #include "nccl-plugin/hello.h"
 #include "nccl-plugin/ib_sysfs.h"
 #include "nccl-plugin/lanes/ib/ib_dev.h"
 #include "nccl-plugin/lanes/ib/ib_lane.h"
+#include "nccl-plugin/lanes/lane_drv.h"
 #include "nccl-plugin/plog.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
@@ -40,6 +43,14 @@
 #define NIC_DELAY_NS (1000LL * 1000000) /* the fake NIC's stamps: this much after the post */
 
 static int warns_failback, warns_path_down;
+
+/* 1 if the current init's lanes are IB (the driver fqn_init picked). */
+static int transport_is_ib(void)
+{
+	const struct fqn_ctx *g = fqn_context();
+
+	return g && strcmp(g->drv->name, "ib") == 0;
+}
 
 static void logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...)
 {
@@ -479,7 +490,7 @@ int main(void)
 	setenv("FABRICIQ_TELEMETRY", "0", 1);
 	setenv("FABRICIQ_LANE_TIMEOUT_MS", "200", 1);
 	setenv("FABRICIQ_FAILOVER_GRACE_MS", "5000", 1);
-	if (!ok(fqn_init(logger) == 0 && fqn_transport_is_ib(), "plugin init, transport ib (fake device)"))
+	if (!ok(fqn_init(logger) == 0 && transport_is_ib(), "plugin init, transport ib (fake device)"))
 		return done_testing();
 	x.sb = malloc(x.size);
 	x.rb = malloc(x.size);

@@ -678,12 +678,37 @@ static int ib_accept(const struct fqn_config *cfg, const struct fqn_nic *nics, i
 
 _Static_assert(FQIB_HANDLE_SIZE <= FQN_HELLO_EXTRA_MAX, "the QP handle must fit behind a hello");
 
+/* The NICs, then their verbs ports (fqib_devs_open). */
+static int ib_open(const struct fqn_config *cfg, struct fqn_nic *nics, int *n, char *err, size_t errlen)
+{
+	int rc = fqn_nics_discover(cfg->ifaces, nics, n, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	rc = fqib_devs_open(cfg, nics, n, err, errlen);
+	if (rc < 0)
+		fqn_nics_release(nics, *n);
+	return rc;
+}
+
+static void ib_close(struct fqn_nic *nics, int n)
+{
+	fqib_devs_close();
+	fqn_nics_release(nics, n);
+}
+
 const struct fqn_lane_driver fqn_lane_driver_ib = {
     .name = "ib",
+    .label = "IB",
     .handle_flags = FQN_LANE_DRV_F_IB,
     .hello_extra = FQIB_HANDLE_SIZE,
     .nic_from_address = 1,
     .dial = ib_dial,
     .accept = ib_accept,
-    .close = fqib_devs_close,
+    .devices = fqib_devs_count,
+    .open = ib_open,
+    .close = ib_close,
+    .gdr_loaded = fqib_gdr_available,
+    .mr_reg = fqib_mr_reg,
+    .mr_dereg = fqib_mr_dereg,
 };

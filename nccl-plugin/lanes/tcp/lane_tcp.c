@@ -494,12 +494,20 @@ static int tcp_accept(const struct fqn_config *cfg, const struct fqn_nic *nics, 
 	return fqn_lane_tcp_adopt(fd, cfg->sock_buf_bytes, keepalive_ms, out);
 }
 
+/* TCP lanes run on the NICs as found: opening them is finding them. */
+static int tcp_open(const struct fqn_config *cfg, struct fqn_nic *nics, int *n, char *err, size_t errlen)
+{
+	return fqn_nics_discover(cfg->ifaces, nics, n, err, errlen);
+}
+
 const struct fqn_lane_driver fqn_lane_driver_tcp = {
     .name = "tcp",
+    .label = "TCP",
     .handle_flags = 0,
     .hello_extra = 0,
     .nic_from_address = 0,
     .dial = tcp_dial,
     .accept = tcp_accept,
-    .close = NULL,
+    .open = tcp_open,
+    .close = fqn_nics_release,
 };
