@@ -19,7 +19,7 @@
 #include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/probe_ud.h"
 #include "slurmd-agent/probe_wire.h"
-#include "tap.h"
+#include "tests/unit/tap.h"
 
 #ifndef HAVE_VERBS
 int main(void)

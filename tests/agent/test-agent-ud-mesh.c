@@ -19,7 +19,7 @@
 #include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/probe_wire.h"
 #include "slurmd-agent/prober.h"
-#include "tap.h"
+#include "tests/unit/tap.h"
 
 #define QLEN     4096
 #define WIRE_NS  5000    /* one-way delay of the fake fabric */

@@ -26,7 +26,7 @@
 #include "slurmd-agent/probe_udp.h"
 #include "slurmd-agent/probe_wire.h"
 #include "slurmd-agent/prober.h"
-#include "tap.h"
+#include "tests/unit/tap.h"
 
 static char fixture[512];
 static char last_error[512];
@@ -432,10 +432,10 @@ int main(void)
 {
 	const char *srcdir = getenv("srcdir");
 
-	snprintf(fixture, sizeof(fixture), "%s/tests/unit/fixtures/sysfs-ib", srcdir ? srcdir : ".");
+	snprintf(fixture, sizeof(fixture), "%s/tests/agent/fixtures/sysfs-ib", srcdir ? srcdir : ".");
 	if (access(fixture, R_OK) != 0) {
 		/* run by hand from the build tree */
-		snprintf(fixture, sizeof(fixture), "%s/../tests/unit/fixtures/sysfs-ib",
+		snprintf(fixture, sizeof(fixture), "%s/../tests/agent/fixtures/sysfs-ib",
 			 srcdir ? srcdir : ".");
 	}
 	fq_log_init("test-agent-ud", FQ_LOG_ERROR, FQ_LOG_STDERR);
