@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "slurmd-agent/path.h"
+#include "slurmd-agent/probe_open.h"
 #include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/probe_wire.h"
 

@@ -73,7 +73,7 @@ void fq_prober_destroy(struct fq_prober *p);
  * address and to the device; with no IPv4 address, UD on its RDMA port
  * (a netdev of an RDMA device, or a device name "mlx5_0" / "mlx5_0.2").
  * 0 or a negative errno (logged with the NIC name): see
- * fq_probe_transport_open(). */
+ * fq_probe_transport_open() (probe_open.h). */
 int fq_prober_add_nic(struct fq_prober *p, const char *ifname);
 
 /* Add a NIC with a transport the caller opened (named tp->nic; tests use

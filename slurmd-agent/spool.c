@@ -56,25 +56,6 @@ static int seg_open(const struct fq_spool *s, uint64_t first, unsigned flags, st
 	return fq_reclog_open(s->dir, name, flags, 0, out, NULL, 0);
 }
 
-/* The lease file, durably: written, synced, renamed over, directory synced.
- * Runs on the loop at open and on the worker in a flush. */
-int spool_store_lease(const char *dir, uint64_t end)
-{
-	char path[4200], tmp[4210], text[32];
-	int fd, n = snprintf(text, sizeof(text), "%" PRIu64 "\n", end), rc = 0;
-
-	snprintf(path, sizeof(path), "%s/next_seq", dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0 || rename(tmp, path) < 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	if (rc == 0)
-		rc = fq_sync_dir(dir);
-	return rc;
-}
-
 static int write_lease(struct fq_spool *s, uint64_t end)
 {
 	int rc = spool_store_lease(s->dir, end);

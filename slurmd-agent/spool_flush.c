@@ -1,13 +1,35 @@
-/* spool_flush: the agent spool's durability (spool.h): flushes run on the
- * worker thread, and the callers waiting for a seq to be on disk. */
+/* spool_flush: the agent spool's durability (spool_flush.h): flushes run
+ * on the worker thread, the callers waiting for a seq to be on disk, and
+ * the seq lease's file. Below spool.c: it calls nothing there. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "slurmd-agent/spool_int.h"
+
+/* The lease file, durably: written, synced, renamed over, directory synced.
+ * Runs on the loop at open and on the worker in a flush. */
+int spool_store_lease(const char *dir, uint64_t end)
+{
+	char path[4200], tmp[4210], text[32];
+	int fd, n = snprintf(text, sizeof(text), "%" PRIu64 "\n", end), rc = 0;
+
+	snprintf(path, sizeof(path), "%s/next_seq", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0 || rename(tmp, path) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0)
+		rc = fq_sync_dir(dir);
+	return rc;
+}
 
 static void flush_run(struct fq_job *j)
 {

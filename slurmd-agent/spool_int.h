@@ -1,8 +1,8 @@
 /*
  * spool_int: the agent spool's state, shared by spool.c (segments, append,
  * send cursor, acks, bounds) and spool_flush.c (durability: the flushes
- * on the worker thread and the waiters for a seq). Not an interface:
- * everyone else goes through spool.h.
+ * on the worker thread and the waiters for a seq, the lease file). Not an
+ * interface: everyone else goes through spool.h.
  */
 #ifndef FQ_AGENT_SPOOL_INT_H
 #define FQ_AGENT_SPOOL_INT_H
@@ -13,7 +13,7 @@
 
 #include "common/frame.h"
 #include "common/reclog.h"
-#include "slurmd-agent/spool.h"
+#include "slurmd-agent/spool_flush.h"
 #include "slurmd-agent/worker.h"
 
 #define REC_PFX   9                         /* a record's body: u8 kind, u64 seq, then the frame */
@@ -79,8 +79,8 @@ struct flush_job {
 	int rc;
 };
 
-/* Write DIR/lease (the first seq a restarted agent may use), synced. 0 or
- * a negative errno. */
+/* Write DIR/lease (the first seq a restarted agent may use), synced
+ * (spool_flush.c: a flush writes it too). 0 or a negative errno. */
 int spool_store_lease(const char *dir, uint64_t end);
 
 #endif /* FQ_AGENT_SPOOL_INT_H */

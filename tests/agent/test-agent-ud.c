@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "slurmd-agent/nics.h"
+#include "slurmd-agent/probe_open.h"
 #include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/probe_ud.h"
 #include "slurmd-agent/probe_udp.h"
