@@ -24,7 +24,6 @@
 #include "common/frame.h"
 #include "common/path_page.h"
 #include "nccl-plugin/core/comm.h"
-#include "nccl-plugin/core/failover.h"
 #include "nccl-plugin/core/progress.h"
 #include "nccl-plugin/core/wire.h"
 #include "nccl-plugin/hello.h"
