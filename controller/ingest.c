@@ -17,39 +17,6 @@
 #include "controller/spool.h"
 #include "db/db.h"
 
-bool fq_ingest_transient(int rc)
-{
-	return !(rc == -EINVAL || rc == -EILSEQ || rc == -ENOENT || rc == -EEXIST || rc == -ERANGE);
-}
-
-struct node_state *ing_node_get(struct fq_ingest *ing, const char *name)
-{
-	struct fq_strmap_entry *e = fq_strmap_upsert(&ing->nodes, name);
-	struct node_state *n;
-
-	if (!e)
-		return NULL;
-	if (e->value)
-		return e->value;
-	n = calloc(1, sizeof(*n));
-	if (!n || !(n->name = strdup(name))) {
-		free(n);
-		fq_strmap_remove(&ing->nodes, name);
-		return NULL;
-	}
-	e->value = n;
-	return n;
-}
-
-static void node_free(void *v)
-{
-	struct node_state *n = v;
-
-	if (n)
-		free(n->name);
-	free(n);
-}
-
 /* ---- the public side ------------------------------------------------ */
 
 int fq_ingest_create(const struct fq_ingest_config *c, const struct fq_ingest_ops *ops, void *arg,
@@ -117,7 +84,7 @@ void fq_ingest_destroy(struct fq_ingest *ing)
 	free(ing->inflight);
 	ing_free_items(ing->batch, ing->nbatch);
 	free(ing->batch);
-	fq_strmap_clear(&ing->nodes, node_free);
+	ing_nodes_clear(ing);
 	fq_strmap_clear(&ing->links, free);
 	fq_strmap_clear(&ing->steps, free);
 	fq_strmap_clear(&ing->rank_nics, NULL);
@@ -252,60 +219,6 @@ int fq_ingest_frame(struct fq_ingest *ing, const char *node, Fabriciq__Envelope 
 bool fq_ingest_should_flush(const struct fq_ingest *ing)
 {
 	return ing->nbatch >= ing->cfg.max_batch_frames;
-}
-
-/* After the batch is durable (stored or spooled): acknowledge, reset. */
-void ing_batch_durable(struct fq_ingest *ing)
-{
-	for (size_t i = 0; i < ing->nbatch; i++) {
-		struct node_state *n = ing->batch[i].node;
-		if (!n->batch_max)
-			continue;
-		n->durable = n->batch_max;
-		n->batch_max = 0;
-		ing->ops.durable(ing->arg, n->name, n->durable);
-	}
-}
-
-/* The spool is full: forget these frames, let their agents resend them. */
-void ing_items_drop(struct fq_ingest *ing, const struct item *items, size_t nitems)
-{
-	for (size_t i = 0; i < nitems; i++) {
-		struct node_state *n = items[i].node;
-		if (items[i].seq == SEQ_RESTART)
-			n->restart_dropped = true;
-		if (!n->batch_max && !n->inflight_max)
-			continue;
-		n->accepted = n->durable;
-		n->batch_max = n->inflight_max = 0;
-		ing->ops.dropped(ing->arg, n->name);
-	}
-	ing->st.spool_full_drops += nitems;
-}
-
-void ing_batch_drop(struct fq_ingest *ing)
-{
-	ing_items_drop(ing, ing->batch, ing->nbatch);
-}
-
-int ing_batch_to_spool(struct fq_ingest *ing)
-{
-	int rc = 0;
-
-	for (size_t i = 0; i < ing->nbatch && !rc; i++)
-		rc = ing_spool_item(ing, &ing->batch[i]);
-	if (!rc)
-		rc = fq_spool_sync(ing->spool);
-	if (rc) {
-		/* Nothing of this batch counts as spooled (its agents resend it). */
-		fq_spool_discard(ing->spool);
-		fq_log_rl(FQ_LOG_ERROR,
-			  "spool %s: %s: %zu frames not acknowledged, their agents will resend them",
-			  ing->spool_dir, strerror(-rc), ing->nbatch);
-		return rc;
-	}
-	ing->st.spooled_frames += ing->nbatch;
-	return 0;
 }
 
 int fq_ingest_flush(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns)

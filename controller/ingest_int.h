@@ -1,16 +1,21 @@
 /*
  * ingest_int.h: the ingest module's state (controller/ingest.h), shared by
  * its files and by no one else:
- *   ingest.c         the public side: nodes and their seqs, the batch,
- *                    flushes, acknowledgements, create/destroy
+ *   ingest.c         the public side: frames into the batch, flushes,
+ *                    acknowledgements, create/destroy
+ *   ingest_writer.c  the writer thread that runs flushes off the event
+ *                    loop, and their completion
+ *   ingest_replay.c  the spool: frames as spool records, a batch spooled,
+ *                    replayed into the database once it is back (calls
+ *                    controller/spool.h)
+ *   ingest_db.c      the database connection's health (connect, down,
+ *                    backoff, statement timeouts)
  *   ingest_rows.c    frames to rows: each kind of frame mapped onto the
  *                    database's rows, a batch written in one transaction
  *                    with the nodes' seqs (fabriciq.agent_seq)
- *   ingest_writer.c  the database connection's health (down, backoff,
- *                    statement timeouts) and the writer thread that runs
- *                    flushes off the event loop
- *   ingest_replay.c  the spool: frames as spool records, replayed into the
- *                    database once it is back (calls controller/spool.h)
+ *   ingest_batch.c   the nodes' states, a settled batch's items (acked,
+ *                    dropped, freed)
+ * Each file calls only the files listed below it.
  *
  * A batch holds the unpacked envelopes themselves until they are durable:
  * the rows handed to libfqdb borrow their strings, and a failed flush can
@@ -122,38 +127,8 @@ struct fq_ingest {
 	uint64_t jobs, job_rows, job_wait_ns, job_busy_ns;
 };
 
-/* ---- ingest.c ----------------------------------------------------------- */
+/* ---- ingest_writer.c: the writer thread ------------------------------------ */
 
-/* The node's state (created on first use); NULL: out of memory. */
-struct node_state *ing_node_get(struct fq_ingest *ing, const char *name);
-/* After the batch is durable (stored or spooled): acknowledge, reset. */
-void ing_batch_durable(struct fq_ingest *ing);
-/* The spool is full: forget these frames, let their agents resend them. */
-void ing_items_drop(struct fq_ingest *ing, const struct item *items, size_t nitems);
-/* ... the whole batch. */
-void ing_batch_drop(struct fq_ingest *ing);
-/* Writes the batch to the spool (durable there): 0, or a negative errno
- * (the spool full: its frames dropped). */
-int ing_batch_to_spool(struct fq_ingest *ing);
-
-/* ---- ingest_rows.c: frames to rows ----------------------------------------- */
-
-/* Reads the stored seqs (once: see seq_loaded). */
-int ing_load_seqs(struct fq_ingest *ing);
-/* Writes items to the database in one flush, with their nodes' seqs in
- * the same transaction (fabriciq.agent_seq). A statement or row refused
- * for its data is dropped (counted); a transient failure aborts the lot
- * (nothing committed) with its errno. */
-int ing_apply_items(struct fq_ingest *ing, const struct item *items, size_t n, bool one_by_one);
-
-/* ---- ingest_writer.c: the database's health and the writer thread ---------- */
-
-/* The database failed (what: doing what): closed, retried after a backoff. */
-void ing_db_down(struct fq_ingest *ing, const char *what);
-/* A statement went through: the backoff is reset. */
-void ing_db_ok(struct fq_ingest *ing);
-/* True if the database may be used now (connecting when needed). */
-bool ing_db_usable(struct fq_ingest *ing);
 /* Starts / stops (after its flush in flight) the writer thread. */
 int ing_writer_start(struct fq_ingest *ing);
 void ing_writer_stop(struct fq_ingest *ing);
@@ -170,10 +145,45 @@ int ing_complete(struct fq_ingest *ing, bool wait);
 
 /* Appends one item to the spool as a record. */
 int ing_spool_item(struct fq_ingest *ing, const struct item *it);
-void ing_free_items(struct item *items, size_t n);
+/* Writes the batch to the spool (durable there): 0, or a negative errno
+ * (the spool full: its frames dropped). */
+int ing_batch_to_spool(struct fq_ingest *ing);
 /* Replays the spool into the database, chunk by chunk, for up to budget_ns. */
 int ing_replay(struct fq_ingest *ing, int64_t budget_ns);
 /* At start: the seqs of frames in the spool count as accepted. */
 int ing_scan_spool(struct fq_ingest *ing);
+
+/* ---- ingest_db.c: the database's health -------------------------------------- */
+
+/* The database failed (what: doing what): closed, retried after a backoff. */
+void ing_db_down(struct fq_ingest *ing, const char *what);
+/* A statement went through: the backoff is reset. */
+void ing_db_ok(struct fq_ingest *ing);
+/* True if the database may be used now (connecting when needed). */
+bool ing_db_usable(struct fq_ingest *ing);
+
+/* ---- ingest_rows.c: frames to rows ----------------------------------------- */
+
+/* Reads the stored seqs (once: see seq_loaded). */
+int ing_load_seqs(struct fq_ingest *ing);
+/* Writes items to the database in one flush, with their nodes' seqs in
+ * the same transaction (fabriciq.agent_seq). A statement or row refused
+ * for its data is dropped (counted); a transient failure aborts the lot
+ * (nothing committed) with its errno. */
+int ing_apply_items(struct fq_ingest *ing, const struct item *items, size_t n, bool one_by_one);
+
+/* ---- ingest_batch.c: nodes and settled items ------------------------------- */
+
+/* The node's state (created on first use); NULL: out of memory. */
+struct node_state *ing_node_get(struct fq_ingest *ing, const char *name);
+/* Frees every node's state. */
+void ing_nodes_clear(struct fq_ingest *ing);
+/* After the batch is durable (stored or spooled): acknowledge, reset. */
+void ing_batch_durable(struct fq_ingest *ing);
+/* The spool is full: forget these frames, let their agents resend them. */
+void ing_items_drop(struct fq_ingest *ing, const struct item *items, size_t nitems);
+/* ... the whole batch. */
+void ing_batch_drop(struct fq_ingest *ing);
+void ing_free_items(struct item *items, size_t n);
 
 #endif /* FQ_CONTROLLER_INGEST_INT_H */

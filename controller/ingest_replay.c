@@ -59,10 +59,24 @@ static int unspool_item(struct fq_ingest *ing, const uint8_t *b, size_t len, str
 	return fq_frame_unpack(b + 18 + nl, len - 18 - nl, &it->env);
 }
 
-void ing_free_items(struct item *items, size_t n)
+int ing_batch_to_spool(struct fq_ingest *ing)
 {
-	for (size_t i = 0; i < n; i++)
-		fq_frame_free(items[i].env);
+	int rc = 0;
+
+	for (size_t i = 0; i < ing->nbatch && !rc; i++)
+		rc = ing_spool_item(ing, &ing->batch[i]);
+	if (!rc)
+		rc = fq_spool_sync(ing->spool);
+	if (rc) {
+		/* Nothing of this batch counts as spooled (its agents resend it). */
+		fq_spool_discard(ing->spool);
+		fq_log_rl(FQ_LOG_ERROR,
+			  "spool %s: %s: %zu frames not acknowledged, their agents will resend them",
+			  ing->spool_dir, strerror(-rc), ing->nbatch);
+		return rc;
+	}
+	ing->st.spooled_frames += ing->nbatch;
+	return 0;
 }
 
 /* Replays the spool into the database, chunk by chunk, for up to budget_ns. */

@@ -17,6 +17,12 @@
 #include "common/log.h"
 #include "db/db.h"
 
+/* A database error worth retrying (not one about the data itself). */
+bool fq_ingest_transient(int rc)
+{
+	return !(rc == -EINVAL || rc == -EILSEQ || rc == -ENOENT || rc == -EEXIST || rc == -ERANGE);
+}
+
 /* ---- fabriciq.agent_seq --------------------------------------------- */
 
 /* Reads the stored seqs (once: see seq_loaded). */
