@@ -45,6 +45,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/detector_act.h"
+#include "controller/detector_lane.h"
+#include "controller/detector_link.h"
+
 struct fq_detector;
 
 /* Thresholds (controller.* config keys of the same names). */
@@ -93,71 +97,11 @@ struct fq_detector_config {
 
 void fq_detector_config_defaults(struct fq_detector_config *c);
 
-/* Inputs: strings are copied by the detector when it keeps them. */
-struct fq_det_probe {
-	const char *node, *nic, *remote_node, *remote_nic;
-	int64_t start_ns, end_ns;
-	uint32_t sent, answered, lost;
-	int64_t owd_fwd_p50_ns, owd_fwd_p99_ns, owd_rev_p50_ns, owd_rev_p99_ns; /* 0: none */
-	int64_t rtt_p50_ns;
-	bool up;
-};
+/* Inputs (strings are copied by the detector when it keeps them): probe
+ * windows and link events (detector_link.h), lane windows, lane events
+ * and step ends (detector_lane.h), drained nodes (detector_act.h). Output:
+ * the actions (detector_act.h). */
 
-struct fq_det_lane {
-	uint64_t job_id;
-	uint32_t step_id, src_rank, dst_rank, lane;
-	const char *src_node, *src_nic, *dst_node, *dst_nic; /* dst_*: "" if unknown */
-	int64_t start_ns, end_ns;
-	uint64_t bytes;
-	int64_t owd_p50_ns, owd_p99_ns; /* receiver-side reports only; 0: none */
-	/* the interval's smallest one-way delay (receiver side; 0: none): the
-	 * path's base delay as the lane sees it, which queueing does not raise */
-	int64_t owd_min_ns;
-	/* the lane's TCP RTT floor, from either end (0: none, or not TCP):
-	 * half of it is the path's one-way base delay without the sender's
-	 * own socket queue, which owd_min_ns includes under load */
-	int64_t tcp_min_rtt_ns;
-	bool synchronised;
-	/* the agent found no such connection of the sender's (proto
-	 * LaneReport.unverified): counted, never taken by a rule */
-	bool unverified;
-};
-
-struct fq_det_link {
-	const char *node, *nic, *remote_node, *remote_nic; /* remote_*: "" for a NIC-level event */
-	bool up, nic_level;
-	int64_t time_ns;
-};
-
-void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p);
-void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l);
-void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e);
-/* A job step is gone (controller/steplive.h): its lanes are forgotten (an
- * ended job is no party to a collision; anomalies already attached to it
- * stay). */
-void fq_detector_step_end(struct fq_detector *d, uint64_t job, uint32_t step);
-
-/* A lane event of a job's NCCL plugin (proto FailoverEvent), reported by
- * the agent on node. Cause "config": an RDMA lane the two ends could not
- * form (InfiniBand against RoCE, RoCE v1 against v2: the classic
- * misconfiguration) -> anomaly rdma_config on node/nic, attached to the
- * step and its two ranks, closed quiet_close_ns after the last such event.
- * Other causes are failovers and moves: failover_events holds them. */
-struct fq_det_lane_event {
-	const char *node, *nic, *remote_nic, *cause;
-	uint64_t job_id;
-	uint32_t step_id, src_rank, dst_rank;
-	int64_t time_ns;
-};
-void fq_detector_lane_event(struct fq_detector *d, const struct fq_det_lane_event *e);
-/* A node drained (by anyone) / resumed, as the daemon learns it from Slurm
- * or from applying a hint: reason is the drain reason, NULL or "" when the
- * node is no longer drained (resumed). Resume hints are given only for
- * nodes drained with a "fabriciq:" reason, once no open anomaly has had the
- * node as its node or remote node for resume_after_ns. Drain hints are not
- * given for a node already drained (any reason), nor twice for one node
- * until it is reported drained or resumed here. */
-void fq_detector_node_drained(struct fq_detector *d, const char *node, const char *reason, int64_t now_ns);
 /* Periodic (once per report window): closes quiet anomalies, evaluates the
  * window-level rules (lane outliers, slow NICs), emits dead-NIC drain hints
  * and resume hints. Closing: link_down on UP (path or NIC), flapping once
@@ -165,51 +109,7 @@ void fq_detector_node_drained(struct fq_detector *d, const char *node, const cha
  * quiet_close_ns after their last evidence (end = that evidence's time). */
 void fq_detector_tick(struct fq_detector *d, int64_t now_ns);
 
-enum fq_det_action_kind {
-	FQ_DET_OPEN = 1,   /* a new anomaly: handle, kind, severity, start, place, summary, evidence,
-			    * incident (0: it is an incident), events (1) */
-	FQ_DET_ATTACH = 2, /* handle, job_id, step_id, ranks (only those new to it; the db merges) */
-	FQ_DET_CLOSE = 3,  /* handle, end_ns */
-	FQ_DET_HINT = 4,   /* node, nic, resume, reason, handle (0: none), start_ns: created */
-	/* collision advice: job_id is the job to move; send an Advice to the
-	 * agent on node: move off nic -> remote_node/remote_nic, for
-	 * end_ns - start_ns (advice_lifetime_ns); handle: the collision
-	 * anomaly; reason: the shared NIC ("node/nic"); other_job: the job it
-	 * collides with; summary: why. Repeated each tick while the collision lasts
-	 * (the agent renews it in place). */
-	FQ_DET_ADVICE = 5,
-	FQ_DET_UPDATE = 6, /* a link episode's DOWNs: handle, events, end_ns (its last DOWN), summary */
-};
-
-struct fq_det_action {
-	enum fq_det_action_kind kind;
-	uint64_t handle;   /* the detector's id for an anomaly; the daemon maps it to the row id */
-	uint64_t incident; /* OPEN: the incident (handle) it is a member of; 0: none */
-	unsigned events;   /* OPEN, UPDATE: the DOWNs of a link episode so far (others: 1) */
-	const char *anomaly_kind;
-	int severity; /* enum fq_db_severity */
-	int64_t start_ns, end_ns;
-	const char *node, *nic, *remote_node, *remote_nic; /* NULL where not applicable */
-	const char *summary;
-	const char *evidence_json;
-	uint64_t job_id;
-	uint64_t other_job; /* FQ_DET_ADVICE: the job collided with */
-	uint32_t step_id;
-	const uint32_t *ranks;
-	size_t nranks;
-	bool resume;
-	/* drain: "fabriciq: <nic> <what> <count> in <window>": "flapped" (the
-	 * DOWNs in flap_window_ns) or "down" (dead NIC; its DOWNs in the same
-	 * window), e.g. "fabriciq: rail1 flapped 9 in 1h"; resume:
-	 * "fabriciq: no anomaly for 10m". */
-	const char *reason;
-};
-
 struct fq_detector *fq_detector_create(const struct fq_detector_config *c);
 void fq_detector_destroy(struct fq_detector *d);
-
-/* Take the next action, in the order they arose: 1 and *a (valid until the
- * next call), or 0 when there is none. */
-int fq_detector_next(struct fq_detector *d, struct fq_det_action *a);
 
 #endif /* FQ_CONTROLLER_DETECTOR_H */

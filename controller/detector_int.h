@@ -1,15 +1,15 @@
 /*
- * detector_int.h: the detector's state (detector.h), shared by its four
- * files and by no one else:
- *   detector.c          configuration, the action queue, nodes and hints,
- *                       the tick (window-level rules, resume, sweep),
- *                       create/destroy
- *   detector_episode.c  anomalies (open, extend, attach, close) and link
- *                       episodes (incidents)
+ * detector_int.h: the detector's state (detector.h), shared by its five
+ * files and by no one else; each calls only the files listed below it:
+ *   detector.c          configuration, the tick (window-level rules,
+ *                       resume, sweep), create/destroy
  *   detector_link.c     NICs (flapping, NIC-level down) and paths (link
  *                       state, delay): probe windows and link events
  *   detector_lane.c     job steps' lanes (inband mismatch, lane outliers,
  *                       rdma_config, collisions)
+ *   detector_episode.c  anomalies (open, extend, attach, close) and link
+ *                       episodes (incidents)
+ *   detector_act.c      the action queue, nodes and their drain hints
  *
  * State, each in a hash table with a size cap (config max_*) and expiry:
  *   paths     directed NIC pair -> delay baseline, last window, link state
@@ -239,10 +239,16 @@ static inline double us(int64_t ns)
 	return (double)ns / 1000.0;
 }
 
-/* ---- detector.c ------------------------------------------------------------ */
+/* ---- detector_act.c: the action queue, nodes and hints ------------------ */
 
 /* Queues a copy of a (its strings and ranks are copied). */
 void det_push(struct fq_detector *d, const struct fq_det_action *a);
+/* Frees the queued actions and the last one taken (destroy). */
+void det_actions_free(struct fq_detector *d);
+/* The node's entry (created; NULL: out of memory); found only (NULL: none;
+ * name: a NODE_LEN key). */
+struct node_ent *det_node_get(struct fq_detector *d, const char *name, int64_t now);
+struct node_ent *det_node_find(struct fq_detector *d, const char *name);
 /* A drain hint for the NIC k's node, unless it is drained or hinted already. */
 void det_hint_drain(struct fq_detector *d, const struct nic_key *k, const char *reason, uint64_t handle,
 		    int64_t now);

@@ -3,6 +3,8 @@
  * latest interval), and the rules over them: inband_mismatch,
  * lane_outlier, rdma_config (lane events) and collision.
  */
+#include "controller/detector_lane.h"
+
 #include "controller/detector_int.h"
 
 #include <errno.h>

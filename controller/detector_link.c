@@ -3,6 +3,8 @@
  * from their paths) and paths (link state, delay against a baseline), fed
  * by probe windows and link events.
  */
+#include "controller/detector_link.h"
+
 #include "controller/detector_int.h"
 
 #include <inttypes.h>
