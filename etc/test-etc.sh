@@ -25,7 +25,7 @@ grep -q "^User=fabriciq$" "$B/controller/fabriciq-controller.service" &&
 ok $? "the controller's unit: user fabriciq, ProtectSystem=strict"
 is "$(cat "$B"/slurmd-agent/fabriciq-agent.service "$B"/controller/fabriciq-controller.service "$B"/etc/plugstack-fabriciq.conf | grep -c '@[a-z]*@')" 0 \
 	"no @dir@ left in the units and the plugstack line"
-grep -q "^#optional /.*/fabriciq/spank_fabriciq.so libdir=/.*/fabriciq$" "$B/etc/plugstack-fabriciq.conf"
+grep -Eq "^#optional /.*/fabriciq/spank_fabriciq.so libdir=/.*/fabriciq( |$)" "$B/etc/plugstack-fabriciq.conf"
 ok $? "the plugstack line, commented out, names the installed plugin by absolute path"
 # fabriciq.conf(5): one entry per key of each daemon (--dump-config lists
 # them all), in the daemons' order
