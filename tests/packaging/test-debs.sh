@@ -222,10 +222,51 @@ if [ -x "$top_builddir/tests/testbed/tb-hostns" ] && ip netns add "fqpkprobe$$" 
 		--plugstack "optional $L/spank_fabriciq.so libdir=$L ifaces=rail0,rail1 step_socket=$S/run/%n/agent-step.sock controller=http://198.18.0.1:7180 munge_socket=$S/munge/munge.socket" \
 		>"$W/tb.out" 2>&1
 	ok $? "testbed up: 2 hosts, Slurm's plugstack naming the root's spank_fabriciq.so" || tail -5 "$W/tb.out" | sed 's/^/#   /'
-	tb_controller_start "$R/usr/sbin/fabriciq-controller"
-	sleep 1
-	tb_agents_start "$R/usr/sbin/fabriciq-agent" -s controller=198.18.0.1:7100 -s "munge_socket=$S/munge/munge.socket"
-	ok $? "the root's controller and agents started"
+	# The daemons as their units start them: each unit's ExecStart line (the
+	# root's program and its -c file), the controller as the unit's User
+	# with the spool its ExecStartPre makes; the settings a site writes into
+	# fabriciq.conf by doc/deploy.md (the agents' in a file a node: the
+	# two nodes here share one root)
+	read -r cprog copt cconf <<<"$(sed -n 's/^ExecStart=//p' "$R/lib/systemd/system/fabriciq-controller.service")"
+	read -r aprog aopt aconf <<<"$(sed -n 's/^ExecStart=//p' "$R/lib/systemd/system/fabriciq-agent.service")"
+	cuser=$(sed -n 's/^User=//p' "$R/lib/systemd/system/fabriciq-controller.service")
+	cuid=$(awk -F: -v u="$cuser" '$1 == u { print $3 }' "$R/etc/passwd")
+	cgid=$(awk -F: -v u="$cuser" '$1 == u { print $4 }' "$R/etc/passwd")
+	cat >>"$R$cconf" <<EOF
+controller.listen = "198.18.0.1:7100"
+controller.http_listen = "198.18.0.1:7180"
+controller.db = "host=198.18.0.1 port=5432 user=postgres dbname=fabriciq"
+controller.munge_socket = "$S/munge/munge.socket"
+controller.spool_dir = "$S/spool/ctl"
+EOF
+	install -d -m 0700 -o "$cuid" -g "$cgid" "$S/spool" "$S/spool/ctl"
+	chmod 0755 "$S/munge" # as /run/munge is: the controller's user reaches munged's socket
+	"$TB" daemon start ctl controller -- setpriv --reuid="$cuid" --regid="$cgid" --clear-groups \
+		"$R$cprog" "$copt" "$R$cconf" >/dev/null
+	for i in 1 2; do
+		j=$((3 - i))
+		mkdir -p "$S/run/n$i"
+		cat >"$R/etc/fabriciq/n$i.conf" <<EOF
+agent.controller = "198.18.0.1:7100"
+agent.controller_uid = $cuid
+agent.munge_socket = "$S/munge/munge.socket"
+agent.node = "n$i"
+agent.nics = "rail0,rail1"
+agent.peers = "n$j:rail0@198.19.0.$((2 * j + 1)),n$j:rail1@198.19.1.$((2 * j + 1))"
+agent.run_dir = "$S/run/n$i"
+agent.spool_dir = "$S/spool/n$i"
+agent.status_file = "$S/agent-n$i.json"
+EOF
+		"$TB" daemon start "n$i" agent -- "$R$aprog" "$aopt" "$R/etc/fabriciq/n$i.conf" >/dev/null
+	done
+	for ((i = 0; i < 40; i++)); do
+		[ "$(psql_ctl 'select count(*) from fabriciq.nodes')" = 2 ] && break
+		sleep 0.5
+	done
+	is "$(psql_ctl 'select count(*) from fabriciq.nodes') $(stat -c %u "$S/spool/ctl/node-addresses" 2>&1)" \
+		"2 $cuid" "the units' ExecStart lines: 2 agents connected to the controller, which runs as $cuser, uid $cuid ($cprog $copt $cconf)" ||
+		diag "$(tail -3 "$S/log/ctl.controller.log")
+	sleep 2 # paths up"
 	out=$(timeout 60 "$TB" slurm srun -N2 -n2 --fabriciq printenv NCCL_NET_PLUGIN 2>&1 | sort -u)
 	is "$out" "$L/libnccl-net-fabriciq.so" "srun --fabriciq: NCCL_NET_PLUGIN names the root's NCCL plugin"
 	out=$(timeout 120 "$TB" slurm srun -N2 -n2 --fabriciq sh -c '[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@"' sh \
@@ -241,6 +282,7 @@ if [ -x "$top_builddir/tests/testbed/tb-hostns" ] && ip netns add "fqpkprobe$$" 
 	[ "${n:-0}" -gt 0 ]; ok $? "job $job: $n lane windows stored by the installed agents and controller" ||
 		diag "$(tail -5 "$S/log/n1.agent.log" 2>/dev/null)"
 	"$TB" down >/dev/null 2>&1
+	rm -f "$R/etc/fabriciq/n1.conf" "$R/etc/fabriciq/n2.conf" # the test's, not the package's
 	TB_UP=
 	diag "the emulated cluster's part: $(($(date +%s) - t2)) s"
 	[ -n "${FQPKG_TB_LOCK:-}" ] && exec 9>&-
