@@ -76,22 +76,36 @@ static void test_kernel(int fam, const char *name)
 		return;
 	}
 	rc = fq_tcp_socket_uid(c.client, c.server, &uid);
-	ok(rc == 0 && uid == getuid(), "%s: the connecting end %s -> %s is found, its uid ours (%d, uid %u)", name,
-	   c.client, c.server, rc, (unsigned)uid);
+	ok(rc == 0 && uid == getuid(), "%s: the connecting end %s -> %s is found, its uid ours (%d, uid %u)",
+	   name, c.client, c.server, rc, (unsigned)uid);
 	uid = 4242;
 	rc = fq_tcp_socket_uid(c.server, c.client, &uid);
 	ok(rc == 0 && uid == getuid(), "%s: ... and the accepted end, the other way round (%d)", name, rc);
 	conn_close(&c);
 	rc = fq_tcp_socket_uid(c.client, c.server, &uid);
-	ok(rc == -ENOENT, "%s: closed (the closing end in TIME_WAIT): held by no one, -ENOENT (%d)", name, rc);
+	ok(rc == -ENOENT, "%s: closed (the closing end in TIME_WAIT): held by no one, -ENOENT (%d)", name,
+	   rc);
 }
 
 static void test_hostile(void)
 {
-	static const char *const bad[] = {"", "1.2.3.4", "1.2.3.4:", ":80", "1.2.3.4:0", "1.2.3.4:65536",
-					  "1.2.3.4:8x", "1.2.3.4: 8", "[::1:80", "::1]:80", "[]:80", "host:80",
-					  "1.2.3.4.5:80", "[1.2.3.4]:80x", "999.1.1.1:80",
-					  "[aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]:1"};
+	static const char *const bad[] = {
+	    "",
+	    "1.2.3.4",
+	    "1.2.3.4:",
+	    ":80",
+	    "1.2.3.4:0",
+	    "1.2.3.4:65536",
+	    "1.2.3.4:8x",
+	    "1.2.3.4: 8",
+	    "[::1:80",
+	    "::1]:80",
+	    "[]:80",
+	    "host:80",
+	    "1.2.3.4.5:80",
+	    "[1.2.3.4]:80x",
+	    "999.1.1.1:80",
+	    "[aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]:1"};
 	uid_t uid;
 	int refused = 0;
 
@@ -112,7 +126,8 @@ static void test_remembered(void)
 		skip(5, "no IPv4 loopback connection here");
 		return;
 	}
-	ok(fq_sockcheck_owned(&c, k.client, k.server, getuid(), t) && c.asked == 1, "a held connection: yes, asked");
+	ok(fq_sockcheck_owned(&c, k.client, k.server, getuid(), t) && c.asked == 1,
+	   "a held connection: yes, asked");
 	ok(fq_sockcheck_owned(&c, k.client, k.server, getuid(), t + 1) && c.asked == 1 && c.remembered == 1,
 	   "... again: remembered");
 	ok(!fq_sockcheck_owned(&c, k.client, k.server, getuid() + 1, t + 2) && c.asked == 1,
@@ -122,7 +137,8 @@ static void test_remembered(void)
 	       !fq_sockcheck_owned(&c, "127.0.0.1:1", "127.0.0.1:2", getuid(), t + FQ_SOCKCHECK_NO_NS - 1) &&
 	       c.asked == 2,
 	   "a claim nobody holds: no, and remembered for a second (asked %llu)", (unsigned long long)c.asked);
-	ok(!fq_sockcheck_owned(&c, "127.0.0.1:1", "127.0.0.1:2", getuid(), t + FQ_SOCKCHECK_NO_NS) && c.asked == 3,
+	ok(!fq_sockcheck_owned(&c, "127.0.0.1:1", "127.0.0.1:2", getuid(), t + FQ_SOCKCHECK_NO_NS) &&
+	       c.asked == 3,
 	   "... then asked again");
 }
 
