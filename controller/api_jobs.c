@@ -236,10 +236,11 @@ int api_get_job(struct reply *rp, struct fq_db *db, struct fq_api_params *r, con
 	int rc;
 
 	if (!fq_api_parse_job_step(id, &job_id, &has_step, &step_id))
-		return api_fail(rp, 400,
-			    "job must be JOB or JOB.STEP with integer ids up to 4294967295 (or STEP batch, "
-			    "extern, interactive), not '%.64s'",
-			    id);
+		return api_fail(
+		    rp, 400,
+		    "job must be JOB or JOB.STEP with integer ids up to 4294967295 (or STEP batch, "
+		    "extern, interactive), not '%.64s'",
+		    id);
 	if (fq_api_params_only(r, "lanes, bucket") ||
 	    fq_api_param_uint(r, "lanes", 1000, 0, 100000, &lanes) ||
 	    fq_api_param_uint(r, "bucket", 0, 1, 86400, &bucket))
@@ -262,7 +263,7 @@ int api_get_job(struct reply *rp, struct fq_db *db, struct fq_api_params *r, con
 	if (rc > 0 && has_step) {
 		json_object_put(job);
 		return api_fail(rp, 404, "job %" PRIu64 " has no step %" PRIu64 " known to fabriciq", job_id,
-			    step_id);
+				step_id);
 	}
 	steps = json_object_new_array();
 	json_object_object_add(job, "steps", steps);
@@ -308,10 +309,11 @@ int api_get_step_summary(struct reply *rp, struct fq_db *db, struct fq_api_param
 	int rc;
 
 	if (!fq_api_parse_job_step(id, &job_id, &has_step, &step_id) || !has_step)
-		return api_fail(rp, 400,
-			    "a summary is of one step: JOB.STEP with integer ids up to 4294967295 (or STEP "
-			    "batch, extern, interactive), not '%.64s'",
-			    id);
+		return api_fail(
+		    rp, 400,
+		    "a summary is of one step: JOB.STEP with integer ids up to 4294967295 (or STEP "
+		    "batch, extern, interactive), not '%.64s'",
+		    id);
 	if (fq_api_params_only(r, ""))
 		return api_fail(rp, 400, "%s", r->err);
 	fq_db_param_u64(&p, job_id);
@@ -325,7 +327,6 @@ int api_get_step_summary(struct reply *rp, struct fq_db *db, struct fq_api_param
 		return api_db_fail(rp, db);
 	if (rc > 0)
 		return api_fail(rp, 404, "job %" PRIu64 " has no step %" PRIu64 " known to fabriciq", job_id,
-			    step_id);
+				step_id);
 	return 200;
 }
-
