@@ -152,10 +152,12 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 
 	if (!d)
 		return;
-	if (!l || !has(l->src_node) || !has(l->src_nic) || l->end_ns <= 0 || l->unverified) {
+	if (!l || !has(l->src_node) || !has(l->src_nic) || l->end_ns <= 0) {
 		d->rejected_inputs++;
 		return;
 	}
+	if (l->unverified) /* well formed, but the job's word only (the agent counted it) */
+		return;
 	sk.job = l->job_id;
 	sk.step = l->step_id;
 	key.src_rank = l->src_rank;

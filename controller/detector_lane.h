@@ -28,7 +28,7 @@ struct fq_det_lane {
 	int64_t tcp_min_rtt_ns;
 	bool synchronised;
 	/* the agent found no such connection of the sender's (proto
-	 * LaneReport.unverified): counted, never taken by a rule */
+	 * LaneReport.unverified): counted there, never taken by a rule */
 	bool unverified;
 };
 

@@ -34,6 +34,16 @@ enum fq_spank_mode fq_spank_mode_parse(const char *word, enum fq_spank_mode bare
 							: FQ_MODE_UNSET;
 }
 
+enum fq_spank_mode fq_spank_step_mode(enum fq_spank_mode opt, const char *propagated,
+				      enum fq_spank_mode site_default)
+{
+	enum fq_spank_mode m = opt;
+
+	if (m == FQ_MODE_UNSET && propagated)
+		m = fq_spank_mode_parse(propagated, FQ_MODE_UNSET);
+	return m != FQ_MODE_UNSET ? m : site_default;
+}
+
 const char *fq_spank_mode_name(enum fq_spank_mode mode)
 {
 	return mode >= FQ_MODE_OFF && mode <= FQ_MODE_CONTROL ? mode_names[mode - FQ_MODE_OFF] : "";

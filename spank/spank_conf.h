@@ -68,6 +68,12 @@ int fq_spank_conf_parse(struct fq_spank_conf *conf, int ac, char **argv, char *e
  * FQ_MODE_UNSET if the word is not a mode. */
 enum fq_spank_mode fq_spank_mode_parse(const char *word, enum fq_spank_mode bare);
 
+/* A step's mode: the --fabriciq option (opt) if given, else the mode the
+ * client propagated (SLURM_FABRICIQ_MODE's value, NULL if unset; a value
+ * that is no mode counts as unset), else the site default. */
+enum fq_spank_mode fq_spank_step_mode(enum fq_spank_mode opt, const char *propagated,
+				      enum fq_spank_mode site_default);
+
 /* "off", "monitor", "control" ("" for UNSET). */
 const char *fq_spank_mode_name(enum fq_spank_mode mode);
 

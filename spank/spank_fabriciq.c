@@ -192,18 +192,11 @@ static int client_post_opt(void)
  * controller is configured. */
 int slurm_spank_local_user_init(spank_t sp, int ac, char **argv)
 {
-	const char *env = getenv(ENV_PROPAGATE);
-	enum fq_spank_mode m = g.opt_mode;
-
 	(void)ac;
 	(void)argv;
 	if (!g.conf_ok || spank_context() != S_CTX_LOCAL || !g.conf.controller[0] || !g.conf.end_wait_ms)
 		return 0;
-	if (m == FQ_MODE_UNSET && env)
-		m = fq_spank_mode_parse(env, FQ_MODE_UNSET);
-	if (m == FQ_MODE_UNSET)
-		m = g.conf.site_default;
-	if (m == FQ_MODE_OFF)
+	if (fq_spank_step_mode(g.opt_mode, getenv(ENV_PROPAGATE), g.conf.site_default) == FQ_MODE_OFF)
 		return 0;
 	if (spank_get_item(sp, S_JOB_ID, &g.local_job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &g.local_step) != ESPANK_SUCCESS) {
@@ -263,18 +256,15 @@ static int get_env(spank_t sp, const char *name, char **val)
 
 static enum fq_spank_mode step_mode(spank_t sp)
 {
-	enum fq_spank_mode m = FQ_MODE_UNSET;
-	char *val;
+	enum fq_spank_mode m;
+	char *val = NULL;
 
-	if (g.opt_mode != FQ_MODE_UNSET)
-		return g.opt_mode;
-	if (get_env(sp, ENV_PROPAGATE, &val) == 0) {
-		m = fq_spank_mode_parse(val, FQ_MODE_UNSET);
-		if (m == FQ_MODE_UNSET)
-			fq_error("%s=%s is not a mode (monitor, control, off); ignored", ENV_PROPAGATE, val);
-		free(val);
-	}
-	return m != FQ_MODE_UNSET ? m : g.conf.site_default;
+	if (g.opt_mode == FQ_MODE_UNSET && get_env(sp, ENV_PROPAGATE, &val) == 0 &&
+	    fq_spank_mode_parse(val, FQ_MODE_UNSET) == FQ_MODE_UNSET)
+		fq_error("%s=%s is not a mode (monitor, control, off); ignored", ENV_PROPAGATE, val);
+	m = fq_spank_step_mode(g.opt_mode, val, g.conf.site_default);
+	free(val);
+	return m;
 }
 
 static void step_id_text(char *buf, size_t len)
