@@ -185,7 +185,14 @@ static void write_status(struct agent *a)
 	json_object_object_add(st, "lane_delays_dropped", json_object_new_uint64(a->lane_delays_dropped));
 	json_object_object_add(st, "lanes_remote_unknown", json_object_new_uint64(a->lanes_remote_unknown));
 	json_object_object_add(st, "lanes_unverified", json_object_new_uint64(a->lanes_unverified));
+	json_object_object_add(st, "lanes_unverified_closed",
+			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_CLOSED]));
+	json_object_object_add(st, "lanes_unverified_others",
+			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_OTHERS]));
+	json_object_object_add(st, "lanes_unverified_unchecked",
+			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_UNCHECKED]));
 	json_object_object_add(st, "lane_checks_asked", json_object_new_uint64(a->sockcheck.asked));
+	json_object_object_add(st, "lane_checks_evicted", json_object_new_uint64(a->sockcheck.evicted));
 	json_object_object_add(st, "steps_reclaimed", json_object_new_uint64(a->steps_reclaimed));
 	json_object_object_add(st, "events", json_object_get(a->events));
 	text = json_object_to_json_string_ext(st, JSON_C_TO_STRING_PRETTY);
@@ -593,7 +600,7 @@ int main(int argc, char **argv)
 	    {"dump-config", no_argument, NULL, 'd'},  {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
 	};
-	struct agent a = {0};
+	static struct agent a; /* its tables are large for a stack */
 	const char *config = FQ_CONFIG_PATH;
 	char *sets[64];
 	int nsets = 0, status = 0, json = 0, dump = 0, opt, rc = 1; /* 1 runtime, 2 configuration */

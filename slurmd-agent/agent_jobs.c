@@ -164,16 +164,28 @@ static void set_string(char **field, const char *value)
  * kept: these places steer the controller's collision advice, which moves
  * other jobs. A TCP lane whose connection its sender does not hold (the
  * kernel's socket table: sockcheck.h) is marked unverified: the job's own
- * report keeps it, the controller's rules take none of it. */
+ * report keeps it, the controller's rules take none of it. A lane whose
+ * only report came after its socket closed (one that died young) is
+ * unverified too: nothing can tell it from a claim of a connection that
+ * never was. */
 static void place_lane(struct agent *a, Fabriciq__LaneReport *r, uid_t uid)
 {
 	const char *node, *nic;
+	enum fq_lane_hold hold = FQ_LANE_HELD;
 	char ip[64];
 
-	r->unverified = strcmp(r->lane_kind, "ib") &&
-			!fq_sockcheck_owned(&a->sockcheck, r->local_address, r->remote_address, uid,
-					    fq_clock_ns(CLOCK_MONOTONIC));
-	a->lanes_unverified += r->unverified;
+	if (strcmp(r->lane_kind, "ib"))
+		hold = fq_sockcheck_lane(&a->sockcheck, r->local_address, r->remote_address, uid,
+					 fq_clock_ns(CLOCK_MONOTONIC));
+	r->unverified = hold != FQ_LANE_HELD;
+	if (r->unverified) {
+		a->lanes_unverified++;
+		a->lanes_unverified_as[hold]++;
+		fq_log_rl(FQ_LOG_INFO,
+			  "job %llu.%u rank %u: lane %s -> %s unverified (%s connection): not placed",
+			  (unsigned long long)r->job_id, r->step_id, r->is_send ? r->src_rank : r->dst_rank,
+			  r->local_address, r->remote_address, fq_lane_hold_name(hold));
+	}
 
 	ip_of(r->local_address, ip, sizeof(ip));
 	for (unsigned i = 0; *ip && i < a->n_nics; i++)

@@ -114,7 +114,7 @@ int fq_tcp_socket_uid(const char *local, const char *remote, uid_t *uid)
 	return 0;
 }
 
-static unsigned slot_of(const char *local, const char *remote)
+static unsigned place_of(const char *local, const char *remote)
 {
 	uint32_t h = 2166136261u; /* FNV-1a */
 
@@ -123,26 +123,79 @@ static unsigned slot_of(const char *local, const char *remote)
 	h = (h ^ '>') * 16777619u;
 	for (const char *p = remote; *p; p++)
 		h = (h ^ (uint8_t)*p) * 16777619u;
-	return h % FQ_SOCKCHECK_SLOTS;
+	return h & (FQ_SOCKCHECK_SLOTS - 1);
 }
 
-bool fq_sockcheck_owned(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid,
-			int64_t now_ns)
+/* The pair's slot if remembered; else the slot to ask into: an empty or
+ * expired one among its places, else the least recently used. */
+static struct fq_sockcheck_slot *slot_for(struct fq_sockcheck *c, const char *local, const char *remote,
+					  int64_t now_ns, bool *found)
 {
-	struct fq_sockcheck_slot *s = &c->slot[slot_of(local, remote)];
+	unsigned at = place_of(local, remote);
+	struct fq_sockcheck_slot *free = NULL, *oldest = NULL;
+
+	for (unsigned i = 0; i < FQ_SOCKCHECK_PROBE; i++) {
+		struct fq_sockcheck_slot *s = &c->slot[(at + i) & (FQ_SOCKCHECK_SLOTS - 1)];
+
+		if (s->until_ns > now_ns && !strcmp(s->local, local) && !strcmp(s->remote, remote)) {
+			*found = true;
+			return s;
+		}
+		if (s->until_ns <= now_ns)
+			free = free ? free : s;
+		else if (!oldest || s->until_ns < oldest->until_ns)
+			oldest = s;
+	}
+	*found = false;
+	if (free)
+		return free;
+	c->evicted++;
+	return oldest;
+}
+
+enum fq_lane_hold fq_sockcheck_lane(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid,
+				    int64_t now_ns)
+{
+	struct fq_sockcheck_slot *s;
+	bool found;
 	uid_t owner;
+	int rc;
 
 	if (strlen(local) >= sizeof(s->local) || strlen(remote) >= sizeof(s->remote))
-		return false;
-	if (now_ns < s->until_ns && !strcmp(s->local, local) && !strcmp(s->remote, remote)) {
+		return FQ_LANE_UNCHECKED;
+	s = slot_for(c, local, remote, now_ns, &found);
+	if (found) {
 		c->remembered++;
-		return s->yes && s->uid == uid;
+	} else {
+		c->asked++;
+		rc = fq_tcp_socket_uid(local, remote, &owner);
+		if (rc < 0 && rc != -ENOENT)
+			return FQ_LANE_UNCHECKED; /* nothing remembered: the next report asks again */
+		snprintf(s->local, sizeof(s->local), "%s", local);
+		snprintf(s->remote, sizeof(s->remote), "%s", remote);
+		s->kernel = rc == 0 ? FQ_LANE_HELD : FQ_LANE_CLOSED;
+		s->uid = rc == 0 ? owner : 0;
+		s->until_ns = now_ns + (rc == 0 ? FQ_SOCKCHECK_YES_NS : FQ_SOCKCHECK_NO_NS);
 	}
-	c->asked++;
-	snprintf(s->local, sizeof(s->local), "%s", local);
-	snprintf(s->remote, sizeof(s->remote), "%s", remote);
-	s->yes = fq_tcp_socket_uid(local, remote, &owner) == 0;
-	s->uid = s->yes ? owner : 0;
-	s->until_ns = now_ns + (s->yes ? FQ_SOCKCHECK_YES_NS : FQ_SOCKCHECK_NO_NS);
-	return s->yes && s->uid == uid;
+	if (s->kernel == FQ_LANE_CLOSED)
+		return FQ_LANE_CLOSED;
+	if (s->uid != uid)
+		return FQ_LANE_OTHERS;
+	s->until_ns = now_ns + FQ_SOCKCHECK_YES_NS; /* its holder still reports it */
+	return FQ_LANE_HELD;
+}
+
+const char *fq_lane_hold_name(enum fq_lane_hold h)
+{
+	switch (h) {
+	case FQ_LANE_HELD:
+		return "held";
+	case FQ_LANE_CLOSED:
+		return "closed";
+	case FQ_LANE_OTHERS:
+		return "another uid's";
+	case FQ_LANE_UNCHECKED:
+		break;
+	}
+	return "unchecked";
 }

@@ -20,30 +20,45 @@
  * another negative errno if the kernel could not be asked. */
 int fq_tcp_socket_uid(const char *local, const char *remote, uid_t *uid);
 
-/* Answers remembered, direct-mapped by the pair: a yes for
- * FQ_SOCKCHECK_YES_NS (a lane reports every 100 ms while it lives, and its
- * last report may follow its socket's close), a no for FQ_SOCKCHECK_NO_NS
- * (a process repeating a false claim costs one request a second). */
-#define FQ_SOCKCHECK_SLOTS  256
+/* What the socket table says of a lane a process claims. */
+enum fq_lane_hold {
+	FQ_LANE_HELD,      /* a connection the claiming uid holds */
+	FQ_LANE_CLOSED,    /* no such connection (now): closed, or never was */
+	FQ_LANE_OTHERS,    /* a connection another uid holds */
+	FQ_LANE_UNCHECKED, /* a claim that does not parse, or a kernel that cannot be asked */
+};
+
+/* Answers remembered in an open-addressed table (a pair's place and the
+ * FQ_SOCKCHECK_PROBE after it): a yes while the lane keeps reporting and
+ * for FQ_SOCKCHECK_YES_NS after its last report (a lane reports every
+ * interval while it lives, and its last report follows its socket's close:
+ * the yes must outlive the connection), a no for FQ_SOCKCHECK_NO_NS (a
+ * process repeating a false claim costs one request a second). A pair
+ * finds a place unless FQ_SOCKCHECK_PROBE younger pairs hold every one of
+ * its places: then the one least recently used gives way. */
+#define FQ_SOCKCHECK_SLOTS  4096 /* a power of two */
+#define FQ_SOCKCHECK_PROBE  16
 #define FQ_SOCKCHECK_YES_NS (60 * 1000000000LL)
 #define FQ_SOCKCHECK_NO_NS  1000000000LL
 
 struct fq_sockcheck_slot {
-	char local[64], remote[64];
+	char local[56], remote[56]; /* "[IPv6]:port" */
+	enum fq_lane_hold kernel;   /* FQ_LANE_HELD (by uid) or FQ_LANE_CLOSED */
 	uid_t uid;
-	bool yes;
-	int64_t until_ns;
+	int64_t until_ns; /* 0: empty */
 };
 
 struct fq_sockcheck {
 	struct fq_sockcheck_slot slot[FQ_SOCKCHECK_SLOTS];
-	uint64_t asked, remembered;
+	uint64_t asked, remembered, evicted;
 };
 
 /* Is (local, remote) a TCP connection that uid holds, at now_ns (a
- * monotonic clock)? Asks the kernel unless remembered. A kernel that
- * cannot be asked answers no. */
-bool fq_sockcheck_owned(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid,
-			int64_t now_ns);
+ * monotonic clock)? Asks the kernel unless remembered. */
+enum fq_lane_hold fq_sockcheck_lane(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid,
+				    int64_t now_ns);
+
+/* "held", "closed", "another uid's", "unchecked". */
+const char *fq_lane_hold_name(enum fq_lane_hold h);
 
 #endif /* FQ_AGENT_SOCKCHECK_H */

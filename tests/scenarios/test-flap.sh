@@ -24,7 +24,8 @@ sc_verified hit && sc_verified calm; ok $? "both allreduces verified every inter
 sleep 4 # the last reports reach the controller
 
 sc_failovers_match hit "$hit"
-[ "${SC_FO_LOGGED:-0}" -gt 0 ]; ok $? "the ranks of job $hit logged lane failures ($SC_FO_LOGGED): the flaps hit it"
+[ "${SC_FO_LOGGED:-0}" -gt 0 ]; ok $? "the ranks of job $hit logged lane failures ($SC_FO_LOGGED): the flaps hit it" ||
+	diag "$(grep -iE 'path page|warn|lane' "$S/hit.out" | head -20)"
 sc_report_counts "$hit"
 sc_outages_through "$hit" n3 rail1
 sc_quiet "$calm" calm
@@ -47,4 +48,4 @@ sc_incident "$hit" n3 rail1
 is "$(json 'j[0]["events"], "flapping" in [m["kind"] for m in j[0]["members"]]' <<<"$SC_INCIDENT")" "10 True" \
 	"... its 10 DOWNs (10 flaps injected), the flapping part of it (and any delay on n3/rail1's paths meanwhile)"
 sc_end_line hit "$hit"
-sc_lanes_verified 5
+sc_lanes_verified 5 "$SC_FO_LOGGED"
