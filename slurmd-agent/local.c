@@ -527,7 +527,10 @@ void fq_local_drain(struct fq_local *l)
 		next = c->next;
 		if (c->kind != TELEMETRY || fd < 0)
 			continue;
-		/* what is in the socket now, at most a few MiB a connection */
+		/* refuse what a process would write from now on (its write
+		 * fails: not sent, as it counts), then read what the socket
+		 * holds, at most a few MiB a connection */
+		shutdown(fd, SHUT_RD);
 		while (rounds++ < 64 && evbuffer_read(in, fd, 65536) > 0)
 			;
 		on_read(c->bev, c); /* may close c */

@@ -28,6 +28,23 @@ struct ring_slot {
 	struct fqn_lane_sample s;
 };
 
+/* Frames, back to back, and where each ends: a frame is sent once all
+ * of it is in the agent's socket (a batch cut short counts the whole
+ * frames it wrote). */
+struct batch {
+	uint8_t *buf;
+	size_t len, cap;
+	size_t *ends;
+	size_t n, ncap;
+};
+
+static void batch_free(struct batch *b)
+{
+	free(b->buf);
+	free(b->ends);
+	*b = (struct batch){0};
+}
+
 struct fqn_telemetry {
 	struct ring_slot *slots;
 	uint64_t head; /* next to push */
@@ -41,9 +58,9 @@ struct fqn_telemetry {
 	int fd; /* to the agent, -1 if none */
 	int warned;
 	int64_t next_connect_ns;
-	uint8_t *pending; /* a batch's unsent tail */
-	size_t pending_len, pending_off;
-	uint64_t pending_samples; /* in that batch: sent once all of it is written */
+	struct batch pending; /* the batch being written */
+	size_t pending_off;   /* its bytes written so far */
+	size_t pending_done;  /* its frames written whole: sent */
 	uint64_t pushed, dropped_full, sent, dropped_no_agent;
 };
 
@@ -179,21 +196,24 @@ static void agent_drop(struct fqn_telemetry *t, const char *why)
 		 why);
 	close(t->fd);
 	__atomic_store_n(&t->fd, -1, __ATOMIC_RELAXED);
-	free(t->pending);
-	t->pending = NULL;
-	/* a batch the agent did not take whole (it stopped with our frames
-	 * unread, or refused the write): not sent */
-	__atomic_fetch_add(&t->dropped_no_agent, t->pending_samples, __ATOMIC_RELAXED);
-	t->pending_samples = 0;
+	/* the frames the agent's socket did not take whole (it stopped, or
+	 * refused the write): not sent */
+	__atomic_fetch_add(&t->dropped_no_agent, t->pending.n - t->pending_done, __ATOMIC_RELAXED);
+	batch_free(&t->pending);
+	t->pending_off = t->pending_done = 0;
 	t->next_connect_ns = fq_clock_ns(CLOCK_MONOTONIC) + RECONNECT_NS;
 }
 
-/* Push out the pending frame. 1 when nothing is pending any more. */
+/* Push out the pending batch. 1 when nothing is pending any more. */
 static int flush_pending(struct fqn_telemetry *t)
 {
-	while (t->pending && t->pending_off < t->pending_len) {
-		ssize_t n = send(t->fd, t->pending + t->pending_off, t->pending_len - t->pending_off,
+	struct batch *b = &t->pending;
+
+	while (t->pending_off < b->len) {
+		ssize_t n = send(t->fd, b->buf + t->pending_off, b->len - t->pending_off,
 				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		size_t done = t->pending_done;
+
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 0;
@@ -201,16 +221,17 @@ static int flush_pending(struct fqn_telemetry *t)
 			return 0;
 		}
 		t->pending_off += (size_t)n;
+		while (t->pending_done < b->n && b->ends[t->pending_done] <= t->pending_off)
+			t->pending_done++;
+		__atomic_fetch_add(&t->sent, t->pending_done - done, __ATOMIC_RELAXED);
 	}
-	free(t->pending);
-	t->pending = NULL;
-	__atomic_fetch_add(&t->sent, t->pending_samples, __ATOMIC_RELAXED);
-	t->pending_samples = 0;
+	batch_free(b);
+	t->pending_off = t->pending_done = 0;
 	return 1;
 }
 
 /* Append one sample's frame to the batch. 0, or -1 to drop it. */
-static int batch_add(uint8_t **batch, size_t *len, size_t *cap, const struct fqn_lane_sample *s)
+static int batch_add(struct batch *b, const struct fqn_lane_sample *s)
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__LaneReport r;
@@ -232,21 +253,32 @@ static int batch_add(uint8_t **batch, size_t *len, size_t *cap, const struct fqn
 	}
 	if (fq_frame_encode(&env, FRAME_MAX, &frame, &n) < 0)
 		return -1;
-	if (*len + n > *cap) {
-		size_t ncap = (*cap ? *cap * 2 : 16384) + n;
-		uint8_t *nb = realloc(*batch, ncap);
+	if (b->len + n > b->cap) {
+		size_t ncap = (b->cap ? b->cap * 2 : 16384) + n;
+		uint8_t *nb = realloc(b->buf, ncap);
 
-		if (!nb) {
-			free(frame);
-			return -1;
-		}
-		*batch = nb;
-		*cap = ncap;
+		if (!nb)
+			goto fail;
+		b->buf = nb;
+		b->cap = ncap;
 	}
-	memcpy(*batch + *len, frame, n);
-	*len += n;
+	if (b->n == b->ncap) {
+		size_t ncap = b->ncap ? b->ncap * 2 : 64;
+		size_t *ne = realloc(b->ends, ncap * sizeof(*ne));
+
+		if (!ne)
+			goto fail;
+		b->ends = ne;
+		b->ncap = ncap;
+	}
+	memcpy(b->buf + b->len, frame, n);
+	b->len += n;
+	b->ends[b->n++] = b->len;
 	free(frame);
 	return 0;
+fail:
+	free(frame);
+	return -1;
 }
 
 /* Pop everything; send it as one batch (one write, one wakeup of the
@@ -254,9 +286,7 @@ static int batch_add(uint8_t **batch, size_t *len, size_t *cap, const struct fqn
 static void drain(struct fqn_telemetry *t)
 {
 	struct fqn_lane_sample *s = malloc(sizeof(*s));
-	uint8_t *batch = NULL;
-	size_t len = 0, cap = 0;
-	uint64_t n = 0;
+	struct batch batch = {0};
 	int can_send;
 
 	if (!s)
@@ -265,20 +295,17 @@ static void drain(struct fqn_telemetry *t)
 		agent_connect(t);
 	can_send = t->fd >= 0 && flush_pending(t) && t->fd >= 0;
 	while (ring_pop(t, s)) {
-		if (can_send && batch_add(&batch, &len, &cap, s) == 0)
-			n++;
-		else /* no agent, or it is not reading: never queue without bound */
-			__atomic_fetch_add(&t->dropped_no_agent, 1, __ATOMIC_RELAXED);
+		if (!can_send || batch_add(&batch, s) < 0) /* no agent, or it is not reading: */
+			__atomic_fetch_add(&t->dropped_no_agent, 1,
+					   __ATOMIC_RELAXED); /* never queue without bound */
 	}
 	free(s);
-	if (!len) {
-		free(batch);
+	if (!batch.n) {
+		batch_free(&batch);
 		return;
 	}
 	t->pending = batch;
-	t->pending_len = len;
-	t->pending_off = 0;
-	t->pending_samples = n;
+	t->pending_off = t->pending_done = 0;
 	flush_pending(t);
 }
 
@@ -368,14 +395,14 @@ void fqn_telemetry_stop(struct fqn_telemetry *t)
 	if (write(t->wake_fd, &one, sizeof(one)) < 0)
 		FQN_WARN("telemetry: cannot wake the thread: %s", strerror(errno));
 	pthread_join(t->thread, NULL);
-	t->dropped_no_agent += t->pending_samples; /* a batch the agent never read whole */
+	t->dropped_no_agent += t->pending.n - t->pending_done; /* frames never written whole */
 	FQN_INFO("telemetry: %llu samples sent, %llu dropped (no agent), %llu dropped (ring full)",
 		 (unsigned long long)t->sent, (unsigned long long)t->dropped_no_agent,
 		 (unsigned long long)t->dropped_full);
 	if (t->fd >= 0)
 		close(t->fd);
 	close(t->wake_fd);
-	free(t->pending);
+	batch_free(&t->pending);
 	free(t->slots);
 	free(t);
 }

@@ -58,8 +58,10 @@ void fqn_telemetry_flush(struct fqn_telemetry *t, int timeout_ms);
 int fqn_telemetry_push(struct fqn_telemetry *t, const struct fqn_lane_sample *s);
 
 /* pushed = sent + dropped_no_agent + dropped_full + those still queued;
- * sent: in batches the agent's socket took whole (a batch cut short by a
- * lost agent counts as dropped_no_agent). */
+ * sent: frames the agent's socket took whole (of a batch cut short by a
+ * lost agent, its whole frames are sent, the rest dropped_no_agent). An
+ * agent that stops reads what its socket holds and refuses the rest
+ * (fq_local_drain), so every frame counted sent reaches it. */
 struct fqn_telemetry_counts {
 	uint64_t pushed, dropped_full, sent, dropped_no_agent;
 	int connected;

@@ -4,7 +4,8 @@
  * add up, delays are ordered, the clock page marks them synchronised;
  * without an agent the data path goes on, one WARN says so; a full ring
  * drops without blocking; a batch an agent that went away never took is
- * counted dropped, not sent.
+ * counted dropped, not sent, and so is every frame an agent that stops
+ * refuses.
  */
 #include <errno.h>
 #include <poll.h>
@@ -207,6 +208,67 @@ static void test_agent_gone(const char *dir)
 	free(s);
 }
 
+/* An agent that stops while a batch waits for room in its socket: it
+ * refuses what comes next and reads what its socket holds (the agent's
+ * stop, fq_local_drain). The frames it reads whole are exactly those the
+ * plugin counts sent; every other one it counts dropped. (A batch is one
+ * write, smaller than half a socket's default buffer: the kernel takes it
+ * whole or not at all; were it cut short, its whole frames would count.) */
+static void test_agent_stops(const char *dir)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct fqn_lane_sample *s = calloc(1, sizeof(*s));
+	struct fq_frame_decoder *dec = fq_frame_decoder_create(0);
+	struct fqn_telemetry_counts c = {0};
+	struct fqn_telemetry *t;
+	Fabriciq__Envelope *env;
+	struct pollfd pfd;
+	int lfd = socket(AF_UNIX, SOCK_STREAM, 0), afd = -1, rounds = 0;
+	uint64_t whole = 0;
+	char buf[65536];
+	ssize_t got;
+
+	snprintf(s->kind, sizeof(s->kind), "tcp");
+	snprintf(s->local, sizeof(s->local), "198.19.0.3:40000");
+	snprintf(s->peer, sizeof(s->peer), "198.19.0.5:40001");
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/stops.sock", dir);
+	ok(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0 &&
+	       fqn_telemetry_start(sa.sun_path, 10, &t) == 0,
+	   "an agent listens, telemetry starts");
+	pfd = (struct pollfd){lfd, POLLIN, 0};
+	if (poll(&pfd, 1, 2000) == 1)
+		afd = accept(lfd, NULL, NULL);
+	/* the agent reads nothing until a batch waits */
+	do {
+		for (int i = 0; i < 200; i++)
+			fqn_telemetry_push(t, s);
+		fqn_telemetry_flush(t, 1000);
+		fqn_telemetry_counts(t, &c);
+	} while (afd >= 0 && ++rounds < 500 && c.sent + c.dropped_no_agent + c.dropped_full == c.pushed);
+	ok(c.sent + c.dropped_no_agent + c.dropped_full < c.pushed,
+	   "the socket full, a batch waits (round %d)", rounds);
+	shutdown(afd, SHUT_RD); /* the agent stops: refuses the rest, reads what is there */
+	while (afd >= 0 && (got = recv(afd, buf, sizeof(buf), 0)) > 0) {
+		fq_frame_decoder_feed(dec, buf, (size_t)got);
+		while (fq_frame_decoder_next(dec, &env) == 1) {
+			whole++;
+			fq_frame_free(env);
+		}
+	}
+	fqn_telemetry_push(t, s);
+	fqn_telemetry_flush(t, 1000); /* its next write is refused */
+	fqn_telemetry_counts(t, &c);
+	ok(c.sent == whole && c.sent + c.dropped_no_agent + c.dropped_full == c.pushed,
+	   "the agent read %llu frames whole, the plugin counts %llu sent, %llu dropped of %llu",
+	   (unsigned long long)whole, (unsigned long long)c.sent, (unsigned long long)c.dropped_no_agent,
+	   (unsigned long long)c.pushed);
+	fqn_telemetry_stop(t);
+	close(afd);
+	close(lfd);
+	fq_frame_decoder_destroy(dec);
+	free(s);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/nccl-plugin-telemetry-XXXXXX";
@@ -218,6 +280,7 @@ int main(void)
 	test_ring_full();
 	test_agent(dir);
 	test_agent_gone(dir);
+	test_agent_stops(dir);
 	{
 		char cmd[300];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -27,8 +27,15 @@ tb_setup() {
 	trap 'exit 130' INT TERM
 }
 
+# With $FQTB_KEEP set, a test that fails leaves its state's text (the
+# jobs' output, the daemons' logs, the agents' status) in $FQTB_KEEP/PREFIX-PID.
 tb_teardown() {
 	local rc=$?
+	if { [ $rc -ne 0 ] || [ "${_tap_fail:-0}" -ne 0 ]; } && [ -n "${FQTB_KEEP:-}" ] && [ -d "$FQTB_STATE" ]; then
+		mkdir -p "$FQTB_KEEP/${FQTB_STATE##*/fqtb-}" &&
+			(cd "$FQTB_STATE" && find . -maxdepth 2 -type f \( -name '*.out' -o -name '*.log' -o -name '*.json' -o -name '*.rows' \) \
+				-size -64M -exec cp --parents {} "$FQTB_KEEP/${FQTB_STATE##*/fqtb-}/" \;)
+	fi
 	"$TB" down >/dev/null 2>&1
 	exit $rc
 }
