@@ -2,11 +2,13 @@
 """ctl-raw.py: raw TCP clients against the controller's agent port, for
 test-ctl-flood.sh (what no well-behaved agent sends).
 
-  flood PORT N HOLD     open N connections at once, say nothing; print
+  flood PORT N HOLD [SOURCES]
+                        open N connections at once, say nothing; print
                         "challenged=C closed=X" (C got their Challenge frame,
                         X were closed with none), then keep them HOLD s and
                         print "dropped=D" (challenged ones the controller
-                        closed meanwhile).
+                        closed meanwhile). From 127.0.0.1, or round-robin
+                        from SOURCES addresses 127.0.0.2, 127.0.0.3, ...
   bigframe PORT LEN     read the Challenge, then announce a LEN-byte frame and
                         send 1 MiB of it; print "closed after=S s sent=B"
                         (or "open" if the controller still reads after 3 s).
@@ -35,8 +37,11 @@ def read_frame(s, deadline):
     return None
 
 
-def flood(port, n, hold):
-    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+def flood(port, n, hold, sources):
+    def source(i):
+        return ("127.0.0.%d" % (2 + i % sources), 0) if sources else None
+
+    socks = [socket.create_connection(("127.0.0.1", port), source_address=source(i)) for i in range(n)]
     deadline = time.monotonic() + 2
     live = [s for s in socks if read_frame(s, deadline) is not None]
     print(f"challenged={len(live)} closed={n - len(live)}", flush=True)
@@ -82,7 +87,7 @@ def challenge(port):
 if __name__ == "__main__":
     cmd, port = sys.argv[1], int(sys.argv[2])
     if cmd == "flood":
-        flood(port, int(sys.argv[3]), float(sys.argv[4]))
+        flood(port, int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]) if len(sys.argv) > 5 else 0)
     elif cmd == "bigframe":
         bigframe(port, int(sys.argv[3]))
     else:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test-ctl-flood: what an unauthenticated or half-authenticated peer can
 # cost the controller (fabriciq-controller(8), LIMITS): connections beyond
-# max_unauthenticated_per_source and max_connections are closed on accept;
+# max_unauthenticated_per_source, and beyond max_connections from many
+# sources, are closed on accept;
 # a frame announced larger than the Auth limit before authentication
 # closes the connection at its header; Auth without AgentHello is dropped
 # after auth_timeout; munged stuck does not stall the event loop and a
@@ -14,8 +15,8 @@ RAW="python3 $top_srcdir/tests/controller/ctl-raw.py"
 metric() { curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 
 munge_up || skip_all "private munged did not start"
-plan 16
-ctl_up max_unauthenticated_per_source=4 auth_timeout=1s auth_queue=1; ok $? "controller starts"
+plan 19
+ctl_up max_connections=12 max_unauthenticated_per_source=4 auth_timeout=1s auth_queue=1; ok $? "controller starts"
 
 # 1. pre-auth connections from one address: 4 get their Challenge, 36 are closed
 out=$($RAW flood "$CTL_PORT" 40 1.5)
@@ -69,3 +70,11 @@ ok $? "a second session claiming claim00000 is refused with EBUSY ($(echo "$out"
 wait "$real"
 grep -q "^agents=1 connected=1 .* complete=1 " "$T/real.out"
 ok $? "the real agent kept its session to the end, every frame acked ($(tail -1 "$T/real.out"))"
+
+# 6. many sources, each within its own cap: max_connections caps them all
+out=$($RAW flood "$CTL_PORT" 40 1.5 10)
+is "$(echo "$out" | head -1)" "challenged=12 closed=28" \
+	"40 silent connections from 10 addresses (4 each, the per-source cap): 12 challenged (max_connections), 28 closed on accept"
+is "$(echo "$out" | tail -1)" "dropped=12" "... and the 12 closed after auth_timeout"
+out=$(sim --auth good --duration 1 --probes 1 --lanes 0 2>&1)
+ok $? "afterwards an agent still gets in ($out)"
