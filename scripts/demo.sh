@@ -76,7 +76,11 @@ run_job() { # NAME COLL PORT BYTES: every iteration verified, one line a second 
 }
 run_job demo-allreduce allreduce 17001 4M >"$S/job1.out" 2>&1 &
 job1=$!
-sleep 3
+for ((i = 0; i < 600; i++)); do # the flapping starts once the allreduce runs
+	grep -q '# timeline ' "$S/job1.out" && break
+	sleep 0.1
+done
+sleep 1
 "$TB" flap n3 1 --count 9 --period 800 &
 flap=$!
 step "a second job, alltoall on the same hosts, colliding with the first"

@@ -733,9 +733,10 @@ int main(int argc, char **argv)
 				     (suseconds_t)(a.cfg.publish_interval % 1000000000 / 1000)};
 		a.report_ev = event_new(a.base, -1, EV_PERSIST, on_report, &a);
 		a.publish_ev = event_new(a.base, -1, EV_PERSIST, on_publish, &a);
+		a.paths_ev = evtimer_new(a.base, agent_paths_settled, &a);
 		a.sigterm_ev = evsignal_new(a.base, SIGTERM, on_signal, &a);
 		a.sigint_ev = evsignal_new(a.base, SIGINT, on_signal, &a);
-		if (!a.report_ev || !a.publish_ev || !a.sigterm_ev || !a.sigint_ev ||
+		if (!a.report_ev || !a.publish_ev || !a.paths_ev || !a.sigterm_ev || !a.sigint_ev ||
 		    event_add(a.report_ev, &tv) < 0 || event_add(a.publish_ev, &pv) < 0 ||
 		    event_add(a.sigterm_ev, NULL) < 0 || event_add(a.sigint_ev, NULL) < 0) {
 			fq_error("cannot set up timers and signals");
@@ -760,6 +761,8 @@ out: /* finalise in reverse */
 		event_free(a.sigterm_ev);
 	if (a.publish_ev)
 		event_free(a.publish_ev);
+	if (a.paths_ev)
+		event_free(a.paths_ev);
 	if (a.report_ev)
 		event_free(a.report_ev);
 	fq_uplink_destroy(a.uplink);

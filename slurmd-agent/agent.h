@@ -58,6 +58,7 @@ struct agent {
 	struct fq_clock_page_writer *clock_page;
 	struct fq_path_page_writer *path_page;
 	struct event *report_ev, *publish_ev, *sigterm_ev, *sigint_ev;
+	struct event *paths_ev;     /* the path page's publication once a transition settled */
 	struct json_object *events; /* the last link events */
 	int64_t started_raw;
 	struct fq_xstamp xs; /* REALTIME - RAW, refreshed each report */
@@ -111,6 +112,10 @@ void agent_report_window(struct agent *a);
 void agent_publish(struct agent *a);
 void agent_link_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic, int up,
 		      int64_t since_ns, int64_t detected_ns);
+/* paths_ev's callback: publish the path page with the transitions since
+ * the last publication (AGENT_PATHS_SETTLE_MS after the first of them). */
+void agent_paths_settled(evutil_socket_t fd, short what, void *arg);
+#define AGENT_PATHS_SETTLE_MS 100
 extern const struct fq_uplink_ops agent_uplink_ops;
 /* Remote NIC of a path by address ("" if unknown). */
 void agent_lookup_remote(const struct agent *a, const char *ipv4, const char **node, const char **nic);

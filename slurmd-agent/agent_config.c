@@ -78,7 +78,8 @@ static const struct fq_cfg_option agent_options[] = {
 	"spool bound; beyond it bulk telemetry (probe, clock, lane reports) is dropped before events "
 	"(counted)"),
     OPT("publish_interval", FQ_CFG_DURATION, publish_interval, "100ms", 10e6, 1e9, NULL,
-	"clock page and path page publication period"),
+	"clock page publication period (the path page: every report window, and 100 ms after a path's "
+	"transition)"),
     OPT("max_slew", FQ_CFG_UINT, max_slew, "500000", 1000, 100000000, NULL,
 	"largest rate change of the published global time, in ppb (never stepped back)"),
     {NULL, 0, 0, NULL, 0, 0, NULL, NULL},

@@ -71,6 +71,43 @@ void agent_lookup_remote(const struct agent *a, const char *ipv4, const char **n
 /* ---- link events -------------------------------------------------------- */
 
 static void nic_level_check(struct agent *a, const char *local_nic, int64_t now);
+static void publish_paths(struct agent *a, int64_t now);
+
+/* A path's transition goes to the path page within AGENT_PATHS_SETTLE_MS,
+ * not at the next report window: the ranks fail a lane over when its path
+ * is DOWN there, and a DOWN shorter than the window (a flap) would
+ * otherwise be seen by chance or not at all. The wait lets the paths that
+ * fail together be published together: when a peer's agent stops, every
+ * path to its node goes DOWN within a probe interval, and the ranks take
+ * "every path to a node DOWN at once" for a gone agent, not a gone link;
+ * one DOWN published alone while its siblings were still UP would be
+ * believed. The page's other figures stay the last window's. */
+static void path_page_transition(struct agent *a, const char *local_nic, const char *peer_node,
+				 const char *peer_nic, int up, int64_t changed_ns)
+{
+	struct timeval settle = {0, AGENT_PATHS_SETTLE_MS * 1000};
+
+	for (size_t i = 0; i < a->n_paths; i++) {
+		struct fq_path_report *r = &a->paths[i];
+
+		if (!strcmp(r->local_nic, local_nic) && !strcmp(r->peer_node, peer_node) &&
+		    !strcmp(r->peer_nic, peer_nic)) {
+			r->up = up;
+			r->changed_ns = changed_ns;
+		}
+	}
+	if (a->paths_ev && evtimer_pending(a->paths_ev, NULL))
+		return; /* published with the first */
+	if (!a->paths_ev || evtimer_add(a->paths_ev, &settle) < 0)
+		publish_paths(a, fq_now_ns());
+}
+
+void agent_paths_settled(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	publish_paths(arg, fq_now_ns());
+}
 
 void agent_link_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic, int up,
 		      int64_t since_ns, int64_t detected_ns)
@@ -106,6 +143,7 @@ void agent_link_event(void *arg, const char *local_nic, const char *peer_node, c
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LINK;
 	env.link = &ev;
 	agent_send(a, &env);
+	path_page_transition(a, local_nic, peer_node, peer_nic, up, up ? since_ns : detected_ns);
 	nic_level_check(a, local_nic, detected_ns);
 }
 
@@ -235,6 +273,8 @@ static void publish_paths(struct agent *a, int64_t now)
 
 	if (!a->path_page)
 		return;
+	if (a->paths_ev && evtimer_pending(a->paths_ev, NULL))
+		return; /* a transition settles: the page waits for it (path_page_transition) */
 	e = calloc(a->n_paths ? a->n_paths : 1, sizeof(*e));
 	if (!e)
 		return;

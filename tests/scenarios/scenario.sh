@@ -65,10 +65,24 @@ sc_job() {
 	n=$("$TB" slurm scontrol show hostnames "$nodes" | wc -l)
 	first=$("$TB" slurm scontrol show hostnames "$nodes" | head -1)
 	timeout 300 "$TB" slurm srun -w "$nodes" -N"$n" -n"$n" -J "$name" --fabriciq="$mode" sh -c \
-		'[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@" 2>&1 | sed "s/^/[r$SLURM_PROCID] /"' sh \
+		'[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@" 2>&1 | sed -u "s/^/[r$SLURM_PROCID] /"' sh \
 		"$CB" --bootstrap "198.19.0.$((2 * ${first#n} + 1)):$port" --coll "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5 \
 		--timeout 120 --timeline 1000 >"$S/$name.out" 2>&1 &
 	echo $! >"$S/$name.pid"
+}
+
+# sc_job_running NAME: wait until the job's collectives run (its rank 0
+# printed its first timeline interval), at most 60 s; a fault injected
+# after it hits a running job, not its setup. Fails (with a diagnostic) if
+# they never did.
+sc_job_running() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		grep -q '^\[r0\] # timeline ' "$S/$1.out" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	diag "job $1 has run no collective after 60 s: $(tail -3 "$S/$1.out")"
+	return 1
 }
 
 # sc_job_wait NAME: the job's exit status; $SC_JOB is its Slurm job id.

@@ -15,7 +15,7 @@ sc_up 8 2 4 3 -s delay_floor=300us
 ok $? "up: 8 hosts x 2 rails, 4 leaves, 3 spines; controller and 8 agents reporting"
 
 FABRICIQ_LANES=4 sc_job hit monitor 'n[1,3,5,7]' allreduce 4M 200 17351
-sleep 3
+sc_job_running hit && sleep 1
 for l in 1 2 3 4; do tb shape "leaf$l-spine3" 40mbit; done
 sleep 12
 diag "spine3's queues: $(for l in 1 2 3 4; do

@@ -13,7 +13,7 @@ ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents report
 # the jobs run for about 30 s: the flapping is over after about 12
 sc_job hit control 'n[1-3]' allreduce 4M 900 17301
 sc_job calm control 'n[4-5]' allreduce 4M 900 17302
-sleep 4
+sc_job_running hit && sleep 1
 tb flap n3 1 --count 10 --period 800 >/dev/null
 sc_job_wait hit; rc=$?; hit=$SC_JOB
 ok $rc "the job on n1-n3 (job $hit) completes through 10 flaps of n3/rail1" || diag "$(tail -5 "$S/hit.out")"

@@ -11,7 +11,7 @@ sc_up 6 2 3 2 -s incident_gap=5s
 ok $? "up: 6 hosts x 2 rails, 3 leaves, 2 spines; controller and 6 agents reporting"
 sc_job hit control 'n[1-4]' allreduce 4M 700 17321
 sc_job calm control 'n[5-6]' allreduce 4M 700 17322
-sleep 4
+sc_job_running hit && sleep 1
 tb link down n2 0
 sleep 10
 tb link up n2 0

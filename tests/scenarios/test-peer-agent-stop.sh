@@ -11,7 +11,7 @@ sc_up 4 2 2 2
 ok $? "up: 4 hosts x 2 rails; controller and 4 agents reporting"
 
 sc_job job control 'n[1-3]' allreduce 1M 4000 17311
-sleep 4
+sc_job_running job && sleep 1
 tb daemon stop n3 agent >/dev/null
 ok $? "n3's agent stopped"
 sleep "${SC_AGENT_DOWN_S:-60}"

@@ -8,7 +8,7 @@ plan 6
 sc_up 4 2 2 2
 ok $? "up: 4 hosts x 2 rails; controller and 4 agents reporting"
 sc_job hit control 'n[1-3]' allreduce 4M 800 17341
-sleep 3
+sc_job_running hit && sleep 1
 pg() { tb exec ctl runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_ctl -D "$S/pg/data" -w -t 30 "$@"; }
 pg -m fast stop >/dev/null
 tb flap n3 1 --count 6 --period 800 >/dev/null
