@@ -184,7 +184,10 @@ static void write_status(struct agent *a)
 	json_object_object_add(st, "lanes_forwarded", json_object_new_uint64(a->lanes_forwarded));
 	json_object_object_add(st, "lane_delays_dropped", json_object_new_uint64(a->lane_delays_dropped));
 	json_object_object_add(st, "lanes_remote_unknown", json_object_new_uint64(a->lanes_remote_unknown));
-	json_object_object_add(st, "lanes_unverified", json_object_new_uint64(a->lanes_unverified));
+	json_object_object_add(st, "lanes_unverified",
+			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_CLOSED] +
+						      a->lanes_unverified_as[FQ_LANE_OTHERS] +
+						      a->lanes_unverified_as[FQ_LANE_UNCHECKED]));
 	json_object_object_add(st, "lanes_unverified_closed",
 			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_CLOSED]));
 	json_object_object_add(st, "lanes_unverified_others",

@@ -85,7 +85,7 @@ struct agent {
 	uint64_t lanes_remote_unknown; /* lane reports whose far end no probed path names */
 	/* TCP lane reports whose connection the sender was not seen to hold, by
 	 * what the socket table said (FQ_LANE_CLOSED, _OTHERS, _UNCHECKED) */
-	uint64_t lanes_unverified, lanes_unverified_as[FQ_LANE_UNCHECKED + 1];
+	uint64_t lanes_unverified_as[FQ_LANE_UNCHECKED + 1];
 	struct fq_sockcheck sockcheck; /* which TCP connections are whose */
 	/* what one step's processes may send on this node (agent.telemetry_*_rate) */
 	struct fq_rate_limit lane_limit, event_limit;

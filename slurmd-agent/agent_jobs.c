@@ -179,7 +179,6 @@ static void place_lane(struct agent *a, Fabriciq__LaneReport *r, uid_t uid)
 					 fq_clock_ns(CLOCK_MONOTONIC));
 	r->unverified = hold != FQ_LANE_HELD;
 	if (r->unverified) {
-		a->lanes_unverified++;
 		a->lanes_unverified_as[hold]++;
 		fq_log_rl(FQ_LOG_INFO,
 			  "job %llu.%u rank %u: lane %s -> %s unverified (%s connection): not placed",

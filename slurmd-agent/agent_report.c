@@ -96,10 +96,9 @@ static void path_page_transition(struct agent *a, const char *local_nic, const c
 			r->changed_ns = changed_ns;
 		}
 	}
-	if (a->paths_ev && evtimer_pending(a->paths_ev, NULL))
-		return; /* published with the first */
-	if (!a->paths_ev || evtimer_add(a->paths_ev, &settle) < 0)
-		publish_paths(a, fq_now_ns());
+	if (a->paths_ev && (evtimer_pending(a->paths_ev, NULL) || evtimer_add(a->paths_ev, &settle) == 0))
+		return; /* published as it settles, with every transition meanwhile */
+	publish_paths(a, fq_now_ns());
 }
 
 void agent_paths_settled(evutil_socket_t fd, short what, void *arg)

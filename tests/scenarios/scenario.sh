@@ -121,6 +121,14 @@ sc_failovers_match() {
 		diag "$out"
 }
 
+# sc_flaps_hit JOB NAME: the ranks of JOB logged lane failures (after
+# sc_failovers_match); if not, what they said of the path page and lanes.
+sc_flaps_hit() {
+	[ "${SC_FO_LOGGED:-0}" -gt 0 ]
+	ok $? "the ranks of job $1 logged lane failures ($SC_FO_LOGGED): the flaps hit it" ||
+		diag "$(grep -iE 'path page|warn|lane' "$S/$2.out" | head -20)"
+}
+
 # sc_outages JOB: the job report's failover count (fabriciq --json job).
 sc_outages() { fq --json job "$1" | json 'sum(len(s["failovers"]) for s in j["steps"])'; }
 

@@ -18,7 +18,6 @@ sc_job_wait hit; rc=$?; hit=$SC_JOB
 sc_verified hit && [ $rc = 0 ]; ok $? "the job (job $hit) completed, verified every interval"
 sleep 5
 sc_failovers_match hit "$hit"
-[ "${SC_FO_LOGGED:-0}" -gt 0 ]; ok $? "the ranks of job $hit logged lane failures ($SC_FO_LOGGED): the flaps hit it" ||
-	diag "$(grep -iE 'path page|warn|lane' "$S/hit.out" | head -20)"
+sc_flaps_hit "$hit" hit
 sc_report_counts "$hit"
 sc_outages_through "$hit" n3 rail1

@@ -24,8 +24,7 @@ sc_verified hit && sc_verified calm; ok $? "both allreduces verified every inter
 sleep 4 # the last reports reach the controller
 
 sc_failovers_match hit "$hit"
-[ "${SC_FO_LOGGED:-0}" -gt 0 ]; ok $? "the ranks of job $hit logged lane failures ($SC_FO_LOGGED): the flaps hit it" ||
-	diag "$(grep -iE 'path page|warn|lane' "$S/hit.out" | head -20)"
+sc_flaps_hit "$hit" hit
 sc_report_counts "$hit"
 sc_outages_through "$hit" n3 rail1
 sc_quiet "$calm" calm
