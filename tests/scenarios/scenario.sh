@@ -29,7 +29,7 @@ sc_require() {
 # controller and the agents; returns once the controller has every node's
 # probe windows and every agent publishes a corrected clock.
 sc_up() {
-	local hosts=$1 rails=$2 leaves=$3 spines=$4 spank i
+	local hosts=$1 rails=$2 leaves=$3 spines=$4 spank
 	shift 4
 	spank="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=$(seq -s, -f 'rail%g' 0 $((rails - 1)))"
 	spank+=" step_socket=$S/run/%n/agent-step.sock" # the agent tells the rest
@@ -39,12 +39,7 @@ sc_up() {
 	sc_controller_start "$@" || return 1
 	sleep 1
 	sc_agents_start || return 1
-	for ((i = 0; i < 40; i++)); do
-		[ "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" = "$hosts" ] &&
-			break
-		sleep 0.5
-	done
-	[ $i -lt 40 ] && tb_clocks_published 30
+	tb_agents_ready
 }
 
 SC_CTL_ARGS=()

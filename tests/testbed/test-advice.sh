@@ -35,11 +35,7 @@ ok $? "up: 2 hosts x 1 rail, Slurm with the SPANK plugin"
 tb_controller_start "$CTL" -s advice_lifetime=30s
 sleep 1
 tb_agents_start "$B/slurmd-agent/fabriciq-agent" -s controller=198.18.0.1:7100 -s "munge_socket=$S/munge/munge.socket"
-for ((i = 0; i < 30; i++)); do
-	[ "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" = 2 ] && break
-	sleep 0.5
-done
-[ "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" = 2 ] && tb_clocks_published
+tb_agents_ready
 ok $? "controller, PostgreSQL and both agents up: probe windows from n1 and n2, clock pages published"
 
 tb shape n1-rail0 20mbit --latency 2 >/dev/null

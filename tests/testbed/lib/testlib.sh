@@ -116,6 +116,33 @@ for f in sys.argv[1:]:
 	return 1
 }
 
+# tb_agents_ready [SECONDS]: wait (default 60 s) until the controller has
+# stored probe windows from every host and every agent's clock page is
+# published with the controller's correction (tb_clocks_published). Says
+# how long it took; on failure says which hosts are missing, each agent's
+# clock state and the controller's last lines.
+tb_agents_ready() {
+	local limit=$((${1:-60} * 2)) hosts i have t0=$SECONDS rc=1
+	hosts=$(awk -F= '$1 == "TB_HOSTS" { print $2 }' "$FQTB_STATE/topology.env")
+	for ((i = 0; i < limit; i++)); do
+		have=$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows" 2>/dev/null)
+		[ "$have" = "$hosts" ] && break
+		sleep 0.5
+	done
+	if [ "$have" != "$hosts" ]; then
+		diag "probe windows stored from ${have:-?} of $hosts hosts after $((SECONDS - t0)) s:" \
+			"$(psql_ctl "select string_agg(distinct src_node, ' ') from fabriciq.probe_windows" 2>&1)"
+	elif tb_clocks_published $((${1:-60} - (SECONDS - t0) > 10 ? ${1:-60} - (SECONDS - t0) : 10)); then
+		diag "agents ready in $((SECONDS - t0)) s: probe windows from $hosts hosts, clock pages published"
+		return 0
+	fi
+	for f in "$FQTB_STATE"/agent-*.json; do
+		diag "${f##*/}: $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("global_time"))' "$f" 2>&1)"
+	done
+	diag "controller: $(tail -n 15 "$FQTB_STATE"/log/ctl.controller.log 2>&1)"
+	return $rc
+}
+
 # tb_offsets_match TOLERANCE_NS: every host's MONOTONIC_RAW differs from the
 # machine's by its `truth` offset within the tolerance (read by setns, not
 # by starting a process). Prints a diag line per host that does not.
