@@ -32,21 +32,25 @@ void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope
 {
 	if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE) {
 		const Fabriciq__ProbeReport *p = env->probe;
-		struct fq_det_probe d = {node,
-					 p->local_nic,
-					 p->remote_node,
-					 p->remote_nic,
-					 p->window_start_ns,
-					 p->window_end_ns,
-					 p->sent,
-					 p->answered,
-					 p->lost,
-					 p->owd_fwd_p50_ns,
-					 p->owd_fwd_p99_ns,
-					 p->owd_rev_p50_ns,
-					 p->owd_rev_p99_ns,
-					 p->rtt_p50_ns,
-					 p->path_up};
+		struct fq_det_probe d = {
+		    .node = node,
+		    .nic = p->local_nic,
+		    .remote_node = p->remote_node,
+		    .remote_nic = p->remote_nic,
+		    .start_ns = p->window_start_ns,
+		    .end_ns = p->window_end_ns,
+		    .sent = p->sent,
+		    .answered = p->answered,
+		    .lost = p->lost,
+		    .owd_fwd_p50_ns = p->owd_fwd_p50_ns,
+		    .owd_fwd_p90_ns = p->owd_fwd_p90_ns,
+		    .owd_fwd_p99_ns = p->owd_fwd_p99_ns,
+		    .owd_rev_p50_ns = p->owd_rev_p50_ns,
+		    .owd_rev_p90_ns = p->owd_rev_p90_ns,
+		    .owd_rev_p99_ns = p->owd_rev_p99_ns,
+		    .rtt_p50_ns = p->rtt_p50_ns,
+		    .up = p->path_up,
+		};
 
 		if (!p->path_up && agent_away_at(c, p->remote_node, p->window_end_ns))
 			return; /* no answers from an agent that was away: no sample either */

@@ -68,7 +68,7 @@ static void check_slow_nics(struct fq_detector *d, int64_t now)
 	{
 		struct nic_ent *s, *t;
 
-		if (p->p99_ns <= 0 || older_than(now, p->last_end_ns, d->c.quiet_close_ns))
+		if (p->tail_ns <= 0 || older_than(now, p->last_end_ns, d->c.quiet_close_ns))
 			continue;
 		if ((s = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.src)))
 			s->tx_paths++, s->tx_elev += p->elevated;

@@ -92,10 +92,10 @@ struct anom_key {
 struct path_ent {
 	struct fq_captab_ent h;
 	struct path_key k;
-	int64_t baseline_ns, p50_ns, p99_ns, last_end_ns, state_ns;
-	unsigned quiet, streak;        /* quiet windows; elevated windows in a row */
-	int64_t streak_start;          /* start of the first of them */
-	int64_t pend_ns, pend_last_ns; /* DOWNs held for a NIC cause: first, last (0: none) */
+	int64_t baseline_ns, p50_ns, tail_ns, last_end_ns, state_ns; /* tail: p90, the rule's */
+	unsigned quiet, streak;           /* quiet windows; elevated periods in a row */
+	int64_t streak_start, streak_end; /* start of the first of them, end of the last */
+	int64_t pend_ns, pend_last_ns;    /* DOWNs held for a NIC cause: first, last (0: none) */
 	unsigned pend_downs;
 	int state;
 	bool elevated;

@@ -209,32 +209,57 @@ static void path_set_state(struct fq_detector *d, struct path_ent *p, int state,
 	}
 }
 
-static void path_delay_sample(struct fq_detector *d, struct path_ent *p, int64_t p50, int64_t p99,
-			      int64_t start, int64_t end)
+/* One report's delay figures for a path (0: none). */
+struct owd_sample {
+	int64_t p50, p90, p99;
+};
+
+/* Counts the report towards the path's streak of elevated periods: each
+ * direction of a path is reported by both its ends, over windows that
+ * overlap, so a report counts as a new period only once it starts past
+ * the middle of the streak's last one (not twice a second). */
+static void streak_add(struct path_ent *p, int64_t start, int64_t end)
+{
+	if (p->streak == 0 || start >= p->streak_end - (end - start) / 2) {
+		if (p->streak < UINT32_MAX && p->streak++ == 0)
+			p->streak_start = start;
+		p->streak_end = end;
+	} else {
+		p->streak_end = max64(p->streak_end, end);
+	}
+}
+
+/* The rule judges the window's p90: a window is a few dozen probes, and its
+ * p99 is its slowest one or two (one probe the host was slow to send is
+ * not a delayed path); p99 only from an agent that sends no p90. */
+static void path_delay_sample(struct fq_detector *d, struct path_ent *p, struct owd_sample o, int64_t start,
+			      int64_t end)
 {
 	char summary[384], evidence[320];
 	int64_t base = p->quiet >= d->c.delay_baseline_windows ? p->baseline_ns : 0;
+	int64_t tail = o.p90 > 0 ? o.p90 : o.p99;
+	const char *q = o.p90 > 0 ? "p90" : "p99";
 	enum fq_rule_delay v;
 
-	if (p99 <= 0 && p50 <= 0)
+	if (tail <= 0 && o.p50 <= 0)
 		return;
-	if (p50 > 0)
-		p->p50_ns = p50;
-	p->p99_ns = p99;
+	if (o.p50 > 0)
+		p->p50_ns = o.p50;
+	p->tail_ns = tail;
 	p->last_end_ns = max64(p->last_end_ns, end);
-	v = fq_rule_path_delay(&d->c, p99, base);
+	v = fq_rule_path_delay(&d->c, tail, base);
 	if (v == FQ_RULE_DELAY_OK)
 		p->streak = 0;
-	else if (p->streak < UINT32_MAX && p->streak++ == 0)
-		p->streak_start = start;
+	else
+		streak_add(p, start, end);
 	p->elevated = v != FQ_RULE_DELAY_OK && p->streak >= d->c.delay_persist_windows;
 	if (v == FQ_RULE_DELAY_OK) {
 		/* Once established, the baseline learns only from windows within
 		 * 2x of it: a path creeping up just under the factor would
 		 * otherwise drag its own baseline along and never be flagged. */
-		if (!base || p99 / 2 <= base)
-			p->baseline_ns = fq_rule_baseline_update(p->baseline_ns, p99);
-		if (p99 > 0 && p->quiet < UINT32_MAX)
+		if (!base || tail / 2 <= base)
+			p->baseline_ns = fq_rule_baseline_update(p->baseline_ns, tail);
+		if (tail > 0 && p->quiet < UINT32_MAX)
 			p->quiet++;
 		return;
 	}
@@ -242,17 +267,17 @@ static void path_delay_sample(struct fq_detector *d, struct path_ent *p, int64_t
 		return; /* not yet persistent */
 	if (v == FQ_RULE_DELAY_ABSOLUTE)
 		snprintf(summary, sizeof(summary),
-			 "path %s/%s -> %s/%s: owd p99 %.1f us above the %.1f us threshold", p->k.src.node,
-			 p->k.src.nic, p->k.dst.node, p->k.dst.nic, us(p99), us(d->c.delay_threshold_ns));
+			 "path %s/%s -> %s/%s: owd %s %.1f us above the %.1f us threshold", p->k.src.node,
+			 p->k.src.nic, p->k.dst.node, p->k.dst.nic, q, us(tail), us(d->c.delay_threshold_ns));
 	else
 		snprintf(summary, sizeof(summary),
-			 "path %s/%s -> %s/%s: owd p99 %.1f us vs baseline %.1f us (x%.1f)", p->k.src.node,
-			 p->k.src.nic, p->k.dst.node, p->k.dst.nic, us(p99), us(base),
-			 (double)p99 / (double)base);
+			 "path %s/%s -> %s/%s: owd %s %.1f us vs baseline %.1f us (x%.1f)", p->k.src.node,
+			 p->k.src.nic, p->k.dst.node, p->k.dst.nic, q, us(tail), us(base),
+			 (double)tail / (double)base);
 	snprintf(evidence, sizeof(evidence),
-		 "{\"owd_p99_ns\":%" PRId64 ",\"owd_p50_ns\":%" PRId64 ",\"baseline_ns\":%" PRId64
-		 ",\"threshold_ns\":%" PRId64 ",\"factor\":%.2f,\"rule\":\"%s\"}",
-		 p99, p50, base, d->c.delay_threshold_ns, d->c.delay_baseline_factor,
+		 "{\"owd_p50_ns\":%" PRId64 ",\"owd_p90_ns\":%" PRId64 ",\"owd_p99_ns\":%" PRId64
+		 ",\"baseline_ns\":%" PRId64 ",\"threshold_ns\":%" PRId64 ",\"factor\":%.2f,\"rule\":\"%s\"}",
+		 o.p50, o.p90, o.p99, base, d->c.delay_threshold_ns, d->c.delay_baseline_factor,
 		 v == FQ_RULE_DELAY_ABSOLUTE ? "threshold" : "baseline");
 	/* the anomaly starts with the first window of the streak */
 	det_anom_evidence(d, K_PATH_DELAY, v == FQ_RULE_DELAY_ABSOLUTE ? SEV_CRITICAL : SEV_WARNING,
@@ -284,11 +309,16 @@ void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p)
 	path_set_state(d, fwd, p->up ? ST_UP : ST_DOWN, p->up ? start : p->end_ns);
 	if (!p->up)
 		return;
-	path_delay_sample(d, fwd, p->owd_fwd_p50_ns, p->owd_fwd_p99_ns, start, p->end_ns);
-	if (p->owd_rev_p50_ns > 0 || p->owd_rev_p99_ns > 0) {
+	path_delay_sample(d, fwd,
+			  (struct owd_sample){p->owd_fwd_p50_ns, p->owd_fwd_p90_ns, p->owd_fwd_p99_ns}, start,
+			  p->end_ns);
+	if (p->owd_rev_p50_ns > 0 || p->owd_rev_p90_ns > 0 || p->owd_rev_p99_ns > 0) {
 		rev = path_get(d, &b, &a, p->end_ns);
 		if (rev)
-			path_delay_sample(d, rev, p->owd_rev_p50_ns, p->owd_rev_p99_ns, start, p->end_ns);
+			path_delay_sample(
+			    d, rev,
+			    (struct owd_sample){p->owd_rev_p50_ns, p->owd_rev_p90_ns, p->owd_rev_p99_ns},
+			    start, p->end_ns);
 	}
 }
 

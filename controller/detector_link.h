@@ -16,7 +16,10 @@ struct fq_det_probe {
 	const char *node, *nic, *remote_node, *remote_nic;
 	int64_t start_ns, end_ns;
 	uint32_t sent, answered, lost;
-	int64_t owd_fwd_p50_ns, owd_fwd_p99_ns, owd_rev_p50_ns, owd_rev_p99_ns; /* 0: none */
+	/* 0: none. The delay rule judges p90; p99 where p90 is 0 (an agent
+	 * that does not send it): a window's p99 is its slowest probe or two. */
+	int64_t owd_fwd_p50_ns, owd_fwd_p90_ns, owd_fwd_p99_ns;
+	int64_t owd_rev_p50_ns, owd_rev_p90_ns, owd_rev_p99_ns;
 	int64_t rtt_p50_ns;
 	bool up;
 };

@@ -26,7 +26,7 @@ static const struct copy_table tables[FQ_DB_T_COUNT] = {
 	{"probe_windows", "window_start, window_end, src_node, src_nic, dst_node, dst_nic, sent, answered, "
 			  "lost, owd_fwd_min_ns, owd_fwd_p50_ns, owd_fwd_p99_ns, owd_fwd_max_ns, "
 			  "owd_rev_min_ns, owd_rev_p50_ns, owd_rev_p99_ns, owd_rev_max_ns, rtt_p50_ns, "
-			  "timestamp_kind, path_up, agent_seq"},
+			  "timestamp_kind, path_up, agent_seq, owd_fwd_p90_ns, owd_rev_p90_ns"},
     [FQ_DB_T_LANE_WINDOWS] =
 	{"lane_windows",
 	 "interval_start, interval_end, job_id, step_id, src_rank, dst_rank, lane, lane_kind, "
@@ -117,6 +117,8 @@ static int encode_probe(struct fq_buf *b, const void *row)
 	rc |= fq_copy_str(b, false, ts_kinds[r->timestamp_kind]);
 	rc |= fq_copy_bool(b, false, r->path_up);
 	rc |= fq_copy_u64(b, false, r->agent_seq);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_fwd_p90_ns);
+	rc |= fq_copy_i64_or_null(b, false, r->owd_rev_p90_ns);
 	rc |= fq_copy_eol(b);
 	return rc ? -ENOMEM : 0;
 }

@@ -110,6 +110,7 @@ struct fq_db_probe_window {
 	/* Delays in ns; 0 = no sample (stored as NULL). */
 	int64_t owd_fwd_min_ns, owd_fwd_p50_ns, owd_fwd_p99_ns, owd_fwd_max_ns;
 	int64_t owd_rev_min_ns, owd_rev_p50_ns, owd_rev_p99_ns, owd_rev_max_ns;
+	int64_t owd_fwd_p90_ns, owd_rev_p90_ns; /* 0: not sent (NULL) */
 	int64_t rtt_p50_ns;
 	enum fq_db_timestamp_kind timestamp_kind;
 	bool path_up;

@@ -64,6 +64,7 @@ static struct json_object *owd_json(const struct fq_owd_stats *o)
 	j = json_object_new_object();
 	json_object_object_add(j, "min", json_object_new_int64(o->min));
 	json_object_object_add(j, "p50", json_object_new_int64(o->p50));
+	json_object_object_add(j, "p90", json_object_new_int64(o->p90));
 	json_object_object_add(j, "p99", json_object_new_int64(o->p99));
 	json_object_object_add(j, "max", json_object_new_int64(o->max));
 	return j;

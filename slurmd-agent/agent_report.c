@@ -311,12 +311,14 @@ static void send_probe_reports(struct agent *a)
 		if (r->synchronised && r->fwd.n) {
 			p.owd_fwd_min_ns = r->fwd.min;
 			p.owd_fwd_p50_ns = r->fwd.p50;
+			p.owd_fwd_p90_ns = r->fwd.p90;
 			p.owd_fwd_p99_ns = r->fwd.p99;
 			p.owd_fwd_max_ns = r->fwd.max;
 		}
 		if (r->synchronised && r->rev.n) {
 			p.owd_rev_min_ns = r->rev.min;
 			p.owd_rev_p50_ns = r->rev.p50;
+			p.owd_rev_p90_ns = r->rev.p90;
 			p.owd_rev_p99_ns = r->rev.p99;
 			p.owd_rev_max_ns = r->rev.max;
 		}

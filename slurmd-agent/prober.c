@@ -630,7 +630,7 @@ static int cmp64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* {min,p50,p99,max} of s, each shifted by `shift`; n = 0 without samples. */
+/* {min,p50,p90,p99,max} of s, each shifted by `shift`; n = 0 without samples. */
 static struct fq_owd_stats percentiles(struct samples *s, int64_t shift)
 {
 	struct fq_owd_stats o = {0};
@@ -641,6 +641,7 @@ static struct fq_owd_stats percentiles(struct samples *s, int64_t shift)
 	o.n = s->n;
 	o.min = s->v[0] + shift;
 	o.p50 = s->v[s->n / 2] + shift;
+	o.p90 = s->v[(s->n * 9) / 10] + shift;
 	o.p99 = s->v[(s->n * 99) / 100] + shift;
 	o.max = s->v[s->n - 1] + shift;
 	return o;

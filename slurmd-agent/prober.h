@@ -41,7 +41,7 @@ typedef void (*fq_prober_event_fn)(void *arg, const char *local_nic, const char 
 
 struct fq_owd_stats {
 	unsigned n; /* samples; 0: the rest is 0 */
-	int64_t min, p50, p99, max;
+	int64_t min, p50, p90, p99, max;
 };
 
 /* One path over one report window. */

@@ -165,6 +165,76 @@ static void test_persistence(void)
 	fq_detector_destroy(d);
 }
 
+/* One report of path n1/rail0 <-> n2/rail0 over [t0, t1] from `node`'s end,
+ * the direction n1 -> n2 as {p50, p90, p99} us (n2 reports it as reverse). */
+static void probe_tail(struct fq_detector *d, const char *node, double t0, double t1, double p50, double p90,
+		       double p99)
+{
+	bool n1 = strcmp(node, "n1") == 0;
+	struct fq_det_probe p = {.node = node,
+				 .nic = "rail0",
+				 .remote_node = n1 ? "n2" : "n1",
+				 .remote_nic = "rail0",
+				 .start_ns = S(t0),
+				 .end_ns = S(t1),
+				 .sent = 50,
+				 .answered = 50,
+				 .up = true};
+
+	if (n1)
+		p.owd_fwd_p50_ns = US(p50), p.owd_fwd_p90_ns = US(p90), p.owd_fwd_p99_ns = US(p99);
+	else
+		p.owd_rev_p50_ns = US(p50), p.owd_rev_p90_ns = US(p90), p.owd_rev_p99_ns = US(p99);
+	fq_detector_probe(d, &p);
+}
+
+/* The rule judges a window's p90: at a probe every 20 ms a window's p99 is
+ * its slowest probe, and one slow probe a second (a busy sending host) is
+ * not a delayed path. Both ends report a direction, over windows that
+ * overlap: persistence counts periods of time, not reports. */
+static void test_tail(void)
+{
+	struct fq_detector_config c;
+	struct fq_detector *d;
+	const struct rec *o;
+	int t;
+
+	fq_detector_config_defaults(&c); /* 3 windows in a row */
+	d = fq_detector_create(&c);
+	reset();
+	for (t = 1; t <= 10; t++) {
+		probe_tail(d, "n1", t - 1, t, 15, 20, 30);
+		probe_tail(d, "n2", t - 0.92, t + 0.08, 15, 20, 30);
+	}
+	for (; t <= 20; t++) {
+		probe_tail(d, "n1", t - 1, t, 15, 22, 800);
+		probe_tail(d, "n2", t - 0.92, t + 0.08, 15, 22, 2200);
+	}
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 0,
+	       "10 s of one probe in 50 slow (p99 800 us, 2.2 ms; p90 22 us): not flagged");
+	for (; t <= 22; t++) {
+		probe_tail(d, "n1", t - 1, t, 200, 400, 900);
+		probe_tail(d, "n2", t - 0.92, t + 0.08, 200, 400, 900);
+	}
+	collect(d);
+	is_int(count(FQ_DET_OPEN, NULL), 0,
+	       "p90 400 us in 4 reports from both ends over 2 s: two periods, not flagged");
+	probe_tail(d, "n1", t - 1, t, 200, 400, 900);
+	collect(d);
+	o = find_open("path_delay", "n1", "rail0");
+	ok(o != NULL && strcmp(o->rnode, "n2") == 0, "the third second: path_delay n1/rail0 -> n2/rail0");
+	if (!o)
+		o = &recs[0];
+	like(o->summary, "path n1/rail0 -> n2/rail0: owd p90 400.0 us vs baseline",
+	     "the summary names the p90");
+	like(o->evidence, "\"owd_p90_ns\":400000,\"owd_p99_ns\":900000",
+	     "the evidence has the p90 and the p99");
+	is_int(o->start, S(20), "dated from the first slow window");
+	is_int(count(FQ_DET_OPEN, NULL), 1, "one anomaly: the reverse direction was quiet");
+	fq_detector_destroy(d);
+}
+
 static void test_slow_nic(void)
 {
 	static const char *peers[] = {"n4", "n5", "n6", "n7", "n8"};
@@ -422,6 +492,7 @@ int main(void)
 	test_flapping();
 	test_path_delay();
 	test_persistence();
+	test_tail();
 	test_slow_nic();
 	test_link_down();
 	test_incident_nic();

@@ -252,6 +252,23 @@ sc_anomalies() {
 		from fabriciq.anomalies ${1:+where $1} order by 1"
 }
 
+# sc_delay_evidence [WHERE]: for each path_delay anomaly (and WHERE), its
+# summary and the probe windows of its path (both directions' p50/p90/p99/max
+# in us, from 3 s before it to its end): what a false one is made of.
+sc_delay_evidence() {
+	psql_ctl "select a.summary || E'\n' || coalesce((select string_agg(format('  %s %s->%s fwd %s/%s/%s/%s rev %s/%s/%s/%s %s',
+			to_char(w.window_start, 'HH24:MI:SS.MS'), w.src_node || '/' || w.src_nic, w.dst_node || '/' || w.dst_nic,
+			w.owd_fwd_p50_ns / 1000, w.owd_fwd_p90_ns / 1000, w.owd_fwd_p99_ns / 1000, w.owd_fwd_max_ns / 1000,
+			w.owd_rev_p50_ns / 1000, w.owd_rev_p90_ns / 1000, w.owd_rev_p99_ns / 1000, w.owd_rev_max_ns / 1000,
+			w.timestamp_kind),
+			E'\n' order by w.window_start)
+		from fabriciq.probe_windows w
+		where ((w.src_node, w.src_nic, w.dst_node, w.dst_nic) = (a.node, a.nic, a.remote_node, a.remote_nic)
+			or (w.src_node, w.src_nic, w.dst_node, w.dst_nic) = (a.remote_node, a.remote_nic, a.node, a.nic))
+		and w.window_end > a.start_time - interval '3 s' and w.window_start < coalesce(a.end_time, now())), '')
+		from fabriciq.anomalies a where a.kind = 'path_delay' ${1:+and ($1)} order by a.id"
+}
+
 # sc_leaf_ns HOST: the namespace of HOST's leaf router (the testbed's
 # host_leaf: hosts spread evenly over the leaves in order).
 sc_leaf_ns() {

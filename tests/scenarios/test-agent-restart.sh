@@ -53,4 +53,4 @@ is "$(sc_anomalies "kind in ('link_down', 'flapping') or 'n2' in (node, remote_n
 	"no anomaly of n2's paths or on the job, no link down: n2's paths went unanswered for 3 s" ||
 	diag "$(psql_ctl "select kind, severity, summary from fabriciq.anomalies order by id")"
 other=$(sc_anomalies "not (kind in ('link_down', 'flapping') or 'n2' in (node, remote_node))")
-[ -z "$other" ] || diag "other anomalies (not of this scenario): $other"
+[ -z "$other" ] || diag "other anomalies (not of this scenario): $other"$'\n'"$(sc_delay_evidence "'n2' not in (a.node, a.remote_node)")"

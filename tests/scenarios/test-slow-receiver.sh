@@ -32,7 +32,7 @@ is "$(sc_anomalies "kind = 'slow_receiver'")" $'slow_receiver n3/rail0 -\nslow_r
 	"n3's two NICs are named slow receivers"
 is "$(sc_anomalies "kind = 'slow_sender'")" "" "no slow sender"
 is "$(sc_anomalies "node <> 'n3' and remote_node is distinct from 'n3'")" "" "every anomaly names n3" ||
-	diag "$(sc_anomalies)"
+	diag "$(sc_anomalies)"$'\n'"$(sc_delay_evidence "a.node <> 'n3' and a.remote_node <> 'n3'")"
 r3=$(psql_ctl "select rank from fabriciq.ranks where job_id = $hit and node = 'n3'")
 is "$(fq --json job "$hit" | json '" ".join(sorted("%s/%s:%s" % (a["node"], a["nic"], 1 if '"${r3:--1}"' in a["ranks"] else 0)
 	for s in j["steps"] for a in s["anomalies"] if a["kind"] == "slow_receiver"))')" "n3/rail0:1 n3/rail1:1" \

@@ -14,7 +14,7 @@ SPANK_SO=$B/spank/.libs/spank_fabriciq.so
 CTL=$B/controller/fabriciq-controller
 FQCLI=$B/controller/fabriciq
 for f in "$CB" "$SPANK_SO" "$CTL" "$FQCLI"; do [ -e "$f" ] || skip_all "$f not built"; done
-plan 28
+plan 29
 tb_setup e2e
 S=$FQTB_STATE
 # the CLI as root on the controller's host, with a munge credential from its munged
@@ -37,6 +37,11 @@ done
 is "$(psql_ctl 'select count(*) from fabriciq.nodes')" 4 "4 nodes known to the controller"
 sleep 6
 is "$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows")" 4 "probe windows from all 4 agents"
+# each direction's delays in order, the p90 (what the delay rule judges) among them
+is "$(psql_ctl "select count(*), count(*) filter (where owd_fwd_min_ns <= owd_fwd_p50_ns and owd_fwd_p50_ns <= owd_fwd_p90_ns
+	and owd_fwd_p90_ns <= owd_fwd_p99_ns and owd_fwd_p99_ns <= owd_fwd_max_ns and owd_rev_p50_ns <= owd_rev_p90_ns
+	and owd_rev_p90_ns <= owd_rev_p99_ns) from fabriciq.probe_windows where owd_fwd_p50_ns is not null" | awk -F'|' '{ print ($1 > 0 && $1 == $2) }')" 1 \
+	"every probe window with delays has min <= p50 <= p90 <= p99 <= max, both directions"
 corr=$("$B/slurmd-agent/fabriciq-agent" -c /dev/null -s "status_file=$S/agent-n3.json" --status --json | tr -d ' \n' |
 	grep -o '"source":"[a-z]*"')
 is "$corr" '"source":"controller"' "n3's global time follows the controller's mesh correction"
