@@ -188,10 +188,12 @@ static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 		break;
 	case FQ_DET_ADVICE: { /* collision advice to the agent on the moved job's node */
 		struct agent *ag = a->node ? fq_strmap_get(&c->agents, a->node) : NULL;
+		/* what is left of it: it waited with the rest while the database was away */
+		int64_t left = a->end_ns - (now > a->start_ns ? now : a->start_ns);
 
-		if (ag && ag->sess)
+		if (ag && ag->sess && left > 0)
 			fq_session_send_advice(ag->sess, a->job_id, a->nic, a->remote_node, a->remote_nic,
-					       a->end_ns - a->start_ns, a->other_job, a->reason, now);
+					       left, a->other_job, a->reason, now);
 		return; /* nothing to store: the anomaly carries it */
 	}
 	case FQ_DET_HINT: {
@@ -257,6 +259,9 @@ void ctl_detector_round(struct ctl *c, int64_t now)
 			fq_log_rl(FQ_LOG_WARN, "cannot read applied hints: %s", fq_db_error(db));
 	}
 	fq_detector_tick(c->det, now);
-	while (fq_detector_next(c->det, &a) == 1)
-		apply_action(c, fq_ingest_db(c->ingest), &a, now);
+	/* Without the database (being opened, or down) the actions wait in the
+	 * detector's queue (max_pending), in order, to be stored once it is
+	 * there: an anomaly is not lost to an outage. */
+	while (db && (db = fq_ingest_db(c->ingest)) && fq_detector_next(c->det, &a) == 1)
+		apply_action(c, db, &a, now);
 }

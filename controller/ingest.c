@@ -46,8 +46,7 @@ int fq_ingest_create(const struct fq_ingest_config *c, const struct fq_ingest_op
 	ing->efd = -1;
 	if ((rc = fq_spool_open(c->spool_dir, c->spool_max, &ing->spool, err, errlen)) < 0)
 		goto fail;
-	if (ing_db_usable(ing))
-		fq_info("database connected");
+	ing_db_usable(ing); /* starts connecting */
 	if ((rc = ing_scan_spool(ing)) < 0) {
 		snprintf(err, errlen, "spool %s: %s", c->spool_dir, strerror(-rc));
 		goto fail;
@@ -89,6 +88,8 @@ void fq_ingest_destroy(struct fq_ingest *ing)
 	fq_strmap_clear(&ing->steps, free);
 	fq_strmap_clear(&ing->rank_nics, NULL);
 	fq_spool_close(ing->spool);
+	fq_dbconnect_abandon(ing->aux_open);
+	fq_dbconnect_abandon(ing->db_open);
 	fq_db_destroy(ing->aux);
 	fq_db_destroy(ing->db);
 	free(ing->conninfo);
@@ -295,15 +296,14 @@ struct fq_db *fq_ingest_db(struct fq_ingest *ing)
 	    .connect_timeout_s = ing->cfg.connect_timeout_s,
 	    .statement_timeout_ms = ing->cfg.statement_timeout_ms,
 	};
-	char err[512];
 
 	if (ing->down)
 		return NULL;
-	if (!ing->aux && fq_db_connect(&o, &ing->aux, err, sizeof(err)) < 0) {
-		ing_db_down(ing, err);
-		return NULL;
+	if (ing->aux && fq_db_broken(ing->aux)) {
+		fq_db_destroy(ing->aux); /* opened again off the loop, not reset on it */
+		ing->aux = NULL;
 	}
-	return ing->aux;
+	return ing_db_open(ing, &ing->aux, &ing->aux_open, &o, NULL) ? ing->aux : NULL;
 }
 
 void fq_ingest_db_failed(struct fq_ingest *ing, int rc, int64_t now_ns)

@@ -5,6 +5,8 @@
  */
 #include "controller/ingest_int.h"
 
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "common/clock.h"
@@ -54,6 +56,44 @@ static void db_close(struct fq_ingest *ing)
 	ing->db = NULL;
 }
 
+static int migrate(struct fq_db *db, char *err, size_t errlen)
+{
+	int rc = fq_db_migrate(db, NULL);
+
+	if (rc < 0)
+		snprintf(err, errlen, "migrating the schema: %s", fq_db_error(db));
+	return rc;
+}
+
+/* Opens *db off the loop (dbconnect.h): true once it is open. Until then
+ * false; a failed open is the database down (retried after the backoff). */
+bool ing_db_open(struct fq_ingest *ing, struct fq_db **db, struct fq_dbconnect **open,
+		 const struct fq_db_options *o, fq_dbconnect_setup_fn setup)
+{
+	char err[512];
+	int rc;
+
+	if (*db)
+		return true;
+	if (!*open) {
+		if (ing->down && fq_clock_ns(CLOCK_MONOTONIC) < ing->retry_ns)
+			return false;
+		if ((rc = fq_dbconnect_start(open, o, setup)) < 0) {
+			snprintf(err, sizeof(err), "cannot start connecting: %s", strerror(-rc));
+			ing_db_down(ing, err);
+			return false;
+		}
+	}
+	if (fq_dbconnect_poll(*open, db, err, sizeof(err)) == 0)
+		return false;
+	*open = NULL;
+	if (!*db) {
+		ing_db_down(ing, err);
+		return false;
+	}
+	return true;
+}
+
 /* True if the database may be used now (connecting when needed). */
 bool ing_db_usable(struct fq_ingest *ing)
 {
@@ -61,22 +101,15 @@ bool ing_db_usable(struct fq_ingest *ing)
 	    .conninfo = ing->conninfo,
 	    .connect_timeout_s = ing->cfg.connect_timeout_s,
 	};
-	char err[512];
-	int rc;
 
 	if (ing->down && fq_clock_ns(CLOCK_MONOTONIC) < ing->retry_ns)
 		return false;
+	if (ing->db && fq_db_broken(ing->db))
+		db_close(ing); /* opened again off the loop, not reset on it */
 	if (!ing->db) {
-		if (fq_db_connect(&o, &ing->db, err, sizeof(err)) < 0) {
-			ing_db_down(ing, err);
+		if (!ing_db_open(ing, &ing->db, &ing->db_open, &o, ing->cfg.migrate ? migrate : NULL))
 			return false;
-		}
-		if (ing->cfg.migrate && (rc = fq_db_migrate(ing->db, NULL)) < 0) {
-			fq_error("database: migrating the schema: %s", fq_db_error(ing->db));
-			db_close(ing);
-			ing_db_down(ing, "schema migration failed");
-			return false;
-		}
+		fq_info("database connected");
 		/* After the migration, which may legitimately take long. */
 		ing->timeout_ms = 0;
 	}

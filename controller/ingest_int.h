@@ -29,8 +29,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/dbconnect.h"
 #include "controller/ingest.h"
 #include "controller/strmap.h"
+
+struct fq_db_options;
 
 #define REPLAY_CHUNK 4096
 /* While the database is down, each retry writes a small first chunk under
@@ -91,8 +94,10 @@ struct fq_ingest {
 	char *conninfo, *spool_dir;
 	struct fq_ingest_ops ops;
 	void *arg;
-	struct fq_db *db;   /* the writer's while busy */
-	struct fq_db *aux;  /* the loop thread's own statements (fq_ingest_db) */
+	struct fq_db *db;  /* the writer's while busy */
+	struct fq_db *aux; /* the loop thread's own statements (fq_ingest_db) */
+	/* each opened off the loop (dbconnect.h): NULL when not opening */
+	struct fq_dbconnect *db_open, *aux_open;
 	bool seq_loaded;    /* read once: later reads would undo restarted counts */
 	int timeout_ms;     /* the connection's statement timeout now */
 	unsigned gen, pass; /* apply_items calls, items_seqs passes */
@@ -161,6 +166,8 @@ void ing_db_down(struct fq_ingest *ing, const char *what);
 void ing_db_ok(struct fq_ingest *ing);
 /* True if the database may be used now (connecting when needed). */
 bool ing_db_usable(struct fq_ingest *ing);
+bool ing_db_open(struct fq_ingest *ing, struct fq_db **db, struct fq_dbconnect **open,
+		 const struct fq_db_options *o, fq_dbconnect_setup_fn setup);
 
 /* ---- ingest_rows.c: frames to rows ----------------------------------------- */
 

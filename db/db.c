@@ -109,6 +109,11 @@ close_conn:
 	return rc;
 }
 
+bool fq_db_broken(const struct fq_db *db)
+{
+	return PQstatus(db->conn) == CONNECTION_BAD;
+}
+
 int fq_db_set_statement_timeout(struct fq_db *db, int ms)
 {
 	char sql[64];

@@ -48,6 +48,10 @@ int fq_db_connect(const struct fq_db_options *o, struct fq_db **out, char *err, 
 /* Changes the statement timeout (ms, 0: none) of this and later sessions. */
 int fq_db_set_statement_timeout(struct fq_db *db, int ms);
 
+/* True once the connection is lost (the next statement would reconnect,
+ * blocking, where a caller may rather open a new one elsewhere). */
+bool fq_db_broken(const struct fq_db *db);
+
 /* Closes the connection; buffered rows not flushed are dropped. NULL is fine. */
 void fq_db_destroy(struct fq_db *db);
 
