@@ -39,7 +39,8 @@ static void *dbconnect_main(void *arg)
 	char err[sizeof(c->err)] = "";
 	bool abandoned;
 
-	if (fq_db_connect(&c->o, &db, err, sizeof(err)) == 0 && c->setup && c->setup(db, err, sizeof(err)) < 0) {
+	if (fq_db_connect(&c->o, &db, err, sizeof(err)) == 0 && c->setup &&
+	    c->setup(db, err, sizeof(err)) < 0) {
 		fq_db_destroy(db);
 		db = NULL;
 	}

@@ -68,7 +68,8 @@ int main(void)
 		skip_all("no loopback TCP socket here");
 		return 0;
 	}
-	snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%d user=fq dbname=fq sslmode=disable", port);
+	snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%d user=fq dbname=fq sslmode=disable",
+		 port);
 	o.conninfo = conninfo;
 	t0 = now_s();
 	ok(fq_dbconnect_start(&c, &o, NULL) == 0 && c, "an open starts");
@@ -77,7 +78,8 @@ int main(void)
 	ok(took < 0.2, "start and poll returned at once (%.1f ms), the server silent", took * 1e3);
 	rc = wait_open(c, 10, &db, err, sizeof(err));
 	took = now_s() - t0;
-	ok(rc == 1 && !db && took > 1.5, "the open ends with no connection at its timeout, %.1f s: %s", took, err);
+	ok(rc == 1 && !db && took > 1.5, "the open ends with no connection at its timeout, %.1f s: %s", took,
+	   err);
 
 	/* given up while it waits: it ends on its thread, and frees itself */
 	ok(fq_dbconnect_start(&c, &o, NULL) == 0, "a second open starts");
@@ -88,7 +90,8 @@ int main(void)
 
 	/* nothing listening: refused, with the reason */
 	fd = server(0, &port);
-	snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%d user=fq dbname=fq sslmode=disable", port);
+	snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%d user=fq dbname=fq sslmode=disable",
+		 port);
 	ok(fq_dbconnect_start(&c, &o, NULL) == 0, "an open of a port nobody listens on starts");
 	err[0] = '\0';
 	ok(wait_open(c, 10, &db, err, sizeof(err)) == 1 && !db && strstr(err, "cannot connect to PostgreSQL"),
