@@ -188,6 +188,14 @@ static void probe_tail(struct fq_detector *d, const char *node, double t0, doubl
 	fq_detector_probe(d, &p);
 }
 
+/* Second t of the path as both its ends report it (n2's window 80 ms
+ * later): p99 as n1 and as n2 saw it. */
+static void both_ends(struct fq_detector *d, int t, double p50, double p90, double p99_n1, double p99_n2)
+{
+	probe_tail(d, "n1", t - 1, t, p50, p90, p99_n1);
+	probe_tail(d, "n2", t - 0.92, t + 0.08, p50, p90, p99_n2);
+}
+
 /* The rule judges a window's p90: at a probe every 20 ms a window's p99 is
  * its slowest probe, and one slow probe a second (a busy sending host) is
  * not a delayed path. Both ends report a direction, over windows that
@@ -202,21 +210,15 @@ static void test_tail(void)
 	fq_detector_config_defaults(&c); /* 3 windows in a row */
 	d = fq_detector_create(&c);
 	reset();
-	for (t = 1; t <= 10; t++) {
-		probe_tail(d, "n1", t - 1, t, 15, 20, 30);
-		probe_tail(d, "n2", t - 0.92, t + 0.08, 15, 20, 30);
-	}
-	for (; t <= 20; t++) {
-		probe_tail(d, "n1", t - 1, t, 15, 22, 800);
-		probe_tail(d, "n2", t - 0.92, t + 0.08, 15, 22, 2200);
-	}
+	for (t = 1; t <= 10; t++)
+		both_ends(d, t, 15, 20, 30, 30);
+	for (; t <= 20; t++)
+		both_ends(d, t, 15, 22, 800, 2200);
 	collect(d);
 	is_int(count(FQ_DET_OPEN, NULL), 0,
 	       "10 s of one probe in 50 slow (p99 800 us, 2.2 ms; p90 22 us): not flagged");
-	for (; t <= 22; t++) {
-		probe_tail(d, "n1", t - 1, t, 200, 400, 900);
-		probe_tail(d, "n2", t - 0.92, t + 0.08, 200, 400, 900);
-	}
+	for (; t <= 22; t++)
+		both_ends(d, t, 200, 400, 900, 900);
 	collect(d);
 	is_int(count(FQ_DET_OPEN, NULL), 0,
 	       "p90 400 us in 4 reports from both ends over 2 s: two periods, not flagged");
