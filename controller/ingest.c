@@ -297,8 +297,8 @@ struct fq_db *fq_ingest_db(struct fq_ingest *ing)
 	    .statement_timeout_ms = ing->cfg.statement_timeout_ms,
 	};
 
-	if (ing->down)
-		return NULL;
+	if (ing->down || !ing->db)
+		return NULL; /* not before ingest's own connection has migrated the schema */
 	if (ing->aux && fq_db_broken(ing->aux)) {
 		fq_db_destroy(ing->aux); /* opened again off the loop, not reset on it */
 		ing->aux = NULL;

@@ -150,8 +150,9 @@ int fq_ingest_finish(struct fq_ingest *ing, int64_t now_ns, int64_t budget_ns);
 
 /* A connection for the daemon's own statements (anomalies, hints), on the
  * loop thread: not the writer's, so they never wait for a flush in flight
- * (opened on first use off the loop, with the same limits). NULL while it
- * is being opened and while the database is down. A failure there should be reported with fq_ingest_db_failed
+ * (opened on first use off the loop, with the same limits, once ingest's
+ * own connection has brought the schema up to date). NULL while it is
+ * being opened and while the database is down. A failure there should be reported with fq_ingest_db_failed
  * (a transient one marks the database down and drops that connection). */
 struct fq_db *fq_ingest_db(struct fq_ingest *ing);
 void fq_ingest_db_failed(struct fq_ingest *ing, int rc, int64_t now_ns);
