@@ -135,7 +135,9 @@ static int64_t anomaly_row(struct ctl *c, uint64_t handle)
 	return idstr ? strtoll(idstr, NULL, 10) : 0;
 }
 
-static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_action *a, int64_t now)
+/* Stores (or sends) one action. False if storing it failed for a reason
+ * that passes (the database went away): it is to be tried again. */
+static bool apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_action *a, int64_t now)
 {
 	char key[32];
 	int64_t id = anomaly_row(c, a->handle);
@@ -156,10 +158,10 @@ static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 					   a->evidence_json,
 					   anomaly_row(c, a->incident)};
 		struct fq_strmap_entry *e;
-		fq_warn("anomaly %s: %s", a->anomaly_kind, a->summary ? a->summary : "");
-		c->anomalies_opened++;
 		if (!db || (rc = fq_db_insert_anomaly(db, &an, NULL, 0, &id)) < 0)
 			break;
+		fq_warn("anomaly %s: %s", a->anomaly_kind, a->summary ? a->summary : "");
+		c->anomalies_opened++;
 		snprintf(key, sizeof(key), "%llu", (unsigned long long)a->handle);
 		if ((e = fq_strmap_upsert(&c->anomaly, key))) {
 			char *v = malloc(24);
@@ -194,25 +196,28 @@ static void apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 		if (ag && ag->sess && left > 0)
 			fq_session_send_advice(ag->sess, a->job_id, a->nic, a->remote_node, a->remote_nic,
 					       left, a->other_job, a->reason, now);
-		return; /* nothing to store: the anomaly carries it */
+		return true; /* nothing to store: the anomaly carries it */
 	}
 	case FQ_DET_HINT: {
 		struct fq_db_drain_hint h = {a->node, a->nic, a->resume, a->reason, id, now};
-		c->hints++;
-		fq_warn("hint: %s %s: %s", a->resume ? "resume" : "drain", a->node,
-			a->reason ? a->reason : "");
-		if (db)
-			rc = fq_db_insert_drain_hint(db, &h, &id);
+		if (db && (rc = fq_db_insert_drain_hint(db, &h, &id)) == 0) {
+			c->hints++;
+			fq_warn("hint: %s %s: %s", a->resume ? "resume" : "drain", a->node,
+				a->reason ? a->reason : "");
+		}
 		break;
 	}
 	}
+	if (db && rc < 0 && fq_ingest_transient(rc)) {
+		fq_ingest_db_failed(c->ingest, rc, now); /* the database is down: retried after it */
+		return false;
+	}
 	if (!db || rc < 0) {
 		c->det_write_failures++;
-		if (db)
-			fq_ingest_db_failed(c->ingest, rc, now);
 		fq_log_rl(FQ_LOG_WARN, "detector action %d (handle %llu) not stored: %s", (int)a->kind,
 			  (unsigned long long)a->handle, db ? fq_db_error(db) : "database unavailable");
 	}
+	return true;
 }
 
 /* What `fabriciq hints --apply` did, fed back to the detector: a node
@@ -263,5 +268,8 @@ void ctl_detector_round(struct ctl *c, int64_t now)
 	 * detector's queue (max_pending), in order, to be stored once it is
 	 * there: an anomaly is not lost to an outage. */
 	while (db && (db = fq_ingest_db(c->ingest)) && fq_detector_next(c->det, &a) == 1)
-		apply_action(c, db, &a, now);
+		if (!apply_action(c, db, &a, now)) {
+			fq_detector_unget(c->det);
+			break;
+		}
 }

@@ -101,6 +101,18 @@ int fq_detector_next(struct fq_detector *d, struct fq_det_action *a)
 	return 1;
 }
 
+void fq_detector_unget(struct fq_detector *d)
+{
+	if (!d || !d->cur)
+		return;
+	d->cur->next = d->head;
+	d->head = d->cur;
+	if (!d->tail)
+		d->tail = d->cur;
+	d->cur = NULL;
+	d->pending++;
+}
+
 /* ---- nodes and hints ------------------------------------------------------ */
 
 struct node_ent *det_node_get(struct fq_detector *d, const char *name, int64_t now)

@@ -56,6 +56,10 @@ struct fq_det_action {
 /* Take the next action, in the order they arose: 1 and *a (valid until the
  * next call), or 0 when there is none. */
 int fq_detector_next(struct fq_detector *d, struct fq_det_action *a);
+/* Puts the action fq_detector_next gave last back at the head of the queue
+ * (storing it failed for a reason that passes: the database went away):
+ * the next call gives it again. Nothing to put back is fine. */
+void fq_detector_unget(struct fq_detector *d);
 
 /* A node drained (by anyone) / resumed, as the daemon learns it from Slurm
  * or from applying a hint: reason is the drain reason, NULL or "" when the

@@ -237,6 +237,35 @@ static void test_tail(void)
 	fq_detector_destroy(d);
 }
 
+/* An action whose store failed for a passing reason is put back (the
+ * controller does so while the database is away): it comes again first,
+ * and the rest after it, in order. */
+static void test_unget(void)
+{
+	struct fq_detector *d = make();
+	struct fq_det_action a;
+	uint64_t first;
+	int n = 0;
+
+	fq_detector_unget(d); /* nothing given yet: nothing to put back */
+	for (int t = 1; t <= 10; t++) {
+		probe(d, "n1", "rail0", "n2", "rail0", t, 20, 30);
+		probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
+	}
+	probe(d, "n1", "rail0", "n2", "rail0", 11, 300, 900);
+	probe(d, "n1", "rail0", "n3", "rail0", 11, 300, 900);
+	ok(fq_detector_next(d, &a) == 1 && a.kind == FQ_DET_OPEN, "an action: the first path_delay opens");
+	first = a.handle;
+	fq_detector_unget(d);
+	ok(fq_detector_next(d, &a) == 1 && a.kind == FQ_DET_OPEN && a.handle == first && a.remote_node &&
+	       strcmp(a.remote_node, "n2") == 0,
+	   "put back, it comes again, whole (n1 -> n2)");
+	while (fq_detector_next(d, &a) == 1)
+		n += a.kind == FQ_DET_OPEN && a.handle != first;
+	is_int(n, 1, "then the other path's");
+	fq_detector_destroy(d);
+}
+
 static void test_slow_nic(void)
 {
 	static const char *peers[] = {"n4", "n5", "n6", "n7", "n8"};
@@ -495,6 +524,7 @@ int main(void)
 	test_path_delay();
 	test_persistence();
 	test_tail();
+	test_unget();
 	test_slow_nic();
 	test_link_down();
 	test_incident_nic();
