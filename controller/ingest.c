@@ -299,10 +299,6 @@ struct fq_db *fq_ingest_db(struct fq_ingest *ing)
 
 	if (ing->down || !ing->db)
 		return NULL; /* not before ingest's own connection has migrated the schema */
-	if (ing->aux && fq_db_broken(ing->aux)) {
-		fq_db_destroy(ing->aux); /* opened again off the loop, not reset on it */
-		ing->aux = NULL;
-	}
 	return ing_db_open(ing, &ing->aux, &ing->aux_open, &o, NULL) ? ing->aux : NULL;
 }
 

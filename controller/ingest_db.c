@@ -50,12 +50,6 @@ void ing_db_ok(struct fq_ingest *ing)
 	ing->backoff_ns = 0;
 }
 
-static void db_close(struct fq_ingest *ing)
-{
-	fq_db_destroy(ing->db);
-	ing->db = NULL;
-}
-
 static int migrate(struct fq_db *db, char *err, size_t errlen)
 {
 	int rc = fq_db_migrate(db, NULL);
@@ -66,18 +60,22 @@ static int migrate(struct fq_db *db, char *err, size_t errlen)
 }
 
 /* Opens *db off the loop (dbconnect.h): true once it is open. Until then
- * false; a failed open is the database down (retried after the backoff). */
+ * false; a failed open is the database down (the callers wait out its
+ * backoff). A lost connection is opened again the same way, never reset
+ * on the loop. */
 bool ing_db_open(struct fq_ingest *ing, struct fq_db **db, struct fq_dbconnect **open,
 		 const struct fq_db_options *o, fq_dbconnect_setup_fn setup)
 {
 	char err[512];
 	int rc;
 
+	if (*db && fq_db_broken(*db)) {
+		fq_db_destroy(*db);
+		*db = NULL;
+	}
 	if (*db)
 		return true;
 	if (!*open) {
-		if (ing->down && fq_clock_ns(CLOCK_MONOTONIC) < ing->retry_ns)
-			return false;
 		if ((rc = fq_dbconnect_start(open, o, setup)) < 0) {
 			snprintf(err, sizeof(err), "cannot start connecting: %s", strerror(-rc));
 			ing_db_down(ing, err);
@@ -104,9 +102,7 @@ bool ing_db_usable(struct fq_ingest *ing)
 
 	if (ing->down && fq_clock_ns(CLOCK_MONOTONIC) < ing->retry_ns)
 		return false;
-	if (ing->db && fq_db_broken(ing->db))
-		db_close(ing); /* opened again off the loop, not reset on it */
-	if (!ing->db) {
+	if (!ing->db || fq_db_broken(ing->db)) {
 		if (!ing_db_open(ing, &ing->db, &ing->db_open, &o, ing->cfg.migrate ? migrate : NULL))
 			return false;
 		fq_info("database connected");
