@@ -182,6 +182,8 @@ static int kind_of(const Fabriciq__Envelope *env)
 		return FQ_INGEST_LINK;
 	case FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER:
 		return FQ_INGEST_FAILOVER;
+	case FABRICIQ__ENVELOPE__PAYLOAD_TRACE:
+		return FQ_INGEST_TRACE;
 	default:
 		return -1;
 	}

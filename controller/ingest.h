@@ -80,11 +80,12 @@ struct fq_ingest_ops {
 };
 
 struct fq_ingest_stats {
-	uint64_t frames;            /* report frames accepted (not duplicates) */
-	uint64_t frames_by_kind[8]; /* probe, clock, lane, step_start, step_end, link, failover, hello */
-	uint64_t duplicates;        /* replays dropped by dedupe */
-	uint64_t rows_written;      /* COPY rows committed */
-	uint64_t rows_rejected;     /* rows or statements refused by the database (bad data) */
+	uint64_t frames; /* report frames accepted (not duplicates) */
+	uint64_t
+	    frames_by_kind[9];  /* probe, clock, lane, step_start, step_end, link, failover, hello, trace */
+	uint64_t duplicates;    /* replays dropped by dedupe */
+	uint64_t rows_written;  /* COPY rows committed */
+	uint64_t rows_rejected; /* rows or statements refused by the database (bad data) */
 	uint64_t flushes, flush_failures;
 	uint64_t spooled_frames, replayed_frames, spool_full_drops;
 	uint64_t spool_bytes; /* not yet replayed */
@@ -102,6 +103,7 @@ enum fq_ingest_kind {
 	FQ_INGEST_LINK,
 	FQ_INGEST_FAILOVER,
 	FQ_INGEST_HELLO,
+	FQ_INGEST_TRACE,
 };
 
 /* Opens the spool, connects (a failure to connect is not an error: the

@@ -238,6 +238,23 @@ static int apply_link(struct fq_ingest *ing, const struct item *it)
 	return fq_db_add_link_events(ing->db, &e, 1);
 }
 
+static int apply_trace(struct fq_ingest *ing, const struct item *it)
+{
+	const Fabriciq__PathTrace *t = it->env->trace;
+	struct fq_db_route r = {
+	    .node = it->node->name,
+	    .nic = t->local_nic,
+	    .remote_node = t->remote_node,
+	    .remote_nic = t->remote_nic,
+	    .hops = (const char *const *)t->hops,
+	    .n_hops = t->n_hops,
+	    .reached = t->reached,
+	    .time_ns = t->time_ns ? t->time_ns : it->recv_ns,
+	};
+
+	return fq_db_put_route(ing->db, &r);
+}
+
 static int apply_failover(struct fq_ingest *ing, const struct item *it)
 {
 	const Fabriciq__FailoverEvent *f = it->env->failover;
@@ -441,6 +458,8 @@ static int apply_item(struct fq_ingest *ing, const struct item *it)
 		return apply_step_end(ing, it);
 	case FABRICIQ__ENVELOPE__PAYLOAD_HELLO:
 		return apply_hello(ing, it);
+	case FABRICIQ__ENVELOPE__PAYLOAD_TRACE:
+		return apply_trace(ing, it);
 	default:
 		return -EINVAL;
 	}

@@ -5,6 +5,8 @@
  */
 #include "db/internal.h"
 
+#include <arpa/inet.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -389,4 +391,54 @@ int fq_db_insert_drain_hint(struct fq_db *db, const struct fq_db_drain_hint *h, 
 		*id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
 	return 0;
+}
+
+int fq_db_put_route(struct fq_db *db, const struct fq_db_route *r)
+{
+	struct fq_db_params p = {0};
+	char arr[FQ_DB_ROUTE_MAX_HOPS * 17 + 3], *w = arr;
+	int rc = CHECK_FIELDS(db, "route", {"node", r->node, true}, {"nic", r->nic, true},
+			      {"remote_node", r->remote_node, true}, {"remote_nic", r->remote_nic, true});
+
+	if (rc)
+		return rc;
+	if (r->n_hops > FQ_DB_ROUTE_MAX_HOPS) {
+		fq_db_set_error(db, "route %s:%s -> %s:%s: %zu hops (at most %d)", r->node, r->nic,
+				r->remote_node, r->remote_nic, r->n_hops, FQ_DB_ROUTE_MAX_HOPS);
+		return -EINVAL;
+	}
+	/* an inet[] literal of checked addresses only: nothing else reaches it */
+	*w++ = '{';
+	for (size_t i = 0; i < r->n_hops; i++) {
+		const char *h = r->hops[i] ? r->hops[i] : "";
+		struct in_addr a;
+
+		if (*h && inet_pton(AF_INET, h, &a) != 1) {
+			fq_db_set_error(db, "route %s:%s -> %s:%s: hop %zu is not an IPv4 address", r->node,
+					r->nic, r->remote_node, r->remote_nic, i + 1);
+			return -EINVAL;
+		}
+		w += sprintf(w, "%s%s", i ? "," : "", *h ? inet_ntoa(a) : "NULL");
+	}
+	*w++ = '}';
+	*w = 0;
+	fq_db_param_str(&p, r->node);
+	fq_db_param_str(&p, r->nic);
+	fq_db_param_str(&p, r->remote_node);
+	fq_db_param_str(&p, r->remote_nic);
+	fq_db_param_str(&p, arr);
+	fq_db_param_bool(&p, r->reached);
+	fq_db_param_ts(&p, r->time_ns);
+	return fq_db_exec(
+	    db, "storing a path's route",
+	    "with last as (select id, hops, reached from fabriciq.path_routes"
+	    "  where node = $1 and nic = $2 and remote_node = $3 and remote_nic = $4"
+	    "  order by first_seen desc, id desc limit 1),"
+	    " same as (update fabriciq.path_routes r set last_seen = greatest(r.last_seen, $7::timestamptz)"
+	    "  from last where r.id = last.id and last.hops = $5::inet[] and last.reached = $6"
+	    "  returning r.id)"
+	    " insert into fabriciq.path_routes (node, nic, remote_node, remote_nic, hops, reached, "
+	    "first_seen, last_seen)"
+	    " select $1, $2, $3, $4, $5::inet[], $6, $7, $7 where not exists (select 1 from same)",
+	    &p);
 }

@@ -175,6 +175,8 @@ static void write_status(struct agent *a)
 			       json_object_new_uint64(a->have_correction ? a->corr.epoch : 0));
 	json_object_object_add(st, "global_time", clk);
 	json_object_object_add(st, "counters", fq_prober_counters(a->prober));
+	if (a->tracer)
+		json_object_object_add(st, "traces", fq_tracer_status(a->tracer));
 	json_object_object_add(st, "steps", fq_steps_json(a->steps));
 	json_object_object_add(st, "senders", fq_steps_counters(a->steps));
 	json_object_object_add(st, "local_sockets", fq_local_counters(a->local));
@@ -730,6 +732,20 @@ int main(int argc, char **argv)
 	if (!a.prober || add_nics(&a, discovered) < 0 || add_peers(&a) < 0 || fq_prober_start(a.prober) < 0 ||
 	    start_sharing(&a) < 0)
 		goto out;
+	if (a.cfg.trace_interval) {
+		struct fq_tracer_config tc;
+
+		fq_tracer_config_defaults(&tc);
+		tc.interval_ns = (int64_t)a.cfg.trace_interval;
+		tc.max_ttl = (unsigned)a.cfg.trace_max_ttl;
+		a.tracer = fq_tracer_create(a.base, a.prober, &tc, agent_route, &a);
+		if (!a.tracer) { /* probing goes on: the controller lacks this node's routes */
+			int why = errno;
+
+			fq_warn("path traces off (the topology will not know this node's routes): %s%s",
+				strerror(why), why == EPERM ? " (a raw ICMP socket needs CAP_NET_RAW)" : "");
+		}
+	}
 	{
 		struct timeval tv = {(time_t)(a.cfg.report_interval / 1000000000),
 				     (suseconds_t)(a.cfg.report_interval % 1000000000 / 1000)};
@@ -776,6 +792,7 @@ out: /* finalise in reverse */
 		fq_path_page_writer_close(a.path_page);
 	if (a.clock_page)
 		fq_clock_page_writer_close(a.clock_page);
+	fq_tracer_destroy(a.tracer);
 	fq_prober_destroy(a.prober);
 	fq_steps_destroy(a.steps);
 	free(a.paths);

@@ -25,6 +25,7 @@
 #include "slurmd-agent/spool.h"
 #include "slurmd-agent/steps.h"
 #include "slurmd-agent/timeline.h"
+#include "slurmd-agent/tracer.h"
 #include "slurmd-agent/uplink.h"
 
 #define AGENT_MAX_NICS     16
@@ -51,6 +52,7 @@ struct agent {
 	char boot_id[64];
 	struct event_base *base;
 	struct fq_prober *prober;
+	struct fq_tracer *tracer; /* NULL: agent.trace_interval 0 */
 	struct fq_steps *steps;
 	struct fq_local *local;
 	struct fq_spool *spool;
@@ -112,6 +114,8 @@ void agent_report_window(struct agent *a);
 void agent_publish(struct agent *a);
 void agent_link_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic, int up,
 		      int64_t since_ns, int64_t detected_ns);
+/* The tracer's callback: a path's route for the controller. */
+void agent_route(void *arg, const struct fq_route *r, bool changed);
 /* paths_ev's callback: publish the path page with the transitions since
  * the last publication (AGENT_PATHS_SETTLE_MS after the first of them). */
 void agent_paths_settled(evutil_socket_t fd, short what, void *arg);

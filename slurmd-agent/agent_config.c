@@ -33,6 +33,11 @@ static const struct fq_cfg_option agent_options[] = {
 	"a path with no answer for this long is DOWN"),
     OPT("report_interval", FQ_CFG_DURATION, report_interval, "1s", 100e6, 3600e9, NULL,
 	"report window (status file, controller reports)"),
+    OPT("trace_interval", FQ_CFG_DURATION, trace_interval, "60s", 0, 86400e9, NULL,
+	"each probed path's route is traced hop by hop this often (and when it comes back UP), for the "
+	"controller's topology; 0: never"),
+    OPT("trace_max_ttl", FQ_CFG_UINT, trace_max_ttl, "8", 1, 16, NULL,
+	"the most router hops a path trace looks for"),
     OPT("status_file", FQ_CFG_STRING, status_file, "/run/fabriciq/agent-status.json", 0, 0, NULL,
 	"where the agent writes its state each report window"),
     OPT("log_level", FQ_CFG_ENUM, log_level, "info", 0, 0, log_levels, "error, warn, info or debug"),

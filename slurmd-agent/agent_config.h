@@ -18,6 +18,7 @@ struct agent_config {
 	char *peers;
 	uint64_t port;
 	uint64_t probe_interval, guard, window, bucket, down_after, report_interval;
+	uint64_t trace_interval, trace_max_ttl;
 	char *status_file;
 	int log_level;
 	char *controller, *munge_socket, *reference;

@@ -37,7 +37,7 @@ static bool is_event(Fabriciq__Envelope__PayloadCase kind)
 {
 	return kind == FABRICIQ__ENVELOPE__PAYLOAD_STEP_START ||
 	       kind == FABRICIQ__ENVELOPE__PAYLOAD_STEP_END || kind == FABRICIQ__ENVELOPE__PAYLOAD_LINK ||
-	       kind == FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER;
+	       kind == FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER || kind == FABRICIQ__ENVELOPE__PAYLOAD_TRACE;
 }
 
 uint64_t agent_send(struct agent *a, Fabriciq__Envelope *env)
@@ -143,7 +143,43 @@ void agent_link_event(void *arg, const char *local_nic, const char *peer_node, c
 	env.link = &ev;
 	agent_send(a, &env);
 	path_page_transition(a, local_nic, peer_node, peer_nic, up, up ? since_ns : detected_ns);
+	if (up)
+		fq_tracer_poke(a->tracer, local_nic, peer_node, peer_nic);
 	nic_level_check(a, local_nic, detected_ns);
+}
+
+/* ---- routes ------------------------------------------------------------------ */
+
+void agent_route(void *arg, const struct fq_route *r, bool changed)
+{
+	struct agent *a = arg;
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__PathTrace tr = FABRICIQ__PATH_TRACE__INIT;
+	char text[FQ_TRACE_MAX_HOPS][INET_ADDRSTRLEN];
+	char *hops[FQ_TRACE_MAX_HOPS];
+
+	for (unsigned k = 0; k < r->n_hops; k++) {
+		struct in_addr in = {r->hops[k]};
+
+		text[k][0] = 0;
+		if (r->hops[k])
+			inet_ntop(AF_INET, &in, text[k], sizeof(text[k]));
+		hops[k] = text[k];
+	}
+	if (changed)
+		fq_info("route %s -> %s:%s: %u hop%s%s", r->local_nic, r->peer_node, r->peer_nic, r->n_hops,
+			r->n_hops == 1 ? "" : "s", r->reached ? "" : ", not reached");
+	tr.local_nic = (char *)r->local_nic;
+	tr.remote_node = (char *)r->peer_node;
+	tr.remote_nic = (char *)r->peer_nic;
+	tr.time_ns = agent_global(a, r->traced_ns);
+	tr.n_hops = r->n_hops;
+	tr.hops = hops;
+	tr.reached = r->reached;
+	tr.changed = changed;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_TRACE;
+	env.trace = &tr;
+	agent_send(a, &env);
 }
 
 /*

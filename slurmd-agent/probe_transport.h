@@ -96,6 +96,10 @@ struct fq_probe_transport_ops {
 	/* One received packet into buf (at most cap bytes): its length, or
 	 * -EAGAIN when none waits, or another negative errno. */
 	long (*recv)(struct fq_probe_transport *t, uint8_t *buf, size_t cap, struct fq_probe_rx *rx);
+	/* Send as `send` does, with the IP TTL set to ttl for this packet
+	 * (path traces, tracer.h). NULL: the transport cannot (UD). */
+	int (*send_ttl)(struct fq_probe_transport *t, const struct fq_peer_addr *to, const uint8_t *buf,
+			size_t len, unsigned ttl, uint32_t *key);
 	/* One TX stamp: 1 (key, stamp set), 0 none waiting, -ENODATA a send
 	 * completed without a usable stamp. */
 	int (*tx_stamp)(struct fq_probe_transport *t, uint32_t *key, int64_t *tx_ns);

@@ -105,23 +105,56 @@ static void udp_ready(struct fq_probe_transport *t)
 	fq_xstamp_measure(4, &((struct udp *)t)->xs);
 }
 
-static int udp_send(struct fq_probe_transport *t, const struct fq_peer_addr *to, const uint8_t *buf,
-		    size_t len, uint32_t *key)
+/* One datagram to `to`; ttl 0: the socket's default TTL. */
+static int udp_sendmsg(struct udp *u, const struct fq_peer_addr *to, const uint8_t *buf, size_t len,
+		       unsigned ttl, uint32_t *key)
 {
-	struct udp *u = (struct udp *)t;
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(to->port)};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctrl;
+	struct iovec iov = {(void *)buf, len};
+	struct msghdr msg = {.msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1};
 
 	if (to->kind != FQ_PEER_IPV4)
 		return -EAFNOSUPPORT;
 	sa.sin_addr.s_addr = to->ipv4;
 	if (len > UINT16_MAX)
 		return -EMSGSIZE;
-	if (sendto(u->fd, buf, len, 0, (const struct sockaddr *)&sa, sizeof(sa)) < 0)
+	if (ttl) {
+		struct cmsghdr *c;
+		int v = (int)ttl;
+
+		if (ttl > 255)
+			return -EINVAL;
+		memset(&ctrl, 0, sizeof(ctrl));
+		msg.msg_control = ctrl.buf;
+		msg.msg_controllen = sizeof(ctrl.buf);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_IP;
+		c->cmsg_type = IP_TTL;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &v, sizeof(v));
+	}
+	if (sendmsg(u->fd, &msg, 0) < 0)
 		return -errno;
 	u->sent[u->next_key % UDP_TX_RING] = (struct udp_sent){
 	    .hash = payload_hash(buf, len), .key = u->next_key, .len = (uint16_t)len, .used = 1};
 	*key = u->next_key++;
 	return 0;
+}
+
+static int udp_send(struct fq_probe_transport *t, const struct fq_peer_addr *to, const uint8_t *buf,
+		    size_t len, uint32_t *key)
+{
+	return udp_sendmsg((struct udp *)t, to, buf, len, 0, key);
+}
+
+static int udp_send_ttl(struct fq_probe_transport *t, const struct fq_peer_addr *to, const uint8_t *buf,
+			size_t len, unsigned ttl, uint32_t *key)
+{
+	return ttl ? udp_sendmsg((struct udp *)t, to, buf, len, ttl, key) : -EINVAL;
 }
 
 /* The message's software stamp, or NULL. On the error queue, only one
@@ -217,6 +250,7 @@ static const struct fq_probe_transport_ops udp_ops = {
     .fd = udp_fd,
     .ready = udp_ready,
     .send = udp_send,
+    .send_ttl = udp_send_ttl,
     .recv = udp_recv,
     .tx_stamp = udp_tx_stamp,
     .local_addr = udp_local_addr,
@@ -227,7 +261,7 @@ int fq_probe_udp_open(const char *ifname, uint16_t port, struct fq_probe_transpo
 {
 	struct udp *u;
 	struct sockaddr_in sa = {.sin_family = AF_INET};
-	int one = 1, rc;
+	int rc;
 	unsigned flags =
 	    SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
 
@@ -248,9 +282,13 @@ int fq_probe_udp_open(const char *ifname, uint16_t port, struct fq_probe_transpo
 	}
 	sa.sin_addr = u->addr;
 	sa.sin_port = htons(port);
+	/* No IP_RECVERR: with it, every ICMP error about a send (a peer
+	 * host whose agent is not running answers port-unreachable, a router
+	 * answers a path trace's TTL) is also left pending on the socket, and
+	 * fails its next send, to whichever peer. Path traces read routers'
+	 * answers on a raw socket of their own (tracer.h). */
 	if (setsockopt(u->fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname)) < 0 ||
 	    setsockopt(u->fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) < 0 ||
-	    setsockopt(u->fd, SOL_IP, IP_RECVERR, &one, sizeof(one)) < 0 ||
 	    bind(u->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = -errno;
 		fq_error("NIC %s: probe socket on %s:%u: %s", ifname, inet_ntoa(u->addr), port,

@@ -2,6 +2,8 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/ip_icmp.h>
 #include <string.h>
 
 static void put64(uint8_t *p, uint64_t v)
@@ -61,8 +63,10 @@ int fq_probe_decode(const uint8_t *buf, size_t len, struct fq_probe *p)
 		return -EPROTONOSUPPORT;
 	/* only a FOLLOWUP may carry the epoch (flag and bytes 48..55) */
 	epoch = buf[5] == FQ_PROBE_FOLLOWUP && buf[7] == FQ_PROBE_FLAG_EPOCH;
-	if (buf[5] < FQ_PROBE_REQ || buf[5] > FQ_PROBE_FOLLOWUP || buf[6] > 1 || (buf[7] != 0 && !epoch) ||
-	    get32(buf + 12) != 0 || memcmp(buf + 48 + (epoch ? 8 : 0), zeros, epoch ? 8 : 16) != 0)
+	if (buf[5] < FQ_PROBE_REQ || buf[5] > FQ_PROBE_TRACE_ECHO ||
+	    buf[6] > (buf[5] >= FQ_PROBE_TRACE ? FQ_PROBE_TRACE_TTL_MAX : 1) ||
+	    (buf[5] >= FQ_PROBE_TRACE && buf[6] == 0) || (buf[7] != 0 && !epoch) || get32(buf + 12) != 0 ||
+	    memcmp(buf + 48 + (epoch ? 8 : 0), zeros, epoch ? 8 : 16) != 0)
 		return -EBADMSG;
 	if (buf[5] == FQ_PROBE_FOLLOWUP && buf[6] != 0)
 		return -EBADMSG;
@@ -77,5 +81,44 @@ int fq_probe_decode(const uint8_t *buf, size_t len, struct fq_probe *p)
 	p->epoch_ns = epoch ? (int64_t)get64(buf + 48) : 0;
 	if (p->type == FQ_PROBE_REQ && (p->gap_ns < 0 || p->gap_ns > 1000000000))
 		return -EBADMSG;
+	return 0;
+}
+
+#define IP_MIN  20
+#define ICMP_HL 8
+#define UDP_HL  8
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+int fq_trace_icmp_parse(const uint8_t *pkt, size_t len, struct fq_trace_icmp *out)
+{
+	size_t ihl, qihl;
+	const uint8_t *icmp, *q, *udp;
+	struct fq_probe pr;
+
+	if (len < IP_MIN || (pkt[0] >> 4) != 4 || (ihl = (size_t)(pkt[0] & 15) * 4) < IP_MIN ||
+	    len < ihl + ICMP_HL + IP_MIN || pkt[9] != IPPROTO_ICMP)
+		return -EBADMSG;
+	icmp = pkt + ihl;
+	if (icmp[0] != ICMP_TIME_EXCEEDED || icmp[1] != 0)
+		return -EBADMSG;
+	q = icmp + ICMP_HL; /* the quoted probe: its IP header ... */
+	if ((q[0] >> 4) != 4 || (qihl = (size_t)(q[0] & 15) * 4) < IP_MIN || q[9] != IPPROTO_UDP ||
+	    (size_t)(q - pkt) + qihl + UDP_HL + FQ_PROBE_SIZE > len)
+		return -EBADMSG;
+	udp = q + qihl; /* ... its UDP header and the probe itself */
+	if (fq_probe_decode(udp + UDP_HL, FQ_PROBE_SIZE, &pr) < 0 || pr.type != FQ_PROBE_TRACE)
+		return -EBADMSG;
+	memset(out, 0, sizeof(*out));
+	memcpy(&out->router, pkt + 12, 4);
+	memcpy(&out->src, q + 12, 4);
+	memcpy(&out->dst, q + 16, 4);
+	out->sport = get16(udp);
+	out->dport = get16(udp + 2);
+	out->id = pr.pair;
+	out->ttl = pr.index;
 	return 0;
 }

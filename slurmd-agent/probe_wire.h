@@ -17,6 +17,13 @@
  *   0 magic "FQPB" | 4 version | 5 type | 6 index | 7 flags
  *   8 session u32  | 12 reserved u32 (0) | 16 pair u64
  *   24 t0 i64 | 32 t1 i64 | 40 sender gap ns i64 | 48 epoch i64 | 56 reserved (8 bytes of 0)
+ * Path traces (tracer.h) use the same socket, so the same 5-tuple and the
+ * same ECMP path as the probes:
+ *   A -> B  TRACE       sent with IP TTL = index (1..FQ_PROBE_TRACE_TTL_MAX);
+ *                       a router where the TTL ends answers ICMP
+ *                       time-exceeded quoting it (index says which hop)
+ *   B -> A  TRACE_ECHO  the TRACE that reached B, its fields copied back
+ * t0 of a TRACE is the requester's send time; pair is its trace id.
  * flags: FQ_PROBE_FLAG_EPOCH on a FOLLOWUP whose epoch field holds the
  * responder's global - local clock offset (what its clock page publishes),
  * so a host probing the reference host learns the global timeline without
@@ -28,20 +35,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FQ_PROBE_MAGIC      0x46515042u /* "FQPB" */
-#define FQ_PROBE_VERSION    1
-#define FQ_PROBE_SIZE       64
-#define FQ_PROBE_FLAG_EPOCH 0x01
+#define FQ_PROBE_MAGIC         0x46515042u /* "FQPB" */
+#define FQ_PROBE_VERSION       1
+#define FQ_PROBE_SIZE          64
+#define FQ_PROBE_FLAG_EPOCH    0x01
+#define FQ_PROBE_TRACE_TTL_MAX 32
 
 enum fq_probe_type {
 	FQ_PROBE_REQ = 1,
 	FQ_PROBE_RESP = 2,
 	FQ_PROBE_FOLLOWUP = 3,
+	FQ_PROBE_TRACE = 4,
+	FQ_PROBE_TRACE_ECHO = 5,
 };
 
 struct fq_probe {
 	uint8_t type;  /* enum fq_probe_type */
-	uint8_t index; /* 0 or 1 within the pair (0 for FOLLOWUP) */
+	uint8_t index; /* 0 or 1 within the pair (0 for FOLLOWUP); a TRACE's TTL (1..32) */
 	uint32_t
 	    session;   /* the requester's random session id: a restarted agent's stale answers are ignored */
 	uint64_t pair; /* the requester's pair sequence number */
@@ -56,7 +66,23 @@ struct fq_probe {
 void fq_probe_encode(const struct fq_probe *p, uint8_t buf[FQ_PROBE_SIZE]);
 
 /* Parse len bytes. Returns 0, or -EBADMSG (wrong size, magic, type, index,
- * or non-zero reserved bytes) or -EPROTONOSUPPORT (other version). */
+ * or non-zero reserved bytes) or -EPROTONOSUPPORT (other version). A
+ * packet shorter than FQ_PROBE_SIZE is refused too: a router that quoted
+ * less of a TRACE than all of it leaves that hop unknown. */
 int fq_probe_decode(const uint8_t *buf, size_t len, struct fq_probe *p);
+
+/* A router's ICMP time-exceeded about a TRACE, as read on a raw socket
+ * (outside input: every length and field checked; fuzzed in fuzz-probe). */
+struct fq_trace_icmp {
+	uint32_t router;       /* who answered: the outer source, network order */
+	uint32_t src, dst;     /* the quoted probe's addresses (ours, the peer's) */
+	uint16_t sport, dport; /* and ports, host order */
+	uint64_t id;           /* the TRACE's trace id ... */
+	unsigned ttl;          /* ... and the TTL it was sent with */
+};
+
+/* Parse one raw ICMP packet (IPv4 header first). 0, or -EBADMSG: not a
+ * time-exceeded quoting a whole UDP TRACE probe. */
+int fq_trace_icmp_parse(const uint8_t *pkt, size_t len, struct fq_trace_icmp *out);
 
 #endif /* FQ_AGENT_PROBE_WIRE_H */

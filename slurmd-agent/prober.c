@@ -15,111 +15,7 @@
 #include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/probe_wire.h"
 
-#define MAX_NICS       16
-#define MAX_PATHS      FQ_PROBER_MAX_PATHS
-#define PENDING        64   /* pairs in flight per path */
-#define TX_RING        4096 /* sends awaiting their TX stamp, per NIC */
-#define RESPONDERS     256  /* requests being answered, per NIC */
-#define WINDOW_SAMPLES 1024
-#define CHECK_NS       (5 * 1000000LL)
-#define LOST_AFTER_NS  (1000 * 1000000LL)
-/* How fast a held estimate's bound grows with age: what an oscillator can
- * wander beyond the fitted drift (0.1 ppm). */
-#define HOLD_AGING_PPB 100
-/* A window's drift (4 s of microsecond noise) is too noisy to extrapolate
- * minutes ahead; two accepted estimates this far apart give a drift with
- * noise below 0.02 ppm. */
-#define ANCHOR_NS (30 * FQ_NSEC_PER_SEC)
-
-enum tx_role {
-	TX_NONE,
-	TX_REQ,
-	TX_RESP
-};
-
-struct tx_meta {
-	enum tx_role role;
-	uint32_t key; /* the transport's key of this send (probe_transport.h) */
-	unsigned ref; /* path index (REQ) or responder slot (RESP) */
-	uint64_t pair;
-	uint8_t index;
-};
-
-/* A pair we asked for: stamps on our clock (s: TX of REQ, a: RX of RESP)
- * and on the peer's (r: its RX of REQ, b: its TX of RESP). */
-struct pending {
-	uint64_t pair;
-	int64_t sent_ns;
-	int64_t s[2], r[2], a[2], b[2];
-	uint8_t have; /* bits: s0 s1 resp0 resp1 followup */
-	uint8_t used;
-};
-
-#define HAVE_S0  0x01
-#define HAVE_S1  0x02
-#define HAVE_A0  0x04
-#define HAVE_A1  0x08
-#define HAVE_B   0x10
-#define HAVE_ALL 0x1f
-
-/* A request we answer: its RX stamps, then our RESP TX stamps for the FOLLOWUP. */
-struct responder {
-	struct fq_peer_addr from;
-	uint32_t session;
-	uint64_t pair;
-	int64_t rx[2], tx[2];
-	uint8_t have; /* bits: rx0 rx1 tx0 tx1 */
-	uint8_t used;
-};
-
-struct samples {
-	int64_t v[WINDOW_SAMPLES];
-	unsigned n;
-};
-
-struct path {
-	struct nic *nic;
-	struct fq_clock_estimate held;   /* the best recent estimate (held.at_ns == 0: none) */
-	struct fq_clock_estimate anchor; /* an accepted estimate >= ANCHOR_NS older than `held` */
-	int64_t long_baseline_ns;        /* that baseline (0: none yet) */
-	char peer_node[64], peer_nic[32];
-	struct fq_peer_addr addr;
-	struct fq_path live;
-	int64_t window_start_ns;
-	bool peer_epoch_valid;
-	int64_t peer_epoch_ns; /* the peer's global - local, from its last FOLLOWUP */
-	struct fq_clock_fit *fit;
-	struct pending pend[PENDING];
-	/* this report window */
-	uint64_t sent, answered, lost, pure_fwd, pure_rev;
-	struct samples fwd, rev, rtt; /* raw fwd/rev differences; rtt */
-};
-
-struct nic {
-	char name[IF_NAMESIZE];
-	struct fq_probe_transport *tp; /* UDP or UD (probe_transport.h) */
-	struct event *ev;
-	struct tx_meta tx[TX_RING];
-	struct responder resp[RESPONDERS];
-	unsigned resp_next;
-};
-
-struct fq_prober {
-	struct event_base *base;
-	struct fq_prober_config cfg;
-	fq_prober_event_fn on_event;
-	void *arg;
-	uint32_t session;
-	uint64_t next_pair;
-	struct nic nics[MAX_NICS];
-	unsigned n_nics;
-	struct path paths[MAX_PATHS];
-	unsigned n_paths, next_probe;
-	struct event *probe_ev, *check_ev;
-	uint64_t bad_packets, unknown_sender, stale_session, no_tx_stamp, tx_key_mismatch;
-	bool epoch_valid;
-	int64_t epoch_ns;
-};
+#include "slurmd-agent/prober_int.h"
 
 void fq_prober_set_epoch(struct fq_prober *p, bool valid, int64_t global_minus_local_ns)
 {
@@ -550,6 +446,55 @@ static void handle_tx_stamp(struct fq_prober *p, struct nic *n, uint32_t key, in
 	m->role = TX_NONE;
 }
 
+/* ---- path traces ---------------------------------------------------------- */
+
+void fq_prober_set_trace_hook(struct fq_prober *p, fq_prober_trace_fn fn, void *arg)
+{
+	p->on_trace = fn;
+	p->trace_arg = arg;
+}
+
+int fq_prober_send_trace(struct fq_prober *p, const char *local_nic, const char *peer_node,
+			 const char *peer_nic, uint64_t id, unsigned ttl)
+{
+	struct fq_probe pr = {.type = FQ_PROBE_TRACE, .session = p->session, .pair = id};
+	uint8_t buf[FQ_PROBE_SIZE];
+	uint32_t key;
+
+	if (ttl < 1 || ttl > FQ_PROBE_TRACE_TTL_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < p->n_paths; i++) {
+		struct path *t = &p->paths[i];
+
+		if (!t->nic || strcmp(t->nic->name, local_nic) || strcmp(t->peer_node, peer_node) ||
+		    strcmp(t->peer_nic, peer_nic))
+			continue;
+		if (!t->nic->tp->ops->send_ttl)
+			return -EOPNOTSUPP;
+		pr.index = (uint8_t)ttl;
+		pr.t0 = fq_now_ns();
+		fq_probe_encode(&pr, buf);
+		/* its TX stamp comes back keyed to no role: ignored */
+		return t->nic->tp->ops->send_ttl(t->nic->tp, &t->addr, buf, sizeof(buf), ttl, &key);
+	}
+	return -ENOENT;
+}
+
+/* A TRACE from a known peer is echoed; an echo of ours goes to the hook. */
+static void handle_trace(struct fq_prober *p, struct nic *n, const struct fq_probe *pr,
+			 const struct fq_peer_addr *from, int64_t rx)
+{
+	struct path *t = path_of(p, n, from);
+
+	if (pr->type == FQ_PROBE_TRACE) {
+		struct fq_probe echo = *pr;
+
+		echo.type = FQ_PROBE_TRACE_ECHO;
+		send_probe(p, n, from, &echo, TX_NONE, 0);
+	} else if (t && pr->session == p->session && p->on_trace)
+		p->on_trace(p->trace_arg, n->name, t->peer_node, t->peer_nic, pr->pair, pr->index, rx);
+}
+
 static void drain_tx_stamps(struct fq_prober *p, struct nic *n)
 {
 	for (int i = 0; i < 256; i++) {
@@ -594,7 +539,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 				  len, fq_peer_addr_format(&rx.from, from_s, sizeof(from_s)));
 			continue;
 		}
-		if (pr.type == FQ_PROBE_REQ && !path_of(p, n, &rx.from)) {
+		if ((pr.type == FQ_PROBE_REQ || pr.type == FQ_PROBE_TRACE) && !path_of(p, n, &rx.from)) {
 			/* only peers we probe ourselves are answered: the mesh is
 			 * symmetric, and a stranger gets no reflector */
 			p->unknown_sender++;
@@ -602,6 +547,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 				  fq_peer_addr_format(&rx.from, from_s, sizeof(from_s)));
 		} else if (pr.type == FQ_PROBE_REQ)
 			handle_request(p, n, &pr, &rx.from, rx.rx_ns);
+		else if (pr.type == FQ_PROBE_TRACE || pr.type == FQ_PROBE_TRACE_ECHO)
+			handle_trace(p, n, &pr, &rx.from, rx.rx_ns);
 		else
 			handle_answer(p, n, &pr, &rx.from, rx.rx_ns);
 	}
@@ -621,179 +568,4 @@ int fq_prober_start(struct fq_prober *p)
 		return -ENOMEM;
 	retime(p);
 	return 0;
-}
-
-static int cmp64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* {min,p50,p90,p99,max} of s, each shifted by `shift`; n = 0 without samples. */
-static struct fq_owd_stats percentiles(struct samples *s, int64_t shift)
-{
-	struct fq_owd_stats o = {0};
-
-	if (!s->n)
-		return o;
-	qsort(s->v, s->n, sizeof(s->v[0]), cmp64);
-	o.n = s->n;
-	o.min = s->v[0] + shift;
-	o.p50 = s->v[s->n / 2] + shift;
-	o.p90 = s->v[(s->n * 9) / 10] + shift;
-	o.p99 = s->v[(s->n * 99) / 100] + shift;
-	o.max = s->v[s->n - 1] + shift;
-	return o;
-}
-
-/*
- * The estimate to publish: a fresh fit, unless its hard bound is worse than
- * the held estimate's bound aged to now. A standing queue in one direction
- * (a saturated link for longer than the window) inflates that direction's
- * lower envelope and so the fresh bound; the held estimate, extrapolated
- * with its drift, is then the better one.
- */
-static int choose_estimate(const struct fq_prober *p, struct path *t, int64_t now,
-			   struct fq_clock_estimate *out, int *held)
-{
-	struct fq_clock_estimate fresh;
-	int have = fq_clock_fit_estimate(t->fit, now, &fresh) == 0;
-	int64_t age = now - t->held.at_ns, aged = 0;
-	double drift, drift_unc_ppb;
-
-	/* The drift used to extrapolate is itself uncertain: about two bounds
-	 * over its baseline (the long one once there is one, else the fit's
-	 * window). A held estimate's bound grows at that rate (plus the
-	 * oscillator's wander), so a fresh estimate soon wins again unless
-	 * a standing queue keeps its bound large. */
-	/* The fit's own drift: it comes from up to 2048 clean buckets (a
-	 * baseline of minutes), better than two points of our own. */
-	drift = t->held.drift_ppb;
-	drift_unc_ppb = 2e9 * (double)t->held.bound_ns /
-			(double)(t->long_baseline_ns ? t->long_baseline_ns : p->cfg.window_ns);
-	if (t->held.at_ns)
-		aged = t->held.bound_ns + (int64_t)((HOLD_AGING_PPB + drift_unc_ppb) * (double)age / 1e9);
-	*held = 0;
-	if (have && (!t->held.at_ns || fresh.bound_ns <= aged)) {
-		t->held = fresh;
-		if (!t->anchor.at_ns)
-			t->anchor = fresh;
-		if (fresh.at_ns - t->anchor.at_ns >= ANCHOR_NS) {
-			t->long_baseline_ns = fresh.at_ns - t->anchor.at_ns;
-			/* slide the baseline: keep it between 1x and 2x ANCHOR_NS */
-			if (t->long_baseline_ns >= 2 * ANCHOR_NS)
-				t->anchor = fresh;
-		}
-		*out = fresh;
-		return 1;
-	}
-	if (!t->held.at_ns)
-		return 0;
-	*out = t->held;
-	out->offset_ns = t->held.offset_ns + (int64_t)(drift * (double)age / 1e9);
-	out->drift_ppb = drift;
-	out->bound_ns = aged;
-	out->at_ns = now;
-	*held = 1;
-	return 1;
-}
-
-size_t fq_prober_states(const struct fq_prober *p, struct fq_path_report *out, size_t cap)
-{
-	size_t n = 0;
-
-	for (unsigned i = 0; i < p->n_paths && n < cap; i++) {
-		const struct fq_path *live = &p->paths[i].live;
-		struct fq_path_report *r;
-
-		if (!p->paths[i].nic)
-			continue;
-		r = &out[n++];
-		memset(r, 0, sizeof(*r));
-		snprintf(r->local_nic, sizeof(r->local_nic), "%s", p->paths[i].nic->name);
-		snprintf(r->peer_node, sizeof(r->peer_node), "%s", p->paths[i].peer_node);
-		snprintf(r->peer_nic, sizeof(r->peer_nic), "%s", p->paths[i].peer_nic);
-		r->up = live->up;
-		r->changed_ns = live->changed_ns;
-	}
-	return n;
-}
-
-size_t fq_prober_report(struct fq_prober *p, struct fq_path_report *out, size_t cap)
-{
-	int64_t now = fq_now_ns();
-	size_t n = 0;
-
-	for (unsigned i = 0; i < p->n_paths && n < cap; i++) {
-		struct path *t = &p->paths[i];
-		struct fq_path_report *r = &out[n++];
-		int held, have;
-
-		if (!t->nic) {
-			n--;
-			continue;
-		}
-		memset(r, 0, sizeof(*r));
-		have = choose_estimate(p, t, now, &r->est, &held);
-		snprintf(r->local_nic, sizeof(r->local_nic), "%s", t->nic->name);
-		snprintf(r->peer_node, sizeof(r->peer_node), "%s", t->peer_node);
-		snprintf(r->peer_nic, sizeof(r->peer_nic), "%s", t->peer_nic);
-		fq_peer_addr_format(&t->addr, r->peer_addr, sizeof(r->peer_addr));
-		r->peer_ipv4 = t->addr.kind == FQ_PEER_IPV4 ? t->addr.ipv4 : 0;
-		r->up = t->live.up;
-		r->changed_ns = t->live.changed_ns;
-		r->flaps_last_hour = fq_path_flaps_since(&t->live, now, 3600 * FQ_NSEC_PER_SEC);
-		r->flaps_total = t->live.flaps;
-		r->sent = t->sent;
-		r->answered = t->answered;
-		r->lost = t->lost;
-		r->pure_fwd = t->pure_fwd;
-		r->pure_rev = t->pure_rev;
-		/* one-way delays: the raw differences corrected by the offset
-		 * estimate (fwd = owd + theta, rev = owd - theta) */
-		r->fwd = percentiles(&t->fwd, have ? -r->est.offset_ns : 0);
-		r->rev = percentiles(&t->rev, have ? r->est.offset_ns : 0);
-		r->rtt = percentiles(&t->rtt, 0);
-		r->synchronised = have;
-		r->held = have && held;
-		r->peer_epoch_valid = t->peer_epoch_valid;
-		r->peer_epoch_ns = t->peer_epoch_ns;
-		r->window_start_ns = t->window_start_ns;
-		r->window_end_ns = now;
-		t->window_start_ns = now;
-		t->sent = t->answered = t->lost = t->pure_fwd = t->pure_rev = 0;
-		t->fwd.n = t->rev.n = t->rtt.n = 0;
-	}
-	return n;
-}
-
-struct json_object *fq_prober_counters(const struct fq_prober *p)
-{
-	struct json_object *o = json_object_new_object(), *nics = NULL;
-
-	json_object_object_add(o, "malformed_packets", json_object_new_uint64(p->bad_packets));
-	json_object_object_add(o, "unknown_senders", json_object_new_uint64(p->unknown_sender));
-	json_object_object_add(o, "stale_sessions", json_object_new_uint64(p->stale_session));
-	json_object_object_add(o, "tx_without_stamp", json_object_new_uint64(p->no_tx_stamp));
-	json_object_object_add(o, "tx_key_mismatch", json_object_new_uint64(p->tx_key_mismatch));
-	for (unsigned i = 0; i < p->n_nics; i++) {
-		const struct fq_probe_transport *tp = p->nics[i].tp;
-		struct json_object *t = json_object_new_object();
-		char addr[FQ_PEER_ADDR_STRLEN];
-
-		if (!nics) {
-			nics = json_object_new_object();
-			json_object_object_add(o, "transports", nics);
-		}
-		json_object_object_add(t, "kind", json_object_new_string(tp->kind));
-		json_object_object_add(t, "rx_stamps",
-				       json_object_new_string(fq_stamp_kind_name(tp->rx_stamps)));
-		json_object_object_add(t, "tx_stamps",
-				       json_object_new_string(fq_stamp_kind_name(tp->tx_stamps)));
-		if (fq_prober_nic_address(p, p->nics[i].name, addr, sizeof(addr)) == 0)
-			json_object_object_add(t, "address", json_object_new_string(addr));
-		json_object_object_add(nics, p->nics[i].name, t);
-	}
-	return o;
 }

@@ -112,6 +112,24 @@ size_t fq_prober_states(const struct fq_prober *p, struct fq_path_report *out, s
 
 #define FQ_PROBER_MAX_PATHS 256
 
+/*
+ * Path traces (tracer.h drives them): a TRACE probe (probe_wire.h) goes
+ * from the path's own socket, so its 5-tuple and ECMP route are the
+ * probes', with the IP TTL set to ttl. The far agent's echo comes to the
+ * hook (the routers' time-exceeded the tracer reads itself). Only known
+ * peers' TRACEs are echoed, as only their requests are answered.
+ */
+typedef void (*fq_prober_trace_fn)(void *arg, const char *local_nic, const char *peer_node,
+				   const char *peer_nic, uint64_t id, unsigned ttl, int64_t rx_ns);
+void fq_prober_set_trace_hook(struct fq_prober *p, fq_prober_trace_fn fn, void *arg);
+
+/* Send trace probe `id` with TTL ttl (1..FQ_PROBE_TRACE_TTL_MAX) on the
+ * path local_nic -> peer_node:peer_nic. 0, -ENOENT (no such path),
+ * -EOPNOTSUPP (its transport cannot set a TTL: UD), -EINVAL, or the
+ * send's error. */
+int fq_prober_send_trace(struct fq_prober *p, const char *local_nic, const char *peer_node,
+			 const char *peer_nic, uint64_t id, unsigned ttl);
+
 /* What this host's answers tell its peers of its global timeline (the
  * clock page's global - local offset now; valid false: unsynchronised). */
 void fq_prober_set_epoch(struct fq_prober *p, bool valid, int64_t global_minus_local_ns);

@@ -138,8 +138,15 @@ static void f_destroy(struct fq_probe_transport *t)
 	free(f);
 }
 
-static const struct fq_probe_transport_ops fake_ops = {f_fd,       f_ready,      f_send,   f_recv,
-						       f_tx_stamp, f_local_addr, f_destroy};
+static const struct fq_probe_transport_ops fake_ops = {
+    .fd = f_fd,
+    .ready = f_ready,
+    .send = f_send,
+    .recv = f_recv,
+    .tx_stamp = f_tx_stamp,
+    .local_addr = f_local_addr,
+    .destroy = f_destroy,
+};
 
 static struct fake *fake_new(int slot, uint16_t lid, uint32_t qpn, int64_t offset)
 {

@@ -27,6 +27,10 @@ ls_spine_ip() { echo "198.18.$((100 + $1)).$((2 * $2 - 1))"; } # L S
 # socket, re-drawn by TCP after a timeout), so neither `ip route get` nor a
 # port would tell a flow's spine; kernels without policy 3 (before 5.12)
 # get 1. Strict reverse-path filtering would drop asymmetric ECMP returns.
+# Routers answer a TTL that ends with time-exceeded from the interface the
+# packet came in on, as the agents' path traces expect of switches, and
+# without Linux's per-destination limit of one a second (a switch's
+# control-plane policer allows far more than the traces' few per second).
 ns_sysctls() {
 	local ns=$1 kind=$2
 	ip netns exec "$ns" sh -c '
@@ -37,6 +41,7 @@ ns_sysctls() {
 			sysctl -qw net.ipv4.fib_multipath_hash_policy=3 net.ipv4.fib_multipath_hash_fields=0x0037 2>/dev/null ||
 				sysctl -qw net.ipv4.fib_multipath_hash_policy=1
 			sysctl -qw net.ipv4.conf.all.ignore_routes_with_linkdown=1
+			sysctl -qw net.ipv4.icmp_errors_use_inbound_ifaddr=1 net.ipv4.icmp_ratelimit=0
 		fi' sh "$kind"
 }
 
