@@ -524,31 +524,27 @@ static void listen_take_new(struct fqn_listen *l)
 
 /* Adopt a socket whose hello arrived into its connection's group. Returns
  * the group's index if now complete (every lane its hellos name as
- * present has arrived), -1 otherwise. */
+ * present has arrived), -1 otherwise. A connection's group opens with its
+ * first lane admitted, not before: a hello that is dropped (here, or by
+ * fqn_lane_accepted) leaves no group behind, or a few such hellos would
+ * hold every group and shut the listener to all later connections. */
 static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h, const uint8_t *ib_handle)
 {
 	const struct fqn_ctx *ctx = l->ctx;
-	struct fqn_group *g = NULL;
+	int control = !!(h->flags & FQN_HELLO_F_CONTROL);
+	struct fqn_group *g = NULL, *fresh = NULL;
 	struct fqn_lane *lane;
-
 	int gi;
 
 	for (gi = 0; gi < FQN_GROUPS_MAX && !g; gi++)
 		if (l->groups[gi].nlanes && l->groups[gi].conn_id == h->conn_id)
 			g = &l->groups[gi];
-	for (gi = 0; gi < FQN_GROUPS_MAX && !g; gi++)
-		if (!l->groups[gi].nlanes) {
-			g = &l->groups[gi];
-			*g = (struct fqn_group){.conn_id = h->conn_id,
-						.nlanes = h->nlanes,
-						.present = h->present,
-						.chunk_size = h->chunk_size,
-						.control = !!(h->flags & FQN_HELLO_F_CONTROL),
-						.rank1 = h->rank1};
-		}
-	if (!g || g->nlanes != h->nlanes || g->present != h->present || g->chunk_size != h->chunk_size ||
-	    g->lanes[h->lane] || g->control != !!(h->flags & FQN_HELLO_F_CONTROL) ||
-	    (h->flags & FQN_HELLO_F_REJOIN) || (g->control && !ctx->cfg.control)) {
+	for (gi = 0; gi < FQN_GROUPS_MAX && !g && !fresh; gi++)
+		if (!l->groups[gi].nlanes)
+			fresh = &l->groups[gi];
+	if ((!g && !fresh) || (h->flags & FQN_HELLO_F_REJOIN) || (control && !ctx->cfg.control) ||
+	    (g && (g->nlanes != h->nlanes || g->present != h->present || g->chunk_size != h->chunk_size ||
+		   g->lanes[h->lane] || g->control != control))) {
 		FQN_WARN(
 		    "listener on device %d: inconsistent or excess lane hello (connection %llx lane %u); "
 		    "dropping it",
@@ -556,9 +552,18 @@ static int group_add(struct fqn_listen *l, int fd, const struct fqn_hello *h, co
 		close(fd);
 		return -1;
 	}
-	if (fqn_lane_accepted(ctx, l->dev, fd, h->chunk_size, g->control ? ctx->cfg.lane_timeout_ms : 0,
+	if (fqn_lane_accepted(ctx, l->dev, fd, h->chunk_size, control ? ctx->cfg.lane_timeout_ms : 0,
 			      ib_handle, &lane) < 0)
 		return -1;
+	if (!g) {
+		g = fresh;
+		*g = (struct fqn_group){.conn_id = h->conn_id,
+					.nlanes = h->nlanes,
+					.present = h->present,
+					.chunk_size = h->chunk_size,
+					.control = control,
+					.rank1 = h->rank1};
+	}
 	lane->index = h->lane;
 	if (!ctx->drv->nic_from_address) /* an IB lane knows its NIC (its QP's port) */
 		lane->nic = l->dev;
