@@ -56,6 +56,12 @@ int topo_grow(void **arr, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
+void topo_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *), void *arg)
+{
+	if (n > 1) /* qsort's base may not be NULL, even for none */
+		qsort_r(base, n, size, cmp, arg);
+}
+
 int topo_map_put(struct fq_strmap *m, const char *key, size_t i)
 {
 	struct fq_strmap_entry *e = fq_strmap_upsert(m, key);
@@ -305,7 +311,7 @@ static int make_switches(struct fq_topo *t)
 	}
 	free(root_sw);
 	for (size_t i = 0; i < t->n_sw; i++) {
-		qsort_r(t->sw[i].addrs, t->sw[i].n_addrs, sizeof(size_t), addr_idx_cmp, t);
+		topo_sort(t->sw[i].addrs, t->sw[i].n_addrs, sizeof(size_t), addr_idx_cmp, t);
 	}
 	for (size_t i = 0; i < t->n_nics; i++) {
 		struct tnic *n = &t->nics[i];
@@ -415,18 +421,21 @@ static int make_tiers(struct fq_topo *t)
 	return 0;
 }
 
-static int sw_cmp(const void *a, const void *b)
+static int sw_cmp(const void *a, const void *b, void *arg)
 {
+	(void)arg;
 	return strcmp(((const struct tswitch *)a)->pub.name, ((const struct tswitch *)b)->pub.name);
 }
 
-static int link_cmp(const void *a, const void *b)
+static int link_cmp(const void *a, const void *b, void *arg)
 {
+	(void)arg;
 	return strcmp(((const struct tlink *)a)->pub.name, ((const struct tlink *)b)->pub.name);
 }
 
-static int hl_cmp(const void *a, const void *b)
+static int hl_cmp(const void *a, const void *b, void *arg)
 {
+	(void)arg;
 	const struct fq_topo_host_link *x = &((const struct thl *)a)->pub, *y = &((const struct thl *)b)->pub;
 	int c = strcmp(x->node, y->node);
 
@@ -456,7 +465,7 @@ static int name_and_sort(struct fq_topo *t)
 			goto out;
 		s->old = i;
 	}
-	qsort(t->sw, t->n_sw, sizeof(*t->sw), sw_cmp);
+	topo_sort(t->sw, t->n_sw, sizeof(*t->sw), sw_cmp, NULL);
 	for (size_t i = 0; i < t->n_sw; i++)
 		old_to_new[t->sw[i].old] = i;
 	for (size_t a = 0; a < t->n_addrs; a++)
@@ -485,14 +494,14 @@ static int name_and_sort(struct fq_topo *t)
 
 			if (!names)
 				goto out;
-			qsort_r(k->side[s], k->n_side[s], sizeof(size_t), addr_idx_cmp, t);
+			topo_sort(k->side[s], k->n_side[s], sizeof(size_t), addr_idx_cmp, t);
 			for (size_t j = 0; j < k->n_side[s]; j++)
 				names[j] = t->addrs[k->side[s][j]].s;
 			*(s ? &k->pub.b_addresses : &k->pub.a_addresses) = names;
 			*(s ? &k->pub.n_b : &k->pub.n_a) = k->n_side[s];
 		}
 	}
-	qsort(t->links, t->n_links, sizeof(*t->links), link_cmp);
+	topo_sort(t->links, t->n_links, sizeof(*t->links), link_cmp, NULL);
 	for (size_t l = 0; l < t->n_links; l++) {
 		char key[48];
 
@@ -514,7 +523,7 @@ static int name_and_sort(struct fq_topo *t)
 			goto out;
 		t->n_hls++;
 	}
-	qsort(t->hls, t->n_hls, sizeof(*t->hls), hl_cmp);
+	topo_sort(t->hls, t->n_hls, sizeof(*t->hls), hl_cmp, NULL);
 	for (size_t i = 0; i < t->n_hls; i++)
 		t->nics[t->hls[i].nic].hl = i;
 	rc = 0;

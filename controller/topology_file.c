@@ -50,7 +50,7 @@ static bool valid_ipv4(const char *s)
 	for (int part = 0; part < 4; part++) {
 		int v = 0, digits = 0;
 
-		for (; *s >= '0' && *s <= '9'; s++, digits++)
+		for (; *s >= '0' && *s <= '9' && digits < 4; s++, digits++)
 			v = v * 10 + (*s - '0');
 		if (digits < 1 || digits > 3 || v > 255 || (digits > 1 && s[-digits] == '0'))
 			return false;

@@ -78,6 +78,7 @@ void *topo_alloc(struct fq_topo *t, size_t size);
 char *topo_strdup(struct fq_topo *t, const char *s);
 char *topo_printf(struct fq_topo *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int topo_grow(void **arr, size_t *cap, size_t n, size_t size);
+void topo_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *), void *arg);
 int topo_map_put(struct fq_strmap *m, const char *key, size_t i);
 size_t topo_map_get(const struct fq_strmap *m, const char *key);
 size_t topo_find(struct fq_topo *t, size_t a);

@@ -48,8 +48,9 @@ static int diff(struct fq_topo *t, enum fq_topo_diff_kind kind, char *text)
 	return 0;
 }
 
-static int diff_cmp(const void *a, const void *b)
+static int diff_cmp(const void *a, const void *b, void *arg)
 {
+	(void)arg;
 	const struct fq_topo_diff *x = a, *y = b;
 
 	return x->kind != y->kind ? (int)x->kind - (int)y->kind : strcmp(x->text, y->text);
@@ -180,7 +181,7 @@ int topo_check(struct fq_topo *t)
 		rc = check_links(t, dsw);
 	free(dsw);
 	if (!rc)
-		qsort(t->diffs, t->n_diffs, sizeof(*t->diffs), diff_cmp);
+		topo_sort(t->diffs, t->n_diffs, sizeof(*t->diffs), diff_cmp, NULL);
 	return rc;
 }
 

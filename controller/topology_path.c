@@ -41,8 +41,9 @@ static int make_route(struct fq_topo *t, const struct ttrace *tr, struct fq_topo
 	return 0;
 }
 
-static int path_cmp(const void *a, const void *b)
+static int path_cmp(const void *a, const void *b, void *arg)
 {
+	(void)arg;
 	const struct fq_topo_path *x = a, *y = b;
 	int c = strcmp(x->node, y->node);
 
@@ -89,7 +90,7 @@ int topo_make_paths(struct fq_topo *t)
 			return -ENOMEM;
 	}
 	t->n_paths = n;
-	qsort(t->paths, n, sizeof(*t->paths), path_cmp);
+	topo_sort(t->paths, n, sizeof(*t->paths), path_cmp, NULL);
 	for (size_t i = 0; i < n; i++) {
 		const struct fq_topo_path *p = &t->paths[i];
 		char *k = path_key(p->node, p->nic, p->remote_node, p->remote_nic);
