@@ -64,6 +64,8 @@
 #define FQ_TOPO_MAX_NAME   255
 #define FQ_TOPO_MAX_ADDR   63
 
+/* A NIC is known by node and nic; the addresses are the caller's record
+ * (the inference does not use them). */
 struct fq_topo_trace {
 	const char *node, *nic, *address;                      /* the source NIC */
 	const char *remote_node, *remote_nic, *remote_address; /* the destination */

@@ -25,7 +25,8 @@ static char *write_back(const struct fq_topo_decl *d, size_t *len)
 		fputc('\n', f);
 	}
 	for (size_t i = 0; i < d->n_hosts; i++)
-		fprintf(f, "host %s %s %s\n", d->hosts[i].node, d->hosts[i].nic, d->switches[d->hosts[i].sw].name);
+		fprintf(f, "host %s %s %s\n", d->hosts[i].node, d->hosts[i].nic,
+			d->switches[d->hosts[i].sw].name);
 	for (size_t i = 0; i < d->n_links; i++)
 		fprintf(f, "link %s %s\n", d->switches[d->links[i].a].name, d->switches[d->links[i].b].name);
 	fclose(f);
@@ -45,8 +46,13 @@ static void check(const struct fq_topo_decl *d)
 
 		hops[i][0] = d->switches[a->sw].addresses[0];
 		hops[i][1] = d->switches[b->sw].addresses[0];
-		tr[i] = (struct fq_topo_trace){.node = a->node, .nic = a->nic, .remote_node = b->node,
-					       .remote_nic = b->nic, .hops = hops[i], .n_hops = 2, .reached = i % 3 != 0};
+		tr[i] = (struct fq_topo_trace){.node = a->node,
+					       .nic = a->nic,
+					       .remote_node = b->node,
+					       .remote_nic = b->nic,
+					       .hops = hops[i],
+					       .n_hops = 2,
+					       .reached = i % 3 != 0};
 	}
 	if (fq_topo_build(tr, n, d, NULL, &t) < 0)
 		return;
@@ -69,8 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	text = write_back(d, &len);
-	if (!text || fq_topo_decl_parse(text, len, &d2, err, sizeof(err)) < 0 || d2->n_switches != d->n_switches ||
-	    d2->n_hosts != d->n_hosts || d2->n_links != d->n_links)
+	if (!text || fq_topo_decl_parse(text, len, &d2, err, sizeof(err)) < 0 ||
+	    d2->n_switches != d->n_switches || d2->n_hosts != d->n_hosts || d2->n_links != d->n_links)
 		abort();
 	check(d);
 	free(text);
