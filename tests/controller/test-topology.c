@@ -496,6 +496,50 @@ static void bad_traces(void)
 	fq_topo_destroy(t);
 	is_int(fq_topo_build(tr, FQ_TOPO_MAX_TRACES + 1, NULL, NULL, &t), -EINVAL,
 	       "too many traces: -EINVAL");
+	/* The same pair twice: the later trace's route. A router between two
+	 * silent ones: a switch of no known tier. */
+	{
+		const char *h1[] = {"198.19.0.0", "198.18.0.1", "198.19.0.2"},
+			   *h2[] = {"198.19.0.0", "", "198.18.0.9", ""};
+		struct fq_topo_trace twice[2] = {
+		    {.node = "n1",
+		     .nic = "r0",
+		     .remote_node = "n2",
+		     .remote_nic = "r0",
+		     .hops = h1,
+		     .n_hops = 3,
+		     .reached = true},
+		    {.node = "n1",
+		     .nic = "r0",
+		     .remote_node = "n2",
+		     .remote_nic = "r0",
+		     .hops = h2,
+		     .n_hops = 4},
+		};
+		const struct fq_topo_path *p;
+		const struct fq_topo_switch *s;
+		struct json_object *o;
+
+		is_int(fq_topo_build(twice, 2, NULL, NULL, &t), 0, "one pair traced twice");
+		is_int((int)fq_topo_traces(t), 2, "... 2 traces");
+		is_int((int)fq_topo_path_count(t), 1, "... 1 path");
+		p = fq_topo_path_find(t, "n1", "r0", "n2", "r0");
+		ok(p && !p->complete && p->n_route == 3,
+		   "... the later one's: NIC, host link, switch; incomplete");
+		is_int((int)fq_topo_unresolved_hops(t), 2, "... 2 hops unanswered");
+		s = fq_topo_switch_find(t, "198.18.0.9");
+		ok(s && s->tier == 0 && !strcmp(s->role, "switch") && !strcmp(s->name, "switch@198.18.0.9"),
+		   "... 198.18.0.9 between two silent hops: a switch of unknown tier (%s)",
+		   s ? s->name : "none");
+		o = fq_topo_json(t);
+		like(json_object_to_json_string(o),
+		     "{ \"name\": \"switch@198.18.0.9\", \"role\": \"switch\", \"tier\": null",
+		     "... its tier null in JSON");
+		json_object_put(o);
+		is_int((int)fq_topo_switch_count(t), 4,
+		       "... 4 switches: two leaves, spine@198.18.0.1, and it");
+		fq_topo_destroy(t);
+	}
 	is_int(fq_topo_build(NULL, 0, NULL, NULL, &t), 0, "no traces: an empty topology");
 	is_int((int)fq_topo_switch_count(t), 0, "... no switch");
 	fq_topo_destroy(t);
