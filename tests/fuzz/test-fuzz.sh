@@ -7,7 +7,7 @@
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
 secs=${FQ_FUZZ_SECONDS:-20}
-targets="frame config probe ud ibhandle chunk hello recv accept api-query session spool ctl-spool"
+targets="frame config probe ud ibhandle chunk hello recv accept api-query session spool ctl-spool topology"
 for t in $targets; do
 	[ -x "$top_builddir/tests/fuzz/fuzz-$t" ] ||
 		skip_all "fuzz targets not built (configure found no clang with -fsanitize=fuzzer: apt-get install clang libclang-rt-14-dev)"
