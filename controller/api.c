@@ -386,10 +386,11 @@ static const struct endpoint {
 	int (*get)(struct reply *rp, struct fq_db *db, struct fq_api_params *r);
 	enum fq_api_access access;
 } endpoints[] = {
-    {"/api/v1/status", get_status, FQ_API_OPEN}, {"/api/v1/nodes", get_nodes, FQ_API_OPEN},
-    {"/api/v1/links", get_links, FQ_API_OPEN},   {"/api/v1/jobs", api_get_jobs, FQ_API_ADMIN},
-    {"/api/v1/events", get_events, FQ_API_OPEN}, {"/api/v1/anomalies", get_anomalies, FQ_API_ADMIN},
-    {"/api/v1/hints", get_hints, FQ_API_ADMIN},  {"/api/v1/clock", get_clock, FQ_API_OPEN},
+    {"/api/v1/status", get_status, FQ_API_OPEN},         {"/api/v1/nodes", get_nodes, FQ_API_OPEN},
+    {"/api/v1/links", get_links, FQ_API_OPEN},           {"/api/v1/jobs", api_get_jobs, FQ_API_ADMIN},
+    {"/api/v1/events", get_events, FQ_API_OPEN},         {"/api/v1/anomalies", get_anomalies, FQ_API_ADMIN},
+    {"/api/v1/hints", get_hints, FQ_API_ADMIN},          {"/api/v1/clock", get_clock, FQ_API_OPEN},
+    {"/api/v1/topology", api_get_topology, FQ_API_OPEN},
 };
 
 #define JOB_PREFIX     "/api/v1/jobs/"

@@ -22,6 +22,11 @@
  *                               people (controller/hint.h; never executed:
  *                               `hints --apply` builds its own from the fields)
  *   /api/v1/clock               clock_status rows
+ *   /api/v1/topology            the fabric inferred from the paths' routes
+ *                               (controller/topology.h): switches, links,
+ *                               host attachments, each path's route, and
+ *                               the differences from the site's expected
+ *                               topology (controller.topology_file)
  *
  * Request parsing (the query's parameters, the values in them) is
  * controller/api_param.h's; the endpoints are here (api.c).

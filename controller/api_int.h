@@ -34,6 +34,8 @@ int api_db_fail(struct reply *rp, struct fq_db *db);
  * row or a NULL value (*out NULL); 0: parsed; < 0: database error. */
 int api_query_json(struct fq_db *db, const char *what, const char *sql, const struct fq_db_params *p,
 		   struct json_object **out);
+/* /api/v1/topology (api_topology.c). */
+int api_get_topology(struct reply *rp, struct fq_db *db, struct fq_api_params *r);
 /* api_query_json into reply section `key` of obj; a NULL value becomes JSON
  * null. Returns 0 or fills rp with a 503. */
 int api_add_section(struct reply *rp, struct fq_db *db, struct json_object *obj, const char *key,

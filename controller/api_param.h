@@ -31,6 +31,9 @@ struct fq_api_params {
 	 * what owner_uid owns is answered. */
 	bool owner_only;
 	uint32_t owner_uid;
+	/* The site's expected topology file (controller.topology_file), set
+	 * by the HTTP server; NULL: none. Not owned. */
+	const char *topology_file;
 };
 
 /* Splits and percent-decodes a raw query string ("a=1&b=2", '+' a space;

@@ -42,6 +42,9 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("api_admin_uids", FQ_CFG_STRING, api_admin_uids, "", 0, 0,
 	"uids besides root whose munge credential opens the API's job, anomaly and hint endpoints "
 	"(\"1001, 1002\")"),
+    OPT("topology_file", FQ_CFG_STRING, topology_file, "", 0, 0,
+	"the site's expected topology (fabriciq-topology(5)): names the switches and is checked against "
+	"the discovered one (empty: no check, automatic names)"),
     OPT("db", FQ_CFG_STRING, db, "", 0, 0,
 	"PostgreSQL conninfo or URI (empty: the PG* environment variables)"),
     OPT("db_migrate", FQ_CFG_BOOL, db_migrate, "yes", 0, 0, "bring the schema up to date on connect"),
@@ -341,6 +344,7 @@ static int start_modules(struct ctl *c)
 		    .conninfo = c->cfg.db,
 		    .munge_socket = *c->cfg.munge_socket ? c->cfg.munge_socket : NULL,
 		    .admin_uids = c->cfg.api_admin_uids,
+		    .topology_file = c->cfg.topology_file,
 		};
 		int rc = fq_http_start(&hc, &c->http, err, sizeof(err));
 

@@ -29,8 +29,8 @@
 #include "controller/strmap.h"
 
 struct ctl_config {
-	char *listen, *http_listen, *api_admin_uids, *db, *munge_socket, *spool_dir, *reference_node,
-	    *node_bindings;
+	char *listen, *http_listen, *api_admin_uids, *topology_file, *db, *munge_socket, *spool_dir,
+	    *reference_node, *node_bindings;
 	uint64_t max_connections, max_unauthenticated_per_source, auth_queue;
 	uint64_t agent_uid, max_frame, auth_timeout, flush_interval, flush_frames, spool_max, db_backoff_max;
 	uint64_t db_connect_timeout, db_statement_timeout;

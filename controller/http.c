@@ -27,7 +27,8 @@ struct fq_http {
 	char *metrics;
 	size_t metrics_len;
 	char *conninfo;
-	struct fq_db *db; /* the API's connection, used only on the HTTP thread */
+	char *topology_file; /* NULL: none */
+	struct fq_db *db;    /* the API's connection, used only on the HTTP thread */
 	char *munge_socket;
 	uid_t admins[FQ_HTTP_MAX_ADMINS]; /* besides root */
 	size_t nadmins;
@@ -166,6 +167,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			}
 		}
 		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &params);
+		params.topology_file = h->topology_file;
 		if (!h->db) {
 			char err[256];
 			if (fq_db_create(h->conninfo, &h->db, err, sizeof(err)) < 0)
@@ -245,6 +247,7 @@ int fq_http_start(const struct fq_http_config *cfg, struct fq_http **out, char *
 	}
 	sa.sin_port = htons((uint16_t)port);
 	h->conninfo = strdup(cfg->conninfo ? cfg->conninfo : "");
+	h->topology_file = cfg->topology_file && *cfg->topology_file ? strdup(cfg->topology_file) : NULL;
 	h->munge_socket = cfg->munge_socket ? strdup(cfg->munge_socket) : NULL;
 	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 				  on_request, h, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -271,6 +274,7 @@ void fq_http_stop(struct fq_http *h)
 	pthread_mutex_destroy(&h->lock);
 	free(h->metrics);
 	free(h->conninfo);
+	free(h->topology_file);
 	free(h->munge_socket);
 	free(h);
 }

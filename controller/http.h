@@ -20,10 +20,11 @@ struct fq_http;
 #define FQ_HTTP_MAX_ADMINS 64
 
 struct fq_http_config {
-	const char *listen;       /* "ADDR:PORT" (IPv4) */
-	const char *conninfo;     /* for the API's connection */
-	const char *munge_socket; /* munged's socket (NULL: munge's default) */
-	const char *admin_uids;   /* administrators besides root: "UID[, UID...]" ("" or NULL: none) */
+	const char *listen;        /* "ADDR:PORT" (IPv4) */
+	const char *conninfo;      /* for the API's connection */
+	const char *munge_socket;  /* munged's socket (NULL: munge's default) */
+	const char *admin_uids;    /* administrators besides root: "UID[, UID...]" ("" or NULL: none) */
+	const char *topology_file; /* the site's expected topology ("" or NULL: none) */
 };
 
 /* 0 and *out, or with err filled: -EINVAL a bad admin_uids (more than

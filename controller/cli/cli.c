@@ -172,7 +172,7 @@ int usage_error(const char *fmt_, ...)
 }
 
 /* Options of commands that take none but --help. */
-static int no_options(int argc, char **argv)
+int no_options(int argc, char **argv)
 {
 	static const struct option lo[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	int o;
@@ -188,13 +188,6 @@ static int no_options(int argc, char **argv)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	return 0;
 }
-
-#define NO_OPTIONS(argc, argv)                                                                               \
-	do {                                                                                                 \
-		int rc_ = no_options(argc, argv);                                                            \
-		if (rc_)                                                                                     \
-			return rc_ < 0 ? EXIT_OK : rc_;                                                      \
-	} while (0)
 
 static int cmd_status(struct cli *c, int argc, char **argv)
 {
@@ -549,6 +542,14 @@ static const struct command commands[] = {
      cmd_hints},
     {"clock", "each node's clock status", "",
      "Per node: its latest clock report and status (view clock_status).\n", cmd_clock},
+    {"topology", "the fabric as the probes' routes show it, checked against the expected one", "",
+     "The fabric inferred from every probed path's route (each agent traces its paths hop by\n"
+     "hop with the probes' own 5-tuple): switches with their role and addresses, the links\n"
+     "between them, which switch each NIC plugs into, and the differences from the site's\n"
+     "expected topology (controller.topology_file, fabriciq-topology(5)): a NIC on another\n"
+     "switch, a link not declared or not crossed, an undeclared switch. Then the last day's\n"
+     "route changes. --json adds every path's route (its switches and links in order).\n",
+     cmd_topology},
     {"db", "create or upgrade the schema (db migrate)", "migrate",
      "  migrate       create or upgrade the fabriciq schema in the database (--db CONNINFO or\n"
      "                the PG* environment); idempotent\n",

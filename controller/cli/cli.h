@@ -117,6 +117,16 @@ int list_options(int argc, char **argv, const char *allowed, struct list_args *a
 			return rc_ < 0 ? EXIT_OK : rc_;                                                      \
 	} while (0)
 
+/* Options of a command that takes none but --help: 0, -1 after --help,
+ * EXIT_USAGE. */
+int no_options(int argc, char **argv);
+#define NO_OPTIONS(argc, argv)                                                                               \
+	do {                                                                                                 \
+		int rc_ = no_options(argc, argv);                                                            \
+		if (rc_)                                                                                     \
+			return rc_ < 0 ? EXIT_OK : rc_;                                                      \
+	} while (0)
+
 /* The note under a table the API cut at its limit (o's "truncated"). */
 void truncated_note(struct json_object *o, const char *what);
 
@@ -127,6 +137,9 @@ int cmd_anomalies(struct cli *c, int argc, char **argv);
 
 /* ---- hints (cli_hints.c) ------------------------------------------------------ */
 int cmd_hints(struct cli *c, int argc, char **argv);
+
+/* ---- topology (cli_topology.c) ------------------------------------------------- */
+int cmd_topology(struct cli *c, int argc, char **argv);
 
 /* ---- doctor (cli_doctor.c): the node self-check ---------------------------------- */
 int cmd_doctor(struct cli *c, int argc, char **argv);

@@ -9,12 +9,24 @@
 # each named by the interface the probe came in on.
 . "$(dirname "$0")/scenario.sh"
 sc_require topo
-plan 5
+plan 8
 
-HOSTS=5 RAILS=2 LEAVES=3 SPINES=2
+# Other sizes: FQ_TOPO="HOSTS RAILS LEAVES SPINES" (e.g. "8 2 4 4").
+read -r HOSTS RAILS LEAVES SPINES <<<"${FQ_TOPO:-5 2 3 2}"
 sc_agent_args+=(-s trace_interval=5s) # re-traced often: the route change below is seen in seconds
-sc_up $HOSTS $RAILS $LEAVES $SPINES
+sc_up $HOSTS $RAILS $LEAVES $SPINES -s "topology_file=$S/topology.conf"
 ok $? "up: $HOSTS hosts x $RAILS rails, $LEAVES leaves, $SPINES spines; controller and agents reporting"
+# The site's expected topology (read at each request), as the testbed is wired: each switch named
+# by one of its addresses, every NIC's switch, every leaf-spine cable.
+{
+	echo "# the testbed's wiring (tests/testbed/lib/net.sh)"
+	for ((l = 1; l <= LEAVES; l++)); do echo "switch leaf$l 198.18.$((100 + l)).0"; done
+	for ((s = 1; s <= SPINES; s++)); do echo "switch spine$s 198.18.101.$((2 * s - 1))"; done
+	for ((i = 1; i <= HOSTS; i++)); do
+		for ((r = 0; r < RAILS; r++)); do echo "host n$i rail$r leaf$(((i - 1) * LEAVES / HOSTS + 1))"; done
+	done
+	for ((l = 1; l <= LEAVES; l++)); do for ((s = 1; s <= SPINES; s++)); do echo "link leaf$l spine$s"; done; done
+} >"$S/topology.conf"
 
 # The probed paths, and when every one of them has a route stored.
 paths_sql="select count(distinct (src_node, src_nic, dst_node, dst_nic)) from fabriciq.probe_windows
@@ -56,6 +68,47 @@ while read -r node nic rnode rnic hops reached; do
 done <"$S/routes")
 is "$wrong" "" "every route is the testbed's: leaf, the spine its ECMP hash picks, far leaf ($n routes)"
 diag "spines crossed: $(awk '{ print $5 }' "$S/routes" | grep -o '198\.18\.[0-9]*\.[0-9]*' | sort | uniq -c | xargs)"
+
+# The fabric inferred from the routes, as the operator reads it.
+fq --json topology >"$S/topology.json"
+diag "$(fq topology | head -12)"
+crossed=$(grep -o '198\.18\.[0-9]*\.[0-9]*' "$S/routes" | awk -F. '{ l = $3 - 100; s = int($4 / 2) + 1; print "leaf" l "~spine" s }' | sort -u)
+got=$(python3 - "$S/topology.json" "$HOSTS" "$RAILS" "$LEAVES" "$SPINES" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+hosts, rails, leaves, spines = map(int, sys.argv[2:])
+out = []
+sw = {s["name"]: s for s in j["switches"]}
+want = {f"leaf{l}": ("leaf", 1) for l in range(1, leaves + 1)}
+want.update({f"spine{s}": ("spine", 2) for s in range(1, spines + 1)})
+for n, (role, tier) in want.items():
+    if n not in sw or sw[n]["role"] != role or sw[n]["tier"] != tier:
+        out.append(f"switch {n}: {sw.get(n)}")
+for n in sw:
+    if n not in want:
+        out.append(f"unexpected switch {n}")
+hl = {(h["node"], h["nic"]): h["switch"] for h in j["host_links"]}
+for i in range(1, hosts + 1):
+    for r in range(rails):
+        leaf = f"leaf{(i - 1) * leaves // hosts + 1}"
+        if hl.get((f"n{i}", f"rail{r}")) != leaf:
+            out.append(f"n{i}/rail{r} on {hl.get((f'n{i}', f'rail{r}'))}, not {leaf}")
+if len(hl) != hosts * rails:
+    out.append(f"{len(hl)} host links")
+print("\n".join(out))
+for l in sorted(f"{x['a']}~{x['b']}" for x in j["links"]):
+    print("link", l)
+for d in j["differences"]:
+    print("diff", d["kind"], d["text"])
+EOF
+)
+is "$(grep -v '^link \|^diff ' <<<"$got")" "" \
+	"topology: $LEAVES leaves (tier 1) and $SPINES spines (tier 2) named from the expected file, every NIC on its leaf"
+is "$(sed -n 's/^link //p' <<<"$got" | xargs)" "$(echo $crossed)" \
+	"topology: exactly the leaf-spine links the routes cross ($(wc -w <<<"$crossed") of $((LEAVES * SPINES)))"
+is "$(grep '^diff ' <<<"$got" | grep -vc '^diff link_not_seen')/$(grep -c '^diff link_not_seen' <<<"$got")" \
+	"0/$((LEAVES * SPINES - $(wc -w <<<"$crossed")))" \
+	"differences from the expected topology: none but the links no probe crosses" || diag "$(grep '^diff ' <<<"$got")"
 
 # No route changes on a fabric that did not change, and one when it does:
 # a leaf-spine link down re-routes every path that crossed it.

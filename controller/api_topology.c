@@ -1,0 +1,170 @@
+/*
+ * api_topology: /api/v1/topology (controller/api.h). The paths' current
+ * routes (fabriciq.path_routes_current, one statement) go through the
+ * topology inference (controller/topology.h) with the site's expected
+ * topology when the controller has one (controller.topology_file, read at
+ * each request: an edit needs no restart); the reply is the inferred
+ * fabric, its differences from the expected one, and the last day's route
+ * changes.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/api_int.h"
+#include "controller/api_param.h"
+#include "controller/topology.h"
+#include "db/internal.h"
+
+/* Routes still traced: an agent resends each one hourly. */
+static const char routes_sql[] =
+    "select coalesce(json_agg(json_build_object('node', r.node, 'nic', r.nic, 'remote_node', r.remote_node,"
+    "  'remote_nic', r.remote_nic, 'reached', r.reached, 'hops',"
+    "  (select coalesce(json_agg(coalesce(host(h), '') order by o), '[]'::json)"
+    "   from unnest(r.hops) with ordinality u(h, o)))"
+    "  order by r.node, r.nic, r.remote_node, r.remote_nic), '[]')"
+    " from fabriciq.path_routes_current r where r.last_seen > now() - interval '2 hours'";
+
+static const char changes_sql[] =
+    "select coalesce(json_agg(x order by x.time_ns desc), '[]') from ("
+    " select " TS("c.time", "time") ", c.node, c.nic, c.remote_node, c.remote_nic,"
+    "  array(select coalesce(host(h), '') from unnest(c.hops_before) h) as hops_before,"
+    "  array(select coalesce(host(h), '') from unnest(c.hops_after) h) as hops_after"
+    " from fabriciq.route_changes c where c.time > now() - interval '1 day'"
+    " order by c.time desc limit 100) x";
+
+/* The expected topology from path into *out (NULL: none set). 0, or
+ * < 0 with why filled. */
+static int read_expected(const char *path, struct fq_topo_decl **out, char *why, size_t len)
+{
+	FILE *f;
+	char *text;
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	if (!path)
+		return 0;
+	f = fopen(path, "re");
+	if (!f) {
+		rc = -errno;
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return rc;
+	}
+	text = malloc(FQ_TOPO_DECL_MAX_BYTES + 1);
+	if (!text) {
+		fclose(f);
+		snprintf(why, len, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	n = fread(text, 1, FQ_TOPO_DECL_MAX_BYTES + 1, f);
+	fclose(f);
+	if (n > FQ_TOPO_DECL_MAX_BYTES) {
+		free(text);
+		snprintf(why, len, "%s: over %u bytes", path, FQ_TOPO_DECL_MAX_BYTES);
+		return -E2BIG;
+	}
+	{
+		char err[256] = "";
+
+		rc = fq_topo_decl_parse(text, n, out, err, sizeof(err));
+		if (rc < 0)
+			snprintf(why, len, "%s: %s", path, err);
+	}
+	free(text);
+	return rc;
+}
+
+static const char *jstr_or_empty(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+		   ? json_object_get_string(v)
+		   : "";
+}
+
+/* The traces of routes (the statement's array), pointing into it. */
+static int traces_of(struct json_object *routes, struct fq_topo_trace **out, const char ***hops_out)
+{
+	size_t n = json_object_array_length(routes), nh = 0, k = 0;
+	struct fq_topo_trace *t;
+	const char **hops;
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *h;
+
+		if (json_object_object_get_ex(json_object_array_get_idx(routes, i), "hops", &h))
+			nh += json_object_array_length(h);
+	}
+	t = calloc(n ? n : 1, sizeof(*t));
+	hops = calloc(nh ? nh : 1, sizeof(*hops));
+	if (!t || !hops) {
+		free(t);
+		free(hops);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *r = json_object_array_get_idx(routes, i), *h = NULL, *reached = NULL;
+
+		t[i].node = jstr_or_empty(r, "node");
+		t[i].nic = jstr_or_empty(r, "nic");
+		t[i].remote_node = jstr_or_empty(r, "remote_node");
+		t[i].remote_nic = jstr_or_empty(r, "remote_nic");
+		t[i].reached = json_object_object_get_ex(r, "reached", &reached) && json_object_get_boolean(reached);
+		t[i].hops = hops + k;
+		if (json_object_object_get_ex(r, "hops", &h))
+			for (size_t j = 0; j < json_object_array_length(h); j++)
+				hops[k++] = json_object_get_string(json_object_array_get_idx(h, j));
+		t[i].n_hops = (size_t)(hops + k - t[i].hops);
+	}
+	*out = t;
+	*hops_out = hops;
+	return 0;
+}
+
+int api_get_topology(struct reply *rp, struct fq_db *db, struct fq_api_params *r)
+{
+	struct json_object *routes = NULL, *body;
+	struct fq_topo_trace *traces = NULL;
+	struct fq_topo_decl *decl = NULL;
+	struct fq_topo *topo = NULL;
+	const char **hops = NULL;
+	char why[512] = "";
+	int rc;
+
+	if (fq_api_params_only(r, ""))
+		return api_fail(rp, 400, "%s", r->err);
+	rc = api_query_json(db, "reading path routes", routes_sql, NULL, &routes);
+	if (rc < 0)
+		return api_db_fail(rp, db);
+	if (!routes)
+		routes = json_object_new_array();
+	if (read_expected(r->topology_file, &decl, why, sizeof(why)) < 0)
+		decl = NULL; /* the fabric as seen, with the file's error */
+	if (traces_of(routes, &traces, &hops) < 0 ||
+	    fq_topo_build(traces, json_object_array_length(routes), decl, NULL, &topo) < 0 ||
+	    !(body = fq_topo_json(topo))) {
+		rc = api_fail(rp, 500, "out of memory building the topology");
+		goto out;
+	}
+	json_object_put(rp->body);
+	rp->body = body;
+	json_object_object_add(body, "expected_file",
+			       r->topology_file ? json_object_new_string(r->topology_file) : NULL);
+	json_object_object_add(body, "expected_error", *why ? json_object_new_string(why) : NULL);
+	if (api_add_section(rp, db, body, "route_changes", "reading route changes", changes_sql, NULL)) {
+		rc = rp->status;
+		goto out;
+	}
+	rc = 200;
+out:
+	fq_topo_destroy(topo);
+	fq_topo_decl_free(decl);
+	free(traces);
+	free(hops);
+	json_object_put(routes);
+	return rc;
+}
