@@ -270,7 +270,7 @@ static const char anomalies_sql[] =
 	       "  a.end_time is null as open,"
 	       "  (extract(epoch from coalesce(a.end_time, now()) - a.start_time) * 1000000)::int8 * 1000 as "
 	       "duration_ns,"
-	       "  a.node, a.nic, a.remote_node, a.remote_nic, a.summary, a.evidence,"
+	       "  a.node, a.nic, a.remote_node, a.remote_nic, a.component, a.summary, a.evidence,"
 	       "  (select coalesce(json_agg(json_build_object('job_id', aj.job_id, 'step_id', aj.step_id,"
 	       "    'ranks', aj.ranks) order by aj.job_id, aj.step_id), '[]')"
 	       "   from fabriciq.anomaly_jobs aj where aj.anomaly_id = a.id) as jobs"

@@ -151,6 +151,7 @@ static const char throughput_sql[] =
 static const char step_incidents_sql[] =
     "select coalesce(json_agg(x order by x.first_ns, x.id), '[]') from ("
     " select ji.incident_id as id, ji.kind, ji.severity, ji.node, ji.nic, ji.remote_node, ji.remote_nic,"
+    "  (select i.component from fabriciq.anomalies i where i.id = ji.incident_id) as component,"
     "  ji.events, " TS("ji.first_at", "first") ", " TS("ji.last_at", "last") ", " TS(
 	"ji.end_time", "end") ", ji.end_time is null as open,"
 			      "  (extract(epoch from ji.duration) * 1000000)::int8 * 1000 as duration_ns,"
@@ -168,6 +169,7 @@ static const char step_anomalies_sql[] =
 	"end") ", ja.end_time is null as open,"
 	       "  (extract(epoch from ja.duration) * 1000000)::int8 * 1000 as duration_ns,"
 	       "  ja.node, ja.nic, ja.remote_node, ja.remote_nic, ja.summary, ja.evidence, ja.ranks,"
+	       "  (select i.component from fabriciq.anomalies i where i.id = ja.anomaly_id) as component,"
 	       "  (select coalesce(json_agg(json_build_object('rank', r.rank, 'node', r.node, 'nic', r.nic)"
 	       "    order by r.rank), '[]') from fabriciq.ranks r"
 	       "   where r.job_id = ja.job_id and r.step_id = ja.step_id and r.rank = any (ja.ranks)) as "

@@ -29,11 +29,12 @@ static const char routes_sql[] =
 
 static const char changes_sql[] =
     "select coalesce(json_agg(x order by x.time_ns desc), '[]') from ("
-    " select " TS("c.time", "time") ", c.node, c.nic, c.remote_node, c.remote_nic,"
-    "  array(select coalesce(host(h), '') from unnest(c.hops_before) h) as hops_before,"
-    "  array(select coalesce(host(h), '') from unnest(c.hops_after) h) as hops_after"
-    " from fabriciq.route_changes c where c.time > now() - interval '1 day'"
-    " order by c.time desc limit 100) x";
+    " select " TS("c.time",
+		  "time") ", c.node, c.nic, c.remote_node, c.remote_nic,"
+			  "  array(select coalesce(host(h), '') from unnest(c.hops_before) h) as hops_before,"
+			  "  array(select coalesce(host(h), '') from unnest(c.hops_after) h) as hops_after"
+			  " from fabriciq.route_changes c where c.time > now() - interval '1 day'"
+			  " order by c.time desc limit 100) x";
 
 /* The expected topology from path into *out (NULL: none set). 0, or
  * < 0 with why filled. */
@@ -113,7 +114,8 @@ static int traces_of(struct json_object *routes, struct fq_topo_trace **out, con
 		t[i].nic = jstr_or_empty(r, "nic");
 		t[i].remote_node = jstr_or_empty(r, "remote_node");
 		t[i].remote_nic = jstr_or_empty(r, "remote_nic");
-		t[i].reached = json_object_object_get_ex(r, "reached", &reached) && json_object_get_boolean(reached);
+		t[i].reached =
+		    json_object_object_get_ex(r, "reached", &reached) && json_object_get_boolean(reached);
 		t[i].hops = hops + k;
 		if (json_object_object_get_ex(r, "hops", &h))
 			for (size_t j = 0; j < json_object_array_length(h); j++)

@@ -510,6 +510,7 @@ out: /* finalise in reverse */
 	fq_strmap_clear(&c.agents, ctl_agent_free);
 	fq_strmap_clear(&c.anomaly, free);
 	fq_strmap_clear(&c.drained, free);
+	fq_strmap_clear(&c.routes, free);
 	if (c.base)
 		event_base_free(c.base);
 	fq_cfg_free(&ctl_schema, &c.cfg);

@@ -81,6 +81,9 @@ struct ctl {
 	struct fq_strmap agents;  /* node -> struct agent */
 	struct fq_strmap anomaly; /* detector handle -> row id (as strings: small) */
 	struct fq_strmap drained; /* node -> reason of the last applied drain ("" resumed) */
+	struct fq_strmap routes;  /* "node^nic^remote^remote_nic" -> its route (ctl_topo.c) */
+	bool routes_dirty;
+	int64_t topo_built_ns, topo_file_stamp;
 	int64_t hints_polled_ns;
 	bool peers_dirty;
 	uint64_t clock_epoch, peers_epoch;
@@ -116,5 +119,11 @@ void ctl_drop_step(struct ctl *c, const struct fq_step_id *id, bool idle);
 void ctl_expire_steps(struct ctl *c, int64_t now);
 /* The detector's tick; its actions stored; applied hints fed back. */
 void ctl_detector_round(struct ctl *c, int64_t now);
+
+/* ctl_topo.c */
+/* A path's route from node's agent (kept; the topology rebuilt once it changed). */
+void ctl_route(struct ctl *c, const char *node, const Fabriciq__PathTrace *t);
+/* The topology rebuilt from changed routes, each path's route to the detector. */
+void ctl_topology_round(struct ctl *c, int64_t now);
 
 #endif /* FQ_CONTROLLER_CTL_H */

@@ -55,6 +55,8 @@ void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope
 		if (!p->path_up && agent_away_at(c, p->remote_node, p->window_end_ns))
 			return; /* no answers from an agent that was away: no sample either */
 		fq_detector_probe(c->det, &d);
+	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_TRACE) {
+		ctl_route(c, node, env->trace);
 	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE) {
 		const Fabriciq__LaneReport *l = env->lane;
 		struct fq_det_lane d = {
@@ -146,17 +148,18 @@ static bool apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 	snprintf(key, sizeof(key), "%llu", (unsigned long long)a->handle);
 	switch (a->kind) {
 	case FQ_DET_OPEN: {
-		struct fq_db_anomaly an = {a->anomaly_kind,
-					   (enum fq_db_severity)a->severity,
-					   a->start_ns,
-					   a->end_ns,
-					   a->node,
-					   a->nic,
-					   a->remote_node,
-					   a->remote_nic,
-					   a->summary,
-					   a->evidence_json,
-					   anomaly_row(c, a->incident)};
+		struct fq_db_anomaly an = {.kind = a->anomaly_kind,
+					   .severity = (enum fq_db_severity)a->severity,
+					   .start_ns = a->start_ns,
+					   .end_ns = a->end_ns,
+					   .node = a->node,
+					   .nic = a->nic,
+					   .remote_node = a->remote_node,
+					   .remote_nic = a->remote_nic,
+					   .summary = a->summary,
+					   .evidence_json = a->evidence_json,
+					   .incident_id = anomaly_row(c, a->incident),
+					   .component = a->component};
 		struct fq_strmap_entry *e;
 		if (!db || (rc = fq_db_insert_anomaly(db, &an, NULL, 0, &id)) < 0)
 			break;
@@ -179,6 +182,10 @@ static bool apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 			rc = fq_db_attach_anomaly(db, id, &j, 1);
 		break;
 	}
+	case FQ_DET_MEMBER:
+		if (db && id && anomaly_row(c, a->incident))
+			rc = fq_db_set_incident(db, id, anomaly_row(c, a->incident));
+		break;
 	case FQ_DET_UPDATE:
 		if (db && id)
 			rc = fq_db_update_anomaly(db, id, a->events, a->end_ns, a->summary);
@@ -263,6 +270,7 @@ void ctl_detector_round(struct ctl *c, int64_t now)
 		if (fq_db_applied_hints(db, on_applied_hint, &h) < 0)
 			fq_log_rl(FQ_LOG_WARN, "cannot read applied hints: %s", fq_db_error(db));
 	}
+	ctl_topology_round(c, now);
 	fq_detector_tick(c->det, now);
 	/* Without the database (being opened, or down) the actions wait in the
 	 * detector's queue (max_pending), in order, to be stored once it is

@@ -34,6 +34,7 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 	    .incident_gap_ns = 30000000000LL,
 	    .incident_settle_ns = 2000000000LL,
 	    .nic_down_min_paths = 2,
+	    .locate_min_paths = 3,
 	    .nic_dead_after_ns = 60000000000LL,
 	    .delay_baseline_windows = 5,
 	    .delay_persist_windows = 3,
@@ -212,6 +213,7 @@ void fq_detector_tick(struct fq_detector *d, int64_t now_ns)
 	check_dead_nics(d, now_ns);
 	close_quiet(d, now_ns); /* first: an episode over is not extended by held DOWNs */
 	det_promote_paths(d, now_ns);
+	det_locate(d, now_ns);
 	check_resume(d, now_ns);
 	if (older_than(now_ns, d->last_sweep_ns, SWEEP_NS) || now_ns < d->last_sweep_ns) {
 		sweep(d, now_ns);
@@ -269,5 +271,6 @@ void fq_detector_destroy(struct fq_detector *d)
 	free(d->scratch_p99);
 	free(d->scratch_idx);
 	free(d->scratch_out);
+	free(d->locate_scratch);
 	free(d);
 }

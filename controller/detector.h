@@ -11,7 +11,9 @@
  * step has used, the anomalies still open).
  *
  * Anomaly kinds (the sql/ check constraint): link_down, flapping,
- * path_delay, lane_outlier, inband_mismatch, slow_sender, slow_receiver,
+ * path_delay, fabric_delay (delayed paths blamed on the switch or link
+ * they share: detector_locate.c), lane_outlier, inband_mismatch,
+ * slow_sender, slow_receiver,
  * and collision (with collision_advice: lanes of two or more jobs delay
  * outliers on paths sharing a NIC, rules.h; attached to every step whose
  * lanes crossed the NIC, and advice to move one job: FQ_DET_ADVICE).
@@ -72,6 +74,8 @@ struct fq_detector_config {
 
 	/* Added with the implementation (defaults in parentheses). */
 	unsigned nic_down_min_paths;     /* NIC down when all its >= this many paths are (2) */
+	unsigned locate_min_paths;       /* fabric_delay: blamed on a component when at least this many
+					  * paths are delayed (3; detector_locate.c) */
 	int64_t nic_dead_after_ns;       /* a NIC down this long is dead: drain hint (60 s) */
 	unsigned delay_baseline_windows; /* quiet windows before a path's baseline is used (5) */
 	unsigned delay_persist_windows;  /* path_delay: this many elevated windows in a row (3); one

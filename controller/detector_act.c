@@ -30,9 +30,9 @@ static void qact_free(struct qact *q)
 /* Queues a copy of a (its strings and ranks are copied). */
 void det_push(struct fq_detector *d, const struct fq_det_action *a)
 {
-	const char *src[8] = {a->anomaly_kind, a->node,    a->nic,           a->remote_node,
-			      a->remote_nic,   a->summary, a->evidence_json, a->reason};
-	const char **dst[8];
+	const char *src[9] = {a->anomaly_kind, a->node,          a->nic,    a->remote_node, a->remote_nic,
+			      a->summary,      a->evidence_json, a->reason, a->component};
+	const char **dst[9];
 	struct qact *q;
 
 	if (d->pending >= d->c.max_pending) {
@@ -48,8 +48,8 @@ void det_push(struct fq_detector *d, const struct fq_det_action *a)
 	q->a = *a;
 	dst[0] = &q->a.anomaly_kind, dst[1] = &q->a.node, dst[2] = &q->a.nic, dst[3] = &q->a.remote_node;
 	dst[4] = &q->a.remote_nic, dst[5] = &q->a.summary, dst[6] = &q->a.evidence_json,
-	dst[7] = &q->a.reason;
-	for (size_t i = 0; i < 8; i++) {
+	dst[7] = &q->a.reason, dst[8] = &q->a.component;
+	for (size_t i = 0; i < 9; i++) {
 		q->str[i] = dup_opt(src[i]);
 		if (src[i] && !q->str[i])
 			goto fail;

@@ -27,6 +27,7 @@ enum fq_det_action_kind {
 	 * (the agent renews it in place). */
 	FQ_DET_ADVICE = 5,
 	FQ_DET_UPDATE = 6, /* a link episode's DOWNs: handle, events, end_ns (its last DOWN), summary */
+	FQ_DET_MEMBER = 7, /* anomaly handle is now a member of incident (its jobs are the incident's) */
 };
 
 struct fq_det_action {
@@ -38,6 +39,7 @@ struct fq_det_action {
 	int severity; /* enum fq_db_severity */
 	int64_t start_ns, end_ns;
 	const char *node, *nic, *remote_node, *remote_nic; /* NULL where not applicable */
+	const char *component; /* OPEN of a fabric anomaly: the component blamed ("spine3") */
 	const char *summary;
 	const char *evidence_json;
 	uint64_t job_id;

@@ -13,6 +13,7 @@ static const char *const kind_names[] = {
     [K_LINK_DOWN] = "link_down",         [K_FLAPPING] = "flapping",      [K_PATH_DELAY] = "path_delay",
     [K_LANE_OUTLIER] = "lane_outlier",   [K_INBAND] = "inband_mismatch", [K_SLOW_SENDER] = "slow_sender",
     [K_SLOW_RECEIVER] = "slow_receiver", [K_COLLISION] = "collision",    [K_RDMA_CONFIG] = "rdma_config",
+    [K_FABRIC_DELAY] = "fabric_delay",
 };
 
 /* ---- anomalies ------------------------------------------------------------ */
@@ -67,6 +68,12 @@ struct anom_ent *det_nic_incident(struct fq_detector *d, enum kind kind, const s
 	r = det_episode_at(d, a, NULL, t);
 	if (!r && b_nic)
 		r = det_episode_at(d, b, NULL, t);
+	if (!r && (kind == K_PATH_DELAY || kind == K_LANE_OUTLIER) && b_nic) {
+		struct path_key pk = {*a, *b};
+		const struct path_ent *p = (const struct path_ent *)fq_captab_find(&d->paths, &pk);
+
+		r = p ? det_fabric_incident(d, p) : NULL;
+	}
 	return r;
 }
 
@@ -136,11 +143,15 @@ static bool is_path_place(const struct anom_ent *a)
 }
 
 /* Did this lane cross the anomaly's place (kind-specific)? */
-static bool lane_matches(const struct anom_ent *a, const struct lane_rec *l)
+static bool lane_matches(struct fq_detector *d, const struct anom_ent *a, const struct lane_rec *l)
 {
 	const struct nic_key *s = &l->p.src, *t = &l->p.dst, *x = &a->k.a, *y = &a->k.b;
+	const struct path_ent *p;
 
 	switch ((enum kind)a->k.kind) {
+	case K_FABRIC_DELAY: /* its NIC pair's probes are routed through the component */
+		p = (const struct path_ent *)fq_captab_find(&d->paths, &l->p);
+		return p && det_route_crosses(p, x->node);
 	case K_LANE_OUTLIER:
 	case K_RDMA_CONFIG:
 		return false; /* attached explicitly to the step it was seen in */
@@ -166,7 +177,7 @@ void det_attach_lane(struct fq_detector *d, struct anom_ent *a, const struct ste
 {
 	uint32_t ranks[2] = {l->src_rank, l->dst_rank};
 
-	if (l->end_ns < fq_rule_sat_sub(a->start_ns, d->c.attach_slack_ns) || !lane_matches(a, l))
+	if (l->end_ns < fq_rule_sat_sub(a->start_ns, d->c.attach_slack_ns) || !lane_matches(d, a, l))
 		return;
 	det_anom_attach(d, a, sk->job, (uint32_t)sk->step, ranks, l->dst_rank == l->src_rank ? 1 : 2);
 }
@@ -221,10 +232,11 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 					    .anomaly_kind = kind_names[kind],
 					    .severity = severity,
 					    .start_ns = e->start_ns,
-					    .node = a->node,
-					    .nic = a->nic,
+					    .node = kind == K_FABRIC_DELAY ? NULL : a->node,
+					    .nic = kind == K_FABRIC_DELAY ? NULL : a->nic,
 					    .remote_node = b ? b->node : NULL,
 					    .remote_nic = b ? b->nic : NULL,
+					    .component = kind == K_FABRIC_DELAY ? a->node : NULL,
 					    .summary = summary,
 					    .evidence_json = evidence});
 	FQ_CAPTAB_FOREACH(&d->steps, struct step_ent, s, nx)

@@ -10,6 +10,8 @@
  *   detector_episode.c  anomalies (open, extend, attach, close) and link
  *                       episodes (incidents)
  *   detector_act.c      the action queue, nodes and their drain hints
+ *   detector_locate.c   paths' routes; delayed paths blamed on the component
+ *                       they share (fabric_delay)
  *
  * State, each in a hash table with a size cap (config max_*) and expiry:
  *   paths     directed NIC pair -> delay baseline, last window, link state
@@ -57,6 +59,7 @@ enum kind {
 	K_SLOW_RECEIVER,
 	K_COLLISION,
 	K_RDMA_CONFIG,
+	K_FABRIC_DELAY, /* place: the component's name in a.node (a.nic, b empty) */
 };
 
 enum {
@@ -99,6 +102,8 @@ struct path_ent {
 	unsigned pend_downs;
 	int state;
 	bool elevated;
+	char **route; /* the components its probes cross, in order (detector_locate.c); owned */
+	size_t nroute;
 };
 
 struct nic_ent {
@@ -159,7 +164,7 @@ struct anom_ent {
 struct qact {
 	struct qact *next;
 	struct fq_det_action a;
-	char *str[8];
+	char *str[9];
 	uint32_t *ranks;
 };
 
@@ -174,6 +179,7 @@ struct fq_detector {
 	int64_t *scratch_p99;
 	size_t *scratch_idx;
 	bool *scratch_out;
+	struct cand *locate_scratch; /* detector_locate.c's candidates */
 	size_t scratch_cap;
 	/* the job advised per shared NIC while its advice holds: in any
 	 * collision it is part of, it stays the one to move
@@ -308,5 +314,14 @@ void det_promote_paths(struct fq_detector *d, int64_t now);
 void det_check_step_outliers(struct fq_detector *d, struct step_ent *s);
 /* collision (and its advice) over the steps' fresh lanes (collision_advice). */
 void det_check_collisions(struct fq_detector *d, int64_t now);
+
+/* detector_locate.c */
+/* Does path p's route cross component comp? */
+bool det_route_crosses(const struct path_ent *p, const char *comp);
+/* The open fabric incident (K_FABRIC_DELAY) a delay of path p belongs to:
+ * p is delayed and routed through its component; NULL: none. */
+struct anom_ent *det_fabric_incident(struct fq_detector *d, const struct path_ent *p);
+/* Blame delayed paths on the one component they share (each tick). */
+void det_locate(struct fq_detector *d, int64_t now);
 
 #endif /* FQ_CONTROLLER_DETECTOR_INT_H */

@@ -110,6 +110,11 @@ void det_path_drop(void *ctx, struct fq_captab_ent *e)
 	struct path_ent *p = (struct path_ent *)e;
 	struct nic_ent *n;
 
+	for (size_t i = 0; i < p->nroute; i++)
+		free(p->route[i]);
+	free(p->route);
+	p->route = NULL;
+	p->nroute = 0;
 	if (p->state == ST_UNKNOWN || !(n = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.src)))
 		return;
 	if (n->paths_known)

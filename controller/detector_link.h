@@ -8,6 +8,7 @@
 #define FQ_CONTROLLER_DETECTOR_LINK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct fq_detector;
@@ -31,6 +32,14 @@ struct fq_det_link {
 };
 
 void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p);
+
+/* The route of the directed NIC pair node/nic -> remote_node/remote_nic
+ * (the controller's topology, controller/topology.h): the components its
+ * probes cross, in order ("n1/rail0", "n1/rail0~leaf1", "leaf1",
+ * "leaf1~spine3", ...; at most 32 kept). Replaces its earlier route; n 0
+ * forgets it. */
+void fq_detector_route(struct fq_detector *d, const char *node, const char *nic, const char *remote_node,
+		       const char *remote_nic, const char *const *comps, size_t n, int64_t now_ns);
 void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e);
 
 #endif /* FQ_CONTROLLER_DETECTOR_LINK_H */

@@ -327,6 +327,7 @@ struct fq_db_anomaly {
 	const char *summary;
 	const char *evidence_json; /* a JSON object; NULL: {} */
 	int64_t incident_id;       /* the incident (an anomaly) it is a member of; 0: none */
+	const char *component;     /* a fabric anomaly's blamed component ("spine3"); NULL: none */
 };
 
 /* One job step an anomaly hit, and the ranks of it it touched. */
@@ -344,6 +345,9 @@ int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a,
 /* Attaches more job steps to an existing anomaly (ranks are merged); a
  * member of an incident (incident_id) attaches them to its incident. */
 int fq_db_attach_anomaly(struct fq_db *db, int64_t id, const struct fq_db_anomaly_job *jobs, size_t njobs);
+/* Anomaly id becomes a member of incident (another anomaly): its jobs are
+ * the incident's too (copied now; later ones are attached to both). */
+int fq_db_set_incident(struct fq_db *db, int64_t id, int64_t incident);
 /* A link episode's DOWNs so far (events), its last DOWN and summary;
  * -ENOENT if no such open anomaly. */
 int fq_db_update_anomaly(struct fq_db *db, int64_t id, unsigned events, int64_t last_ns, const char *summary);

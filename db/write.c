@@ -271,7 +271,7 @@ int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a,
 	int rc = CHECK_FIELDS(db, "anomaly", {"kind", a->kind, true}, {"summary", a->summary, true},
 			      {"node", a->node, false}, {"nic", a->nic, false},
 			      {"remote_node", a->remote_node, false}, {"remote_nic", a->remote_nic, false},
-			      {"evidence_json", a->evidence_json, false});
+			      {"evidence_json", a->evidence_json, false}, {"component", a->component, false});
 
 	if (rc)
 		return rc;
@@ -293,13 +293,14 @@ int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a,
 		fq_db_param_i64(&p, a->incident_id);
 	else
 		fq_db_param_str(&p, NULL);
+	fq_db_param_str(&p, a->component);
 	rc = fq_db_exec(db, "inserting an anomaly", "begin", NULL);
 	if (rc)
 		return rc;
 	res = fq_db_run(db, "inserting an anomaly",
 			"insert into fabriciq.anomalies (kind, severity, start_time, end_time, node, nic, "
-			"remote_node, remote_nic, summary, evidence, incident_id) "
-			"values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning id",
+			"remote_node, remote_nic, summary, evidence, incident_id, component) "
+			"values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) returning id",
 			&p, &rc);
 	if (!res)
 		goto rollback;
@@ -313,6 +314,24 @@ int fq_db_insert_anomaly(struct fq_db *db, const struct fq_db_anomaly *a,
 rollback:
 	PQclear(PQexec(db->conn, "rollback"));
 	return rc;
+}
+
+int fq_db_set_incident(struct fq_db *db, int64_t id, int64_t incident)
+{
+	struct fq_db_params p = {0};
+
+	fq_db_param_i64(&p, id);
+	fq_db_param_i64(&p, incident);
+	return fq_db_exec(
+	    db, "making an anomaly an incident's member",
+	    "with m as (update fabriciq.anomalies set incident_id = $2 where id = $1 and id <> $2"
+	    "  returning id)"
+	    " insert into fabriciq.anomaly_jobs (anomaly_id, job_id, step_id, ranks)"
+	    " select $2, j.job_id, j.step_id, j.ranks from fabriciq.anomaly_jobs j join m on m.id = "
+	    "j.anomaly_id"
+	    " on conflict (job_id, step_id, anomaly_id) do update set ranks = array(select distinct r"
+	    "  from unnest(anomaly_jobs.ranks || excluded.ranks) r order by r)",
+	    &p);
 }
 
 int fq_db_update_anomaly(struct fq_db *db, int64_t id, unsigned events, int64_t last_ns, const char *summary)

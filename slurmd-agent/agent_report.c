@@ -433,11 +433,26 @@ void agent_report_window(struct agent *a)
 
 /* ---- from the controller ----------------------------------------------- */
 
+/* A new session's controller may be a restarted one, which knows only the
+ * routes sent since: every known route again, after the hello is out. */
+static void resend_routes(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)fd;
+	(void)what;
+	fq_tracer_resend(a->tracer);
+}
+
 static void on_hello(void *arg, Fabriciq__AgentHello *h)
 {
 	struct agent *a = arg;
 	static Fabriciq__Nic nics[AGENT_MAX_NICS];
 	static Fabriciq__Nic *ptr[AGENT_MAX_NICS];
+	const struct timeval now = {0, 0};
+
+	if (a->tracer)
+		event_base_once(a->base, -1, EV_TIMEOUT, resend_routes, a, &now);
 
 	h->node = a->cfg.node;
 	h->agent_version = PACKAGE_VERSION;

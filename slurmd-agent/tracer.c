@@ -154,7 +154,8 @@ static void local_ipv4(struct fq_tracer *t, struct entry *e)
 	struct in_addr in;
 
 	e->unsupported = !e->peer_ipv4;
-	if (fq_prober_nic_address(t->prober, e->local_nic, a, sizeof(a)) == 0 && inet_pton(AF_INET, a, &in) == 1)
+	if (fq_prober_nic_address(t->prober, e->local_nic, a, sizeof(a)) == 0 &&
+	    inet_pton(AF_INET, a, &in) == 1)
 		e->local_ipv4 = in.s_addr;
 	else
 		e->unsupported = true;
@@ -340,6 +341,20 @@ void fq_tracer_destroy(struct fq_tracer *t)
 		event_free(t->icmp_ev);
 	close(t->icmp_fd);
 	free(t);
+}
+
+void fq_tracer_resend(struct fq_tracer *t)
+{
+	int64_t now = fq_now_ns();
+
+	for (unsigned i = 0; t && i < FQ_PROBER_MAX_PATHS; i++) {
+		struct entry *e = &t->e[i];
+
+		if (e->used && e->have_route) {
+			e->reported_ns = now;
+			t->fn(t->arg, &e->route, false);
+		}
+	}
 }
 
 void fq_tracer_poke(struct fq_tracer *t, const char *local_nic, const char *peer_node, const char *peer_nic)

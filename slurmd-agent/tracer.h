@@ -66,6 +66,10 @@ struct fq_tracer *fq_tracer_create(struct event_base *base, struct fq_prober *p,
 				   const struct fq_tracer_config *c, fq_tracer_route_fn fn, void *arg);
 void fq_tracer_destroy(struct fq_tracer *t);
 
+/* Report every known route again (changed false): a new controller
+ * session. NULL: nothing. */
+void fq_tracer_resend(struct fq_tracer *t);
+
 /* Trace this path soon (it came back UP). */
 void fq_tracer_poke(struct fq_tracer *t, const char *local_nic, const char *peer_node, const char *peer_nic);
 

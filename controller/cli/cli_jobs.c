@@ -72,9 +72,12 @@ static const char *franks(struct json_object *a)
 	return n ? b : "-";
 }
 
-/* "n3/rail1" or "n1/rail1 -> n3/rail1": where an anomaly or incident is. */
+/* "n3/rail1" or "n1/rail1 -> n3/rail1": where an anomaly or incident is;
+ * a fabric anomaly's blamed component ("spine3"). */
 static const char *fwhere(struct json_object *a)
 {
+	if (!jnull(a, "component"))
+		return jstr(a, "component");
 	return fmt("%s%s%s", fplace(a, "node", "nic"), jnull(a, "remote_node") ? "" : " -> ",
 		   jnull(a, "remote_node") ? "" : fplace(a, "remote_node", "remote_nic"));
 }
@@ -276,9 +279,7 @@ int cmd_anomalies(struct cli *c, int argc, char **argv)
 		struct json_object *an = jidx(o, "anomalies", i);
 		char where[160], jobs[160] = "";
 
-		snprintf(where, sizeof(where), "%s%s%s", fplace(an, "node", "nic"),
-			 jnull(an, "remote_node") ? "" : " -> ",
-			 jnull(an, "remote_node") ? "" : fplace(an, "remote_node", "remote_nic"));
+		snprintf(where, sizeof(where), "%s", fwhere(an));
 		for (size_t k = 0; k < jlen(an, "jobs"); k++) {
 			struct json_object *j = jidx(an, "jobs", k);
 			size_t l = strlen(jobs);

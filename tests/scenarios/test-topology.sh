@@ -16,17 +16,8 @@ read -r HOSTS RAILS LEAVES SPINES <<<"${FQ_TOPO:-5 2 3 2}"
 sc_agent_args+=(-s trace_interval=5s) # re-traced often: the route change below is seen in seconds
 sc_up $HOSTS $RAILS $LEAVES $SPINES -s "topology_file=$S/topology.conf"
 ok $? "up: $HOSTS hosts x $RAILS rails, $LEAVES leaves, $SPINES spines; controller and agents reporting"
-# The site's expected topology (read at each request), as the testbed is wired: each switch named
-# by one of its addresses, every NIC's switch, every leaf-spine cable.
-{
-	echo "# the testbed's wiring (tests/testbed/lib/net.sh)"
-	for ((l = 1; l <= LEAVES; l++)); do echo "switch leaf$l 198.18.$((100 + l)).0"; done
-	for ((s = 1; s <= SPINES; s++)); do echo "switch spine$s 198.18.101.$((2 * s - 1))"; done
-	for ((i = 1; i <= HOSTS; i++)); do
-		for ((r = 0; r < RAILS; r++)); do echo "host n$i rail$r leaf$(((i - 1) * LEAVES / HOSTS + 1))"; done
-	done
-	for ((l = 1; l <= LEAVES; l++)); do for ((s = 1; s <= SPINES; s++)); do echo "link leaf$l spine$s"; done; done
-} >"$S/topology.conf"
+# The site's expected topology, as the testbed is wired (sc_topology_file).
+sc_topology_file $HOSTS $RAILS $LEAVES $SPINES >"$S/topology.conf"
 
 # The probed paths, and when every one of them has a route stored.
 paths_sql="select count(distinct (src_node, src_nic, dst_node, dst_nic)) from fabriciq.probe_windows
@@ -57,15 +48,21 @@ expect_route() { # SRC_I DST_I RAIL -> "{hop,hop,...}" as PostgreSQL prints an i
 	s=${sp#spine}
 	echo "{198.19.$r.$((2 * i)),198.18.$((100 + li)).$((2 * s - 1)),198.18.$((100 + lj)).$((2 * s - 2))}"
 }
-psql_ctl "select node, nic, remote_node, remote_nic, hops, reached from fabriciq.path_routes_current
-	order by 1, 2, 3, 4" | tr '|' ' ' >"$S/routes"
+# routes_wrong FILE: the stored routes (into FILE) that are not the testbed's now.
+routes_wrong() {
+	local n node nic rnode rnic hops reached want_r
+	psql_ctl "select node, nic, remote_node, remote_nic, hops, reached from fabriciq.path_routes_current
+		order by 1, 2, 3, 4" | tr '|' ' ' >"$1"
+	n=$(wc -l <"$1")
+	[ "$n" = "$want" ] || echo "$n routes, $want paths"
+	while read -r node nic rnode rnic hops reached; do
+		want_r=$(expect_route "${node#n}" "${rnode#n}" "${nic#rail}")
+		[ "$nic" = "$rnic" ] && [ "$hops" = "$want_r" ] && [ "$reached" = t ] ||
+			echo "$node/$nic -> $rnode/$rnic: $hops reached=$reached, expected $want_r"
+	done <"$1"
+}
+wrong=$(routes_wrong "$S/routes")
 n=$(wc -l <"$S/routes")
-wrong=$([ "$n" = "$want" ] || echo "$n routes, $want paths"
-while read -r node nic rnode rnic hops reached; do
-	want=$(expect_route "${node#n}" "${rnode#n}" "${nic#rail}")
-	[ "$nic" = "$rnic" ] && [ "$hops" = "$want" ] && [ "$reached" = t ] ||
-		echo "$node/$nic -> $rnode/$rnic: $hops reached=$reached, expected $want"
-done <"$S/routes")
 is "$wrong" "" "every route is the testbed's: leaf, the spine its ECMP hash picks, far leaf ($n routes)"
 diag "spines crossed: $(awk '{ print $5 }' "$S/routes" | grep -o '198\.18\.[0-9]*\.[0-9]*' | sort | uniq -c | xargs)"
 
@@ -110,18 +107,25 @@ is "$(grep '^diff ' <<<"$got" | grep -vc '^diff link_not_seen')/$(grep -c '^diff
 	"0/$((LEAVES * SPINES - $(wc -w <<<"$crossed")))" \
 	"differences from the expected topology: none but the links no probe crosses" || diag "$(grep '^diff ' <<<"$got")"
 
-# No route changes on a fabric that did not change, and one when it does:
-# a leaf-spine link down re-routes every path that crossed it.
+# No route changes on a fabric that did not change; when a leaf-spine link
+# goes down, every path that crossed it changes route (and others too:
+# dropping a next hop re-hashes a leaf's flows over the spines left), and
+# the routes are again the testbed's, none over that link.
 is "$(psql_ctl "select count(*) from fabriciq.route_changes")" 0 "no route change while nothing changed"
 # the first leaf-spine link a route crosses from its leaf (198.18.(100+L).(2S-1): spine S's side)
 addr=$(grep -o '198\.18\.[0-9]*\.[0-9]*[13579]\b' "$S/routes" | head -1)
 L=$(($(cut -d. -f3 <<<"$addr") - 100)) SP=$((($(cut -d. -f4 <<<"$addr") + 1) / 2))
 peer=${addr%.*}.$((${addr##*.} - 1)) # leaf L's side: the paths into leaf L over spine SP
-moved=$(grep -cE "(${addr//./\\.}|${peer//./\\.})[,}]" "$S/routes")
+grep -E "(${addr//./\\.}|${peer//./\\.})[,}]" "$S/routes" | awk '{ print $1 "|" $2 "|" $3 "|" $4 }' | sort >"$S/crossing"
+crossing_sql="select count(*) from fabriciq.path_routes_current where '$addr'::inet = any(hops) or '$peer'::inet = any(hops)"
 tb link down "leaf$L-spine$SP"
-sleep 15
-psql_ctl "select node, nic, remote_node, remote_nic from fabriciq.route_changes" >"$S/changes"
+t0=$(date +%s%N)
+while [ $(($(date +%s%N) - t0)) -lt 45000000000 ] && [ "$(psql_ctl "$crossing_sql")" != 0 ]; do sleep 0.5; done
+took=$((($(date +%s%N) - t0) / 1000000))
+sleep 6 # one more trace interval: the re-hashed paths' new routes
+wrong=$(routes_wrong "$S/routes-after")
+psql_ctl "select distinct node, nic, remote_node, remote_nic from fabriciq.route_changes" | sort >"$S/changes"
 tb link up "leaf$L-spine$SP"
-is "$(wc -l <"$S/changes")/$(psql_ctl "select count(*) from fabriciq.path_routes_current where '$addr'::inet = any(hops) or '$peer'::inet = any(hops)")" \
-	"$moved/0" "leaf$L-spine$SP down: the $moved paths that crossed it changed route, none crosses it now" ||
-	diag "$(cat "$S/changes")"
+is "$(comm -23 "$S/crossing" "$S/changes" | wc -l)/$(psql_ctl "$crossing_sql")/$wrong" "0/0/" \
+	"leaf$L-spine$SP down: the $(wc -l <"$S/crossing") paths that crossed it changed route (none crosses it $took ms after), $(wc -l <"$S/changes") changed in all, every route the testbed's" ||
+	diag "not changed: $(comm -23 "$S/crossing" "$S/changes" | xargs)"

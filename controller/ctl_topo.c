@@ -1,0 +1,185 @@
+/*
+ * ctl_topo: the controller's side of the topology (controller/topology.h):
+ * the paths' routes as the agents send them (PathTrace, one per directed
+ * NIC pair, the latest kept), the fabric inferred from them once they
+ * changed (at most every TOPO_EVERY_NS, on the loop: linear in the routes,
+ * about 8 us a route), and each path's route as components handed to the
+ * detector, which blames delayed paths on the component they share
+ * (controller/detector_locate.c). Switch names come from the site's
+ * expected topology (controller.topology_file) when there is one.
+ */
+#include "controller/ctl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+#include "controller/topology.h"
+
+#define TOPO_EVERY_NS (2 * 1000000000LL)
+#define MAX_ROUTES    (1u << 18)
+#define SEP           '\x1f' /* between the names of a route's key */
+
+/* The route's value: "R" (reached) or "-", then each hop after a ','. */
+void ctl_route(struct ctl *c, const char *node, const Fabriciq__PathTrace *t)
+{
+	char key[512], *v;
+	size_t len = 2, n = 0;
+	struct fq_strmap_entry *e;
+
+	if (!*t->local_nic || !*t->remote_node || !*t->remote_nic || t->n_hops > FQ_TOPO_MAX_HOPS)
+		return;
+	if ((size_t)snprintf(key, sizeof(key), "%s%c%s%c%s%c%s", node, SEP, t->local_nic, SEP, t->remote_node,
+			     SEP, t->remote_nic) >= sizeof(key))
+		return;
+	for (size_t i = 0; i < t->n_hops; i++)
+		len += strlen(t->hops[i]) + 1;
+	if (!(v = malloc(len)))
+		return;
+	v[n++] = t->reached ? 'R' : '-';
+	for (size_t i = 0; i < t->n_hops; i++)
+		n += (size_t)sprintf(v + n, ",%s", t->hops[i]);
+	v[n] = 0;
+	if (c->routes.count >= MAX_ROUTES && !fq_strmap_get(&c->routes, key)) {
+		free(v);
+		return;
+	}
+	if (!(e = fq_strmap_upsert(&c->routes, key))) {
+		free(v);
+		return;
+	}
+	if (e->value && strcmp(e->value, v) == 0) {
+		free(v);
+		return; /* a resend: nothing new */
+	}
+	free(e->value);
+	e->value = v;
+	c->routes_dirty = true;
+}
+
+struct traces {
+	struct fq_topo_trace *t;
+	char **keys; /* each route's key and value, split in place: owned */
+	const char **hops;
+	size_t n, nhops;
+};
+
+/* One route into tr: its key's names and its value's hops, split in copies. */
+static void add_trace(struct fq_strmap_entry *e, void *arg)
+{
+	struct traces *tr = arg;
+	struct fq_topo_trace *t = &tr->t[tr->n];
+	char *k = strdup(e->key), *v = strdup(e->value), *names[4], *s;
+	size_t i = 0;
+
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return;
+	}
+	for (s = k; i < 4; s++) {
+		names[i++] = s;
+		if (!(s = strchr(s, SEP)))
+			break;
+		*s = 0;
+	}
+	if (i < 4) {
+		free(k);
+		free(v);
+		return;
+	}
+	tr->keys[2 * tr->n] = k;
+	tr->keys[2 * tr->n + 1] = v;
+	*t = (struct fq_topo_trace){.node = names[0], .nic = names[1], .remote_node = names[2],
+				    .remote_nic = names[3], .reached = v[0] == 'R', .hops = tr->hops + tr->nhops};
+	for (s = strchr(v, ','); s; s = strchr(s, ',')) {
+		*s++ = 0;
+		tr->hops[tr->nhops++] = s;
+	}
+	t->n_hops = (size_t)(tr->hops + tr->nhops - t->hops);
+	tr->n++;
+}
+
+/* The expected topology's names (a failure to read it is said once per change). */
+static struct fq_topo_decl *expected(struct ctl *c)
+{
+	struct fq_topo_decl *decl = NULL;
+	char err[256] = "", *text;
+	FILE *f;
+	size_t n;
+
+	if (!*c->cfg.topology_file)
+		return NULL;
+	if (!(f = fopen(c->cfg.topology_file, "re"))) {
+		fq_log_rl(FQ_LOG_WARN, "controller.topology_file %s: %s", c->cfg.topology_file, strerror(errno));
+		return NULL;
+	}
+	text = malloc(FQ_TOPO_DECL_MAX_BYTES + 1);
+	n = text ? fread(text, 1, FQ_TOPO_DECL_MAX_BYTES + 1, f) : 0;
+	fclose(f);
+	if (text && n <= FQ_TOPO_DECL_MAX_BYTES && fq_topo_decl_parse(text, n, &decl, err, sizeof(err)) < 0)
+		fq_log_rl(FQ_LOG_WARN, "controller.topology_file %s: %s", c->cfg.topology_file, err);
+	free(text);
+	return decl;
+}
+
+/* Has the expected topology file changed (or come, or gone) since it was read? */
+static bool expected_changed(struct ctl *c)
+{
+	struct stat st;
+	int64_t stamp = 0;
+
+	if (*c->cfg.topology_file && stat(c->cfg.topology_file, &st) == 0)
+		stamp = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec + st.st_size;
+	if (stamp == c->topo_file_stamp)
+		return false;
+	c->topo_file_stamp = stamp;
+	return true;
+}
+
+void ctl_topology_round(struct ctl *c, int64_t now)
+{
+	struct traces tr = {0};
+	struct fq_topo_decl *decl;
+	struct fq_topo *topo = NULL;
+	size_t nh = 0;
+
+	if (expected_changed(c))
+		c->routes_dirty = true; /* its names are the switches' */
+	if (!c->routes_dirty || !c->routes.count || now - c->topo_built_ns < TOPO_EVERY_NS)
+		return;
+	c->routes_dirty = false;
+	c->topo_built_ns = now;
+	nh = c->routes.count * (FQ_TOPO_MAX_HOPS + 1);
+	tr.t = calloc(c->routes.count + 1, sizeof(*tr.t));
+	tr.keys = calloc(2 * c->routes.count + 2, sizeof(*tr.keys));
+	tr.hops = calloc(nh + 1, sizeof(*tr.hops));
+	if (tr.t && tr.keys && tr.hops) {
+		fq_strmap_each(&c->routes, add_trace, &tr);
+		decl = expected(c);
+		if (fq_topo_build(tr.t, tr.n, decl, NULL, &topo) < 0)
+			fq_log_rl(FQ_LOG_WARN, "topology: cannot build it from %zu routes: out of memory", tr.n);
+		fq_topo_decl_free(decl);
+	}
+	for (size_t i = 0; topo && i < fq_topo_path_count(topo); i++) {
+		const struct fq_topo_path *p = fq_topo_path_at(topo, i);
+		const char *names[FQ_TOPO_MAX_HOPS * 2 + 4];
+		size_t n = 0;
+
+		for (size_t j = 0; j < p->n_route && n < sizeof(names) / sizeof(names[0]); j++)
+			names[n++] = p->route[j].name;
+		fq_detector_route(c->det, p->node, p->nic, p->remote_node, p->remote_nic, names, n, now);
+	}
+	if (topo)
+		fq_info("topology: %zu switches, %zu links, %zu routes", fq_topo_switch_count(topo),
+			fq_topo_link_count(topo), tr.n);
+	fq_topo_destroy(topo);
+	for (size_t i = 0; tr.keys && i < 2 * tr.n; i++)
+		free(tr.keys[i]);
+	free(tr.t);
+	free(tr.keys);
+	free(tr.hops);
+}

@@ -1,0 +1,256 @@
+/*
+ * detector_locate: the paths' routes and the fabric component that many
+ * delayed paths share (detector_int.h).
+ *
+ * Network tomography over the probe mesh: each directed NIC pair's probes
+ * take one route (controller/topology.h gives its components in order),
+ * and each report window says whether that direction was delayed. A
+ * component that the delayed paths cross and the healthy ones do not is
+ * where the queue is. Each tick, over the paths with a route and a window
+ * in the last RECENT_NS:
+ *   - candidates are the switches and switch-to-switch links on the routes
+ *     of the delayed paths (a NIC and its cable are the NIC rules' to
+ *     judge: slow_sender, slow_receiver, link_down; delayed paths that all
+ *     share one end NIC are left to them);
+ *   - each candidate's delayed paths through it (bad) and healthy ones
+ *     through it (good); the one with the most bad paths is blamed, ties
+ *     going to the higher share bad / (bad + good), so a link wins over
+ *     the spine it hangs off when only its paths are slow;
+ *   - it must explain at least half the delayed paths (coverage) with at
+ *     least LOCATE_MIN_SHARE of the paths through it delayed, over at least
+ *     locate_min_paths delayed paths; confidence = coverage x share;
+ *   - candidates that explain the same paths as well are named as the
+ *     ambiguity ("ambiguous between leaf1~spine3 and spine3").
+ * The blamed component opens (or extends) a fabric_delay anomaly; the
+ * path_delay anomalies of delayed paths through it, and the lane outliers
+ * of lanes on them, are its members, and it is attached to the steps
+ * whose lanes' NIC pairs are routed through it.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/detector_int.h"
+
+#define MAX_ROUTE         32
+#define MAX_CAND          256
+#define RECENT_NS         (5 * 1000000000LL)
+#define LOCATE_MIN_SHARE  0.6
+#define LOCATE_MIN_COVER  0.5
+#define AMBIGUOUS_EPSILON 0.02
+
+/* A copy of s with what copy_name would replace replaced (names go into
+ * summaries and JSON evidence unescaped). */
+static char *name_dup(const char *s)
+{
+	size_t n = strnlen(s, 127);
+	char *d = malloc(n + 1);
+
+	if (d)
+		copy_name(d, n + 1, s);
+	return d;
+}
+
+void fq_detector_route(struct fq_detector *d, const char *node, const char *nic, const char *remote_node,
+		       const char *remote_nic, const char *const *comps, size_t n, int64_t now_ns)
+{
+	struct path_key k;
+	struct path_ent *p;
+	char **route = NULL;
+	size_t m = 0;
+
+	if (!d)
+		return;
+	if (!has(node) || !has(nic) || !has(remote_node) || !has(remote_nic) || (n && !comps)) {
+		d->rejected_inputs++;
+		return;
+	}
+	nic_key_set(&k.src, node, nic);
+	nic_key_set(&k.dst, remote_node, remote_nic);
+	if (!(p = (struct path_ent *)fq_captab_get(&d->paths, &k, now_ns, true, NULL)))
+		return;
+	if (n > MAX_ROUTE)
+		n = MAX_ROUTE;
+	if (n && !(route = calloc(n, sizeof(*route))))
+		return;
+	for (; m < n; m++)
+		if (!comps[m] || !(route[m] = name_dup(comps[m])))
+			break;
+	for (size_t i = 0; i < p->nroute; i++)
+		free(p->route[i]);
+	free(p->route);
+	p->route = route;
+	p->nroute = m;
+}
+
+bool det_route_crosses(const struct path_ent *p, const char *comp)
+{
+	for (size_t i = 0; i < p->nroute; i++)
+		if (strcmp(p->route[i], comp) == 0)
+			return true;
+	return false;
+}
+
+struct anom_ent *det_fabric_incident(struct fq_detector *d, const struct path_ent *p)
+{
+	if (!p->elevated)
+		return NULL; /* its probes saw no delay: not the component's doing */
+	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
+	{
+		if (a->k.kind == K_FABRIC_DELAY && det_route_crosses(p, a->k.a.node))
+			return a;
+	}
+	return NULL;
+}
+
+/* A switch ("spine3") or a switch-to-switch link ("leaf1~spine3"): not a
+ * NIC ("n1/rail0") nor a host link ("n1/rail0~leaf1"). */
+static bool fabric_component(const char *c)
+{
+	return !strchr(c, '/');
+}
+
+struct cand {
+	const char *name;
+	unsigned bad, good;
+	int64_t start_ns; /* the earliest delay streak among its bad paths */
+};
+
+static double share(const struct cand *c)
+{
+	return c->bad + c->good ? (double)c->bad / (double)(c->bad + c->good) : 0;
+}
+
+static bool usable(const struct path_ent *p, int64_t now)
+{
+	return p->nroute && p->tail_ns > 0 && !older_than(now, p->last_end_ns, RECENT_NS);
+}
+
+/* The candidates (fabric components on delayed paths' routes) into c;
+ * how many delayed paths there are. *one_end: they all share one end NIC. */
+static unsigned gather(struct fq_detector *d, int64_t now, struct cand *c, size_t *nc, bool *one_end)
+{
+	const struct path_ent *first = NULL;
+	bool same_src = true, same_dst = true;
+	unsigned bad = 0;
+
+	*nc = 0;
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		if (!usable(p, now) || !p->elevated)
+			continue;
+		bad++;
+		if (!first)
+			first = p;
+		same_src = same_src && nic_eq(&p->k.src, &first->k.src);
+		same_dst = same_dst && nic_eq(&p->k.dst, &first->k.dst);
+		for (size_t i = 0; i < p->nroute; i++) {
+			size_t j = 0;
+
+			if (!fabric_component(p->route[i]))
+				continue;
+			while (j < *nc && strcmp(c[j].name, p->route[i]))
+				j++;
+			if (j == *nc && *nc < MAX_CAND)
+				c[(*nc)++] = (struct cand){.name = p->route[i], .start_ns = INT64_MAX};
+		}
+	}
+	*one_end = bad > 1 && (same_src || same_dst);
+	return bad;
+}
+
+static void count(struct fq_detector *d, int64_t now, struct cand *c, size_t nc)
+{
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		if (!usable(p, now))
+			continue;
+		for (size_t j = 0; j < nc; j++) {
+			if (!det_route_crosses(p, c[j].name))
+				continue;
+			if (p->elevated) {
+				c[j].bad++;
+				if (p->streak_start && p->streak_start < c[j].start_ns)
+					c[j].start_ns = p->streak_start;
+			} else {
+				c[j].good++;
+			}
+		}
+	}
+}
+
+/* Opens or extends the component's anomaly; makes the delayed paths' open
+ * path_delay anomalies through it its members. */
+static void blame(struct fq_detector *d, const struct cand *b, unsigned total, const char *ambiguous,
+		  int64_t now)
+{
+	char summary[512], evidence[768], paths[400] = "";
+	double cover = (double)b->bad / total, conf = cover * share(b);
+	struct nic_key place;
+	struct anom_ent *a;
+	size_t n = 0, listed = 0;
+
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		if (listed < 6 && usable(p, now) && p->elevated && det_route_crosses(p, b->name) &&
+		    n + 140 < sizeof(paths)) {
+			n += (size_t)snprintf(paths + n, sizeof(paths) - n, "%s\"%s/%s->%s/%s\"", listed ? "," : "",
+					      p->k.src.node, p->k.src.nic, p->k.dst.node, p->k.dst.nic);
+			listed++;
+		}
+	}
+	snprintf(summary, sizeof(summary),
+		 "%s congested: %u delayed paths cross it, %u through it are not delayed, %u delayed "
+		 "elsewhere (confidence %.2f%s%s)",
+		 b->name, b->bad, b->good, total - b->bad, conf, *ambiguous ? "; ambiguous with " : "", ambiguous);
+	snprintf(evidence, sizeof(evidence),
+		 "{\"component\":\"%s\",\"confidence\":%.3f,\"delayed_through\":%u,\"normal_through\":%u,"
+		 "\"delayed_elsewhere\":%u,\"coverage\":%.3f,\"share\":%.3f,\"ambiguous_with\":\"%s\","
+		 "\"delayed_paths\":[%s]}",
+		 b->name, conf, b->bad, b->good, total - b->bad, cover, share(b), ambiguous, paths);
+	memset(&place, 0, sizeof(place));
+	copy_name(place.node, sizeof(place.node), b->name);
+	a = det_anom_evidence(d, K_FABRIC_DELAY, SEV_WARNING, &place, NULL,
+			      b->start_ns != INT64_MAX ? b->start_ns : now, now, summary, evidence, NULL);
+	if (!a)
+		return;
+	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, m, nx2)
+	{
+		struct path_key pk = {m->k.a, m->k.b};
+		const struct path_ent *p;
+
+		if ((m->k.kind != K_PATH_DELAY && m->k.kind != K_LANE_OUTLIER) || m->incident ||
+		    !(p = (const struct path_ent *)fq_captab_find(&d->paths, &pk)) || !p->elevated ||
+		    !det_route_crosses(p, b->name))
+			continue;
+		m->incident = a->handle;
+		det_push(d, &(struct fq_det_action){.kind = FQ_DET_MEMBER, .handle = m->handle, .incident = a->handle});
+	}
+}
+
+void det_locate(struct fq_detector *d, int64_t now)
+{
+	struct cand *c = d->locate_scratch, *best = NULL;
+	char ambiguous[256] = "";
+	size_t nc, n = 0;
+	bool one_end;
+	unsigned total;
+
+	if (!c && !(c = d->locate_scratch = malloc(MAX_CAND * sizeof(*c))))
+		return;
+	total = gather(d, now, c, &nc, &one_end);
+	if (total < d->c.locate_min_paths || one_end || !nc)
+		return;
+	count(d, now, c, nc);
+	for (size_t j = 0; j < nc; j++)
+		if (!best || c[j].bad > best->bad || (c[j].bad == best->bad && share(&c[j]) > share(best)))
+			best = &c[j];
+	if ((double)best->bad < LOCATE_MIN_COVER * total || share(best) < LOCATE_MIN_SHARE)
+		return; /* no one component explains them: several faults, or none in the fabric */
+	for (size_t j = 0; j < nc; j++)
+		if (&c[j] != best && c[j].bad == best->bad && share(best) - share(&c[j]) < AMBIGUOUS_EPSILON &&
+		    n + 70 < sizeof(ambiguous))
+			n += (size_t)snprintf(ambiguous + n, sizeof(ambiguous) - n, "%s%s", n ? ", " : "", c[j].name);
+	blame(d, best, total, ambiguous, now);
+}
