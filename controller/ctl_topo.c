@@ -93,8 +93,12 @@ static void add_trace(struct fq_strmap_entry *e, void *arg)
 	}
 	tr->keys[2 * tr->n] = k;
 	tr->keys[2 * tr->n + 1] = v;
-	*t = (struct fq_topo_trace){.node = names[0], .nic = names[1], .remote_node = names[2],
-				    .remote_nic = names[3], .reached = v[0] == 'R', .hops = tr->hops + tr->nhops};
+	*t = (struct fq_topo_trace){.node = names[0],
+				    .nic = names[1],
+				    .remote_node = names[2],
+				    .remote_nic = names[3],
+				    .reached = v[0] == 'R',
+				    .hops = tr->hops + tr->nhops};
 	for (s = strchr(v, ','); s; s = strchr(s, ',')) {
 		*s++ = 0;
 		tr->hops[tr->nhops++] = s;
@@ -114,7 +118,8 @@ static struct fq_topo_decl *expected(struct ctl *c)
 	if (!*c->cfg.topology_file)
 		return NULL;
 	if (!(f = fopen(c->cfg.topology_file, "re"))) {
-		fq_log_rl(FQ_LOG_WARN, "controller.topology_file %s: %s", c->cfg.topology_file, strerror(errno));
+		fq_log_rl(FQ_LOG_WARN, "controller.topology_file %s: %s", c->cfg.topology_file,
+			  strerror(errno));
 		return NULL;
 	}
 	text = malloc(FQ_TOPO_DECL_MAX_BYTES + 1);
@@ -161,7 +166,8 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 		fq_strmap_each(&c->routes, add_trace, &tr);
 		decl = expected(c);
 		if (fq_topo_build(tr.t, tr.n, decl, NULL, &topo) < 0)
-			fq_log_rl(FQ_LOG_WARN, "topology: cannot build it from %zu routes: out of memory", tr.n);
+			fq_log_rl(FQ_LOG_WARN, "topology: cannot build it from %zu routes: out of memory",
+				  tr.n);
 		fq_topo_decl_free(decl);
 	}
 	for (size_t i = 0; topo && i < fq_topo_path_count(topo); i++) {

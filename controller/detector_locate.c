@@ -195,15 +195,17 @@ static void blame(struct fq_detector *d, const struct cand *b, unsigned total, c
 	{
 		if (listed < 6 && usable(p, now) && p->elevated && det_route_crosses(p, b->name) &&
 		    n + 140 < sizeof(paths)) {
-			n += (size_t)snprintf(paths + n, sizeof(paths) - n, "%s\"%s/%s->%s/%s\"", listed ? "," : "",
-					      p->k.src.node, p->k.src.nic, p->k.dst.node, p->k.dst.nic);
+			n += (size_t)snprintf(paths + n, sizeof(paths) - n, "%s\"%s/%s->%s/%s\"",
+					      listed ? "," : "", p->k.src.node, p->k.src.nic, p->k.dst.node,
+					      p->k.dst.nic);
 			listed++;
 		}
 	}
 	snprintf(summary, sizeof(summary),
 		 "%s congested: %u delayed paths cross it, %u through it are not delayed, %u delayed "
 		 "elsewhere (confidence %.2f%s%s)",
-		 b->name, b->bad, b->good, total - b->bad, conf, *ambiguous ? "; ambiguous with " : "", ambiguous);
+		 b->name, b->bad, b->good, total - b->bad, conf, *ambiguous ? "; ambiguous with " : "",
+		 ambiguous);
 	snprintf(evidence, sizeof(evidence),
 		 "{\"component\":\"%s\",\"confidence\":%.3f,\"delayed_through\":%u,\"normal_through\":%u,"
 		 "\"delayed_elsewhere\":%u,\"coverage\":%.3f,\"share\":%.3f,\"ambiguous_with\":\"%s\","
@@ -225,7 +227,8 @@ static void blame(struct fq_detector *d, const struct cand *b, unsigned total, c
 		    !det_route_crosses(p, b->name))
 			continue;
 		m->incident = a->handle;
-		det_push(d, &(struct fq_det_action){.kind = FQ_DET_MEMBER, .handle = m->handle, .incident = a->handle});
+		det_push(d, &(struct fq_det_action){
+				.kind = FQ_DET_MEMBER, .handle = m->handle, .incident = a->handle});
 	}
 }
 
@@ -249,8 +252,9 @@ void det_locate(struct fq_detector *d, int64_t now)
 	if ((double)best->bad < LOCATE_MIN_COVER * total || share(best) < LOCATE_MIN_SHARE)
 		return; /* no one component explains them: several faults, or none in the fabric */
 	for (size_t j = 0; j < nc; j++)
-		if (&c[j] != best && c[j].bad == best->bad && share(best) - share(&c[j]) < AMBIGUOUS_EPSILON &&
-		    n + 70 < sizeof(ambiguous))
-			n += (size_t)snprintf(ambiguous + n, sizeof(ambiguous) - n, "%s%s", n ? ", " : "", c[j].name);
+		if (&c[j] != best && c[j].bad == best->bad &&
+		    share(best) - share(&c[j]) < AMBIGUOUS_EPSILON && n + 70 < sizeof(ambiguous))
+			n += (size_t)snprintf(ambiguous + n, sizeof(ambiguous) - n, "%s%s", n ? ", " : "",
+					      c[j].name);
 	blame(d, best, total, ambiguous, now);
 }

@@ -39,6 +39,7 @@ void collect(struct fq_detector *d)
 		cp(r->summary, sizeof(r->summary), a.summary);
 		cp(r->evidence, sizeof(r->evidence), a.evidence_json);
 		cp(r->reason, sizeof(r->reason), a.reason);
+		cp(r->component, sizeof(r->component), a.component);
 	}
 }
 

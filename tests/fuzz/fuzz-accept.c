@@ -80,9 +80,9 @@ static void quiet(int level, unsigned long flags, const char *file, int line, co
  * port alone could be the same for two of them, the first closed. */
 struct record {
 	char addr[32]; /* the connector's "ADDR:PORT", its address its own */
-	int target;     /* 0..LISTENERS-1: that listener; -1: the rejoin port */
+	int target;    /* 0..LISTENERS-1: that listener; -1: the rejoin port */
 	uint8_t hello[FQN_HELLO_SIZE];
-	size_t sent;    /* bytes of hello sent */
+	size_t sent; /* bytes of hello sent */
 	int has_hello;
 };
 

@@ -1,0 +1,240 @@
+/*
+ * test-detector-locate: delayed paths blamed on the fabric component they
+ * share (controller/detector_locate.c). A model fabric: 8 hosts with one
+ * rail on 4 leaves (2 each) and 3 spines, every directed pair's route as
+ * the controller's topology gives it (the spine by a fixed hash of the
+ * pair, as ECMP's); probe windows every second, one fault at a time:
+ *   - spine2 congested: every path over it delayed -> spine2, each
+ *     path_delay a member, the steps whose NIC pairs cross it attached;
+ *   - one link (leaf1~spine2) congested -> that link, not the spine or
+ *     the leaf it hangs off;
+ *   - every path into one NIC delayed (a slow receiver) -> no fabric blame;
+ *   - two delayed paths, no common component -> none;
+ *   - the congestion gone -> the incident closes.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/controller/det-fixture.h"
+#include "tests/unit/tap.h"
+
+#define HOSTS  8
+#define LEAVES 4
+#define SPINES 3
+
+static int leaf_of(int i)
+{
+	return (i - 1) / 2 + 1;
+}
+
+static int spine_of(int i, int j)
+{
+	return (i * 7 + j * 3) % SPINES + 1;
+}
+
+/* The route of ni/rail0 -> nj/rail0, as topology.h names components. */
+static size_t route(int i, int j, char names[9][32], const char *comps[9])
+{
+	int a = leaf_of(i), b = leaf_of(j), s = spine_of(i, j);
+	size_t n = 0;
+
+	snprintf(names[n++], 32, "n%d/rail0", i);
+	snprintf(names[n++], 32, "n%d/rail0~leaf%d", i, a);
+	snprintf(names[n++], 32, "leaf%d", a);
+	if (a != b) {
+		snprintf(names[n++], 32, "leaf%d~spine%d", a, s);
+		snprintf(names[n++], 32, "spine%d", s);
+		snprintf(names[n++], 32, "leaf%d~spine%d", b, s);
+		snprintf(names[n++], 32, "leaf%d", b);
+	}
+	snprintf(names[n++], 32, "n%d/rail0~leaf%d", j, b);
+	snprintf(names[n++], 32, "n%d/rail0", j);
+	for (size_t k = 0; k < n; k++)
+		comps[k] = names[k];
+	return n;
+}
+
+static void routes(struct fq_detector *d)
+{
+	for (int i = 1; i <= HOSTS; i++)
+		for (int j = 1; j <= HOSTS; j++) {
+			char names[9][32], ni[8], nj[8];
+			const char *comps[9];
+			size_t n;
+
+			if (i == j)
+				continue;
+			n = route(i, j, names, comps);
+			snprintf(ni, sizeof(ni), "n%d", i);
+			snprintf(nj, sizeof(nj), "n%d", j);
+			fq_detector_route(d, ni, "rail0", nj, "rail0", comps, n, S(0));
+		}
+}
+
+typedef bool (*delayed_fn)(int i, int j);
+
+/* One window [t-1, t] of every directed pair (n_i reports i -> j forward),
+ * 2000 us where delayed says, else 20 us; then the tick. */
+static void second(struct fq_detector *d, int t, delayed_fn delayed)
+{
+	for (int i = 1; i <= HOSTS; i++)
+		for (int j = i + 1; j <= HOSTS; j++) {
+			char ni[8], nj[8];
+			struct fq_det_probe p = {.nic = "rail0",
+						 .remote_nic = "rail0",
+						 .start_ns = S(t - 1),
+						 .end_ns = S(t),
+						 .sent = 50,
+						 .answered = 50,
+						 .up = true};
+			double fwd = delayed && delayed(i, j) ? 2000 : 20, rev = delayed && delayed(j, i) ? 2000 : 20;
+
+			snprintf(ni, sizeof(ni), "n%d", i);
+			snprintf(nj, sizeof(nj), "n%d", j);
+			p.node = ni, p.remote_node = nj;
+			p.owd_fwd_p50_ns = US(fwd), p.owd_fwd_p90_ns = US(fwd), p.owd_fwd_p99_ns = US(fwd);
+			p.owd_rev_p50_ns = US(rev), p.owd_rev_p90_ns = US(rev), p.owd_rev_p99_ns = US(rev);
+			fq_detector_probe(d, &p);
+		}
+	fq_detector_tick(d, S(t) + 1);
+	collect(d);
+}
+
+static bool via_spine2(int i, int j)
+{
+	return leaf_of(i) != leaf_of(j) && spine_of(i, j) == 2;
+}
+
+static bool via_leaf1_spine2(int i, int j)
+{
+	return via_spine2(i, j) && (leaf_of(i) == 1 || leaf_of(j) == 1);
+}
+
+static bool into_n3(int i, int j)
+{
+	(void)i;
+	return j == 3;
+}
+
+static bool two_apart(int i, int j)
+{
+	return (i == 1 && j == 2) || (i == 7 && j == 8);
+}
+
+static unsigned count_delayed(delayed_fn f)
+{
+	unsigned n = 0;
+
+	for (int i = 1; i <= HOSTS; i++)
+		for (int j = 1; j <= HOSTS; j++)
+			n += i != j && f(i, j);
+	return n;
+}
+
+/* Every path_delay opened is a member of incident: at its OPEN or by a MEMBER. */
+static size_t members(uint64_t incident)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nrecs; i++) {
+		const struct rec *r = &recs[i];
+
+		if (r->kind == FQ_DET_OPEN && !strcmp(r->akind, "path_delay"))
+			for (size_t k = 0; k < nrecs; k++)
+				if ((k == i && r->incident == incident) ||
+				    (recs[k].kind == FQ_DET_MEMBER && recs[k].handle == r->handle &&
+				     recs[k].incident == incident)) {
+					n++;
+					break;
+				}
+	}
+	return n;
+}
+
+static struct fq_detector *fabric(void)
+{
+	struct fq_detector *d = make();
+
+	reset();
+	routes(d);
+	for (int t = 1; t <= 8; t++) /* the paths' baselines */
+		second(d, t, NULL);
+	return d;
+}
+
+static void test_spine(void)
+{
+	struct fq_detector *d = fabric();
+	const struct rec *o;
+	unsigned want = count_delayed(via_spine2);
+
+	is_int(count(FQ_DET_OPEN, NULL), 0, "8 s of a healthy fabric: no anomaly");
+	/* a lane of job 7 n1 -> n5 (routed over spine2) and one of job 9 n2 -> n5 (over spine3) */
+	ok(via_spine2(1, 5) && !via_spine2(2, 5), "the model's routes for the lanes below");
+	lane(d, 7, 0, 1, 0, "n1", "rail0", "n5", "rail0", 9, 20, 30);
+	lane(d, 9, 0, 1, 0, "n2", "rail0", "n5", "rail0", 9, 20, 30);
+	for (int t = 9; t <= 14; t++)
+		second(d, t, via_spine2);
+	is_int(count(FQ_DET_OPEN, "fabric_delay"), 1, "spine2 congested: one fabric_delay");
+	o = find_open("fabric_delay", NULL, NULL);
+	if (!o)
+		o = &recs[0];
+	is_str(o->component, "spine2", "blamed on spine2");
+	is_str(o->node, "", "no node: a component");
+	like(o->summary, "spine2 congested: ", "summary names it");
+	like(o->evidence, "\"normal_through\":0", "evidence: no path through it healthy");
+	is_int(count(FQ_DET_OPEN, "path_delay"), want, "a path_delay per delayed direction");
+	is_int(members(o->handle), want, "every one of them a member of spine2's incident");
+	ok(attached(o->handle, 7, 0) >= 0, "job 7 (its lane's NIC pair routed over spine2) attached");
+	ok(attached(o->handle, 9, 0) < 0, "job 9 (routed over spine3) not");
+	for (int t = 15; t <= 50; t++)
+		second(d, t, NULL);
+	is_int(count(FQ_DET_OPEN, "fabric_delay"), 1, "still one after it is gone");
+	ok(find_kind(FQ_DET_CLOSE, o->handle) != NULL, "closed once the delays stopped");
+	fq_detector_destroy(d);
+}
+
+static void test_link(void)
+{
+	struct fq_detector *d = fabric();
+	const struct rec *o;
+
+	for (int t = 9; t <= 14; t++)
+		second(d, t, via_leaf1_spine2);
+	is_int(count(FQ_DET_OPEN, "fabric_delay"), 1, "one link congested: one fabric_delay");
+	o = find_open("fabric_delay", NULL, NULL);
+	if (!o)
+		o = &recs[0];
+	is_str(o->component, "leaf1~spine2", "blamed on the link, not spine2 nor leaf1");
+	is_int(members(o->handle), count_delayed(via_leaf1_spine2), "every delayed path its member");
+	fq_detector_destroy(d);
+}
+
+static void test_not_fabric(void)
+{
+	struct fq_detector *d = fabric();
+
+	for (int t = 9; t <= 14; t++)
+		second(d, t, into_n3);
+	is_int(count(FQ_DET_OPEN, "path_delay"), HOSTS - 1, "every path into n3 delayed");
+	is_int(count(FQ_DET_OPEN, "fabric_delay"), 0, "one NIC's paths: the NIC rules', no fabric blame");
+	fq_detector_destroy(d);
+
+	d = fabric();
+	for (int t = 9; t <= 14; t++)
+		second(d, t, two_apart);
+	is_int(count(FQ_DET_OPEN, "path_delay"), 2, "two delayed paths on two leaves");
+	is_int(count(FQ_DET_OPEN, "fabric_delay"), 0, "fewer than 3, nothing shared: no blame");
+	fq_detector_destroy(d);
+}
+
+int main(void)
+{
+	test_spine();
+	test_link();
+	test_not_fabric();
+	return done_testing();
+}
