@@ -36,48 +36,6 @@ static const char changes_sql[] =
 			  " from fabriciq.route_changes c where c.time > now() - interval '1 day'"
 			  " order by c.time desc limit 100) x";
 
-/* The expected topology from path into *out (NULL: none set). 0, or
- * < 0 with why filled. */
-static int read_expected(const char *path, struct fq_topo_decl **out, char *why, size_t len)
-{
-	FILE *f;
-	char *text;
-	size_t n;
-	int rc;
-
-	*out = NULL;
-	if (!path)
-		return 0;
-	f = fopen(path, "re");
-	if (!f) {
-		rc = -errno;
-		snprintf(why, len, "%s: %s", path, strerror(errno));
-		return rc;
-	}
-	text = malloc(FQ_TOPO_DECL_MAX_BYTES + 1);
-	if (!text) {
-		fclose(f);
-		snprintf(why, len, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	n = fread(text, 1, FQ_TOPO_DECL_MAX_BYTES + 1, f);
-	fclose(f);
-	if (n > FQ_TOPO_DECL_MAX_BYTES) {
-		free(text);
-		snprintf(why, len, "%s: over %u bytes", path, FQ_TOPO_DECL_MAX_BYTES);
-		return -E2BIG;
-	}
-	{
-		char err[256] = "";
-
-		rc = fq_topo_decl_parse(text, n, out, err, sizeof(err));
-		if (rc < 0)
-			snprintf(why, len, "%s: %s", path, err);
-	}
-	free(text);
-	return rc;
-}
-
 static const char *jstr_or_empty(struct json_object *o, const char *key)
 {
 	struct json_object *v;
@@ -144,7 +102,7 @@ int api_get_topology(struct reply *rp, struct fq_db *db, struct fq_api_params *r
 		return api_db_fail(rp, db);
 	if (!routes)
 		routes = json_object_new_array();
-	if (read_expected(r->topology_file, &decl, why, sizeof(why)) < 0)
+	if (r->topology_file && fq_topo_decl_load(r->topology_file, &decl, why, sizeof(why)) < 0)
 		decl = NULL; /* the fabric as seen, with the file's error */
 	if (traces_of(routes, &traces, &hops) < 0 ||
 	    fq_topo_build(traces, json_object_array_length(routes), decl, NULL, &topo) < 0 ||

@@ -10,7 +10,6 @@
  */
 #include "controller/ctl.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,27 +106,14 @@ static void add_trace(struct fq_strmap_entry *e, void *arg)
 	tr->n++;
 }
 
-/* The expected topology's names (a failure to read it is said once per change). */
+/* The expected topology's names (a failure to read it is logged, rate-limited). */
 static struct fq_topo_decl *expected(struct ctl *c)
 {
 	struct fq_topo_decl *decl = NULL;
-	char err[256] = "", *text;
-	FILE *f;
-	size_t n;
+	char err[512];
 
-	if (!*c->cfg.topology_file)
-		return NULL;
-	if (!(f = fopen(c->cfg.topology_file, "re"))) {
-		fq_log_rl(FQ_LOG_WARN, "controller.topology_file %s: %s", c->cfg.topology_file,
-			  strerror(errno));
-		return NULL;
-	}
-	text = malloc(FQ_TOPO_DECL_MAX_BYTES + 1);
-	n = text ? fread(text, 1, FQ_TOPO_DECL_MAX_BYTES + 1, f) : 0;
-	fclose(f);
-	if (text && n <= FQ_TOPO_DECL_MAX_BYTES && fq_topo_decl_parse(text, n, &decl, err, sizeof(err)) < 0)
-		fq_log_rl(FQ_LOG_WARN, "controller.topology_file %s: %s", c->cfg.topology_file, err);
-	free(text);
+	if (*c->cfg.topology_file && fq_topo_decl_load(c->cfg.topology_file, &decl, err, sizeof(err)) < 0)
+		fq_log_rl(FQ_LOG_WARN, "controller.topology_file %s", err);
 	return decl;
 }
 

@@ -114,6 +114,10 @@ struct fq_topo_decl {
  * -E2BIG (over a limit, also with its line), -ENOMEM. */
 int fq_topo_decl_parse(const char *text, size_t len, struct fq_topo_decl **out, char *err, size_t errlen);
 void fq_topo_decl_free(struct fq_topo_decl *d);
+/* Read and parse the file at path (at most FQ_TOPO_DECL_MAX_BYTES). 0 and
+ * *out, or a negative errno with err "PATH: what is wrong" (-ENOENT...
+ * from opening it, -E2BIG, the parse's). */
+int fq_topo_decl_load(const char *path, struct fq_topo_decl **out, char *err, size_t errlen);
 
 struct fq_topo_opts {
 	int p2p_prefix; /* rule (c): 31 (the default, also for 0), 30, or -1 off */

@@ -282,3 +282,35 @@ void fq_topo_decl_free(struct fq_topo_decl *d)
 	free(d->links);
 	free(d);
 }
+
+int fq_topo_decl_load(const char *path, struct fq_topo_decl **out, char *err, size_t errlen)
+{
+	char why[256] = "", *text;
+	FILE *f;
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	if (!(f = fopen(path, "re"))) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return rc;
+	}
+	text = malloc(FQ_TOPO_DECL_MAX_BYTES + 1);
+	n = text ? fread(text, 1, FQ_TOPO_DECL_MAX_BYTES + 1, f) : 0;
+	fclose(f);
+	if (!text) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	if (n > FQ_TOPO_DECL_MAX_BYTES) {
+		free(text);
+		snprintf(err, errlen, "%s: over %u bytes", path, FQ_TOPO_DECL_MAX_BYTES);
+		return -E2BIG;
+	}
+	rc = fq_topo_decl_parse(text, n, out, why, sizeof(why));
+	free(text);
+	if (rc < 0)
+		snprintf(err, errlen, "%s: %s", path, why);
+	return rc;
+}

@@ -90,7 +90,8 @@ static void second(struct fq_detector *d, int t, delayed_fn delayed)
 						 .sent = 50,
 						 .answered = 50,
 						 .up = true};
-			double fwd = delayed && delayed(i, j) ? 2000 : 20, rev = delayed && delayed(j, i) ? 2000 : 20;
+			double fwd = delayed && delayed(i, j) ? 2000 : 20,
+			       rev = delayed && delayed(j, i) ? 2000 : 20;
 
 			snprintf(ni, sizeof(ni), "n%d", i);
 			snprintf(nj, sizeof(nj), "n%d", j);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "controller/topology.h"
 #include "tests/controller/topo-model.h"
@@ -608,6 +609,29 @@ static void parser(void)
 	fq_topo_decl_free(d);
 }
 
+/* fq_topo_decl_load: the file read whole, or why not with its path. */
+static void load(void)
+{
+	char path[] = "/tmp/fq-topo-XXXXXX", err[512] = "";
+	struct fq_topo_decl *d = NULL;
+	const char *text = "switch leaf1 10.0.0.1\nhost n1 rail0 leaf1\nlink leaf1 spine9\n";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	ok(f && fputs(text, f) >= 0 && fclose(f) == 0, "a file written");
+	is_int(fq_topo_decl_load(path, &d, err, sizeof(err)), -EINVAL, "an unknown switch: -EINVAL");
+	ok(!d && strstr(err, path) && strstr(err, "line 3") && strstr(err, "spine9"),
+	   "the error names the file, the line and the switch");
+	f = fopen(path, "w");
+	ok(f && fputs("switch leaf1 10.0.0.1\nhost n1 rail0 leaf1\n", f) >= 0 && fclose(f) == 0, "mended");
+	is_int(fq_topo_decl_load(path, &d, err, sizeof(err)), 0, "loads");
+	ok(d && d->n_switches == 1 && d->n_hosts == 1, "one switch, one host");
+	fq_topo_decl_free(d);
+	unlink(path);
+	is_int(fq_topo_decl_load(path, &d, err, sizeof(err)), -ENOENT, "gone: -ENOENT");
+	ok(strstr(err, path) != NULL, "... saying which file");
+}
+
 int main(void)
 {
 	clean_fabrics();
@@ -619,5 +643,6 @@ int main(void)
 	json();
 	bad_traces();
 	parser();
+	load();
 	return done_testing();
 }
