@@ -282,11 +282,13 @@ int fq_probe_udp_open(const char *ifname, uint16_t port, struct fq_probe_transpo
 	}
 	sa.sin_addr = u->addr;
 	sa.sin_port = htons(port);
-	/* No IP_RECVERR: with it, every ICMP error about a send (a peer
-	 * host whose agent is not running answers port-unreachable, a router
-	 * answers a path trace's TTL) is also left pending on the socket, and
-	 * fails its next send, to whichever peer. Path traces read routers'
-	 * answers on a raw socket of their own (tracer.h). */
+	/* No IP_RECVERR: with it, every ICMP error about a send (a router
+	 * answering a path trace's TTL, a host with no agent answering
+	 * port-unreachable) is also left pending on the socket until its
+	 * error queue is read, and fails a send made before then: a trace's
+	 * packets, sent back to back, failed after the first answer. Path
+	 * traces read routers' answers on a raw socket of their own
+	 * (tracer.h). */
 	if (setsockopt(u->fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname)) < 0 ||
 	    setsockopt(u->fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) < 0 ||
 	    bind(u->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
