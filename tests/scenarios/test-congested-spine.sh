@@ -20,7 +20,14 @@ sc_topology_file 8 2 4 3 >"$S/topology.conf" # the switches' names
 FABRICIQ_LANES=4 sc_job hit monitor 'n[1,3,5,7]' allreduce 4M 200 17351
 sc_job_running hit && sleep 1
 for l in 1 2 3 4; do tb shape "leaf$l-spine3" 40mbit; done
-sleep 12
+# 12 s of congestion; meanwhile, when is spine3 first blamed?
+t0=$(date +%s%N) blamed=
+while [ $(($(date +%s%N) - t0)) -lt 12000000000 ]; do
+	[ -z "$blamed" ] && [ "$(psql_ctl "select count(*) from fabriciq.anomalies where kind = 'fabric_delay'")" != 0 ] &&
+		blamed=$((($(date +%s%N) - t0) / 1000000))
+	sleep 0.5
+done
+diag "time to blame: ${blamed:-not within 12} ${blamed:+ms after the shaping}"
 diag "spine3's queues: $(for l in 1 2 3 4; do
 	ip netns exec "$TB_PFX-leaf$l" tc -s qdisc show dev s3 | awk -v l=$l '/Sent/ { printf "leaf%d->spine3 %d B %d dropped; ", l, $2, $7 }'
 	ip netns exec "$TB_PFX-spine3" tc -s qdisc show dev "l$l" | awk -v l=$l '/Sent/ { printf "spine3->leaf%d %d B %d dropped; ", l, $2, $7 }'
