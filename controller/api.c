@@ -386,15 +386,21 @@ static const struct endpoint {
 	int (*get)(struct reply *rp, struct fq_db *db, struct fq_api_params *r);
 	enum fq_api_access access;
 } endpoints[] = {
-    {"/api/v1/status", get_status, FQ_API_OPEN},         {"/api/v1/nodes", get_nodes, FQ_API_OPEN},
-    {"/api/v1/links", get_links, FQ_API_OPEN},           {"/api/v1/jobs", api_get_jobs, FQ_API_ADMIN},
-    {"/api/v1/events", get_events, FQ_API_OPEN},         {"/api/v1/anomalies", get_anomalies, FQ_API_ADMIN},
-    {"/api/v1/hints", get_hints, FQ_API_ADMIN},          {"/api/v1/clock", get_clock, FQ_API_OPEN},
+    {"/api/v1/status", get_status, FQ_API_OPEN},
+    {"/api/v1/nodes", get_nodes, FQ_API_OPEN},
+    {"/api/v1/links", get_links, FQ_API_OPEN},
+    {"/api/v1/jobs", api_get_jobs, FQ_API_ADMIN},
+    {"/api/v1/events", get_events, FQ_API_OPEN},
+    {"/api/v1/anomalies", get_anomalies, FQ_API_ADMIN},
+    {"/api/v1/hints", get_hints, FQ_API_ADMIN},
+    {"/api/v1/clock", get_clock, FQ_API_OPEN},
     {"/api/v1/topology", api_get_topology, FQ_API_OPEN},
+    {"/api/v1/incidents", api_get_incidents, FQ_API_ADMIN},
 };
 
-#define JOB_PREFIX     "/api/v1/jobs/"
-#define SUMMARY_SUFFIX "/summary"
+#define JOB_PREFIX      "/api/v1/jobs/"
+#define INCIDENT_PREFIX "/api/v1/incidents/"
+#define SUMMARY_SUFFIX  "/summary"
 
 /* JOB_PREFIX ID SUMMARY_SUFFIX: the length of ID; else 0. */
 static size_t summary_id_len(const char *path)
@@ -427,11 +433,15 @@ static int dispatch(struct reply *rp, struct fq_db *db, const char *path, struct
 		status = api_fail(rp, 403, "only a step's summary is served to its owner");
 	if (!status && !strncmp(path, JOB_PREFIX, strlen(JOB_PREFIX)) && path[strlen(JOB_PREFIX)])
 		status = db ? api_get_job(rp, db, r, path + strlen(JOB_PREFIX)) : -1;
+	if (!status && !strncmp(path, INCIDENT_PREFIX, strlen(INCIDENT_PREFIX)) &&
+	    path[strlen(INCIDENT_PREFIX)])
+		status = db ? api_get_incident(rp, db, r, path + strlen(INCIDENT_PREFIX)) : -1;
 	if (!status)
 		status = api_fail(
 		    rp, 404,
 		    "unknown path '%.100s' (known: /api/v1/status, nodes, links, jobs, jobs/JOB[.STEP], "
-		    "jobs/JOB.STEP/summary, events, anomalies, hints, clock)",
+		    "jobs/JOB.STEP/summary, events, anomalies, incidents, incidents/ID, hints, clock, "
+		    "topology)",
 		    path);
 	if (status < 0)
 		status = api_fail(rp, 503, "database unavailable: the controller has no database connection");
@@ -447,7 +457,8 @@ enum fq_api_access fq_api_access(const char *path)
 			return endpoints[i].access;
 	if (summary_id_len(path))
 		return FQ_API_OWNER;
-	if (!strncmp(path, JOB_PREFIX, strlen(JOB_PREFIX)))
+	if (!strncmp(path, JOB_PREFIX, strlen(JOB_PREFIX)) ||
+	    !strncmp(path, INCIDENT_PREFIX, strlen(INCIDENT_PREFIX)))
 		return FQ_API_ADMIN;
 	return FQ_API_OPEN; /* unknown: a 404 tells nothing */
 }

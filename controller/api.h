@@ -17,6 +17,11 @@
  *                               what the job-end line prints
  *   /api/v1/events?since=RFC3339&limit=N   link events
  *   /api/v1/anomalies?open=1&limit=N
+ *   /api/v1/incidents?open=1&limit=N   incidents (anomalies part of no
+ *                               other): what is blamed, when, members,
+ *                               the steps and ranks hit
+ *   /api/v1/incidents/ID        one incident: its evidence, its members
+ *                               and a timeline of them
  *   /api/v1/hints               pending drain/resume hints: action, node,
  *                               slurm_reason, and the scontrol command for
  *                               people (controller/hint.h; never executed:
@@ -33,7 +38,7 @@
  *
  * Access: the fabric's state (status, nodes, links, events, clock) is open
  * to anyone who reaches the port; job steps (jobs, jobs/...: uids, ranks,
- * pids), anomalies (the jobs and ranks they hit) and hints (running jobs;
+ * pids), anomalies and incidents (the jobs and ranks they hit) and hints (running jobs;
  * what `hints --apply` acts on) are FQ_API_ADMIN: the HTTP server
  * (controller/http.h) serves them only to a request authenticated as root
  * or one of controller.api_admin_uids. A step's summary is FQ_API_OWNER:

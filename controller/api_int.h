@@ -34,6 +34,9 @@ int api_db_fail(struct reply *rp, struct fq_db *db);
  * row or a NULL value (*out NULL); 0: parsed; < 0: database error. */
 int api_query_json(struct fq_db *db, const char *what, const char *sql, const struct fq_db_params *p,
 		   struct json_object **out);
+/* /api/v1/incidents and /api/v1/incidents/ID (api_incidents.c). */
+int api_get_incidents(struct reply *rp, struct fq_db *db, struct fq_api_params *r);
+int api_get_incident(struct reply *rp, struct fq_db *db, struct fq_api_params *r, const char *id);
 /* /api/v1/topology (api_topology.c). */
 int api_get_topology(struct reply *rp, struct fq_db *db, struct fq_api_params *r);
 /* api_query_json into reply section `key` of obj; a NULL value becomes JSON

@@ -526,6 +526,18 @@ static const struct command commands[] = {
      "  --open        only those still open\n"
      "  --limit N     at most N (default 100, at most 10000)\n",
      cmd_anomalies},
+    {"incidents", "incidents: what is blamed, when, and the steps and ranks they hit", "[--open] [--limit N]",
+     "Incidents, newest first: anomalies that are part of no other (a NIC's or path's link\n"
+     "episode, a fabric component blamed for a delay, an anomaly alone), with what is blamed,\n"
+     "when and for how long, how many anomalies are part of it and the steps and ranks hit.\n"
+     "  --open        only those still open\n"
+     "  --limit N     at most N (default 100, at most 10000)\n",
+     cmd_incidents},
+    {"incident", "one incident: its evidence, the jobs hit and a timeline", "ID",
+     "One incident: what is blamed and why (its evidence: for a fabric component, the delayed\n"
+     "paths through it and the healthy ones), the steps and ranks hit, and a timeline of it\n"
+     "and of the anomalies that are part of it.\n",
+     cmd_incident},
     {"hints", "drain/resume hints for Slurm (and --apply them)", "[--apply [--dry-run]]",
      "Pending drain/resume hints for Slurm nodes, with the exact scontrol command of each.\n"
      "  --apply       run them: `scontrol update NodeName=N State=DRAIN Reason=\"fabriciq: ...\"`\n"

@@ -134,6 +134,8 @@ void truncated_note(struct json_object *o, const char *what);
 int cmd_jobs(struct cli *c, int argc, char **argv);
 int cmd_job(struct cli *c, int argc, char **argv);
 int cmd_anomalies(struct cli *c, int argc, char **argv);
+int cmd_incidents(struct cli *c, int argc, char **argv);
+int cmd_incident(struct cli *c, int argc, char **argv);
 
 /* ---- hints (cli_hints.c) ------------------------------------------------------ */
 int cmd_hints(struct cli *c, int argc, char **argv);

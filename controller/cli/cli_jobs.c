@@ -297,3 +297,85 @@ out:
 	json_object_put(o);
 	return rc;
 }
+
+/* "4242.0 (0-3), 4243.0 (1)": the steps an incident or anomaly hit. */
+static const char *fjobs(struct json_object *a)
+{
+	char *s = scratch();
+
+	*s = 0;
+	for (size_t k = 0; k < jlen(a, "jobs"); k++) {
+		struct json_object *j = jidx(a, "jobs", k);
+		size_t l = strlen(s);
+
+		snprintf(s + l, SCRATCH_LEN - l, "%s%s (%s)", k ? ", " : "", fstep(j), franks(j));
+	}
+	return *s ? s : "-";
+}
+
+int cmd_incidents(struct cli *c, int argc, char **argv)
+{
+	struct list_args a;
+	struct json_object *o;
+	struct table t;
+	int rc;
+
+	LIST_OPTIONS(argc, argv, "no", &a);
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	rc = fetch(c, "/api/v1/incidents", a.query, &o);
+	if (rc || c->json)
+		goto out;
+	table_init(&t, "ID>,KIND,SEVERITY,FIRST,DURATION>,STATE,WHERE,MEMBERS>,JOBS (RANKS),SUMMARY");
+	for (size_t i = 0; i < jlen(o, "incidents"); i++) {
+		struct json_object *n = jidx(o, "incidents", i);
+
+		table_row(&t, fint(n, "id"), jstr(n, "kind"), jstr(n, "severity"), ftime(n, "first_ns"),
+			  fage(jint(n, "duration_ns")),
+			  json_object_get_boolean(jget(n, "open")) ? "open" : "closed", fwhere(n),
+			  fint(n, "members"), fjobs(n), jstr(n, "summary"));
+	}
+	table_print(&t);
+	truncated_note(o, "incidents");
+out:
+	json_object_put(o);
+	return rc;
+}
+
+int cmd_incident(struct cli *c, int argc, char **argv)
+{
+	struct list_args a;
+	struct json_object *o;
+	struct table t;
+	char path[96];
+	int rc;
+
+	LIST_OPTIONS(argc, argv, "", &a);
+	if (optind != argc - 1)
+		return usage_error("one incident ID, as `fabriciq incidents` lists them");
+	if (!argv[optind][0] || strspn(argv[optind], "0123456789") != strlen(argv[optind]) ||
+	    strlen(argv[optind]) > 18)
+		return usage_error("'%s' is not an incident ID", argv[optind]);
+	snprintf(path, sizeof(path), "/api/v1/incidents/%s", argv[optind]);
+	rc = fetch(c, path, NULL, &o);
+	if (rc || c->json)
+		goto out;
+	printf("incident %s: %s (%s), %s\n", fint(o, "id"), jstr(o, "kind"), jstr(o, "severity"), fwhere(o));
+	printf("  %s\n", jstr(o, "summary"));
+	printf("  from %s, %s, %s\n", ftime(o, "first_ns"), fage(jint(o, "duration_ns")),
+	       json_object_get_boolean(jget(o, "open")) ? "still open" : fmt("ended %s", ftime(o, "end_ns")));
+	printf("  jobs hit: %s\n", fjobs(o));
+	printf("  evidence: %s\n\n",
+	       json_object_to_json_string_ext(jget(o, "evidence"), JSON_C_TO_STRING_PLAIN));
+	table_init(&t, "TIME,EVENT,ANOMALY>,KIND,SUMMARY");
+	for (size_t i = 0; i < jlen(o, "timeline"); i++) {
+		struct json_object *e = jidx(o, "timeline", i);
+
+		table_row(&t, ftime(e, "time_ns"), jstr(e, "what"), fint(e, "anomaly_id"), jstr(e, "kind"),
+			  jstr(e, "summary"));
+	}
+	table_print(&t);
+out:
+	json_object_put(o);
+	return rc;
+}

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "controller/api.h"
 #include "db/db.h"
@@ -315,13 +316,84 @@ static void test_hints(struct fq_db *db)
 	json_object_put(o);
 }
 
+static void bad(struct fq_db *db, const char *path, const char *query, int want, const char *words);
+
+/* A fabric component blamed, with a member stored first and made its
+ * member after (as the controller does: fq_db_set_incident), through
+ * /api/v1/incidents and /api/v1/incidents/ID. Last: it adds anomalies. */
+static void test_incidents(struct fq_db *db)
+{
+	struct timespec now;
+	int64_t t, fid = 0, mid = 0;
+	uint32_t ranks[] = {2, 3};
+	struct fq_db_anomaly_job hit = {4242, 0, ranks, 2};
+	struct fq_db_anomaly fab = {.kind = "fabric_delay",
+				    .severity = FQ_DB_SEV_WARNING,
+				    .summary = "spine3 congested: 3 delayed paths cross it",
+				    .evidence_json = "{\"component\": \"spine3\", \"confidence\": 0.9}",
+				    .component = "spine3"};
+	struct fq_db_anomaly mem = {.kind = "path_delay",
+				    .severity = FQ_DB_SEV_WARNING,
+				    .node = "gpu01",
+				    .nic = "mlx5_0",
+				    .remote_node = "gpu03",
+				    .remote_nic = "mlx5_0",
+				    .summary = "path gpu01/mlx5_0 -> gpu03/mlx5_0: owd p90 900 us"};
+	struct json_object *o, *n = NULL;
+	char path[64];
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	mem.start_ns = t - 20000000000LL;
+	fab.start_ns = t - 19000000000LL;
+	ok(fq_db_insert_anomaly(db, &mem, &hit, 1, &mid) == 0 &&
+	       fq_db_insert_anomaly(db, &fab, NULL, 0, &fid) == 0 && fq_db_set_incident(db, mid, fid) == 0,
+	   "a path delay, then spine3's incident it becomes a member of");
+	o = get(db, "/api/v1/incidents", NULL, 200);
+	is_int(len_at(o, "incidents"), 4, "incidents: the 3 anomalies alone and spine3's, not its member");
+	for (size_t i = 0; i < (size_t)len_at(o, "incidents"); i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "incidents.%zu", i);
+		if (at(o, key) && !null_at(at(o, key), "component"))
+			n = at(o, key);
+	}
+	ok(n && !strcmp(str_at(n, "component"), "spine3"), "incidents: spine3's names its component");
+	if (n) {
+		is_int(int_at(n, "members"), 1, "incidents: one member");
+		is_int(int_at(n, "jobs.0.job_id"), 4242, "incidents: its member's job, copied to it");
+		is_int(int_at(n, "jobs.0.ranks.1"), 3, "incidents: with the member's ranks");
+	}
+	json_object_put(o);
+	o = get(db, "/api/v1/incidents", "open=1&limit=1", 200);
+	is_int(len_at(o, "incidents"), 1, "incidents?limit=1: one");
+	json_object_put(o);
+
+	snprintf(path, sizeof(path), "/api/v1/incidents/%lld", (long long)fid);
+	o = get(db, path, NULL, 200);
+	is_str(str_at(o, "component"), "spine3", "incident: spine3");
+	is_int(len_at(o, "member_list"), 1, "incident: its member");
+	is_str(str_at(o, "member_list.0.kind"), "path_delay", "incident: the member's kind");
+	is_int(len_at(o, "timeline"), 2, "incident: a timeline of 2 (the member began, then it)");
+	is_str(str_at(o, "timeline.0.what"), "member began", "incident: in time order");
+	ok(at(o, "evidence.confidence") != NULL, "incident: its evidence");
+	json_object_put(o);
+	snprintf(path, sizeof(path), "/api/v1/incidents/%lld", (long long)mid);
+	bad(db, path, NULL, 404, "is part of an incident is not one");
+	bad(db, "/api/v1/incidents/x1", NULL, 400, "incident id must be a positive integer");
+	bad(db, "/api/v1/incidents/0", NULL, 400, "incident id must be");
+	bad(db, "/api/v1/incidents", "open=2", 400, "open must be 1 or 0");
+}
+
 /* Job, uid and hint data for administrators only; the fabric's state open. */
 static void test_access(void)
 {
-	static const char *const admin[] = {"/api/v1/jobs", "/api/v1/jobs/42", "/api/v1/jobs/42.0",
-					    "/api/v1/anomalies", "/api/v1/hints"};
+	static const char *const admin[] = {"/api/v1/jobs",       "/api/v1/jobs/42", "/api/v1/jobs/42.0",
+					    "/api/v1/anomalies",  "/api/v1/hints",   "/api/v1/incidents",
+					    "/api/v1/incidents/7"};
 	static const char *const open[] = {"/api/v1/status", "/api/v1/nodes", "/api/v1/links",
-					   "/api/v1/events", "/api/v1/clock", "/api/v1/nope"};
+					   "/api/v1/events", "/api/v1/clock", "/api/v1/topology",
+					   "/api/v1/nope"};
 
 	for (size_t i = 0; i < sizeof(admin) / sizeof(admin[0]); i++)
 		is_int(fq_api_access(admin[i]), FQ_API_ADMIN, "%s: administrators only", admin[i]);
@@ -398,6 +470,7 @@ int main(void)
 	test_hints(db);
 	test_access();
 	test_bad_input(db);
+	test_incidents(db);
 
 	is_int(fq_api_get(NULL, "/api/v1/status", NULL, &body), 503, "no database connection: 503");
 	like(body, "database unavailable", "... saying so");

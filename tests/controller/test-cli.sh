@@ -22,7 +22,7 @@ json() { python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"; }
 tmp=$PGHOST
 
 "$cli" --help | grep -q '^Usage: fabriciq \[OPTIONS\] COMMAND'; ok $? "--help"
-for c in status nodes links jobs job events anomalies hints clock db doctor; do
+for c in status nodes links jobs job events anomalies incidents incident hints clock topology db doctor; do
 	out=$("$cli" "$c" --help); rc=$?
 	case $out in "Usage: fabriciq [OPTIONS] $c"*) is $rc 0 "$c --help";; *) ok 1 "$c --help: $out";; esac
 done
@@ -103,6 +103,16 @@ psql -c "insert into fabriciq.anomalies (kind, severity, start_time, summary) va
 	('path_delay', 'info', now() - interval '1 day', E'esc \033[31mred\033[0m')"
 fq anomalies | grep -q 'esc ?\[31mred?\[0m$'; ok $? "anomalies: terminal escapes in stored strings are neutralised"
 is "$(fq --json anomalies | json 'j["anomalies"][3]["summary"]')" "$(printf 'esc \033[31mred\033[0m')" "... --json keeps them verbatim"
+
+out=$(fq incidents --open)
+is "$(wc -l <<<"$out")" 4 "incidents --open: the three open anomalies, each an incident"
+id=$(fq --json incidents | json '[i["id"] for i in j["incidents"] if i["kind"] == "lane_outlier"][0]')
+out=$(fq incident "$id")
+grep -q "^incident $id: lane_outlier (warning), gpu01/mlx5_1 -> gpu02/mlx5_1$" <<<"$out" &&
+	grep -q '^  jobs hit: 4242\.0 (0,1)$' <<<"$out" && grep -Eq ' began +'"$id"' +lane_outlier ' <<<"$out"
+ok $? "incident ID: what, the jobs hit and its timeline" || diag "$out"
+fq incident x 2>/dev/null; is $? 2 "incident x: exit 2"
+fq incident 99999999 2>/dev/null; is $? 3 "an unknown incident: exit 3 (not found)"
 
 out=$(fq clock)
 grep -Eq '^gpu03  unsynchronised  .*  50\.0 us +30\.0 us +0 +1 +40\.0 us$' <<<"$out"; ok $? "clock: an unsynchronised node" || diag "$out"
