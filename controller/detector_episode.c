@@ -199,6 +199,7 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 {
 	struct anom_key key;
 	struct anom_ent *e, *inc;
+	const char *component = NULL;
 	bool created;
 
 	memset(&key, 0, sizeof(key));
@@ -225,6 +226,12 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 		e->incident = inc->handle;
 	if (opened)
 		*opened = true;
+	/* a NIC down or flapping: its cable, or the NIC itself, or the port it
+	 * plugs into; named by the cable (the host link), as the routes show it */
+	if (kind != K_FABRIC_DELAY && (kind == K_LINK_DOWN || kind == K_FLAPPING) && !(b && !nic_empty(b)))
+		component = det_host_link(d, a);
+	else if (kind == K_FABRIC_DELAY)
+		component = a->node;
 	det_push(d, &(struct fq_det_action){.kind = FQ_DET_OPEN,
 					    .handle = e->handle,
 					    .incident = e->incident,
@@ -236,7 +243,7 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 					    .nic = kind == K_FABRIC_DELAY ? NULL : a->nic,
 					    .remote_node = b ? b->node : NULL,
 					    .remote_nic = b ? b->nic : NULL,
-					    .component = kind == K_FABRIC_DELAY ? a->node : NULL,
+					    .component = component,
 					    .summary = summary,
 					    .evidence_json = evidence});
 	FQ_CAPTAB_FOREACH(&d->steps, struct step_ent, s, nx)

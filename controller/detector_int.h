@@ -321,6 +321,9 @@ bool det_route_crosses(const struct path_ent *p, const char *comp);
 /* The open fabric incident (K_FABRIC_DELAY) a delay of path p belongs to:
  * p is delayed and routed through its component; NULL: none. */
 struct anom_ent *det_fabric_incident(struct fq_detector *d, const struct path_ent *p);
+/* The host link ("n3/rail1~leaf2") of a NIC as the routes show it; NULL:
+ * no route from or to it. Valid until the path is dropped. */
+const char *det_host_link(struct fq_detector *d, const struct nic_key *nic);
 /* Blame delayed paths on the one component they share (each tick). */
 void det_locate(struct fq_detector *d, int64_t now);
 

@@ -104,6 +104,18 @@ struct anom_ent *det_fabric_incident(struct fq_detector *d, const struct path_en
 	return NULL;
 }
 
+const char *det_host_link(struct fq_detector *d, const struct nic_key *nic)
+{
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		if (p->nroute >= 2 && nic_eq(&p->k.src, nic) && strchr(p->route[1], '~'))
+			return p->route[1];
+		if (p->nroute >= 2 && nic_eq(&p->k.dst, nic) && strchr(p->route[p->nroute - 2], '~'))
+			return p->route[p->nroute - 2];
+	}
+	return NULL;
+}
+
 /* A switch ("spine3") or a switch-to-switch link ("leaf1~spine3"): not a
  * NIC ("n1/rail0") nor a host link ("n1/rail0~leaf1"). */
 static bool fabric_component(const char *c)

@@ -216,6 +216,8 @@ sc_incident() {
 	SC_INCIDENT=$(json "json.dumps([i for i in j if (i['node'], i['nic'], i['remote_node']) == ('$node', '$nic', None)])" \
 		<<<"$inc")
 	is "$(json 'len(j)' <<<"$SC_INCIDENT")" 1 "fabriciq job $job: one incident on $node/$nic (NIC-level)" || diag "$inc"
+	is "$(json 'j[0]["component"].split("~")[0] + " " + str(j[0]["component"].split("~")[1].startswith("leaf"))' \
+		<<<"$SC_INCIDENT")" "$node/$nic True" "... blamed on its cable to its leaf ($(json 'j[0]["component"]' <<<"$SC_INCIDENT"))"
 	diag "$(json '" ".join("%s=%s" % (k, j[0][k]) for k in ("kind", "events", "duration_ns", "open", "ranks",
 		"gbps_before", "gbps_during", "lanes_failed_over", "outages")) + " members=" +
 		",".join(m["kind"] for m in j[0]["members"])' <<<"$SC_INCIDENT")"

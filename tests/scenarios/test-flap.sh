@@ -6,7 +6,7 @@
 # say nothing of the healthy job.
 . "$(dirname "$0")/scenario.sh"
 sc_require scflap
-plan 20
+plan 21
 sc_up 5 2 3 2 -s flap_window=20s -s incident_gap=5s
 ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents reporting"
 

@@ -6,7 +6,7 @@
 # and the cut is one incident in the job's report.
 . "$(dirname "$0")/scenario.sh"
 sc_require sclink
-plan 16
+plan 17
 sc_up 6 2 3 2 -s incident_gap=5s
 ok $? "up: 6 hosts x 2 rails, 3 leaves, 2 spines; controller and 6 agents reporting"
 sc_job hit control 'n[1-4]' allreduce 4M 700 17321

@@ -31,7 +31,7 @@ diag "anomalies: $(sc_anomalies | awk '{ print $1 }' | uniq -c | xargs)"
 is "$(sc_anomalies "kind = 'slow_receiver'")" $'slow_receiver n3/rail0 -\nslow_receiver n3/rail1 -' \
 	"n3's two NICs are named slow receivers"
 is "$(sc_anomalies "kind = 'slow_sender'")" "" "no slow sender"
-is "$(sc_anomalies "node <> 'n3' and remote_node is distinct from 'n3'")" "" "every anomaly names n3" ||
+is "$(sc_anomalies "node is distinct from 'n3' and remote_node is distinct from 'n3'")" "" "every anomaly names n3" ||
 	diag "$(sc_anomalies)"$'\n'"$(sc_delay_evidence "a.node <> 'n3' and a.remote_node <> 'n3'")"
 r3=$(psql_ctl "select rank from fabriciq.ranks where job_id = $hit and node = 'n3'")
 is "$(fq --json job "$hit" | json '" ".join(sorted("%s/%s:%s" % (a["node"], a["nic"], 1 if '"${r3:--1}"' in a["ranks"] else 0)
