@@ -60,35 +60,34 @@ int api_get_incidents(struct reply *rp, struct fq_db *db, struct fq_api_params *
 
 /* $1 the id: the incident, its evidence, members and timeline (its start
  * and end, each member's start and end, in time order). */
-static const char
-    incident_sql
-	[] = "select to_json(x) from ("
-	     " select " INCIDENT_FIELDS ", a.evidence,"
-	     "  (select coalesce(json_agg(json_build_object('id', m.id, 'kind', m.kind, 'severity', "
-	     "m.severity,"
-	     "    'node', m.node, 'nic', m.nic, 'remote_node', m.remote_node, 'remote_nic', "
-	     "m.remote_nic, " TSJ("m.start_time", "start") ", " TSJ(
-		 "m.end_time",
-		 "end") ", 'summary', m.summary, 'evidence', m.evidence)"
-			"    order by m.start_time, m.id), '[]')"
-			"   from fabriciq.anomalies m where m.incident_id = a.id) as member_list,"
-			"  (select coalesce(json_agg(t order by t.time_ns, t.seq, t.anomaly_id), '[]') from ("
-			"    select (extract(epoch from a.start_time) * 1000000)::int8 * 1000 as time_ns, 0 "
-			"as "
-			"seq,"
-			"     'began' as what, a.id as anomaly_id, a.kind, a.summary"
-			"    union all select (extract(epoch from a.end_time) * 1000000)::int8 * 1000, 3, "
-			"'ended',"
-			"     a.id, a.kind, a.summary where a.end_time is not null"
-			"    union all select (extract(epoch from m.start_time) * 1000000)::int8 * 1000, 1,"
-			"     'member began', m.id, m.kind, m.summary from fabriciq.anomalies m where "
-			"m.incident_id "
-			"= a.id"
-			"    union all select (extract(epoch from m.end_time) * 1000000)::int8 * 1000, 2,"
-			"     'member ended', m.id, m.kind, m.summary from fabriciq.anomalies m"
-			"     where m.incident_id = a.id and m.end_time is not null) t) as timeline"
-			" from fabriciq.incidents i join fabriciq.anomalies a on a.id = i.id where i.id = "
-			"$1) x";
+static const char incident_sql[] =
+    "select to_json(x) from ("
+    " select " INCIDENT_FIELDS ", a.evidence,"
+    "  (select coalesce(json_agg(json_build_object('id', m.id, 'kind', m.kind, 'severity', "
+    "m.severity,"
+    "    'node', m.node, 'nic', m.nic, 'remote_node', m.remote_node, 'remote_nic', "
+    "m.remote_nic, " TSJ("m.start_time", "start") ", " TSJ(
+	"m.end_time",
+	"end") ", 'summary', m.summary, 'evidence', m.evidence)"
+	       "    order by m.start_time, m.id), '[]')"
+	       "   from fabriciq.anomalies m where m.incident_id = a.id) as member_list,"
+	       "  (select coalesce(json_agg(t order by t.time_ns, t.seq, t.anomaly_id), '[]') from ("
+	       "    select (extract(epoch from a.start_time) * 1000000)::int8 * 1000 as time_ns, 0 "
+	       "as "
+	       "seq,"
+	       "     'began' as what, a.id as anomaly_id, a.kind, a.summary"
+	       "    union all select (extract(epoch from a.end_time) * 1000000)::int8 * 1000, 3, "
+	       "'ended',"
+	       "     a.id, a.kind, a.summary where a.end_time is not null"
+	       "    union all select (extract(epoch from m.start_time) * 1000000)::int8 * 1000, 1,"
+	       "     'member began', m.id, m.kind, m.summary from fabriciq.anomalies m where "
+	       "m.incident_id "
+	       "= a.id"
+	       "    union all select (extract(epoch from m.end_time) * 1000000)::int8 * 1000, 2,"
+	       "     'member ended', m.id, m.kind, m.summary from fabriciq.anomalies m"
+	       "     where m.incident_id = a.id and m.end_time is not null) t) as timeline"
+	       " from fabriciq.incidents i join fabriciq.anomalies a on a.id = i.id where i.id = "
+	       "$1) x";
 
 int api_get_incident(struct reply *rp, struct fq_db *db, struct fq_api_params *r, const char *id)
 {
