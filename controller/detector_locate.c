@@ -8,19 +8,24 @@
  * component that the delayed paths cross and the healthy ones do not is
  * where the queue is. Each tick, over the paths with a route and a window
  * in the last RECENT_NS:
- *   - candidates are the switches and switch-to-switch links on the routes
- *     of the delayed paths (a NIC and its cable are the NIC rules' to
- *     judge: slow_sender, slow_receiver, link_down; delayed paths that all
- *     share one end NIC are left to them);
+ *   - candidates are the switches and the switch-to-switch links, each
+ *     link as crossed ("leaf1>spine3": a queue is one direction of one
+ *     cable), on the routes of the delayed paths (a NIC and its cable are
+ *     the NIC rules' to judge: slow_sender, slow_receiver, link_down;
+ *     delayed paths that all share one end NIC are left to them);
  *   - each candidate's delayed paths through it (bad) and healthy ones
- *     through it (good); the one with the most bad paths is blamed, ties
- *     going to the higher share bad / (bad + good), so a link wins over
- *     the spine it hangs off when only its paths are slow;
- *   - it must explain at least half the delayed paths (coverage) with at
- *     least LOCATE_MIN_SHARE of the paths through it delayed, over at least
- *     locate_min_paths delayed paths; confidence = coverage x share;
- *   - candidates that explain the same paths as well are named as the
- *     ambiguity ("ambiguous between leaf1~spine3 and spine3").
+ *     through it (good), share = bad / (bad + good);
+ *   - several crossed links delayed for at least LOCATE_MIN_SHARE of their
+ *     paths: if they are one cable's two directions, the cable is blamed
+ *     ("leaf1~spine3"); if they all hang off one switch, the switch
+ *     ("spine3": a spine whose links are loaded in some directions only
+ *     delays those); if together they explain at least half the delayed
+ *     paths;
+ *   - else, among the candidates with that share, the one with the most
+ *     delayed paths, if it explains at least half of them; candidates that
+ *     explain as much as well are named as the ambiguity;
+ *   - at least locate_min_paths delayed paths; confidence = coverage x
+ *     share.
  * The blamed component opens (or extends) a fabric_delay anomaly; the
  * path_delay anomalies of delayed paths through it, and the lane outliers
  * of lanes on them, are its members, and it is attached to the steps
@@ -74,9 +79,19 @@ void fq_detector_route(struct fq_detector *d, const char *node, const char *nic,
 		n = MAX_ROUTE;
 	if (n && !(route = calloc(n, sizeof(*route))))
 		return;
-	for (; m < n; m++)
-		if (!comps[m] || !(route[m] = name_dup(comps[m])))
+	for (; m < n; m++) {
+		char dir[200];
+		const char *c = comps[m];
+
+		if (!c)
 			break;
+		/* a switch link as the path crosses it: "A>B", a queue of A's */
+		if (!strchr(c, '/') && strchr(c, '~') && m > 0 && m + 1 < n && comps[m - 1] && comps[m + 1] &&
+		    (size_t)snprintf(dir, sizeof(dir), "%s>%s", comps[m - 1], comps[m + 1]) < sizeof(dir))
+			c = dir;
+		if (!(route[m] = name_dup(c)))
+			break;
+	}
 	for (size_t i = 0; i < p->nroute; i++)
 		free(p->route[i]);
 	free(p->route);
@@ -84,10 +99,23 @@ void fq_detector_route(struct fq_detector *d, const char *node, const char *nic,
 	p->nroute = m;
 }
 
+/* Is r the link "A~B" crossed either way ("A>B" or "B>A")? */
+static bool crosses_link(const char *r, const char *comp, const char *tilde)
+{
+	size_t la = (size_t)(tilde - comp), lb = strlen(tilde + 1), lr = strlen(r);
+
+	if (lr != la + lb + 1)
+		return false;
+	return (!memcmp(r, comp, la) && r[la] == '>' && !memcmp(r + la + 1, tilde + 1, lb)) ||
+	       (!memcmp(r, tilde + 1, lb) && r[lb] == '>' && !memcmp(r + lb + 1, comp, la));
+}
+
 bool det_route_crosses(const struct path_ent *p, const char *comp)
 {
+	const char *tilde = strchr(comp, '/') ? NULL : strchr(comp, '~');
+
 	for (size_t i = 0; i < p->nroute; i++)
-		if (strcmp(p->route[i], comp) == 0)
+		if (strcmp(p->route[i], comp) == 0 || (tilde && crosses_link(p->route[i], comp, tilde)))
 			return true;
 	return false;
 }
@@ -116,11 +144,28 @@ const char *det_host_link(struct fq_detector *d, const struct nic_key *nic)
 	return NULL;
 }
 
-/* A switch ("spine3") or a switch-to-switch link ("leaf1~spine3"): not a
- * NIC ("n1/rail0") nor a host link ("n1/rail0~leaf1"). */
+/* A switch ("spine3") or a switch-to-switch link as crossed ("leaf1>spine3"):
+ * not a NIC ("n1/rail0") nor a host link ("n1/rail0~leaf1"). */
 static bool fabric_component(const char *c)
 {
 	return !strchr(c, '/');
+}
+
+static bool is_link(const char *c)
+{
+	return strchr(c, '>') != NULL;
+}
+
+/* The ends of a crossed link "A>B" into a, b (false: too long). */
+static bool link_ends(const char *c, char *a, char *b, size_t len)
+{
+	const char *gt = strchr(c, '>');
+
+	if (!gt || (size_t)(gt - c) >= len || strlen(gt + 1) >= len)
+		return false;
+	snprintf(a, len, "%.*s", (int)(gt - c), c);
+	snprintf(b, len, "%s", gt + 1);
+	return true;
 }
 
 struct cand {
@@ -244,11 +289,66 @@ static void blame(struct fq_detector *d, const struct cand *b, unsigned total, c
 	}
 }
 
+/* Several crossed links delayed (L, n of them): one cable both ways ->
+ * that link ("A~B"); links all off one switch -> that switch. Into *b (its
+ * name in name). False: they share no one component. */
+static bool common(struct cand *c, size_t nc, const size_t *l, size_t n, char *name, size_t len,
+		   struct cand *b)
+{
+	char a0[96], b0[96], x[96], y[96];
+	bool pair = true, on_a = true, on_b = true;
+
+	if (!link_ends(c[l[0]].name, a0, b0, sizeof(a0)))
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		if (!link_ends(c[l[i]].name, x, y, sizeof(x)))
+			return false;
+		pair = pair && ((!strcmp(x, a0) && !strcmp(y, b0)) || (!strcmp(x, b0) && !strcmp(y, a0)));
+		on_a = on_a && (!strcmp(x, a0) || !strcmp(y, a0));
+		on_b = on_b && (!strcmp(x, b0) || !strcmp(y, b0));
+	}
+	if (pair)
+		snprintf(name, len, "%s~%s", strcmp(a0, b0) < 0 ? a0 : b0, strcmp(a0, b0) < 0 ? b0 : a0);
+	else if (on_a != on_b)
+		snprintf(name, len, "%s", on_a ? a0 : b0);
+	else
+		return false;
+	*b = (struct cand){.name = name, .start_ns = INT64_MAX};
+	for (size_t i = 0; i < n; i++) {
+		b->bad += c[l[i]].bad;
+		b->good += c[l[i]].good;
+		if (c[l[i]].start_ns < b->start_ns)
+			b->start_ns = c[l[i]].start_ns;
+	}
+	if (!pair) /* the switch's own figures: every path through it */
+		for (size_t j = 0; j < nc; j++)
+			if (!strcmp(c[j].name, name))
+				b->good = c[j].good, b->bad = c[j].bad;
+	return true;
+}
+
+/* Delayed paths through any of the links l (each counted once). */
+static unsigned through_any(struct fq_detector *d, int64_t now, const struct cand *c, const size_t *l,
+			    size_t n)
+{
+	unsigned bad = 0;
+
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		bool hit = false;
+
+		for (size_t i = 0; i < n && !hit && usable(p, now) && p->elevated; i++)
+			hit = det_route_crosses(p, c[l[i]].name);
+		bad += hit;
+	}
+	return bad;
+}
+
 void det_locate(struct fq_detector *d, int64_t now)
 {
-	struct cand *c = d->locate_scratch, *best = NULL;
-	char ambiguous[256] = "";
-	size_t nc, n = 0;
+	struct cand *c = d->locate_scratch, *best = NULL, merged;
+	char ambiguous[256] = "", name[200];
+	size_t nc, n = 0, links[MAX_CAND], nl = 0;
 	bool one_end;
 	unsigned total;
 
@@ -258,10 +358,25 @@ void det_locate(struct fq_detector *d, int64_t now)
 	if (total < d->c.locate_min_paths || one_end || !nc)
 		return;
 	count(d, now, c, nc);
+	/* A queue is one direction of one link: the crossed links delayed for
+	 * most paths through them. Several of them: the cable (both ways) or
+	 * the switch they all hang off, if they explain the delays. */
 	for (size_t j = 0; j < nc; j++)
-		if (!best || c[j].bad > best->bad || (c[j].bad == best->bad && share(&c[j]) > share(best)))
+		if (is_link(c[j].name) && c[j].bad && share(&c[j]) >= LOCATE_MIN_SHARE)
+			links[nl++] = j;
+	if (nl > 1 && common(c, nc, links, nl, name, sizeof(name), &merged) &&
+	    (double)through_any(d, now, c, links, nl) >= LOCATE_MIN_COVER * total) {
+		merged.bad = through_any(d, now, c, links, nl) > merged.bad
+				 ? through_any(d, now, c, links, nl)
+				 : merged.bad;
+		blame(d, &merged, total, "", now);
+		return;
+	}
+	for (size_t j = 0; j < nc; j++)
+		if (share(&c[j]) >= LOCATE_MIN_SHARE &&
+		    (!best || c[j].bad > best->bad || (c[j].bad == best->bad && share(&c[j]) > share(best))))
 			best = &c[j];
-	if ((double)best->bad < LOCATE_MIN_COVER * total || share(best) < LOCATE_MIN_SHARE)
+	if (!best || (double)best->bad < LOCATE_MIN_COVER * total)
 		return; /* no one component explains them: several faults, or none in the fabric */
 	for (size_t j = 0; j < nc; j++)
 		if (&c[j] != best && c[j].bad == best->bad &&

@@ -114,6 +114,12 @@ static bool via_leaf1_spine2(int i, int j)
 	return via_spine2(i, j) && (leaf_of(i) == 1 || leaf_of(j) == 1);
 }
 
+/* spine2's links loaded one way only: leaf1 -> spine2 and spine2 -> leaf3 */
+static bool spine2_some_ways(int i, int j)
+{
+	return via_spine2(i, j) && (leaf_of(i) == 1 || leaf_of(j) == 3);
+}
+
 static bool into_n3(int i, int j)
 {
 	(void)i;
@@ -214,6 +220,23 @@ static void test_link(void)
 	fq_detector_destroy(d);
 }
 
+/* A spine whose queues fill in some directions only (a job loads some of
+ * its links one way): half the paths through it are slow, each of its
+ * loaded links' paths all are; those links all hang off spine2. */
+static void test_spine_some_ways(void)
+{
+	struct fq_detector *d = fabric();
+	const struct rec *o;
+
+	for (int t = 9; t <= 14; t++)
+		second(d, t, spine2_some_ways);
+	is_int(count(FQ_DET_OPEN, "fabric_delay"), 1, "spine2 loaded one way on two links: one fabric_delay");
+	o = find_open("fabric_delay", NULL, NULL);
+	is_str(o ? o->component : "", "spine2", "blamed on spine2, the switch both delayed links hang off");
+	is_int(members(o ? o->handle : 0), count_delayed(spine2_some_ways), "every delayed path its member");
+	fq_detector_destroy(d);
+}
+
 static void test_not_fabric(void)
 {
 	struct fq_detector *d = fabric();
@@ -236,6 +259,7 @@ int main(void)
 {
 	test_spine();
 	test_link();
+	test_spine_some_ways();
 	test_not_fabric();
 	return done_testing();
 }

@@ -20,7 +20,7 @@ if munged_start "$MUNGE_DIR"; then
 else
 	diag "no munged ($MUNGED_ERR): fuzz-session covers the path before authentication only"
 fi
-plan 13
+plan 14
 for t in $targets; do
 	work=$(mktemp -d)
 	out=$("$top_builddir/tests/fuzz/fuzz-$t" -max_total_time="$secs" -timeout=5 -rss_limit_mb=1024 \
