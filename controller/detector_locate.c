@@ -19,10 +19,10 @@
  *     paths: if they are one cable's two directions, the cable is blamed
  *     ("leaf1~spine3"); if they all hang off one switch, the switch
  *     ("spine3": a spine whose links are loaded in some directions only
- *     delays those); if together they explain at least half the delayed
+ *     delays those); if together they explain at least 80 % of the delayed
  *     paths;
  *   - else, among the candidates with that share, the one with the most
- *     delayed paths, if it explains at least half of them; candidates that
+ *     delayed paths, if it explains at least 80 % of them; candidates that
  *     explain as much as well are named as the ambiguity;
  *   - at least locate_min_paths delayed paths; confidence = coverage x
  *     share.
@@ -42,7 +42,7 @@
 #define MAX_CAND          256
 #define RECENT_NS         (5 * 1000000000LL)
 #define LOCATE_MIN_SHARE  0.6
-#define LOCATE_MIN_COVER  0.5
+#define LOCATE_MIN_COVER  0.8
 #define AMBIGUOUS_EPSILON 0.02
 
 /* A copy of s with what copy_name would replace replaced (names go into
@@ -126,7 +126,7 @@ struct anom_ent *det_fabric_incident(struct fq_detector *d, const struct path_en
 		return NULL; /* its probes saw no delay: not the component's doing */
 	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
 	{
-		if (a->k.kind == K_FABRIC_DELAY && det_route_crosses(p, a->k.a.node))
+		if (a->k.kind == K_FABRIC_DELAY && !a->incident && det_route_crosses(p, a->k.a.node))
 			return a;
 	}
 	return NULL;
@@ -237,6 +237,34 @@ static void count(struct fq_detector *d, int64_t now, struct cand *c, size_t nc)
 	}
 }
 
+/* The switches a component names: a switch itself, a link's two ends. */
+static size_t ends_of(const char *c, char e[2][96])
+{
+	const char *sep = strchr(c, '>') ? strchr(c, '>') : strchr(c, '~');
+
+	if (!sep) {
+		snprintf(e[0], 96, "%s", c);
+		return 1;
+	}
+	snprintf(e[0], 96, "%.*s", (int)(sep - c), c);
+	snprintf(e[1], 96, "%s", sep + 1);
+	return 2;
+}
+
+/* Do two blamed components share a switch (one fault seen as the switch at
+ * one moment, as one of its links at another)? */
+static bool related(const char *x, const char *y)
+{
+	char a[2][96], b[2][96];
+	size_t na = ends_of(x, a), nb = ends_of(y, b);
+
+	for (size_t i = 0; i < na; i++)
+		for (size_t j = 0; j < nb; j++)
+			if (!strcmp(a[i], b[j]))
+				return true;
+	return false;
+}
+
 /* Opens or extends the component's anomaly; makes the delayed paths' open
  * path_delay anomalies through it its members. */
 static void blame(struct fq_detector *d, const struct cand *b, unsigned total, const char *ambiguous,
@@ -245,7 +273,7 @@ static void blame(struct fq_detector *d, const struct cand *b, unsigned total, c
 	char summary[512], evidence[768], paths[400] = "";
 	double cover = (double)b->bad / total, conf = cover * share(b);
 	struct nic_key place;
-	struct anom_ent *a;
+	struct anom_ent *a, *narrower = NULL;
 	size_t n = 0, listed = 0;
 
 	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
@@ -270,10 +298,37 @@ static void blame(struct fq_detector *d, const struct cand *b, unsigned total, c
 		 b->name, conf, b->bad, b->good, total - b->bad, cover, share(b), ambiguous, paths);
 	memset(&place, 0, sizeof(place));
 	copy_name(place.node, sizeof(place.node), b->name);
+	/* one fault, one incident: an open blame of the same switch, or of a
+	 * link of it, is extended rather than a second opened; a link blamed
+	 * first (few paths delayed yet) becomes part of its switch's incident
+	 * once the switch is blamed */
+	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, o, nx0)
+	{
+		char e[2][96];
+
+		if (o->k.kind == K_FABRIC_DELAY && !o->incident && related(o->k.a.node, place.node)) {
+			if (ends_of(place.node, e) == 1 && ends_of(o->k.a.node, e) == 2)
+				narrower = o;
+			else
+				place = o->k.a;
+			break;
+		}
+	}
 	a = det_anom_evidence(d, K_FABRIC_DELAY, SEV_WARNING, &place, NULL,
 			      b->start_ns != INT64_MAX ? b->start_ns : now, now, summary, evidence, NULL);
 	if (!a)
 		return;
+	if (narrower && narrower != a) {
+		FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, m, nx1)
+		{
+			if (m->incident == narrower->handle || m == narrower) {
+				m->incident = a->handle;
+				det_push(d, &(struct fq_det_action){.kind = FQ_DET_MEMBER,
+								    .handle = m->handle,
+								    .incident = a->handle});
+			}
+		}
+	}
 	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, m, nx2)
 	{
 		struct path_key pk = {m->k.a, m->k.b};
