@@ -419,13 +419,15 @@ void det_locate(struct fq_detector *d, int64_t now)
 	for (size_t j = 0; j < nc; j++)
 		if (is_link(c[j].name) && c[j].bad && share(&c[j]) >= LOCATE_MIN_SHARE)
 			links[nl++] = j;
-	if (nl > 1 && common(c, nc, links, nl, name, sizeof(name), &merged) &&
-	    (double)through_any(d, now, c, links, nl) >= LOCATE_MIN_COVER * total) {
-		merged.bad = through_any(d, now, c, links, nl) > merged.bad
-				 ? through_any(d, now, c, links, nl)
-				 : merged.bad;
-		blame(d, &merged, total, "", now);
-		return;
+	if (nl > 1 && common(c, nc, links, nl, name, sizeof(name), &merged)) {
+		unsigned through = through_any(d, now, c, links, nl); /* one scan of the paths */
+
+		if ((double)through >= LOCATE_MIN_COVER * total) {
+			if (through > merged.bad)
+				merged.bad = through;
+			blame(d, &merged, total, "", now);
+			return;
+		}
 	}
 	for (size_t j = 0; j < nc; j++)
 		if (share(&c[j]) >= LOCATE_MIN_SHARE &&
