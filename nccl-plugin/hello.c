@@ -35,8 +35,9 @@ int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h)
 	h->conn_id = fqn_get_le(in + 24, 8);
 	h->rank1 = (uint32_t)fqn_get_le(in + 32, 4);
 	h->present = (uint16_t)fqn_get_le(in + 36, 2);
-	if (fqn_get_le(in, 4) != FQN_HELLO_MAGIC || fqn_get_le(in + 4, 2) != FQN_HELLO_VERSION)
-		return -EPROTO;
+	if (fqn_get_le(in, 4) != FQN_HELLO_MAGIC || fqn_get_le(in + 4, 2) != FQN_HELLO_VERSION ||
+	    fqn_get_le(in + 38, 2) != 0)
+		return -EPROTO; /* the reserved u16 is 0 in this version */
 	if (h->nlanes < 1 || h->nlanes > FQN_MAX_LANES || h->lane >= h->nlanes)
 		return -EPROTO;
 	if (!(h->present & (1u << h->lane)) || (h->present >> h->nlanes))

@@ -51,7 +51,7 @@ struct fqn_hello {
 void fqn_hello_encode(const struct fqn_hello *h, uint8_t out[FQN_HELLO_SIZE]);
 /* 0, or -EPROTO: bad magic or version, lane not below nlanes, nlanes not
  * 1..FQN_MAX_LANES, present without the lane or with lanes past nlanes,
- * unknown flags, chunk size outside 4 KiB..64 MiB. */
+ * unknown flags, chunk size outside 4 KiB..64 MiB, reserved bytes not 0. */
 int fqn_hello_decode(const uint8_t in[FQN_HELLO_SIZE], struct fqn_hello *h);
 
 /* May a re-dialed lane with hello h join the connection conn (the hello

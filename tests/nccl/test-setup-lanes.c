@@ -177,6 +177,10 @@ static void hello_present(void)
 	h.present = 0xa;
 	fqn_hello_encode(&h, buf);
 	ok(fqn_hello_decode(buf, &back) == -EPROTO, "hello: a set naming lane 3 of 3 is refused");
+	h.present = 0x3;
+	fqn_hello_encode(&h, buf);
+	buf[39] = 1;
+	ok(fqn_hello_decode(buf, &back) == -EPROTO, "hello: a reserved byte not 0 is refused");
 }
 
 int main(void)
