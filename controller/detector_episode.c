@@ -10,10 +10,10 @@
 #include <string.h>
 
 static const char *const kind_names[] = {
-    [K_LINK_DOWN] = "link_down",         [K_FLAPPING] = "flapping",      [K_PATH_DELAY] = "path_delay",
-    [K_LANE_OUTLIER] = "lane_outlier",   [K_INBAND] = "inband_mismatch", [K_SLOW_SENDER] = "slow_sender",
-    [K_SLOW_RECEIVER] = "slow_receiver", [K_COLLISION] = "collision",    [K_RDMA_CONFIG] = "rdma_config",
-    [K_FABRIC_DELAY] = "fabric_delay",
+    [K_LINK_DOWN] = "link_down",         [K_FLAPPING] = "flapping",       [K_PATH_DELAY] = "path_delay",
+    [K_LANE_OUTLIER] = "lane_outlier",   [K_INBAND] = "inband_mismatch",  [K_SLOW_SENDER] = "slow_sender",
+    [K_SLOW_RECEIVER] = "slow_receiver", [K_COLLISION] = "collision",     [K_RDMA_CONFIG] = "rdma_config",
+    [K_FABRIC_DELAY] = "fabric_delay",   [K_FABRIC_LOSS] = "fabric_loss",
 };
 
 /* ---- anomalies ------------------------------------------------------------ */
@@ -152,6 +152,9 @@ static bool lane_matches(struct fq_detector *d, const struct anom_ent *a, const 
 	case K_FABRIC_DELAY: /* its NIC pair's probes are routed through the component */
 		p = (const struct path_ent *)fq_captab_find(&d->paths, &l->p);
 		return p && det_route_crosses(p, x->node);
+	case K_FABRIC_LOSS: /* ... its round trip's (lost data or lost acks) */
+		p = (const struct path_ent *)fq_captab_find(&d->paths, &l->p);
+		return p && det_loss_crosses(d, p, x->node);
 	case K_LANE_OUTLIER:
 	case K_RDMA_CONFIG:
 		return false; /* attached explicitly to the step it was seen in */
@@ -228,9 +231,9 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 		*opened = true;
 	/* a NIC down or flapping: its cable, or the NIC itself, or the port it
 	 * plugs into; named by the cable (the host link), as the routes show it */
-	if (kind != K_FABRIC_DELAY && (kind == K_LINK_DOWN || kind == K_FLAPPING) && !(b && !nic_empty(b)))
+	if ((kind == K_LINK_DOWN || kind == K_FLAPPING) && !(b && !nic_empty(b)))
 		component = det_host_link(d, a);
-	else if (kind == K_FABRIC_DELAY)
+	else if (det_is_fabric(kind))
 		component = a->node;
 	det_push(d, &(struct fq_det_action){.kind = FQ_DET_OPEN,
 					    .handle = e->handle,
@@ -239,8 +242,8 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 					    .anomaly_kind = kind_names[kind],
 					    .severity = severity,
 					    .start_ns = e->start_ns,
-					    .node = kind == K_FABRIC_DELAY ? NULL : a->node,
-					    .nic = kind == K_FABRIC_DELAY ? NULL : a->nic,
+					    .node = det_is_fabric(kind) ? NULL : a->node,
+					    .nic = det_is_fabric(kind) ? NULL : a->nic,
 					    .remote_node = b ? b->node : NULL,
 					    .remote_nic = b ? b->nic : NULL,
 					    .component = component,

@@ -10,8 +10,8 @@
  *   detector_episode.c  anomalies (open, extend, attach, close) and link
  *                       episodes (incidents)
  *   detector_act.c      the action queue, nodes and their drain hints
- *   detector_locate.c   paths' routes; delayed paths blamed on the component
- *                       they share (fabric_delay)
+ *   detector_locate.c   paths' routes; delayed or lossy paths blamed on the
+ *                       component they share (fabric_delay, fabric_loss)
  *
  * State, each in a hash table with a size cap (config max_*) and expiry:
  *   paths     directed NIC pair -> delay baseline, last window, link state
@@ -60,6 +60,7 @@ enum kind {
 	K_COLLISION,
 	K_RDMA_CONFIG,
 	K_FABRIC_DELAY, /* place: the component's name in a.node (a.nic, b empty) */
+	K_FABRIC_LOSS,  /* the same: probes lost (or paths DOWN) through one component */
 };
 
 enum {
@@ -104,6 +105,12 @@ struct path_ent {
 	bool elevated;
 	char **route; /* the components its probes cross, in order (detector_locate.c); owned */
 	size_t nroute;
+	char **old_route; /* the route before (a loss that began on it is judged on it); owned */
+	size_t old_nroute;
+	int64_t route_since_ns;              /* when route replaced old_route */
+	int64_t seen_ns;                     /* the end of its last probe window, UP or DOWN */
+	int64_t loss_first_ns, loss_last_ns; /* probes lost (DOWN: all), first and last window of */
+	uint32_t loss_lost, loss_sent;       /* ... a loss streak (windows no further apart than 5 s) */
 };
 
 struct nic_ent {
@@ -318,13 +325,25 @@ void det_check_collisions(struct fq_detector *d, int64_t now);
 /* detector_locate.c */
 /* Does path p's route cross component comp? */
 bool det_route_crosses(const struct path_ent *p, const char *comp);
+/* Is a loss of p's probes (the round trip: p's route or its reverse's, as
+ * they were when the loss began) through comp? */
+bool det_loss_crosses(struct fq_detector *d, const struct path_ent *p, const char *comp);
+/* A fabric incident's kind (K_FABRIC_*). */
+static inline bool det_is_fabric(uint64_t kind)
+{
+	return kind == K_FABRIC_DELAY || kind == K_FABRIC_LOSS;
+}
+/* Notes a probe window's losses on p (DOWN: lost = sent, at least 1). */
+void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
+/* Frees p's routes. */
+void det_path_routes_free(struct path_ent *p);
 /* The open fabric incident (K_FABRIC_DELAY) a delay of path p belongs to:
  * p is delayed and routed through its component; NULL: none. */
 struct anom_ent *det_fabric_incident(struct fq_detector *d, const struct path_ent *p);
 /* The host link ("n3/rail1~leaf2") of a NIC as the routes show it; NULL:
  * no route from or to it. Valid until the path is dropped. */
 const char *det_host_link(struct fq_detector *d, const struct nic_key *nic);
-/* Blame delayed paths on the one component they share (each tick). */
+/* Blame delayed paths, and lossy ones, on the one component they share (each tick). */
 void det_locate(struct fq_detector *d, int64_t now);
 
 #endif /* FQ_CONTROLLER_DETECTOR_INT_H */

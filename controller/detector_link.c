@@ -110,11 +110,7 @@ void det_path_drop(void *ctx, struct fq_captab_ent *e)
 	struct path_ent *p = (struct path_ent *)e;
 	struct nic_ent *n;
 
-	for (size_t i = 0; i < p->nroute; i++)
-		free(p->route[i]);
-	free(p->route);
-	p->route = NULL;
-	p->nroute = 0;
+	det_path_routes_free(p);
 	if (p->state == ST_UNKNOWN || !(n = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.src)))
 		return;
 	if (n->paths_known)
@@ -312,6 +308,8 @@ void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p)
 	if (!fwd)
 		return;
 	path_set_state(d, fwd, p->up ? ST_UP : ST_DOWN, p->up ? start : p->end_ns);
+	det_path_loss(fwd, p->sent, p->up ? p->lost : (p->sent > p->lost ? p->sent : p->lost), start,
+		      p->end_ns);
 	if (!p->up)
 		return;
 	path_delay_sample(d, fwd,

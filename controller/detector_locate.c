@@ -30,6 +30,17 @@
  * path_delay anomalies of delayed paths through it, and the lane outliers
  * of lanes on them, are its members, and it is attached to the steps
  * whose lanes' NIC pairs are routed through it.
+ *
+ * Loss is judged the same way, with three differences. A probe is a round
+ * trip, so a lost one was lost on the path's route or on its reverse's:
+ * the candidates are the switches and the cables ("leaf1~spine3", either
+ * way) of both. A path is lossy when it lost a probe in a window of the
+ * last RECENT_NS, or was DOWN. And a fault that drops packets changes the
+ * routes (a link down, then re-converged around): a loss is judged on the
+ * route the path had when the loss began. A lossy component opens a
+ * fabric_loss anomaly; its path link_down anomalies are members, and one
+ * fault seen both ways (a congested spine drops and delays) is one
+ * incident, the later blame a member of the first.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -55,6 +66,35 @@ static char *name_dup(const char *s)
 	if (d)
 		copy_name(d, n + 1, s);
 	return d;
+}
+
+static void routes_free(char **r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(r[i]);
+	free(r);
+}
+
+void det_path_routes_free(struct path_ent *p)
+{
+	routes_free(p->route, p->nroute);
+	routes_free(p->old_route, p->old_nroute);
+	p->route = p->old_route = NULL;
+	p->nroute = p->old_nroute = 0;
+}
+
+void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns)
+{
+	p->seen_ns = end_ns;
+	if (!lost)
+		return;
+	if (!p->loss_last_ns || older_than(start_ns, p->loss_last_ns, RECENT_NS)) {
+		p->loss_first_ns = start_ns;
+		p->loss_lost = p->loss_sent = 0;
+	}
+	p->loss_last_ns = end_ns;
+	p->loss_lost += lost;
+	p->loss_sent += sent > lost ? sent : lost;
 }
 
 void fq_detector_route(struct fq_detector *d, const char *node, const char *nic, const char *remote_node,
@@ -92,11 +132,12 @@ void fq_detector_route(struct fq_detector *d, const char *node, const char *nic,
 		if (!(route[m] = name_dup(c)))
 			break;
 	}
-	for (size_t i = 0; i < p->nroute; i++)
-		free(p->route[i]);
-	free(p->route);
+	/* the route before is kept: a loss that began on it is judged on it */
+	routes_free(p->old_route, p->old_nroute);
+	p->old_route = p->route, p->old_nroute = p->nroute;
 	p->route = route;
 	p->nroute = m;
+	p->route_since_ns = now_ns;
 }
 
 /* Is r the link "A~B" crossed either way ("A>B" or "B>A")? */
@@ -110,14 +151,42 @@ static bool crosses_link(const char *r, const char *comp, const char *tilde)
 	       (!memcmp(r, tilde + 1, lb) && r[lb] == '>' && !memcmp(r + lb + 1, comp, la));
 }
 
-bool det_route_crosses(const struct path_ent *p, const char *comp)
+static bool in_route(char *const *route, size_t n, const char *comp)
 {
 	const char *tilde = strchr(comp, '/') ? NULL : strchr(comp, '~');
 
-	for (size_t i = 0; i < p->nroute; i++)
-		if (strcmp(p->route[i], comp) == 0 || (tilde && crosses_link(p->route[i], comp, tilde)))
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(route[i], comp) == 0 || (tilde && crosses_link(route[i], comp, tilde)))
 			return true;
 	return false;
+}
+
+bool det_route_crosses(const struct path_ent *p, const char *comp)
+{
+	return in_route(p->route, p->nroute, comp);
+}
+
+/* Does p's route at time t (the one before, if it changed since) cross comp? */
+static bool route_at_crosses(const struct path_ent *p, int64_t t, const char *comp)
+{
+	if (p->old_nroute && t < p->route_since_ns)
+		return in_route(p->old_route, p->old_nroute, comp);
+	return in_route(p->route, p->nroute, comp);
+}
+
+static const struct path_ent *reverse_of(struct fq_detector *d, const struct path_ent *p)
+{
+	struct path_key rk = {p->k.dst, p->k.src};
+
+	return (const struct path_ent *)fq_captab_find(&d->paths, &rk);
+}
+
+bool det_loss_crosses(struct fq_detector *d, const struct path_ent *p, const char *comp)
+{
+	const struct path_ent *r;
+
+	return route_at_crosses(p, p->loss_first_ns, comp) ||
+	       ((r = reverse_of(d, p)) && route_at_crosses(r, p->loss_first_ns, comp));
 }
 
 struct anom_ent *det_fabric_incident(struct fq_detector *d, const struct path_ent *p)
@@ -126,7 +195,7 @@ struct anom_ent *det_fabric_incident(struct fq_detector *d, const struct path_en
 		return NULL; /* its probes saw no delay: not the component's doing */
 	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
 	{
-		if (a->k.kind == K_FABRIC_DELAY && !a->incident && det_route_crosses(p, a->k.a.node))
+		if (det_is_fabric(a->k.kind) && !a->incident && det_route_crosses(p, a->k.a.node))
 			return a;
 	}
 	return NULL;
@@ -144,8 +213,59 @@ const char *det_host_link(struct fq_detector *d, const struct nic_key *nic)
 	return NULL;
 }
 
-/* A switch ("spine3") or a switch-to-switch link as crossed ("leaf1>spine3"):
- * not a NIC ("n1/rail0") nor a host link ("n1/rail0~leaf1"). */
+struct cand {
+	char name[200]; /* a switch, a crossed link "A>B" (delay) or a cable "A~B" (loss) */
+	unsigned bad, good;
+	int64_t start_ns; /* the earliest streak among its bad paths */
+};
+
+/* One symptom's view of the paths: delay (K_FABRIC_DELAY: a path's own
+ * route, each link as crossed) or loss (K_FABRIC_LOSS: its round trip,
+ * links as cables). */
+struct sym {
+	struct fq_detector *d;
+	enum kind kind;
+	int64_t now;
+};
+
+static bool is_loss(const struct sym *y)
+{
+	return y->kind == K_FABRIC_LOSS;
+}
+
+static double share(const struct cand *c)
+{
+	return c->bad + c->good ? (double)c->bad / (double)(c->bad + c->good) : 0;
+}
+
+static bool usable(const struct sym *y, const struct path_ent *p)
+{
+	if (is_loss(y))
+		return (p->nroute || p->old_nroute) && p->seen_ns > 0 &&
+		       !older_than(y->now, p->seen_ns, RECENT_NS);
+	return p->nroute && p->tail_ns > 0 && !older_than(y->now, p->last_end_ns, RECENT_NS);
+}
+
+static bool bad(const struct sym *y, const struct path_ent *p)
+{
+	if (is_loss(y))
+		return p->loss_last_ns > 0 && !older_than(y->now, p->loss_last_ns, RECENT_NS);
+	return p->elevated;
+}
+
+static int64_t bad_since(const struct sym *y, const struct path_ent *p)
+{
+	return is_loss(y) ? p->loss_first_ns : p->streak_start;
+}
+
+static bool crosses(const struct sym *y, const struct path_ent *p, const char *comp)
+{
+	return is_loss(y) ? det_loss_crosses(y->d, p, comp) : det_route_crosses(p, comp);
+}
+
+/* A switch ("spine3") or a switch-to-switch link as crossed ("leaf1>spine3")
+ * or as a cable ("leaf1~spine3"): not a NIC ("n1/rail0") nor a host link
+ * ("n1/rail0~leaf1"). */
 static bool fabric_component(const char *c)
 {
 	return !strchr(c, '/');
@@ -153,83 +273,109 @@ static bool fabric_component(const char *c)
 
 static bool is_link(const char *c)
 {
-	return strchr(c, '>') != NULL;
+	return fabric_component(c) && (strchr(c, '>') || strchr(c, '~'));
 }
 
-/* The ends of a crossed link "A>B" into a, b (false: too long). */
+/* The ends of a link "A>B" or "A~B" into a, b (false: not a link, or too long). */
 static bool link_ends(const char *c, char *a, char *b, size_t len)
 {
-	const char *gt = strchr(c, '>');
+	const char *sep = strchr(c, '>') ? strchr(c, '>') : strchr(c, '~');
 
-	if (!gt || (size_t)(gt - c) >= len || strlen(gt + 1) >= len)
+	if (!sep || (size_t)(sep - c) >= len || strlen(sep + 1) >= len)
 		return false;
-	snprintf(a, len, "%.*s", (int)(gt - c), c);
-	snprintf(b, len, "%s", gt + 1);
+	snprintf(a, len, "%.*s", (int)(sep - c), c);
+	snprintf(b, len, "%s", sep + 1);
 	return true;
 }
 
-struct cand {
-	const char *name;
-	unsigned bad, good;
-	int64_t start_ns; /* the earliest delay streak among its bad paths */
-};
-
-static double share(const struct cand *c)
+/* Adds the fabric components of a route to the candidates (loss: each link
+ * as its cable, "A~B" with A < B). */
+static void add_route(const struct sym *y, char *const *route, size_t n, struct cand *c, size_t *nc)
 {
-	return c->bad + c->good ? (double)c->bad / (double)(c->bad + c->good) : 0;
-}
+	for (size_t i = 0; i < n; i++) {
+		char name[sizeof(c->name)], a[96], b[96];
+		size_t j = 0;
 
-static bool usable(const struct path_ent *p, int64_t now)
-{
-	return p->nroute && p->tail_ns > 0 && !older_than(now, p->last_end_ns, RECENT_NS);
-}
-
-/* The candidates (fabric components on delayed paths' routes) into c;
- * how many delayed paths there are. *one_end: they all share one end NIC. */
-static unsigned gather(struct fq_detector *d, int64_t now, struct cand *c, size_t *nc, bool *one_end)
-{
-	const struct path_ent *first = NULL;
-	bool same_src = true, same_dst = true;
-	unsigned bad = 0;
-
-	*nc = 0;
-	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
-	{
-		if (!usable(p, now) || !p->elevated)
+		if (!fabric_component(route[i]))
 			continue;
-		bad++;
-		if (!first)
-			first = p;
-		same_src = same_src && nic_eq(&p->k.src, &first->k.src);
-		same_dst = same_dst && nic_eq(&p->k.dst, &first->k.dst);
-		for (size_t i = 0; i < p->nroute; i++) {
-			size_t j = 0;
-
-			if (!fabric_component(p->route[i]))
-				continue;
-			while (j < *nc && strcmp(c[j].name, p->route[i]))
-				j++;
-			if (j == *nc && *nc < MAX_CAND)
-				c[(*nc)++] = (struct cand){.name = p->route[i], .start_ns = INT64_MAX};
+		if (is_loss(y) && strchr(route[i], '>') && link_ends(route[i], a, b, sizeof(a)))
+			snprintf(name, sizeof(name), "%s~%s", strcmp(a, b) < 0 ? a : b,
+				 strcmp(a, b) < 0 ? b : a);
+		else
+			snprintf(name, sizeof(name), "%s", route[i]);
+		while (j < *nc && strcmp(c[j].name, name))
+			j++;
+		if (j == *nc && *nc < MAX_CAND) {
+			c[*nc] = (struct cand){.start_ns = INT64_MAX};
+			memcpy(c[(*nc)++].name, name, sizeof(name));
 		}
 	}
-	*one_end = bad > 1 && (same_src || same_dst);
-	return bad;
 }
 
-static void count(struct fq_detector *d, int64_t now, struct cand *c, size_t nc)
+/* p's route at time t into the candidates. */
+static void add_route_at(const struct sym *y, const struct path_ent *p, int64_t t, struct cand *c, size_t *nc)
 {
-	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	if (p->old_nroute && t < p->route_since_ns)
+		add_route(y, p->old_route, p->old_nroute, c, nc);
+	else
+		add_route(y, p->route, p->nroute, c, nc);
+}
+
+static bool touches(const struct path_ent *p, const struct nic_key *n)
+{
+	return nic_eq(&p->k.src, n) || nic_eq(&p->k.dst, n);
+}
+
+/* The candidates (fabric components on bad paths' routes) into c; how many
+ * bad paths there are. *one_end: they all share one end NIC (delay: as
+ * their sender, or as their receiver; loss: either way), the NIC rules'. */
+static unsigned gather(const struct sym *y, struct cand *c, size_t *nc, bool *one_end)
+{
+	const struct path_ent *first = NULL, *r;
+	bool same_src = true, same_dst = true;
+	unsigned nbad = 0;
+
+	*nc = 0;
+	FQ_CAPTAB_FOREACH(&y->d->paths, struct path_ent, p, nx)
 	{
-		if (!usable(p, now))
+		if (!usable(y, p) || !bad(y, p))
 			continue;
+		nbad++;
+		if (!first)
+			first = p;
+		if (is_loss(y)) {
+			same_src = same_src && touches(p, &first->k.src);
+			same_dst = same_dst && touches(p, &first->k.dst);
+			add_route_at(y, p, p->loss_first_ns, c, nc);
+			if ((r = reverse_of(y->d, p)))
+				add_route_at(y, r, p->loss_first_ns, c, nc);
+		} else {
+			same_src = same_src && nic_eq(&p->k.src, &first->k.src);
+			same_dst = same_dst && nic_eq(&p->k.dst, &first->k.dst);
+			add_route(y, p->route, p->nroute, c, nc);
+		}
+	}
+	*one_end = nbad > 1 && (same_src || same_dst);
+	return nbad;
+}
+
+static void count(const struct sym *y, struct cand *c, size_t nc)
+{
+	FQ_CAPTAB_FOREACH(&y->d->paths, struct path_ent, p, nx)
+	{
+		bool b;
+		int64_t since;
+
+		if (!usable(y, p))
+			continue;
+		b = bad(y, p), since = bad_since(y, p);
 		for (size_t j = 0; j < nc; j++) {
-			if (!det_route_crosses(p, c[j].name))
+			if (!crosses(y, p, c[j].name))
 				continue;
-			if (p->elevated) {
+			if (b) {
 				c[j].bad++;
-				if (p->streak_start && p->streak_start < c[j].start_ns)
-					c[j].start_ns = p->streak_start;
+				if (since && since < c[j].start_ns)
+					c[j].start_ns = since;
 			} else {
 				c[j].good++;
 			}
@@ -240,14 +386,10 @@ static void count(struct fq_detector *d, int64_t now, struct cand *c, size_t nc)
 /* The switches a component names: a switch itself, a link's two ends. */
 static size_t ends_of(const char *c, char e[2][96])
 {
-	const char *sep = strchr(c, '>') ? strchr(c, '>') : strchr(c, '~');
-
-	if (!sep) {
+	if (!link_ends(c, e[0], e[1], 96)) {
 		snprintf(e[0], 96, "%s", c);
 		return 1;
 	}
-	snprintf(e[0], 96, "%.*s", (int)(sep - c), c);
-	snprintf(e[1], 96, "%s", sep + 1);
 	return 2;
 }
 
@@ -265,57 +407,105 @@ static bool related(const char *x, const char *y)
 	return false;
 }
 
-/* Opens or extends the component's anomaly; makes the delayed paths' open
- * path_delay anomalies through it its members. */
-static void blame(struct fq_detector *d, const struct cand *b, unsigned total, const char *ambiguous,
-		  int64_t now)
+static const struct anom_ent *by_handle(struct fq_detector *d, uint64_t h)
 {
-	char summary[512], evidence[768], paths[400] = "";
+	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
+	{
+		if (a->handle == h)
+			return a;
+	}
+	return NULL;
+}
+
+/* The open blame of this symptom a new one extends (the same switch, or a
+ * link of it), not a member of another of the same symptom (a narrower one
+ * merged); else NULL, and *other: an open incident of the other symptom it
+ * joins (one fault, delaying and dropping). */
+static struct anom_ent *open_related(const struct sym *y, const char *place, const struct anom_ent **other)
+{
+	struct anom_ent *same = NULL;
+
+	*other = NULL;
+	FQ_CAPTAB_FOREACH(&y->d->anoms, struct anom_ent, o, nx)
+	{
+		const struct anom_ent *inc;
+
+		if (!det_is_fabric(o->k.kind) || !related(o->k.a.node, place))
+			continue;
+		if (o->k.kind == y->kind && !same &&
+		    (!o->incident || ((inc = by_handle(y->d, o->incident)) && inc->k.kind != y->kind)))
+			same = o;
+		else if (o->k.kind != y->kind && !o->incident && !*other)
+			*other = o;
+	}
+	if (same)
+		*other = NULL;
+	return same;
+}
+
+/* Opens or extends the component's anomaly; makes the bad paths' open
+ * anomalies through it its members (delay: path_delay and lane_outlier;
+ * loss: a path's link_down). */
+static void blame(const struct sym *y, const struct cand *b, unsigned total, const char *ambiguous)
+{
+	struct fq_detector *d = y->d;
+	char summary[512], evidence[900], paths[400] = "", e[2][96];
 	double cover = (double)b->bad / total, conf = cover * share(b);
 	struct nic_key place;
-	struct anom_ent *a, *narrower = NULL;
+	struct anom_ent *a, *narrower = NULL, *same;
+	const struct anom_ent *other;
 	size_t n = 0, listed = 0;
+	uint64_t lost = 0, sent = 0;
+	unsigned down = 0;
 
 	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
 	{
-		if (listed < 6 && usable(p, now) && p->elevated && det_route_crosses(p, b->name) &&
-		    n + 140 < sizeof(paths)) {
+		if (!usable(y, p) || !bad(y, p) || !crosses(y, p, b->name))
+			continue;
+		lost += p->loss_lost, sent += p->loss_sent, down += p->state == ST_DOWN;
+		if (listed < 6 && n + 140 < sizeof(paths)) {
 			n += (size_t)snprintf(paths + n, sizeof(paths) - n, "%s\"%s/%s->%s/%s\"",
 					      listed ? "," : "", p->k.src.node, p->k.src.nic, p->k.dst.node,
 					      p->k.dst.nic);
 			listed++;
 		}
 	}
-	snprintf(summary, sizeof(summary),
-		 "%s congested: %u delayed paths cross it, %u through it are not delayed, %u delayed "
-		 "elsewhere (confidence %.2f%s%s)",
-		 b->name, b->bad, b->good, total - b->bad, conf, *ambiguous ? "; ambiguous with " : "",
-		 ambiguous);
+	if (is_loss(y))
+		snprintf(summary, sizeof(summary),
+			 "%s dropping packets: %u paths through it lost probes (%" PRIu64 " of %" PRIu64
+			 " sent; %u DOWN), %u through it did not, %u lost elsewhere (confidence %.2f%s%s)",
+			 b->name, b->bad, lost, sent, down, b->good, total - b->bad, conf,
+			 *ambiguous ? "; ambiguous with " : "", ambiguous);
+	else
+		snprintf(summary, sizeof(summary),
+			 "%s congested: %u delayed paths cross it, %u through it are not delayed, %u delayed "
+			 "elsewhere (confidence %.2f%s%s)",
+			 b->name, b->bad, b->good, total - b->bad, conf,
+			 *ambiguous ? "; ambiguous with " : "", ambiguous);
 	snprintf(evidence, sizeof(evidence),
-		 "{\"component\":\"%s\",\"confidence\":%.3f,\"delayed_through\":%u,\"normal_through\":%u,"
-		 "\"delayed_elsewhere\":%u,\"coverage\":%.3f,\"share\":%.3f,\"ambiguous_with\":\"%s\","
-		 "\"delayed_paths\":[%s]}",
-		 b->name, conf, b->bad, b->good, total - b->bad, cover, share(b), ambiguous, paths);
+		 "{\"component\":\"%s\",\"symptom\":\"%s\",\"confidence\":%.3f,\"bad_through\":%u,"
+		 "\"normal_through\":%u,\"bad_elsewhere\":%u,\"coverage\":%.3f,\"share\":%.3f,"
+		 "\"ambiguous_with\":\"%s\",\"probes_lost\":%" PRIu64 ",\"probes_sent\":%" PRIu64
+		 ",\"paths_down\":%u,\"paths\":[%s]}",
+		 b->name, is_loss(y) ? "loss" : "delay", conf, b->bad, b->good, total - b->bad, cover,
+		 share(b), ambiguous, is_loss(y) ? lost : 0, is_loss(y) ? sent : 0, is_loss(y) ? down : 0,
+		 paths);
 	memset(&place, 0, sizeof(place));
 	copy_name(place.node, sizeof(place.node), b->name);
 	/* one fault, one incident: an open blame of the same switch, or of a
 	 * link of it, is extended rather than a second opened; a link blamed
-	 * first (few paths delayed yet) becomes part of its switch's incident
-	 * once the switch is blamed */
-	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, o, nx0)
-	{
-		char e[2][96];
-
-		if (o->k.kind == K_FABRIC_DELAY && !o->incident && related(o->k.a.node, place.node)) {
-			if (ends_of(place.node, e) == 1 && ends_of(o->k.a.node, e) == 2)
-				narrower = o;
-			else
-				place = o->k.a;
-			break;
-		}
+	 * first (few paths bad yet) becomes part of its switch's incident once
+	 * the switch is blamed; the other symptom's open blame of it is the
+	 * incident of this one */
+	if ((same = open_related(y, place.node, &other))) {
+		if (ends_of(place.node, e) == 1 && ends_of(same->k.a.node, e) == 2)
+			narrower = same;
+		else
+			place = same->k.a;
 	}
-	a = det_anom_evidence(d, K_FABRIC_DELAY, SEV_WARNING, &place, NULL,
-			      b->start_ns != INT64_MAX ? b->start_ns : now, now, summary, evidence, NULL);
+	a = det_anom_member(d, y->kind, SEV_WARNING, &place, NULL,
+			    b->start_ns != INT64_MAX ? b->start_ns : y->now, y->now, summary, evidence, NULL,
+			    other);
 	if (!a)
 		return;
 	if (narrower && narrower != a) {
@@ -333,10 +523,12 @@ static void blame(struct fq_detector *d, const struct cand *b, unsigned total, c
 	{
 		struct path_key pk = {m->k.a, m->k.b};
 		const struct path_ent *p;
+		bool member = is_loss(y) ? m->k.kind == K_LINK_DOWN && !nic_empty(&m->k.b)
+					 : m->k.kind == K_PATH_DELAY || m->k.kind == K_LANE_OUTLIER;
 
-		if ((m->k.kind != K_PATH_DELAY && m->k.kind != K_LANE_OUTLIER) || m->incident ||
-		    !(p = (const struct path_ent *)fq_captab_find(&d->paths, &pk)) || !p->elevated ||
-		    !det_route_crosses(p, b->name))
+		if (!member || m->incident || m == a ||
+		    !(p = (const struct path_ent *)fq_captab_find(&d->paths, &pk)) || !bad(y, p) ||
+		    !crosses(y, p, b->name))
 			continue;
 		m->incident = a->handle;
 		det_push(d, &(struct fq_det_action){
@@ -344,11 +536,10 @@ static void blame(struct fq_detector *d, const struct cand *b, unsigned total, c
 	}
 }
 
-/* Several crossed links delayed (L, n of them): one cable both ways ->
- * that link ("A~B"); links all off one switch -> that switch. Into *b (its
- * name in name). False: they share no one component. */
-static bool common(struct cand *c, size_t nc, const size_t *l, size_t n, char *name, size_t len,
-		   struct cand *b)
+/* Several links bad (L, n of them): one cable both ways -> that link
+ * ("A~B"); links all off one switch -> that switch. Into *b (its name
+ * there). False: they share no one component. */
+static bool common(struct cand *c, size_t nc, const size_t *l, size_t n, struct cand *b)
 {
 	char a0[96], b0[96], x[96], y[96];
 	bool pair = true, on_a = true, on_b = true;
@@ -362,13 +553,14 @@ static bool common(struct cand *c, size_t nc, const size_t *l, size_t n, char *n
 		on_a = on_a && (!strcmp(x, a0) || !strcmp(y, a0));
 		on_b = on_b && (!strcmp(x, b0) || !strcmp(y, b0));
 	}
+	*b = (struct cand){.start_ns = INT64_MAX};
 	if (pair)
-		snprintf(name, len, "%s~%s", strcmp(a0, b0) < 0 ? a0 : b0, strcmp(a0, b0) < 0 ? b0 : a0);
+		snprintf(b->name, sizeof(b->name), "%s~%s", strcmp(a0, b0) < 0 ? a0 : b0,
+			 strcmp(a0, b0) < 0 ? b0 : a0);
 	else if (on_a != on_b)
-		snprintf(name, len, "%s", on_a ? a0 : b0);
+		snprintf(b->name, sizeof(b->name), "%s", on_a ? a0 : b0);
 	else
 		return false;
-	*b = (struct cand){.name = name, .start_ns = INT64_MAX};
 	for (size_t i = 0; i < n; i++) {
 		b->bad += c[l[i]].bad;
 		b->good += c[l[i]].good;
@@ -377,55 +569,52 @@ static bool common(struct cand *c, size_t nc, const size_t *l, size_t n, char *n
 	}
 	if (!pair) /* the switch's own figures: every path through it */
 		for (size_t j = 0; j < nc; j++)
-			if (!strcmp(c[j].name, name))
+			if (!strcmp(c[j].name, b->name))
 				b->good = c[j].good, b->bad = c[j].bad;
 	return true;
 }
 
-/* Delayed paths through any of the links l (each counted once). */
-static unsigned through_any(struct fq_detector *d, int64_t now, const struct cand *c, const size_t *l,
-			    size_t n)
+/* Bad paths through any of the links l (each counted once). */
+static unsigned through_any(const struct sym *y, const struct cand *c, const size_t *l, size_t n)
 {
-	unsigned bad = 0;
+	unsigned nbad = 0;
 
-	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	FQ_CAPTAB_FOREACH(&y->d->paths, struct path_ent, p, nx)
 	{
 		bool hit = false;
 
-		for (size_t i = 0; i < n && !hit && usable(p, now) && p->elevated; i++)
-			hit = det_route_crosses(p, c[l[i]].name);
-		bad += hit;
+		for (size_t i = 0; i < n && !hit && usable(y, p) && bad(y, p); i++)
+			hit = crosses(y, p, c[l[i]].name);
+		nbad += hit;
 	}
-	return bad;
+	return nbad;
 }
 
-void det_locate(struct fq_detector *d, int64_t now)
+static void locate(const struct sym *y, struct cand *c)
 {
-	struct cand *c = d->locate_scratch, *best = NULL, merged;
-	char ambiguous[256] = "", name[200];
+	struct cand *best = NULL, merged;
+	char ambiguous[256] = "";
 	size_t nc, n = 0, links[MAX_CAND], nl = 0;
 	bool one_end;
 	unsigned total;
 
-	if (!c && !(c = d->locate_scratch = malloc(MAX_CAND * sizeof(*c))))
+	total = gather(y, c, &nc, &one_end);
+	if (total < y->d->c.locate_min_paths || one_end || !nc)
 		return;
-	total = gather(d, now, c, &nc, &one_end);
-	if (total < d->c.locate_min_paths || one_end || !nc)
-		return;
-	count(d, now, c, nc);
-	/* A queue is one direction of one link: the crossed links delayed for
-	 * most paths through them. Several of them: the cable (both ways) or
-	 * the switch they all hang off, if they explain the delays. */
+	count(y, c, nc);
+	/* A queue is one direction of one link, a drop one cable: the links bad
+	 * for most paths through them. Several of them: the cable (both ways)
+	 * or the switch they all hang off, if they explain the bad paths. */
 	for (size_t j = 0; j < nc; j++)
 		if (is_link(c[j].name) && c[j].bad && share(&c[j]) >= LOCATE_MIN_SHARE)
 			links[nl++] = j;
-	if (nl > 1 && common(c, nc, links, nl, name, sizeof(name), &merged)) {
-		unsigned through = through_any(d, now, c, links, nl); /* one scan of the paths */
+	if (nl > 1 && common(c, nc, links, nl, &merged)) {
+		unsigned through = through_any(y, c, links, nl); /* one scan of the paths */
 
 		if ((double)through >= LOCATE_MIN_COVER * total) {
 			if (through > merged.bad)
 				merged.bad = through;
-			blame(d, &merged, total, "", now);
+			blame(y, &merged, total, "");
 			return;
 		}
 	}
@@ -440,5 +629,15 @@ void det_locate(struct fq_detector *d, int64_t now)
 		    share(best) - share(&c[j]) < AMBIGUOUS_EPSILON && n + 70 < sizeof(ambiguous))
 			n += (size_t)snprintf(ambiguous + n, sizeof(ambiguous) - n, "%s%s", n ? ", " : "",
 					      c[j].name);
-	blame(d, best, total, ambiguous, now);
+	blame(y, best, total, ambiguous);
+}
+
+void det_locate(struct fq_detector *d, int64_t now)
+{
+	struct cand *c = d->locate_scratch;
+
+	if (!c && !(c = d->locate_scratch = malloc(MAX_CAND * sizeof(*c))))
+		return;
+	locate(&(struct sym){d, K_FABRIC_DELAY, now}, c);
+	locate(&(struct sym){d, K_FABRIC_LOSS, now}, c);
 }

@@ -10,7 +10,15 @@
  *     the leaf it hangs off;
  *   - every path into one NIC delayed (a slow receiver) -> no fabric blame;
  *   - two delayed paths, no common component -> none;
- *   - the congestion gone -> the incident closes.
+ *   - the congestion gone -> the incident closes;
+ * and loss (probes lost on a round trip, or paths DOWN):
+ *   - one cable dropping a few probes -> fabric_loss on that cable;
+ *   - a cable down: the paths over it lose a window's probes, then their
+ *     routes move off it (re-converged) -> still that cable, judged on the
+ *     routes at the loss;
+ *   - one NIC down (every path to or from it DOWN) -> no fabric blame;
+ *   - a spine both delaying and dropping -> one incident: the loss blame a
+ *     member of the delay's.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -57,7 +65,9 @@ static size_t route(int i, int j, char names[9][32], const char *comps[9])
 	return n;
 }
 
-static void routes(struct fq_detector *d)
+static int avoid_leaf, avoid_spine; /* a cable down: routes re-converged around it */
+
+static void routes_at(struct fq_detector *d, int t)
 {
 	for (int i = 1; i <= HOSTS; i++)
 		for (int j = 1; j <= HOSTS; j++) {
@@ -70,11 +80,25 @@ static void routes(struct fq_detector *d)
 			n = route(i, j, names, comps);
 			snprintf(ni, sizeof(ni), "n%d", i);
 			snprintf(nj, sizeof(nj), "n%d", j);
-			fq_detector_route(d, ni, "rail0", nj, "rail0", comps, n, S(0));
+			if (avoid_leaf && (leaf_of(i) == avoid_leaf || leaf_of(j) == avoid_leaf) && n > 5 &&
+			    !strcmp(names[4], "spine1")) {
+				/* over spine3 instead */
+				snprintf(names[3], 32, "leaf%d~spine3", leaf_of(i));
+				snprintf(names[4], 32, "spine3");
+				snprintf(names[5], 32, "leaf%d~spine3", leaf_of(j));
+			}
+			fq_detector_route(d, ni, "rail0", nj, "rail0", comps, n, S(t));
 		}
 }
 
+static void routes(struct fq_detector *d)
+{
+	routes_at(d, 0);
+}
+
 typedef bool (*delayed_fn)(int i, int j);
+
+static delayed_fn lossy, down; /* pairs (i < j) losing 3 probes of 50 a window; DOWN */
 
 /* One window [t-1, t] of every directed pair (n_i reports i -> j forward),
  * 2000 us where delayed says, else 20 us; then the tick. */
@@ -98,6 +122,10 @@ static void second(struct fq_detector *d, int t, delayed_fn delayed)
 			p.node = ni, p.remote_node = nj;
 			p.owd_fwd_p50_ns = US(fwd), p.owd_fwd_p90_ns = US(fwd), p.owd_fwd_p99_ns = US(fwd);
 			p.owd_rev_p50_ns = US(rev), p.owd_rev_p90_ns = US(rev), p.owd_rev_p99_ns = US(rev);
+			if (lossy && lossy(i, j))
+				p.lost = 3, p.answered = 47;
+			if (down && down(i, j))
+				p.lost = 50, p.answered = 0, p.up = false;
 			fq_detector_probe(d, &p);
 		}
 	fq_detector_tick(d, S(t) + 1);
@@ -255,11 +283,101 @@ static void test_not_fabric(void)
 	fq_detector_destroy(d);
 }
 
+/* Does the round trip of i -> j cross the cable leaf a ~ spine s? */
+static bool trip_crosses(int i, int j, int a, int s)
+{
+	int li = leaf_of(i), lj = leaf_of(j);
+
+	return li != lj && ((spine_of(i, j) == s && (li == a || lj == a)) ||
+			    (spine_of(j, i) == s && (li == a || lj == a)));
+}
+
+static bool over_leaf1_spine2(int i, int j)
+{
+	return trip_crosses(i, j, 1, 2);
+}
+
+static bool over_leaf2_spine1(int i, int j)
+{
+	return trip_crosses(i, j, 2, 1);
+}
+
+static bool touches_n3(int i, int j)
+{
+	return i == 3 || j == 3;
+}
+
+static bool spine2_trip(int i, int j)
+{
+	return via_spine2(i, j) || via_spine2(j, i);
+}
+
+static const struct rec *loss_open(void)
+{
+	const struct rec *o = find_open("fabric_loss", NULL, NULL);
+
+	return o ? o : &recs[0];
+}
+
+static void test_loss(void)
+{
+	struct fq_detector *d = fabric();
+	const struct rec *o;
+
+	lossy = over_leaf1_spine2;
+	for (int t = 9; t <= 12; t++)
+		second(d, t, NULL);
+	is_int(count(FQ_DET_OPEN, "fabric_loss"), 1, "a cable dropping 6 %% of probes: one fabric_loss");
+	o = loss_open();
+	is_str(o->component, "leaf1~spine2", "blamed on the cable leaf1~spine2");
+	like(o->summary, "leaf1~spine2 dropping packets: ", "summary names it");
+	like(o->evidence, "\"symptom\":\"loss\"", "evidence: the symptom");
+	is_int(count(FQ_DET_OPEN, "fabric_delay"), 0, "no delay blamed");
+	lossy = NULL;
+	fq_detector_destroy(d);
+
+	/* leaf2~spine1 down: one window of loss, then the routes move off it */
+	d = fabric();
+	lossy = over_leaf2_spine1;
+	second(d, 9, NULL);
+	lossy = NULL;
+	avoid_leaf = 2, avoid_spine = 1;
+	routes_at(d, 9);
+	second(d, 10, NULL);
+	second(d, 11, NULL);
+	is_int(count(FQ_DET_OPEN, "fabric_loss"), 1, "a cable down, its paths re-routed: one fabric_loss");
+	is_str(loss_open()->component, "leaf2~spine1",
+	       "blamed on the cable the paths crossed when they lost probes");
+	avoid_leaf = avoid_spine = 0;
+	fq_detector_destroy(d);
+
+	d = fabric();
+	down = touches_n3;
+	for (int t = 9; t <= 12; t++)
+		second(d, t, NULL);
+	down = NULL;
+	is_int(count(FQ_DET_OPEN, "fabric_loss"), 0,
+	       "n3's NIC down (its paths DOWN): the NIC rules', no fabric blame");
+	fq_detector_destroy(d);
+
+	d = fabric();
+	lossy = spine2_trip;
+	for (int t = 9; t <= 14; t++)
+		second(d, t, via_spine2);
+	lossy = NULL;
+	o = find_open("fabric_delay", NULL, NULL);
+	is_str(o ? o->component : "", "spine2", "spine2 delaying and dropping: the delay blamed on spine2");
+	is_str(loss_open()->component, "spine2", "... and the loss");
+	ok(o && loss_open()->incident == o->handle, "one incident: the loss blame a member of the delay's");
+	fq_detector_destroy(d);
+}
+
 int main(void)
 {
 	test_spine();
 	test_link();
 	test_spine_some_ways();
 	test_not_fabric();
+	test_loss();
 	return done_testing();
 }
