@@ -82,13 +82,14 @@ void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope
 		fq_detector_lane(c->det, &d);
 	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LINK) {
 		const Fabriciq__LinkEvent *l = env->link;
-		struct fq_det_link d = {node,
-					l->local_nic,
-					l->remote_node,
-					l->remote_nic,
-					l->state == FABRICIQ__LINK_EVENT__STATE__UP,
-					l->nic_level,
-					l->time_ns};
+		struct fq_det_link d = {.node = node,
+					.nic = l->local_nic,
+					.remote_node = l->remote_node,
+					.remote_nic = l->remote_nic,
+					.up = l->state == FABRICIQ__LINK_EVENT__STATE__UP,
+					.nic_level = l->nic_level,
+					.time_ns = l->time_ns,
+					.nic_state = l->nic_state};
 		if (!d.up && agent_away_at(c, l->remote_node, l->time_ns)) {
 			fq_log_rl(FQ_LOG_INFO, "%s/%s -> %s/%s DOWN: %s's agent was away, not an anomaly",
 				  node, l->local_nic, l->remote_node, l->remote_nic, l->remote_node);
@@ -188,7 +189,7 @@ static bool apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 		break;
 	case FQ_DET_UPDATE:
 		if (db && id)
-			rc = fq_db_update_anomaly(db, id, a->events, a->end_ns, a->summary);
+			rc = fq_db_update_anomaly(db, id, a->events, a->end_ns, a->summary, a->component);
 		break;
 	case FQ_DET_CLOSE:
 		if (db && id)

@@ -203,6 +203,7 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 	struct anom_key key;
 	struct anom_ent *e, *inc;
 	const char *component = NULL;
+	char nicname[NODE_LEN + NIC_LEN + 2];
 	bool created;
 
 	memset(&key, 0, sizeof(key));
@@ -230,9 +231,10 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 	if (opened)
 		*opened = true;
 	/* a NIC down or flapping: its cable, or the NIC itself, or the port it
-	 * plugs into; named by the cable (the host link), as the routes show it */
+	 * plugs into; named by the cable (the host link), as the routes show it,
+	 * unless the NIC said it was disabled or is gone */
 	if ((kind == K_LINK_DOWN || kind == K_FLAPPING) && !(b && !nic_empty(b)))
-		component = det_host_link(d, a);
+		component = det_nic_component(d, a, nicname, sizeof(nicname));
 	else if (det_is_fabric(kind))
 		component = a->node;
 	det_push(d, &(struct fq_det_action){.kind = FQ_DET_OPEN,
@@ -271,18 +273,23 @@ void det_anom_close(struct fq_detector *d, struct anom_ent *a, int64_t end_ns)
 /* The episode's DOWNs so far (a->events), the last at t: an UPDATE. */
 void det_episode_update(struct fq_detector *d, struct anom_ent *a, int64_t t)
 {
-	char text[320];
+	char text[400], nicname[NODE_LEN + NIC_LEN + 2];
+	const char *component = NULL;
 
 	a->last_ns = max64(a->last_ns, t);
-	if (is_path_place(a))
+	if (is_path_place(a)) {
 		snprintf(text, sizeof(text), "path %s/%s -> %s/%s down %u times", a->k.a.node, a->k.a.nic,
 			 a->k.b.node, a->k.b.nic, a->events);
-	else
-		snprintf(text, sizeof(text), "%s of %s down %u times", a->k.a.nic, a->k.a.node, a->events);
+	} else {
+		snprintf(text, sizeof(text), "%s of %s down %u times%s", a->k.a.nic, a->k.a.node, a->events,
+			 det_nic_said(d, &a->k.a));
+		component = det_nic_component(d, &a->k.a, nicname, sizeof(nicname));
+	}
 	det_push(d, &(struct fq_det_action){.kind = FQ_DET_UPDATE,
 					    .handle = a->handle,
 					    .events = a->events,
 					    .end_ns = t,
+					    .component = component,
 					    .summary = text});
 }
 

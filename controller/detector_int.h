@@ -121,6 +121,7 @@ struct nic_ent {
 	unsigned paths_known, paths_down;
 	bool down, dead_hinted;
 	int64_t down_since;
+	char said[12]; /* what the NIC said of its link at its last NIC-level DOWN (fq_det_link) */
 	unsigned tx_paths, tx_elev, rx_paths, rx_elev; /* tick scratch */
 };
 
@@ -343,6 +344,12 @@ struct anom_ent *det_fabric_incident(struct fq_detector *d, const struct path_en
 /* The host link ("n3/rail1~leaf2") of a NIC as the routes show it; NULL:
  * no route from or to it. Valid until the path is dropped. */
 const char *det_host_link(struct fq_detector *d, const struct nic_key *nic);
+/* The component a NIC's episode blames: the NIC itself ("n3/rail1") when it
+ * said it is disabled or gone, else its host link (det_host_link); buf
+ * holds a NIC's name. NULL: not known. And a clause for its summary ("" or
+ * "; the NIC ..."). */
+const char *det_nic_component(struct fq_detector *d, const struct nic_key *nic, char *buf, size_t len);
+const char *det_nic_said(struct fq_detector *d, const struct nic_key *nic);
 /* Blame delayed paths, and lossy ones, on the one component they share (each tick). */
 void det_locate(struct fq_detector *d, int64_t now);
 

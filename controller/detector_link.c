@@ -94,7 +94,8 @@ static void nic_transition(struct fq_detector *d, struct nic_ent *n, bool down, 
 	}
 	n->down_since = t;
 	nic_record_down(d, n, t);
-	snprintf(summary, sizeof(summary), "%s of %s down (%s)", n->k.nic, n->k.node, why);
+	snprintf(summary, sizeof(summary), "%s of %s down (%s)%s", n->k.nic, n->k.node, why,
+		 det_nic_said(d, &n->k));
 	snprintf(evidence, sizeof(evidence), "{\"nic_level\":true,\"paths_known\":%u,\"paths_down\":%u}",
 		 n->paths_known, n->paths_down);
 	det_episode_down(d, SEV_CRITICAL, &n->k, NULL, t, summary, evidence);
@@ -340,8 +341,19 @@ void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e)
 	nic_key_set(&a, e->node, e->nic);
 	if (e->nic_level || !has(e->remote_node) || !has(e->remote_nic)) {
 		n = nic_get(d, &a, e->time_ns);
-		if (n)
-			nic_transition(d, n, !e->up, e->time_ns, "nic-level event");
+		if (!n)
+			return;
+		if (e->up)
+			n->said[0] = 0; /* answering again: what it said is over */
+		else if (e->nic_state && *e->nic_state &&
+			 strncmp(n->said, e->nic_state, sizeof(n->said) - 1) != 0) {
+			struct anom_ent *ep = det_anom_find(d, K_LINK_DOWN, &n->k, NULL);
+
+			copy_name(n->said, sizeof(n->said), e->nic_state);
+			if (n->down && ep) /* opened from its paths before it said: blame anew */
+				det_episode_update(d, ep, e->time_ns);
+		}
+		nic_transition(d, n, !e->up, e->time_ns, "nic-level event");
 		return;
 	}
 	nic_key_set(&b, e->remote_node, e->remote_nic);

@@ -29,6 +29,10 @@ struct fq_det_link {
 	const char *node, *nic, *remote_node, *remote_nic; /* remote_*: "" for a NIC-level event */
 	bool up, nic_level;
 	int64_t time_ns;
+	/* A NIC-level DOWN: what the NIC said of its own link ("admin-down",
+	 * "no-carrier", "carrier", "absent"; NULL or "": not known). The NIC is
+	 * blamed when it was disabled or is gone, else its host link. */
+	const char *nic_state;
 };
 
 void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p);

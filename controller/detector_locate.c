@@ -40,7 +40,8 @@
  * route the path had when the loss began. A lossy component opens a
  * fabric_loss anomaly; its path link_down anomalies are members, and one
  * fault seen both ways (a congested spine drops and delays) is one
- * incident, the later blame a member of the first.
+ * incident: the later blame a member of the first, or, when the later is
+ * a switch and the first a link of it, the other way round.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -211,6 +212,33 @@ const char *det_host_link(struct fq_detector *d, const struct nic_key *nic)
 			return p->route[p->nroute - 2];
 	}
 	return NULL;
+}
+
+const char *det_nic_component(struct fq_detector *d, const struct nic_key *nic, char *buf, size_t len)
+{
+	const struct nic_ent *n = (const struct nic_ent *)fq_captab_find(&d->nics, nic);
+
+	if (n && (!strcmp(n->said, "admin-down") || !strcmp(n->said, "absent"))) {
+		snprintf(buf, len, "%s/%s", nic->node, nic->nic);
+		return buf;
+	}
+	return det_host_link(d, nic);
+}
+
+const char *det_nic_said(struct fq_detector *d, const struct nic_key *nic)
+{
+	const struct nic_ent *n = (const struct nic_ent *)fq_captab_find(&d->nics, nic);
+	const char *s = n ? n->said : "";
+
+	if (!strcmp(s, "admin-down"))
+		return "; the NIC is administratively down on its host";
+	if (!strcmp(s, "absent"))
+		return "; the NIC is gone from its host (driver)";
+	if (!strcmp(s, "no-carrier"))
+		return "; the NIC sees no link: its cable, the switch port or the NIC";
+	if (!strcmp(s, "carrier"))
+		return "; the NIC's link is up: the fault is past its switch port";
+	return "";
 }
 
 struct cand {
@@ -502,6 +530,12 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 			narrower = same;
 		else
 			place = same->k.a;
+	} else if (other && ends_of(place.node, e) == 1 && ends_of(other->k.a.node, e) == 2) {
+		/* a switch, where a link of it was blamed for the other symptom
+		 * (a loaded spine drops on its busiest link first): the switch is
+		 * the incident, the link's blame part of it */
+		narrower = (struct anom_ent *)other;
+		other = NULL;
 	}
 	a = det_anom_member(d, y->kind, SEV_WARNING, &place, NULL,
 			    b->start_ns != INT64_MAX ? b->start_ns : y->now, y->now, summary, evidence, NULL,

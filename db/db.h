@@ -348,9 +348,11 @@ int fq_db_attach_anomaly(struct fq_db *db, int64_t id, const struct fq_db_anomal
 /* Anomaly id becomes a member of incident (another anomaly): its jobs are
  * the incident's too (copied now; later ones are attached to both). */
 int fq_db_set_incident(struct fq_db *db, int64_t id, int64_t incident);
-/* A link episode's DOWNs so far (events), its last DOWN and summary;
- * -ENOENT if no such open anomaly. */
-int fq_db_update_anomaly(struct fq_db *db, int64_t id, unsigned events, int64_t last_ns, const char *summary);
+/* A link episode's DOWNs so far (events), its last DOWN and summary, and
+ * the component blamed (NULL or "": unchanged); -ENOENT if no such open
+ * anomaly. */
+int fq_db_update_anomaly(struct fq_db *db, int64_t id, unsigned events, int64_t last_ns, const char *summary,
+			 const char *component);
 /* Sets the end time of an open anomaly; -ENOENT if no such open anomaly. */
 int fq_db_close_anomaly(struct fq_db *db, int64_t id, int64_t end_ns);
 

@@ -334,7 +334,8 @@ int fq_db_set_incident(struct fq_db *db, int64_t id, int64_t incident)
 	    &p);
 }
 
-int fq_db_update_anomaly(struct fq_db *db, int64_t id, unsigned events, int64_t last_ns, const char *summary)
+int fq_db_update_anomaly(struct fq_db *db, int64_t id, unsigned events, int64_t last_ns, const char *summary,
+			 const char *component)
 {
 	struct fq_db_params p = {0};
 	PGresult *res;
@@ -346,10 +347,12 @@ int fq_db_update_anomaly(struct fq_db *db, int64_t id, unsigned events, int64_t 
 	fq_db_param_i64(&p, events);
 	fq_db_param_ts(&p, last_ns);
 	fq_db_param_str(&p, summary);
-	res = fq_db_run(db, "updating an anomaly",
-			"update fabriciq.anomalies set events = $2, last_event = greatest(last_event, $3), "
-			"summary = $4 where id = $1 and end_time is null",
-			&p, &rc);
+	fq_db_param_str(&p, component && *component ? component : NULL);
+	res =
+	    fq_db_run(db, "updating an anomaly",
+		      "update fabriciq.anomalies set events = $2, last_event = greatest(last_event, $3), "
+		      "summary = $4, component = coalesce($5, component) where id = $1 and end_time is null",
+		      &p, &rc);
 	if (!res)
 		return rc;
 	if (atoi(PQcmdTuples(res)) != 1) {

@@ -21,6 +21,7 @@
 
 #include "common/log.h"
 #include "slurmd-agent/agent.h"
+#include "slurmd-agent/nics.h"
 
 /* A correction older than this many report windows is no longer used. */
 #define CORRECTION_WINDOWS 10
@@ -216,8 +217,10 @@ static void nic_level_check(struct agent *a, const char *local_nic, int64_t now)
 		Fabriciq__LinkEvent ev = FABRICIQ__LINK_EVENT__INIT;
 
 		n->all_down = down == total;
-		fq_warn("NIC %s: %s", local_nic,
-			n->all_down ? "every path is DOWN: NIC-down" : "answering again: NIC up");
+		ev.nic_state = n->all_down ? (char *)fq_nics_link_state(local_nic) : "";
+		fq_warn("NIC %s: %s%s%s%s", local_nic,
+			n->all_down ? "every path is DOWN: NIC-down" : "answering again: NIC up",
+			*ev.nic_state ? " (the NIC says: " : "", ev.nic_state, *ev.nic_state ? ")" : "");
 		ev.local_nic = (char *)local_nic;
 		ev.remote_node = "";
 		ev.remote_nic = "";
@@ -344,6 +347,8 @@ static void send_probe_reports(struct agent *a)
 		p.sent = (uint32_t)r->sent;
 		p.answered = (uint32_t)r->answered;
 		p.lost = (uint32_t)r->lost;
+		if (r->up && r->lost)
+			fq_tracer_suspect(a->tracer, r->local_nic, r->peer_node, r->peer_nic);
 		if (r->synchronised && r->fwd.n) {
 			p.owd_fwd_min_ns = r->fwd.min;
 			p.owd_fwd_p50_ns = r->fwd.p50;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -255,4 +256,25 @@ int fq_nics_discover(const char *sysfs, const char *frontend, char names[][FQ_NI
 	}
 	qsort(names, (size_t)n, FQ_NIC_NAME_MAX, cmp_name);
 	return n;
+}
+
+const char *fq_nics_link_state(const char *name)
+{
+	struct ifreq ifr;
+	int fd, rc, err;
+
+	if (!name || !*name || strlen(name) >= sizeof(ifr.ifr_name))
+		return "";
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return "";
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, name, strlen(name));
+	rc = ioctl(fd, SIOCGIFFLAGS, &ifr);
+	err = errno;
+	close(fd);
+	if (rc < 0)
+		return err == ENODEV ? "absent" : "";
+	if (!(ifr.ifr_flags & IFF_UP))
+		return "admin-down";
+	return ifr.ifr_flags & IFF_RUNNING ? "carrier" : "no-carrier";
 }

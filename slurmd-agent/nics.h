@@ -20,6 +20,13 @@
  * a connected UDP socket (nothing is sent). 0 or a negative errno. */
 int fq_nics_route_iface(const char *ipv4, char out[FQ_NIC_NAME_MAX]);
 
+/* What the NIC itself says of its link, for a NIC whose every path is
+ * DOWN: "admin-down" (disabled on this host), "no-carrier" (up, but it sees
+ * no link: its cable, the switch port or its own PHY), "carrier" (its link
+ * is up: what is wrong is past the port), "absent" (no such interface: the
+ * driver lost it), or "" (not a netdev: an InfiniBand port over UD). */
+const char *fq_nics_link_state(const char *name);
+
 /* The interface of the default IPv4 route ("" when there is none). */
 void fq_nics_default_iface(char out[FQ_NIC_NAME_MAX]);
 

@@ -20,6 +20,7 @@
 #define PARTIAL_ACCEPTED 3 /* traces with hops missing in a row: then the route is what they say */
 #define NEVER            INT64_MAX
 #define FIRST_TRACE_NS   (2 * FQ_NSEC_PER_SEC)
+#define SUSPECT_NS       (5 * FQ_NSEC_PER_SEC) /* a path that lost probes: traced again at most this often */
 
 struct entry {
 	bool used, seen, up, unsupported;
@@ -29,6 +30,7 @@ struct entry {
 	bool have_route;
 	unsigned partial_streak;
 	int64_t due_ns, reported_ns;
+	int64_t last_start_ns; /* the last trace's start (0: never) */
 	/* the trace in flight (started_ns 0: none) */
 	uint64_t id;
 	int64_t started_ns;
@@ -115,8 +117,14 @@ static void finish(struct fq_tracer *t, struct entry *e, int64_t now)
 			return;
 	}
 	changed = !e->have_route || !same_route(&e->route, &r);
-	if (changed && e->have_route)
+	if (changed && e->have_route) {
 		t->changes++;
+		/* the fabric changed: the other paths' flows may be re-hashed too */
+		for (unsigned i = 0; i < FQ_PROBER_MAX_PATHS; i++)
+			if (t->e[i].used && &t->e[i] != e && !t->e[i].unsupported && !t->e[i].started_ns &&
+			    t->e[i].due_ns > now)
+				t->e[i].due_ns = now;
+	}
 	if (changed || now - e->reported_ns >= t->cfg.resend_ns) {
 		e->route = r;
 		e->have_route = true;
@@ -144,7 +152,7 @@ static void start(struct fq_tracer *t, struct entry *e, int64_t now)
 		e->due_ns = now + t->cfg.retry_ns;
 		return;
 	}
-	e->started_ns = now;
+	e->started_ns = e->last_start_ns = now;
 }
 
 /* The local NIC's IPv4 address (0: a UD NIC, never traced). */
@@ -363,6 +371,19 @@ void fq_tracer_poke(struct fq_tracer *t, const char *local_nic, const char *peer
 
 	if (e && !e->unsupported)
 		e->due_ns = 0;
+}
+
+void fq_tracer_suspect(struct fq_tracer *t, const char *local_nic, const char *peer_node,
+		       const char *peer_nic)
+{
+	struct entry *e = t ? find(t, local_nic, peer_node, peer_nic) : NULL;
+	int64_t at;
+
+	if (!e || e->unsupported || e->started_ns)
+		return;
+	at = e->last_start_ns ? e->last_start_ns + SUSPECT_NS : 0;
+	if (at < e->due_ns)
+		e->due_ns = at;
 }
 
 struct json_object *fq_tracer_status(const struct fq_tracer *t)

@@ -14,7 +14,10 @@
  * time-exceeded; each is matched to its trace by the probe it quotes.
  *
  * Traces are light: a path is traced when it is first probed, when its
- * path comes back UP (its route may be new), and every interval_ns, at
+ * path comes back UP (its route may be new), when it lost probes (at most
+ * once per SUSPECT_NS: a link went down and the routes re-converged, or
+ * one drops packets), when another of the agent's paths changed route (a
+ * fabric that changed re-hashes many flows), and every interval_ns, at
  * most per_tick traces started per 100 ms tick, so a router answers a
  * handful of time-exceeded per second per source (switches rate-limit
  * them). A path that is DOWN is not traced.
@@ -70,8 +73,11 @@ void fq_tracer_destroy(struct fq_tracer *t);
  * session. NULL: nothing. */
 void fq_tracer_resend(struct fq_tracer *t);
 
-/* Trace this path soon (it came back UP). */
+/* Trace this path soon: it came back UP (soon: now), or it lost probes
+ * (suspect: no sooner than SUSPECT_NS after its last trace began). */
 void fq_tracer_poke(struct fq_tracer *t, const char *local_nic, const char *peer_node, const char *peer_nic);
+void fq_tracer_suspect(struct fq_tracer *t, const char *local_nic, const char *peer_node,
+		       const char *peer_nic);
 
 /* {"traces": N, "whole": N, "partial": N, "changes": N, "routes": [...]}: the
  * agent's status. */

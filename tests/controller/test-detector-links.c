@@ -518,6 +518,70 @@ out:
 	fq_detector_destroy(d);
 }
 
+/* What the NIC said of its own link at a NIC-level DOWN chooses the
+ * component: disabled on the host -> the NIC; no carrier -> its cable
+ * (none known here: no routes); said after its paths already opened the
+ * episode -> an UPDATE blames it anew. */
+static void nic_path(struct fq_detector *d, const char *peer, bool up, double t)
+{
+	fq_detector_link(d, &(struct fq_det_link){.node = "n4",
+						  .nic = "rail0",
+						  .remote_node = peer,
+						  .remote_nic = "rail0",
+						  .up = up,
+						  .time_ns = S(t)});
+}
+
+static void test_nic_said(void)
+{
+	struct fq_detector *d = make();
+	const struct rec *o, *u = NULL;
+
+	reset();
+	fq_detector_link(d, &(struct fq_det_link){.node = "n5",
+						  .nic = "rail1",
+						  .nic_level = true,
+						  .time_ns = S(10),
+						  .nic_state = "admin-down"});
+	fq_detector_tick(d, S(11));
+	collect(d);
+	o = find_open("link_down", "n5", "rail1");
+	is_str(o ? o->component : "", "n5/rail1", "a NIC disabled on its host: the NIC blamed");
+	like(o ? o->summary : "", "administratively down on its host", "... and said so");
+
+	fq_detector_link(d, &(struct fq_det_link){.node = "n6",
+						  .nic = "rail0",
+						  .nic_level = true,
+						  .time_ns = S(12),
+						  .nic_state = "no-carrier"});
+	collect(d);
+	o = find_open("link_down", "n6", "rail0");
+	is_str(o ? o->component : "-", "", "no carrier: its cable, not known without routes");
+	like(o ? o->summary : "", "sees no link: its cable, the switch port or the NIC",
+	     "... and the summary says what");
+
+	/* n4/rail0's two paths go DOWN: the NIC is inferred down; then it says */
+	nic_path(d, "n7", true, 13);
+	nic_path(d, "n8", true, 13);
+	nic_path(d, "n7", false, 20);
+	nic_path(d, "n8", false, 20);
+	collect(d);
+	ok(find_open("link_down", "n4", "rail0") != NULL, "n4/rail0 down, inferred from its paths");
+	fq_detector_link(d, &(struct fq_det_link){.node = "n4",
+						  .nic = "rail0",
+						  .nic_level = true,
+						  .time_ns = S(20.1),
+						  .nic_state = "admin-down"});
+	collect(d);
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].kind == FQ_DET_UPDATE &&
+		    recs[i].handle == find_open("link_down", "n4", "rail0")->handle)
+			u = &recs[i];
+	is_str(u ? u->component : "", "n4/rail0", "then it says it is disabled: an UPDATE blames the NIC");
+	like(u ? u->summary : "", "down 1 times; the NIC is administratively down", "... with the summary");
+	fq_detector_destroy(d);
+}
+
 int main(void)
 {
 	test_flapping();
@@ -529,5 +593,6 @@ int main(void)
 	test_link_down();
 	test_incident_nic();
 	test_incident_path();
+	test_nic_said();
 	return done_testing();
 }

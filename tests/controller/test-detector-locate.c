@@ -370,6 +370,27 @@ static void test_loss(void)
 	is_str(loss_open()->component, "spine2", "... and the loss");
 	ok(o && loss_open()->incident == o->handle, "one incident: the loss blame a member of the delay's");
 	fq_detector_destroy(d);
+
+	/* a loaded spine drops on one link first, then delays on all */
+	d = fabric();
+	lossy = over_leaf1_spine2;
+	second(d, 9, NULL);
+	is_str(loss_open()->component, "leaf1~spine2", "spine2's busiest link drops first: that link blamed");
+	for (int t = 10; t <= 14; t++)
+		second(d, t, via_spine2);
+	lossy = NULL;
+	o = find_open("fabric_delay", NULL, NULL);
+	is_str(o ? o->component : "", "spine2", "then spine2 delays: spine2 blamed");
+	is_int(o ? (int)o->incident : -1, 0, "... as the incident");
+	{
+		const struct rec *m = NULL;
+
+		for (size_t i = 0; i < nrecs; i++)
+			if (recs[i].kind == FQ_DET_MEMBER && recs[i].handle == loss_open()->handle)
+				m = &recs[i];
+		ok(o && m && m->incident == o->handle, "the link's loss blame part of spine2's incident");
+	}
+	fq_detector_destroy(d);
 }
 
 int main(void)

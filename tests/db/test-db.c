@@ -416,7 +416,7 @@ static void test_incidents(struct fq_db *db, int64_t t0, int64_t outlier)
 	rc = fq_db_insert_anomaly(db, &root, &h0, 1, &id);
 	member.incident_id = id;
 	rc |= fq_db_insert_anomaly(db, &member, &h1, 1, &mid);
-	rc |= fq_db_update_anomaly(db, id, 3, t0 + SEC * 5 / 2, "eth0 of a down 3 times");
+	rc |= fq_db_update_anomaly(db, id, 3, t0 + SEC * 5 / 2, "eth0 of a down 3 times", NULL);
 	is_int(rc, 0, "an incident, a member of it, its 3 DOWNs");
 	is_str(qf("select concat_ws(' ', kind, events, extract(epoch from last_at - first_at), member_kinds, "
 		  "ranks, gbps_before, gbps_during, lanes_failed_over, outages) from fabriciq.job_incidents "
@@ -434,7 +434,8 @@ static void test_incidents(struct fq_db *db, int64_t t0, int64_t outlier)
 	       "a member's attachment is its incident's");
 	is_str(qf("select count(*) from fabriciq.job_incidents where incident_id = %" PRId64, mid), "0",
 	       "the member is no incident of its own");
-	is_int(fq_db_update_anomaly(db, outlier, 2, t0, "x"), -ENOENT, "updating a closed anomaly: -ENOENT");
+	is_int(fq_db_update_anomaly(db, outlier, 2, t0, "x", NULL), -ENOENT,
+	       "updating a closed anomaly: -ENOENT");
 }
 
 static void test_views(struct fq_db *db)

@@ -259,6 +259,36 @@ link_shape() { # link_shape NAME RATE|off [LATENCY_MS]
 	tbf_set "$nsa" "$ifa" "$2" "$burst" "${lat}ms" && tbf_set "$nsb" "$ifb" "$2" "$burst" "${lat}ms"
 }
 
+# loss_set NS DEV PCT: DEV drops PCT % of the IPv4 packets it sends, at
+# random (the kernel has no netem here): a classic BPF classifier draws a
+# random number per packet and sends that share to an HTB class that
+# cannot send (8 bit/s, a 1-packet FIFO), the rest to an unlimited one.
+# The draw is 16 bits (the classic-to-eBPF conversion compares with a
+# sign-extended immediate: a threshold at or above 2^31 never matches).
+loss_set() {
+	local k=$((65536 * (100 - $3) / 100))
+	ip netns exec "$1" tc qdisc del dev "$2" root 2>/dev/null
+	ip netns exec "$1" tc qdisc add dev "$2" root handle 1: htb default 10 r2q 100000 &&
+		ip netns exec "$1" tc class add dev "$2" parent 1: classid 1:10 htb rate 100gbit 2>/dev/null &&
+		ip netns exec "$1" tc class add dev "$2" parent 1: classid 1:20 htb rate 8bit ceil 8bit quantum 1500 &&
+		ip netns exec "$1" tc qdisc add dev "$2" parent 1:20 pfifo limit 1 &&
+		ip netns exec "$1" tc filter add dev "$2" parent 1: protocol ip prio 1 bpf \
+			bytecode "5,32 0 0 4294963256,84 0 0 65535,37 0 1 $k,6 0 0 4294967295,6 0 0 0" classid 1:20
+}
+
+# A lossy link, both ways (replaces any shaping); off removes it.
+link_loss() { # link_loss NAME PCT|off
+	local ends nsa ifa nsb ifb
+	ends=$(link_lookup "$1") || die "unknown link '$1' (see: $TB_PROG status)"
+	read -r nsa ifa nsb ifb <<<"$ends"
+	if [ "$2" = off ]; then
+		ip netns exec "$nsa" tc qdisc del dev "$ifa" root 2>/dev/null
+		ip netns exec "$nsb" tc qdisc del dev "$ifb" root 2>/dev/null
+		return 0
+	fi
+	loss_set "$nsa" "$ifa" "$2" && loss_set "$nsb" "$ifb" "$2"
+}
+
 link_rate() { # link_rate NAME -> tbf rate or "-"
 	local nsa ifa nsb ifb
 	read -r nsa ifa nsb ifb <<<"$(link_lookup "$1")"
