@@ -6,7 +6,10 @@
  * about 8 us a route), and each path's route as components handed to the
  * detector, which blames delayed paths on the component they share
  * (controller/detector_locate.c). Switch names come from the site's
- * expected topology (controller.topology_file) when there is one.
+ * expected topology (controller.topology_file) when there is one. A route
+ * that changed means the fabric did: every agent is asked to trace all its
+ * paths again (Retrace, at most every RETRACE_EVERY_NS), so the routes the
+ * detector judges by are not a minute old.
  */
 #include "controller/ctl.h"
 
@@ -15,12 +18,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/frame.h"
 #include "common/log.h"
+#include "controller/session.h"
 #include "controller/topology.h"
 
-#define TOPO_EVERY_NS (2 * 1000000000LL)
-#define MAX_ROUTES    (1u << 18)
-#define SEP           '\x1f' /* between the names of a route's key */
+#define TOPO_EVERY_NS    (2 * 1000000000LL)
+#define RETRACE_EVERY_NS (5 * 1000000000LL)
+#define MAX_ROUTES       (1u << 18)
+#define SEP              '\x1f' /* between the names of a route's key */
 
 /* The route's value: "R" (reached) or "-", then each hop after a ','. */
 void ctl_route(struct ctl *c, const char *node, const Fabriciq__PathTrace *t)
@@ -54,9 +60,36 @@ void ctl_route(struct ctl *c, const char *node, const Fabriciq__PathTrace *t)
 		free(v);
 		return; /* a resend: nothing new */
 	}
+	if (e->value)
+		c->retrace_wanted = true; /* a route changed: the others may have too */
 	free(e->value);
 	e->value = v;
 	c->routes_dirty = true;
+}
+
+/* Every connected agent: trace all your paths again (at most every RETRACE_EVERY_NS). */
+static void retrace_round(struct ctl *c, int64_t now)
+{
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__Retrace rt = FABRICIQ__RETRACE__INIT;
+
+	if (!c->retrace_wanted || now - c->retrace_sent_ns < RETRACE_EVERY_NS)
+		return;
+	c->retrace_wanted = false;
+	c->retrace_sent_ns = now;
+	rt.changed_ns = now;
+	env.version = FQ_PROTOCOL_VERSION;
+	env.sent_ns = now;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_RETRACE;
+	env.retrace = &rt;
+	for (size_t b = 0; b < c->agents.nbuckets; b++)
+		for (struct fq_strmap_entry *e = c->agents.buckets[b]; e; e = e->next) {
+			struct agent *a = e->value;
+
+			if (a->sess)
+				fq_session_send(a->sess, &env);
+		}
+	fq_debug("routes changed: every agent asked to trace its paths again");
 }
 
 struct traces {
@@ -138,6 +171,7 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 	struct fq_topo *topo = NULL;
 	size_t nh = 0;
 
+	retrace_round(c, now);
 	if (expected_changed(c))
 		c->routes_dirty = true; /* its names are the switches' */
 	if (!c->routes_dirty || !c->routes.count || now - c->topo_built_ns < TOPO_EVERY_NS)

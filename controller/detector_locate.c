@@ -55,6 +55,7 @@
 #define RECENT_NS         (5 * 1000000000LL)
 #define LOCATE_MIN_SHARE  0.6
 #define LOCATE_MIN_COVER  0.8
+#define LOCATE_LINK_SHARE 0.9 /* a link bad for this share of its paths, explaining the rest: that link */
 #define AMBIGUOUS_EPSILON 0.02
 
 /* A copy of s with what copy_name would replace replaced (names go into
@@ -132,6 +133,16 @@ void fq_detector_route(struct fq_detector *d, const char *node, const char *nic,
 			c = dir;
 		if (!(route[m] = name_dup(c)))
 			break;
+	}
+	if (m == p->nroute) { /* the same route again (the topology is rebuilt whole): nothing changed */
+		size_t i = 0;
+
+		while (i < m && !strcmp(route[i], p->route[i]))
+			i++;
+		if (i == m) {
+			routes_free(route, m);
+			return;
+		}
 	}
 	/* the route before is kept: a loss that began on it is judged on it */
 	routes_free(p->old_route, p->old_nroute);
@@ -637,25 +648,55 @@ static void locate(const struct sym *y, struct cand *c)
 		return;
 	count(y, c, nc);
 	/* A queue is one direction of one link, a drop one cable: the links bad
-	 * for most paths through them. Several of them: the cable (both ways)
-	 * or the switch they all hang off, if they explain the bad paths. */
+	 * for most paths through them. One that explains the bad paths is the
+	 * answer (the narrowest); else several of them: the cable (both ways)
+	 * or the switch they all hang off, if together they explain them. */
 	for (size_t j = 0; j < nc; j++)
-		if (is_link(c[j].name) && c[j].bad && share(&c[j]) >= LOCATE_MIN_SHARE)
+		if (is_link(c[j].name) && c[j].bad && share(&c[j]) >= LOCATE_MIN_SHARE) {
 			links[nl++] = j;
+			if ((double)c[j].bad >= LOCATE_MIN_COVER * total &&
+			    (!best || c[j].bad > best->bad ||
+			     (c[j].bad == best->bad && share(&c[j]) > share(best))))
+				best = &c[j];
+		}
+	if (best && share(best) >= LOCATE_LINK_SHARE) {
+		nl = 0; /* one link, clearly: not merged */
+		/* ... unless a switch at its end is crossed by exactly the same
+		 * paths (two leaves: every path over a spine crosses both its
+		 * cables): then the switch, its links the ambiguity */
+		for (size_t j = 0; j < nc; j++)
+			if (!is_link(c[j].name) && c[j].bad == best->bad && c[j].good == best->good &&
+			    related(c[j].name, best->name)) {
+				best = &c[j];
+				break;
+			}
+	} else {
+		best = NULL;
+	}
 	if (nl > 1 && common(c, nc, links, nl, &merged)) {
 		unsigned through = through_any(y, c, links, nl); /* one scan of the paths */
 
 		if ((double)through >= LOCATE_MIN_COVER * total) {
 			if (through > merged.bad)
 				merged.bad = through;
-			blame(y, &merged, total, "");
+			/* a link that alone crosses every bad path explains them as
+			 * well (two leaves: every path over a spine crosses both
+			 * its cables) */
+			for (size_t i = 0; i < nl; i++)
+				if (c[links[i]].bad >= through && strcmp(c[links[i]].name, merged.name) &&
+				    n + 70 < sizeof(ambiguous))
+					n += (size_t)snprintf(ambiguous + n, sizeof(ambiguous) - n, "%s%s",
+							      n ? ", " : "", c[links[i]].name);
+			blame(y, &merged, total, ambiguous);
 			return;
 		}
 	}
-	for (size_t j = 0; j < nc; j++)
-		if (share(&c[j]) >= LOCATE_MIN_SHARE &&
-		    (!best || c[j].bad > best->bad || (c[j].bad == best->bad && share(&c[j]) > share(best))))
-			best = &c[j];
+	if (!best)
+		for (size_t j = 0; j < nc; j++)
+			if (share(&c[j]) >= LOCATE_MIN_SHARE &&
+			    (!best || c[j].bad > best->bad ||
+			     (c[j].bad == best->bad && share(&c[j]) > share(best))))
+				best = &c[j];
 	if (!best || (double)best->bad < LOCATE_MIN_COVER * total)
 		return; /* no one component explains them: several faults, or none in the fabric */
 	for (size_t j = 0; j < nc; j++)

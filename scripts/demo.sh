@@ -4,7 +4,8 @@
 # Slurm and PostgreSQL; the controller and an agent per host; the clocks
 # converging; an `srun --fabriciq` allreduce while one rail flaps, and a
 # second job colliding with it; then the job report, the flapping link, the
-# drain hint and the clock accuracy against the testbed's truth. Everything
+# drain hint, the topology, a spine dropping packets (a fabric incident, no
+# drain hint) and the clock accuracy against the testbed's truth. Everything
 # is torn down at the end (also on Ctrl-C).
 set -u
 cd "$(dirname "$0")/.."
@@ -131,6 +132,27 @@ step "fabriciq anomalies (the flapping NIC, NIC-level downs and the lane outlier
 fq anomalies --limit 500 | grep -E '^ *ID |flapping|link_down +critical|lane_outlier' | head -20
 step "fabriciq hints: what to drain"
 fq hints
+drains_before=$(fq --json hints | python3 -c 'import json, sys
+print(sum(x["action"] == "drain" for x in json.load(sys.stdin)["hints"]))')
+
+step "fabriciq topology: the fabric as the agents' path traces show it"
+fq topology | head -16
+
+step "a spine fault: spine2 drops 5 % of packets on every link, for up to 20 s"
+"$TB" loss leaf1-spine2 5 && "$TB" loss leaf2-spine2 5
+spine_id=
+for ((i = 0; i < 80 && !spine_id; i++)); do
+	sleep 0.25
+	spine_id=$(fq --json incidents --open | python3 -c 'import json, sys
+print(next((str(x["id"]) for x in json.load(sys.stdin)["incidents"] if x["component"] == "spine2"), ""))')
+done
+echo "  spine2 blamed ${spine_id:+after $((i / 4)).$((i % 4 * 25)) s (incident $spine_id)}${spine_id:-: not within 20 s}"
+sleep 3 # its evidence grows a little
+"$TB" loss leaf1-spine2 off && "$TB" loss leaf2-spine2 off
+
+step "fabriciq incidents: each blamed on one component"
+fq incidents | head -12
+[ -n "$spine_id" ] && { step "fabriciq incident $spine_id: the spine's"; fq incident "$spine_id" | head -30; }
 
 step "clock accuracy now, against the testbed's truth"
 clock_errors
@@ -157,6 +179,17 @@ fq --json hints | python3 -c 'import json, sys
 h = json.load(sys.stdin)["hints"]
 sys.exit(0 if any(x["node"] == "n3" and x["action"] == "drain" for x in h) else 1)'
 promise $? "a drain hint for n3"
+fq --json incidents | python3 -c 'import json, sys, re
+i = json.load(sys.stdin)["incidents"]
+sys.exit(0 if any(x["kind"] in ("flapping", "link_down") and x["node"] == "n3" and x["nic"] == "rail1"
+                  and re.fullmatch(r"n3/rail1~leaf\d+", x["component"] or "") for x in i) else 1)'
+promise $? "the flapping rail is blamed on n3/rail1's cable to its leaf (its host link)"
+[ -n "$spine_id" ]
+promise $? "the spine fault is one fabric incident, blamed on spine2"
+drains_after=$(fq --json hints | python3 -c 'import json, sys
+print(sum(x["action"] == "drain" for x in json.load(sys.stdin)["hints"]))')
+[ "$drains_after" = "$drains_before" ]
+promise $? "no drain hint for the spine fault ($drains_before drain hints before it, $drains_after after)"
 worst=$(clock_errors | awk '/error/ { e = $NF == "ns" ? $(NF - 1) : $NF; if (e > w) w = e } END { print w + 0 }')
 [ "$(clock_errors | grep -c 'not synchronised')" = 0 ] && [ "$worst" -lt 1000000 ]
 promise $? "every host's clock within 1 ms of the truth (worst $worst ns)"

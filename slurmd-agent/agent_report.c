@@ -581,9 +581,18 @@ static void on_advice(void *arg, const Fabriciq__Advice *adv)
 	publish_paths(a, now);
 }
 
+/* The controller saw a route change: every path may have moved. */
+static void on_retrace(void *arg)
+{
+	struct agent *a = arg;
+
+	fq_tracer_retrace(a->tracer);
+}
+
 const struct fq_uplink_ops agent_uplink_ops = {
     .hello = on_hello,
     .correction = on_correction,
     .peers = on_peers,
     .advice = on_advice,
+    .retrace = on_retrace,
 };

@@ -373,6 +373,15 @@ void fq_tracer_poke(struct fq_tracer *t, const char *local_nic, const char *peer
 		e->due_ns = 0;
 }
 
+void fq_tracer_retrace(struct fq_tracer *t)
+{
+	int64_t now = fq_now_ns();
+
+	for (unsigned i = 0; t && i < FQ_PROBER_MAX_PATHS; i++)
+		if (t->e[i].used && !t->e[i].unsupported && !t->e[i].started_ns && t->e[i].due_ns > now)
+			t->e[i].due_ns = now;
+}
+
 void fq_tracer_suspect(struct fq_tracer *t, const char *local_nic, const char *peer_node,
 		       const char *peer_nic)
 {

@@ -16,8 +16,9 @@
  * Traces are light: a path is traced when it is first probed, when its
  * path comes back UP (its route may be new), when it lost probes (at most
  * once per SUSPECT_NS: a link went down and the routes re-converged, or
- * one drops packets), when another of the agent's paths changed route (a
- * fabric that changed re-hashes many flows), and every interval_ns, at
+ * one drops packets), when another of the agent's paths changed route, or
+ * the controller says one of any agent's did (fq_tracer_retrace: a fabric
+ * that changed re-hashes many flows), and every interval_ns, at
  * most per_tick traces started per 100 ms tick, so a router answers a
  * handful of time-exceeded per second per source (switches rate-limit
  * them). A path that is DOWN is not traced.
@@ -78,6 +79,9 @@ void fq_tracer_resend(struct fq_tracer *t);
 void fq_tracer_poke(struct fq_tracer *t, const char *local_nic, const char *peer_node, const char *peer_nic);
 void fq_tracer_suspect(struct fq_tracer *t, const char *local_nic, const char *peer_node,
 		       const char *peer_nic);
+
+/* Trace every path again soon (the fabric's routes changed). NULL: nothing. */
+void fq_tracer_retrace(struct fq_tracer *t);
 
 /* {"traces": N, "whole": N, "partial": N, "changes": N, "routes": [...]}: the
  * agent's status. */

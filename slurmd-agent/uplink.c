@@ -436,6 +436,10 @@ static int on_frame(struct fq_uplink *u, Fabriciq__Envelope *env)
 		if (u->state == STREAMING && u->ops.advice && advice_ok(u, env->advice))
 			u->ops.advice(u->arg, env->advice);
 		return 0;
+	case FABRICIQ__ENVELOPE__PAYLOAD_RETRACE:
+		if (u->state == STREAMING && u->ops.retrace)
+			u->ops.retrace(u->arg);
+		return 0;
 	default:
 		return 0; /* a kind this agent does not know: ignored (proto versioning rules) */
 	}

@@ -66,6 +66,7 @@ struct fq_uplink_ops {
 	void (*correction)(void *arg, const Fabriciq__ClockCorrection *c);
 	void (*peers)(void *arg, const Fabriciq__PeerAssignment *p);
 	void (*advice)(void *arg, const Fabriciq__Advice *a); /* may be NULL */
+	void (*retrace)(void *arg);                           /* may be NULL */
 };
 
 struct fq_uplink_config {

@@ -343,6 +343,7 @@ static void test_loss(void)
 	lossy = NULL;
 	avoid_leaf = 2, avoid_spine = 1;
 	routes_at(d, 9);
+	routes_at(d, 10); /* the topology rebuilt: the same routes again */
 	second(d, 10, NULL);
 	second(d, 11, NULL);
 	is_int(count(FQ_DET_OPEN, "fabric_loss"), 1, "a cable down, its paths re-routed: one fabric_loss");

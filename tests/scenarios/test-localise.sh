@@ -114,7 +114,7 @@ for ((trial = 1; trial <= TRIALS; trial++)); do
 	host-down | host-flap) want_c="n$h/rail$r~leaf$(host_leaf $h)" ;;
 	nic-down) want_c="n$h/rail$r" ;;
 	esac
-	flows= job=-
+	flows= job=- flap=
 	if [ $((trial % 2)) = 0 ] && [ "$JOBS" = yes ]; then
 		# with job traffic: a monitor-mode allreduce, a rank on every host
 		sc_job "load$trial" monitor "n[1-$HOSTS]" allreduce 1M 1000000 $((17400 + trial))
@@ -131,7 +131,7 @@ for ((trial = 1; trial <= TRIALS; trial++)); do
 		flows=$(load_spine "$sp" 12)
 		;;
 	host-down) tb link down "n$h" "$r" ;;
-	host-flap) tb flap "n$h" "$r" --count 5 --period 1000 & ;;
+	host-flap) tb flap "n$h" "$r" --count 5 --period 1000 & flap=$! ;;
 	nic-down) tb nic down "n$h" "$r" ;;
 	esac
 	blames_sql="select component || ' ' || (summary like '%ambiguous with%') from fabriciq.anomalies
@@ -146,7 +146,7 @@ for ((trial = 1; trial <= TRIALS; trial++)); do
 	got=$(grep -m1 "^$want_c " <<<"$blames" || head -1 <<<"$blames")
 	amb=${got#* } got=${got%% *}
 	others=$(awk -v w="$want_c" '$1 != w { print $1 }' <<<"$blames" | sort -u | paste -sd, -)
-	wait # a flap, the load
+	[ -n "$flap" ] && wait "$flap" # the flapping's end
 	case $kind in
 	link-down) tb link up "leaf$l-spine$sp" ;;
 	link-lossy) tb loss "leaf$l-spine$sp" off ;;
@@ -163,7 +163,7 @@ for ((trial = 1; trial <= TRIALS; trial++)); do
 		and remote_node is not null union all select remote_node from fabriciq.link_events where time >= '$since'
 		and state = 'down' and remote_node is not null) x group by n order by count(*) desc, n limit 1")
 	case $kind in host-* | nic-*) naive_ok=$([ "$naive" = "n$h" ] && echo 1 || echo 0) ;; *) naive_ok=0 ;; esac
-	printf '%s %s %s %s %s %s %s %s %s\n' "$trial" "$kind" "$want_c" "${got:--}" "${took:--}" "${amb:-f}" "$naive_ok" \
+	printf '%s %s %s %s %s %s %s %s %s\n' "$trial" "$kind" "$want_c" "${got:--}" "${took:--}" "${amb:-false}" "$naive_ok" \
 		"${others:--}" "$job" >>"$S/trials"
 	jobtxt=
 	[ "$job" = - ] || jobtxt=" (job $job running)"
@@ -183,7 +183,7 @@ rows = [l.split() for l in open(sys.argv[1])]
 n = len(rows)
 right = sum(r[2] == r[3] and r[7] == "-" for r in rows)
 extra = sum(r[7] != "-" for r in rows)
-amb = sum(r[5] == "t" for r in rows)
+amb = sum(r[5] == "true" for r in rows)
 times = sorted(int(r[4]) for r in rows if r[4] != "-")
 def pct(p):
     return times[min(len(times) - 1, int(p * len(times)))] if times else None
