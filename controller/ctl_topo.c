@@ -199,9 +199,21 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 			names[n++] = p->route[j].name;
 		fq_detector_route(c->det, p->node, p->nic, p->remote_node, p->remote_nic, names, n, now);
 	}
-	if (topo)
-		fq_info("topology: %zu switches, %zu links, %zu routes", fq_topo_switch_count(topo),
-			fq_topo_link_count(topo), tr.n);
+	if (topo) {
+		size_t nd = fq_topo_diff_count(topo);
+		const char **kinds = calloc(nd + 1, sizeof(*kinds)), **texts = calloc(nd + 1, sizeof(*texts));
+
+		for (size_t i = 0; kinds && texts && i < nd; i++) {
+			kinds[i] = fq_topo_diff_kind_name(fq_topo_diff_at(topo, i)->kind);
+			texts[i] = fq_topo_diff_at(topo, i)->text;
+		}
+		if (kinds && texts) /* the differences from the expected topology: anomalies */
+			fq_detector_topology(c->det, kinds, texts, nd, now);
+		free(kinds);
+		free(texts);
+		fq_info("topology: %zu switches, %zu links, %zu routes, %zu differences",
+			fq_topo_switch_count(topo), fq_topo_link_count(topo), tr.n, nd);
+	}
 	fq_topo_destroy(topo);
 	for (size_t i = 0; tr.keys && i < 2 * tr.n; i++)
 		free(tr.keys[i]);

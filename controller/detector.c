@@ -131,6 +131,8 @@ static void close_quiet(struct fq_detector *d, int64_t now)
 			if (det_episode_over(d, a, now, &end))
 				det_anom_close(d, a, end);
 			break;
+		case K_TOPOLOGY: /* until the topology no longer shows it (fq_detector_topology) */
+			break;
 		case K_FLAPPING: /* until the window holds no more than the threshold */
 			n = (struct nic_ent *)fq_captab_find(&d->nics, &a->k.a);
 			if (!n || !fq_rule_flapping(&d->c, n->downs, n->ndowns, now, NULL))

@@ -13,7 +13,7 @@ static const char *const kind_names[] = {
     [K_LINK_DOWN] = "link_down",         [K_FLAPPING] = "flapping",       [K_PATH_DELAY] = "path_delay",
     [K_LANE_OUTLIER] = "lane_outlier",   [K_INBAND] = "inband_mismatch",  [K_SLOW_SENDER] = "slow_sender",
     [K_SLOW_RECEIVER] = "slow_receiver", [K_COLLISION] = "collision",     [K_RDMA_CONFIG] = "rdma_config",
-    [K_FABRIC_DELAY] = "fabric_delay",   [K_FABRIC_LOSS] = "fabric_loss",
+    [K_FABRIC_DELAY] = "fabric_delay",   [K_FABRIC_LOSS] = "fabric_loss", [K_TOPOLOGY] = "topology_mismatch",
 };
 
 /* ---- anomalies ------------------------------------------------------------ */
@@ -158,6 +158,8 @@ static bool lane_matches(struct fq_detector *d, const struct anom_ent *a, const 
 	case K_LANE_OUTLIER:
 	case K_RDMA_CONFIG:
 		return false; /* attached explicitly to the step it was seen in */
+	case K_TOPOLOGY:
+		return false; /* the fabric's wiring: no job's */
 	case K_SLOW_SENDER:
 		return nic_eq(s, x);
 	case K_SLOW_RECEIVER:
@@ -244,8 +246,8 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 					    .anomaly_kind = kind_names[kind],
 					    .severity = severity,
 					    .start_ns = e->start_ns,
-					    .node = det_is_fabric(kind) ? NULL : a->node,
-					    .nic = det_is_fabric(kind) ? NULL : a->nic,
+					    .node = det_no_node(kind) ? NULL : a->node,
+					    .nic = det_no_node(kind) ? NULL : a->nic,
 					    .remote_node = b ? b->node : NULL,
 					    .remote_nic = b ? b->nic : NULL,
 					    .component = component,

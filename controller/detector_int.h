@@ -61,6 +61,7 @@ enum kind {
 	K_RDMA_CONFIG,
 	K_FABRIC_DELAY, /* place: the component's name in a.node (a.nic, b empty) */
 	K_FABRIC_LOSS,  /* the same: probes lost (or paths DOWN) through one component */
+	K_TOPOLOGY,     /* a difference from the expected topology: a.node its kind, a.nic its text's hash */
 };
 
 enum {
@@ -333,6 +334,12 @@ bool det_loss_crosses(struct fq_detector *d, const struct path_ent *p, const cha
 static inline bool det_is_fabric(uint64_t kind)
 {
 	return kind == K_FABRIC_DELAY || kind == K_FABRIC_LOSS;
+}
+
+/* Is the anomaly's place not a node's (a component, a topology difference)? */
+static inline bool det_no_node(uint64_t kind)
+{
+	return det_is_fabric(kind) || kind == K_TOPOLOGY;
 }
 /* Notes a probe window's losses on p (DOWN: lost = sent, at least 1). */
 void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);

@@ -46,4 +46,13 @@ void fq_detector_route(struct fq_detector *d, const char *node, const char *nic,
 		       const char *remote_nic, const char *const *comps, size_t n, int64_t now_ns);
 void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e);
 
+/* The differences between the fabric the routes show and the site's
+ * expected topology, each a kind ("host_moved", ...) and one line of text
+ * (controller/topology.h), all of them as of now (after each rebuild): a
+ * new one opens a topology_mismatch anomaly (warning), one still there
+ * extends it, one gone closes it. "link_not_seen" is left out: ECMP may
+ * hash no probe over a declared link. */
+void fq_detector_topology(struct fq_detector *d, const char *const *kinds, const char *const *texts, size_t n,
+			  int64_t now_ns);
+
 #endif /* FQ_CONTROLLER_DETECTOR_LINK_H */

@@ -252,6 +252,54 @@ const char *det_nic_said(struct fq_detector *d, const struct nic_key *nic)
 	return "";
 }
 
+/* A difference's place: its kind, and its text's FNV-1a hash in hex. */
+static void diff_place(struct nic_key *k, const char *kind, const char *text)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (const char *p = text; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	memset(k, 0, sizeof(*k));
+	copy_name(k->node, sizeof(k->node), kind);
+	snprintf(k->nic, sizeof(k->nic), "%016" PRIx64, h);
+}
+
+void fq_detector_topology(struct fq_detector *d, const char *const *kinds, const char *const *texts, size_t n,
+			  int64_t now)
+{
+	struct nic_key *places;
+	size_t m = 0;
+
+	if (!d || (n && (!kinds || !texts)) || !(places = calloc(n ? n : 1, sizeof(*places))))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char summary[320], evidence[400], text[256];
+
+		if (!kinds[i] || !texts[i] || !strcmp(kinds[i], "link_not_seen"))
+			continue;
+		diff_place(&places[m], kinds[i], texts[i]);
+		copy_name(text, sizeof(text), texts[i]);
+		snprintf(summary, sizeof(summary), "topology: %s", text);
+		snprintf(evidence, sizeof(evidence), "{\"difference\":\"%s\",\"text\":\"%s\"}",
+			 places[m].node, text);
+		det_anom_evidence(d, K_TOPOLOGY, SEV_WARNING, &places[m], NULL, now, now, summary, evidence,
+				  NULL);
+		m++;
+	}
+	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
+	{
+		size_t i = 0;
+
+		if (a->k.kind != K_TOPOLOGY)
+			continue;
+		while (i < m && !(nic_eq(&a->k.a, &places[i])))
+			i++;
+		if (i == m)
+			det_anom_close(d, a, now); /* the topology no longer shows it */
+	}
+	free(places);
+}
+
 struct cand {
 	char name[200]; /* a switch, a crossed link "A>B" (delay) or a cable "A~B" (loss) */
 	unsigned bad, good;

@@ -394,6 +394,41 @@ static void test_loss(void)
 	fq_detector_destroy(d);
 }
 
+/* The differences from the expected topology: one anomaly each while the
+ * topology shows it; a declared link no route crosses is not one. */
+static void test_topology_mismatch(void)
+{
+	struct fq_detector *d = make();
+	const char *kinds[] = {"host_moved", "link_not_seen", "switch_undeclared"};
+	const char *texts[] = {"n3/rail1 is on leaf2, declared on leaf1",
+			       "leaf1~spine4: declared, no route crosses it",
+			       "198.18.120.1: a switch the file does not declare"};
+	const struct rec *o;
+
+	reset();
+	fq_detector_topology(d, kinds, texts, 3, S(10));
+	collect(d);
+	is_int(count(FQ_DET_OPEN, "topology_mismatch"), 2,
+	       "two differences (a link not seen left out): two anomalies");
+	o = find_open("topology_mismatch", NULL, NULL);
+	like(o ? o->summary : "", "topology: ", "summary: the difference's text");
+	is_str(o ? o->node : "-", "", "no node: not a node's");
+	fq_detector_topology(d, kinds, texts, 3, S(20));
+	fq_detector_tick(d, S(100));
+	collect(d);
+	is_int(count(FQ_DET_OPEN, "topology_mismatch"), 2,
+	       "still there: extended, not reopened, not closed when quiet");
+	is_int(count(FQ_DET_CLOSE, NULL), 0, "none closed");
+	fq_detector_topology(d, kinds, texts, 1, S(101));
+	collect(d);
+	is_int(count(FQ_DET_CLOSE, NULL), 1,
+	       "the undeclared switch gone from the routes: its anomaly closes");
+	fq_detector_topology(d, NULL, NULL, 0, S(102));
+	collect(d);
+	is_int(count(FQ_DET_CLOSE, NULL), 2, "no difference left: both closed");
+	fq_detector_destroy(d);
+}
+
 int main(void)
 {
 	test_spine();
@@ -401,5 +436,6 @@ int main(void)
 	test_spine_some_ways();
 	test_not_fabric();
 	test_loss();
+	test_topology_mismatch();
 	return done_testing();
 }

@@ -9,7 +9,7 @@
 # each named by the interface the probe came in on.
 . "$(dirname "$0")/scenario.sh"
 sc_require topo
-plan 8
+plan 9
 
 # Other sizes: FQ_TOPO="HOSTS RAILS LEAVES SPINES" (e.g. "8 2 4 4").
 read -r HOSTS RAILS LEAVES SPINES <<<"${FQ_TOPO:-5 2 3 2}"
@@ -129,3 +129,20 @@ tb link up "leaf$L-spine$SP"
 is "$(comm -23 "$S/crossing" "$S/changes" | wc -l)/$(psql_ctl "$crossing_sql")/$wrong" "0/0/" \
 	"leaf$L-spine$SP down: the $(wc -l <"$S/crossing") paths that crossed it changed route (none crosses it $took ms after), $(wc -l <"$S/changes") changed in all, every route the testbed's" ||
 	diag "not changed: $(comm -23 "$S/crossing" "$S/changes" | xargs)"
+
+# The site's file declares n1's rail0 on another leaf (a cable moved, or
+# the file wrong): that difference is an anomaly (topology_mismatch) while
+# the file says so, and closes once the file is right again.
+leaf1=leaf$(leaf_of 1) other=leaf$(($(leaf_of 1) % LEAVES + 1))
+sed -i "s/^host n1 rail0 $leaf1\$/host n1 rail0 $other/" "$S/topology.conf"
+mismatch_sql="select count(*) from fabriciq.anomalies where kind = 'topology_mismatch' and end_time is null
+	and summary like '%n1/rail0%'"
+t0=$(date +%s%N)
+while [ $(($(date +%s%N) - t0)) -lt 20000000000 ] && [ "$(psql_ctl "$mismatch_sql")" = 0 ]; do sleep 0.5; done
+opened=$(psql_ctl "$mismatch_sql") took=$((($(date +%s%N) - t0) / 1000000))
+diag "$(psql_ctl "select summary from fabriciq.anomalies where kind = 'topology_mismatch'")"
+sc_topology_file $HOSTS $RAILS $LEAVES $SPINES >"$S/topology.conf"
+t0=$(date +%s%N)
+while [ $(($(date +%s%N) - t0)) -lt 20000000000 ] && [ "$(psql_ctl "$mismatch_sql")" != 0 ]; do sleep 0.5; done
+is "$opened/$(psql_ctl "$mismatch_sql")/$(psql_ctl "select count(*) from fabriciq.anomalies where kind = 'topology_mismatch'")" \
+	"1/0/1" "n1/rail0 declared on $other: one topology_mismatch anomaly ($took ms after the file changed), closed once the file is right"
