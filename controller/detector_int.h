@@ -45,9 +45,10 @@
 #include "controller/detector.h"
 #include "controller/rules.h"
 
-#define NODE_LEN  64
-#define NIC_LEN   32
-#define MAX_DOWNS 256 /* DOWN times kept per NIC (flap_threshold is clamped below) */
+#define NODE_LEN      64
+#define NIC_LEN       32
+#define MAX_DOWNS     256 /* DOWN times kept per NIC (flap_threshold is clamped below) */
+#define LOCATE_STREAK 2   /* windows a path is delayed in a row before localisation counts it */
 
 enum kind {
 	K_LINK_DOWN,
@@ -103,8 +104,10 @@ struct path_ent {
 	int64_t pend_ns, pend_last_ns;    /* DOWNs held for a NIC cause: first, last (0: none) */
 	unsigned pend_downs;
 	int state;
-	bool elevated;
-	char **route; /* the components its probes cross, in order (detector_locate.c); owned */
+	bool elevated; /* delayed for delay_persist_windows in a row: path_delay's */
+	bool slow;     /* delayed for LOCATE_STREAK windows in a row: localisation's (many paths at once
+			* are the evidence there, so it need not wait as long as one path's rule) */
+	char **route;  /* the components its probes cross, in order (detector_locate.c); owned */
 	size_t nroute;
 	char **old_route; /* the route before (a loss that began on it is judged on it); owned */
 	size_t old_nroute;

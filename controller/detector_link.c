@@ -255,6 +255,9 @@ static void path_delay_sample(struct fq_detector *d, struct path_ent *p, struct 
 	else
 		streak_add(p, start, end);
 	p->elevated = v != FQ_RULE_DELAY_OK && p->streak >= d->c.delay_persist_windows;
+	p->slow = v != FQ_RULE_DELAY_OK &&
+		  p->streak >= (d->c.delay_persist_windows < LOCATE_STREAK ? d->c.delay_persist_windows
+									   : LOCATE_STREAK);
 	if (v == FQ_RULE_DELAY_OK) {
 		/* Once established, the baseline learns only from windows within
 		 * 2x of it: a path creeping up just under the factor would

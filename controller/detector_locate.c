@@ -337,7 +337,7 @@ static bool bad(const struct sym *y, const struct path_ent *p)
 {
 	if (is_loss(y))
 		return p->loss_last_ns > 0 && !older_than(y->now, p->loss_last_ns, RECENT_NS);
-	return p->elevated;
+	return p->slow;
 }
 
 static int64_t bad_since(const struct sym *y, const struct path_ent *p)
@@ -707,8 +707,11 @@ static void locate(const struct sym *y, struct cand *c)
 			     (c[j].bad == best->bad && share(&c[j]) > share(best))))
 				best = &c[j];
 		}
-	if (best && share(best) >= LOCATE_LINK_SHARE) {
-		nl = 0; /* one link, clearly: not merged */
+	/* one link, clearly (bad for nearly all its paths), or one whose bad
+	 * paths are all the other bad links' too (they are its paths' other
+	 * hops, or its paths' routes moved since): not merged */
+	if (best && (share(best) >= LOCATE_LINK_SHARE || through_any(y, c, links, nl) <= best->bad)) {
+		nl = 0;
 		/* ... unless a switch at its end is crossed by exactly the same
 		 * paths (two leaves: every path over a spine crosses both its
 		 * cables): then the switch, its links the ambiguity */
