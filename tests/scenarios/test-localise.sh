@@ -8,7 +8,8 @@
 #   link-down    a leaf-spine cable cut (the routes re-converge around it)
 #   link-lossy   a leaf-spine cable dropping LOSS % of packets both ways
 #   spine-slow   every link of a spine shaped to 40 Mbit/s and loaded by
-#                TCP flows hashed over it (a congested spine)
+#                a TCP flow per ordered pair of leaves hashed over it, every
+#                directed link of it loaded alike (a congested spine)
 #   host-down    a host's cable cut at its leaf (the NIC sees no carrier)
 #   host-flap    that cable flapping (5 cycles of 1 s)
 #   nic-down     a host's NIC administratively down (the cable stays up)
@@ -77,31 +78,40 @@ host_leaf() { echo $((($1 - 1) * LEAVES / HOSTS + 1)); }
 RANDOM=$SEED # the targets: bash's generator, seeded
 open_sql="select count(*) from fabriciq.anomalies where end_time is null and kind <> 'topology_mismatch'"
 
-# Load over spine SP: TCP flows between hosts on different leaves whose
-# source leaf hashes them over SP (asked of the leaf's routing table), one
-# per leaf pair, for $1 seconds.
-load_spine() {
-	local sp=$1 secs=$2 i j la lb port dev n=0
+# Load over spine SP, planned before the fault: for every ordered pair of
+# leaves, a host on each and a source port that the first leaf's ECMP hash
+# sends over SP (asked of its routing table with the flow's own ports):
+# "SRC DST SPORT DPORT" lines, every directed link of SP loaded alike;
+# their sinks started. load_start then starts the senders at once.
+load_plan() {
+	local sp=$1 secs=$2 i j la lb port dport dev n=0
 	local -A pair=()
+	: >"$S/flows"
 	for ((i = 1; i <= HOSTS; i++)); do
 		for ((j = 1; j <= HOSTS; j++)); do
 			la=$(host_leaf $i) lb=$(host_leaf $j)
-			[ "$la" -lt "$lb" ] && [ -z "${pair[$la-$lb]:-}" ] || continue
+			[ "$la" != "$lb" ] && [ -z "${pair[$la-$lb]:-}" ] || continue
+			dport=$((5201 + n))
 			for ((port = 20000; port < 20064; port++)); do
 				dev=$(ip -n "$TB_PFX-leaf$la" route get "198.19.0.$((2 * j + 1))" from "198.19.0.$((2 * i + 1))" \
-					iif "n${i}r0" ipproto tcp sport $port dport 5201 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p')
+					iif "n${i}r0" ipproto tcp sport $port dport $dport 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p')
 				[ "$dev" = "s$sp" ] && break
 			done
 			[ "$dev" = "s$sp" ] || continue
-			"$TB" exec "n$j" timeout $((secs + 3)) "$FQTB_HELPERS/tb-flow" sink --port $((5201 + n)) --seconds $((secs + 2)) \
+			"$TB" exec "n$j" timeout $((secs + 8)) "$FQTB_HELPERS/tb-flow" sink --port $dport --seconds $((secs + 6)) \
 				>/dev/null 2>&1 &
-			sleep 0.2
-			"$TB" exec "n$i" timeout $((secs + 2)) "$FQTB_HELPERS/tb-flow" send --dst "198.19.0.$((2 * j + 1))" \
-				--port $((5201 + n)) --sport $port --bind "198.19.0.$((2 * i + 1))" --seconds "$secs" >/dev/null 2>&1 &
-			n=$((n + 1)) pair[$la-$lb]=1 # one flow per leaf pair
+			echo "$i $j $port $dport" >>"$S/flows"
+			n=$((n + 1)) pair[$la-$lb]=1 # one flow per ordered leaf pair
 		done
 	done
-	echo $n
+	sleep 0.5 # the sinks listen
+}
+load_start() {
+	local i j port dport
+	while read -r i j port dport; do
+		"$TB" exec "n$i" timeout $(($1 + 2)) "$FQTB_HELPERS/tb-flow" send --dst "198.19.0.$((2 * j + 1))" \
+			--port "$dport" --sport "$port" --bind "198.19.0.$((2 * i + 1))" --seconds "$1" >/dev/null 2>&1 &
+	done <"$S/flows"
 }
 
 : >"$S/trials"
@@ -120,6 +130,7 @@ for ((trial = 1; trial <= TRIALS; trial++)); do
 		sc_job "load$trial" monitor "n[1-$HOSTS]" allreduce 1M 1000000 $((17400 + trial))
 		sc_job_running "load$trial" && job=$(awk '/^job / { print $2; exit }' "$S/load$trial.out")
 	fi
+	[ "$kind" = spine-slow ] && load_plan "$sp" 12 && flows=$(wc -l <"$S/flows")
 	last=$(psql_ctl "select coalesce(max(id), 0) from fabriciq.anomalies")
 	since=$(psql_ctl "select now()")
 	t0=$(date +%s%N)
@@ -128,7 +139,7 @@ for ((trial = 1; trial <= TRIALS; trial++)); do
 	link-lossy) tb loss "leaf$l-spine$sp" "$LOSS" ;;
 	spine-slow)
 		for ((x = 1; x <= LEAVES; x++)); do tb shape "leaf$x-spine$sp" 40mbit; done
-		flows=$(load_spine "$sp" 12)
+		load_start 12
 		;;
 	host-down) tb link down "n$h" "$r" ;;
 	host-flap) tb flap "n$h" "$r" --count 5 --period 1000 & flap=$! ;;
