@@ -84,6 +84,7 @@ struct ctl {
 	struct fq_strmap routes;  /* "node^nic^remote^remote_nic" -> its route (ctl_topo.c) */
 	bool routes_dirty;
 	bool retrace_wanted;     /* a route changed: every agent to trace again (ctl_topo.c) */
+	bool topo_renamed;       /* the expected topology changed: the switches' names may have */
 	int64_t retrace_sent_ns; /* ... last asked at */
 	int64_t topo_built_ns, topo_file_stamp;
 	int64_t hints_polled_ns;

@@ -173,7 +173,7 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 
 	retrace_round(c, now);
 	if (expected_changed(c))
-		c->routes_dirty = true; /* its names are the switches' */
+		c->routes_dirty = c->topo_renamed = true; /* its names are the switches' */
 	if (!c->routes_dirty || !c->routes.count || now - c->topo_built_ns < TOPO_EVERY_NS)
 		return;
 	c->routes_dirty = false;
@@ -198,6 +198,10 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 		for (size_t j = 0; j < p->n_route && n < sizeof(names) / sizeof(names[0]); j++)
 			names[n++] = p->route[j].name;
 		fq_detector_route(c->det, p->node, p->nic, p->remote_node, p->remote_nic, names, n, now);
+	}
+	if (topo && c->topo_renamed) {
+		fq_detector_routes_renamed(c->det);
+		c->topo_renamed = false;
 	}
 	if (topo) {
 		size_t nd = fq_topo_diff_count(topo);

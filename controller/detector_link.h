@@ -45,6 +45,10 @@ void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p);
 void fq_detector_route(struct fq_detector *d, const char *node, const char *nic, const char *remote_node,
 		       const char *remote_nic, const char *const *comps, size_t n, int64_t now_ns);
 void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e);
+/* The routes were just fed again under new names (the site's expected
+ * topology changed): the routes before are forgotten, so no loss is judged
+ * on names that are gone. */
+void fq_detector_routes_renamed(struct fq_detector *d);
 
 /* The differences between the fabric the routes show and the site's
  * expected topology, each a kind ("host_moved", ...) and one line of text

@@ -85,6 +85,18 @@ void det_path_routes_free(struct path_ent *p)
 	p->nroute = p->old_nroute = 0;
 }
 
+void fq_detector_routes_renamed(struct fq_detector *d)
+{
+	if (!d)
+		return;
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		routes_free(p->old_route, p->old_nroute);
+		p->old_route = NULL;
+		p->old_nroute = 0;
+	}
+}
+
 void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns)
 {
 	p->seen_ns = end_ns;
@@ -252,6 +264,17 @@ const char *det_nic_said(struct fq_detector *d, const struct nic_key *nic)
 	return "";
 }
 
+/* src into dst (truncated) with '"', '\\' and bytes that are not printable
+ * ASCII replaced by '?': a summary that goes into JSON unescaped. */
+static void json_safe(char *dst, size_t len, const char *src)
+{
+	size_t i = 0;
+
+	for (; src[i] && i + 1 < len; i++)
+		dst[i] = (src[i] < 0x20 || src[i] > 0x7e || src[i] == '"' || src[i] == '\\') ? '?' : src[i];
+	dst[i] = 0;
+}
+
 /* A difference's place: its kind, and its text's FNV-1a hash in hex. */
 static void diff_place(struct nic_key *k, const char *kind, const char *text)
 {
@@ -278,7 +301,7 @@ void fq_detector_topology(struct fq_detector *d, const char *const *kinds, const
 		if (!kinds[i] || !texts[i] || !strcmp(kinds[i], "link_not_seen"))
 			continue;
 		diff_place(&places[m], kinds[i], texts[i]);
-		copy_name(text, sizeof(text), texts[i]);
+		json_safe(text, sizeof(text), texts[i]);
 		snprintf(summary, sizeof(summary), "topology: %s", text);
 		snprintf(evidence, sizeof(evidence), "{\"difference\":\"%s\",\"text\":\"%s\"}",
 			 places[m].node, text);
