@@ -49,6 +49,9 @@
 #define NIC_LEN       32
 #define MAX_DOWNS     256 /* DOWN times kept per NIC (flap_threshold is clamped below) */
 #define LOCATE_STREAK 2   /* windows a path is delayed in a row before localisation counts it */
+#define LOSS_CLEAN                                                                                           \
+	2 /* windows without loss a path has had before its losses count: a path
+			   * coming up (its far agent starting, its neighbours resolving) loses some */
 
 enum kind {
 	K_LINK_DOWN,
@@ -115,6 +118,7 @@ struct path_ent {
 	int64_t seen_ns;                     /* the end of its last probe window, UP or DOWN */
 	int64_t loss_first_ns, loss_last_ns; /* probes lost (DOWN: all), first and last window of */
 	uint32_t loss_lost, loss_sent;       /* ... a loss streak (windows no further apart than 5 s) */
+	unsigned clean; /* windows without loss (a loss counts after LOSS_CLEAN of them) */
 };
 
 struct nic_ent {
@@ -344,7 +348,8 @@ static inline bool det_no_node(uint64_t kind)
 {
 	return det_is_fabric(kind) || kind == K_TOPOLOGY;
 }
-/* Notes a probe window's losses on p (DOWN: lost = sent, at least 1). */
+/* Notes a probe window's losses on p (DOWN: lost = sent, at least 1); they
+ * count once p has had LOSS_CLEAN windows without loss. */
 void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
 /* Frees p's routes. */
 void det_path_routes_free(struct path_ent *p);

@@ -312,8 +312,12 @@ void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p)
 	if (!fwd)
 		return;
 	path_set_state(d, fwd, p->up ? ST_UP : ST_DOWN, p->up ? start : p->end_ns);
-	det_path_loss(fwd, p->sent, p->up ? p->lost : (p->sent > p->lost ? p->sent : p->lost), start,
-		      p->end_ns);
+	det_path_loss(fwd, p->sent,
+		      p->up ? p->lost
+			    : (p->sent > p->lost ? p->sent
+			       : p->lost         ? p->lost
+						 : 1),
+		      start, p->end_ns);
 	if (!p->up)
 		return;
 	path_delay_sample(d, fwd,

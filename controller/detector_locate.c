@@ -100,8 +100,12 @@ void fq_detector_routes_renamed(struct fq_detector *d)
 void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns)
 {
 	p->seen_ns = end_ns;
-	if (!lost)
+	if (!lost) {
+		p->clean += p->clean < UINT32_MAX;
 		return;
+	}
+	if (p->clean < LOSS_CLEAN)
+		return; /* never answered cleanly yet: coming up, not losing */
 	if (!p->loss_last_ns || older_than(start_ns, p->loss_last_ns, RECENT_NS)) {
 		p->loss_first_ns = start_ns;
 		p->loss_lost = p->loss_sent = 0;

@@ -35,10 +35,12 @@ SPANK+=" controller=http://198.18.0.1:7180 munge_socket=$S/munge/munge.socket" #
 
 step "the controller on ctl (munge-authenticated agents, PostgreSQL, HTTP API)"
 mkdir -p "$S/spool"
+"$TB" expected >"$S/topology.conf" # the site's expected topology: the switches' names
 "$TB" daemon start ctl controller -- "$B/controller/fabriciq-controller" -c /dev/null \
 	-s listen=198.18.0.1:7100 -s http_listen=198.18.0.1:7180 \
 	-s "db=host=198.18.0.1 port=5432 user=postgres dbname=fabriciq" \
-	-s "munge_socket=$S/munge/munge.socket" -s "spool_dir=$S/spool/ctl" >/dev/null || exit 1
+	-s "munge_socket=$S/munge/munge.socket" -s "spool_dir=$S/spool/ctl" \
+	-s "topology_file=$S/topology.conf" >/dev/null || exit 1
 sleep 1
 
 step "an agent on every host (probe mesh, clock sync, uplink)"

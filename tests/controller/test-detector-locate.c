@@ -372,6 +372,18 @@ static void test_loss(void)
 	ok(o && loss_open()->incident == o->handle, "one incident: the loss blame a member of the delay's");
 	fq_detector_destroy(d);
 
+	/* paths losing probes from their first window on (coming up: the far
+	 * agent starting) are not a lossy fabric */
+	d = make();
+	reset();
+	routes(d);
+	lossy = over_leaf1_spine2;
+	for (int t = 1; t <= 4; t++)
+		second(d, t, NULL);
+	lossy = NULL;
+	is_int(count(FQ_DET_OPEN, "fabric_loss"), 0, "losses before a path ever answered cleanly: not counted");
+	fq_detector_destroy(d);
+
 	/* a loaded spine drops on one link first, then delays on all */
 	d = fabric();
 	lossy = over_leaf1_spine2;

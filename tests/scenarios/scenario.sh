@@ -247,21 +247,10 @@ sc_incident() {
 	ok $? "fabriciq job $job: incidents first"
 }
 
-# sc_topology_file HOSTS RAILS LEAVES SPINES: the site's expected topology
-# (fabriciq-topology(5)) as the testbed wires it (tests/testbed/lib/net.sh):
-# each switch named by one of its addresses, every NIC's leaf, every
-# leaf-spine cable. The controller reads controller.topology_file again
-# when it changes.
-sc_topology_file() {
-	local hosts=$1 rails=$2 leaves=$3 spines=$4 l s i r
-	echo "# the testbed's wiring (tests/testbed/lib/net.sh)"
-	for ((l = 1; l <= leaves; l++)); do echo "switch leaf$l 198.18.$((100 + l)).0"; done
-	for ((s = 1; s <= spines; s++)); do echo "switch spine$s 198.18.101.$((2 * s - 1))"; done
-	for ((i = 1; i <= hosts; i++)); do
-		for ((r = 0; r < rails; r++)); do echo "host n$i rail$r leaf$(((i - 1) * leaves / hosts + 1))"; done
-	done
-	for ((l = 1; l <= leaves; l++)); do for ((s = 1; s <= spines; s++)); do echo "link leaf$l spine$s"; done; done
-}
+# sc_topology_file: the site's expected topology (fabriciq-topology(5)) as
+# the testbed is wired (fabriciq-testbed expected). The controller reads
+# controller.topology_file again when it changes.
+sc_topology_file() { tb expected; }
 
 # sc_anomalies [WHERE]: every anomaly stored (open or closed) as
 # "kind node/nic remote_node/remote_nic" ("-" for a NIC-level place), sorted.

@@ -44,7 +44,7 @@ plan 4
 sc_up $HOSTS $RAILS $LEAVES $SPINES -s delay_floor=300us -s quiet_close=5s -s incident_gap=5s \
 	-s "topology_file=$S/topology.conf"
 ok $? "up: $HOSTS hosts x $RAILS rails, $LEAVES leaves, $SPINES spines; controller and agents reporting"
-sc_topology_file $HOSTS $RAILS $LEAVES $SPINES >"$S/topology.conf"
+sc_topology_file >"$S/topology.conf"
 
 # Every probed path's route stored, then the topology checked once.
 want=$((HOSTS * (HOSTS - 1) * RAILS))

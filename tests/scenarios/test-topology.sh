@@ -17,7 +17,7 @@ sc_agent_args+=(-s trace_interval=5s) # re-traced often: the route change below 
 sc_up $HOSTS $RAILS $LEAVES $SPINES -s "topology_file=$S/topology.conf"
 ok $? "up: $HOSTS hosts x $RAILS rails, $LEAVES leaves, $SPINES spines; controller and agents reporting"
 # The site's expected topology, as the testbed is wired (sc_topology_file).
-sc_topology_file $HOSTS $RAILS $LEAVES $SPINES >"$S/topology.conf"
+sc_topology_file >"$S/topology.conf"
 
 # The probed paths, and when every one of them has a route stored.
 paths_sql="select count(distinct (src_node, src_nic, dst_node, dst_nic)) from fabriciq.probe_windows
@@ -141,7 +141,7 @@ t0=$(date +%s%N)
 while [ $(($(date +%s%N) - t0)) -lt 20000000000 ] && [ "$(psql_ctl "$mismatch_sql")" = 0 ]; do sleep 0.5; done
 opened=$(psql_ctl "$mismatch_sql") took=$((($(date +%s%N) - t0) / 1000000))
 diag "$(psql_ctl "select summary from fabriciq.anomalies where kind = 'topology_mismatch'")"
-sc_topology_file $HOSTS $RAILS $LEAVES $SPINES >"$S/topology.conf"
+sc_topology_file >"$S/topology.conf"
 t0=$(date +%s%N)
 while [ $(($(date +%s%N) - t0)) -lt 20000000000 ] && [ "$(psql_ctl "$mismatch_sql")" != 0 ]; do sleep 0.5; done
 is "$opened/$(psql_ctl "$mismatch_sql")/$(psql_ctl "select count(*) from fabriciq.anomalies where kind = 'topology_mismatch'
