@@ -274,5 +274,6 @@ void fq_detector_destroy(struct fq_detector *d)
 	free(d->scratch_idx);
 	free(d->scratch_out);
 	free(d->locate_scratch);
+	free(d->tdiffs);
 	free(d);
 }

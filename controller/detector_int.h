@@ -164,6 +164,18 @@ struct att {
 	size_t nranks, cap;
 };
 
+/* A difference from the expected topology, as the last rebuild shows it:
+ * an anomaly once it has lasted TOPO_SETTLE_NS (routes arrive one by one
+ * at first, and a switch known only by some of its addresses looks like
+ * another one for a moment). */
+struct topo_diff {
+	struct nic_key place;
+	char text[256];
+	int64_t first_ns;
+	bool opened;
+};
+#define TOPO_SETTLE_NS (10 * 1000000000LL)
+
 struct anom_ent {
 	struct fq_captab_ent h;
 	struct anom_key k;
@@ -196,6 +208,8 @@ struct fq_detector {
 	size_t *scratch_idx;
 	bool *scratch_out;
 	struct cand *locate_scratch; /* detector_locate.c's candidates */
+	struct topo_diff *tdiffs;    /* the topology's differences now (fq_detector_topology) */
+	size_t ntdiffs;
 	size_t scratch_cap;
 	/* the job advised per shared NIC while its advice holds: in any
 	 * collision it is part of, it stays the one to move

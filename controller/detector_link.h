@@ -52,8 +52,10 @@ void fq_detector_routes_renamed(struct fq_detector *d);
 
 /* The differences between the fabric the routes show and the site's
  * expected topology, each a kind ("host_moved", ...) and one line of text
- * (controller/topology.h), all of them as of now (after each rebuild): a
- * new one opens a topology_mismatch anomaly (warning), one still there
+ * (controller/topology.h), all of them as of now (after each rebuild): one
+ * that has lasted 10 s opens a topology_mismatch anomaly (warning; checked
+ * again each tick: while routes arrive one by one, a switch known by some
+ * of its addresses only looks undeclared for a moment), one still there
  * extends it, one gone closes it. "link_not_seen" is left out: ECMP may
  * hash no probe over a declared link. */
 void fq_detector_topology(struct fq_detector *d, const char *const *kinds, const char *const *texts, size_t n,
