@@ -589,7 +589,7 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 	char summary[512], evidence[900], paths[400] = "", e[2][96];
 	double cover = (double)b->bad / total, conf = cover * share(b);
 	struct nic_key place;
-	struct anom_ent *a, *narrower = NULL, *same;
+	struct anom_ent *a, *same;
 	const struct anom_ent *other;
 	size_t n = 0, listed = 0;
 	uint64_t lost = 0, sent = 0;
@@ -634,34 +634,35 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 	 * first (few paths bad yet) becomes part of its switch's incident once
 	 * the switch is blamed; the other symptom's open blame of it is the
 	 * incident of this one */
-	if ((same = open_related(y, place.node, &other))) {
-		if (ends_of(place.node, e) == 1 && ends_of(same->k.a.node, e) == 2)
-			narrower = same;
-		else
-			place = same->k.a;
-	} else if (other && ends_of(place.node, e) == 1 && ends_of(other->k.a.node, e) == 2) {
-		/* a switch, where a link of it was blamed for the other symptom
-		 * (a loaded spine drops on its busiest link first): the switch is
-		 * the incident, the link's blame part of it */
-		narrower = (struct anom_ent *)other;
-		other = NULL;
-	}
+	if ((same = open_related(y, place.node, &other)) &&
+	    !(ends_of(place.node, e) == 1 && ends_of(same->k.a.node, e) == 2))
+		place = same->k.a;
+	if (other && ends_of(place.node, e) == 1 && ends_of(other->k.a.node, e) == 2)
+		other = NULL; /* a link of this switch: taken in below, not joined */
 	a = det_anom_member(d, y->kind, SEV_WARNING, &place, NULL,
 			    b->start_ns != INT64_MAX ? b->start_ns : y->now, y->now, summary, evidence, NULL,
 			    other);
 	if (!a)
 		return;
-	if (narrower && narrower != a) {
-		FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, m, nx1)
+	/* a switch takes in the open blames of its links, either symptom (a
+	 * loaded spine drops and queues on its busiest link first), with their
+	 * members */
+	if (!a->incident && ends_of(a->k.a.node, e) == 1)
+		FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, o, nx0)
 		{
-			if (m->incident == narrower->handle || m == narrower) {
-				m->incident = a->handle;
-				det_push(d, &(struct fq_det_action){.kind = FQ_DET_MEMBER,
-								    .handle = m->handle,
-								    .incident = a->handle});
+			if (o == a || o->incident || !det_is_fabric(o->k.kind) ||
+			    ends_of(o->k.a.node, e) != 2 || !related(o->k.a.node, a->k.a.node))
+				continue;
+			FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, m, nx1)
+			{
+				if (m->incident == o->handle || m == o) {
+					m->incident = a->handle;
+					det_push(d, &(struct fq_det_action){.kind = FQ_DET_MEMBER,
+									    .handle = m->handle,
+									    .incident = a->handle});
+				}
 			}
 		}
-	}
 	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, m, nx2)
 	{
 		struct path_key pk = {m->k.a, m->k.b};
