@@ -747,9 +747,10 @@ static void locate(const struct sym *y, struct cand *c)
 		return;
 	count(y, c, nc);
 	/* A queue is one direction of one link, a drop one cable: the links bad
-	 * for most paths through them. One that explains the bad paths is the
-	 * answer (the narrowest); else several of them: the cable (both ways)
-	 * or the switch they all hang off, if together they explain them. */
+	 * for most paths through them. A lossy cable that explains the bad
+	 * paths is the answer (the narrowest); else several of them: the cable
+	 * (both ways) or the switch they all hang off, if together they
+	 * explain them. */
 	for (size_t j = 0; j < nc; j++)
 		if (is_link(c[j].name) && c[j].bad && share(&c[j]) >= LOCATE_MIN_SHARE) {
 			links[nl++] = j;
@@ -758,10 +759,14 @@ static void locate(const struct sym *y, struct cand *c)
 			     (c[j].bad == best->bad && share(&c[j]) > share(best))))
 				best = &c[j];
 		}
-	/* one link, clearly (bad for nearly all its paths), or one whose bad
-	 * paths are all the other bad links' too (they are its paths' other
-	 * hops, or its paths' routes moved since): not merged */
-	if (best && (share(best) >= LOCATE_LINK_SHARE || through_any(y, c, links, nl) <= best->bad)) {
+	/* Loss: one cable, clearly (bad for nearly all its paths), or one whose
+	 * bad paths are all the other bad cables' too (every lossy round trip
+	 * crosses a cable at each end of the spine, and routes move): not
+	 * merged. (A queue is one direction of a link: a link delayed alone
+	 * does not make the links before it look delayed for most of their
+	 * paths, so delayed links are merged first.) */
+	if (is_loss(y) && best &&
+	    (share(best) >= LOCATE_LINK_SHARE || through_any(y, c, links, nl) <= best->bad)) {
 		nl = 0;
 		/* ... unless a switch at its end is crossed by exactly the same
 		 * paths (two leaves: every path over a spine crosses both its
