@@ -556,8 +556,9 @@ static const struct anom_ent *by_handle(struct fq_detector *d, uint64_t h)
 
 /* The open blame of this symptom a new one extends (the same switch, or a
  * link of it), not a member of another of the same symptom (a narrower one
- * merged); else NULL, and *other: an open incident of the other symptom it
- * joins (one fault, delaying and dropping). */
+ * merged), or NULL; and *other: an open incident of the other symptom, on
+ * the same switch or a link of it, that a new one joins (one fault,
+ * delaying and dropping), or NULL. */
 static struct anom_ent *open_related(const struct sym *y, const char *place, const struct anom_ent **other)
 {
 	struct anom_ent *same = NULL;
@@ -575,8 +576,6 @@ static struct anom_ent *open_related(const struct sym *y, const char *place, con
 		else if (o->k.kind != y->kind && !o->incident && !*other)
 			*other = o;
 	}
-	if (same)
-		*other = NULL;
 	return same;
 }
 

@@ -404,6 +404,22 @@ static void test_loss(void)
 				m = &recs[i];
 		ok(o && m && m->incident == o->handle, "the link's loss blame part of spine2's incident");
 	}
+	/* then spine2 drops on every link: the loss blamed on spine2 joins
+	 * the incident, no second one */
+	lossy = spine2_trip;
+	for (int t = 15; t <= 20; t++)
+		second(d, t, via_spine2);
+	lossy = NULL;
+	{
+		const struct rec *l = NULL;
+
+		for (size_t i = 0; i < nrecs; i++)
+			if (recs[i].kind == FQ_DET_OPEN && !strcmp(recs[i].akind, "fabric_loss") &&
+			    !strcmp(recs[i].component, "spine2"))
+				l = &recs[i];
+		ok(o && l && l->incident == o->handle,
+		   "spine2's drops, blamed on spine2 later, are part of the same incident");
+	}
 	fq_detector_destroy(d);
 }
 
