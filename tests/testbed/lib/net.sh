@@ -241,22 +241,31 @@ tbf_set() {
 	ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$3" burst "$4" latency "$5"
 }
 
-# TBF on both ends of a link: a real bottleneck with a real queue. Burst is
-# at least 4 ms of line rate (and 16 KB): smaller bursts starve TSO-sized
-# packets; `latency` bounds the queue, so the delay a loaded link adds.
-link_shape() { # link_shape NAME RATE|off [LATENCY_MS]
-	local ends nsa ifa nsb ifb bps burst lat=${3:-20}
+# link_both NAME FN ARG...: FN NS DEV ARG... on both ends of link NAME;
+# link_both NAME off: their root qdiscs removed.
+link_both() {
+	local ends nsa ifa nsb ifb fn=$2
 	ends=$(link_lookup "$1") || die "unknown link '$1' (see: $TB_PROG status)"
 	read -r nsa ifa nsb ifb <<<"$ends"
-	if [ "$2" = off ]; then
+	shift 2
+	if [ "$fn" = off ]; then
 		ip netns exec "$nsa" tc qdisc del dev "$ifa" root 2>/dev/null
 		ip netns exec "$nsb" tc qdisc del dev "$ifb" root 2>/dev/null
 		return 0
 	fi
+	"$fn" "$nsa" "$ifa" "$@" && "$fn" "$nsb" "$ifb" "$@"
+}
+
+# TBF on both ends of a link: a real bottleneck with a real queue. Burst is
+# at least 4 ms of line rate (and 16 KB): smaller bursts starve TSO-sized
+# packets; `latency` bounds the queue, so the delay a loaded link adds.
+link_shape() { # link_shape NAME RATE|off [LATENCY_MS]
+	local bps burst lat=${3:-20}
+	[ "$2" = off ] && { link_both "$1" off; return; }
 	bps=$(rate_bps "$2") || die "bad rate '$2' (examples: 200mbit, 1gbit, 500kbit)"
 	burst=$((bps / 8 / 250))
 	[ "$burst" -ge 16384 ] || burst=16384
-	tbf_set "$nsa" "$ifa" "$2" "$burst" "${lat}ms" && tbf_set "$nsb" "$ifb" "$2" "$burst" "${lat}ms"
+	link_both "$1" tbf_set "$2" "$burst" "${lat}ms"
 }
 
 # loss_set NS DEV PCT: DEV drops PCT % of the IPv4 packets it sends, at
@@ -278,15 +287,8 @@ loss_set() {
 
 # A lossy link, both ways (replaces any shaping); off removes it.
 link_loss() { # link_loss NAME PCT|off
-	local ends nsa ifa nsb ifb
-	ends=$(link_lookup "$1") || die "unknown link '$1' (see: $TB_PROG status)"
-	read -r nsa ifa nsb ifb <<<"$ends"
-	if [ "$2" = off ]; then
-		ip netns exec "$nsa" tc qdisc del dev "$ifa" root 2>/dev/null
-		ip netns exec "$nsb" tc qdisc del dev "$ifb" root 2>/dev/null
-		return 0
-	fi
-	loss_set "$nsa" "$ifa" "$2" && loss_set "$nsb" "$ifb" "$2"
+	[ "$2" = off ] && { link_both "$1" off; return; }
+	link_both "$1" loss_set "$2"
 }
 
 link_rate() { # link_rate NAME -> tbf rate or "-"
