@@ -3,9 +3,10 @@
  * routes (fabriciq.path_routes_current, one statement) go through the
  * topology inference (controller/topology.h) with the site's expected
  * topology when the controller has one (controller.topology_file, read at
- * each request: an edit needs no restart); the reply is the inferred
- * fabric, its differences from the expected one, and the last day's route
- * changes.
+ * each request: an edit needs no restart) and each path's delay floor over
+ * the last minute (for the cross-check by delay, as the controller's); the
+ * reply is the inferred fabric, its differences from the expected one and
+ * from the delays, and the last day's route changes.
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -27,6 +28,19 @@ static const char routes_sql[] =
     "  order by r.node, r.nic, r.remote_node, r.remote_nic), '[]')"
     " from fabriciq.path_routes_current r where r.last_seen > now() - interval '2 hours'";
 
+/* Each path's delay floor: the 10th percentile of the last minute's
+ * windows' forward + reverse minimum (0: none measured), 5 windows or more
+ * (ctl_topo.c keeps the same from the windows as they come). */
+static const char floors_sql[] =
+    "select coalesce(json_agg(json_build_object('node', f.src_node, 'nic', f.src_nic,"
+    "  'remote_node', f.dst_node, 'remote_nic', f.dst_nic, 'ns', f.ns)), '[]') from ("
+    " select src_node, src_nic, dst_node, dst_nic,"
+    "  percentile_disc(0.1) within group (order by owd_fwd_min_ns + owd_rev_min_ns) as ns"
+    " from fabriciq.probe_windows where window_start > now() - interval '1 minute' and path_up"
+    "  and answered > 0 and owd_fwd_min_ns <> 0 and owd_rev_min_ns <> 0"
+    "  and owd_fwd_min_ns + owd_rev_min_ns > 0"
+    " group by 1, 2, 3, 4 having count(*) >= 5) f";
+
 static const char changes_sql[] =
     "select coalesce(json_agg(x order by x.time_ns desc), '[]') from ("
     " select " TS("c.time",
@@ -43,6 +57,23 @@ static const char *jstr_or_empty(struct json_object *o, const char *key)
 	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
 		   ? json_object_get_string(v)
 		   : "";
+}
+
+/* The floors (the statement's array), pointing into it. */
+static struct fq_topo_floor *floors_of(struct json_object *rows)
+{
+	size_t n = json_object_array_length(rows);
+	struct fq_topo_floor *f = calloc(n ? n : 1, sizeof(*f));
+
+	for (size_t i = 0; f && i < n; i++) {
+		struct json_object *r = json_object_array_get_idx(rows, i), *ns = NULL;
+
+		f[i] = (struct fq_topo_floor){
+		    jstr_or_empty(r, "node"), jstr_or_empty(r, "nic"), jstr_or_empty(r, "remote_node"),
+		    jstr_or_empty(r, "remote_nic"),
+		    json_object_object_get_ex(r, "ns", &ns) ? json_object_get_int64(ns) : 0};
+	}
+	return f;
 }
 
 /* The traces of routes (the statement's array), pointing into it. */
@@ -87,7 +118,9 @@ static int traces_of(struct json_object *routes, struct fq_topo_trace **out, con
 
 int api_get_topology(struct reply *rp, struct fq_db *db, struct fq_api_params *r)
 {
-	struct json_object *routes = NULL, *body;
+	struct json_object *routes = NULL, *floors = NULL, *body;
+	struct fq_topo_opts opts = {0};
+	struct fq_topo_floor *fl = NULL;
 	struct fq_topo_trace *traces = NULL;
 	struct fq_topo_decl *decl = NULL;
 	struct fq_topo *topo = NULL;
@@ -102,10 +135,18 @@ int api_get_topology(struct reply *rp, struct fq_db *db, struct fq_api_params *r
 		return api_db_fail(rp, db);
 	if (!routes)
 		routes = json_object_new_array();
+	if (api_query_json(db, "reading delay floors", floors_sql, NULL, &floors) < 0) {
+		rc = api_db_fail(rp, db);
+		goto out;
+	}
+	if (floors && (fl = floors_of(floors))) {
+		opts.floors = fl;
+		opts.n_floors = json_object_array_length(floors);
+	}
 	if (r->topology_file && fq_topo_decl_load(r->topology_file, &decl, why, sizeof(why)) < 0)
 		decl = NULL; /* the fabric as seen, with the file's error */
 	if (traces_of(routes, &traces, &hops) < 0 ||
-	    fq_topo_build(traces, json_object_array_length(routes), decl, NULL, &topo) < 0 ||
+	    fq_topo_build(traces, json_object_array_length(routes), decl, &opts, &topo) < 0 ||
 	    !(body = fq_topo_json(topo))) {
 		rc = api_fail(rp, 500, "out of memory building the topology");
 		goto out;
@@ -125,6 +166,8 @@ out:
 	fq_topo_decl_free(decl);
 	free(traces);
 	free(hops);
+	free(fl);
 	json_object_put(routes);
+	json_object_put(floors);
 	return rc;
 }

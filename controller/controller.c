@@ -511,6 +511,7 @@ out: /* finalise in reverse */
 	fq_strmap_clear(&c.anomaly, free);
 	fq_strmap_clear(&c.drained, free);
 	fq_strmap_clear(&c.routes, free);
+	fq_strmap_clear(&c.floors, free);
 	if (c.base)
 		event_base_free(c.base);
 	fq_cfg_free(&ctl_schema, &c.cfg);

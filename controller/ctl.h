@@ -82,11 +82,13 @@ struct ctl {
 	struct fq_strmap anomaly; /* detector handle -> row id (as strings: small) */
 	struct fq_strmap drained; /* node -> reason of the last applied drain ("" resumed) */
 	struct fq_strmap routes;  /* "node^nic^remote^remote_nic" -> its route (ctl_topo.c) */
-	bool routes_dirty;
+	struct fq_strmap floors;  /* the same key -> its last windows' delay floors (ctl_topo.c) */
+	bool routes_dirty, floors_dirty;
 	bool retrace_wanted;     /* a route changed: every agent to trace again (ctl_topo.c) */
 	bool topo_renamed;       /* the expected topology changed: the switches' names may have */
 	int64_t retrace_sent_ns; /* ... last asked at */
 	int64_t topo_built_ns, topo_file_stamp;
+	char topo_said[160]; /* the last rebuild's figures, logged when they change */
 	int64_t hints_polled_ns;
 	bool peers_dirty;
 	uint64_t clock_epoch, peers_epoch;
@@ -126,6 +128,9 @@ void ctl_detector_round(struct ctl *c, int64_t now);
 /* ctl_topo.c */
 /* A path's route from node's agent (kept; the topology rebuilt once it changed). */
 void ctl_route(struct ctl *c, const char *node, const Fabriciq__PathTrace *t);
+/* A probe window's delay floor for the cross-check by delay (a path with a
+ * route only). */
+void ctl_floor(struct ctl *c, const char *node, const Fabriciq__ProbeReport *p);
 /* The topology rebuilt from changed routes, each path's route to the detector. */
 void ctl_topology_round(struct ctl *c, int64_t now);
 

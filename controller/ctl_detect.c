@@ -55,6 +55,7 @@ void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope
 		if (!p->path_up && agent_away_at(c, p->remote_node, p->window_end_ns))
 			return; /* no answers from an agent that was away: no sample either */
 		fq_detector_probe(c->det, &d);
+		ctl_floor(c, node, p);
 	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_TRACE) {
 		ctl_route(c, node, env->trace);
 	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE) {

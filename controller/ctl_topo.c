@@ -9,7 +9,11 @@
  * expected topology (controller.topology_file) when there is one. A route
  * that changed means the fabric did: every agent is asked to trace all its
  * paths again (Retrace, at most every RETRACE_EVERY_NS), so the routes the
- * detector judges by are not a minute old.
+ * detector judges by are not a minute old. Each path's delay floor (the
+ * 10th percentile of its last FLOOR_WINDOWS probe windows' forward +
+ * reverse minimum, once it has FLOOR_MIN of them) goes into the build for
+ * the cross-check by delay (topology.h); the floors alone rebuild it at
+ * most every FLOORS_EVERY_NS.
  */
 #include "controller/ctl.h"
 
@@ -26,6 +30,9 @@
 #define TOPO_EVERY_NS    (2 * 1000000000LL)
 #define RETRACE_EVERY_NS (5 * 1000000000LL)
 #define MAX_ROUTES       (1u << 18)
+#define FLOOR_WINDOWS    32
+#define FLOOR_MIN        5
+#define FLOORS_EVERY_NS  (30 * 1000000000LL)
 #define SEP              '\x1f' /* between the names of a route's key */
 
 /* The route's value: "R" (reached) or "-", then each hop after a ','. */
@@ -65,6 +72,77 @@ void ctl_route(struct ctl *c, const char *node, const Fabriciq__PathTrace *t)
 	free(e->value);
 	e->value = v;
 	c->routes_dirty = true;
+}
+
+struct floors {
+	int64_t ns[FLOOR_WINDOWS]; /* a ring */
+	unsigned n, next;
+};
+
+void ctl_floor(struct ctl *c, const char *node, const Fabriciq__ProbeReport *p)
+{
+	char key[512];
+	struct fq_strmap_entry *e;
+	struct floors *f;
+
+	/* a window with answers both ways (0: none measured); the sum holds
+	 * no clock offset */
+	if (!p->path_up || !p->answered || p->owd_fwd_min_ns == 0 || p->owd_rev_min_ns == 0 ||
+	    p->owd_fwd_min_ns + p->owd_rev_min_ns <= 0)
+		return;
+	if ((size_t)snprintf(key, sizeof(key), "%s%c%s%c%s%c%s", node, SEP, p->local_nic, SEP, p->remote_node,
+			     SEP, p->remote_nic) >= sizeof(key) ||
+	    !fq_strmap_get(&c->routes, key) || !(e = fq_strmap_upsert(&c->floors, key)))
+		return; /* floors of traced paths only: as many as the routes */
+	if (!e->value && !(e->value = calloc(1, sizeof(struct floors)))) {
+		free(fq_strmap_remove(&c->floors, key));
+		return;
+	}
+	f = e->value;
+	f->ns[f->next] = p->owd_fwd_min_ns + p->owd_rev_min_ns;
+	f->next = (f->next + 1) % FLOOR_WINDOWS;
+	f->n += f->n < FLOOR_WINDOWS;
+	c->floors_dirty = true;
+}
+
+static int ns_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct floor_list {
+	struct fq_topo_floor *f;
+	char **keys; /* each floor's key, split in place: owned */
+	size_t n;
+};
+
+/* One path's floor into fl, if it has windows enough. */
+static void add_floor(struct fq_strmap_entry *e, void *arg)
+{
+	struct floor_list *fl = arg;
+	const struct floors *f = e->value;
+	int64_t sorted[FLOOR_WINDOWS];
+	char *k, *names[4], *s;
+	size_t i = 0;
+
+	if (f->n < FLOOR_MIN || !(k = strdup(e->key)))
+		return;
+	for (s = k; i < 4; s++) {
+		names[i++] = s;
+		if (!(s = strchr(s, SEP)))
+			break;
+		*s = 0;
+	}
+	if (i < 4) {
+		free(k);
+		return;
+	}
+	memcpy(sorted, f->ns, f->n * sizeof(*sorted));
+	qsort(sorted, f->n, sizeof(*sorted), ns_cmp);
+	fl->keys[fl->n] = k;
+	fl->f[fl->n++] = (struct fq_topo_floor){names[0], names[1], names[2], names[3], sorted[f->n / 10]};
 }
 
 /* Every connected agent: trace all your paths again (at most every RETRACE_EVERY_NS). */
@@ -167,6 +245,8 @@ static bool expected_changed(struct ctl *c)
 void ctl_topology_round(struct ctl *c, int64_t now)
 {
 	struct traces tr = {0};
+	struct floor_list fl = {0};
+	struct fq_topo_opts opts = {0};
 	struct fq_topo_decl *decl;
 	struct fq_topo *topo = NULL;
 	size_t nh = 0;
@@ -174,10 +254,19 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 	retrace_round(c, now);
 	if (expected_changed(c))
 		c->routes_dirty = c->topo_renamed = true; /* its names are the switches' */
+	if (c->floors_dirty && now - c->topo_built_ns >= FLOORS_EVERY_NS)
+		c->routes_dirty = true;
 	if (!c->routes_dirty || !c->routes.count || now - c->topo_built_ns < TOPO_EVERY_NS)
 		return;
-	c->routes_dirty = false;
+	c->routes_dirty = c->floors_dirty = false;
 	c->topo_built_ns = now;
+	fl.f = calloc(c->floors.count + 1, sizeof(*fl.f));
+	fl.keys = calloc(c->floors.count + 1, sizeof(*fl.keys));
+	if (fl.f && fl.keys) {
+		fq_strmap_each(&c->floors, add_floor, &fl);
+		opts.floors = fl.f;
+		opts.n_floors = fl.n;
+	}
 	nh = c->routes.count * (FQ_TOPO_MAX_HOPS + 1);
 	tr.t = calloc(c->routes.count + 1, sizeof(*tr.t));
 	tr.keys = calloc(2 * c->routes.count + 2, sizeof(*tr.keys));
@@ -185,7 +274,7 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 	if (tr.t && tr.keys && tr.hops) {
 		fq_strmap_each(&c->routes, add_trace, &tr);
 		decl = expected(c);
-		if (fq_topo_build(tr.t, tr.n, decl, NULL, &topo) < 0)
+		if (fq_topo_build(tr.t, tr.n, decl, &opts, &topo) < 0)
 			fq_log_rl(FQ_LOG_WARN, "topology: cannot build it from %zu routes: out of memory",
 				  tr.n);
 		fq_topo_decl_free(decl);
@@ -215,8 +304,16 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 			fq_detector_topology(c->det, kinds, texts, nd, now);
 		free(kinds);
 		free(texts);
-		fq_info("topology: %zu switches, %zu links, %zu routes, %zu differences",
-			fq_topo_switch_count(topo), fq_topo_link_count(topo), tr.n, nd);
+		char said[sizeof(c->topo_said)];
+
+		snprintf(said, sizeof(said),
+			 "%zu switches, %zu links, %zu routes, %zu differences, %zu delay groups",
+			 fq_topo_switch_count(topo), fq_topo_link_count(topo), tr.n, nd,
+			 fq_topo_delay_group_count(topo));
+		if (strcmp(said, c->topo_said)) {
+			fq_info("topology: %s", said);
+			memcpy(c->topo_said, said, sizeof(said));
+		}
 	}
 	fq_topo_destroy(topo);
 	for (size_t i = 0; tr.keys && i < 2 * tr.n; i++)
@@ -224,4 +321,8 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 	free(tr.t);
 	free(tr.keys);
 	free(tr.hops);
+	for (size_t i = 0; fl.keys && i < fl.n; i++)
+		free(fl.keys[i]);
+	free(fl.f);
+	free(fl.keys);
 }

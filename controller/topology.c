@@ -552,8 +552,10 @@ int fq_topo_build(const struct fq_topo_trace *traces, size_t n, const struct fq_
 	resolve_aliases(t);
 	if ((rc = make_switches(t)) < 0 || (rc = make_links(t)) < 0 || (rc = make_tiers(t)) < 0 ||
 	    (rc = name_and_sort(t)) < 0 || (rc = topo_make_paths(t)) < 0 ||
-	    (decl && (rc = topo_check(t)) < 0))
+	    (decl && (rc = topo_check(t)) < 0) ||
+	    (opts && opts->floors && (rc = topo_delay_check(t, opts->floors, opts->n_floors)) < 0))
 		goto fail;
+	topo_sort_diffs(t);
 	t->decl = NULL;
 	*out = t;
 	return 0;

@@ -61,6 +61,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define FQ_TOPO_MAX_TRACES (1u << 20)
 #define FQ_TOPO_MAX_HOPS   64
@@ -119,8 +120,39 @@ void fq_topo_decl_free(struct fq_topo_decl *d);
  * from opening it, -E2BIG, the parse's). */
 int fq_topo_decl_load(const char *path, struct fq_topo_decl **out, char *err, size_t errlen);
 
+/* A directed NIC pair's delay floor: the least round trip its probes
+ * take when nothing queues (ns; the caller's low percentile of each probe
+ * window's forward + reverse minimum, so no clock offset is in it). */
+struct fq_topo_floor {
+	const char *node, *nic, *remote_node, *remote_nic;
+	int64_t ns;
+};
+
+/* The cross-check by delay (topology_delay.c). A hop through a switch
+ * costs time even when nothing queues, so each NIC's nearest peers by
+ * delay floor are the peers behind the fewest switches: on its own leaf.
+ * For each NIC with floors to FQ_TOPO_DELAY_MIN_PEERS peers or more, its
+ * peers sorted by floor are split at the first gap that is at least
+ * FQ_TOPO_DELAY_GAP_PCT % of the floor below it, FQ_TOPO_DELAY_GAP_MIN_NS,
+ * and twice the spread below it; the peers under the gap are its nearest
+ * by delay (none where no gap stands out: "unresolved", no claim). Two
+ * NICs nearest each other both ways are one delay group's. The check then
+ * holds each NIC's nearest by delay against its nearest by route (the
+ * peers whose complete routes cross the fewest switches, unless all do):
+ * a peer nearest both ways by delay but not by route, or nearest by route
+ * but beyond the gap, is a difference (FQ_TOPO_DELAY_DISAGREES), one per
+ * NIC: "n3/rail0: nearest by delay n1/rail0, n2/rail0; by route n5/rail0"
+ * (at most 4 names each, then "and N more"). Without floors nothing is
+ * checked. */
+#define FQ_TOPO_DELAY_MIN_PEERS  3
+#define FQ_TOPO_DELAY_GAP_PCT    30
+#define FQ_TOPO_DELAY_GAP_MIN_NS 300
+#define FQ_TOPO_DELAY_MAX_NS     10000000000LL /* a floor above 10 s (or not above 0) is left out */
+
 struct fq_topo_opts {
-	int p2p_prefix; /* rule (c): 31 (the default, also for 0), 30, or -1 off */
+	int p2p_prefix;                     /* rule (c): 31 (the default, also for 0), 30, or -1 off */
+	const struct fq_topo_floor *floors; /* NULL: no cross-check by delay */
+	size_t n_floors;
 };
 
 struct fq_topo;
@@ -173,6 +205,18 @@ enum fq_topo_diff_kind {
 	FQ_TOPO_SWITCH_UNDECLARED,
 	FQ_TOPO_HOST_NOT_SEEN,
 	FQ_TOPO_ADDRESS_CONFLICT,
+	FQ_TOPO_DELAY_DISAGREES, /* the delays group a NIC's peers otherwise than its routes */
+};
+/* NICs nearest each other by delay, both ways (one leaf's, where the
+ * routes agree): their host links' switches (distinct, sorted; more than
+ * one where the routes disagree) and the largest floor between two of
+ * them. */
+struct fq_topo_delay_group {
+	const char *const *nics; /* "NODE/NIC", sorted */
+	size_t n_nics;
+	const char *const *switches;
+	size_t n_switches;
+	int64_t floor_ns;
 };
 struct fq_topo_diff {
 	enum fq_topo_diff_kind kind;
@@ -191,6 +235,10 @@ size_t fq_topo_path_count(const struct fq_topo *t);
 const struct fq_topo_path *fq_topo_path_at(const struct fq_topo *t, size_t i);
 size_t fq_topo_diff_count(const struct fq_topo *t);
 const struct fq_topo_diff *fq_topo_diff_at(const struct fq_topo *t, size_t i);
+size_t fq_topo_delay_group_count(const struct fq_topo *t);
+const struct fq_topo_delay_group *fq_topo_delay_group_at(const struct fq_topo *t, size_t i);
+/* NICs with floors enough but no gap standing out among them. */
+size_t fq_topo_delay_unresolved(const struct fq_topo *t);
 /* "host_moved", ... */
 const char *fq_topo_diff_kind_name(enum fq_topo_diff_kind k);
 

@@ -70,6 +70,8 @@ struct fq_topo {
 	size_t n_paths;
 	struct fq_topo_diff *diffs;
 	size_t n_diffs, cap_diffs;
+	struct fq_topo_delay_group *groups; /* the cross-check by delay's */
+	size_t n_groups, delay_unresolved;
 	const struct fq_topo_decl *decl; /* during the build only */
 	int p2p;
 };
@@ -91,5 +93,12 @@ int topo_make_paths(struct fq_topo *t);
 /* topology_out.c: names from the declared topology, then the check. */
 int topo_declared_names(struct fq_topo *t);
 int topo_check(struct fq_topo *t);
+/* A difference (text: the topology's, or NULL: -ENOMEM); the differences
+ * sorted once all are in. */
+int topo_diff(struct fq_topo *t, enum fq_topo_diff_kind kind, char *text);
+void topo_sort_diffs(struct fq_topo *t);
+
+/* topology_delay.c: the cross-check by delay (after the paths). */
+int topo_delay_check(struct fq_topo *t, const struct fq_topo_floor *f, size_t n);
 
 #endif /* FQ_CONTROLLER_TOPOLOGY_INT_H */

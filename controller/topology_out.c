@@ -40,7 +40,7 @@ int topo_declared_names(struct fq_topo *t)
 	return 0;
 }
 
-static int diff(struct fq_topo *t, enum fq_topo_diff_kind kind, char *text)
+int topo_diff(struct fq_topo *t, enum fq_topo_diff_kind kind, char *text)
 {
 	if (!text || topo_grow((void **)&t->diffs, &t->cap_diffs, t->n_diffs, sizeof(*t->diffs)) < 0)
 		return -ENOMEM;
@@ -79,23 +79,25 @@ static int check_switches(struct fq_topo *t, const size_t *dsw)
 			continue;
 		decl_switch(t, i, &mine);
 		decl_switch(t, o, &theirs);
-		rc = diff(t, FQ_TOPO_ADDRESS_CONFLICT,
-			  topo_printf(
-			      t,
-			      "%s and %s are declared as two switches, but traces show %s's %s and %s's %s "
-			      "on one switch: an address on the wrong switch in the file, or a cabling error",
-			      d->switches[o].name, d->switches[i].name, d->switches[o].name, theirs,
-			      d->switches[i].name, mine));
+		rc = topo_diff(
+		    t, FQ_TOPO_ADDRESS_CONFLICT,
+		    topo_printf(
+			t,
+			"%s and %s are declared as two switches, but traces show %s's %s and %s's %s "
+			"on one switch: an address on the wrong switch in the file, or a cabling error",
+			d->switches[o].name, d->switches[i].name, d->switches[o].name, theirs,
+			d->switches[i].name, mine));
 	}
 	for (size_t s = 0; !rc && s < t->n_sw; s++) {
 		const struct fq_topo_switch *p = &t->sw[s].pub;
 
 		if (t->sw[s].decl != NONE)
 			continue;
-		rc = diff(t, FQ_TOPO_SWITCH_UNDECLARED,
-			  topo_printf(
-			      t, "%s: a switch seen (tier %d, %zu address%s) that no declared address names",
-			      p->name, p->tier, p->n_addresses, p->n_addresses == 1 ? "" : "es"));
+		rc = topo_diff(
+		    t, FQ_TOPO_SWITCH_UNDECLARED,
+		    topo_printf(t,
+				"%s: a switch seen (tier %d, %zu address%s) that no declared address names",
+				p->name, p->tier, p->n_addresses, p->n_addresses == 1 ? "" : "es"));
 	}
 	return rc;
 }
@@ -114,16 +116,16 @@ static int check_hosts(struct fq_topo *t, const size_t *dsw)
 		if (!key)
 			return -ENOMEM;
 		if (n == NONE)
-			rc = diff(
+			rc = topo_diff(
 			    t, FQ_TOPO_HOST_NOT_SEEN,
 			    topo_printf(
 				t,
 				"%s: declared on %s, no trace from or to it (agent down or NIC not probed)",
 				key, want));
 		else if (t->nics[n].sw != NONE && t->nics[n].sw != dsw[h->sw])
-			rc = diff(t, FQ_TOPO_HOST_MOVED,
-				  topo_printf(t, "%s plugs into %s, declared %s", key,
-					      t->sw[t->nics[n].sw].pub.name, want));
+			rc = topo_diff(t, FQ_TOPO_HOST_MOVED,
+				       topo_printf(t, "%s plugs into %s, declared %s", key,
+						   t->sw[t->nics[n].sw].pub.name, want));
 	}
 	return rc;
 }
@@ -145,12 +147,13 @@ static int check_links(struct fq_topo *t, const size_t *dsw)
 		if ((rc = topo_map_put(&declared, key, i)) < 0)
 			break;
 		if (topo_link_of(t, a, b) == NONE)
-			rc = diff(t, FQ_TOPO_LINK_NOT_SEEN,
-				  topo_printf(
-				      t,
-				      "%s~%s: declared, crossed by no trace (lower severity: ECMP may simply "
-				      "not have hashed any probe onto it; a cable down if it stays unseen)",
-				      lesser(na, nb), greater(na, nb)));
+			rc = topo_diff(
+			    t, FQ_TOPO_LINK_NOT_SEEN,
+			    topo_printf(
+				t,
+				"%s~%s: declared, crossed by no trace (lower severity: ECMP may simply "
+				"not have hashed any probe onto it; a cable down if it stays unseen)",
+				lesser(na, nb), greater(na, nb)));
 	}
 	for (size_t l = 0; !rc && l < t->n_links; l++) {
 		const struct fq_topo_link *k = &t->links[l].pub;
@@ -160,8 +163,9 @@ static int check_links(struct fq_topo *t, const size_t *dsw)
 			continue; /* switch_undeclared says it */
 		snprintf(key, sizeof(key), "%zu-%zu", k->a, k->b);
 		if (topo_map_get(&declared, key) == NONE)
-			rc = diff(t, FQ_TOPO_LINK_UNEXPECTED,
-				  topo_printf(t, "%s: traces cross a link that is not declared", k->name));
+			rc = topo_diff(
+			    t, FQ_TOPO_LINK_UNEXPECTED,
+			    topo_printf(t, "%s: traces cross a link that is not declared", k->name));
 	}
 	fq_strmap_clear(&declared, NULL);
 	return rc;
@@ -180,15 +184,19 @@ int topo_check(struct fq_topo *t)
 	if ((rc = check_switches(t, dsw)) == 0 && (rc = check_hosts(t, dsw)) == 0)
 		rc = check_links(t, dsw);
 	free(dsw);
-	if (!rc)
-		topo_sort(t->diffs, t->n_diffs, sizeof(*t->diffs), diff_cmp, NULL);
 	return rc;
+}
+
+void topo_sort_diffs(struct fq_topo *t)
+{
+	topo_sort(t->diffs, t->n_diffs, sizeof(*t->diffs), diff_cmp, NULL);
 }
 
 const char *fq_topo_diff_kind_name(enum fq_topo_diff_kind k)
 {
 	static const char *const names[] = {"host_moved",        "link_unexpected", "link_not_seen",
-					    "switch_undeclared", "host_not_seen",   "address_conflict"};
+					    "switch_undeclared", "host_not_seen",   "address_conflict",
+					    "delay_disagrees"};
 
 	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
@@ -371,16 +379,30 @@ static void json_paths(const struct fq_topo *t, struct json_object *pa, struct j
 	}
 }
 
+static void json_delay(const struct fq_topo *t, struct json_object *dg, bool *oom)
+{
+	struct json_object *o;
+
+	for (size_t i = 0; !*oom && i < t->n_groups && (o = item(dg, oom)); i++) {
+		const struct fq_topo_delay_group *g = &t->groups[i];
+
+		add(o, "nics", strings(g->nics, g->n_nics, oom), oom);
+		add(o, "switches", strings(g->switches, g->n_switches, oom), oom);
+		add(o, "floor_ns", json_object_new_int64(g->floor_ns), oom);
+	}
+}
+
 struct json_object *fq_topo_json(const struct fq_topo *t)
 {
 	struct json_object *o = json_object_new_object(), *sw = json_object_new_array(),
 			   *hl = json_object_new_array(), *ln = json_object_new_array(),
-			   *pa = json_object_new_array(), *df = json_object_new_array();
+			   *pa = json_object_new_array(), *df = json_object_new_array(),
+			   *dg = json_object_new_array();
 	bool oom = !o;
 
 	if (!o) {
 		json_object_put(sw), json_object_put(hl), json_object_put(ln);
-		json_object_put(pa), json_object_put(df);
+		json_object_put(pa), json_object_put(df), json_object_put(dg);
 	} else {
 		add(o, "switches", sw, &oom);
 		add(o, "host_links", hl, &oom);
@@ -390,10 +412,13 @@ struct json_object *fq_topo_json(const struct fq_topo *t)
 		add(o, "traces", json_object_new_int64((int64_t)t->n_traces), &oom);
 		add(o, "traces_rejected", json_object_new_int64((int64_t)t->rejected), &oom);
 		add(o, "unresolved_hops", json_object_new_int64((int64_t)t->unresolved), &oom);
+		add(o, "delay_groups", dg, &oom);
+		add(o, "delay_unresolved", json_object_new_int64((int64_t)t->delay_unresolved), &oom);
 	}
 	if (!oom) {
 		json_parts(t, sw, hl, ln, &oom);
 		json_paths(t, pa, df, &oom);
+		json_delay(t, dg, &oom);
 	}
 	if (oom) {
 		json_object_put(o);

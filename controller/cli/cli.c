@@ -559,8 +559,11 @@ static const struct command commands[] = {
      "hop with the probes' own 5-tuple): switches with their role and addresses, the links\n"
      "between them, which switch each NIC plugs into, and the differences from the site's\n"
      "expected topology (controller.topology_file, fabriciq-topology(5)): a NIC on another\n"
-     "switch, a link not declared or not crossed, an undeclared switch. Then the last day's\n"
-     "route changes. --json adds every path's route (its switches and links in order).\n",
+     "switch, a link not declared or not crossed, an undeclared switch. The cross-check by\n"
+     "delay: the NICs nearest each other by their probes' delay floors (a leaf's, where the\n"
+     "routes agree), and each NIC whose nearest peers by delay are not its nearest by route.\n"
+     "Then the last day's route changes. --json adds every path's route (its switches and\n"
+     "links in order).\n",
      cmd_topology},
     {"db", "create or upgrade the schema (db migrate)", "migrate",
      "  migrate       create or upgrade the fabriciq schema in the database (--db CONNINFO or\n"

@@ -52,14 +52,25 @@ int cmd_topology(struct cli *c, int argc, char **argv)
 		table_row(&t, fplace(h, "node", "nic"), jstr(h, "switch"), jstr(h, "switch_address"));
 	}
 	table_print(&t);
-	printf("\n%s routes, %s hops unanswered", fint(o, "traces"), fint(o, "unresolved_hops"));
+	if (jlen(o, "delay_groups")) {
+		printf("\n");
+		table_init(&t, "NEAREST EACH OTHER BY DELAY,SWITCH,FLOOR>");
+		for (size_t i = 0; i < jlen(o, "delay_groups"); i++) {
+			struct json_object *g = jidx(o, "delay_groups", i);
+
+			table_row(&t, flist(g, "nics"), flist(g, "switches"), fdelay_at(g, "floor_ns"));
+		}
+		table_print(&t);
+	}
+	printf("\n%s routes, %s hops unanswered, %s NICs with no peer nearer by delay", fint(o, "traces"),
+	       fint(o, "unresolved_hops"), fint(o, "delay_unresolved"));
 	if (!jnull(o, "expected_file"))
 		printf("; expected topology %s", jstr(o, "expected_file"));
 	printf("\n");
 	if (!jnull(o, "expected_error"))
 		printf("expected topology not read: %s\n", jstr(o, "expected_error"));
 	if (jlen(o, "differences"))
-		printf("\ndifferences from the expected topology:\n");
+		printf("\ndifferences from the expected topology, and between routes and delays:\n");
 	for (size_t i = 0; i < jlen(o, "differences"); i++) {
 		struct json_object *d = jidx(o, "differences", i);
 

@@ -632,6 +632,157 @@ static void load(void)
 	ok(strstr(err, path) != NULL, "... saying which file");
 }
 
+/* ---- the cross-check by delay ------------------------------------------- */
+
+static struct fq_topo_floor F[MAXT];
+
+/* Each trace's floor as the model's fabric would give it: both hosts' own
+ * time (up to 200 ns apart), 500 ns a switch each way, up to 100 ns of
+ * noise. */
+static size_t model_floors(void)
+{
+	for (size_t i = 0; i < T.n; i++) {
+		const struct fq_topo_trace *tr = &T.tr[i];
+		int a = atoi(tr->node + 1), b = atoi(tr->remote_node + 1);
+
+		F[i] =
+		    (struct fq_topo_floor){tr->node, tr->nic, tr->remote_node, tr->remote_nic,
+					   1500 + (a * 37) % 200 + (b * 53) % 200 +
+					       2 * 500 * (int64_t)tr->n_hops + (int64_t)((i * 7919) % 100)};
+	}
+	return T.n;
+}
+
+static struct fq_topo *with_floors(const struct fq_topo_decl *d, size_t n)
+{
+	struct fq_topo_opts o = {.floors = F, .n_floors = n};
+	struct fq_topo *t = NULL;
+
+	return fq_topo_build(T.tr, T.n, d, &o, &t) < 0 ? NULL : t;
+}
+
+/* The model's NICs on each leaf (of those that have a peer there), against
+ * the delay groups: each group one leaf's NICs, and every such leaf one
+ * group. */
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int groups_are_leaves(const struct fq_topo *t)
+{
+	int bad = 0, want = 0;
+
+	for (int l = 0; l < M.n_sw; l++) {
+		const char *on[MAXN];
+		int n = 0;
+		char name[80];
+
+		for (int j = 0; j < M.n_nics; j++)
+			if (M.nic[j].leaf == l)
+				on[n++] = M.nic[j].name;
+		if (n < 2)
+			continue;
+		want++;
+		qsort(on, (size_t)n, sizeof(*on), by_name);
+		want_name(l, false, name, sizeof(name));
+		for (size_t g = 0; g < fq_topo_delay_group_count(t); g++) {
+			const struct fq_topo_delay_group *x = fq_topo_delay_group_at(t, g);
+
+			if (!strcmp(x->nics[0], on[0]) &&
+			    (!same_list(x->nics, x->n_nics, on, n) || x->n_switches != 1 ||
+			     strcmp(x->switches[0], name)))
+				mismatch(&bad, x->nics[0], name);
+		}
+	}
+	if ((int)fq_topo_delay_group_count(t) != want)
+		mismatch(&bad, "group count", "one per leaf");
+	return bad;
+}
+
+static void delay_check(void)
+{
+	static const struct {
+		const char *what;
+		int hosts, leaves, spines, rails, pods, cores, alone;
+	} f[] = {
+	    {"8 hosts, 4 leaves, 4 spines, 2 rails", 8, 4, 4, 2, 1, 0, 0},
+	    {"16 hosts, 4 leaves, 2 spines, 4 rails", 16, 4, 2, 4, 1, 0, 0},
+	    {"3 tiers: 8 hosts, 2 pods of 2 leaves and 2 spines, 2 cores", 8, 4, 4, 1, 2, 2, 0},
+	    {"5 hosts, 3 leaves, 2 spines, 1 rail (one host alone on its leaf)", 5, 3, 2, 1, 1, 0, 1},
+	};
+	struct fq_topo_decl *d;
+	struct fq_topo *t;
+	const char *text = NULL;
+	size_t n;
+	int was;
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		fabric(f[i].hosts, f[i].leaves, f[i].spines, f[i].rails, f[i].pods, f[i].cores);
+		all_traces();
+		t = with_floors(NULL, model_floors());
+		ok(t != NULL, "%s, with delay floors: built", f[i].what);
+		if (!t)
+			continue;
+		is_int(count_diffs(t, FQ_TOPO_DELAY_DISAGREES, &text), 0,
+		       "... the delays agree with the routes%s%s", text ? ": " : "", text ? text : "");
+		is_int(groups_are_leaves(t), 0, "... %zu delay groups, each one leaf's NICs",
+		       fq_topo_delay_group_count(t));
+		is_int((int)fq_topo_delay_unresolved(t), f[i].alone,
+		       "... %d NICs whose peers are all as far (alone on their leaf)", f[i].alone);
+		fq_topo_destroy(t);
+	}
+
+	/* Floors of paths with no trace, of unknown NICs, or none: ignored. */
+	fabric(8, 4, 4, 2, 1, 0);
+	all_traces();
+	n = model_floors();
+	F[n++] = (struct fq_topo_floor){"n99", "rail0", "n1", "rail0", 10};
+	F[n++] = (struct fq_topo_floor){"n1", "rail0", "n1", "rail0", 10};
+	F[n++] = (struct fq_topo_floor){"n1", "rail0", "n2", "rail0", 0};
+	t = with_floors(NULL, n);
+	ok(t && count_diffs(t, FQ_TOPO_DELAY_DISAGREES, NULL) == 0 && groups_are_leaves(t) == 0,
+	   "floors of unknown NICs, a NIC to itself, or of 0 change nothing");
+	fq_topo_destroy(t);
+
+	/* A spine that does not answer: its routes are incomplete and not
+	 * held against the delays. */
+	M.silent[4] = true;
+	all_traces();
+	t = with_floors(NULL, model_floors());
+	ok(t && count_diffs(t, FQ_TOPO_DELAY_DISAGREES, NULL) == 0 && groups_are_leaves(t) == 0,
+	   "spine1 silent: no difference, the same groups");
+	fq_topo_destroy(t);
+
+	/* The routes and the delays disagree: n3/rail0's traces place it on the
+	 * other leaf of its rail, its delays on the first (a tracer fooled, or
+	 * routers answering for another). */
+	fabric(8, 4, 4, 2, 1, 0);
+	d = parse(decl_text(-1, -1, ""));
+	all_traces();
+	n = model_floors();
+	was = M.nic[4].leaf;
+	M.nic[4].leaf = was ^ 1;
+	snprintf(M.nic[4].leaf_addr, 32, "198.19.200.8");
+	all_traces(); /* the same pairs, in the same order: the floors still match */
+	t = with_floors(d, n);
+	text = NULL;
+	ok(t && count_diffs(t, FQ_TOPO_DELAY_DISAGREES, NULL) == 8,
+	   "n3/rail0's routes moved, its delays not: %d differences (it, and its 3 peers by delay and 4 by "
+	   "route)",
+	   t ? count_diffs(t, FQ_TOPO_DELAY_DISAGREES, NULL) : -1);
+	for (size_t i = 0; t && i < fq_topo_diff_count(t); i++)
+		if (fq_topo_diff_at(t, i)->kind == FQ_TOPO_DELAY_DISAGREES &&
+		    !strncmp(fq_topo_diff_at(t, i)->text, "n3/rail0:", 9))
+			text = fq_topo_diff_at(t, i)->text;
+	ok(text && !strcmp(text, "n3/rail0: nearest by delay n1/rail0, n2/rail0, n4/rail0; "
+				 "by route n5/rail0, n6/rail0, n7/rail0, n8/rail0"),
+	   "... n3/rail0's names its peers by delay and by route: %s", text ? text : "(none)");
+	ok(t && count_diffs(t, FQ_TOPO_HOST_MOVED, NULL) == 1, "... beside the declared file's host_moved");
+	fq_topo_destroy(t);
+	fq_topo_decl_free(d);
+}
+
 int main(void)
 {
 	clean_fabrics();
@@ -644,5 +795,6 @@ int main(void)
 	bad_traces();
 	parser();
 	load();
+	delay_check();
 	return done_testing();
 }

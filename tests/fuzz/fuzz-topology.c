@@ -2,9 +2,12 @@
  * libFuzzer target: the declared-topology parser on hostile text. Whatever
  * parses is written back and must parse the same; it is then checked
  * against traces made from it (each declared host to the next, through the
- * first address of each one's switch), and the result turned into JSON.
+ * first address of each one's switch), with a delay floor for every pair
+ * of hosts drawn from their lines (negative, equal and huge ones among
+ * them) for the cross-check by delay, and the result turned into JSON.
  */
 #include <json-c/json.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +41,8 @@ static void check(const struct fq_topo_decl *d)
 	size_t n = d->n_hosts < 64 ? d->n_hosts : 64;
 	struct fq_topo_trace tr[64];
 	const char *hops[64][2];
+	static struct fq_topo_floor fl[64 * 64];
+	struct fq_topo_opts opts = {.floors = fl};
 	struct fq_topo *t;
 	struct json_object *o;
 
@@ -54,7 +59,15 @@ static void check(const struct fq_topo_decl *d)
 					       .n_hops = 2,
 					       .reached = i % 3 != 0};
 	}
-	if (fq_topo_build(tr, n, d, NULL, &t) < 0)
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++) {
+			const struct fq_topo_decl_host *a = &d->hosts[i], *b = &d->hosts[j];
+			int64_t ns = ((int64_t)a->line * 7919 + (int64_t)b->line * 104729) % 20011 - 1000;
+
+			fl[opts.n_floors++] = (struct fq_topo_floor){a->node, a->nic, b->node, b->nic,
+								     ns % 7 ? ns : INT64_MAX / 2};
+		}
+	if (fq_topo_build(tr, n, d, &opts, &t) < 0)
 		return;
 	o = fq_topo_json(t);
 	if (o)

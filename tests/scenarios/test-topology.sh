@@ -6,10 +6,11 @@
 # from them (`fabriciq topology`). Checked against the testbed's wiring:
 # each route is the leaf, the spine the source leaf's ECMP hash picks for
 # that 5-tuple (asked of the leaf's own routing table), and the far leaf,
-# each named by the interface the probe came in on.
+# each named by the interface the probe came in on. The cross-check by
+# delay groups each leaf's NICs by their probes' delay floors.
 . "$(dirname "$0")/scenario.sh"
 sc_require topo
-plan 9
+plan 10
 
 # Other sizes: FQ_TOPO="HOSTS RAILS LEAVES SPINES" (e.g. "8 2 4 4").
 read -r HOSTS RAILS LEAVES SPINES <<<"${FQ_TOPO:-5 2 3 2}"
@@ -106,6 +107,37 @@ is "$(sed -n 's/^link //p' <<<"$got" | xargs)" "$(echo $crossed)" \
 is "$(grep '^diff ' <<<"$got" | grep -vc '^diff link_not_seen')/$(grep -c '^diff link_not_seen' <<<"$got")" \
 	"0/$((LEAVES * SPINES - $(wc -w <<<"$crossed")))" \
 	"differences from the expected topology: none but the links no probe crosses" || diag "$(grep '^diff ' <<<"$got")"
+
+# The cross-check by delay: the NICs nearest each other by their probes'
+# delay floors are each leaf's on one rail (a hop through a leaf-spine-leaf
+# path costs more than through one leaf), and no NIC's nearest by delay
+# differ from its nearest by route. The floors need 5 windows a path.
+delay_groups() {
+	fq --json topology | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+for g in j["delay_groups"]:
+    print(" ".join(g["nics"]) + " @" + ",".join(g["switches"]))
+for d in j["differences"]:
+    if d["kind"] == "delay_disagrees":
+        print("diff " + d["text"])
+print("unresolved", j["delay_unresolved"])'
+}
+want_groups=$(for ((l = 1; l <= LEAVES; l++)); do
+	for ((r = 0; r < RAILS; r++)); do
+		on=$(for ((i = 1; i <= HOSTS; i++)); do [ "$(leaf_of $i)" = $l ] && echo "n$i/rail$r"; done | sort | xargs)
+		[ "$(wc -w <<<"$on")" -ge 2 ] && echo "$on @leaf$l"
+	done
+done | sort)
+t0=$(date +%s%N)
+while [ $(($(date +%s%N) - t0)) -lt 30000000000 ]; do
+	got=$(delay_groups)
+	[ "$(grep -v '^unresolved' <<<"$got" | sort)" = "$want_groups" ] && break
+	sleep 1
+done
+is "$(grep -v '^unresolved' <<<"$got" | sort)" "$want_groups" \
+	"delay groups: each leaf's NICs of one rail nearest each other, no NIC's nearest by delay other than by route ($((($(date +%s%N) - t0) / 1000000)) ms; $(grep '^unresolved' <<<"$got"))"
+diag "$(fq topology | sed -n '/NEAREST EACH OTHER BY DELAY/,/^$/p')"
 
 # No route changes on a fabric that did not change; when a leaf-spine link
 # goes down, every path that crossed it changes route (and others too:
