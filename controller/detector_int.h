@@ -290,6 +290,11 @@ struct node_ent *det_node_find(struct fq_detector *d, const char *name);
 /* A drain hint for the NIC k's node, unless it is drained or hinted already. */
 void det_hint_drain(struct fq_detector *d, const struct nic_key *k, const char *reason, uint64_t handle,
 		    int64_t now);
+/* The fabric hint of an incident just opened (handle) on a switch or a
+ * switch-to-switch link: what to check there for a loss (else a delay);
+ * leaf: hosts hang off the switch. Never a drain: no node is at fault. */
+void det_hint_fabric(struct fq_detector *d, uint64_t handle, const char *component, bool loss, bool leaf,
+		     int64_t now);
 
 /* ---- detector_episode.c: anomalies and link episodes --------------------- */
 

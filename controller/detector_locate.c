@@ -497,9 +497,25 @@ static struct anom_ent *open_related(const struct sym *y, const char *place, con
 	return same;
 }
 
+/* Do hosts hang off switch s (a leaf): is it next to a host link on a route? */
+static bool serves_hosts(struct fq_detector *d, const char *s)
+{
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		for (size_t i = 0; i < p->nroute; i++)
+			if (!strcmp(p->route[i], s) &&
+			    ((i > 0 && !fabric_component(p->route[i - 1])) ||
+			     (i + 1 < p->nroute && !fabric_component(p->route[i + 1]))))
+				return true;
+	}
+	return false;
+}
+
 /* Opens or extends the component's anomaly; makes the bad paths' open
  * anomalies through it its members (delay: path_delay and lane_outlier;
- * loss: a path's link_down). */
+ * loss: a path's link_down). An incident it opens gets a fabric hint
+ * (what to check there), never a drain: one per incident, so none for a
+ * blame that extends one or joins the other symptom's. */
 static void blame(const struct sym *y, const struct cand *b, unsigned total, const char *ambiguous)
 {
 	struct fq_detector *d = y->d;
@@ -511,6 +527,7 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 	size_t n = 0, listed = 0;
 	uint64_t lost = 0, sent = 0;
 	unsigned down = 0;
+	bool opened;
 
 	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
 	{
@@ -557,10 +574,13 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 	if (other && ends_of(place.node, e) == 1 && ends_of(other->k.a.node, e) == 2)
 		other = NULL; /* a link of this switch: taken in below, not joined */
 	a = det_anom_member(d, y->kind, SEV_WARNING, &place, NULL,
-			    b->start_ns != INT64_MAX ? b->start_ns : y->now, y->now, summary, evidence, NULL,
-			    other);
+			    b->start_ns != INT64_MAX ? b->start_ns : y->now, y->now, summary, evidence,
+			    &opened, other);
 	if (!a)
 		return;
+	if (opened && !a->incident)
+		det_hint_fabric(d, a->handle, a->k.a.node, is_loss(y),
+				!is_link(a->k.a.node) && serves_hosts(d, a->k.a.node), y->now);
 	/* a switch takes in the open blames of its links, either symptom (a
 	 * loaded spine drops and queues on its busiest link first), with their
 	 * members */
