@@ -295,37 +295,55 @@ static int get_anomalies(struct reply *rp, struct fq_db *db, struct fq_api_param
 	return 200;
 }
 
-/* Pending hints, oldest first; `superseded`: a later pending hint exists
- * for the same node (only the last one of a node matters). */
+/* Pending hints, oldest first: a node's drain or resume, or a fabric hint
+ * (action 'check': no node, the component and what to check in reason).
+ * `superseded`: only the last pending hint of a node matters, and of a
+ * component; a fabric hint whose incident was taken into another
+ * incident (a link's into its switch's) yields to that incident's.
+ * `running_jobs`: of a node's hint, the jobs running on the node; of a
+ * fabric hint, those of its incident still running. */
 static const char hints_sql[] =
     "select coalesce(json_agg(x order by x.id), '[]') from ("
-    " select h.id, h.node, h.nic, h.action, h.reason, h.anomaly_id, " TS(
+    " select h.id, h.node, h.nic, h.component, h.action, h.reason, h.anomaly_id, " TS(
 	"h.created_at",
 	"created") ","
-		   "  exists (select 1 from fabriciq.drain_hints l where l.node = h.node and l.applied_at is "
-		   "null"
-		   "   and l.id > h.id) as superseded,"
+		   "  exists (select 1 from fabriciq.drain_hints l where l.applied_at is null and l.id > h.id"
+		   "   and (l.node = h.node or l.component = h.component))"
+		   "  or exists (select 1 from fabriciq.drain_hints l where h.component is not null"
+		   "   and l.component is not null and l.anomaly_id = a.incident_id) as superseded,"
 		   "  a.kind as anomaly_kind, a.severity as anomaly_severity, a.summary as anomaly_summary,"
-		   "  (select coalesce(json_agg(distinct r.job_id), '[]') from fabriciq.ranks r"
+		   "  case when h.node is null then"
+		   "   (select coalesce(json_agg(distinct aj.job_id), '[]') from fabriciq.anomaly_jobs aj"
+		   "    join fabriciq.steps s on s.job_id = aj.job_id and s.step_id = aj.step_id"
+		   "    where aj.anomaly_id = h.anomaly_id and s.end_time is null)"
+		   "  else (select coalesce(json_agg(distinct r.job_id), '[]') from fabriciq.ranks r"
 		   "   join fabriciq.steps s on s.job_id = r.job_id and s.step_id = r.step_id"
-		   "   where r.node = h.node and s.end_time is null) as running_jobs"
+		   "   where r.node = h.node and s.end_time is null) end as running_jobs"
 		   " from fabriciq.drain_hints h left join fabriciq.anomalies a on a.id = h.anomaly_id"
 		   " where h.applied_at is null) x";
 
 /* Adds the hint's Slurm reason and its command (controller/hint.h: for
  * people, never executed; `hints --apply` builds its own from the fields),
- * or why there is none ("refused"). */
+ * or why there is none ("refused"). A fabric hint has neither a Slurm
+ * reason nor a command, and is not refused: it is for people to act on. */
 static void add_hint_command(struct json_object *h)
 {
-	char *reason = fq_hint_slurm_reason(json_object_get_string(json_object_object_get(h, "reason")));
+	const char *action = json_object_get_string(json_object_object_get(h, "action"));
+	char *reason;
 	struct fq_hint_cmd cmd;
 	char err[256];
 
+	if (fq_hint_is_check(action)) {
+		json_object_object_add(h, "slurm_reason", NULL);
+		json_object_object_add(h, "command", NULL);
+		json_object_object_add(h, "refused", NULL);
+		return;
+	}
+	reason = fq_hint_slurm_reason(json_object_get_string(json_object_object_get(h, "reason")));
 	if (!reason) {
 		snprintf(err, sizeof(err), "out of memory");
-	} else if (!fq_hint_command(json_object_get_string(json_object_object_get(h, "action")),
-				    json_object_get_string(json_object_object_get(h, "node")), reason, &cmd,
-				    err, sizeof(err))) {
+	} else if (!fq_hint_command(action, json_object_get_string(json_object_object_get(h, "node")), reason,
+				    &cmd, err, sizeof(err))) {
 		json_object_object_add(h, "slurm_reason", json_object_new_string(reason));
 		json_object_object_add(h, "command", json_object_new_string(cmd.text));
 		json_object_object_add(h, "refused", NULL);

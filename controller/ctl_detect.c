@@ -207,12 +207,15 @@ static bool apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 					       left, a->other_job, a->reason, now);
 		return true; /* nothing to store: the anomaly carries it */
 	}
-	case FQ_DET_HINT: {
-		struct fq_db_drain_hint h = {a->node, a->nic, a->resume, a->reason, id, now};
+	case FQ_DET_HINT: { /* a node's drain or resume, or a fabric hint (component: what to check) */
+		struct fq_db_drain_hint h = {a->node, a->nic, a->resume, a->reason, id, now, a->component};
 		if (db && (rc = fq_db_insert_drain_hint(db, &h, &id)) == 0) {
 			c->hints++;
-			fq_warn("hint: %s %s: %s", a->resume ? "resume" : "drain", a->node,
-				a->reason ? a->reason : "");
+			if (a->component) /* its text says what to check where: "check spine3: ..." */
+				fq_warn("hint: %s", a->reason ? a->reason : a->component);
+			else
+				fq_warn("hint: %s %s: %s", a->resume ? "resume" : "drain", a->node,
+					a->reason ? a->reason : "");
 		}
 		break;
 	}

@@ -215,6 +215,7 @@ void fq_detector_tick(struct fq_detector *d, int64_t now_ns)
 	check_dead_nics(d, now_ns);
 	close_quiet(d, now_ns); /* first: an episode over is not extended by held DOWNs */
 	det_promote_paths(d, now_ns);
+	det_topo_settle(d, now_ns);
 	det_locate(d, now_ns);
 	check_resume(d, now_ns);
 	if (older_than(now_ns, d->last_sweep_ns, SWEEP_NS) || now_ns < d->last_sweep_ns) {

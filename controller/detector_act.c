@@ -5,6 +5,7 @@
 #include "controller/detector_act.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,49 @@ void det_hint_drain(struct fq_detector *d, const struct nic_key *k, const char *
 					    .node = k->node,
 					    .nic = k->nic,
 					    .reason = reason});
+}
+
+/* What to check on a fabric component blamed for loss or delay: a cable
+ * ("A~B"), one direction of a link ("A>B": A's queue toward B) or a
+ * switch (a leaf when hosts hang off it: it cannot be routed around). */
+static void fabric_check(char *buf, size_t len, const char *comp, bool loss, bool leaf)
+{
+	if (strchr(comp, '~') && loss)
+		snprintf(buf, len,
+			 "check the cable %s: both ends' optics (DOM: rx/tx power), the ports' error and "
+			 "discard counters (CRC, symbol errors, FEC); reseat or replace the cable or optic; "
+			 "traffic routes around it while it is down",
+			 comp);
+	else if (strchr(comp, '~') || strchr(comp, '>'))
+		snprintf(buf, len,
+			 "check the link %s: its utilisation%s, the ports' queue, ECN-marked and PFC pause "
+			 "counters, and whether ECMP puts more than its share of flows on it (compare the "
+			 "switch's other links)%s",
+			 comp, strchr(comp, '>') ? " that way" : " each way",
+			 loss ? "; its ports' discard and error counters" : "");
+	else
+		snprintf(buf, len,
+			 "check %s: its %s, its links' utilisation, PFC pause counters, whether one of its "
+			 "links carries more than its share (ECMP); %s",
+			 comp,
+			 loss ? "buffer drops and discard/error counters" : "buffer and queue occupancy",
+			 leaf ? "its hosts reach the fabric through it alone on this rail: replacing it "
+				"takes their rail down"
+			      : "if it goes on, take it out of the ECMP groups (isolate it): the other "
+				"switches of its tier carry its traffic");
+}
+
+void det_hint_fabric(struct fq_detector *d, uint64_t handle, const char *component, bool loss, bool leaf,
+		     int64_t now)
+{
+	char what[512];
+
+	fabric_check(what, sizeof(what), component, loss, leaf);
+	det_push(d, &(struct fq_det_action){.kind = FQ_DET_HINT,
+					    .handle = handle,
+					    .start_ns = now,
+					    .component = component,
+					    .reason = what});
 }
 
 void fq_detector_node_drained(struct fq_detector *d, const char *node, const char *reason, int64_t now_ns)

@@ -18,7 +18,8 @@ enum fq_det_action_kind {
 			    * incident (0: it is an incident), events (1) */
 	FQ_DET_ATTACH = 2, /* handle, job_id, step_id, ranks (only those new to it; the db merges) */
 	FQ_DET_CLOSE = 3,  /* handle, end_ns */
-	FQ_DET_HINT = 4,   /* node, nic, resume, reason, handle (0: none), start_ns: created */
+	FQ_DET_HINT = 4,   /* node, nic, resume, reason, handle (0: none), start_ns: created; a fabric
+			    * hint: component (node, nic NULL), reason: what to check, handle: its incident */
 	/* collision advice: job_id is the job to move; send an Advice to the
 	 * agent on node: move off nic -> remote_node/remote_nic, for
 	 * end_ns - start_ns (advice_lifetime_ns); handle: the collision
@@ -39,7 +40,7 @@ struct fq_det_action {
 	int severity; /* enum fq_db_severity */
 	int64_t start_ns, end_ns;
 	const char *node, *nic, *remote_node, *remote_nic; /* NULL where not applicable */
-	const char *component; /* OPEN of a fabric anomaly: the component blamed ("spine3") */
+	const char *component; /* OPEN of a fabric anomaly, HINT of the fabric: the component ("spine3") */
 	const char *summary;
 	const char *evidence_json;
 	uint64_t job_id;
@@ -51,7 +52,8 @@ struct fq_det_action {
 	/* drain: "fabriciq: <nic> <what> <count> in <window>": "flapped" (the
 	 * DOWNs in flap_window_ns) or "down" (dead NIC; its DOWNs in the same
 	 * window), e.g. "fabriciq: rail1 flapped 9 in 1h"; resume:
-	 * "fabriciq: no anomaly for 10m". */
+	 * "fabriciq: no anomaly for 10m"; a fabric hint: what to check, for
+	 * people ("check the cable leaf1~spine3: both ends' optics ..."). */
 	const char *reason;
 };
 

@@ -1,5 +1,5 @@
 /*
- * detector_int.h: the detector's state (detector.h), shared by its five
+ * detector_int.h: the detector's state (detector.h), shared by its
  * files and by no one else; each calls only the files listed below it:
  *   detector.c          configuration, the tick (window-level rules,
  *                       resume, sweep), create/destroy
@@ -10,6 +10,8 @@
  *   detector_episode.c  anomalies (open, extend, attach, close) and link
  *                       episodes (incidents)
  *   detector_act.c      the action queue, nodes and their drain hints
+ *   detector_topodiff.c differences from the expected topology
+ *                       (topology_mismatch)
  *   detector_locate.c   paths' routes; delayed or lossy paths blamed on the
  *                       component they share (fabric_delay, fabric_loss)
  *
@@ -288,6 +290,11 @@ struct node_ent *det_node_find(struct fq_detector *d, const char *name);
 /* A drain hint for the NIC k's node, unless it is drained or hinted already. */
 void det_hint_drain(struct fq_detector *d, const struct nic_key *k, const char *reason, uint64_t handle,
 		    int64_t now);
+/* The fabric hint of an incident just opened (handle) on a switch or a
+ * switch-to-switch link: what to check there for a loss (else a delay);
+ * leaf: hosts hang off the switch. Never a drain: no node is at fault. */
+void det_hint_fabric(struct fq_detector *d, uint64_t handle, const char *component, bool loss, bool leaf,
+		     int64_t now);
 
 /* ---- detector_episode.c: anomalies and link episodes --------------------- */
 
@@ -381,5 +388,9 @@ const char *det_nic_component(struct fq_detector *d, const struct nic_key *nic, 
 const char *det_nic_said(struct fq_detector *d, const struct nic_key *nic);
 /* Blame delayed paths, and lossy ones, on the one component they share (each tick). */
 void det_locate(struct fq_detector *d, int64_t now);
+
+/* detector_topodiff.c */
+/* Opens the topology's differences that have lasted TOPO_SETTLE_NS (each tick). */
+void det_topo_settle(struct fq_detector *d, int64_t now);
 
 #endif /* FQ_CONTROLLER_DETECTOR_INT_H */

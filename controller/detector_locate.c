@@ -268,88 +268,6 @@ const char *det_nic_said(struct fq_detector *d, const struct nic_key *nic)
 	return "";
 }
 
-/* src into dst (truncated) with '"', '\\' and bytes that are not printable
- * ASCII replaced by '?': a summary that goes into JSON unescaped. */
-static void json_safe(char *dst, size_t len, const char *src)
-{
-	size_t i = 0;
-
-	for (; src[i] && i + 1 < len; i++)
-		dst[i] = (src[i] < 0x20 || src[i] > 0x7e || src[i] == '"' || src[i] == '\\') ? '?' : src[i];
-	dst[i] = 0;
-}
-
-/* A difference's place: its kind, and its text's FNV-1a hash in hex. */
-static void diff_place(struct nic_key *k, const char *kind, const char *text)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	for (const char *p = text; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
-	memset(k, 0, sizeof(*k));
-	copy_name(k->node, sizeof(k->node), kind);
-	snprintf(k->nic, sizeof(k->nic), "%016" PRIx64, h);
-}
-
-/* Opens the differences that have lasted TOPO_SETTLE_NS (each tick). */
-static void topo_diffs_settle(struct fq_detector *d, int64_t now)
-{
-	for (size_t i = 0; i < d->ntdiffs; i++) {
-		struct topo_diff *t = &d->tdiffs[i];
-		char summary[320], evidence[400];
-
-		if (t->opened || now - t->first_ns < TOPO_SETTLE_NS)
-			continue;
-		snprintf(summary, sizeof(summary), "topology: %s", t->text);
-		snprintf(evidence, sizeof(evidence), "{\"difference\":\"%s\",\"text\":\"%s\"}", t->place.node,
-			 t->text);
-		t->opened = det_anom_evidence(d, K_TOPOLOGY, SEV_WARNING, &t->place, NULL, t->first_ns, now,
-					      summary, evidence, NULL) != NULL;
-	}
-}
-
-void fq_detector_topology(struct fq_detector *d, const char *const *kinds, const char *const *texts, size_t n,
-			  int64_t now)
-{
-	struct topo_diff *next;
-	size_t m = 0;
-
-	if (!d || (n && (!kinds || !texts)) || !(next = calloc(n ? n : 1, sizeof(*next))))
-		return;
-	for (size_t i = 0; i < n; i++) {
-		struct topo_diff *t = &next[m];
-
-		if (!kinds[i] || !texts[i] || !strcmp(kinds[i], "link_not_seen"))
-			continue;
-		diff_place(&t->place, kinds[i], texts[i]);
-		json_safe(t->text, sizeof(t->text), texts[i]);
-		t->first_ns = now;
-		for (size_t k = 0; k < d->ntdiffs; k++) /* still there: since when, opened yet */
-			if (nic_eq(&d->tdiffs[k].place, &t->place)) {
-				t->first_ns = d->tdiffs[k].first_ns;
-				t->opened = d->tdiffs[k].opened;
-			}
-		m++;
-	}
-	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
-	{
-		size_t i = 0;
-
-		if (a->k.kind != K_TOPOLOGY)
-			continue;
-		while (i < m && !nic_eq(&a->k.a, &next[i].place))
-			i++;
-		if (i == m)
-			det_anom_close(d, a, now); /* the topology no longer shows it */
-		else
-			a->last_ns = now > a->last_ns ? now : a->last_ns;
-	}
-	free(d->tdiffs);
-	d->tdiffs = next;
-	d->ntdiffs = m;
-	topo_diffs_settle(d, now);
-}
-
 struct cand {
 	char name[200]; /* a switch, a crossed link "A>B" (delay) or a cable "A~B" (loss) */
 	unsigned bad, good;
@@ -579,9 +497,25 @@ static struct anom_ent *open_related(const struct sym *y, const char *place, con
 	return same;
 }
 
+/* Do hosts hang off switch s (a leaf): is it next to a host link on a route? */
+static bool serves_hosts(struct fq_detector *d, const char *s)
+{
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		for (size_t i = 0; i < p->nroute; i++)
+			if (!strcmp(p->route[i], s) &&
+			    ((i > 0 && !fabric_component(p->route[i - 1])) ||
+			     (i + 1 < p->nroute && !fabric_component(p->route[i + 1]))))
+				return true;
+	}
+	return false;
+}
+
 /* Opens or extends the component's anomaly; makes the bad paths' open
  * anomalies through it its members (delay: path_delay and lane_outlier;
- * loss: a path's link_down). */
+ * loss: a path's link_down). An incident it opens gets a fabric hint
+ * (what to check there), never a drain: one per incident, so none for a
+ * blame that extends one or joins the other symptom's. */
 static void blame(const struct sym *y, const struct cand *b, unsigned total, const char *ambiguous)
 {
 	struct fq_detector *d = y->d;
@@ -593,6 +527,7 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 	size_t n = 0, listed = 0;
 	uint64_t lost = 0, sent = 0;
 	unsigned down = 0;
+	bool opened;
 
 	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
 	{
@@ -639,10 +574,13 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 	if (other && ends_of(place.node, e) == 1 && ends_of(other->k.a.node, e) == 2)
 		other = NULL; /* a link of this switch: taken in below, not joined */
 	a = det_anom_member(d, y->kind, SEV_WARNING, &place, NULL,
-			    b->start_ns != INT64_MAX ? b->start_ns : y->now, y->now, summary, evidence, NULL,
-			    other);
+			    b->start_ns != INT64_MAX ? b->start_ns : y->now, y->now, summary, evidence,
+			    &opened, other);
 	if (!a)
 		return;
+	if (opened && !a->incident)
+		det_hint_fabric(d, a->handle, a->k.a.node, is_loss(y),
+				!is_link(a->k.a.node) && serves_hosts(d, a->k.a.node), y->now);
 	/* a switch takes in the open blames of its links, either symptom (a
 	 * loaded spine drops and queues on its busiest link first), with their
 	 * members */
@@ -815,7 +753,6 @@ static void locate(const struct sym *y, struct cand *c)
 
 void det_locate(struct fq_detector *d, int64_t now)
 {
-	topo_diffs_settle(d, now);
 	struct cand *c = d->locate_scratch;
 
 	if (!c && !(c = d->locate_scratch = malloc(MAX_CAND * sizeof(*c))))

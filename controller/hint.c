@@ -16,6 +16,11 @@ bool fq_hint_own_reason(const char *reason)
 	return reason && !strncmp(reason, FQ_RULE_REASON_PREFIX, strlen(FQ_RULE_REASON_PREFIX));
 }
 
+bool fq_hint_is_check(const char *action)
+{
+	return action && !strcmp(action, FQ_HINT_CHECK);
+}
+
 bool fq_hint_node_ok(const char *node)
 {
 	if (!node || !*node || strlen(node) > FQ_HINT_NODE_MAX || *node == '-')
@@ -57,6 +62,10 @@ int fq_hint_command(const char *action, const char *node, const char *reason, st
 	bool drain = action && !strcmp(action, "drain");
 	char *t;
 
+	if (fq_hint_is_check(action)) { /* a switch or cable to check: no node, no command */
+		snprintf(err, errlen, "a fabric hint: nothing to run (check the component it names)");
+		return -ENOEXEC;
+	}
 	if (!drain && !(action && !strcmp(action, "resume"))) {
 		snprintf(err, errlen, "unknown action '%.32s' (drain or resume)", action ? action : "(none)");
 		return -EINVAL;

@@ -6,7 +6,8 @@
  * executed), and `fabriciq hints --apply` builds it again from the fields
  * of the answer, so what root runs is always `scontrol update
  * NodeName=NODE State=DRAIN|RESUME [Reason=REASON]`, whatever the answer
- * holds. Pure functions, no I/O.
+ * holds. A fabric hint (action "check": a switch or cable to check, no
+ * node) has no command: it is for people. Pure functions, no I/O.
  */
 #ifndef FQ_CONTROLLER_HINT_H
 #define FQ_CONTROLLER_HINT_H
@@ -21,6 +22,12 @@
  * '-', '_' or '.', not starting with '-' (no hostlist brackets or commas,
  * no option-like names). */
 bool fq_hint_node_ok(const char *node);
+
+/* A fabric hint's action: a component to check, nothing to run. */
+#define FQ_HINT_CHECK "check"
+
+/* Is action a fabric hint's (FQ_HINT_CHECK; NULL: false)? */
+bool fq_hint_is_check(const char *action);
 
 /* A Slurm reason of fabriciq's own: it starts with FQ_RULE_REASON_PREFIX
  * (NULL: false). Only such drains are ever resumed. */
@@ -47,7 +54,8 @@ struct fq_hint_cmd {
  * bytes and hold no control characters; a resume carries it nowhere but it
  * is checked the same (the controller gives one with every hint). NULL
  * fields are refused. Returns 0 and *cmd, or -EINVAL with err saying which
- * field is wrong ("unknown action 'x'", "bad node name '...'", ...).
+ * field is wrong ("unknown action 'x'", "bad node name '...'", ...), or
+ * -ENOEXEC for a fabric hint (FQ_HINT_CHECK): there is nothing to run.
  */
 int fq_hint_command(const char *action, const char *node, const char *reason, struct fq_hint_cmd *cmd,
 		    char *err, size_t errlen);

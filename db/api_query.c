@@ -38,7 +38,8 @@ int fq_db_applied_hints(struct fq_db *db,
 
 	res = fq_db_run(db, "reading the applied hints",
 			"select distinct on (node) node, action = 'resume', reason from fabriciq.drain_hints"
-			" where applied_at is not null order by node, applied_at desc, id desc",
+			" where applied_at is not null and action in ('drain', 'resume')"
+			" order by node, applied_at desc, id desc",
 			NULL, &rc);
 	if (!res)
 		return rc;

@@ -356,15 +356,20 @@ int fq_db_update_anomaly(struct fq_db *db, int64_t id, unsigned events, int64_t 
 /* Sets the end time of an open anomaly; -ENOENT if no such open anomaly. */
 int fq_db_close_anomaly(struct fq_db *db, int64_t id, int64_t end_ns);
 
+/* A hint: a node's drain or resume, or a fabric hint (component set: the
+ * action 'check', no node; schema 14). */
 struct fq_db_drain_hint {
-	const char *node;
-	const char *nic; /* optional */
-	bool resume;     /* false: drain */
-	const char *reason;
+	const char *node;   /* NULL for a fabric hint */
+	const char *nic;    /* optional; NULL for a fabric hint */
+	bool resume;        /* false: drain */
+	const char *reason; /* drain, resume: the Slurm reason; a fabric hint: what to check */
 	int64_t anomaly_id; /* 0: none */
 	int64_t created_ns;
+	const char *component; /* a fabric hint: the switch or link to check; NULL: a node's hint */
 };
 
+/* Inserts the hint; *id (may be NULL) gets its id. -EINVAL: a node's hint
+ * without a node, or a fabric hint with a node, a NIC or resume. */
 int fq_db_insert_drain_hint(struct fq_db *db, const struct fq_db_drain_hint *h, int64_t *id);
 
 /* ---- queries ---------------------------------------------------------- */

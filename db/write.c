@@ -388,24 +388,32 @@ int fq_db_insert_drain_hint(struct fq_db *db, const struct fq_db_drain_hint *h, 
 {
 	struct fq_db_params p = {0};
 	PGresult *res;
-	int rc = CHECK_FIELDS(db, "drain hint", {"node", h->node, true}, {"reason", h->reason, true},
-			      {"nic", h->nic, false});
+	bool fabric = h->component != NULL;
+	int rc = CHECK_FIELDS(db, fabric ? "fabric hint" : "drain hint", {"node", h->node, !fabric},
+			      {"reason", h->reason, true}, {"nic", h->nic, false},
+			      {"component", h->component, false});
 
 	if (rc)
 		return rc;
+	/* a fault of the fabric is no node's: nothing to drain or resume */
+	if (fabric && (h->node || h->nic || h->resume)) {
+		fq_db_set_error(db, "fabric hint on %s: no node, NIC or resume goes with it", h->component);
+		return -EINVAL;
+	}
 	fq_db_param_str(&p, h->node);
 	fq_db_param_str(&p, h->nic);
-	fq_db_param_str(&p, h->resume ? "resume" : "drain");
+	fq_db_param_str(&p, fabric ? "check" : h->resume ? "resume" : "drain");
 	fq_db_param_str(&p, h->reason);
 	if (h->anomaly_id)
 		fq_db_param_i64(&p, h->anomaly_id);
 	else
 		fq_db_param_str(&p, NULL);
 	fq_db_param_ts(&p, h->created_ns);
+	fq_db_param_str(&p, h->component);
 	res =
-	    fq_db_run(db, "inserting a drain hint",
-		      "insert into fabriciq.drain_hints (node, nic, action, reason, anomaly_id, created_at) "
-		      "values ($1, $2, $3, $4, $5, $6) returning id",
+	    fq_db_run(db, fabric ? "inserting a fabric hint" : "inserting a drain hint",
+		      "insert into fabriciq.drain_hints (node, nic, action, reason, anomaly_id, created_at, "
+		      "component) values ($1, $2, $3, $4, $5, $6, $7) returning id",
 		      &p, &rc);
 	if (!res)
 		return rc;

@@ -4,7 +4,9 @@
  * no shell). Each command is built here from the hint's checked fields
  * (controller/hint.h), never taken from the answer, for a node Slurm
  * knows; a resume touches only nodes whose Slurm reason is fabriciq's;
- * each outcome is recorded in the database.
+ * each outcome is recorded in the database. Fabric hints (a switch or
+ * cable to check, no node) are shown with what to check; nothing runs
+ * for them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -139,20 +141,30 @@ struct apply_stats {
 	struct json_object *report; /* --json: one entry per hint */
 };
 
+/* A hint's place: its node, or a fabric hint's component. */
+static const char *hint_place(struct json_object *h)
+{
+	return fq_hint_is_check(jstr(h, "action")) ? jstr(h, "component") : jstr(h, "node");
+}
+
 static void apply_note(struct apply_stats *st, struct json_object *h, const char *outcome, const char *why)
 {
 	if (st->report) {
 		struct json_object *e = json_object_new_object();
 
 		json_object_object_add(e, "id", json_object_new_int64(jint(h, "id")));
-		json_object_object_add(e, "node", json_object_new_string(jstr(h, "node")));
+		json_object_object_add(e, "node",
+				       jnull(h, "node") ? NULL : json_object_new_string(jstr(h, "node")));
+		json_object_object_add(e, "component",
+				       jnull(h, "component") ? NULL
+							     : json_object_new_string(jstr(h, "component")));
 		json_object_object_add(e, "action", json_object_new_string(jstr(h, "action")));
 		json_object_object_add(e, "outcome", json_object_new_string(outcome));
 		json_object_object_add(e, "why", json_object_new_string(why));
 		json_object_array_add(st->report, e);
 	} else {
 		/* the answer's strings may hold terminal escapes */
-		char *action = cell_copy(jstr(h, "action")), *node = cell_copy(jstr(h, "node")),
+		char *action = cell_copy(jstr(h, "action")), *node = cell_copy(hint_place(h)),
 		     *w = cell_copy(why);
 
 		printf("hint %" PRId64 " (%s %s): %s: %s\n", jint(h, "id"), action, node, outcome, w);
@@ -182,10 +194,12 @@ static bool record(struct fq_db *db, struct apply_stats *st, struct json_object 
  * reason is fabriciq's (never undo an administrator's drain); a resume of
  * a node with no reason has nothing to do and is recorded. Superseded
  * hints (a later hint for the node) are recorded without running anything.
+ * A fabric hint runs nothing either: a switch or cable for people to
+ * check. It is printed with what to check and recorded (handed over).
  */
 static void apply_hint(struct fq_db *db, bool dry_run, struct json_object *h, struct apply_stats *st)
 {
-	bool drain = !strcmp(jstr(h, "action"), "drain");
+	bool drain = !strcmp(jstr(h, "action"), "drain"), check = fq_hint_is_check(jstr(h, "action"));
 	char reason[512], why[800], err[400], out[256];
 	struct fq_hint_cmd cmd;
 	int rc;
@@ -195,7 +209,16 @@ static void apply_hint(struct fq_db *db, bool dry_run, struct json_object *h, st
 			return;
 		st->skipped++;
 		apply_note(st, h, dry_run ? "would record" : "recorded",
-			   "superseded by a later hint for the node");
+			   check ? "superseded by a later hint for the component, or its incident's"
+				 : "superseded by a later hint for the node");
+		return;
+	}
+	if (check) {
+		snprintf(why, sizeof(why), "a fabric hint, nothing to run: %s", jstr(h, "reason"));
+		if (!dry_run && !record(db, st, h))
+			return;
+		st->skipped++;
+		apply_note(st, h, dry_run ? "would record" : "recorded", why);
 		return;
 	}
 	if (hint_command(h, &cmd, err, sizeof(err))) {
@@ -285,6 +308,31 @@ static int apply_hints(struct cli *c, struct json_object *o, bool dry_run)
 	return st.failed ? EXIT_FAIL : EXIT_OK;
 }
 
+/* The fabric hints not superseded, each with what to check (a cell's
+ * length would stretch the table). */
+static void print_checks(struct json_object *o)
+{
+	for (size_t i = 0, first = 1; i < jlen(o, "hints"); i++) {
+		struct json_object *h = jidx(o, "hints", i);
+		char *comp, *what;
+
+		if (!fq_hint_is_check(jstr(h, "action")) || json_object_get_boolean(jget(h, "superseded")))
+			continue;
+		if (first)
+			printf("\nFabric checks (a switch or cable at fault, no node: nothing to run):\n");
+		first = 0;
+		/* the answer's strings may hold terminal escapes */
+		comp = cell_copy(jstr(h, "component"));
+		what = cell_copy(jstr(h, "reason"));
+		printf("  %s (hint %" PRId64 ", anomaly %s): %s\n", comp, jint(h, "id"),
+		       jnull(h, "anomaly_id") ? "-"
+					      : fmt("%s %s", fint(h, "anomaly_id"), jstr(h, "anomaly_kind")),
+		       what);
+		free(comp);
+		free(what);
+	}
+}
+
 int cmd_hints(struct cli *c, int argc, char **argv)
 {
 	struct list_args a;
@@ -309,11 +357,12 @@ int cmd_hints(struct cli *c, int argc, char **argv)
 	}
 	if (c->json)
 		goto out;
-	table_init(&t, "ID>,CREATED,NODE,ACTION,NIC,REASON,ANOMALY,RUNNING JOBS,NOTE");
+	table_init(&t, "ID>,CREATED,NODE,ACTION,NIC,COMPONENT,REASON,ANOMALY,RUNNING JOBS,NOTE");
 	for (size_t i = 0; i < jlen(o, "hints"); i++) {
 		struct json_object *h = jidx(o, "hints", i);
 		char jobs[160] = "", err[400];
 		struct fq_hint_cmd cmd;
+		bool check;
 
 		for (size_t k = 0; k < jlen(h, "running_jobs"); k++) {
 			size_t l = strlen(jobs);
@@ -322,17 +371,20 @@ int cmd_hints(struct cli *c, int argc, char **argv)
 				 json_object_get_int64(jidx(h, "running_jobs", k)));
 		}
 
-		table_row(&t, fint(h, "id"), ftime(h, "created_ns"), jstr(h, "node"), jstr(h, "action"),
-			  jstr(h, "nic"), jstr(h, "reason"),
-			  jnull(h, "anomaly_id")
-			      ? "-"
-			      : fmt("%s %s", fint(h, "anomaly_id"), jstr(h, "anomaly_kind")),
-			  *jobs ? jobs : "-",
-			  json_object_get_boolean(jget(h, "superseded")) ? "superseded"
-			  : hint_command(h, &cmd, err, sizeof(err))      ? fmt("refused: %s", err)
-									 : "");
+		check = fq_hint_is_check(jstr(h, "action"));
+		table_row(
+		    &t, fint(h, "id"), ftime(h, "created_ns"), jstr(h, "node"), jstr(h, "action"),
+		    jstr(h, "nic"), jstr(h, "component"), check ? "what to check: below" : jstr(h, "reason"),
+		    jnull(h, "anomaly_id") ? "-"
+					   : fmt("%s %s", fint(h, "anomaly_id"), jstr(h, "anomaly_kind")),
+		    *jobs ? jobs : "-",
+		    json_object_get_boolean(jget(h, "superseded")) ? "superseded"
+		    : check                                        ? "fabric: nothing to run"
+		    : hint_command(h, &cmd, err, sizeof(err))      ? fmt("refused: %s", err)
+								   : "");
 	}
 	table_print(&t);
+	print_checks(o);
 	for (size_t i = 0, first = 1; i < jlen(o, "hints"); i++) {
 		struct json_object *h = jidx(o, "hints", i);
 		struct fq_hint_cmd cmd;

@@ -27,7 +27,7 @@ struct rec {
 	int severity;
 	int64_t start, end;
 	bool resume;
-	char akind[32], node[80], nic[48], rnode[80], rnic[48], summary[512], evidence[1024], reason[160];
+	char akind[32], node[80], nic[48], rnode[80], rnic[48], summary[512], evidence[1024], reason[512];
 	char component[80];
 };
 

@@ -2,7 +2,8 @@
  * test-api: every endpoint of controller/api.c against the fixture of
  * tests/controller/test-api-fixture.sh in a private PostgreSQL (run by
  * test-api.sh), number by number; bad input refused with 400/404; stored
- * strings returned byte for byte; a lost database answered with 503.
+ * strings returned byte for byte; fabric hints shown with no command; a
+ * lost database answered with 503.
  */
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -448,6 +449,65 @@ static void test_bad_input(struct fq_db *db)
 	}
 }
 
+/* Fabric hints: a link's incident and its hint, then its switch's, which
+ * takes the link's in (fq_db_set_incident): both pending, the link's
+ * superseded; no command, nothing refused; the switch's running jobs are
+ * its incident's. Last: it adds hints. */
+static void test_fabric_hints(struct fq_db *db)
+{
+	struct timespec now;
+	int64_t t, lid = 0, sid = 0, hid = 0;
+	int rc;
+	uint32_t ranks[] = {0, 1};
+	struct fq_db_anomaly_job hit = {4242, 0, ranks, 2};
+	struct fq_db_anomaly link = {.kind = "fabric_loss",
+				     .severity = FQ_DB_SEV_WARNING,
+				     .summary = "leaf1~spine3 dropping packets",
+				     .component = "leaf1~spine3"};
+	struct fq_db_anomaly sw = {.kind = "fabric_delay",
+				   .severity = FQ_DB_SEV_WARNING,
+				   .summary = "spine3 congested: 12 delayed paths cross it",
+				   .component = "spine3"};
+	struct fq_db_drain_hint lh = {.reason = "check the cable leaf1~spine3: both ends' optics",
+				      .component = "leaf1~spine3"};
+	struct fq_db_drain_hint sh = {.reason = "check spine3: its buffer and queue occupancy",
+				      .component = "spine3"};
+	struct json_object *o;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	link.start_ns = lh.created_ns = t - 10000000000LL;
+	sw.start_ns = sh.created_ns = t - 5000000000LL;
+	rc = fq_db_insert_anomaly(db, &link, NULL, 0, &lid);
+	lh.anomaly_id = lid;
+	rc |= fq_db_insert_drain_hint(db, &lh, &hid);
+	rc |= fq_db_insert_anomaly(db, &sw, &hit, 1, &sid);
+	sh.anomaly_id = sid;
+	rc |= fq_db_insert_drain_hint(db, &sh, &hid);
+	rc |= fq_db_set_incident(db, lid, sid);
+	is_int(rc, 0, "a cable's incident and its fabric hint, then its switch's taking it in, with its own");
+	o = get(db, "/api/v1/hints", NULL, 200);
+	is_int(len_at(o, "hints"), 6, "hints: both fabric hints pending besides the nodes'");
+	is_str(str_at(o, "hints.4.action"), "check", "hints: a fabric hint's action: check");
+	is_str(str_at(o, "hints.4.component"), "leaf1~spine3", "... its component");
+	ok(null_at(o, "hints.4.node") && null_at(o, "hints.4.nic"), "... no node, no NIC");
+	ok(json_object_get_boolean(at(o, "hints.4.superseded")),
+	   "... the cable's superseded: its incident is part of spine3's");
+	is_str(str_at(o, "hints.5.component"), "spine3", "hints: spine3's");
+	is_str(str_at(o, "hints.5.reason"), "check spine3: its buffer and queue occupancy",
+	       "... what to check");
+	ok(!json_object_get_boolean(at(o, "hints.5.superseded")), "... the one that counts");
+	ok(null_at(o, "hints.5.command") && null_at(o, "hints.5.slurm_reason") &&
+	       null_at(o, "hints.5.refused"),
+	   "... no command and no Slurm reason, and not refused: nothing to run");
+	is_str(str_at(o, "hints.5.anomaly_kind"), "fabric_delay", "... its incident");
+	is_int(int_at(o, "hints.5.running_jobs.0"), 4242, "... the running jobs its incident hit");
+	ok(!json_object_get_boolean(at(o, "hints.0.superseded")) && str_at(o, "hints.0.command") &&
+	       null_at(o, "hints.0.component"),
+	   "hints: the nodes' hints unchanged, no component");
+	json_object_put(o);
+}
+
 int main(void)
 {
 	struct fq_db *db;
@@ -471,6 +531,7 @@ int main(void)
 	test_access();
 	test_bad_input(db);
 	test_incidents(db);
+	test_fabric_hints(db);
 
 	is_int(fq_api_get(NULL, "/api/v1/status", NULL, &body), 503, "no database connection: 503");
 	like(body, "database unavailable", "... saying so");

@@ -3,9 +3,10 @@
 # (python3, on 127.0.0.1, the one `--controller` names) answers
 # /api/v1/hints with hints whose argv is foreign, whose node is unknown to
 # Slurm or not a Slurm node name, whose reason is not fabriciq's or holds a
-# line break, or whose action is not drain/resume. The CLI must run its own
-# `scontrol update` built from the fields, or nothing: a stand-in scontrol
-# on PATH records every call, and the foreign argv would leave a file.
+# line break, or whose action is not drain/resume, and a fabric hint
+# (check: nothing to run). The CLI must run its own `scontrol update` built
+# from the fields, or nothing: a stand-in scontrol on PATH records every
+# call, and the foreign argv would leave a file.
 # Under a private PostgreSQL (tests/db/with-postgres.sh): --apply records
 # in the database.
 if [ -z "${FQ_TEST_PG:-}" ]; then

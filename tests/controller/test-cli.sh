@@ -183,6 +183,47 @@ ok $? "... saying which command failed" || diag "$out"
 grep -q '^hint 7 (resume gpu04): recorded: the node is not drained' <<<"$out"; ok $? "... a moot resume is recorded"
 is "$(pending)" "5,6" "... the failed hint stays pending"
 
+# Fabric hints: a cable's incident with its hint (8), then its switch's
+# taking it in, with its own (9) that job 4242 hit: shown with what to
+# check, nothing run for them.
+psql <<'SQL'
+insert into fabriciq.anomalies (kind, severity, start_time, component, summary)
+values ('fabric_loss', 'warning', now() - interval '2 minutes', 'leaf1~spine3', 'leaf1~spine3 dropping packets');
+insert into fabriciq.drain_hints (action, component, reason, anomaly_id, created_at)
+select 'check', 'leaf1~spine3', 'check the cable leaf1~spine3: both ends'' optics', id, now() - interval '2 minutes'
+from fabriciq.anomalies where component = 'leaf1~spine3';
+insert into fabriciq.anomalies (kind, severity, start_time, component, summary)
+values ('fabric_delay', 'warning', now() - interval '1 minute', 'spine3', 'spine3 congested: 12 delayed paths cross it');
+insert into fabriciq.anomaly_jobs select id, 4242, 0, '{0,1}' from fabriciq.anomalies where component = 'spine3';
+insert into fabriciq.drain_hints (action, component, reason, anomaly_id, created_at)
+select 'check', 'spine3', 'check spine3: its buffer and queue occupancy', id, now() - interval '1 minute'
+from fabriciq.anomalies where component = 'spine3';
+update fabriciq.anomalies set incident_id = (select id from fabriciq.anomalies where component = 'spine3')
+where component = 'leaf1~spine3';
+SQL
+is "$(pending)" "5,6,8,9" "fabric hints pending"
+out=$(fq hints)
+grep -Eq '^ 9  .* -  +check  +-  +spine3  +what to check: below  +[0-9]+ fabric_delay  +4242  +fabric: nothing to run$' <<<"$out"
+ok $? "hints: a fabric hint's row: no node, its component, its incident, the job it hit" || diag "$out"
+grep -Eq '^ 8  .*leaf1~spine3 .* superseded$' <<<"$out"; ok $? "... the cable's superseded by its switch's"
+is "$(sed -n '/^Fabric checks/,/^$/p' <<<"$out")" "Fabric checks (a switch or cable at fault, no node: nothing to run):
+  spine3 (hint 9, anomaly $(psql -c "select id from fabriciq.anomalies where component = 'spine3'") fabric_delay): check spine3: its buffer and queue occupancy" \
+	"... what to check, below the table: spine3's only"
+is "$(fq --json hints | json '[(h["id"], h["node"], h["component"], h["superseded"], h["command"], h["refused"]) for h in j["hints"] if h["action"] == "check"]')" \
+	"[(8, None, 'leaf1~spine3', True, None, None), (9, None, 'spine3', False, None, None)]" "hints --json: both, with their components"
+: >"$tmp/slurm/scontrol.log"
+out=$(fq hints --apply --dry-run)
+grep -q '^hint 9 (check spine3): would record: a fabric hint, nothing to run: check spine3: its buffer and queue occupancy$' <<<"$out"
+ok $? "hints --apply --dry-run: the fabric hint printed, nothing to run" || diag "$out"
+out=$(fq hints --apply); is $? 1 "hints --apply (gpu02's scontrol still failing): exit 1"
+grep -q '^hint 8 (check leaf1~spine3): recorded: superseded by a later hint for the component, or its incident.s$' <<<"$out"
+ok $? "... the cable's hint recorded as superseded" || diag "$out"
+grep -q '^hint 9 (check spine3): recorded: a fabric hint, nothing to run: check spine3: ' <<<"$out"
+ok $? "... spine3's printed and recorded, handed over" || diag "$out"
+grep -q '^0 applied, 2 skipped, 2 failed$' <<<"$out"; ok $? "... counted as skipped" || diag "$out"
+is "$(grep -c 'spine3\|check' "$tmp/slurm/scontrol.log")" 0 "... no scontrol call for them"
+is "$(pending)" "5,6" "... no longer pending"
+
 # The HTTP client, where no controller listens.
 "$cli" --controller http://127.0.0.1:1 status 2>"$tmp/err"; is $? 1 "no controller: exit 1"
 grep -q 'controller http://127.0.0.1:1: cannot connect to 127.0.0.1 port 1: Connection refused' "$tmp/err"; ok $? "... saying why"

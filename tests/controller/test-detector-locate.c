@@ -19,6 +19,9 @@
  *   - one NIC down (every path to or from it DOWN) -> no fabric blame;
  *   - a spine both delaying and dropping -> one incident: the loss blame a
  *     member of the delay's.
+ * Each incident gets one fabric hint, what to check on its component
+ * (FQ_DET_HINT with a component, no node), and no drain: no node is at
+ * fault; a blame that extends an incident or joins one gives none.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -189,6 +192,38 @@ static size_t members(uint64_t incident)
 	return n;
 }
 
+/* The fabric hints given (HINT actions with a component); of handle unless 0. */
+static size_t fabric_hints(uint64_t handle)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nrecs; i++)
+		n += recs[i].kind == FQ_DET_HINT && recs[i].component[0] &&
+		     (!handle || recs[i].handle == handle);
+	return n;
+}
+
+/* The drain or resume hints given (HINT actions with a node). */
+static size_t node_hints(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nrecs; i++)
+		n += recs[i].kind == FQ_DET_HINT && recs[i].node[0];
+	return n;
+}
+
+/* The fabric hint of incident handle (a blank one: none). */
+static const struct rec *fabric_hint(uint64_t handle)
+{
+	static const struct rec none;
+
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].kind == FQ_DET_HINT && recs[i].component[0] && recs[i].handle == handle)
+			return &recs[i];
+	return &none;
+}
+
 static struct fq_detector *fabric(void)
 {
 	struct fq_detector *d = make();
@@ -225,10 +260,18 @@ static void test_spine(void)
 	is_int(members(o->handle), want, "every one of them a member of spine2's incident");
 	ok(attached(o->handle, 7, 0) >= 0, "job 7 (its lane's NIC pair routed over spine2) attached");
 	ok(attached(o->handle, 9, 0) < 0, "job 9 (routed over spine3) not");
+	is_int(fabric_hints(0), 1, "one fabric hint");
+	is_str(fabric_hint(o->handle)->component, "spine2", "... for spine2's incident");
+	like(fabric_hint(o->handle)->reason, "check spine2: its buffer and queue occupancy, ",
+	     "... what to check there");
+	like(fabric_hint(o->handle)->reason, "isolate it", "... and to isolate it if it goes on");
+	ok(!fabric_hint(o->handle)->node[0] && !fabric_hint(o->handle)->resume, "... no node, no resume");
+	is_int(node_hints(), 0, "no drain hint: no node is at fault");
 	for (int t = 15; t <= 50; t++)
 		second(d, t, NULL);
 	is_int(count(FQ_DET_OPEN, "fabric_delay"), 1, "still one after it is gone");
 	ok(find_kind(FQ_DET_CLOSE, o->handle) != NULL, "closed once the delays stopped");
+	is_int(count(FQ_DET_HINT, NULL), 1, "one hint in all: extending the incident gave none");
 	fq_detector_destroy(d);
 }
 
@@ -245,6 +288,35 @@ static void test_link(void)
 		o = &recs[0];
 	is_str(o->component, "leaf1~spine2", "blamed on the link, not spine2 nor leaf1");
 	is_int(members(o->handle), count_delayed(via_leaf1_spine2), "every delayed path its member");
+	is_int(fabric_hints(o->handle), 1, "one fabric hint");
+	like(fabric_hint(o->handle)->reason,
+	     "check the link leaf1~spine2: its utilisation each way, the ports' queue, ECN-marked and PFC "
+	     "pause counters, and whether ECMP puts more than its share",
+	     "... the link's load, its queues and its ECMP share");
+	is_int(node_hints(), 0, "no drain hint");
+	fq_detector_destroy(d);
+}
+
+static bool via_leaf1(int i, int j)
+{
+	return leaf_of(i) == 1 || leaf_of(j) == 1;
+}
+
+/* A leaf delaying all its traffic: its hint says its hosts have no other way. */
+static void test_leaf(void)
+{
+	struct fq_detector *d = fabric();
+	const struct rec *o;
+
+	for (int t = 9; t <= 14; t++)
+		second(d, t, via_leaf1);
+	o = find_open("fabric_delay", NULL, NULL);
+	is_str(o ? o->component : "", "leaf1", "every path to or from leaf1's hosts delayed: leaf1 blamed");
+	like(fabric_hint(o ? o->handle : 0)->reason, "check leaf1: its buffer and queue occupancy",
+	     "its fabric hint: what to check on leaf1");
+	like(fabric_hint(o ? o->handle : 0)->reason, "its hosts reach the fabric through it alone",
+	     "its fabric hint: a leaf's hosts cannot be routed around it");
+	is_int(node_hints(), 0, "no drain hint for its hosts");
 	fq_detector_destroy(d);
 }
 
@@ -333,6 +405,14 @@ static void test_loss(void)
 	like(o->summary, "leaf1~spine2 dropping packets: ", "summary names it");
 	like(o->evidence, "\"symptom\":\"loss\"", "evidence: the symptom");
 	is_int(count(FQ_DET_OPEN, "fabric_delay"), 0, "no delay blamed");
+	is_int(fabric_hints(0), 1, "one fabric hint");
+	like(fabric_hint(o->handle)->reason,
+	     "check the cable leaf1~spine2: both ends' optics (DOM: rx/tx power), the ports' error and "
+	     "discard counters",
+	     "... the cable's optics and counters");
+	like(fabric_hint(o->handle)->reason, "reseat or replace the cable or optic",
+	     "... then reseat or replace");
+	is_int(node_hints(), 0, "no drain hint: no node is at fault");
 	lossy = NULL;
 	fq_detector_destroy(d);
 
@@ -370,6 +450,8 @@ static void test_loss(void)
 	is_str(o ? o->component : "", "spine2", "spine2 delaying and dropping: the delay blamed on spine2");
 	is_str(loss_open()->component, "spine2", "... and the loss");
 	ok(o && loss_open()->incident == o->handle, "one incident: the loss blame a member of the delay's");
+	is_int(fabric_hints(0), 1, "one fabric hint, the incident's: none for the member");
+	is_int(fabric_hints(o ? o->handle : 0), 1, "... spine2's");
 	fq_detector_destroy(d);
 
 	/* paths losing probes from their first window on (coming up: the far
@@ -404,6 +486,10 @@ static void test_loss(void)
 				m = &recs[i];
 		ok(o && m && m->incident == o->handle, "the link's loss blame part of spine2's incident");
 	}
+	is_int(fabric_hints(loss_open()->handle), 1, "the link's incident had its hint when it opened");
+	is_int(fabric_hints(o ? o->handle : 0), 1, "spine2's incident has one, the one that counts now");
+	is_int(fabric_hints(0), 2, "... and no other: taking in the link's incident gave none");
+	like(fabric_hint(o ? o->handle : 0)->reason, "check spine2: ", "... what to check on spine2");
 	/* then spine2 drops on every link: the loss blamed on spine2 joins
 	 * the incident, no second one */
 	lossy = spine2_trip;
@@ -420,6 +506,8 @@ static void test_loss(void)
 		ok(o && l && l->incident == o->handle,
 		   "spine2's drops, blamed on spine2 later, are part of the same incident");
 	}
+	is_int(fabric_hints(0), 2, "... and give no hint");
+	is_int(node_hints(), 0, "no drain hint in all");
 	fq_detector_destroy(d);
 }
 
@@ -471,6 +559,7 @@ int main(void)
 {
 	test_spine();
 	test_link();
+	test_leaf();
 	test_spine_some_ways();
 	test_not_fabric();
 	test_loss();

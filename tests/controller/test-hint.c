@@ -1,7 +1,8 @@
 /*
  * test-hint: controller/hint.h, the only place a hint becomes a Slurm
- * command: the commands of the hints the controller writes, and every
- * field that is not one it writes refused with its name.
+ * command: the commands of the hints the controller writes, every field
+ * that is not one it writes refused with its name, and no command for a
+ * fabric hint.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -55,6 +56,14 @@ int main(void)
 	    "scontrol update NodeName=gpu01 State=DRAIN Reason=\"fabriciq: \\\"a\\\" \\$(b) \\`c\\` \\\\d\"",
 	    "... escaped in the text");
 
+	is_int(fq_hint_command("check", NULL, "check spine3: its buffer and queue occupancy", &c, err,
+			       sizeof(err)),
+	       -ENOEXEC, "a fabric hint: no command (-ENOEXEC)");
+	like(err, "a fabric hint: nothing to run", "... saying so");
+	is_int(fq_hint_command("check", "gpu01", "fabriciq: x", &c, err, sizeof(err)), -ENOEXEC,
+	       "... not even with a node and a reason of fabriciq's");
+	ok(fq_hint_is_check("check") && !fq_hint_is_check("drain") && !fq_hint_is_check(NULL),
+	   "fabric hints told from nodes' hints");
 	refused("exec", "gpu01", "fabriciq: x", "unknown action 'exec'");
 	refused(NULL, "gpu01", "fabriciq: x", "unknown action '(none)'");
 	refused("drain", "gpu[01-04]", "fabriciq: x", "bad node name 'gpu[01-04]'");

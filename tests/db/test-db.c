@@ -570,8 +570,53 @@ static void test_views(struct fq_db *db)
 	bad.kind = "gremlins";
 	ok(fq_db_insert_anomaly(db, &bad, NULL, 0, &id) == -EINVAL, "an unknown anomaly kind: -EINVAL");
 	like(fq_db_error(db), "anomalies_kind_check", "... naming the constraint");
-	struct fq_db_drain_hint hint = {"a", "eth0", false, "fabriciq: eth0 flapping 9 in 1h", 0, now};
+	struct fq_db_drain_hint hint = {"a", "eth0", false, "fabriciq: eth0 flapping 9 in 1h", 0, now, NULL};
 	is_int(fq_db_insert_drain_hint(db, &hint, &id), 0, "a drain hint");
+}
+
+/* Hints (schema 14): a node's drain, and a fabric hint, 'check', with the
+ * component and what to check but no node; neither without its place. */
+static void test_hints(struct fq_db *db)
+{
+	int64_t now = fq_realtime_ns(), id = 0, hid = 0;
+	struct fq_db_anomaly spine = {.kind = "fabric_delay",
+				      .severity = FQ_DB_SEV_WARNING,
+				      .start_ns = now - SEC,
+				      .component = "spine3",
+				      .summary = "spine3 congested: 12 delayed paths cross it"};
+	struct fq_db_drain_hint check = {.reason = "check spine3: its buffer and queue occupancy",
+					 .created_ns = now,
+					 .component = "spine3"};
+	struct fq_db_drain_hint bad = check;
+
+	is_int(fq_db_insert_anomaly(db, &spine, NULL, 0, &id), 0, "a fabric incident on spine3");
+	check.anomaly_id = id;
+	is_int(fq_db_insert_drain_hint(db, &check, &hid), 0, "its fabric hint");
+	is_str(qf("select concat_ws('|', coalesce(node, '-'), coalesce(nic, '-'), action, component, reason, "
+		  "applied_at is null) from fabriciq.drain_hints where id = %" PRId64
+		  " and anomaly_id = %" PRId64,
+		  hid, id),
+	       "-|-|check|spine3|check spine3: its buffer and queue occupancy|t",
+	       "... stored: action check, the component, what to check, the incident, no node");
+	bad.node = "n1";
+	is_int(fq_db_insert_drain_hint(db, &bad, NULL), -EINVAL, "a fabric hint with a node: -EINVAL");
+	like(fq_db_error(db), "no node, NIC or resume", "... saying why");
+	bad.node = NULL, bad.resume = true;
+	is_int(fq_db_insert_drain_hint(db, &bad, NULL), -EINVAL, "a fabric hint to resume: -EINVAL");
+	bad = (struct fq_db_drain_hint){.reason = "fabriciq: x", .created_ns = now};
+	is_int(fq_db_insert_drain_hint(db, &bad, NULL), -EINVAL, "a drain hint without a node: -EINVAL");
+	like(fq_db_error(db), "node is missing", "... saying so");
+	like(q("insert into fabriciq.drain_hints (node, action, reason, component, created_at) "
+	       "values ('n1', 'check', 'x', 'spine3', now())"),
+	     "drain_hints_place_check", "the schema refuses a check of a node too, naming the constraint");
+	like(q("insert into fabriciq.drain_hints (node, action, reason, component, created_at) "
+	       "values ('n1', 'drain', 'fabriciq: x', 'spine3', now())"),
+	     "drain_hints_place_check", "... a drain with a component");
+	like(q("insert into fabriciq.drain_hints (action, reason, created_at) values ('drain', 'x', now())"),
+	     "drain_hints_place_check", "... a drain of no node");
+	like(q("insert into fabriciq.drain_hints (node, action, reason, created_at) "
+	       "values ('n1', 'reboot', 'x', now())"),
+	     "drain_hints_action_check", "... an unknown action");
 }
 
 /* The job report's rank NICs: merged from the lanes' sides into
@@ -770,6 +815,7 @@ int main(void)
 	test_atomic_flush(db);
 	test_statement_timeout();
 	test_views(db);
+	test_hints(db);
 	test_rank_nics(db);
 	test_step_ends(db);
 	test_lane_ranges(db);

@@ -7,10 +7,11 @@
 # receiver, down, flapping), the delay is blamed on spine3 (one
 # fabric_delay incident, every path_delay its member: the agents trace
 # their paths' routes and the controller localises), the job report lists
-# what hit the job, and no host gets a drain hint.
+# what hit the job, no host gets a drain hint, and spine3's incident gets
+# one fabric hint: what to check on spine3.
 . "$(dirname "$0")/scenario.sh"
 sc_require sspn
-plan 12
+plan 14
 # The testbed's software switches on shared cores add tens of microseconds
 # of jitter (4x a 15 us baseline is noise here): delays count from 300 us.
 sc_up 8 2 4 3 -s delay_floor=300us -s "topology_file=$S/topology.conf"
@@ -64,6 +65,15 @@ is "$(psql_ctl "select count(*) from fabriciq.anomalies p where p.kind = 'path_d
 is "$(fq --json job "$hit" | json 'sum(len(s["anomalies"]) for s in j["steps"])')" \
 	"$(psql_ctl "select count(*) from fabriciq.anomaly_jobs where job_id = $hit")" \
 	"job $hit: the report lists every anomaly attached to it"
-is "$(fq --json hints | json 'len(j["hints"])')" 0 "no drain hint"
+# What an operator reads in `fabriciq hints`: no node to drain, spine3 to check.
+inc=$(psql_ctl "select id from fabriciq.incidents where kind like 'fabric_%' and component = 'spine3'")
+hints=$(fq --json hints)
+is "$(json '" ".join(h["action"] + ":" + str(h["node"]) for h in j["hints"] if h["action"] != "check")' <<<"$hints")" "" \
+	"no drain hint" || diag "$hints"
+is "$(json '" ".join(h["component"] + ":" + str(h["anomaly_id"]) for h in j["hints"] if h["action"] == "check" and h["component"] == "spine3")' <<<"$hints")" \
+	"spine3:$inc" "spine3's incident ($inc) got exactly one fabric hint, a check naming spine3" || diag "$hints"
+is "$(json '" ".join(h["component"] for h in j["hints"] if h["action"] == "check" and not h["superseded"])' <<<"$hints")" \
+	spine3 "... the only one that counts (a link of it blamed first: its hint superseded by spine3's)" || diag "$hints"
+diag "$(json '"; ".join(h["component"] + (" (superseded)" if h["superseded"] else "") + ": " + h["reason"] for h in j["hints"] if h["action"] == "check")' <<<"$hints")"
 is "$(fq --json job "$hit" | json '" ".join(sorted(set(i.get("component") or i["kind"] + "/" + i["severity"] for s in j["steps"] for i in s["incidents"] if not (i["kind"] == "lane_outlier" and i["severity"] == "info"))))')" \
 	spine3 "job $hit's report: its incidents are spine3's (and lane outliers its probes did not see, info)"
