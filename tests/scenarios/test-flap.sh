@@ -28,8 +28,8 @@ sc_flaps_hit "$hit" hit
 sc_report_counts "$hit"
 sc_outages_through "$hit" n3 rail1
 sc_quiet "$calm" calm
-is "$(fq --json hints | json '" ".join(sorted(h["node"] + ":" + h["action"] for h in j["hints"]))')" "n3:drain" \
-	"one drain hint, for n3" || {
+is "$(fq --json hints | json '" ".join(sorted((h["node"] or h["component"]) + ":" + h["action"] for h in j["hints"]))')" \
+	"n3:drain" "one hint, a drain for n3 (no fabric hint: the fault is n3's)" || {
 	# what the detector was fed: n3/rail1's NIC-level transitions, and what it opened
 	diag "$(psql_ctl "select to_char(time, 'HH24:MI:SS.MS'), state, detected_at - time from fabriciq.link_events
 		where node = 'n3' and nic = 'rail1' and nic_level order by time")"

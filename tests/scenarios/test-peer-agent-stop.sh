@@ -24,6 +24,6 @@ n=$(grep -c 'bytes to resend\|waiting for the sender' "$S/job.out")
 is "$n" 0 "no lane failed over: the lanes carried data all along"
 is "$(grep -c '^fabriciq: ' "$S/job.out")" 0 "no job-end line from srun: nothing happened to the job" ||
 	diag "$(grep '^fabriciq: ' "$S/job.out")"
-is "$(fq --json hints | json 'len(j["hints"])')" 0 "no drain hint"
+is "$(fq --json hints | json 'len(j["hints"])')" 0 "no hint (no drain, no fabric hint)"
 is "$(sc_anomalies)" "" "no anomaly: the paths to n3 went unanswered, no link went down" ||
 	diag "$(psql_ctl "select kind, severity, summary from fabriciq.anomalies order by id")"

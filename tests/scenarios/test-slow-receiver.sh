@@ -38,5 +38,5 @@ is "$(fq --json job "$hit" | json '" ".join(sorted("%s/%s:%s" % (a["node"], a["n
 	for s in j["steps"] for a in s["anomalies"] if a["kind"] == "slow_receiver"))')" "n3/rail0:1 n3/rail1:1" \
 	"job $hit's report: both slow receivers, each with n3's rank ($r3)"
 sc_quiet "$calm" calm
-is "$(fq --json hints | json 'len(j["hints"])')" 0 "no drain hint"
+is "$(fq --json hints | json 'len(j["hints"])')" 0 "no hint (no drain, no fabric hint)"
 sc_lanes_verified 6
