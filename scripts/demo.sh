@@ -155,6 +155,8 @@ sleep 3 # its evidence grows a little
 step "fabriciq incidents: each blamed on one component"
 fq incidents | head -12
 [ -n "$spine_id" ] && { step "fabriciq incident $spine_id: the spine's"; fq incident "$spine_id" | head -30; }
+step "fabriciq hints: a drain for the flapping host, what to check for the spine"
+fq hints
 
 step "clock accuracy now, against the testbed's truth"
 clock_errors
@@ -188,6 +190,10 @@ sys.exit(0 if any(x["kind"] in ("flapping", "link_down") and x["node"] == "n3" a
 promise $? "the flapping rail is blamed on n3/rail1's cable to its leaf (its host link)"
 [ -n "$spine_id" ]
 promise $? "the spine fault is one fabric incident, blamed on spine2"
+fq --json hints | python3 -c 'import json, sys
+h = [x for x in json.load(sys.stdin)["hints"] if x["action"] == "check" and not x.get("superseded")]
+sys.exit(0 if [x["component"] for x in h] == ["spine2"] and "spine2" in h[0]["reason"] else 1)'
+promise $? "the spine fault's hint is a fabric hint: spine2, and what to check there"
 drains_after=$(fq --json hints | python3 -c 'import json, sys
 print(sum(x["action"] == "drain" for x in json.load(sys.stdin)["hints"]))')
 [ "$drains_after" = "$drains_before" ]
