@@ -139,11 +139,13 @@ struct fq_topo_floor {
  * NICs nearest each other both ways are one delay group's. The check then
  * holds each NIC's nearest by delay against its nearest by route (the
  * peers whose complete routes cross the fewest switches, unless all do):
- * a peer nearest both ways by delay but not by route, or nearest by route
- * but beyond the gap, is a difference (FQ_TOPO_DELAY_DISAGREES), one per
+ * a peer nearest both ways by delay but not by route is a difference
+ * (FQ_TOPO_DELAY_DISAGREES), one per
  * NIC: "n3/rail0: nearest by delay n1/rail0, n2/rail0; by route n5/rail0"
  * (at most 4 names each, then "and N more"). Without floors nothing is
- * checked. */
+ * checked. Not the other way (nearest by route, beyond the gap by delay):
+ * a queue into a NIC that lasts makes its floors rise, so that would be
+ * a load, not the wiring. */
 #define FQ_TOPO_DELAY_MIN_PEERS  3
 #define FQ_TOPO_DELAY_GAP_PCT    30
 #define FQ_TOPO_DELAY_GAP_MIN_NS 300

@@ -145,10 +145,11 @@ static int check_nic(struct fq_topo *t, const struct view *views, size_t x)
 
 		by_delay[i] = i < v->near;
 		by_route[i] = route_near;
-		/* nearest both ways by delay, but not by route; or nearest by
-		 * route, but beyond the gap */
-		if ((by_delay[i] && hops[i] >= 0 && !route_near && is_near(&views[v->p[i].nic], x)) ||
-		    (route_near && !by_delay[i]))
+		/* nearest each other both ways by delay, but not by route.
+		 * Queueing only adds delay: it can push a near peer beyond the
+		 * gap, never pull a far one under it both ways, so a peer that
+		 * is near by route but not by delay is no difference. */
+		if (by_delay[i] && hops[i] >= 0 && !route_near && is_near(&views[v->p[i].nic], x))
 			odd = true;
 	}
 	if (odd) {
