@@ -136,7 +136,10 @@ static int get_status(struct reply *rp, struct fq_db *db, struct fq_api_params *
 	    "'anomalies_open', (select count(*) from fabriciq.anomalies where end_time is null), "
 	    "'anomalies_open_critical', (select count(*) from fabriciq.anomalies "
 	    "  where end_time is null and severity = 'critical'), "
-	    "'hints_pending', (select count(*) from fabriciq.drain_hints where applied_at is null), "
+	    "'hints_pending', (select count(*) from fabriciq.drain_hints where applied_at is null"
+	    "  and action <> 'check'), "
+	    "'fabric_hints_pending', (select count(*) from fabriciq.drain_hints where applied_at is null"
+	    "  and action = 'check'), "
 	    "'clock', (select coalesce(json_object_agg(status, n), '{}') from "
 	    "  (select status, count(*) as n from fabriciq.clock_status group by status) c), " TSJ(
 		"now()", "database_time") ")",

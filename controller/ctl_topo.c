@@ -35,6 +35,34 @@
 #define FLOORS_EVERY_NS  (30 * 1000000000LL)
 #define SEP              '\x1f' /* between the names of a route's key */
 
+/* A path's key in routes and floors: its four names, SEP between them. */
+static bool path_key(char *key, size_t len, const char *node, const char *nic, const char *remote_node,
+		     const char *remote_nic)
+{
+	return (size_t)snprintf(key, len, "%s%c%s%c%s%c%s", node, SEP, nic, SEP, remote_node, SEP,
+				remote_nic) < len;
+}
+
+/* A copy of key split into its four names (NULL: out of memory, or not
+ * four names); the caller frees it. */
+static char *key_names(const char *key, char *names[4])
+{
+	char *k = strdup(key), *s = k;
+	size_t i = 0;
+
+	for (; s && i < 4; s++) {
+		names[i++] = s;
+		if (!(s = strchr(s, SEP)))
+			break;
+		*s = 0;
+	}
+	if (k && i < 4) {
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
 /* The route's value: "R" (reached) or "-", then each hop after a ','. */
 void ctl_route(struct ctl *c, const char *node, const Fabriciq__PathTrace *t)
 {
@@ -44,8 +72,7 @@ void ctl_route(struct ctl *c, const char *node, const Fabriciq__PathTrace *t)
 
 	if (!*t->local_nic || !*t->remote_node || !*t->remote_nic || t->n_hops > FQ_TOPO_MAX_HOPS)
 		return;
-	if ((size_t)snprintf(key, sizeof(key), "%s%c%s%c%s%c%s", node, SEP, t->local_nic, SEP, t->remote_node,
-			     SEP, t->remote_nic) >= sizeof(key))
+	if (!path_key(key, sizeof(key), node, t->local_nic, t->remote_node, t->remote_nic))
 		return;
 	for (size_t i = 0; i < t->n_hops; i++)
 		len += strlen(t->hops[i]) + 1;
@@ -90,8 +117,7 @@ void ctl_floor(struct ctl *c, const char *node, const Fabriciq__ProbeReport *p)
 	if (!p->path_up || !p->answered || p->owd_fwd_min_ns == 0 || p->owd_rev_min_ns == 0 ||
 	    p->owd_fwd_min_ns + p->owd_rev_min_ns <= 0)
 		return;
-	if ((size_t)snprintf(key, sizeof(key), "%s%c%s%c%s%c%s", node, SEP, p->local_nic, SEP, p->remote_node,
-			     SEP, p->remote_nic) >= sizeof(key) ||
+	if (!path_key(key, sizeof(key), node, p->local_nic, p->remote_node, p->remote_nic) ||
 	    !fq_strmap_get(&c->routes, key) || !(e = fq_strmap_upsert(&c->floors, key)))
 		return; /* floors of traced paths only: as many as the routes */
 	if (!e->value && !(e->value = calloc(1, sizeof(struct floors)))) {
@@ -124,21 +150,10 @@ static void add_floor(struct fq_strmap_entry *e, void *arg)
 	struct floor_list *fl = arg;
 	const struct floors *f = e->value;
 	int64_t sorted[FLOOR_WINDOWS];
-	char *k, *names[4], *s;
-	size_t i = 0;
+	char *k, *names[4];
 
-	if (f->n < FLOOR_MIN || !(k = strdup(e->key)))
+	if (f->n < FLOOR_MIN || !(k = key_names(e->key, names)))
 		return;
-	for (s = k; i < 4; s++) {
-		names[i++] = s;
-		if (!(s = strchr(s, SEP)))
-			break;
-		*s = 0;
-	}
-	if (i < 4) {
-		free(k);
-		return;
-	}
 	memcpy(sorted, f->ns, f->n * sizeof(*sorted));
 	qsort(sorted, f->n, sizeof(*sorted), ns_cmp);
 	fl->keys[fl->n] = k;
@@ -182,21 +197,9 @@ static void add_trace(struct fq_strmap_entry *e, void *arg)
 {
 	struct traces *tr = arg;
 	struct fq_topo_trace *t = &tr->t[tr->n];
-	char *k = strdup(e->key), *v = strdup(e->value), *names[4], *s;
-	size_t i = 0;
+	char *names[4], *k = key_names(e->key, names), *v = strdup(e->value), *s;
 
 	if (!k || !v) {
-		free(k);
-		free(v);
-		return;
-	}
-	for (s = k; i < 4; s++) {
-		names[i++] = s;
-		if (!(s = strchr(s, SEP)))
-			break;
-		*s = 0;
-	}
-	if (i < 4) {
 		free(k);
 		free(v);
 		return;

@@ -209,7 +209,8 @@ static int cmd_status(struct cli *c, int argc, char **argv)
 	printf("running steps  %s\n", fint(o, "steps_running"));
 	printf("anomalies      %s open, %s critical\n", fint(o, "anomalies_open"),
 	       fint(o, "anomalies_open_critical"));
-	printf("drain hints    %s pending\n", fint(o, "hints_pending"));
+	printf("drain hints    %s pending, %s fabric hints (what to check)\n", fint(o, "hints_pending"),
+	       fint(o, "fabric_hints_pending"));
 	printf("clocks        ");
 	clk = jget(o, "clock");
 	if (!clk || !json_object_object_length(clk))

@@ -506,6 +506,10 @@ static void test_fabric_hints(struct fq_db *db)
 	       null_at(o, "hints.0.component"),
 	   "hints: the nodes' hints unchanged, no component");
 	json_object_put(o);
+	o = get(db, "/api/v1/status", NULL, 200);
+	is_int(int_at(o, "hints_pending"), 4, "status: the nodes' 4 hints pending");
+	is_int(int_at(o, "fabric_hints_pending"), 2, "status: the 2 fabric hints counted apart");
+	json_object_put(o);
 }
 
 int main(void)

@@ -44,7 +44,7 @@ untimed() { json '{k: v for k, v in j.items() if "time" not in k and k != "contr
 is "$(fq status --json | untimed)" "$(fq --json status | untimed)" "status --json: --json after the command as before it"
 is "$(fq jobs --limit 1 --json | json 'len(j["jobs"])')" 1 "jobs --limit 1 --json: the command's options and --json mixed"
 grep -q '^anomalies      2 open, 1 critical$' <<<"$out"; ok $? "status: open anomalies"
-grep -q '^drain hints    4 pending$' <<<"$out"; ok $? "status: pending hints"
+grep -q '^drain hints    4 pending, 0 fabric hints (what to check)$' <<<"$out"; ok $? "status: pending hints"
 grep -q '^clocks         no reports 1, ok 1, stale 1, unsynchronised 1$' <<<"$out"; ok $? "status: clocks"
 
 out=$(fq nodes)
