@@ -512,6 +512,7 @@ out: /* finalise in reverse */
 	fq_strmap_clear(&c.drained, free);
 	fq_strmap_clear(&c.routes, free);
 	fq_strmap_clear(&c.floors, free);
+	ctl_lane_routes_free(&c);
 	if (c.base)
 		event_base_free(c.base);
 	fq_cfg_free(&ctl_schema, &c.cfg);

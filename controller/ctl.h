@@ -24,6 +24,8 @@
 #include "controller/ingest.h"
 #include "controller/metrics.h"
 #include "controller/nodebind.h"
+
+struct fq_topo;
 #include "controller/session.h"
 #include "controller/steplive.h"
 #include "controller/strmap.h"
@@ -77,12 +79,14 @@ struct ctl {
 	struct fq_steplive *live; /* the job steps metrics and detector hold state for */
 	struct fq_session_config scfg;
 	struct fq_session_stats sstats;
-	struct fq_strmap unauth;  /* source address -> sessions not yet past AgentHello (as uintptr_t) */
-	struct fq_strmap agents;  /* node -> struct agent */
-	struct fq_strmap anomaly; /* detector handle -> row id (as strings: small) */
-	struct fq_strmap drained; /* node -> reason of the last applied drain ("" resumed) */
-	struct fq_strmap routes;  /* "node^nic^remote^remote_nic" -> its route (ctl_topo.c) */
-	struct fq_strmap floors;  /* the same key -> its last windows' delay floors (ctl_topo.c) */
+	struct fq_strmap unauth;      /* source address -> sessions not yet past AgentHello (as uintptr_t) */
+	struct fq_strmap agents;      /* node -> struct agent */
+	struct fq_strmap anomaly;     /* detector handle -> row id (as strings: small) */
+	struct fq_strmap drained;     /* node -> reason of the last applied drain ("" resumed) */
+	struct fq_strmap routes;      /* "node^nic^remote^remote_nic" -> its route (ctl_topo.c) */
+	struct fq_strmap floors;      /* the same key -> its last windows' delay floors (ctl_topo.c) */
+	struct fq_strmap lane_routes; /* "JOB.STEP.SRC.DST.LANE" -> a lane's own route (ctl_topo.c) */
+	struct fq_topo *topo;         /* the last topology built (ctl_topo.c) */
 	bool routes_dirty, floors_dirty;
 	bool retrace_wanted;     /* a route changed: every agent to trace again (ctl_topo.c) */
 	bool topo_renamed;       /* the expected topology changed: the switches' names may have */
@@ -131,6 +135,15 @@ void ctl_route(struct ctl *c, const char *node, const Fabriciq__PathTrace *t);
 /* A probe window's delay floor for the cross-check by delay (a path with a
  * route only). */
 void ctl_floor(struct ctl *c, const char *node, const Fabriciq__ProbeReport *p);
+/* A lane's own route from its sending agent: to the detector as the
+ * topology's components (again after each rebuild: names may change). */
+void ctl_lane_route(struct ctl *c, const char *node, const Fabriciq__LaneRoute *r);
+/* A step is gone: its lanes' routes are forgotten. */
+void ctl_lane_routes_drop(struct ctl *c, uint64_t job, uint32_t step);
+/* The topology was rebuilt: every lane's route to the detector again. */
+void ctl_lane_routes_refeed(struct ctl *c, int64_t now);
+/* At exit: the lanes' routes and the last topology freed. */
+void ctl_lane_routes_free(struct ctl *c);
 /* The topology rebuilt from changed routes, each path's route to the detector. */
 void ctl_topology_round(struct ctl *c, int64_t now);
 

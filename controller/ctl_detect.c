@@ -58,6 +58,8 @@ void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope
 		ctl_floor(c, node, p);
 	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_TRACE) {
 		ctl_route(c, node, env->trace);
+	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE_ROUTE) {
+		ctl_lane_route(c, node, env->lane_route);
 	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE) {
 		const Fabriciq__LaneReport *l = env->lane;
 		struct fq_det_lane d = {
@@ -110,6 +112,7 @@ void ctl_drop_step(struct ctl *c, const struct fq_step_id *id, bool idle)
 {
 	fq_metrics_drop_step(c->metrics, id->job, id->step, idle);
 	fq_detector_step_end(c->det, id->job, id->step);
+	ctl_lane_routes_drop(c, id->job, id->step);
 }
 
 /* Steps nothing came of for controller.step_idle (each report window). */

@@ -318,7 +318,11 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 			memcpy(c->topo_said, said, sizeof(said));
 		}
 	}
-	fq_topo_destroy(topo);
+	if (topo) { /* kept: the lanes' routes are named by it */
+		fq_topo_destroy(c->topo);
+		c->topo = topo;
+		ctl_lane_routes_refeed(c, now);
+	}
 	for (size_t i = 0; tr.keys && i < 2 * tr.n; i++)
 		free(tr.keys[i]);
 	free(tr.t);

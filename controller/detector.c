@@ -254,6 +254,9 @@ struct fq_detector *fq_detector_create(const struct fq_detector_config *c)
 		       sizeof(struct step_ent), d->c.max_steps, d->c.step_expire_ns, det_step_drop);
 	fq_captab_init(&d->anoms, d, offsetof(struct anom_ent, k), sizeof(struct anom_key),
 		       sizeof(struct anom_ent), d->c.max_open, 0, det_anom_drop);
+	fq_captab_init(&d->lroutes, d, offsetof(struct lroute_ent, k), sizeof(struct lroute_key),
+		       sizeof(struct lroute_ent), d->c.max_lanes ? d->c.max_lanes : 1, d->c.step_expire_ns,
+		       det_lroute_drop);
 	if (!d->c.max_lanes)
 		d->c.max_lanes = 1;
 	if (!d->c.max_lanes_per_step)
@@ -267,6 +270,7 @@ void fq_detector_destroy(struct fq_detector *d)
 		return;
 	fq_captab_free(&d->anoms);
 	fq_captab_free(&d->steps);
+	fq_captab_free(&d->lroutes);
 	fq_captab_free(&d->paths);
 	fq_captab_free(&d->nics);
 	fq_captab_free(&d->nodes);

@@ -143,18 +143,16 @@ static bool is_path_place(const struct anom_ent *a)
 }
 
 /* Did this lane cross the anomaly's place (kind-specific)? */
-static bool lane_matches(struct fq_detector *d, const struct anom_ent *a, const struct lane_rec *l)
+static bool lane_matches(struct fq_detector *d, const struct anom_ent *a, const struct step_key *sk,
+			 const struct lane_rec *l)
 {
 	const struct nic_key *s = &l->p.src, *t = &l->p.dst, *x = &a->k.a, *y = &a->k.b;
-	const struct path_ent *p;
 
 	switch ((enum kind)a->k.kind) {
-	case K_FABRIC_DELAY: /* its NIC pair's probes are routed through the component */
-		p = (const struct path_ent *)fq_captab_find(&d->paths, &l->p);
-		return p && det_route_crosses(p, x->node);
-	case K_FABRIC_LOSS: /* ... its round trip's (lost data or lost acks) */
-		p = (const struct path_ent *)fq_captab_find(&d->paths, &l->p);
-		return p && det_loss_crosses(d, p, x->node);
+	case K_FABRIC_DELAY: /* the lane is routed through the component (detector_lroute.c) */
+		return det_lane_crosses(d, sk, l, x->node, false);
+	case K_FABRIC_LOSS: /* ... or its acks are */
+		return det_lane_crosses(d, sk, l, x->node, true);
 	case K_LANE_OUTLIER:
 	case K_RDMA_CONFIG:
 		return false; /* attached explicitly to the step it was seen in */
@@ -182,7 +180,7 @@ void det_attach_lane(struct fq_detector *d, struct anom_ent *a, const struct ste
 {
 	uint32_t ranks[2] = {l->src_rank, l->dst_rank};
 
-	if (l->end_ns < fq_rule_sat_sub(a->start_ns, d->c.attach_slack_ns) || !lane_matches(d, a, l))
+	if (l->end_ns < fq_rule_sat_sub(a->start_ns, d->c.attach_slack_ns) || !lane_matches(d, a, sk, l))
 		return;
 	det_anom_attach(d, a, sk->job, (uint32_t)sk->step, ranks, l->dst_rank == l->src_rank ? 1 : 2);
 }

@@ -151,6 +151,19 @@ struct lane_rec {
 	unsigned outlier_runs;  /* and how many in a row were outliers */
 };
 
+/* A lane's own route (fq_detector_lane_route): its TCP 5-tuple's, which
+ * ECMP may send elsewhere than its NIC pair's probes. */
+struct lroute_key {
+	uint64_t job, step;
+	uint32_t src_rank, dst_rank, lane, pad;
+};
+struct lroute_ent {
+	struct fq_captab_ent h;
+	struct lroute_key k;
+	char **route; /* as a path's (path_ent.route); owned */
+	size_t nroute;
+};
+
 struct step_ent {
 	struct fq_captab_ent h;
 	struct step_key k;
@@ -201,6 +214,7 @@ struct qact {
 struct fq_detector {
 	struct fq_detector_config c;
 	struct fq_captab paths, nics, nodes, steps, anoms;
+	struct fq_captab lroutes; /* lanes' own routes (detector_lroute.c) */
 	size_t nlanes;
 	uint64_t next_handle;
 	struct qact *head, *tail, *cur;
@@ -355,6 +369,24 @@ void det_check_collisions(struct fq_detector *d, int64_t now);
 /* detector_locate.c */
 /* Does path p's route cross component comp? */
 bool det_route_crosses(const struct path_ent *p, const char *comp);
+/* Does a route (path_ent.route's form) cross comp ("spine3", a cable
+ * "leaf1~spine3" either way, a link as crossed "leaf1>spine3")? */
+bool det_in_route(char *const *route, size_t n, const char *comp);
+/* A route in path_ent.route's form from the topology's components
+ * (switch links "A~B" as crossed: "A>B"; at most MAX_ROUTE kept): owned
+ * names in *out (NULL when n is 0), how many in *m. -ENOMEM. */
+int det_route_names(const char *const *comps, size_t n, char ***out, size_t *m);
+void det_routes_free(char **r, size_t n);
+/* The path the other way (its acks' and echoes'), or NULL. */
+const struct path_ent *det_reverse_of(struct fq_detector *d, const struct path_ent *p);
+
+/* detector_lroute.c */
+void det_lroute_drop(void *ctx, struct fq_captab_ent *e);
+/* Did lane l of step sk cross comp: by its own route where it has one
+ * (loss: or its acks' way back, the NIC pair's reverse route), else by its
+ * NIC pair's probe route (delay) or round trip (loss)? */
+bool det_lane_crosses(struct fq_detector *d, const struct step_key *sk, const struct lane_rec *l,
+		      const char *comp, bool loss);
 /* Is a loss of p's probes (the round trip: p's route or its reverse's, as
  * they were when the loss began) through comp? */
 bool det_loss_crosses(struct fq_detector *d, const struct path_ent *p, const char *comp);

@@ -8,6 +8,7 @@
 #define FQ_CONTROLLER_DETECTOR_LANE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct fq_detector;
@@ -33,6 +34,22 @@ struct fq_det_lane {
 };
 
 void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l);
+
+/* A lane's own route (proto LaneRoute, traced by its sending agent with the
+ * lane's TCP 5-tuple): the components it crosses in order, as
+ * fq_detector_route's ("n1/rail0", "n1/rail0~leaf1", "leaf1",
+ * "leaf1~spine3", "spine3", ...). A fabric incident is attached to the
+ * steps whose lanes cross its component by their own routes where they
+ * have one (the open ones at once), else by their NIC pairs' probe
+ * routes. Replaces the lane's route before; kept as long as its step. */
+struct fq_det_lane_route {
+	uint64_t job_id;
+	uint32_t step_id, src_rank, dst_rank, lane;
+	const char *const *comps;
+	size_t n;
+	int64_t now_ns;
+};
+void fq_detector_lane_route(struct fq_detector *d, const struct fq_det_lane_route *r);
 /* A job step is gone (controller/steplive.h): its lanes are forgotten (an
  * ended job is no party to a collision; anomalies already attached to it
  * stay). */

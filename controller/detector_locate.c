@@ -43,6 +43,7 @@
  * incident: the later blame a member of the first, or, when the later is
  * a switch and the first a link of it, the other way round.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +71,7 @@ static char *name_dup(const char *s)
 	return d;
 }
 
-static void routes_free(char **r, size_t n)
+void det_routes_free(char **r, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(r[i]);
@@ -79,8 +80,8 @@ static void routes_free(char **r, size_t n)
 
 void det_path_routes_free(struct path_ent *p)
 {
-	routes_free(p->route, p->nroute);
-	routes_free(p->old_route, p->old_nroute);
+	det_routes_free(p->route, p->nroute);
+	det_routes_free(p->old_route, p->old_nroute);
 	p->route = p->old_route = NULL;
 	p->nroute = p->old_nroute = 0;
 }
@@ -91,7 +92,7 @@ void fq_detector_routes_renamed(struct fq_detector *d)
 		return;
 	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
 	{
-		routes_free(p->old_route, p->old_nroute);
+		det_routes_free(p->old_route, p->old_nroute);
 		p->old_route = NULL;
 		p->old_nroute = 0;
 	}
@@ -115,6 +116,34 @@ void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t sta
 	p->loss_sent += sent > lost ? sent : lost;
 }
 
+int det_route_names(const char *const *comps, size_t n, char ***out, size_t *m)
+{
+	char **route = NULL;
+
+	*out = NULL;
+	*m = 0;
+	if (n > MAX_ROUTE)
+		n = MAX_ROUTE;
+	if (n && !(route = calloc(n, sizeof(*route))))
+		return -ENOMEM;
+	for (; *m < n; (*m)++) {
+		char dir[200];
+		const char *c = comps[*m];
+		size_t i = *m;
+
+		if (!c)
+			break;
+		/* a switch link as the path crosses it: "A>B", a queue of A's */
+		if (!strchr(c, '/') && strchr(c, '~') && i > 0 && i + 1 < n && comps[i - 1] && comps[i + 1] &&
+		    (size_t)snprintf(dir, sizeof(dir), "%s>%s", comps[i - 1], comps[i + 1]) < sizeof(dir))
+			c = dir;
+		if (!(route[i] = name_dup(c)))
+			break;
+	}
+	*out = route;
+	return 0;
+}
+
 void fq_detector_route(struct fq_detector *d, const char *node, const char *nic, const char *remote_node,
 		       const char *remote_nic, const char *const *comps, size_t n, int64_t now_ns)
 {
@@ -131,37 +160,21 @@ void fq_detector_route(struct fq_detector *d, const char *node, const char *nic,
 	}
 	nic_key_set(&k.src, node, nic);
 	nic_key_set(&k.dst, remote_node, remote_nic);
-	if (!(p = (struct path_ent *)fq_captab_get(&d->paths, &k, now_ns, true, NULL)))
+	if (!(p = (struct path_ent *)fq_captab_get(&d->paths, &k, now_ns, true, NULL)) ||
+	    det_route_names(comps, n, &route, &m) < 0)
 		return;
-	if (n > MAX_ROUTE)
-		n = MAX_ROUTE;
-	if (n && !(route = calloc(n, sizeof(*route))))
-		return;
-	for (; m < n; m++) {
-		char dir[200];
-		const char *c = comps[m];
-
-		if (!c)
-			break;
-		/* a switch link as the path crosses it: "A>B", a queue of A's */
-		if (!strchr(c, '/') && strchr(c, '~') && m > 0 && m + 1 < n && comps[m - 1] && comps[m + 1] &&
-		    (size_t)snprintf(dir, sizeof(dir), "%s>%s", comps[m - 1], comps[m + 1]) < sizeof(dir))
-			c = dir;
-		if (!(route[m] = name_dup(c)))
-			break;
-	}
 	if (m == p->nroute) { /* the same route again (the topology is rebuilt whole): nothing changed */
 		size_t i = 0;
 
 		while (i < m && !strcmp(route[i], p->route[i]))
 			i++;
 		if (i == m) {
-			routes_free(route, m);
+			det_routes_free(route, m);
 			return;
 		}
 	}
 	/* the route before is kept: a loss that began on it is judged on it */
-	routes_free(p->old_route, p->old_nroute);
+	det_routes_free(p->old_route, p->old_nroute);
 	p->old_route = p->route, p->old_nroute = p->nroute;
 	p->route = route;
 	p->nroute = m;
@@ -179,7 +192,7 @@ static bool crosses_link(const char *r, const char *comp, const char *tilde)
 	       (!memcmp(r, tilde + 1, lb) && r[lb] == '>' && !memcmp(r + lb + 1, comp, la));
 }
 
-static bool in_route(char *const *route, size_t n, const char *comp)
+bool det_in_route(char *const *route, size_t n, const char *comp)
 {
 	const char *tilde = strchr(comp, '/') ? NULL : strchr(comp, '~');
 
@@ -191,18 +204,18 @@ static bool in_route(char *const *route, size_t n, const char *comp)
 
 bool det_route_crosses(const struct path_ent *p, const char *comp)
 {
-	return in_route(p->route, p->nroute, comp);
+	return det_in_route(p->route, p->nroute, comp);
 }
 
 /* Does p's route at time t (the one before, if it changed since) cross comp? */
 static bool route_at_crosses(const struct path_ent *p, int64_t t, const char *comp)
 {
 	if (p->old_nroute && t < p->route_since_ns)
-		return in_route(p->old_route, p->old_nroute, comp);
-	return in_route(p->route, p->nroute, comp);
+		return det_in_route(p->old_route, p->old_nroute, comp);
+	return det_in_route(p->route, p->nroute, comp);
 }
 
-static const struct path_ent *reverse_of(struct fq_detector *d, const struct path_ent *p)
+const struct path_ent *det_reverse_of(struct fq_detector *d, const struct path_ent *p)
 {
 	struct path_key rk = {p->k.dst, p->k.src};
 
@@ -214,7 +227,7 @@ bool det_loss_crosses(struct fq_detector *d, const struct path_ent *p, const cha
 	const struct path_ent *r;
 
 	return route_at_crosses(p, p->loss_first_ns, comp) ||
-	       ((r = reverse_of(d, p)) && route_at_crosses(r, p->loss_first_ns, comp));
+	       ((r = det_reverse_of(d, p)) && route_at_crosses(r, p->loss_first_ns, comp));
 }
 
 struct anom_ent *det_fabric_incident(struct fq_detector *d, const struct path_ent *p)
@@ -402,7 +415,7 @@ static unsigned gather(const struct sym *y, struct cand *c, size_t *nc, bool *on
 			same_src = same_src && touches(p, &first->k.src);
 			same_dst = same_dst && touches(p, &first->k.dst);
 			add_route_at(y, p, p->loss_first_ns, c, nc);
-			if ((r = reverse_of(y->d, p)))
+			if ((r = det_reverse_of(y->d, p)))
 				add_route_at(y, r, p->loss_first_ns, c, nc);
 		} else {
 			same_src = same_src && nic_eq(&p->k.src, &first->k.src);

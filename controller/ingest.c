@@ -184,6 +184,8 @@ static int kind_of(const Fabriciq__Envelope *env)
 		return FQ_INGEST_FAILOVER;
 	case FABRICIQ__ENVELOPE__PAYLOAD_TRACE:
 		return FQ_INGEST_TRACE;
+	case FABRICIQ__ENVELOPE__PAYLOAD_LANE_ROUTE:
+		return FQ_INGEST_LANE_ROUTE;
 	default:
 		return -1;
 	}

@@ -79,21 +79,6 @@ struct fq_ingest_ops {
 	void (*dropped)(void *arg, const char *node);
 };
 
-struct fq_ingest_stats {
-	uint64_t frames; /* report frames accepted (not duplicates) */
-	uint64_t
-	    frames_by_kind[9];  /* probe, clock, lane, step_start, step_end, link, failover, hello, trace */
-	uint64_t duplicates;    /* replays dropped by dedupe */
-	uint64_t rows_written;  /* COPY rows committed */
-	uint64_t rows_rejected; /* rows or statements refused by the database (bad data) */
-	uint64_t flushes, flush_failures;
-	uint64_t spooled_frames, replayed_frames, spool_full_drops;
-	uint64_t spool_bytes; /* not yet replayed */
-	size_t pending_frames;
-	size_t cached_steps, cached_rank_nics; /* running steps' starts and ranks' NICs (ingest_rows.c) */
-	bool db_up;
-};
-
 enum fq_ingest_kind {
 	FQ_INGEST_PROBE,
 	FQ_INGEST_CLOCK,
@@ -104,6 +89,22 @@ enum fq_ingest_kind {
 	FQ_INGEST_FAILOVER,
 	FQ_INGEST_HELLO,
 	FQ_INGEST_TRACE,
+	FQ_INGEST_LANE_ROUTE, /* for the detector only: nothing stored */
+	FQ_INGEST_KINDS
+};
+
+struct fq_ingest_stats {
+	uint64_t frames;                          /* report frames accepted (not duplicates) */
+	uint64_t frames_by_kind[FQ_INGEST_KINDS]; /* by enum fq_ingest_kind */
+	uint64_t duplicates;                      /* replays dropped by dedupe */
+	uint64_t rows_written;                    /* COPY rows committed */
+	uint64_t rows_rejected;                   /* rows or statements refused by the database (bad data) */
+	uint64_t flushes, flush_failures;
+	uint64_t spooled_frames, replayed_frames, spool_full_drops;
+	uint64_t spool_bytes; /* not yet replayed */
+	size_t pending_frames;
+	size_t cached_steps, cached_rank_nics; /* running steps' starts and ranks' NICs (ingest_rows.c) */
+	bool db_up;
 };
 
 /* Opens the spool, connects (a failure to connect is not an error: the

@@ -460,6 +460,8 @@ static int apply_item(struct fq_ingest *ing, const struct item *it)
 		return apply_hello(ing, it);
 	case FABRICIQ__ENVELOPE__PAYLOAD_TRACE:
 		return apply_trace(ing, it);
+	case FABRICIQ__ENVELOPE__PAYLOAD_LANE_ROUTE:
+		return 0; /* the detector's (ctl_detect.c); no row */
 	default:
 		return -EINVAL;
 	}

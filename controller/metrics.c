@@ -271,7 +271,7 @@ int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st,
 	static const char *const lane_l[] = {"job_id", "step_id", "lane", NULL};
 	static const char *const node_l[] = {"node", NULL};
 	static const char *const kinds[] = {"probe", "clock",    "lane",  "step_start", "step_end",
-					    "link",  "failover", "hello", "trace"};
+					    "link",  "failover", "hello", "trace",      "lane_route"};
 	FILE *out = open_memstream(text, len);
 
 	if (!out)
@@ -306,7 +306,7 @@ int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st,
 	fputs("# HELP fabriciq_ingest_frames_total report frames accepted, by kind\n"
 	      "# TYPE fabriciq_ingest_frames_total counter\n",
 	      out);
-	for (int i = 0; i < 9; i++)
+	for (int i = 0; i < FQ_INGEST_KINDS; i++)
 		fprintf(out, "fabriciq_ingest_frames_total{kind=\"%s\"} %llu\n", kinds[i],
 			(unsigned long long)st->frames_by_kind[i]);
 	scalar(out, "fabriciq_ingest_duplicates_total", "counter", "replayed frames dropped by dedupe",

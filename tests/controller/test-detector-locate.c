@@ -19,6 +19,9 @@
  *   - one NIC down (every path to or from it DOWN) -> no fabric blame;
  *   - a spine both delaying and dropping -> one incident: the loss blame a
  *     member of the delay's.
+ * A lane's own route (its TCP 5-tuple's, traced by its agent) decides
+ * whether its step is attached; a lane without one goes by its NIC pair's
+ * probe route.
  * Each incident gets one fabric hint, what to check on its component
  * (FQ_DET_HINT with a component, no node), and no drain: no node is at
  * fault; a blame that extends an incident or joins one gives none.
@@ -46,10 +49,11 @@ static int spine_of(int i, int j)
 	return (i * 7 + j * 3) % SPINES + 1;
 }
 
-/* The route of ni/rail0 -> nj/rail0, as topology.h names components. */
-static size_t route(int i, int j, char names[9][32], const char *comps[9])
+/* The route of ni/rail0 -> nj/rail0 over spine s, as topology.h names
+ * components. */
+static size_t route_via(int i, int j, int s, char names[9][32], const char *comps[9])
 {
-	int a = leaf_of(i), b = leaf_of(j), s = spine_of(i, j);
+	int a = leaf_of(i), b = leaf_of(j);
 	size_t n = 0;
 
 	snprintf(names[n++], 32, "n%d/rail0", i);
@@ -66,6 +70,12 @@ static size_t route(int i, int j, char names[9][32], const char *comps[9])
 	for (size_t k = 0; k < n; k++)
 		comps[k] = names[k];
 	return n;
+}
+
+/* ... over the spine ECMP picks for the pair's probes. */
+static size_t route(int i, int j, char names[9][32], const char *comps[9])
+{
+	return route_via(i, j, spine_of(i, j), names, comps);
 }
 
 static int avoid_leaf, avoid_spine; /* a cable down: routes re-converged around it */
@@ -272,6 +282,64 @@ static void test_spine(void)
 	is_int(count(FQ_DET_OPEN, "fabric_delay"), 1, "still one after it is gone");
 	ok(find_kind(FQ_DET_CLOSE, o->handle) != NULL, "closed once the delays stopped");
 	is_int(count(FQ_DET_HINT, NULL), 1, "one hint in all: extending the incident gave none");
+	fq_detector_destroy(d);
+}
+
+/* A lane's own route, as its sending agent traces it (up to the far leaf:
+ * its trace stops before the far host), over spine sp; first: its first
+ * component, when not its NIC (a lane that moved to another NIC). */
+static void lane_route(struct fq_detector *d, uint64_t job, int i, int j, int sp, const char *first, int t)
+{
+	char names[9][32];
+	const char *comps[9];
+	size_t n = route_via(i, j, sp, names, comps);
+
+	if (first)
+		comps[0] = first;
+	fq_detector_lane_route(d, &(struct fq_det_lane_route){.job_id = job,
+							      .src_rank = 0,
+							      .dst_rank = 1,
+							      .lane = 0,
+							      .comps = comps,
+							      .n = n - 2,
+							      .now_ns = S(t)});
+}
+
+/* Steps attached by their lanes' own routes where the agents traced them:
+ * ECMP hashes a lane apart from its NIC pair's probes. */
+static void test_lane_routes(void)
+{
+	struct fq_detector *d = fabric();
+	const struct rec *o;
+
+	ok(spine_of(2, 5) == 3 && spine_of(1, 5) == 2 && spine_of(3, 5) == 1 && spine_of(1, 6) == 2 &&
+	       spine_of(2, 6) == 3,
+	   "the model's probe routes for the lanes below");
+	lane(d, 21, 0, 1, 0, "n2", "rail0", "n5", "rail0", 9, 20, 30);
+	lane(d, 22, 0, 1, 0, "n1", "rail0", "n5", "rail0", 9, 20, 30);
+	lane(d, 23, 0, 1, 0, "n3", "rail0", "n5", "rail0", 9, 20, 30);
+	lane(d, 24, 0, 1, 0, "n1", "rail0", "n6", "rail0", 9, 20, 30);
+	lane(d, 25, 0, 1, 0, "n2", "rail0", "n6", "rail0", 9, 20, 30);
+	lane_route(d, 21, 2, 5, 2, NULL, 9);       /* probes over spine3, the lane over spine2 */
+	lane_route(d, 22, 1, 5, 1, NULL, 9);       /* probes over spine2, the lane over spine1 */
+	lane_route(d, 25, 2, 6, 2, "n2/rail1", 9); /* a route from another NIC: not this lane's */
+	for (int t = 9; t <= 14; t++)
+		second(d, t, via_spine2);
+	o = find_open("fabric_delay", NULL, NULL);
+	if (!o)
+		o = &recs[0];
+	is_str(o->component, "spine2", "spine2 congested: blamed on spine2");
+	ok(attached(o->handle, 21, 0) >= 0,
+	   "job 21 attached: its lane's own route crosses spine2 (its probes' not)");
+	ok(attached(o->handle, 22, 0) < 0,
+	   "job 22 not: its lane's own route avoids spine2 (its probes' crosses it)");
+	ok(attached(o->handle, 24, 0) >= 0,
+	   "job 24 attached by its NIC pair's probe route: its lane not traced");
+	ok(attached(o->handle, 25, 0) < 0, "job 25 not: a route from another NIC is not its lane's");
+	ok(attached(o->handle, 23, 0) < 0, "job 23 not yet: no route of its lane, its probes over spine1");
+	lane_route(d, 23, 3, 5, 2, NULL, 15);
+	collect(d);
+	ok(attached(o->handle, 23, 0) >= 0, "... attached as soon as its lane's route over spine2 arrives");
 	fq_detector_destroy(d);
 }
 
@@ -558,6 +626,7 @@ static void test_topology_mismatch(void)
 int main(void)
 {
 	test_spine();
+	test_lane_routes();
 	test_link();
 	test_leaf();
 	test_spine_some_ways();
