@@ -37,7 +37,8 @@ read -r HOSTS RAILS LEAVES SPINES TRIALS SEED <<<"${FQ_LOC:-6 2 3 3 6 1}"
 LOSS=${FQ_LOC_LOSS:-5}
 JOBS=${FQ_LOC_JOBS:-yes} # a job running through every even trial
 WAIT_S=15
-KINDS=(link-down link-lossy spine-slow host-down host-flap nic-down)
+# FQ_LOC_KINDS="link-down link-lossy": those kinds only, in turn (all six by default)
+read -r -a KINDS <<<"${FQ_LOC_KINDS:-link-down link-lossy spine-slow host-down host-flap nic-down}"
 plan 4
 
 # Closing fast (5 s quiet, 5 s after UP), so each trial starts clean.
