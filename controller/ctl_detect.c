@@ -196,6 +196,11 @@ static bool apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 			rc = fq_db_update_anomaly(db, id, a->events, a->end_ns, a->summary, a->component);
 		break;
 	case FQ_DET_CLOSE:
+		/* a fabric fault over (a link back, a spine unloaded): switches
+		 * re-hash their flows when a next hop returns, and no probe is
+		 * lost to say so: every path is traced again */
+		if (a->anomaly_kind && !strncmp(a->anomaly_kind, "fabric_", 7))
+			c->retrace_wanted = true;
 		if (db && id)
 			rc = fq_db_close_anomaly(db, id, a->end_ns ? a->end_ns : now);
 		free(fq_strmap_remove(&c->anomaly, key));

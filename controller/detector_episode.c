@@ -263,6 +263,7 @@ void det_anom_close(struct fq_detector *d, struct anom_ent *a, int64_t end_ns)
 {
 	det_push(d, &(struct fq_det_action){.kind = FQ_DET_CLOSE,
 					    .handle = a->handle,
+					    .anomaly_kind = kind_names[a->k.kind],
 					    .start_ns = a->start_ns,
 					    .end_ns = max64(end_ns, a->start_ns)});
 	fq_captab_unlink(&d->anoms, &a->h);

@@ -195,7 +195,11 @@ link_nodes() { # NS_A NS_B -> node names
 # Link down/up. A host link goes down at the switch port (leaf side): the
 # host NIC sees carrier loss, as when an optic dies. A fabric link goes down
 # at both ends, as a routing protocol would withdraw it: the leaf's ECMP
-# route drops that spine and the spine forgets the leaf's hosts.
+# route drops that spine and the spine forgets the leaf's hosts at once
+# (their own ports went down), and the other leaves re-converge
+# $FQTB_CONVERGE_MS later (default 300 ms: a BFD detection and a BGP
+# withdrawal on a real fabric), meanwhile sending the leaf's traffic to a
+# spine that can no longer reach it, as they do there.
 link_set() { # link_set NAME up|down
 	local ends nsa ifa nsb ifb n t
 	ends=$(link_lookup "$1") || die "unknown link '$1' (see: $TB_PROG status)"
@@ -213,8 +217,12 @@ link_set() { # link_set NAME up|down
 		ip -n "$nsb" neigh flush dev "$ifb" 2>/dev/null
 	fi
 	if [[ "$1" == leaf* ]]; then
-		# a fabric link: every leaf re-converges, the spine relearns its routes
-		for ((n = 1; n <= TB_LEAVES; n++)); do routes_apply "leaf$n"; done
+		# a fabric link: its leaf re-converges now, the others after the
+		# routing protocol's time (down), the spine relearns its routes
+		local near=${1%%-*}
+		routes_apply "$near"
+		[ "$2" = down ] && sleep "$(awk -v ms="${FQTB_CONVERGE_MS:-300}" 'BEGIN { printf "%.3f", ms / 1000 }')"
+		for ((n = 1; n <= TB_LEAVES; n++)); do [ "leaf$n" = "$near" ] || routes_apply "leaf$n"; done
 		[ "$2" = up ] && routes_apply "${nsb#"$TB_PREFIX"-}"
 	elif [ "$2" = up ]; then
 		for n in $(link_nodes "$nsa" "$nsb"); do routes_apply "$n"; done
