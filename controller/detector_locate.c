@@ -29,7 +29,8 @@
  * The blamed component opens (or extends) a fabric_delay anomaly; the
  * path_delay anomalies of delayed paths through it, and the lane outliers
  * of lanes on them, are its members, and it is attached to the steps
- * whose lanes' NIC pairs are routed through it.
+ * whose lanes are routed through it (detector_lroute.c: by a lane's own
+ * route where its agent traced it, else by its NIC pair's probes').
  *
  * Loss is judged the same way, with three differences. A probe is a round
  * trip, so a lost one was lost on the path's route or on its reverse's:
