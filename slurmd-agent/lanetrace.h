@@ -25,7 +25,9 @@
  * last whole route (fq_tracer_route; until there is one the lane waits).
  * TTL never exceeds N, so no segment reaches the far host: a stray ACK
  * there would make its TCP send duplicate ACKs into the live connection
- * and could trigger a retransmit. A lane whose NIC pair has no router
+ * and could trigger a retransmit. (This holds as ECMP's paths between two
+ * NICs are equal in length, as equal cost means in a Clos fabric: a lane's
+ * route has as many routers as its NIC pair's probes' route.) A lane whose NIC pair has no router
  * (N = 0) is reported with no hops and nothing sent. Segments leave with
  * the lane's source address as the kernel's route lookup source
  * (IP_PKTINFO), so source routing picks the lane's NIC.
