@@ -177,6 +177,8 @@ static void write_status(struct agent *a)
 	json_object_object_add(st, "counters", fq_prober_counters(a->prober));
 	if (a->tracer)
 		json_object_object_add(st, "traces", fq_tracer_status(a->tracer));
+	if (a->lanetrace)
+		json_object_object_add(st, "lane_traces", fq_lanetrace_status(a->lanetrace));
 	json_object_object_add(st, "steps", fq_steps_json(a->steps));
 	json_object_object_add(st, "senders", fq_steps_counters(a->steps));
 	json_object_object_add(st, "local_sockets", fq_local_counters(a->local));
@@ -746,6 +748,15 @@ int main(int argc, char **argv)
 				strerror(why), why == EPERM ? " (a raw ICMP socket needs CAP_NET_RAW)" : "");
 		}
 	}
+	if (a.tracer) {
+		a.lanetrace = fq_lanetrace_create(a.base, a.tracer, agent_lane_route, &a);
+		if (!a.lanetrace) { /* the controller attaches incidents by probe routes only */
+			int why = errno;
+
+			fq_warn("lane traces off (jobs' lanes' own routes unknown): %s%s", strerror(why),
+				why == EPERM ? " (a raw IP socket needs CAP_NET_RAW)" : "");
+		}
+	}
 	{
 		struct timeval tv = {(time_t)(a.cfg.report_interval / 1000000000),
 				     (suseconds_t)(a.cfg.report_interval % 1000000000 / 1000)};
@@ -792,6 +803,7 @@ out: /* finalise in reverse */
 		fq_path_page_writer_close(a.path_page);
 	if (a.clock_page)
 		fq_clock_page_writer_close(a.clock_page);
+	fq_lanetrace_destroy(a.lanetrace);
 	fq_tracer_destroy(a.tracer);
 	fq_prober_destroy(a.prober);
 	fq_steps_destroy(a.steps);

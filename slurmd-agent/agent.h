@@ -18,6 +18,7 @@
 #include "proto/fabriciq.pb-c.h"
 #include "slurmd-agent/advice.h"
 #include "slurmd-agent/agent_config.h"
+#include "slurmd-agent/lanetrace.h"
 #include "slurmd-agent/local.h"
 #include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/prober.h"
@@ -52,7 +53,8 @@ struct agent {
 	char boot_id[64];
 	struct event_base *base;
 	struct fq_prober *prober;
-	struct fq_tracer *tracer; /* NULL: agent.trace_interval 0 */
+	struct fq_tracer *tracer;       /* NULL: agent.trace_interval 0 */
+	struct fq_lanetrace *lanetrace; /* NULL: no tracer, or not root */
 	struct fq_steps *steps;
 	struct fq_local *local;
 	struct fq_spool *spool;
@@ -116,6 +118,8 @@ void agent_link_event(void *arg, const char *local_nic, const char *peer_node, c
 		      int64_t since_ns, int64_t detected_ns);
 /* The tracer's callback: a path's route for the controller. */
 void agent_route(void *arg, const struct fq_route *r, bool changed);
+/* lanetrace's callback: a lane's own route for the controller (LaneRoute). */
+void agent_lane_route(void *arg, const struct fq_lane_route *r);
 /* paths_ev's callback: publish the path page with the transitions since
  * the last publication (AGENT_PATHS_SETTLE_MS after the first of them). */
 void agent_paths_settled(evutil_socket_t fd, short what, void *arg);

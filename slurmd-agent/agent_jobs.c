@@ -200,6 +200,29 @@ static void place_lane(struct agent *a, Fabriciq__LaneReport *r, uid_t uid)
 	set_string(&r->remote_nic, nic);
 }
 
+/* A placed lane report to lanetrace: the sending end's, TCP, verified,
+ * with its NIC pair known (lanetrace.h). */
+static void trace_lane(struct agent *a, const Fabriciq__LaneReport *r)
+{
+	struct fq_lane_id id = {
+	    .job_id = r->job_id,
+	    .step_id = r->step_id,
+	    .src_rank = r->src_rank,
+	    .dst_rank = r->dst_rank,
+	    .lane = r->lane,
+	};
+
+	if (!a->lanetrace || !r->is_send || r->unverified || (*r->lane_kind && strcmp(r->lane_kind, "tcp")) ||
+	    !*r->local_nic || !*r->remote_node)
+		return;
+	snprintf(id.local_nic, sizeof(id.local_nic), "%s", r->local_nic);
+	snprintf(id.remote_node, sizeof(id.remote_node), "%s", r->remote_node);
+	snprintf(id.remote_nic, sizeof(id.remote_nic), "%s", r->remote_nic);
+	snprintf(id.local_address, sizeof(id.local_address), "%s", r->local_address);
+	snprintf(id.remote_address, sizeof(id.remote_address), "%s", r->remote_address);
+	fq_lanetrace_lane(a->lanetrace, &id, fq_now_ns());
+}
+
 /* Whether st's processes may send one more frame of env's kind now (one
  * bucket for lane reports, one for failover events); counted if not. */
 static bool within_rate(struct agent *a, struct fq_step *st, const Fabriciq__Envelope *env)
@@ -239,6 +262,7 @@ static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabr
 		else
 			r->dst_rank = rank->global_rank;
 		place_lane(a, r, cred->uid);
+		trace_lane(a, r);
 	} else {
 		Fabriciq__FailoverEvent *f = env->failover;
 

@@ -38,7 +38,8 @@ static bool is_event(Fabriciq__Envelope__PayloadCase kind)
 {
 	return kind == FABRICIQ__ENVELOPE__PAYLOAD_STEP_START ||
 	       kind == FABRICIQ__ENVELOPE__PAYLOAD_STEP_END || kind == FABRICIQ__ENVELOPE__PAYLOAD_LINK ||
-	       kind == FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER || kind == FABRICIQ__ENVELOPE__PAYLOAD_TRACE;
+	       kind == FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER || kind == FABRICIQ__ENVELOPE__PAYLOAD_TRACE ||
+	       kind == FABRICIQ__ENVELOPE__PAYLOAD_LANE_ROUTE;
 }
 
 uint64_t agent_send(struct agent *a, Fabriciq__Envelope *env)
@@ -180,6 +181,48 @@ void agent_route(void *arg, const struct fq_route *r, bool changed)
 	tr.changed = changed;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_TRACE;
 	env.trace = &tr;
+	agent_send(a, &env);
+	if (changed) /* the lanes of this NIC pair may be hashed apart anew */
+		fq_lanetrace_route_changed(a->lanetrace, r->local_nic, r->peer_node, r->peer_nic);
+}
+
+void agent_lane_route(void *arg, const struct fq_lane_route *r)
+{
+	struct agent *a = arg;
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__LaneRoute lr = FABRICIQ__LANE_ROUTE__INIT;
+	char text[FQ_TRACE_MAX_HOPS][INET_ADDRSTRLEN];
+	char *hops[FQ_TRACE_MAX_HOPS];
+	unsigned missing = 0;
+
+	for (unsigned k = 0; k < r->n_hops; k++) {
+		struct in_addr in = {r->hops[k]};
+
+		text[k][0] = 0;
+		if (r->hops[k])
+			inet_ntop(AF_INET, &in, text[k], sizeof(text[k]));
+		else
+			missing++;
+		hops[k] = text[k];
+	}
+	fq_debug("lane route job %llu.%u %u -> %u lane %u (%s -> %s): %u hop%s, %u unanswered",
+		 (unsigned long long)r->id.job_id, r->id.step_id, r->id.src_rank, r->id.dst_rank, r->id.lane,
+		 r->id.local_address, r->id.remote_address, r->n_hops, r->n_hops == 1 ? "" : "s", missing);
+	lr.job_id = r->id.job_id;
+	lr.step_id = r->id.step_id;
+	lr.src_rank = r->id.src_rank;
+	lr.dst_rank = r->id.dst_rank;
+	lr.lane = r->id.lane;
+	lr.local_nic = (char *)r->id.local_nic;
+	lr.remote_node = (char *)r->id.remote_node;
+	lr.remote_nic = (char *)r->id.remote_nic;
+	lr.local_address = (char *)r->id.local_address;
+	lr.remote_address = (char *)r->id.remote_address;
+	lr.time_ns = agent_global(a, r->traced_ns);
+	lr.n_hops = r->n_hops;
+	lr.hops = hops;
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE_ROUTE;
+	env.lane_route = &lr;
 	agent_send(a, &env);
 }
 

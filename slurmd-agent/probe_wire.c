@@ -122,3 +122,94 @@ int fq_trace_icmp_parse(const uint8_t *pkt, size_t len, struct fq_trace_icmp *ou
 	out->ttl = pr.index;
 	return 0;
 }
+
+uint16_t fq_inet_checksum(const void *data, size_t len, uint32_t sum)
+{
+	const uint8_t *p = data;
+
+	for (; len > 1; len -= 2, p += 2)
+		sum += (uint32_t)(p[0] << 8 | p[1]);
+	if (len)
+		sum += (uint32_t)(p[0] << 8);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+#define TCP_HL      20
+#define TCP_ACK     0x10
+#define IP_DF       0x4000
+#define IP_FRAGMENT 0x1fff /* the offset bits */
+
+int fq_lane_segment_encode(const struct fq_lane_segment *s, uint8_t buf[FQ_LANE_SEGMENT_SIZE])
+{
+	uint8_t *ip = buf, *tcp = buf + IP_MIN, pseudo[12];
+	uint32_t sum = 0;
+
+	if (s->ttl < 1 || s->ttl > FQ_LANE_SEGMENT_TTL_MAX)
+		return -EINVAL;
+	memset(buf, 0, FQ_LANE_SEGMENT_SIZE);
+	ip[0] = 0x45;
+	put16(ip + 2, FQ_LANE_SEGMENT_SIZE);
+	put16(ip + 4, (uint16_t)s->ttl);
+	put16(ip + 6, IP_DF);
+	ip[8] = (uint8_t)s->ttl;
+	ip[9] = IPPROTO_TCP;
+	memcpy(ip + 12, &s->src, 4);
+	memcpy(ip + 16, &s->dst, 4);
+	put16(ip + 10, fq_inet_checksum(ip, IP_MIN, 0));
+	put16(tcp, s->sport);
+	put16(tcp + 2, s->dport);
+	put32(tcp + 4, s->seq);
+	tcp[12] = (TCP_HL / 4) << 4;
+	tcp[13] = TCP_ACK;
+	/* window (14), urgent pointer (18) and ack (8) stay 0 */
+	memcpy(pseudo, &s->src, 4);
+	memcpy(pseudo + 4, &s->dst, 4);
+	pseudo[8] = 0;
+	pseudo[9] = IPPROTO_TCP;
+	put16(pseudo + 10, TCP_HL);
+	for (size_t i = 0; i < sizeof(pseudo); i += 2)
+		sum += (uint32_t)(pseudo[i] << 8 | pseudo[i + 1]);
+	put16(tcp + 16, fq_inet_checksum(tcp, TCP_HL, sum));
+	return 0;
+}
+
+#define TCP_QUOTED 8 /* ports and seq: what every router quotes */
+
+int fq_lane_icmp_parse(const uint8_t *pkt, size_t len, struct fq_lane_icmp *out)
+{
+	size_t ihl, qihl;
+	const uint8_t *icmp, *q, *tcp;
+	unsigned id;
+
+	if (len < IP_MIN || (pkt[0] >> 4) != 4 || (ihl = (size_t)(pkt[0] & 15) * 4) < IP_MIN ||
+	    len < ihl + ICMP_HL + IP_MIN || pkt[9] != IPPROTO_ICMP)
+		return -EBADMSG;
+	icmp = pkt + ihl;
+	if (icmp[0] != ICMP_TIME_EXCEEDED || icmp[1] != 0)
+		return -EBADMSG;
+	q = icmp + ICMP_HL; /* the quoted segment: its IP header ... */
+	if ((q[0] >> 4) != 4 || (qihl = (size_t)(q[0] & 15) * 4) < IP_MIN || q[9] != IPPROTO_TCP ||
+	    (get16(q + 6) & IP_FRAGMENT) != 0 || (size_t)(q - pkt) + qihl + TCP_QUOTED > len)
+		return -EBADMSG;
+	id = get16(q + 4);
+	if (id < 1 || id > FQ_LANE_SEGMENT_TTL_MAX)
+		return -EBADMSG;
+	tcp = q + qihl; /* ... and its TCP header's first 8 bytes */
+	memset(out, 0, sizeof(*out));
+	memcpy(&out->router, pkt + 12, 4);
+	memcpy(&out->src, q + 12, 4);
+	memcpy(&out->dst, q + 16, 4);
+	out->sport = get16(tcp);
+	out->dport = get16(tcp + 2);
+	out->seq = get32(tcp + 4);
+	out->ttl = id;
+	return 0;
+}

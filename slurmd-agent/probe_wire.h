@@ -85,4 +85,50 @@ struct fq_trace_icmp {
  * time-exceeded quoting a whole UDP TRACE probe. */
 int fq_trace_icmp_parse(const uint8_t *pkt, size_t len, struct fq_trace_icmp *out);
 
+/*
+ * Lane traces (lanetrace.h): a bare TCP segment carrying one lane's own
+ * 5-tuple, written whole (IPv4 header first) for a raw IPPROTO_RAW socket:
+ *   IPv4: version 4, IHL 5, TOS 0, total 40, id = the TTL (1..FQ_LANE_
+ *         SEGMENT_TTL_MAX, never 0 so the kernel keeps it: which hop a
+ *         router's quote answers), DF, TTL, protocol 6, header checksum
+ *   TCP:  the lane's ports, seq = the trace's random seq, ack 0, offset 5,
+ *         flags ACK only, window 0, checksum over the pseudo-header, urg 0
+ * Addresses in network order, ports and seq in host order.
+ */
+#define FQ_LANE_SEGMENT_SIZE    40
+#define FQ_LANE_SEGMENT_TTL_MAX 32
+
+struct fq_lane_segment {
+	uint32_t src, dst;     /* network order */
+	uint16_t sport, dport; /* host order */
+	uint32_t seq;
+	unsigned ttl; /* 1..FQ_LANE_SEGMENT_TTL_MAX */
+};
+
+/* Write s into buf. 0, or -EINVAL (ttl out of range). */
+int fq_lane_segment_encode(const struct fq_lane_segment *s, uint8_t buf[FQ_LANE_SEGMENT_SIZE]);
+
+/* The Internet checksum of len bytes folded onto sum (a partial sum of
+ * earlier data; 0 to start), complemented: 0 over data that holds its own
+ * correct checksum. */
+uint16_t fq_inet_checksum(const void *data, size_t len, uint32_t sum);
+
+/* A router's ICMP time-exceeded about a lane trace's segment, as read on a
+ * raw ICMP socket (outside input: every length and field checked; fuzzed
+ * in fuzz-probe). The quote must hold the segment's IPv4 header (any IHL)
+ * and at least the first 8 bytes of its TCP header (ports, seq), which
+ * every router quotes (RFC 792). */
+struct fq_lane_icmp {
+	uint32_t router;       /* who answered: the outer source, network order */
+	uint32_t src, dst;     /* the quoted segment's addresses, network order */
+	uint16_t sport, dport; /* host order */
+	uint32_t seq;
+	unsigned ttl; /* the quoted IP id: the TTL the segment was sent with */
+};
+
+/* Parse one raw ICMP packet (IPv4 header first). 0, or -EBADMSG: not a
+ * time-exceeded (code 0) quoting an IPv4 TCP segment with an id in
+ * 1..FQ_LANE_SEGMENT_TTL_MAX, not a first fragment, or too short. */
+int fq_lane_icmp_parse(const uint8_t *pkt, size_t len, struct fq_lane_icmp *out);
+
 #endif /* FQ_AGENT_PROBE_WIRE_H */

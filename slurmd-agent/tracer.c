@@ -49,7 +49,9 @@ struct fq_tracer {
 	uint64_t next_id;
 	struct entry e[FQ_PROBER_MAX_PATHS];
 	struct fq_path_report states[FQ_PROBER_MAX_PATHS];
-	uint64_t traces, whole, partial, changes, icmp_read, icmp_unmatched;
+	fq_tracer_icmp_fn icmp_hook; /* time-exceeded that are not TRACE answers */
+	void *icmp_hook_arg;
+	uint64_t traces, whole, partial, changes, icmp_read, icmp_unmatched, icmp_handed;
 };
 
 void fq_tracer_config_defaults(struct fq_tracer_config *c)
@@ -279,11 +281,18 @@ static void on_icmp(evutil_socket_t fd, short what, void *arg)
 		if (len < 0)
 			break;
 		t->icmp_read++;
-		if (fq_trace_icmp_parse(pkt, (size_t)len, &m) == 0)
-			for (unsigned k = 0; k < FQ_PROBER_MAX_PATHS && !e; k++)
-				if (t->e[k].used && t->e[k].started_ns && t->e[k].id == m.id &&
-				    t->e[k].local_ipv4 == m.src && t->e[k].peer_ipv4 == m.dst)
-					e = &t->e[k];
+		if (fq_trace_icmp_parse(pkt, (size_t)len, &m) < 0) {
+			if (t->icmp_hook) {
+				t->icmp_handed++;
+				t->icmp_hook(t->icmp_hook_arg, pkt, (size_t)len, fq_now_ns());
+			} else
+				t->icmp_unmatched++;
+			continue;
+		}
+		for (unsigned k = 0; k < FQ_PROBER_MAX_PATHS && !e; k++)
+			if (t->e[k].used && t->e[k].started_ns && t->e[k].id == m.id &&
+			    t->e[k].local_ipv4 == m.src && t->e[k].peer_ipv4 == m.dst)
+				e = &t->e[k];
 		if (e)
 			answer(t, e, m.ttl, m.router, fq_now_ns());
 		else
@@ -395,6 +404,34 @@ void fq_tracer_suspect(struct fq_tracer *t, const char *local_nic, const char *p
 		e->due_ns = at;
 }
 
+int fq_tracer_route(const struct fq_tracer *t, const char *local_nic, const char *peer_node,
+		    const char *peer_nic, struct fq_route *out)
+{
+	for (unsigned i = 0; t && i < FQ_PROBER_MAX_PATHS; i++) {
+		const struct entry *e = &t->e[i];
+		bool whole = e->used && e->have_route && e->route.reached;
+
+		if (!whole || strcmp(e->local_nic, local_nic) || strcmp(e->peer_node, peer_node) ||
+		    strcmp(e->peer_nic, peer_nic))
+			continue;
+		for (unsigned k = 0; k < e->route.n_hops; k++)
+			whole = whole && e->route.hops[k];
+		if (!whole)
+			return -ENOENT;
+		*out = e->route;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void fq_tracer_set_icmp_hook(struct fq_tracer *t, fq_tracer_icmp_fn fn, void *arg)
+{
+	if (!t)
+		return;
+	t->icmp_hook = fn;
+	t->icmp_hook_arg = arg;
+}
+
 struct json_object *fq_tracer_status(const struct fq_tracer *t)
 {
 	struct json_object *o = json_object_new_object(), *routes = json_object_new_array();
@@ -405,6 +442,7 @@ struct json_object *fq_tracer_status(const struct fq_tracer *t)
 	json_object_object_add(o, "changes", json_object_new_uint64(t->changes));
 	json_object_object_add(o, "icmp_read", json_object_new_uint64(t->icmp_read));
 	json_object_object_add(o, "icmp_unmatched", json_object_new_uint64(t->icmp_unmatched));
+	json_object_object_add(o, "icmp_handed", json_object_new_uint64(t->icmp_handed));
 	for (unsigned i = 0; i < FQ_PROBER_MAX_PATHS; i++) {
 		const struct entry *e = &t->e[i];
 		struct json_object *r, *hops;

@@ -83,6 +83,21 @@ void fq_tracer_suspect(struct fq_tracer *t, const char *local_nic, const char *p
 /* Trace every path again soon (the fabric's routes changed). NULL: nothing. */
 void fq_tracer_retrace(struct fq_tracer *t);
 
+/* The last route reported for the path (local_nic, peer_node, peer_nic)
+ * into *out: 0, or -ENOENT when there is none that is whole and reached
+ * (every router answered and the far agent echoed): a lane trace
+ * (lanetrace.h) sends no further than that route's routers. */
+int fq_tracer_route(const struct fq_tracer *t, const char *local_nic, const char *peer_node,
+		    const char *peer_nic, struct fq_route *out);
+
+/* Time-exceeded packets read on the tracer's raw ICMP socket that are not
+ * answers to its own TRACE probes (fq_trace_icmp_parse refuses them) go to
+ * fn (lane traces' answers: lanetrace.h), with their length and receive
+ * time (local raw). One hook; fn NULL: none (such packets are counted as
+ * icmp_unmatched). */
+typedef void (*fq_tracer_icmp_fn)(void *arg, const uint8_t *pkt, size_t len, int64_t rx_ns);
+void fq_tracer_set_icmp_hook(struct fq_tracer *t, fq_tracer_icmp_fn fn, void *arg);
+
 /* {"traces": N, "whole": N, "partial": N, "changes": N, "routes": [...]}: the
  * agent's status. */
 struct json_object *fq_tracer_status(const struct fq_tracer *t);
