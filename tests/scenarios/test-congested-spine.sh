@@ -34,6 +34,12 @@ diag "spine3's queues: $(for l in 1 2 3 4; do
 	ip netns exec "$TB_PFX-leaf$l" tc -s qdisc show dev s3 | awk -v l=$l '/Sent/ { printf "leaf%d->spine3 %d B %d dropped; ", l, $2, $7 }'
 	ip netns exec "$TB_PFX-spine3" tc -s qdisc show dev "l$l" | awk -v l=$l '/Sent/ { printf "spine3->leaf%d %d B %d dropped; ", l, $2, $7 }'
 done)"
+# the bytes spine3's queues sent: the job's lanes over it (the probes are a
+# few kB), read before the shaping (and its counters) goes
+sent=$(for l in 1 2 3 4; do
+	ip netns exec "$TB_PFX-leaf$l" tc -s qdisc show dev s3 | awk '/Sent/ { print $2 }'
+	ip netns exec "$TB_PFX-spine3" tc -s qdisc show dev "l$l" | awk '/Sent/ { print $2 }'
+done | awk '{ s += $1 } END { print s + 0 }')
 for l in 1 2 3 4; do tb shape "leaf$l-spine3" off; done
 sc_job_wait hit; rc=$?; hit=$SC_JOB
 ok $rc "the job on n1 n3 n5 n7 (job $hit) completes through 12 s of a congested spine3" ||
@@ -77,14 +83,11 @@ is "$(json '" ".join(h["component"] for h in j["hints"] if h["action"] == "check
 	spine3 "... the only one that counts (a link of it blamed first: its hint superseded by spine3's)" || diag "$hints"
 diag "$(json '"; ".join(h["component"] + (" (superseded)" if h["superseded"] else "") + ": " + h["reason"] for h in j["hints"] if h["action"] == "check")' <<<"$hints")"
 # The job's report: spine3's incident, since the job's lanes crossed it
-# (they are the only traffic there: the bytes its queues sent), found by
+# (they are the only traffic there: the bytes its queues sent, above), found by
 # the lanes' own routes (each traced by its sending agent with the lane's
 # TCP 5-tuple: ECMP hashes a lane apart from its NIC pair's probes), and
 # nothing else.
-sent=$(for l in 1 2 3 4; do
-	ip netns exec "$TB_PFX-leaf$l" tc -s qdisc show dev s3 | awk '/Sent/ { print $2 }'
-	ip netns exec "$TB_PFX-spine3" tc -s qdisc show dev "l$l" | awk '/Sent/ { print $2 }'
-done | awk '{ s += $1 } END { print s + 0 }')
+
 is "$(fq --json job "$hit" | json '" ".join(sorted(set(i.get("component") or i["kind"] + "/" + i["severity"] for s in j["steps"] for i in s["incidents"] if not (i["kind"] == "lane_outlier" and i["severity"] == "info"))))')" \
 	"$([ "$sent" -gt 10000000 ] && echo spine3)" "job $hit's report: spine3's incident (its lanes sent $sent bytes over spine3), nothing else (and lane outliers its probes did not see, info)" ||
 	diag "lane routes: $(for n in 1 3 5 7; do json '" ".join(r["local_nic"] + ">" + r["remote_node"] + ":" + ",".join(r["hops"]) for r in j.get("lane_traces", {}).get("routes", []))' <"$S/agent-n$n.json" 2>/dev/null; done)"
