@@ -15,7 +15,7 @@ set -u
 export top_srcdir top_builddir
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-FQ_LOC=${BENCH_LOC:-8 2 4 4 40 $(date +%s)} bash "$top_srcdir/tests/scenarios/test-localise.sh" >"$out" 2>&1
+FQ_LOC=${BENCH_LOC:-8 2 4 4 40 $(date +%s)} FQ_LOC_KINDS="link-down link-lossy spine-slow host-down host-flap nic-down" bash "$top_srcdir/tests/scenarios/test-localise.sh" >"$out" 2>&1
 rc=$?
 if grep -q '^1\.\.0 # SKIP' "$out"; then
 	echo "bench-localise: skipped ($(sed -n 's/^1\.\.0 # SKIP //p' "$out"))"
