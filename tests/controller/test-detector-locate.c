@@ -51,29 +51,29 @@ static int spine_of(int i, int j)
 
 /* The route of ni/rail0 -> nj/rail0 over spine s, as topology.h names
  * components. */
-static size_t route_via(int i, int j, int s, char names[9][32], const char *comps[9])
+static size_t route_via(int i, int j, int s, char names[9][64], const char *comps[9])
 {
 	int a = leaf_of(i), b = leaf_of(j);
 	size_t n = 0;
 
-	snprintf(names[n++], 32, "n%d/rail0", i);
-	snprintf(names[n++], 32, "n%d/rail0~leaf%d", i, a);
-	snprintf(names[n++], 32, "leaf%d", a);
+	snprintf(names[n++], 64, "n%d/rail0", i);
+	snprintf(names[n++], 64, "n%d/rail0~leaf%d", i, a);
+	snprintf(names[n++], 64, "leaf%d", a);
 	if (a != b) {
-		snprintf(names[n++], 32, "leaf%d~spine%d", a, s);
-		snprintf(names[n++], 32, "spine%d", s);
-		snprintf(names[n++], 32, "leaf%d~spine%d", b, s);
-		snprintf(names[n++], 32, "leaf%d", b);
+		snprintf(names[n++], 64, "leaf%d~spine%d", a, s);
+		snprintf(names[n++], 64, "spine%d", s);
+		snprintf(names[n++], 64, "leaf%d~spine%d", b, s);
+		snprintf(names[n++], 64, "leaf%d", b);
 	}
-	snprintf(names[n++], 32, "n%d/rail0~leaf%d", j, b);
-	snprintf(names[n++], 32, "n%d/rail0", j);
+	snprintf(names[n++], 64, "n%d/rail0~leaf%d", j, b);
+	snprintf(names[n++], 64, "n%d/rail0", j);
 	for (size_t k = 0; k < n; k++)
 		comps[k] = names[k];
 	return n;
 }
 
 /* ... over the spine ECMP picks for the pair's probes. */
-static size_t route(int i, int j, char names[9][32], const char *comps[9])
+static size_t route(int i, int j, char names[9][64], const char *comps[9])
 {
 	return route_via(i, j, spine_of(i, j), names, comps);
 }
@@ -84,7 +84,7 @@ static void routes_at(struct fq_detector *d, int t)
 {
 	for (int i = 1; i <= HOSTS; i++)
 		for (int j = 1; j <= HOSTS; j++) {
-			char names[9][32], ni[8], nj[8];
+			char names[9][64], ni[8], nj[8];
 			const char *comps[9];
 			size_t n;
 
@@ -96,9 +96,9 @@ static void routes_at(struct fq_detector *d, int t)
 			if (avoid_leaf && (leaf_of(i) == avoid_leaf || leaf_of(j) == avoid_leaf) && n > 5 &&
 			    !strcmp(names[4], "spine1")) {
 				/* over spine3 instead */
-				snprintf(names[3], 32, "leaf%d~spine3", leaf_of(i));
-				snprintf(names[4], 32, "spine3");
-				snprintf(names[5], 32, "leaf%d~spine3", leaf_of(j));
+				snprintf(names[3], 64, "leaf%d~spine3", leaf_of(i));
+				snprintf(names[4], 64, "spine3");
+				snprintf(names[5], 64, "leaf%d~spine3", leaf_of(j));
 			}
 			fq_detector_route(d, ni, "rail0", nj, "rail0", comps, n, S(t));
 		}
@@ -290,7 +290,7 @@ static void test_spine(void)
  * component, when not its NIC (a lane that moved to another NIC). */
 static void lane_route(struct fq_detector *d, uint64_t job, int i, int j, int sp, const char *first, int t)
 {
-	char names[9][32];
+	char names[9][64];
 	const char *comps[9];
 	size_t n = route_via(i, j, sp, names, comps);
 
