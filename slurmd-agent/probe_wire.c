@@ -93,20 +93,34 @@ static uint16_t get16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-int fq_trace_icmp_parse(const uint8_t *pkt, size_t len, struct fq_trace_icmp *out)
+/* The IPv4 header of the packet a router's time-exceeded quotes, if pkt
+ * is one and the quote is of protocol proto with its IP header whole (its
+ * length in *qihl); NULL otherwise. The caller checks what follows. */
+static const uint8_t *time_exceeded_quote(const uint8_t *pkt, size_t len, uint8_t proto, size_t *qihl)
 {
-	size_t ihl, qihl;
-	const uint8_t *icmp, *q, *udp;
-	struct fq_probe pr;
+	size_t ihl;
+	const uint8_t *icmp, *q;
 
 	if (len < IP_MIN || (pkt[0] >> 4) != 4 || (ihl = (size_t)(pkt[0] & 15) * 4) < IP_MIN ||
 	    len < ihl + ICMP_HL + IP_MIN || pkt[9] != IPPROTO_ICMP)
-		return -EBADMSG;
+		return NULL;
 	icmp = pkt + ihl;
 	if (icmp[0] != ICMP_TIME_EXCEEDED || icmp[1] != 0)
-		return -EBADMSG;
-	q = icmp + ICMP_HL; /* the quoted probe: its IP header ... */
-	if ((q[0] >> 4) != 4 || (qihl = (size_t)(q[0] & 15) * 4) < IP_MIN || q[9] != IPPROTO_UDP ||
+		return NULL;
+	q = icmp + ICMP_HL;
+	if ((q[0] >> 4) != 4 || (*qihl = (size_t)(q[0] & 15) * 4) < IP_MIN || q[9] != proto)
+		return NULL;
+	return q;
+}
+
+int fq_trace_icmp_parse(const uint8_t *pkt, size_t len, struct fq_trace_icmp *out)
+{
+	size_t qihl;
+	const uint8_t *q, *udp;
+	struct fq_probe pr;
+
+	/* the quoted probe: its IP header ... */
+	if (!(q = time_exceeded_quote(pkt, len, IPPROTO_UDP, &qihl)) ||
 	    (size_t)(q - pkt) + qihl + UDP_HL + FQ_PROBE_SIZE > len)
 		return -EBADMSG;
 	udp = q + qihl; /* ... its UDP header and the probe itself */
@@ -185,19 +199,13 @@ int fq_lane_segment_encode(const struct fq_lane_segment *s, uint8_t buf[FQ_LANE_
 
 int fq_lane_icmp_parse(const uint8_t *pkt, size_t len, struct fq_lane_icmp *out)
 {
-	size_t ihl, qihl;
-	const uint8_t *icmp, *q, *tcp;
+	size_t qihl;
+	const uint8_t *q, *tcp;
 	unsigned id;
 
-	if (len < IP_MIN || (pkt[0] >> 4) != 4 || (ihl = (size_t)(pkt[0] & 15) * 4) < IP_MIN ||
-	    len < ihl + ICMP_HL + IP_MIN || pkt[9] != IPPROTO_ICMP)
-		return -EBADMSG;
-	icmp = pkt + ihl;
-	if (icmp[0] != ICMP_TIME_EXCEEDED || icmp[1] != 0)
-		return -EBADMSG;
-	q = icmp + ICMP_HL; /* the quoted segment: its IP header ... */
-	if ((q[0] >> 4) != 4 || (qihl = (size_t)(q[0] & 15) * 4) < IP_MIN || q[9] != IPPROTO_TCP ||
-	    (get16(q + 6) & IP_FRAGMENT) != 0 || (size_t)(q - pkt) + qihl + TCP_QUOTED > len)
+	/* the quoted segment: its IP header ... */
+	if (!(q = time_exceeded_quote(pkt, len, IPPROTO_TCP, &qihl)) || (get16(q + 6) & IP_FRAGMENT) != 0 ||
+	    (size_t)(q - pkt) + qihl + TCP_QUOTED > len)
 		return -EBADMSG;
 	id = get16(q + 4);
 	if (id < 1 || id > FQ_LANE_SEGMENT_TTL_MAX)
