@@ -81,6 +81,14 @@ static const struct fq_cfg_option ctl_options[] = {
 	"the file of node names and their addresses (empty: node-addresses in controller.spool_dir); to move "
 	"a "
 	"node, delete its line and reload (SIGHUP)"),
+    OPT("node_keys_required", FQ_CFG_BOOL, node_keys_required, "no", 0, 0,
+	"every node must be bound to its own key in controller.node_bindings (a line \"NODE ed25519:...\", "
+	"which fabriciq-agent --new-key prints), and sign its hello with it: a node bound to an address, or "
+	"to nothing, is refused (needs controller.bind_nodes)"),
+    OPT("key", FQ_CFG_STRING, key, "", 0, 0,
+	"the controller's secret key file (fabriciq-controller --new-key FILE makes one and prints its public "
+	"key): its answer to each agent is signed, so agents given the public key (agent.controller_key) tell "
+	"it from root on another host; empty: not signed"),
     OPT("spool_max", FQ_CFG_SIZE, spool_max, "1GiB", 1 << 20, 1e15, "size limit of the spool file"),
     OPT("report_interval", FQ_CFG_DURATION, report_interval, "1s", 0.1e9, 60e9,
 	"report window: clock solve and corrections, detector tick, metrics"),
@@ -231,13 +239,16 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: fabriciq-controller [-c FILE] [-s KEY=VALUE]...\n"
-		"       fabriciq-controller --dump-config [-c FILE] [-s KEY=VALUE]...\n\n"
+		"       fabriciq-controller --dump-config [-c FILE] [-s KEY=VALUE]...\n"
+		"       fabriciq-controller --new-key FILE\n\n"
 		"The fabriciq controller: authenticates node agents with munge, stores their reports in\n"
 		"PostgreSQL (spooling to disk while it is unreachable), sends mesh-solved clock corrections\n"
 		"and probe peer assignments, detects anomalies, serves /metrics and the JSON API.\n\n"
 		"  -c, --config FILE   configuration file (default " FQ_CONFIG_PATH ")\n"
 		"  -s, --set KEY=VAL   override one setting (controller.KEY or KEY)\n"
 		"      --dump-config   print the effective configuration and exit\n"
+		"      --new-key FILE  make a secret key for controller.key in FILE (0600, new) and print\n"
+		"                      its public key for the agents' agent.controller_key\n"
 		"  -h, --help          this text\n"
 		"  -V, --version       the version\n\n"
 		"Exit status: 0 stopped by SIGTERM/SIGINT after a final flush; 1 runtime failure;\n"
@@ -271,6 +282,11 @@ static int load_config(struct ctl *c, const char *path, char **sets, int nsets)
 
 	if (fq_cfg_load_all(&ctl_schema, &c->cfg, path, sets, nsets, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fabriciq-controller: %s\n", err);
+		return -EINVAL;
+	}
+	if (c->cfg.node_keys_required && !c->cfg.bind_nodes) {
+		fprintf(stderr, "fabriciq-controller: controller.node_keys_required needs controller.bind_nodes: "
+				"the keys are node bindings\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -391,12 +407,32 @@ static void close_sessions(struct fq_strmap_entry *e, void *arg)
 		fq_session_close(a->sess, NULL);
 }
 
+/* --new-key FILE: a new secret key in FILE, its public key on stdout. */
+static int new_key(const char *path)
+{
+	struct fq_signkey k;
+	char err[512], text[FQ_SIGN_PUBLIC_TEXT];
+
+	if (fq_signkey_create(path, &k, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fabriciq-controller: %s\n", err);
+		return 1;
+	}
+	fq_signkey_public_text(k.public, text, sizeof(text));
+	printf("%s\n", text);
+	fprintf(stderr,
+		"fabriciq-controller: new key in %s (controller.key = %s); give the agents its public key:\n"
+		"  agent.controller_key = %s\n",
+		path, path, text);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
 	    {"dump-config", no_argument, NULL, 'd'},  {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+	    {"version", no_argument, NULL, 'V'},      {"new-key", required_argument, NULL, 'k'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct ctl c = {0};
 	const char *config = FQ_CONFIG_PATH;
@@ -418,6 +454,8 @@ int main(int argc, char **argv)
 		case 'd':
 			dump = 1;
 			break;
+		case 'k':
+			return new_key(optarg);
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -453,6 +491,17 @@ int main(int argc, char **argv)
 	    .auth_timeout_ns = (int64_t)c.cfg.auth_timeout,
 	    .max_output = 64u << 20,
 	};
+	if (*c.cfg.key) {
+		char err[512], text[FQ_SIGN_PUBLIC_TEXT];
+
+		if (fq_signkey_load(c.cfg.key, &c.key, err, sizeof(err)) < 0) {
+			fq_error("controller.key: %s", err);
+			goto out;
+		}
+		c.scfg.key = &c.key;
+		fq_signkey_public_text(c.key.public, text, sizeof(text));
+		fq_info("controller.key: answers to agents are signed by %s", text);
+	}
 	if (!(c.base = event_base_new())) {
 		fq_error("cannot create the event loop");
 		goto out;

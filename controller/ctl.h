@@ -32,12 +32,12 @@ struct fq_topo;
 
 struct ctl_config {
 	char *listen, *http_listen, *api_admin_uids, *topology_file, *db, *munge_socket, *spool_dir,
-	    *reference_node, *node_bindings;
+	    *reference_node, *node_bindings, *key;
 	uint64_t max_connections, max_unauthenticated_per_source, auth_queue;
 	uint64_t agent_uid, max_frame, auth_timeout, flush_interval, flush_frames, spool_max, db_backoff_max;
 	uint64_t db_connect_timeout, db_statement_timeout;
 	uint64_t report_interval, correction_valid, peers_per_nic, probe_port, peer_seed;
-	bool db_migrate, bind_nodes;
+	bool db_migrate, bind_nodes, node_keys_required;
 	/* detector thresholds (controller/detector.h) */
 	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, delay_min_excess, inband_floor,
 	    slow_nic_min_paths;
@@ -78,6 +78,7 @@ struct ctl {
 	struct fq_metrics *metrics;
 	struct fq_steplive *live; /* the job steps metrics and detector hold state for */
 	struct fq_session_config scfg;
+	struct fq_signkey key; /* controller.key, when set: scfg.key points here */
 	struct fq_session_stats sstats;
 	struct fq_strmap unauth;      /* source address -> sessions not yet past AgentHello (as uintptr_t) */
 	struct fq_strmap agents;      /* node -> struct agent */

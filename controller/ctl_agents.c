@@ -119,24 +119,47 @@ void ctl_on_dropped(void *arg, const char *node)
 static void unauth_release(struct ctl *c, const struct fq_session *s);
 static void source_of(const char *peer, char *out, size_t len);
 
-/* true (why set) if node is bound to another address than the session's. */
-static bool refuse_unbound(struct ctl *c, struct fq_session *s, const char *node, char *why, size_t whylen)
+static bool refuse_claim(struct ctl *c, struct fq_session *s, const char *node, char *why, size_t whylen)
+{
+	c->sstats.node_refused++;
+	fq_log_rl(FQ_LOG_WARN, "agent %s: AgentHello for %s refused: %s", fq_session_peer(s), node, why);
+	return true;
+}
+
+/* true (why set) if the hello may not speak for its node: the node is bound
+ * to a key that did not sign it, or to no key where keys are required, or
+ * to another address than the session's (nodebind.h). A key binding
+ * outranks the address: a node that signs may move. */
+static bool refuse_unbound(struct ctl *c, struct fq_session *s, const Fabriciq__AgentHello *h, char *why,
+			   size_t whylen)
 {
 	char addr[96];
-	const char *peer = fq_session_peer(s), *bound = NULL;
+	const char *peer = fq_session_peer(s), *node = h->node, *bound = fq_nodebind_get(c->bindings, node);
+	uint8_t key[FQ_SIGN_PUBLIC_SIZE];
 	int rc;
 
+	if (bound && fq_signkey_is_public_text(bound)) {
+		if (fq_signkey_public_parse(bound, key) == 0 && fq_session_node_signed(s, key, h))
+			return false;
+		snprintf(why, whylen, "node %s is bound to a key and this hello is %s (controller.node_bindings)",
+			 node, h->node_signature.len ? "not signed by it" : "not signed");
+		return refuse_claim(c, s, node, why, whylen);
+	}
+	if (c->cfg.node_keys_required) {
+		snprintf(why, whylen,
+			 "node %s is bound to no key (controller.node_keys_required; fabriciq-agent --new-key)",
+			 node);
+		return refuse_claim(c, s, node, why, whylen);
+	}
 	source_of(peer, addr, sizeof(addr));
 	rc = fq_nodebind_check(c->bindings, node, addr, &bound);
 	if (rc == 1)
 		fq_info("node %s is bound to %s (controller.node_bindings)", node, addr);
 	if (rc != -EPERM && rc != -ENOMEM)
 		return false;
-	c->sstats.node_refused++;
 	snprintf(why, whylen, "node %s belongs to %s, not %s (controller.node_bindings)", node,
 		 rc == -EPERM ? bound : "?", addr);
-	fq_log_rl(FQ_LOG_WARN, "agent %s: AgentHello for %s refused: %s", peer, node, why);
-	return true;
+	return refuse_claim(c, s, node, why, whylen);
 }
 
 static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, char *why, size_t whylen)
@@ -163,7 +186,7 @@ static int on_hello(void *arg, struct fq_session *s, Fabriciq__Envelope *env, ch
 		fq_frame_free(env);
 		return -EBUSY;
 	}
-	if (c->bindings && refuse_unbound(c, s, node, why, whylen)) {
+	if (c->bindings && refuse_unbound(c, s, env->hello, why, whylen)) {
 		fq_frame_free(env);
 		return -EPERM;
 	}

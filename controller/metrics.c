@@ -294,7 +294,8 @@ int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st,
 	       "connections closed on accept (controller.max_connections, max_unauthenticated_per_source)",
 	       (double)ss->refused);
 	scalar(out, "fabriciq_node_claims_refused_total", "counter",
-	       "AgentHellos naming a node from another address than its own (controller.bind_nodes)",
+	       "AgentHellos refused for their node name: not signed by the node's key, or from another address "
+	       "than its own (controller.node_bindings)",
 	       (double)ss->node_refused);
 	scalar(out, "fabriciq_frames_oversized_total", "counter",
 	       "frames over controller.max_frame (over the Auth limit before authentication)",

@@ -218,6 +218,11 @@ static int save(const struct fq_nodebind *b)
 	return rc;
 }
 
+const char *fq_nodebind_get(const struct fq_nodebind *b, const char *node)
+{
+	return fq_strmap_get(&b->map, node);
+}
+
 int fq_nodebind_check(struct fq_nodebind *b, const char *node, const char *addr, const char **bound)
 {
 	const char *have = fq_strmap_get(&b->map, node);

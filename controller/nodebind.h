@@ -1,5 +1,6 @@
 /*
- * nodebind: which host each node name belongs to, trusted on first use.
+ * nodebind: which host each node name belongs to: a key an operator
+ * provisioned, else the address it first came from (trusted on first use).
  *
  * munge proves that an agent's credential is root's on some host of the
  * cluster, not which host: any root may name any node in its AgentHello.
@@ -7,6 +8,14 @@
  * connected from; a later session that names it from another address is
  * refused. Root on one host can then report as another node only if that
  * node never connected, not while its agent is away.
+ *
+ * A stronger binding is a key: a line "NODE ed25519:BASE64" (the node's
+ * public key, which `fabriciq-agent --new-key` prints) binds the name to
+ * whoever holds the secret key, from any address; the controller then
+ * takes a hello for the node only if it is signed with that key
+ * (common/signkey.h; controller.node_keys_required refuses every node
+ * bound otherwise). Key lines are the operator's: never learned, kept as
+ * they are when the file is rewritten.
  *
  * The bindings are a text file, one "NODE ADDRESS" line each ('#' starts a
  * comment; in NODE, a byte other than [A-Za-z0-9._-] is %XX), rewritten whole (a temporary file, fsync, rename, fsync of the
@@ -37,6 +46,10 @@ int fq_nodebind_reload(struct fq_nodebind *b, char *err, size_t errlen);
  * binding held in memory); -EPERM: bound to another address, which
  * *bound (may be NULL) points to until the next call; -ENOMEM. */
 int fq_nodebind_check(struct fq_nodebind *b, const char *node, const char *addr, const char **bound);
+
+/* What node is bound to (an address, or a public key "ed25519:..."), or
+ * NULL; valid until the next call that changes the bindings. */
+const char *fq_nodebind_get(const struct fq_nodebind *b, const char *node);
 
 /* The bindings held. */
 size_t fq_nodebind_count(const struct fq_nodebind *b);

@@ -40,7 +40,8 @@ struct fq_session {
 	char *node;
 	int64_t ticket;     /* the authq request while VERIFYING */
 	size_t frame_limit; /* FQ_SESSION_AUTH_FRAME_MAX until authenticated, then max_frame */
-	uint8_t nonce[FQ_MUNGE_NONCE_SIZE];
+	uint8_t nonce[FQ_MUNGE_NONCE_SIZE];       /* ours, in the Challenge */
+	uint8_t agent_nonce[FQ_MUNGE_NONCE_SIZE]; /* the agent's, in its Auth (reply_wanted) */
 };
 
 static void session_free(struct fq_session *s)
@@ -218,8 +219,14 @@ static void send_auth(struct fq_session *s, const char *cred)
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__Auth au = FABRICIQ__AUTH__INIT;
+	uint8_t sig[FQ_SIGN_SIZE];
+	const struct fq_sign_part parts[] = {{s->agent_nonce, sizeof(s->agent_nonce)}, {s->nonce, sizeof(s->nonce)}};
 
 	au.credential = (char *)cred;
+	if (s->cfg.key && fq_sign(s->cfg.key, FQ_SIGN_CONTROLLER_AUTH, parts, 2, sig) == 0) {
+		au.signature.data = sig;
+		au.signature.len = sizeof(sig);
+	}
 	env.version = FQ_PROTOCOL_VERSION;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_AUTH;
 	env.auth = &au;
@@ -273,6 +280,8 @@ static void on_auth(struct fq_session *s, Fabriciq__Envelope *env)
 		return;
 	}
 	s->reply_wanted = env->auth->nonce.len == FQ_MUNGE_NONCE_SIZE;
+	if (s->reply_wanted)
+		memcpy(s->agent_nonce, env->auth->nonce.data, sizeof(s->agent_nonce));
 	ticket = fq_authq_submit(s->cfg.authq, env->auth->credential, s->nonce, s->cfg.agent_uid,
 				 s->reply_wanted ? env->auth->nonce.data : NULL, on_verdict, s);
 	if (ticket == -EBUSY) {
@@ -466,6 +475,19 @@ fail:
 	s->ops.closed = NULL;
 	session_free(s);
 	return NULL;
+}
+
+bool fq_session_node_signed(const struct fq_session *s, const uint8_t public[FQ_SIGN_PUBLIC_SIZE],
+			    const Fabriciq__AgentHello *h)
+{
+	const struct fq_sign_part parts[] = {
+	    {s->nonce, sizeof(s->nonce)},
+	    {s->agent_nonce, s->reply_wanted ? sizeof(s->agent_nonce) : 0},
+	    {h->node, strlen(h->node)},
+	};
+
+	return fq_sign_verify(public, FQ_SIGN_NODE_HELLO, parts, 3, h->node_signature.data,
+			      h->node_signature.len);
 }
 
 const char *fq_session_peer(const struct fq_session *s)

@@ -11,7 +11,11 @@
  * controller's own Auth: a credential minted by this process (its uid)
  * with that nonce as payload, so the agent knows it talks to the
  * controller (slurmd-agent/uplink.h); if none can be minted the agent gets
- * Result{EAGAIN} and the connection closes. Then AgentHello, then report
+ * Result{EAGAIN} and the connection closes. With a key of its own
+ * (controller.key), that Auth is also signed (common/signkey.h), so an
+ * agent given the controller's public key knows it is this controller,
+ * not root elsewhere with a munge credential. Then AgentHello (its node
+ * name checked by the caller: fq_session_node_signed), then report
  * frames. Oversized or undecodable frames are counted and
  * close the connection.
  *
@@ -35,8 +39,11 @@
 #ifndef FQ_CONTROLLER_SESSION_H
 #define FQ_CONTROLLER_SESSION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "common/signkey.h"
 
 #include "proto/fabriciq.pb-c.h"
 
@@ -54,7 +61,7 @@ struct fq_session_stats {
 	uint64_t connected;    /* sessions now authenticated and past hello */
 	uint64_t open;         /* sessions now open, in any state */
 	uint64_t refused;      /* connections refused on accept (the caller's caps) */
-	uint64_t node_refused; /* AgentHellos naming a node bound to another address */
+	uint64_t node_refused; /* AgentHellos refused for their node name (nodebind.h) */
 };
 
 struct fq_session_ops {
@@ -74,6 +81,9 @@ struct fq_session_config {
 	size_t max_frame;
 	int64_t auth_timeout_ns;
 	size_t max_output; /* bytes queued to a slow agent before it is dropped */
+	/* The controller's key (controller.key): its Auth to an agent is
+	 * signed with it (the agent's nonce, then ours). NULL: not signed. */
+	const struct fq_signkey *key;
 };
 
 /* Takes fd (a connected socket). NULL on failure (fd closed). */
@@ -93,6 +103,13 @@ int fq_session_ack(struct fq_session *s, uint64_t seq);
 int fq_session_send_advice(struct fq_session *s, uint64_t job, const char *local_nic, const char *remote_node,
 			   const char *remote_nic, int64_t lifetime_ns, uint64_t other_job,
 			   const char *shared_nic, int64_t now_ns);
+
+/* Does h's node_signature sign this connection's hello for h->node with
+ * the key public (common/signkey.h: FQ_SIGN_NODE_HELLO over our Challenge
+ * nonce, the agent's Auth nonce and the node name)? For the hello
+ * callback. */
+bool fq_session_node_signed(const struct fq_session *s, const uint8_t public[FQ_SIGN_PUBLIC_SIZE],
+			    const Fabriciq__AgentHello *h);
 
 const char *fq_session_peer(const struct fq_session *s);
 const char *fq_session_node(const struct fq_session *s); /* NULL before hello */

@@ -10,7 +10,7 @@ munge libmunge-dev
 protobuf-c-compiler libprotobuf-c-dev
 libpq-dev postgresql-15 postgresql-client-15
 libibverbs-dev
-libevent-dev libjson-c-dev libmicrohttpd-dev libsystemd-dev
+libevent-dev libjson-c-dev libmicrohttpd-dev libsystemd-dev libsodium-dev
 iproute2 util-linux iputils-ping procps python3
 clang-format valgrind
 clang libclang-rt-14-dev chrony

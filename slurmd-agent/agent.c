@@ -37,7 +37,8 @@ static void usage(FILE *out)
 	    out,
 	    "Usage: fabriciq-agent [-c FILE] [-s KEY=VALUE]...\n"
 	    "       fabriciq-agent --status [-c FILE] [--json]\n"
-	    "       fabriciq-agent --dump-config [-c FILE] [-s KEY=VALUE]...\n\n"
+	    "       fabriciq-agent --dump-config [-c FILE] [-s KEY=VALUE]...\n"
+	    "       fabriciq-agent --new-key FILE [-c FILE] [-s node=NAME]\n\n"
 	    "The fabriciq node agent: probes its peers on every back-end NIC (coded UDP probe pairs with\n"
 	    "kernel timestamps), estimates each peer's clock offset and drift, detects dead paths, and\n"
 	    "writes its state to a status file each report window.\n\n"
@@ -46,6 +47,8 @@ static void usage(FILE *out)
 	    "      --status        print the running agent's state (from its status file)\n"
 	    "      --json          with --status: the raw JSON\n"
 	    "      --dump-config   print the effective configuration and exit\n"
+	    "      --new-key FILE  make this node's secret key for agent.node_key in FILE (0600, new)\n"
+	    "                      and print the \"NODE ed25519:...\" line for the controller's bindings\n"
 	    "  -h, --help          this text\n"
 	    "  -V, --version       the version\n\n"
 	    "It runs in the foreground (systemd or the testbed supervise it). Exit status: 0 stopped by\n"
@@ -524,6 +527,7 @@ static int start_sharing(struct agent *a)
 		struct fq_uplink_config uc = {.munge_socket = a->cfg.munge_socket,
 					      .port = 7100,
 					      .controller_uid = (uid_t)a->cfg.controller_uid};
+		char err[512], text[FQ_SIGN_PUBLIC_TEXT];
 		char host[256], *colon;
 
 		snprintf(host, sizeof(host), "%s", a->cfg.controller);
@@ -539,6 +543,23 @@ static int start_sharing(struct agent *a)
 			uc.port = (uint16_t)port;
 		}
 		uc.host = host;
+		if (*a->cfg.node_key) {
+			if ((rc = fq_signkey_load(a->cfg.node_key, &a->node_key, err, sizeof(err))) < 0) {
+				fq_error("agent.node_key: %s", err);
+				return rc;
+			}
+			uc.node_key = &a->node_key;
+			fq_signkey_public_text(a->node_key.public, text, sizeof(text));
+			fq_info("agent.node_key: hellos for %s are signed by %s", a->cfg.node, text);
+		}
+		if (*a->cfg.controller_key) {
+			if (fq_signkey_public_parse(a->cfg.controller_key, a->controller_key) < 0) {
+				fq_error("agent.controller_key: '%s' is not a public key (ed25519:BASE64)",
+					 a->cfg.controller_key);
+				return -EINVAL;
+			}
+			uc.controller_key = a->controller_key;
+		}
 		rc = fq_spool_open(a->cfg.spool_dir, a->cfg.spool_max, &a->spool);
 		if (rc == 0 && (rc = fq_spool_attach(a->spool, a->base)) < 0)
 			fq_error("spool: cannot start its worker thread: %s", strerror(-rc));
@@ -600,19 +621,41 @@ static int print_status(const char *path, int json)
 	return 0;
 }
 
+/* --new-key FILE: a new secret key in FILE, and on stdout the line that
+ * binds this node to it in the controller's node bindings. */
+static int make_node_key(const char *path, const char *node)
+{
+	struct fq_signkey k;
+	char err[512], text[FQ_SIGN_PUBLIC_TEXT];
+
+	if (fq_signkey_create(path, &k, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fabriciq-agent: %s\n", err);
+		return 1;
+	}
+	fq_signkey_public_text(k.public, text, sizeof(text));
+	printf("%s %s\n", node, text);
+	fprintf(stderr,
+		"fabriciq-agent: new key in %s (agent.node_key = %s); bind %s to it: add the line above to\n"
+		"the controller's controller.node_bindings (replacing %s's line) and reload it (SIGHUP)\n",
+		path, path, node, node);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
 	    {"status", no_argument, NULL, 'S'},       {"json", no_argument, NULL, 'j'},
 	    {"dump-config", no_argument, NULL, 'd'},  {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+	    {"version", no_argument, NULL, 'V'},      {"new-key", required_argument, NULL, 'k'},
+	    {NULL, 0, NULL, 0},
 	};
 	static struct agent a; /* its tables are large for a stack */
 	const char *config = FQ_CONFIG_PATH;
 	char *sets[64];
 	int nsets = 0, status = 0, json = 0, dump = 0, opt, rc = 1; /* 1 runtime, 2 configuration */
 	char err[512], host[256];
+	const char *new_key = NULL;
 	bool discovered;
 
 	while ((opt = getopt_long(argc, argv, "c:s:hV", longopts, NULL)) != -1) {
@@ -635,6 +678,9 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			dump = 1;
+			break;
+		case 'k':
+			new_key = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -667,6 +713,10 @@ int main(int argc, char **argv)
 		gethostname(host, sizeof(host) - 1);
 		host[sizeof(host) - 1] = '\0';
 		a.cfg.node = strdup(host);
+	}
+	if (new_key) {
+		rc = make_node_key(new_key, a.cfg.node);
+		goto out;
 	}
 	if (dump) {
 		fq_cfg_dump(&agent_config_schema, &a.cfg, stdout);

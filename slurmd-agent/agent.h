@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/clock_page.h"
 #include "common/path_page.h"
+#include "common/signkey.h"
 #include "proto/fabriciq.pb-c.h"
 #include "slurmd-agent/advice.h"
 #include "slurmd-agent/agent_config.h"
@@ -48,6 +49,8 @@ struct agent_assigned {
 
 struct agent {
 	struct agent_config cfg;
+	struct fq_signkey node_key;                         /* agent.node_key, when set */
+	uint8_t controller_key[FQ_SIGN_PUBLIC_SIZE];        /* agent.controller_key, when set */
 	char step_socket[256], telemetry_socket[256], clock_page_path[4096], path_page_path[4096];
 	char steps_path[4096]; /* the persisted step registry, RUN_DIR/steps.json */
 	char boot_id[64];

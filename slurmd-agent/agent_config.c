@@ -47,6 +47,14 @@ static const struct fq_cfg_option agent_options[] = {
 	"munged's socket for the controller credential (empty: munge's default)"),
     OPT("controller_uid", FQ_CFG_UINT, controller_uid, "0", 0, 4294967294.0, NULL,
 	"uid the controller's munge credential must carry (the controller authenticates to the agent)"),
+    OPT("node_key", FQ_CFG_STRING, node_key, "", 0, 0, NULL,
+	"this node's secret key file (fabriciq-agent --new-key FILE makes one and prints the line for the "
+	"controller's node bindings): every hello is signed with it, so no other host can speak as this "
+	"node; empty: none (the controller binds the name to an address)"),
+    OPT("controller_key", FQ_CFG_STRING, controller_key, "", 0, 0, NULL,
+	"the controller's public key, \"ed25519:...\" (fabriciq-controller --new-key prints it): its answer "
+	"must be signed with it, so root on another host cannot pose as the controller; empty: munge's uid "
+	"only"),
     OPT("reference", FQ_CFG_STRING, reference, "", 0, 0, NULL,
 	"the reference host of the global timeline without a controller (default: the first node name, "
 	"in byte order, among this node and its peers)"),

@@ -91,7 +91,10 @@ struct fq_uplink {
 	uint8_t *sendbuf;
 	uint64_t connects, refusals, disconnects, frames_sent, acked;
 	uint64_t acks_refused, corrections_refused, peers_refused, advice_refused, controller_auth_refused;
-	uint8_t nonce[FQ_MUNGE_NONCE_SIZE]; /* ours, the controller's Auth must carry it */
+	uint8_t nonce[FQ_MUNGE_NONCE_SIZE];     /* ours, the controller's Auth must carry it */
+	uint8_t challenge[FQ_MUNGE_NONCE_SIZE]; /* the controller's, from its Challenge */
+	uint8_t controller_key[FQ_SIGN_PUBLIC_SIZE];
+	bool want_key; /* agent.controller_key set: controller_key holds it */
 	int64_t correction_at;              /* local raw time of the last correction passed on */
 	char last_error[256];
 };
@@ -230,6 +233,7 @@ static int answer_challenge(struct fq_uplink *u, const Fabriciq__Challenge *ch)
 	if (!c)
 		return -ENOMEM;
 	memcpy(c->nonce, ch->nonce.data, sizeof(c->nonce));
+	memcpy(u->challenge, ch->nonce.data, sizeof(u->challenge));
 	c->ttl_s = u->cfg.credential_ttl_s;
 	fq_worker_submit(u->worker, &c->job);
 	return 0;
@@ -241,6 +245,7 @@ static int send_auth(struct fq_uplink *u, const struct call *c)
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__Auth auth = FABRICIQ__AUTH__INIT;
 	Fabriciq__AgentHello hello = FABRICIQ__AGENT_HELLO__INIT;
+	uint8_t sig[FQ_SIGN_SIZE];
 	int rc;
 
 	if (c->rc < 0) {
@@ -261,6 +266,20 @@ static int send_auth(struct fq_uplink *u, const struct call *c)
 		return rc;
 	u->ops.hello(u->arg, &hello);
 	hello.next_seq = fq_spool_first_unconfirmed(u->spool);
+	if (u->cfg.node_key) {
+		const struct fq_sign_part parts[] = {
+		    {u->challenge, sizeof(u->challenge)},
+		    {u->nonce, sizeof(u->nonce)},
+		    {hello.node, strlen(hello.node)},
+		};
+
+		if ((rc = fq_sign(u->cfg.node_key, FQ_SIGN_NODE_HELLO, parts, 3, sig)) < 0) {
+			set_error(u, "cannot sign the hello: %s", strerror(-rc));
+			return rc;
+		}
+		hello.node_signature.data = sig;
+		hello.node_signature.len = sizeof(sig);
+	}
 	env = (Fabriciq__Envelope)FABRICIQ__ENVELOPE__INIT;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_HELLO;
 	env.hello = &hello;
@@ -275,8 +294,17 @@ static int send_auth(struct fq_uplink *u, const struct call *c)
  * controller's uid (checked on the worker), else the connection is dropped. */
 static int check_controller(struct fq_uplink *u, const Fabriciq__Auth *a)
 {
-	struct call *c = ask(u, CHECK, CHECKING);
+	const struct fq_sign_part parts[] = {{u->nonce, sizeof(u->nonce)}, {u->challenge, sizeof(u->challenge)}};
+	struct call *c;
 
+	if (u->want_key && !fq_sign_verify(u->controller_key, FQ_SIGN_CONTROLLER_AUTH, parts, 2,
+					   a->signature.data, a->signature.len)) {
+		u->controller_auth_refused++;
+		set_error(u, "the controller did not authenticate: its answer is %s (agent.controller_key)",
+			  a->signature.len ? "not signed by the controller's key" : "not signed");
+		return -EACCES;
+	}
+	c = ask(u, CHECK, CHECKING);
 	if (!c || !(c->cred = strdup(a->credential ? a->credential : ""))) {
 		free(c);
 		u->call = NULL;
@@ -611,6 +639,11 @@ struct fq_uplink *fq_uplink_create(struct event_base *base, const struct fq_upli
 	u->cfg = *cfg;
 	snprintf(u->host, sizeof(u->host), "%s", cfg->host);
 	u->cfg.host = u->host;
+	if (cfg->controller_key) {
+		memcpy(u->controller_key, cfg->controller_key, sizeof(u->controller_key));
+		u->want_key = true;
+	}
+	u->cfg.controller_key = NULL; /* the copy above */
 	if (cfg->munge_socket && *cfg->munge_socket) {
 		snprintf(u->munge_socket, sizeof(u->munge_socket), "%s", cfg->munge_socket);
 		u->cfg.munge_socket = u->munge_socket;

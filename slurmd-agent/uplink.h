@@ -7,7 +7,8 @@
  * useless elsewhere, plus a nonce of its own) and AgentHello. The
  * controller must then authenticate itself: an Auth whose credential
  * decodes on this node's munged with the agent's nonce as payload and
- * controller_uid as uid, within 10 s. Until it has, the agent sends
+ * controller_uid as uid (and, when agent.controller_key is set, signed
+ * with the controller's key: common/signkey.h), within 10 s. Until it has, the agent sends
  * nothing more and takes nothing from it (no Ack, correction, peers or
  * advice); a bad or missing one drops the connection (counted in
  * controller_auth_refused). Then it streams its spool (spool.h) from the
@@ -50,6 +51,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/signkey.h"
 #include "proto/fabriciq.pb-c.h"
 #include "slurmd-agent/spool.h"
 
@@ -75,6 +77,14 @@ struct fq_uplink_config {
 	const char *munge_socket; /* NULL: munged's default */
 	int credential_ttl_s;     /* 0: munged's default */
 	uid_t controller_uid;     /* the uid the controller's credential must carry */
+	/* This node's key (agent.node_key): each AgentHello is signed with it
+	 * (FQ_SIGN_NODE_HELLO over the Challenge nonce, ours and the node
+	 * name). NULL: not signed. */
+	const struct fq_signkey *node_key;
+	/* The controller's public key (agent.controller_key): its Auth must be
+	 * signed with it (FQ_SIGN_CONTROLLER_AUTH over our nonce and its
+	 * Challenge nonce), besides its munge credential. NULL: not asked. */
+	const uint8_t *controller_key;
 };
 
 struct fq_uplink;

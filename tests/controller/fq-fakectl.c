@@ -16,7 +16,9 @@
  * back and prints, one per line:
  *   hello1 node=N next_seq=S   frames=F max_seq=M   closed_after_ack=0|1
  *   hello2 next_seq=S
- * Exit 0 when both hellos came, 1 otherwise.
+ * Exit 0 when both hellos came, 1 otherwise. With KEYFILE (a secret key,
+ * common/signkey.h) its Auth is also signed with that key, as the real
+ * controller's is with controller.key.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,8 +34,12 @@
 #include "common/clock.h"
 #include "common/frame.h"
 #include "common/munge_cred.h"
+#include "common/signkey.h"
 
 static const char *munge_socket, *mode;
+static struct fq_signkey key;
+static int have_key;
+static uint8_t challenge[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
 static int send_env(int fd, Fabriciq__Envelope *env)
 {
@@ -72,8 +78,9 @@ static void answer_auth(int fd, const Fabriciq__Auth *a)
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__Auth au = FABRICIQ__AUTH__INIT;
-	uint8_t other[16] = {0};
+	uint8_t other[16] = {0}, sig[FQ_SIGN_SIZE];
 	char *cred = NULL, err[256];
+	const struct fq_sign_part parts[] = {{a->nonce.data, a->nonce.len}, {challenge, sizeof(challenge)}};
 
 	if (!strcmp(mode, "silent") || a->nonce.len != sizeof(other))
 		return;
@@ -83,6 +90,10 @@ static void answer_auth(int fd, const Fabriciq__Auth *a)
 		return;
 	}
 	au.credential = cred;
+	if (have_key && fq_sign(&key, FQ_SIGN_CONTROLLER_AUTH, parts, 2, sig) == 0) {
+		au.signature.data = sig;
+		au.signature.len = sizeof(sig);
+	}
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_AUTH;
 	env.auth = &au;
 	send_env(fd, &env);
@@ -95,14 +106,13 @@ static int accept_agent(int lfd, struct fq_frame_decoder **dec, Fabriciq__Envelo
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT, *in;
 	Fabriciq__Challenge ch = FABRICIQ__CHALLENGE__INIT;
-	uint8_t nonce[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 	struct pollfd p = {lfd, POLLIN, 0};
 	int fd;
 
 	if (poll(&p, 1, 20000) != 1 || (fd = accept(lfd, NULL, NULL)) < 0)
 		return -1;
-	ch.nonce.data = nonce;
-	ch.nonce.len = sizeof(nonce);
+	ch.nonce.data = challenge;
+	ch.nonce.len = sizeof(challenge);
 	ch.max_frame = FQ_FRAME_MAX_DEFAULT;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_CHALLENGE;
 	env.challenge = &ch;
@@ -189,11 +199,20 @@ int main(int argc, char **argv)
 	uint64_t frames = 0, max_seq = 0;
 	int lfd, fd, one = 1, closed = 0, rc;
 
-	if (argc != 4) {
+	char err[512];
+
+	if (argc != 4 && argc != 5) {
 		fprintf(stderr,
-			"usage: fq-fakectl PORT MUNGE_SOCKET hostile|genuine|forged|silent (listens on "
-			"127.0.0.1)\n");
+			"usage: fq-fakectl PORT MUNGE_SOCKET hostile|genuine|forged|silent [KEYFILE] (listens "
+			"on 127.0.0.1)\n");
 		return 2;
+	}
+	if (argc == 5) {
+		if (fq_signkey_load(argv[4], &key, err, sizeof(err)) < 0) {
+			fprintf(stderr, "fq-fakectl: %s\n", err);
+			return 2;
+		}
+		have_key = 1;
 	}
 	munge_socket = argv[2];
 	mode = argv[3];

@@ -87,6 +87,15 @@ int main(void)
 	is_int(fq_nodebind_open(path, &b2, err, sizeof(err)), 0, "... and read back (%s)", err);
 	is_int(fq_nodebind_check(b2, "n 1\t#x\n%41", "198.18.0.6", NULL), -EPERM, "... as the same name");
 	fq_nodebind_close(b2);
+
+	/* A key binding is the operator's: read, never learned, and kept whole
+	 * when a new address binding rewrites the file. */
+	write_file("n2 ed25519:IhNlLs8gvxtc7zodeT7L/9h1mRMp+ekT5tm65mUCfxs=\n");
+	is_int(fq_nodebind_reload(b, err, sizeof(err)), 0, "a node bound to a key");
+	is_str(fq_nodebind_get(b, "n2"), "ed25519:IhNlLs8gvxtc7zodeT7L/9h1mRMp+ekT5tm65mUCfxs=", "... its binding");
+	is_int(fq_nodebind_check(b, "n5", "198.18.0.7", NULL), 1, "another node binds to its address");
+	ok(file_has("n2 ed25519:IhNlLs8gvxtc7zodeT7L/9h1mRMp+ekT5tm65mUCfxs=\n"),
+	   "... and the key's line is written back as it was");
 	write_file("n%00 198.18.0.5\n");
 	is_int(fq_nodebind_open(path, &b2, err, sizeof(err)), -EINVAL, "a NUL escape is refused");
 	fq_nodebind_close(b);

@@ -16,6 +16,7 @@
 : "${top_builddir:=$top_srcdir}"
 AGENT=$top_builddir/slurmd-agent/fabriciq-agent
 FAKE=$top_builddir/tests/controller/fq-fakectl
+CTL=$top_builddir/controller/fabriciq-controller
 [ -x "$AGENT" ] && [ -x "$FAKE" ] || skip_all "build fabriciq-agent and fq-fakectl first (make check builds them)"
 command -v munged >/dev/null || skip_all "munged not installed"
 
@@ -32,14 +33,17 @@ munged_start "$T" || skip_all "$MUNGED_ERR"
 
 # run_case MODE [KEY=VALUE...]: the fake controller in MODE and a fresh
 # agent (its own spool and status) until the fake is done; $D is its dir.
+# FAKE_KEY, when set: the secret key the fake controller signs with.
+ncase=0
 run_case() {
 	local mode=$1 sets="" kv port
 	shift
 	for kv in "$@"; do sets="$sets -s $kv"; done
-	D=$T/$mode.$#
+	ncase=$((ncase + 1))
+	D=$T/$mode.$ncase
 	mkdir -p "$D"
 	port=$(free_port)
-	"$FAKE" "$port" "$T/munge.socket" "$mode" >"$D/fake.out" 2>&1 &
+	"$FAKE" "$port" "$T/munge.socket" "$mode" ${FAKE_KEY:+"$FAKE_KEY"} >"$D/fake.out" 2>&1 &
 	FAKE_PID=$!
 	for _ in $(seq 50); do grep -q listening "$D/fake.out" && break; sleep 0.1; done
 	# shellcheck disable=SC2086
@@ -56,7 +60,7 @@ run_case() {
 }
 num() { tr -d ' \n' <"$D/status.json" | grep -o "\"$1\":[0-9]*" | head -1 | grep -o '[0-9]*$'; }
 
-plan 20
+plan 27
 # the controller authenticates itself: the agent streams only then
 run_case genuine
 grep -q "^frames=[1-9][0-9]* closed=0$" "$D/fake.out"
@@ -73,6 +77,27 @@ is "$(num controller_auth_refused)" 1 "1 controller refusal counted"
 run_case silent
 is "$(tail -1 "$D/fake.out")" "frames=0 closed=1" "no Auth from the controller: nothing sent, dropped after 10 s"
 grep -q "the controller did not authenticate within 10 s" "$D/agent.log"; ok $? "the log says so"
+
+# agent.controller_key: root elsewhere (a good munge credential) is not the controller
+"$CTL" --new-key "$T/controller.key" >"$T/controller.pub" 2>/dev/null
+"$CTL" --new-key "$T/other.key" >"$T/other.pub" 2>/dev/null
+pub=$(cat "$T/controller.pub")
+FAKE_KEY=$T/controller.key run_case genuine "controller_key=$pub"
+grep -q "^frames=[1-9][0-9]* closed=0$" "$D/fake.out"
+ok $? "agent.controller_key set, the Auth signed with the controller's key: frames stream ($(tail -1 "$D/fake.out"))"
+FAKE_KEY=$T/other.key run_case genuine "controller_key=$pub"
+is "$(tail -1 "$D/fake.out")" "frames=0 closed=1" "signed with another key (root on another host, its own key): nothing sent, dropped"
+is "$(num controller_auth_refused)" 1 "1 controller refusal counted"
+grep -q "the controller did not authenticate: its answer is not signed by the controller's key" "$D/agent.log"
+ok $? "the log says whose key is missing"
+run_case genuine "controller_key=$pub"
+is "$(tail -1 "$D/fake.out")" "frames=0 closed=1" "a good munge credential, no signature: nothing sent, dropped"
+grep -q "the controller did not authenticate: its answer is not signed (agent.controller_key)" "$D/agent.log"
+ok $? "the log says it was not signed"
+"$AGENT" -c /dev/null -s "controller_key=ed25519:AAAA" -s controller=127.0.0.1:1 -s nics=lo \
+	-s "run_dir=$T/bad" -s "spool_dir=$T/bad/spool" -s "status_file=$T/bad/s.json" >"$T/bad.log" 2>&1
+is "$? $(grep -c "agent.controller_key: 'ed25519:AAAA' is not a public key" "$T/bad.log")" "1 1" \
+	"a controller_key that is not a key: the agent does not start, and says why"
 
 # a hostile controller that authenticates (root elsewhere): every value bounded
 run_case hostile
