@@ -13,7 +13,8 @@
 #define SECRET_PREFIX "ed25519-secret:"
 #define MESSAGE_MAX   4096
 
-static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static int seterr(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
 	va_list ap;
@@ -36,7 +37,8 @@ static int unbase64(const char *text, size_t textlen, uint8_t *out, size_t len)
 	size_t got = 0;
 	const char *end = NULL;
 
-	if (sodium_base642bin(out, len, text, textlen, "\n", &got, &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
+	if (sodium_base642bin(out, len, text, textlen, "\n", &got, &end, sodium_base64_VARIANT_ORIGINAL) !=
+		0 ||
 	    got != len || (end && *end && *end != '\n'))
 		return -EINVAL;
 	return 0;
@@ -96,7 +98,8 @@ int fq_signkey_load(const char *path, struct fq_signkey *k, char *err, size_t er
 	if (fd < 0) {
 		rc = -errno;
 		return seterr(err, errlen, rc, "%s: %s", path,
-			      rc == -ELOOP ? "a symbolic link (a key is read from a file of its own)" : strerror(-rc));
+			      rc == -ELOOP ? "a symbolic link (a key is read from a file of its own)"
+					   : strerror(-rc));
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
@@ -106,8 +109,9 @@ int fq_signkey_load(const char *path, struct fq_signkey *k, char *err, size_t er
 	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
 		close(fd);
 		return seterr(err, errlen, -EPERM,
-			      "%s: %s (a secret key must be a regular file of uid %u, mode 0600 or 0400)", path,
-			      !S_ISREG(st.st_mode)   ? "not a regular file"
+			      "%s: %s (a secret key must be a regular file of uid %u, mode 0600 or 0400)",
+			      path,
+			      !S_ISREG(st.st_mode)     ? "not a regular file"
 			      : st.st_uid != geteuid() ? "owned by another uid"
 						       : "readable or writable by group or others",
 			      (unsigned)geteuid());
@@ -117,8 +121,10 @@ int fq_signkey_load(const char *path, struct fq_signkey *k, char *err, size_t er
 	if (n < 0)
 		return seterr(err, errlen, -errno, "%s: %s", path, strerror(errno));
 	line[n] = '\0';
-	rc = strncmp(line, SECRET_PREFIX, strlen(SECRET_PREFIX)) ? -EINVAL
-	     : unbase64(line + strlen(SECRET_PREFIX), (size_t)n - strlen(SECRET_PREFIX), seed, sizeof(seed));
+	rc = strncmp(line, SECRET_PREFIX, strlen(SECRET_PREFIX))
+		 ? -EINVAL
+		 : unbase64(line + strlen(SECRET_PREFIX), (size_t)n - strlen(SECRET_PREFIX), seed,
+			    sizeof(seed));
 	sodium_memzero(line, sizeof(line));
 	if (rc == 0)
 		rc = keypair(seed, k);

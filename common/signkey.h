@@ -24,9 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FQ_SIGN_PUBLIC_SIZE 32
-#define FQ_SIGN_SIZE        64
-#define FQ_SIGN_PUBLIC_TEXT 56 /* "ed25519:" + 44 base64 + NUL, rounded */
+#define FQ_SIGN_PUBLIC_SIZE   32
+#define FQ_SIGN_SIZE          64
+#define FQ_SIGN_PUBLIC_TEXT   56 /* "ed25519:" + 44 base64 + NUL, rounded */
 #define FQ_SIGN_PUBLIC_PREFIX "ed25519:"
 
 struct fq_signkey {

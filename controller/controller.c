@@ -86,8 +86,10 @@ static const struct fq_cfg_option ctl_options[] = {
 	"which fabriciq-agent --new-key prints), and sign its hello with it: a node bound to an address, or "
 	"to nothing, is refused (needs controller.bind_nodes)"),
     OPT("key", FQ_CFG_STRING, key, "", 0, 0,
-	"the controller's secret key file (fabriciq-controller --new-key FILE makes one and prints its public "
-	"key): its answer to each agent is signed, so agents given the public key (agent.controller_key) tell "
+	"the controller's secret key file (fabriciq-controller --new-key FILE makes one and prints its "
+	"public "
+	"key): its answer to each agent is signed, so agents given the public key (agent.controller_key) "
+	"tell "
 	"it from root on another host; empty: not signed"),
     OPT("spool_max", FQ_CFG_SIZE, spool_max, "1GiB", 1 << 20, 1e15, "size limit of the spool file"),
     OPT("report_interval", FQ_CFG_DURATION, report_interval, "1s", 0.1e9, 60e9,
@@ -285,8 +287,9 @@ static int load_config(struct ctl *c, const char *path, char **sets, int nsets)
 		return -EINVAL;
 	}
 	if (c->cfg.node_keys_required && !c->cfg.bind_nodes) {
-		fprintf(stderr, "fabriciq-controller: controller.node_keys_required needs controller.bind_nodes: "
-				"the keys are node bindings\n");
+		fprintf(stderr,
+			"fabriciq-controller: controller.node_keys_required needs controller.bind_nodes: "
+			"the keys are node bindings\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -429,9 +432,12 @@ static int new_key(const char *path)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
-	    {"dump-config", no_argument, NULL, 'd'},  {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},      {"new-key", required_argument, NULL, 'k'},
+	    {"config", required_argument, NULL, 'c'},
+	    {"set", required_argument, NULL, 's'},
+	    {"dump-config", no_argument, NULL, 'd'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"new-key", required_argument, NULL, 'k'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct ctl c = {0};

@@ -141,14 +141,16 @@ static bool refuse_unbound(struct ctl *c, struct fq_session *s, const Fabriciq__
 	if (bound && fq_signkey_is_public_text(bound)) {
 		if (fq_signkey_public_parse(bound, key) == 0 && fq_session_node_signed(s, key, h))
 			return false;
-		snprintf(why, whylen, "node %s is bound to a key and this hello is %s (controller.node_bindings)",
-			 node, h->node_signature.len ? "not signed by it" : "not signed");
+		snprintf(why, whylen,
+			 "node %s is bound to a key and this hello is %s (controller.node_bindings)", node,
+			 h->node_signature.len ? "not signed by it" : "not signed");
 		return refuse_claim(c, s, node, why, whylen);
 	}
 	if (c->cfg.node_keys_required) {
-		snprintf(why, whylen,
-			 "node %s is bound to no key (controller.node_keys_required; fabriciq-agent --new-key)",
-			 node);
+		snprintf(
+		    why, whylen,
+		    "node %s is bound to no key (controller.node_keys_required; fabriciq-agent --new-key)",
+		    node);
 		return refuse_claim(c, s, node, why, whylen);
 	}
 	source_of(peer, addr, sizeof(addr));

@@ -293,10 +293,11 @@ int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st,
 	scalar(out, "fabriciq_connections_refused_total", "counter",
 	       "connections closed on accept (controller.max_connections, max_unauthenticated_per_source)",
 	       (double)ss->refused);
-	scalar(out, "fabriciq_node_claims_refused_total", "counter",
-	       "AgentHellos refused for their node name: not signed by the node's key, or from another address "
-	       "than its own (controller.node_bindings)",
-	       (double)ss->node_refused);
+	scalar(
+	    out, "fabriciq_node_claims_refused_total", "counter",
+	    "AgentHellos refused for their node name: not signed by the node's key, or from another address "
+	    "than its own (controller.node_bindings)",
+	    (double)ss->node_refused);
 	scalar(out, "fabriciq_frames_oversized_total", "counter",
 	       "frames over controller.max_frame (over the Auth limit before authentication)",
 	       (double)ss->frames_oversized);

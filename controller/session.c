@@ -220,7 +220,8 @@ static void send_auth(struct fq_session *s, const char *cred)
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__Auth au = FABRICIQ__AUTH__INIT;
 	uint8_t sig[FQ_SIGN_SIZE];
-	const struct fq_sign_part parts[] = {{s->agent_nonce, sizeof(s->agent_nonce)}, {s->nonce, sizeof(s->nonce)}};
+	const struct fq_sign_part parts[] = {{s->agent_nonce, sizeof(s->agent_nonce)},
+					     {s->nonce, sizeof(s->nonce)}};
 
 	au.credential = (char *)cred;
 	if (s->cfg.key && fq_sign(s->cfg.key, FQ_SIGN_CONTROLLER_AUTH, parts, 2, sig) == 0) {

@@ -644,10 +644,14 @@ static int make_node_key(const char *path, const char *node)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
-	    {"status", no_argument, NULL, 'S'},       {"json", no_argument, NULL, 'j'},
-	    {"dump-config", no_argument, NULL, 'd'},  {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},      {"new-key", required_argument, NULL, 'k'},
+	    {"config", required_argument, NULL, 'c'},
+	    {"set", required_argument, NULL, 's'},
+	    {"status", no_argument, NULL, 'S'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"dump-config", no_argument, NULL, 'd'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"new-key", required_argument, NULL, 'k'},
 	    {NULL, 0, NULL, 0},
 	};
 	static struct agent a; /* its tables are large for a stack */

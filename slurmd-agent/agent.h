@@ -49,8 +49,8 @@ struct agent_assigned {
 
 struct agent {
 	struct agent_config cfg;
-	struct fq_signkey node_key;                         /* agent.node_key, when set */
-	uint8_t controller_key[FQ_SIGN_PUBLIC_SIZE];        /* agent.controller_key, when set */
+	struct fq_signkey node_key;                  /* agent.node_key, when set */
+	uint8_t controller_key[FQ_SIGN_PUBLIC_SIZE]; /* agent.controller_key, when set */
 	char step_socket[256], telemetry_socket[256], clock_page_path[4096], path_page_path[4096];
 	char steps_path[4096]; /* the persisted step registry, RUN_DIR/steps.json */
 	char boot_id[64];

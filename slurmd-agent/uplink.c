@@ -94,8 +94,8 @@ struct fq_uplink {
 	uint8_t nonce[FQ_MUNGE_NONCE_SIZE];     /* ours, the controller's Auth must carry it */
 	uint8_t challenge[FQ_MUNGE_NONCE_SIZE]; /* the controller's, from its Challenge */
 	uint8_t controller_key[FQ_SIGN_PUBLIC_SIZE];
-	bool want_key; /* agent.controller_key set: controller_key holds it */
-	int64_t correction_at;              /* local raw time of the last correction passed on */
+	bool want_key;         /* agent.controller_key set: controller_key holds it */
+	int64_t correction_at; /* local raw time of the last correction passed on */
 	char last_error[256];
 };
 
@@ -294,7 +294,8 @@ static int send_auth(struct fq_uplink *u, const struct call *c)
  * controller's uid (checked on the worker), else the connection is dropped. */
 static int check_controller(struct fq_uplink *u, const Fabriciq__Auth *a)
 {
-	const struct fq_sign_part parts[] = {{u->nonce, sizeof(u->nonce)}, {u->challenge, sizeof(u->challenge)}};
+	const struct fq_sign_part parts[] = {{u->nonce, sizeof(u->nonce)},
+					     {u->challenge, sizeof(u->challenge)}};
 	struct call *c;
 
 	if (u->want_key && !fq_sign_verify(u->controller_key, FQ_SIGN_CONTROLLER_AUTH, parts, 2,

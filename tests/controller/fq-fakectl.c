@@ -202,9 +202,10 @@ int main(int argc, char **argv)
 	char err[512];
 
 	if (argc != 4 && argc != 5) {
-		fprintf(stderr,
-			"usage: fq-fakectl PORT MUNGE_SOCKET hostile|genuine|forged|silent [KEYFILE] (listens "
-			"on 127.0.0.1)\n");
+		fprintf(
+		    stderr,
+		    "usage: fq-fakectl PORT MUNGE_SOCKET hostile|genuine|forged|silent [KEYFILE] (listens "
+		    "on 127.0.0.1)\n");
 		return 2;
 	}
 	if (argc == 5) {

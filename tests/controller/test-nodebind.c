@@ -92,7 +92,8 @@ int main(void)
 	 * when a new address binding rewrites the file. */
 	write_file("n2 ed25519:IhNlLs8gvxtc7zodeT7L/9h1mRMp+ekT5tm65mUCfxs=\n");
 	is_int(fq_nodebind_reload(b, err, sizeof(err)), 0, "a node bound to a key");
-	is_str(fq_nodebind_get(b, "n2"), "ed25519:IhNlLs8gvxtc7zodeT7L/9h1mRMp+ekT5tm65mUCfxs=", "... its binding");
+	is_str(fq_nodebind_get(b, "n2"),
+	       "ed25519:IhNlLs8gvxtc7zodeT7L/9h1mRMp+ekT5tm65mUCfxs=", "... its binding");
 	is_int(fq_nodebind_check(b, "n5", "198.18.0.7", NULL), 1, "another node binds to its address");
 	ok(file_has("n2 ed25519:IhNlLs8gvxtc7zodeT7L/9h1mRMp+ekT5tm65mUCfxs=\n"),
 	   "... and the key's line is written back as it was");

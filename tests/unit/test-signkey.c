@@ -46,9 +46,11 @@ int main(void)
 	if (stat(path, &st) < 0)
 		st.st_mode = 0;
 	ok((st.st_mode & 0777) == 0600, "its file is 0600 (%o)", st.st_mode & 0777);
-	is_int(fq_signkey_create(path, &k2, err, sizeof(err)), -EEXIST, "never written over an existing file");
+	is_int(fq_signkey_create(path, &k2, err, sizeof(err)), -EEXIST,
+	       "never written over an existing file");
 	is_int(fq_signkey_load(path, &loaded, err, sizeof(err)), 0, "read back");
-	ok(!memcmp(loaded.public, k.public, sizeof(k.public)) && !memcmp(loaded.secret, k.secret, sizeof(k.secret)),
+	ok(!memcmp(loaded.public, k.public, sizeof(k.public)) &&
+	       !memcmp(loaded.secret, k.secret, sizeof(k.secret)),
 	   "the same key");
 	snprintf(other, sizeof(other), "%s/other.key", base);
 	is_int(fq_signkey_create(other, &k2, err, sizeof(err)), 0, "a second key");
@@ -74,7 +76,8 @@ int main(void)
 	chmod(path, 0400);
 	is_int(fq_signkey_load(path, &loaded, err, sizeof(err)), 0, "0400: fine");
 	if (geteuid() == 0 && chown(path, 65534, (gid_t)-1) == 0) {
-		is_int(fq_signkey_load(path, &loaded, err, sizeof(err)), -EPERM, "another uid's file: refused");
+		is_int(fq_signkey_load(path, &loaded, err, sizeof(err)), -EPERM,
+		       "another uid's file: refused");
 		if (chown(path, 0, (gid_t)-1) < 0)
 			return 1;
 	} else {
@@ -89,7 +92,8 @@ int main(void)
 	write_file(link, "ed25519-secret:not-a-key\n", 0600);
 	is_int(fq_signkey_load(link, &loaded, err, sizeof(err)), -EINVAL, "garbage: refused");
 	write_file(link, text, 0600);
-	is_int(fq_signkey_load(link, &loaded, err, sizeof(err)), -EINVAL, "a public key in its place: refused");
+	is_int(fq_signkey_load(link, &loaded, err, sizeof(err)), -EINVAL,
+	       "a public key in its place: refused");
 	snprintf(link, sizeof(link), "%s/none.key", base);
 	is_int(fq_signkey_load(link, &loaded, err, sizeof(err)), -ENOENT, "missing: -ENOENT");
 
@@ -104,7 +108,8 @@ int main(void)
 
 		is_int(fq_sign(&k, FQ_SIGN_NODE_HELLO, parts, 3, sig), 0, "signed");
 		ok(fq_sign_verify(k.public, FQ_SIGN_NODE_HELLO, parts, 3, sig, sizeof(sig)), "verified");
-		ok(!fq_sign_verify(k2.public, FQ_SIGN_NODE_HELLO, parts, 3, sig, sizeof(sig)), "another key: no");
+		ok(!fq_sign_verify(k2.public, FQ_SIGN_NODE_HELLO, parts, 3, sig, sizeof(sig)),
+		   "another key: no");
 		ok(!fq_sign_verify(k.public, FQ_SIGN_CONTROLLER_AUTH, parts, 3, sig, sizeof(sig)),
 		   "another purpose: no");
 		ok(!fq_sign_verify(k.public, FQ_SIGN_NODE_HELLO, swapped, 3, sig, sizeof(sig)),
@@ -119,7 +124,8 @@ int main(void)
 		       !fq_sign_verify(k.public, FQ_SIGN_NODE_HELLO, parts, 3, sig, sizeof(sig) - 1) &&
 		       !fq_sign_verify(k.public, FQ_SIGN_NODE_HELLO, parts, 3, NULL, 0),
 		   "a flipped bit, a short or missing signature: no");
-		is_int(fq_sign(&k, FQ_SIGN_NODE_HELLO, too_long, 1, sig), -EMSGSIZE, "a message over 4 KiB: refused");
+		is_int(fq_sign(&k, FQ_SIGN_NODE_HELLO, too_long, 1, sig), -EMSGSIZE,
+		       "a message over 4 KiB: refused");
 	}
 	snprintf(path, sizeof(path), "rm -rf '%s'", base);
 	if (system(path) != 0)
