@@ -233,7 +233,7 @@ static int dev_message(void *arg, const uint8_t *p, size_t n)
 		s->found = true;
 		s->index = index;
 	}
-	return rc;
+	return rc < 0 ? rc : 0; /* read to its end: the socket asks again */
 }
 
 int fq_rdma_dev_feed(struct fq_rdma_dev_scan *s, const void *buf, size_t len)

@@ -77,8 +77,9 @@ struct fq_rdma_dev_scan {
 	uint32_t index; /* name's device index, when found */
 };
 
-/* fq_qp_scan_feed for a device dump: 1 when name is found or the dump
- * done, 0, or the same errors. */
+/* fq_qp_scan_feed for a device dump: 1 when the dump is done (found says
+ * whether name was in it: the dump is read to its end, as the same
+ * socket asks for the QP next), 0, or the same errors. */
 int fq_rdma_dev_feed(struct fq_rdma_dev_scan *s, const void *buf, size_t len);
 
 /* The effective uid of process (or thread) pid, from /proc: 0 or a

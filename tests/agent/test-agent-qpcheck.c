@@ -470,7 +470,9 @@ static void test_devices(void)
 	}
 	done_msg(&d[1], 1, 0);
 	rc = fq_rdma_dev_feed(&s, d[0].b, d[0].len);
-	ok(rc == 1 && s.found && s.index == 3, "the device dump names mlx5_1's index (%u)", s.index);
+	ok(rc == 0 && s.found && s.index == 3,
+	   "the device dump names mlx5_1's index (%u), read on to its end", s.index);
+	is_int(fq_rdma_dev_feed(&s, d[1].b, d[1].len), 1, "... NLMSG_DONE ends it");
 	s = (struct fq_rdma_dev_scan){.name = "mlx5_9", .seq = 1};
 	ok(fq_rdma_dev_feed(&s, d[0].b, d[0].len) == 0 && fq_rdma_dev_feed(&s, d[1].b, d[1].len) == 1 &&
 	       !s.found,
