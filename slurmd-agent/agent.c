@@ -182,29 +182,12 @@ static void write_status(struct agent *a)
 		json_object_object_add(st, "traces", fq_tracer_status(a->tracer));
 	if (a->lanetrace)
 		json_object_object_add(st, "lane_traces", fq_lanetrace_status(a->lanetrace));
-	json_object_object_add(st, "steps", fq_steps_json(a->steps));
-	json_object_object_add(st, "senders", fq_steps_counters(a->steps));
 	json_object_object_add(st, "local_sockets", fq_local_counters(a->local));
 	if (a->uplink) {
 		json_object_object_add(st, "uplink", fq_uplink_counters(a->uplink));
 		json_object_object_add(st, "spool", fq_spool_counters(a->spool));
 	}
-	json_object_object_add(st, "lanes_forwarded", json_object_new_uint64(a->lanes_forwarded));
-	json_object_object_add(st, "lane_delays_dropped", json_object_new_uint64(a->lane_delays_dropped));
-	json_object_object_add(st, "lanes_remote_unknown", json_object_new_uint64(a->lanes_remote_unknown));
-	json_object_object_add(st, "lanes_unverified",
-			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_CLOSED] +
-						      a->lanes_unverified_as[FQ_LANE_OTHERS] +
-						      a->lanes_unverified_as[FQ_LANE_UNCHECKED]));
-	json_object_object_add(st, "lanes_unverified_closed",
-			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_CLOSED]));
-	json_object_object_add(st, "lanes_unverified_others",
-			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_OTHERS]));
-	json_object_object_add(st, "lanes_unverified_unchecked",
-			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_UNCHECKED]));
-	json_object_object_add(st, "lane_checks_asked", json_object_new_uint64(a->sockcheck.asked));
-	json_object_object_add(st, "lane_checks_evicted", json_object_new_uint64(a->sockcheck.evicted));
-	json_object_object_add(st, "steps_reclaimed", json_object_new_uint64(a->steps_reclaimed));
+	agent_jobs_status(a, st);
 	json_object_object_add(st, "events", json_object_get(a->events));
 	text = json_object_to_json_string_ext(st, JSON_C_TO_STRING_PRETTY);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", a->cfg.status_file);
