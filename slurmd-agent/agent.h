@@ -113,6 +113,13 @@ void agent_save_steps(struct agent *a);
  * object st. */
 void agent_jobs_status(const struct agent *a, json_object *st);
 
+/* agent_status.c */
+/* Write the status file (atomically: a temporary renamed over it). */
+void agent_write_status(struct agent *a);
+/* --status: print the running agent's status file (raw with json): 0,
+ * or 1 when there is none. */
+int agent_print_status(const char *path, int json);
+
 /* agent_report.c */
 /* A local CLOCK_MONOTONIC_RAW time on the global timeline, or as real time
  * (CLOCK_REALTIME) before the timeline is published. */
