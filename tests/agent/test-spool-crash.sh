@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The agent's spool through 12 node crashes (tests/agent/spool-crash.c) on
+# The agent's spool through 13 node crashes, 12 at random moments and one
+# after 5 bulk frames not yet flushed (tests/agent/spool-crash.c), on
 # tb-crashfs (tests/testbed/tb-crashfs.c), which keeps only what fsync and
 # fsyncdir made durable. Mounted in a mount namespace of its own: nothing
 # outside sees it, and it goes with the namespace even if the test dies.
