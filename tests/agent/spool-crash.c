@@ -103,9 +103,10 @@ static void child(const char *dir, int warm)
 			if (last && fq_spool_when_durable(s, last, on_durable, (void *)(uintptr_t)last) == 1)
 				on_durable((void *)(uintptr_t)last, 0);
 			if (ack_at[0] > told_ack) {
+				/* logged first: the controller acknowledged it before the spool hears of it */
 				told_ack = ack_at[0];
-				fq_spool_ack(s, told_ack);
 				dprintf(logfd, "A %" PRIu64 "\n", told_ack);
+				fq_spool_ack(s, told_ack);
 			}
 			dprintf(logfd, "H %" PRIu64 "\n", fq_spool_first_unconfirmed(s));
 		}
@@ -217,7 +218,8 @@ static void read_log(const char *path)
 /* After crash r: the spool reopened on what is durable. */
 static void check(const char *dir, int r, uint64_t *lost_bulk, uint64_t *lost_events)
 {
-	static bool present[MAXSEQ];
+	static bool present[MAXSEQ], kept[MAXSEQ];
+	static uint64_t before; /* the last seq given before this round */
 	uint8_t buf[8192];
 	struct fq_spool *s;
 	uint64_t seq, prev = 0, missing = 0, told = 0, bad = 0, lb = 0, le = 0, upto = 0;
@@ -242,20 +244,28 @@ static void check(const char *dir, int r, uint64_t *lost_bulk, uint64_t *lost_ev
 		present[seq] = true;
 		prev = seq;
 	}
-	/* durability is a prefix: a frame told durable makes every one before it so */
-	for (uint64_t q = sn.acked + 1; q <= sn.max_assigned; q++)
+	/* What must be there: a frame of this round up to the last one told
+	 * durable (durability is a prefix within one run of the spool), and
+	 * a frame of an earlier round that was there at the check before
+	 * (one lost at an earlier crash, never told, is gone for good). */
+	for (uint64_t q = sn.acked > before ? sn.acked + 1 : before + 1; q <= sn.max_assigned; q++)
 		if (sn.told[q])
 			upto = q;
 	for (uint64_t q = sn.acked + 1; q <= sn.max_assigned; q++) {
+		bool must = q <= before ? kept[q] : q <= upto;
+
 		told += sn.told[q] && sn.kind[q] == 'E';
-		if (q <= upto && sn.kind[q] && !present[q])
-			missing++;
-		if (q > upto && sn.kind[q] && !present[q])
+		if (must && sn.kind[q] && !present[q] && missing++ < 5)
+			diag("crash %d: seq %" PRIu64 " (%c%s) missing", r, q, sn.kind[q],
+			     sn.told[q] ? ", told" : "");
+		if (q > before && q > upto && sn.kind[q] && !present[q])
 			*(sn.kind[q] == 'B' ? &lb : &le) += 1;
 	}
+	memcpy(kept, present, sizeof(kept));
+	before = sn.max_assigned;
 	ok(n == 0 && bad == 0 && missing == 0,
-	   "crash %d: every frame up to the last told durable (%" PRIu64 "; %" PRIu64
-	   " events told above ack %" PRIu64
+	   "crash %d: every frame up to the last told durable (%" PRIu64
+	   ") and every one kept by the crash before (%" PRIu64 " events told above ack %" PRIu64
 	   ") is there to send, in order, each decoding as what was appended (%" PRIu64 " missing, %" PRIu64
 	   " wrong)",
 	   r, upto, told, sn.acked, missing, bad);
