@@ -21,7 +21,10 @@
  * BACKING, descriptors opened before it fail with EIO, and one line
  * "tb-crashfs: crash N: ..." goes to stdout. The mount then serves the
  * durable state: the crashed node's processes are killed, the restarted
- * ones see what a rebooted node would.
+ * ones see what a rebooted node would. SIGUSR2 stalls every fsync and
+ * fsyncdir (a disk that does not answer: they wait, the rest goes on)
+ * until the next SIGUSR2, or a crash (they fail with EIO); it logs
+ * "tb-crashfs: fsyncs stalled" / "released".
  *
  * Only what a flat spool needs: regular files in the mount's top
  * directory (open, create, read, write, truncate, rename without flags,
@@ -29,8 +32,8 @@
  * link, symlink, mknod -> EPERM; chmod, chown, utimens, fallocate, xattrs
  * -> EOPNOTSUPP; rename flags -> EINVAL. Reads and writes bypass the
  * kernel's page cache (direct_io), so no page of a crashed state is seen.
- * One request at a time (single-threaded loop, one lock shared with the
- * crash). SIGTERM unmounts and exits.
+ * Requests run on libfuse's threads under one lock, shared with the crash
+ * (a stalled sync waits without it). SIGTERM unmounts and exits.
  */
 #define FUSE_USE_VERSION 31
 
@@ -79,13 +82,15 @@ struct handle {
 
 static struct {
 	pthread_mutex_t lock;
+	pthread_cond_t unstalled; /* a stall's end or a crash */
+	bool stalled;
 	char backing[PATH_MAX];
 	struct dirlist now, durable; /* the names seen; the names that survive a crash */
 	unsigned gen;
 	uint64_t next_ino;
 	struct timespec dir_mtime;
 	uint64_t syncs, dirsyncs;
-} fs = {.lock = PTHREAD_MUTEX_INITIALIZER, .next_ino = 2};
+} fs = {.lock = PTHREAD_MUTEX_INITIALIZER, .unstalled = PTHREAD_COND_INITIALIZER, .next_ino = 2};
 
 static struct entry *dl_find(struct dirlist *d, const char *name)
 {
@@ -277,6 +282,7 @@ static void crash(void)
 		file_put(fs.now.e[i].f);
 	fs.now.n = fs.durable.n = 0;
 	fs.gen++;
+	pthread_cond_broadcast(&fs.unstalled);
 	clock_gettime(CLOCK_REALTIME, &fs.dir_mtime);
 	if (backing_load() < 0) {
 		fprintf(stderr, "tb-crashfs: cannot read the backing %s back: exiting\n", fs.backing);
@@ -297,7 +303,14 @@ static void *crash_thread(void *arg)
 		if (sigwait(set, &sig) != 0)
 			continue;
 		pthread_mutex_lock(&fs.lock);
-		crash();
+		if (sig == SIGUSR1) {
+			crash();
+		} else {
+			fs.stalled = !fs.stalled;
+			pthread_cond_broadcast(&fs.unstalled);
+			printf("tb-crashfs: fsyncs %s\n", fs.stalled ? "stalled" : "released");
+			fflush(stdout);
+		}
 		pthread_mutex_unlock(&fs.lock);
 	}
 	return NULL;
@@ -493,6 +506,16 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	return rc;
 }
 
+/* Under the lock: wait out a stall; -EIO if a crash came meanwhile. */
+static int stall_wait(void)
+{
+	unsigned gen = fs.gen;
+
+	while (fs.stalled && fs.gen == gen)
+		pthread_cond_wait(&fs.unstalled, &fs.lock);
+	return fs.gen == gen ? 0 : -EIO;
+}
+
 /* fsync and fdatasync alike: the file's data and size become durable, and
  * so does the backing file of each durable name it has. */
 static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
@@ -503,7 +526,7 @@ static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 
 	(void)datasync;
 	pthread_mutex_lock(&fs.lock);
-	if ((f = file_of(path, fi, &rc))) {
+	if ((rc = stall_wait()) == 0 && (f = file_of(path, fi, &rc))) {
 		if (!(v = realloc(f->ddata, f->size + 1))) {
 			rc = -ENOMEM;
 			goto out;
@@ -530,6 +553,8 @@ static int op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
 
 	(void)path, (void)datasync, (void)fi; /* the one directory */
 	pthread_mutex_lock(&fs.lock);
+	if ((rc = stall_wait()) < 0)
+		goto out;
 	for (size_t i = 0; i < fs.durable.n;) {
 		struct entry *d = &fs.durable.e[i], *e = dl_find(&fs.now, d->name);
 
@@ -726,7 +751,8 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: tb-crashfs BACKING MOUNTPOINT (SIGUSR1: crash; SIGTERM: unmount)\n");
+		fprintf(stderr, "usage: tb-crashfs BACKING MOUNTPOINT (SIGUSR1: crash; SIGUSR2: stall syncs "
+				"or release them; SIGTERM: unmount)\n");
 		return 2;
 	}
 	if (!realpath(argv[1], fs.backing)) {
@@ -738,9 +764,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tb-crashfs: cannot load %s: %s\n", fs.backing, strerror(-rc));
 		return 1;
 	}
-	/* SIGUSR1 is taken by the crash thread alone */
+	/* SIGUSR1 and SIGUSR2 are taken by the crash thread alone */
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (!(fuse = fuse_new(&args, &ops, sizeof(ops), NULL)))
 		return 1;
@@ -760,7 +787,7 @@ int main(int argc, char **argv)
 	}
 	printf("tb-crashfs: %s on %s, %zu file(s)\n", fs.backing, argv[2], fs.now.n);
 	fflush(stdout);
-	rc = fuse_loop(fuse);
+	rc = fuse_loop_mt(fuse, 0);
 	fuse_remove_signal_handlers(fuse_get_session(fuse));
 	fuse_unmount(fuse);
 	fuse_destroy(fuse);

@@ -64,7 +64,7 @@ crash() {
 	return 1
 }
 
-plan 17
+plan 20
 mount_fs
 ok $? "tb-crashfs mounts $B on $M" || { diag "$(cat "$D/log")"; exit 1; }
 
@@ -127,6 +127,25 @@ is "$(stat -c %s "$M/big") $(cmp -s "$M/big" "$B/big" && echo same)" "262144 sam
 	"crash 4: big is its 64 synced pages, as in the backing"
 is "$(python3 -c "import sys; d = open(sys.argv[1], 'rb').read(); print(all(d[i * 4096:(i + 1) * 4096] == bytes([i]) * 4096 for i in range(64)))" "$M/big")" \
 	True "crash 4: each synced page holds what was written"
+
+# A stalled disk (SIGUSR2): an fsync waits, writes and reads go on; a
+# crash ends the wait with EIO and nothing of it is durable; released
+# (SIGUSR2 again), an fsync returns at once.
+kill -USR2 "$FSPID"
+for ((i = 0; i < 50; i++)); do grep -q 'fsyncs stalled' "$D/log" && break; sleep 0.1; done
+(cd "$M" && exec python3 -c "import os, errno
+fd = os.open('w', os.O_RDWR | os.O_CREAT, 0o600); os.write(fd, b'W1')
+try: os.fsync(fd); print('synced')
+except OSError as e: print(errno.errorcode[e.errno])") >"$D/stalled.out" 2>&1 &
+SYNCPID=$!
+sleep 0.5
+is "$(cat "$D/stalled.out")|$(py "print(get('w'), get('a'))")" "|W1 A1" "stalled: the fsync waits, the file it wrote and the others are read meanwhile"
+crash
+wait "$SYNCPID"
+is "$(cat "$D/stalled.out") $(ls_m)" "EIO a big c d next s t " "crash 5 during the stall: the fsync fails with EIO, its file is gone"
+kill -USR2 "$FSPID"
+for ((i = 0; i < 50; i++)); do grep -q 'fsyncs released' "$D/log" && break; sleep 0.1; done
+is "$(timeout 5 python3 -c "import os; fd = os.open('$M/a', os.O_RDONLY); os.fsync(fd); print('ok')")" ok "released: an fsync returns"
 
 # A restart on the backing: the same durable state.
 kill -TERM "$FSPID" && wait "$FSPID"
