@@ -261,6 +261,7 @@ static int send_auth(struct fq_uplink *u, const struct call *c)
 		return rc;
 	u->ops.hello(u->arg, &hello);
 	hello.next_seq = fq_spool_first_unconfirmed(u->spool);
+	hello.fresh_seq = fq_spool_fresh_seq(u->spool);
 	env = (Fabriciq__Envelope)FABRICIQ__ENVELOPE__INIT;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_HELLO;
 	env.hello = &hello;
