@@ -13,10 +13,11 @@
 #  2. the same with the controller stopped: nothing acknowledged;
 #  3. while steps register, right after the agent logged a registration
 #     (between the frame's write and SPANK's answer);
-#  4. while a step runs: its end goes to the restarted agent;
-#  5. (run before 4) with n1's disk stalled (tb-crashfs holds every sync):
-#     a step registered, written, never durable, so never answered: SPANK
-#     fails it.
+#  4. while a step runs: its end goes to the restarted agent.
+#  0. first, n1's disk stalled (tb-crashfs holds every sync) as soon as
+#     its agent connected: a step registered, written, never durable, so
+#     never answered: SPANK fails it; no ack was on the disk, so the agent
+#     comes back resending from seq 1 (not a lost spool: AgentHello.fresh_seq).
 # Then, through what an operator reads (PostgreSQL): every step whose
 # StepStart SPANK was answered is stored with n1's rank, and every one
 # whose StepEnd was answered ended; every link event n1 logged is stored
@@ -111,6 +112,30 @@ agent_restart() {
 }
 
 t0=$SECONDS
+# 0. (the first crash) a registration written but never durable: n1's
+# disk stalls (tb-crashfs holds every sync) as soon as its agent is
+# connected, a step registers, the agent logs it and waits on its flush;
+# the crash comes 0.5 s later. SPANK, never answered, fails the step. No
+# ack of the controller's was on n1's disk: the agent comes back saying
+# it resends from seq 1, which must not read as a lost spool.
+r0=$(grep -c 'registered:' "$S/log/n1.agent.log")
+kill -USR2 "$(cat "$S/daemons/n1.crashfs.pid")"
+step sh -c 'echo "job $SLURM_JOB_ID"' &
+LOOP=$!
+for ((i = 0; i < 400; i++)); do [ "$(grep -c 'registered:' "$S/log/n1.agent.log")" -ge $((r0 + 1)) ] && break; sleep 0.01; done
+stalled_job=$(grep 'registered:' "$S/log/n1.agent.log" | tail -1 | sed -n 's/.*step \([0-9]*\)\.0 registered:.*/\1/p')
+sleep 0.5
+node_crash
+kill -USR2 "$(cat "$S/daemons/n1.crashfs.pid")" # the restarted node's disk answers
+STALLED=$ncrash
+resent_from=$(grep -o 'resending from seq [0-9]*' "$S/log/n1.agent.log" | tail -1)
+agent_restart
+wait "$LOOP"
+stalled_failed=$(($? != 0))
+LOOP=
+wait_connected
+
+sleep 2
 # 1. the controller up: events stored, some not yet acked (every 2 s)
 calm true && calm true
 flap
@@ -138,27 +163,6 @@ for ((i = 0; i < 400; i++)); do [ "$(grep -c 'registered:' "$S/log/n1.agent.log"
 node_crash
 agent_restart
 wait "$LOOP"
-LOOP=
-wait_connected
-
-# 5. (before 4) a registration written but never durable: n1's disk stalls
-# (tb-crashfs holds every sync), a step registers, the agent logs it and
-# waits on its flush; the crash comes 0.5 s later. SPANK, never answered,
-# fails the step.
-sleep 2
-r0=$(grep -c 'registered:' "$S/log/n1.agent.log")
-kill -USR2 "$(cat "$S/daemons/n1.crashfs.pid")"
-step sh -c 'echo "job $SLURM_JOB_ID"' &
-LOOP=$!
-for ((i = 0; i < 400; i++)); do [ "$(grep -c 'registered:' "$S/log/n1.agent.log")" -ge $((r0 + 1)) ] && break; sleep 0.01; done
-stalled_job=$(grep 'registered:' "$S/log/n1.agent.log" | tail -1 | sed -n 's/.*step \([0-9]*\)\.0 registered:.*/\1/p')
-sleep 0.5
-node_crash
-kill -USR2 "$(cat "$S/daemons/n1.crashfs.pid")" # the restarted node's disk answers
-STALLED=$ncrash
-agent_restart
-wait "$LOOP"
-stalled_failed=$(($? != 0))
 LOOP=
 wait_connected
 
@@ -215,6 +219,7 @@ is "$n $(wc -w <<<"$calm")" "5 5" "the 5 steps away from the crashes (rounds 1, 
 # the node then lost and SPANK failed (doc/design.md, "What a crash keeps").
 is "$stalled_failed $(grep -c "n1: registering job ${stalled_job:-x} step 0 with the agent .* failed" "$SL")" "1 1" \
 	"the step registered on a stalled disk (job ${stalled_job:-?}), crash $STALLED before its flush: SPANK was never answered and failed it"
+diag "after that crash n1's agent came back ${resent_from:-?} (1: no ack of the controller's was on its disk)"
 diag "job ${stalled_job:-?} (SPANK failed it) has $(psql_ctl "select count(*) from fabriciq.steps where job_id = ${stalled_job:-0}") row(s) in fabriciq.steps: its start frame reached the controller before it was durable"
 
 logged=$(link_lines)
