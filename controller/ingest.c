@@ -120,10 +120,14 @@ static int queue(struct fq_ingest *ing, struct node_state *n, uint64_t seq, Fabr
  * next_seq is 1, or when an earlier hello of the agent already showed it
  * knew of acks above next_seq: an agent's acknowledged seq only goes back
  * if it lost its spool. */
-static bool count_restarted(const struct node_state *n, uint64_t next_seq)
+static bool count_restarted(const struct node_state *n, uint64_t next_seq, uint64_t fresh_seq)
 {
 	if (n->restart_dropped && next_seq)
 		return true; /* the restarting hello was dropped (spool full): again */
+	/* An agent that says where its new frames start: a restart is exactly
+	 * one that would reuse seqs stored (proto AgentHello.fresh_seq). */
+	if (fresh_seq)
+		return fresh_seq <= n->accepted;
 	if (!next_seq || next_seq > n->accepted)
 		return false;
 	return next_seq == 1 || next_seq <= n->confirmed;
@@ -140,7 +144,7 @@ int fq_ingest_hello(struct fq_ingest *ing, Fabriciq__Envelope *env, int64_t now_
 		fq_frame_free(env);
 		return -ENOMEM;
 	}
-	if (count_restarted(n, h->next_seq)) {
+	if (count_restarted(n, h->next_seq, h->fresh_seq)) {
 		fq_warn(
 		    "agent %s restarted its frame count (next seq %llu, %llu accepted, it knew of acks up to "
 		    "%llu): its dedupe restarts",

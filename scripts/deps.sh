@@ -12,6 +12,7 @@ libpq-dev postgresql-15 postgresql-client-15
 libibverbs-dev
 libevent-dev libjson-c-dev libmicrohttpd-dev libsystemd-dev libsodium-dev
 iproute2 util-linux iputils-ping procps python3
+libfuse3-dev fuse3
 clang-format valgrind
 clang libclang-rt-14-dev chrony
 debhelper bash-completion mmdebstrap"

@@ -222,6 +222,7 @@ static int load(struct fq_spool *s)
 		return rc;
 	s->skip_upto = s->acked;
 	s->durable = s->next_seq - 1; /* every segment synced above, the lease below */
+	s->fresh_seq = s->next_seq;
 	if (s->total_frames)
 		fq_info("spool: %" PRIu64 " frame(s), %" PRIu64
 			" bytes from an earlier run will be sent first",
@@ -589,6 +590,11 @@ uint64_t fq_spool_first_unacked(const struct fq_spool *s)
 uint64_t fq_spool_first_unconfirmed(const struct fq_spool *s)
 {
 	return s->acked_durable + 1;
+}
+
+uint64_t fq_spool_fresh_seq(const struct fq_spool *s)
+{
+	return s->fresh_seq;
 }
 
 struct json_object *fq_spool_counters(const struct fq_spool *s)

@@ -62,6 +62,9 @@ uint64_t fq_spool_first_unacked(const struct fq_spool *s);
  * controller takes a value that goes back (or 1, after acks) for an agent
  * that lost its spool, and would store its frames again. */
 uint64_t fq_spool_first_unconfirmed(const struct fq_spool *s);
+/* The seq of this run's first frame (next_seq when the spool was opened):
+ * above every seq the spool ever gave (AgentHello.fresh_seq). */
+uint64_t fq_spool_fresh_seq(const struct fq_spool *s);
 
 /* Durability: spool_flush.h (fq_spool_attach, fq_spool_flush, fq_spool_when_durable). */
 

@@ -45,7 +45,8 @@ struct fq_spool {
 	size_t nseg, capseg;
 	struct fq_reclog *cur; /* the last segment, open for appending; NULL if none */
 	uint64_t next_seq, lease_end, acked, skip_upto;
-	size_t cur_seg; /* send cursor */
+	uint64_t fresh_seq; /* next_seq when opened: this run's first seq */
+	size_t cur_seg;     /* send cursor */
 	uint64_t cur_off;
 	uint64_t total_bytes, total_frames, dropped_bulk, dropped_events, io_errors;
 	/* durability (spool.h): what the next flush makes durable */

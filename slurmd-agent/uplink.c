@@ -266,6 +266,7 @@ static int send_auth(struct fq_uplink *u, const struct call *c)
 		return rc;
 	u->ops.hello(u->arg, &hello);
 	hello.next_seq = fq_spool_first_unconfirmed(u->spool);
+	hello.fresh_seq = fq_spool_fresh_seq(u->spool);
 	if (u->cfg.node_key) {
 		const struct fq_sign_part parts[] = {
 		    {u->challenge, sizeof(u->challenge)},
