@@ -56,7 +56,8 @@ void fqp_tele_op_fill(Fabriciq__ProfilerOp *m, const struct fqp_op_record *r)
 	m->peer = r->is_p2p ? r->peer : -1;
 }
 
-int fqp_tele_frames(const struct fqp_tele_interval *iv, void (*out)(const uint8_t *, size_t, void *), void *arg)
+int fqp_tele_frames(const struct fqp_tele_interval *iv, void (*out)(const uint8_t *, size_t, void *),
+		    void *arg)
 {
 	Fabriciq__ProfilerWindow wm[FQP_TELE_PER_FRAME], *wp[FQP_TELE_PER_FRAME];
 	Fabriciq__ProfilerOp om[FQP_TELE_PER_FRAME], *op[FQP_TELE_PER_FRAME];
@@ -255,7 +256,8 @@ static int flush_pending(void)
 	struct batch *b = &T.pending;
 
 	while (T.pending_off < b->len) {
-		ssize_t n = send(T.fd, b->buf + T.pending_off, b->len - T.pending_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t n =
+		    send(T.fd, b->buf + T.pending_off, b->len - T.pending_off, MSG_DONTWAIT | MSG_NOSIGNAL);
 		size_t done = T.pending_done;
 
 		if (n < 0) {
@@ -285,7 +287,8 @@ static void send_built(struct batch *built)
 		batch_free(built);
 		return;
 	}
-	if (T.fd < 0 || !flush_pending() || T.fd < 0) { /* no agent, or not reading: never queue without bound */
+	if (T.fd < 0 || !flush_pending() ||
+	    T.fd < 0) { /* no agent, or not reading: never queue without bound */
 		__atomic_fetch_add(&T.dropped_no_agent, built->n, __ATOMIC_RELAXED);
 		batch_free(built);
 		return;
@@ -345,7 +348,9 @@ static int thread_start(void)
 	sigset_t all, old;
 	int rc;
 
-	if (!path || !*path)
+	const char *on = getenv("FABRICIQ_TELEMETRY");
+
+	if (!path || !*path || (on && !strcmp(on, "0")))
 		return -ENOENT;
 	if (strlen(path) >= sizeof(T.path))
 		return -ENAMETOOLONG;
@@ -399,7 +404,8 @@ static void wake(void)
 	uint64_t one = 1;
 
 	if (write(T.wake_fd, &one, sizeof(one)) < 0)
-		fprintf(stderr, "fabriciq: profiler: cannot wake the telemetry thread: %s\n", strerror(errno));
+		fprintf(stderr, "fabriciq: profiler: cannot wake the telemetry thread: %s\n",
+			strerror(errno));
 }
 
 int fqp_tele_finalize(struct fqp_ctx *ctx)
@@ -445,7 +451,8 @@ int fqp_tele_finalize(struct fqp_ctx *ctx)
 		pthread_mutex_unlock(&T.mu);
 		return rc;
 	}
-	while (__atomic_load_n(&T.flush_done, __ATOMIC_ACQUIRE) < asked && fq_clock_ns(CLOCK_MONOTONIC) < until)
+	while (__atomic_load_n(&T.flush_done, __ATOMIC_ACQUIRE) < asked &&
+	       fq_clock_ns(CLOCK_MONOTONIC) < until)
 		nanosleep(&(struct timespec){0, 1000000}, NULL);
 	return rc;
 }

@@ -3,7 +3,8 @@
  *
  * One thread per process (started at the first communicator's init when
  * $FABRICIQ_AGENT_SOCKET names the agent's telemetry socket, which SPANK
- * sets for a step run with --fabriciq). Every interval
+ * sets for a step run with --fabriciq; FABRICIQ_TELEMETRY=0 turns it off,
+ * as for the net plugin). Every interval
  * ($FABRICIQ_TELEMETRY_INTERVAL_MS, default 1000) it takes each registered
  * communicator's windows (reset: each event counted in one report) and its
  * finished op records, and writes them as framed
@@ -46,7 +47,8 @@ struct fqp_tele_interval {
 	const struct fqp_op_record *ops;
 	size_t nops;
 };
-int fqp_tele_frames(const struct fqp_tele_interval *iv, void (*out)(const uint8_t *, size_t, void *), void *arg);
+int fqp_tele_frames(const struct fqp_tele_interval *iv, void (*out)(const uint8_t *, size_t, void *),
+		    void *arg);
 
 /* Pure: a window's and an op record's message (strings are static). */
 void fqp_tele_window_fill(Fabriciq__ProfilerWindow *m, const struct fqp_window_sample *w);

@@ -191,6 +191,8 @@ static void write_status(struct agent *a)
 	}
 	json_object_object_add(st, "lanes_forwarded", json_object_new_uint64(a->lanes_forwarded));
 	json_object_object_add(st, "lane_delays_dropped", json_object_new_uint64(a->lane_delays_dropped));
+	json_object_object_add(st, "profiler_forwarded", json_object_new_uint64(a->profiler_forwarded));
+	json_object_object_add(st, "profiler_removed", json_object_new_uint64(a->profiler_removed));
 	json_object_object_add(st, "lanes_remote_unknown", json_object_new_uint64(a->lanes_remote_unknown));
 	json_object_object_add(st, "lanes_unverified",
 			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_CLOSED] +

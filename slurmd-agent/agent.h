@@ -89,6 +89,8 @@ struct agent {
 	uint64_t frames_spooled, frames_unspooled;
 	uint64_t lanes_forwarded;
 	uint64_t lane_delays_dropped;  /* lane reports whose delays were implausible */
+	uint64_t profiler_forwarded;   /* profiler reports (NCCL profiler plugin) spooled */
+	uint64_t profiler_removed;     /* their windows and ops removed as implausible (proftag.h) */
 	uint64_t lanes_remote_unknown; /* lane reports whose far end no probed path names */
 	/* TCP lane reports whose connection the sender was not seen to hold, by
 	 * what the socket table said (FQ_LANE_CLOSED, _OTHERS, _UNCHECKED) */
