@@ -7,7 +7,7 @@
 . "$(dirname "$0")/ctl-lib.sh"
 
 munge_up || skip_all "private munged did not start"
-plan 29
+plan 33
 ctl_up; ok $? "controller starts"
 
 out=$(sim --agents 3 --all-kinds --evil --prefix ev --duration 3 --probes 2 --lanes 2 2>&1)
@@ -35,6 +35,24 @@ is "$(q "select count(*) from fabriciq.ranks where (rank = 0 and nic = \$q\$${ev
 nic=$("$top_builddir/controller/fabriciq" --controller "http://127.0.0.1:$HTTP_PORT" --json job 1000 |
 	python3 -c 'import json, sys; print(",".join(r["nic"] for s in json.load(sys.stdin)["steps"] for r in s["ranks"]))' 2>&1)
 is "$nic" "${evil}rail1,${evil}rail0" "... shown by fabriciq --json job"
+# The NCCL profiler's reports (proto ProfilerReport): each agent's one
+# report, 3 windows and 2 ops, stored with the agent's node; the job
+# report's profiler section computes bus bandwidth (AllReduce of 4 ranks:
+# 2 x 3/4 of 1.048576 GB/s) and names the slowest QP and peer.
+is "$(q "select count(*) from fabriciq.profiler_windows")/$(q "select count(*) from fabriciq.profiler_ops")" 9/6 \
+	"profiler reports: 9 windows and 6 ops stored"
+is "$(v fabriciq.profiler_ops func "$evil")" 3 "... an op's func stored verbatim"
+prof=$("$top_builddir/controller/fabriciq" --controller "http://127.0.0.1:$HTTP_PORT" --json job 1000 |
+	python3 -c '
+import json, sys
+p = json.load(sys.stdin)["steps"][0]["profiler"]
+c = [x for x in p["collectives"] if x["func"] == "AllReduce"][0]
+print(p["ops"], p["windows"], c["ops"], c["bytes"], c["algbw_gbs"], c["busbw_gbs"],
+      p["slowest_qps"][0]["qpn"], p["slowest_qps"][0]["mean_ns"], p["slowest_peers"][0]["peer"],
+      len(p["busbw_over_time"]) > 0)' 2>&1)
+is "$prof" "2 3 1 1048576 1.049 1.573 257 2000 2 True" \
+	"fabriciq --json job: per-collective bus bandwidth, slowest QP 0x101, slowest peer 2"
+is "$(q "select fabriciq.step_profiler(999999, 0) is null")" t "a step without profiler data: section null"
 
 # replay after a broken connection: stored once
 out=$(sim --agents 2 --prefix dd --duration 3 --probes 3 --lanes 1 --replay 2>&1)
