@@ -348,7 +348,7 @@ static int thread_start(void)
 	sigset_t all, old;
 	int rc;
 
-	const char *on = getenv("FABRICIQ_TELEMETRY");
+	const char *on = getenv("FABRICIQ_PROFILER_TELEMETRY");
 
 	if (!path || !*path || (on && !strcmp(on, "0")))
 		return -ENOENT;

@@ -3,8 +3,8 @@
  *
  * One thread per process (started at the first communicator's init when
  * $FABRICIQ_AGENT_SOCKET names the agent's telemetry socket, which SPANK
- * sets for a step run with --fabriciq; FABRICIQ_TELEMETRY=0 turns it off,
- * as for the net plugin). Every interval
+ * sets for a step run with --fabriciq; FABRICIQ_PROFILER_TELEMETRY=0 turns
+ * it off, whatever the net plugin's FABRICIQ_TELEMETRY says). Every interval
  * ($FABRICIQ_TELEMETRY_INTERVAL_MS, default 1000) it takes each registered
  * communicator's windows (reset: each event counted in one report) and its
  * finished op records, and writes them as framed
