@@ -7,7 +7,7 @@
 . "$(dirname "$0")/ctl-lib.sh"
 
 munge_up || skip_all "private munged did not start"
-plan 33
+plan 34
 ctl_up; ok $? "controller starts"
 
 out=$(sim --agents 3 --all-kinds --evil --prefix ev --duration 3 --probes 2 --lanes 2 2>&1)
@@ -53,6 +53,10 @@ print(p["ops"], p["windows"], c["ops"], c["bytes"], c["algbw_gbs"], c["busbw_gbs
 is "$prof" "2 3 1 1048576 1.049 1.573 257 2000 2 True" \
 	"fabriciq --json job: per-collective bus bandwidth, slowest QP 0x101, slowest peer 2"
 is "$(q "select fabriciq.step_profiler(999999, 0) is null")" t "a step without profiler data: section null"
+txt=$("$top_builddir/controller/fabriciq" --controller "http://127.0.0.1:$HTTP_PORT" job 1000 2>&1)
+grep -q '^Collectives (NCCL profiler: 2 ops, 3 windows, 1 rank(s))' <<<"$txt" && grep -q '^Slowest QPs' <<<"$txt" &&
+	grep -q ' 0x101 ' <<<"$txt" && grep -q '^Slowest peers' <<<"$txt"
+ok $? "fabriciq job (text): the Collectives, Slowest QPs (0x101 first) and Slowest peers tables" || diag "$txt"
 
 # replay after a broken connection: stored once
 out=$(sim --agents 2 --prefix dd --duration 3 --probes 3 --lanes 1 --replay 2>&1)
