@@ -408,6 +408,31 @@ static void wake(void)
 			strerror(errno));
 }
 
+/* After the thread ended (the last communicator's finalize): its socket
+ * and eventfd closed; a communicator registered meanwhile gets a new
+ * thread. Called with T.mu held. */
+static void thread_ended(void)
+{
+	unsigned live = 0;
+
+	T.dropped_no_agent += T.pending.n - T.pending_done;
+	batch_free(&T.pending);
+	T.pending_off = T.pending_done = 0;
+	if (T.fd >= 0)
+		close(T.fd);
+	T.fd = -1;
+	close(T.wake_fd);
+	T.wake_fd = -1;
+	T.running = 0;
+	for (unsigned i = 0; i < T.nslots; i++)
+		if (T.slots[i].ctx)
+			live = i + 1;
+	T.nslots = live;
+	if (live && thread_start() < 0)
+		for (unsigned i = 0; i < live; i++)
+			T.slots[i].ctx = NULL; /* no thread: their figures stay in their tables */
+}
+
 int fqp_tele_finalize(struct fqp_ctx *ctx)
 {
 	int64_t until = fq_clock_ns(CLOCK_MONOTONIC) + (int64_t)FINAL_WAIT_MS * 1000000;
@@ -428,26 +453,19 @@ int fqp_tele_finalize(struct fqp_ctx *ctx)
 	rc = fqp_finalize(ctx); /* under the lock: the op ring keeps one consumer */
 	if (found) {
 		asked = ++T.flush_asked;
-		join = !others;
-		T.stop = join;
+		/* the last communicator ends the thread (unless another
+		 * finalize is ending it already: then only the bounded wait) */
+		join = !others && !T.stop;
+		T.stop |= join;
 	}
 	pthread_mutex_unlock(&T.mu);
 	if (!found)
 		return rc;
 	wake();
-	if (join) { /* the last communicator: the thread writes what is left and ends */
+	if (join) { /* the thread writes what is left and ends */
 		pthread_join(T.thread, NULL);
 		pthread_mutex_lock(&T.mu);
-		T.dropped_no_agent += T.pending.n - T.pending_done;
-		batch_free(&T.pending);
-		T.pending_off = T.pending_done = 0;
-		if (T.fd >= 0)
-			close(T.fd);
-		T.fd = -1;
-		close(T.wake_fd);
-		T.wake_fd = -1;
-		T.running = 0;
-		T.nslots = 0;
+		thread_ended();
 		pthread_mutex_unlock(&T.mu);
 		return rc;
 	}

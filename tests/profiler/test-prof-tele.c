@@ -196,6 +196,50 @@ static void test_thread(const char *dir)
 	fq_frame_decoder_destroy(g.dec);
 }
 
+/* Two communicators: the first one's finalize leaves the thread to the
+ * second; the last one's ends it; a later init starts a new one. */
+static void test_two_comms(const char *dir)
+{
+	char path[200];
+	struct got g = {.dec = fq_frame_decoder_create(FQ_TELEMETRY_FRAME_MAX)};
+	struct fqp_tele_counts c1, c2, c3;
+	void *a = NULL, *b = NULL, *x = NULL;
+	int mask = 0, lfd, cfd;
+	uint8_t buf[65536];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/two.sock", dir);
+	lfd = listen_at(path);
+	setenv("FABRICIQ_AGENT_SOCKET", path, 1);
+	ncclProfiler_v6.init(&a, 0x81, &mask, "a", 1, 4, 0, NULL);
+	ncclProfiler_v6.init(&b, 0x82, &mask, "b", 1, 4, 0, NULL);
+	run_colls(a, 100);
+	run_colls(b, 200);
+	ncclProfiler_v6.finalize(a);
+	fqp_tele_counts(&c1);
+	run_colls(b, 50);
+	ncclProfiler_v6.finalize(b);
+	fqp_tele_counts(&c2);
+	ncclProfiler_v6.init(&x, 0x83, &mask, "x", 1, 4, 0, NULL);
+	fqp_tele_counts(&c3);
+	ncclProfiler_v6.finalize(x);
+	ok(c1.running && !c2.running && c3.running,
+	   "the first of two finalizes keeps the thread, the second ends it, a new init starts one");
+	cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	while (cfd >= 0 && (n = read(cfd, buf, sizeof(buf))) > 0) {
+		fq_frame_decoder_feed(g.dec, buf, (size_t)n);
+		decode_into(&g);
+	}
+	ok(g.ops == 350 && g.coll_count == 350 && !g.bad && !g.bad_values,
+	   "100 + 200 + 50 collectives of two communicators: 350 op records, 350 in the windows (%zu, %zu)",
+	   g.ops, g.coll_count);
+	if (cfd >= 0)
+		close(cfd);
+	close(lfd);
+	unlink(path);
+	fq_frame_decoder_destroy(g.dec);
+}
+
 static void test_no_agent(const char *dir)
 {
 	char path[200];
@@ -231,6 +275,7 @@ int main(void)
 	setenv("FABRICIQ_CLOCK_PAGE", "/nonexistent", 1);
 	test_pure();
 	test_thread(dir);
+	test_two_comms(dir);
 	test_no_agent(dir);
 	rmdir(dir);
 	return done_testing();
