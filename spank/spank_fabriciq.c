@@ -336,8 +336,11 @@ static int export_profiler(spank_t sp, bool want)
 		free(val);
 	else if (rc != -ENOENT)
 		return -1;
-	if (!want)
-		return rc == 0 ? (spank_unsetenv(sp, "NCCL_PROFILER_PLUGIN") == ESPANK_SUCCESS ? 0 : -1) : 0;
+	if (!want) {
+		if (rc == 0) /* ours, inherited from a step of another mode */
+			spank_unsetenv(sp, "NCCL_PROFILER_PLUGIN");
+		return 0;
+	}
 	return set_env(sp, "NCCL_PROFILER_PLUGIN", g.prof_plugin);
 }
 
