@@ -16,7 +16,7 @@ sc_require scprof
 NET=$B/nccl-plugin/.libs/libnccl-net-fabriciq.so
 [ -f "$B/nccl-profiler/.libs/libnccl-profiler-fabriciq.so" ] || skip_all "the profiler plugin is not built"
 SC_SPANK_MONITOR="profiler_libdir=$B/nccl-profiler/.libs" # monitor_via: the default, profiler
-plan 11
+plan 10
 sc_up 2 1 1 1
 ok $? "up: 2 hosts x 1 rail; controller and 2 agents reporting, clocks published"
 
@@ -62,3 +62,4 @@ fwd=$(for n in n1 n2; do "$AGENT" -c /dev/null -s "status_file=$S/agent-$n.json"
 	json '"%d/%d" % (j["profiler_forwarded"], j["profiler_removed"])'; done | tr '\n' ' ')
 [[ $fwd =~ ^[1-9][0-9]*/0\ [1-9][0-9]*/0\ $ ]]
 ok $? "both agents forwarded profiler reports and removed nothing (forwarded/removed: $fwd)"
+fq job "$job" | sed -n "/^Collectives/,\$p" | head -24 | sed "s/^/# /"
