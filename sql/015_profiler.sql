@@ -123,3 +123,30 @@ language sql stable as $$
 $$;
 comment on function fabriciq.step_profiler(int8, int8) is
 	'The job report''s profiler section of one step (NCCL profiler plugin): per-collective bus bandwidth, over time, slowest QPs and peers.';
+
+-- job_efficiency with the profiler's figures beside the lanes' (a step
+-- monitored through the profiler has no lane windows): its op records,
+-- their mean bus bandwidth over the collectives, and its slowest peer.
+create or replace view fabriciq.job_efficiency as
+select e.*, p.profiler_ops, p.profiler_busbw_gbs, p.profiler_slowest_peer
+from fabriciq.steps s
+cross join lateral fabriciq.step_efficiency(s.job_id, s.step_id) e
+cross join lateral (select
+	(select count(*) from fabriciq.profiler_ops o
+	 where o.job_id = s.job_id and o.step_id = s.step_id)::int8 as profiler_ops,
+	(select round(avg(o.algbw_gbs * fabriciq.busbw_factor(o.func, o.nranks))::numeric, 3)
+	 from fabriciq.profiler_ops o where o.job_id = s.job_id and o.step_id = s.step_id and not o.p2p)
+	 as profiler_busbw_gbs,
+	(select w.rank || '->' || w.id || ' ' ||
+		round(sum(w.mean_ns * w.count)::numeric / nullif(sum(w.count), 0) / 1000, 1) || ' us'
+	 from fabriciq.profiler_windows w
+	 where w.job_id = s.job_id and w.step_id = s.step_id and w.kind = 'step_send'
+	 group by w.rank, w.id
+	 order by sum(w.mean_ns * w.count)::float8 / nullif(sum(w.count), 0) desc nulls last, w.rank, w.id
+	 limit 1) as profiler_slowest_peer) p;
+comment on column fabriciq.job_efficiency.profiler_ops is
+	'Collectives and p2ps the NCCL profiler plugin recorded for the step (0: none; monitor through the profiler).';
+comment on column fabriciq.job_efficiency.profiler_busbw_gbs is
+	'Mean bus bandwidth of the step''s collectives as the profiler recorded them, 10^9 bytes/s (nccl-tests'' busbw).';
+comment on column fabriciq.job_efficiency.profiler_slowest_peer is
+	'The slowest peer by mean network transfer time, as "rank->peer mean us".';

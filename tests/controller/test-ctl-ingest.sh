@@ -7,7 +7,7 @@
 . "$(dirname "$0")/ctl-lib.sh"
 
 munge_up || skip_all "private munged did not start"
-plan 34
+plan 35
 ctl_up; ok $? "controller starts"
 
 out=$(sim --agents 3 --all-kinds --evil --prefix ev --duration 3 --probes 2 --lanes 2 2>&1)
@@ -53,6 +53,8 @@ print(p["ops"], p["windows"], c["ops"], c["bytes"], c["algbw_gbs"], c["busbw_gbs
 is "$prof" "2 3 1 1048576 1.049 1.573 257 2000 2 True" \
 	"fabriciq --json job: per-collective bus bandwidth, slowest QP 0x101, slowest peer 2"
 is "$(q "select fabriciq.step_profiler(999999, 0) is null")" t "a step without profiler data: section null"
+is "$(q "select profiler_ops || ' ' || profiler_busbw_gbs || ' ' || profiler_slowest_peer from fabriciq.job_efficiency
+	where job_id = 1000")" "2 1.311 1->2 3.0 us" "job_efficiency: the profiler's ops, mean bus bandwidth (1.049 and 1.573), slowest peer"
 txt=$("$top_builddir/controller/fabriciq" --controller "http://127.0.0.1:$HTTP_PORT" job 1000 2>&1)
 grep -q '^Collectives (NCCL profiler: 2 ops, 3 windows, 1 rank(s))' <<<"$txt" && grep -q '^Slowest QPs' <<<"$txt" &&
 	grep -q ' 0x101 ' <<<"$txt" && grep -q '^Slowest peers' <<<"$txt"
