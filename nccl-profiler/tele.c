@@ -318,6 +318,11 @@ static void *tele_main(void *arg)
 	int last = 0;
 
 	(void)arg;
+	/* Connect now, while the process surely lives: the agent learns the
+	 * sender's step from its pid when it accepts (and remembers it), so
+	 * a short job's only batch, written at finalize just before the
+	 * process exits, is still taken as the step's. */
+	agent_connect();
 	while (!last) {
 		struct batch built;
 		uint64_t asked, n;

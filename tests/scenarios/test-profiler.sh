@@ -16,7 +16,7 @@ sc_require scprof
 NET=$B/nccl-plugin/.libs/libnccl-net-fabriciq.so
 [ -f "$B/nccl-profiler/.libs/libnccl-profiler-fabriciq.so" ] || skip_all "the profiler plugin is not built"
 SC_SPANK_MONITOR="profiler_libdir=$B/nccl-profiler/.libs" # monitor_via: the default, profiler
-plan 10
+plan 12
 sc_up 2 1 1 1
 ok $? "up: 2 hosts x 1 rail; controller and 2 agents reporting, clocks published"
 
@@ -62,4 +62,26 @@ fwd=$(for n in n1 n2; do "$AGENT" -c /dev/null -s "status_file=$S/agent-$n.json"
 	json '"%d/%d" % (j["profiler_forwarded"], j["profiler_removed"])'; done | tr '\n' ' ')
 [[ $fwd =~ ^[1-9][0-9]*/0\ [1-9][0-9]*/0\ $ ]]
 ok $? "both agents forwarded profiler reports and removed nothing (forwarded/removed: $fwd)"
-fq job "$job" | sed -n "/^Collectives/,\$p" | head -24 | sed "s/^/# /"
+# The same through NCCL's IB transport's events (the driver emits a QP
+# event per request, as NCCL's IB transport does): per-QP windows stored,
+# the job report's slowest QPs.
+FABRICIQ_TELEMETRY=0 timeout 200 "$TB" slurm srun -w 'n[1-2]' -N2 -n2 -J profib --fabriciq=monitor sh -c \
+	'[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"
+	exec "$@" 2>&1 | sed -u "s/^/[r$SLURM_PROCID] /"' sh \
+	"$CB" -p "$NET" --profiler-net ib --bootstrap 198.19.0.3:17332 --coll allreduce -b 1M -e 1M -n 20 -w 2 \
+	--timeout 120 >"$S/prof.out" 2>&1
+rc=$?
+job2=$(awk '/^job / { print $2; exit }' "$S/prof.out")
+: "${job2:=0}"
+sleep 3
+got=$(psql_ctl "select rank || ':' || sum(count) from fabriciq.profiler_windows where job_id = $job2 and kind = 'net_ib'
+	group by rank order by rank" | tr '\n' ' ')
+[ $rc = 0 ] && [ "$got" = "0:$(sent 0 net) 1:$(sent 1 net) " ] && [ "$(sent 0 net)" -gt 0 ]
+ok $? "job $job2 (IB QP events): each rank's QP events stored in per-QP windows, as the driver sent them ($got)" ||
+	diag "$(tail -3 "$S/prof.out"; psql_ctl "select rank, kind, count(*), sum(count), min(interval_start), bool_and(synchronised)
+		from fabriciq.profiler_windows where job_id = $job2 group by rank, kind order by rank, kind";
+		psql_ctl "select job_id, rank, count(*) from fabriciq.profiler_ops group by job_id, rank")"
+rep=$(fq --json job "$job2" | json '(lambda q: "%d %s" % (len(q), all(x["events"] > 0 and x["mean_ns"] > 0 for x in q)))(j["steps"][0]["profiler"]["slowest_qps"])' 2>&1)
+[[ $rep =~ ^[1-5]\ True$ ]]
+ok $? "fabriciq --json job $job2: the slowest QPs, with events and mean completion times ($rep)"
+fq job "$job2" | sed -n "/^Collectives/,\$p" | head -24 | sed "s/^/# /"
