@@ -23,6 +23,7 @@
 #include "slurmd-agent/local.h"
 #include "slurmd-agent/probe_transport.h"
 #include "slurmd-agent/prober.h"
+#include "slurmd-agent/qpcheck.h"
 #include "slurmd-agent/sockcheck.h"
 #include "slurmd-agent/spool.h"
 #include "slurmd-agent/steps.h"
@@ -92,10 +93,12 @@ struct agent {
 	uint64_t profiler_forwarded;   /* profiler reports (NCCL profiler plugin) spooled */
 	uint64_t profiler_removed;     /* their windows and ops removed as implausible (proftag.h) */
 	uint64_t lanes_remote_unknown; /* lane reports whose far end no probed path names */
-	/* TCP lane reports whose connection the sender was not seen to hold, by
-	 * what the socket table said (FQ_LANE_CLOSED, _OTHERS, _UNCHECKED) */
+	/* lane reports whose connection (and, on IB, queue pair) the sender was
+	 * not seen to hold, by what the kernel said (FQ_LANE_CLOSED, _OTHERS,
+	 * _UNCHECKED) */
 	uint64_t lanes_unverified_as[FQ_LANE_UNCHECKED + 1];
-	struct fq_sockcheck sockcheck; /* which TCP connections are whose */
+	struct fq_sockcheck sockcheck;    /* which TCP connections and RC QPs are whose */
+	struct fq_qpcheck_counts qpcheck; /* the RDMA netlink asked */
 	/* what one step's processes may send on this node (agent.telemetry_*_rate) */
 	struct fq_rate_limit lane_limit, event_limit;
 	uint64_t steps_reclaimed; /* removed with no live task and no StepEnd */
@@ -108,6 +111,16 @@ extern const struct fq_local_ops agent_local_ops;
 void agent_reap_steps(struct agent *a);
 /* Persist the step registry after a change (a failure is logged). */
 void agent_save_steps(struct agent *a);
+/* The steps, their senders' and lane reports' counters into the status
+ * object st. */
+void agent_jobs_status(const struct agent *a, json_object *st);
+
+/* agent_status.c */
+/* Write the status file (atomically: a temporary renamed over it). */
+void agent_write_status(struct agent *a);
+/* --status: print the running agent's status file (raw with json): 0,
+ * or 1 when there is none. */
+int agent_print_status(const char *path, int json);
 
 /* agent_report.c */
 /* A local CLOCK_MONOTONIC_RAW time on the global timeline, or as real time

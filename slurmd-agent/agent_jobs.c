@@ -157,35 +157,43 @@ static void set_string(char **field, const char *value)
 		replace_string(field, v);
 }
 
+/* Whether the kernel says the sender holds the lane of r (placed on its
+ * local NIC): its TCP connection (sockcheck.h: a TCP lane's, an IB lane's
+ * side channel) and, on an IB lane, its RC queue pair on that NIC's RDMA
+ * port (qpcheck.h). *what: what was found wanting, for the log. */
+static enum fq_lane_hold lane_hold(struct agent *a, const Fabriciq__LaneReport *r, uid_t uid,
+				   const char **what)
+{
+	int64_t now = fq_clock_ns(CLOCK_MONOTONIC);
+	struct fq_qp_lane qp = {"/sys", r->local_nic, r->local_qpn, r->remote_qpn};
+	enum fq_lane_hold hold =
+	    fq_sockcheck_lane(&a->sockcheck, r->local_address, r->remote_address, uid, now);
+
+	*what = "connection";
+	if (hold != FQ_LANE_HELD || strcmp(r->lane_kind, "ib"))
+		return hold;
+	*what = "queue pair";
+	return fq_qpcheck_lane(&a->sockcheck, &qp, uid, now, &a->qpcheck);
+}
+
 /* A lane report's places, as the agent knows them: the local NIC by the
  * lane's local address (an accepted lane may not know which NIC it came in
  * on), else the NIC the process named if this node has it, else none; the
  * far node and NIC by the remote address among the paths the agent probes,
  * else none. Nothing else the process says about where its lane runs is
  * kept: these places steer the controller's collision advice, which moves
- * other jobs. A TCP lane whose connection its sender does not hold (the
- * kernel's socket table: sockcheck.h) is marked unverified: the job's own
- * report keeps it, the controller's rules take none of it. A lane whose
- * only report came after its socket closed (one that died young) is
- * unverified too: nothing can tell it from a claim of a connection that
- * never was. */
+ * other jobs. A lane the kernel does not show its sender holding
+ * (lane_hold: a TCP lane's connection; an IB lane's side channel and its
+ * queue pair on the local NIC's RDMA port), or the kernel cannot be asked
+ * of, is marked unverified: the job's own report keeps it, the
+ * controller's rules take none of it. A lane whose only report came after
+ * its socket closed (one that died young) is unverified too: nothing can
+ * tell it from a claim of a connection that never was. */
 static void place_lane(struct agent *a, Fabriciq__LaneReport *r, uid_t uid)
 {
-	const char *node, *nic;
-	enum fq_lane_hold hold = FQ_LANE_HELD;
+	const char *node, *nic, *what;
+	enum fq_lane_hold hold;
 	char ip[64];
-
-	if (strcmp(r->lane_kind, "ib"))
-		hold = fq_sockcheck_lane(&a->sockcheck, r->local_address, r->remote_address, uid,
-					 fq_clock_ns(CLOCK_MONOTONIC));
-	r->unverified = hold != FQ_LANE_HELD;
-	if (r->unverified) {
-		a->lanes_unverified_as[hold]++;
-		fq_log_rl(FQ_LOG_INFO,
-			  "job %llu.%u rank %u: lane %s -> %s unverified (%s connection): not placed",
-			  (unsigned long long)r->job_id, r->step_id, r->is_send ? r->src_rank : r->dst_rank,
-			  r->local_address, r->remote_address, fq_lane_hold_name(hold));
-	}
 
 	ip_of(r->local_address, ip, sizeof(ip));
 	for (unsigned i = 0; *ip && i < a->n_nics; i++)
@@ -199,6 +207,16 @@ static void place_lane(struct agent *a, Fabriciq__LaneReport *r, uid_t uid)
 		a->lanes_remote_unknown++;
 	set_string(&r->remote_node, node);
 	set_string(&r->remote_nic, nic);
+
+	hold = lane_hold(a, r, uid, &what);
+	r->unverified = hold != FQ_LANE_HELD;
+	if (r->unverified) {
+		a->lanes_unverified_as[hold]++;
+		fq_log_rl(FQ_LOG_INFO, "job %llu.%u rank %u: %s lane %s -> %s unverified (%s %s): not placed",
+			  (unsigned long long)r->job_id, r->step_id, r->is_send ? r->src_rank : r->dst_rank,
+			  *r->lane_kind ? r->lane_kind : "tcp", r->local_address, r->remote_address,
+			  fq_lane_hold_name(hold), what);
+	}
 }
 
 /* A placed lane report to lanetrace: the sending end's, TCP, verified,
@@ -324,6 +342,32 @@ void agent_save_steps(struct agent *a)
 	if (rc < 0)
 		fq_log_rl(FQ_LOG_ERROR, "cannot save the step registry to %s: %s", a->steps_path,
 			  strerror(-rc));
+}
+
+void agent_jobs_status(const struct agent *a, json_object *st)
+{
+	json_object_object_add(st, "steps", fq_steps_json(a->steps));
+	json_object_object_add(st, "senders", fq_steps_counters(a->steps));
+	json_object_object_add(st, "lanes_forwarded", json_object_new_uint64(a->lanes_forwarded));
+	json_object_object_add(st, "lane_delays_dropped", json_object_new_uint64(a->lane_delays_dropped));
+	json_object_object_add(st, "profiler_forwarded", json_object_new_uint64(a->profiler_forwarded));
+	json_object_object_add(st, "profiler_removed", json_object_new_uint64(a->profiler_removed));
+	json_object_object_add(st, "lanes_remote_unknown", json_object_new_uint64(a->lanes_remote_unknown));
+	json_object_object_add(st, "lanes_unverified",
+			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_CLOSED] +
+						      a->lanes_unverified_as[FQ_LANE_OTHERS] +
+						      a->lanes_unverified_as[FQ_LANE_UNCHECKED]));
+	json_object_object_add(st, "lanes_unverified_closed",
+			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_CLOSED]));
+	json_object_object_add(st, "lanes_unverified_others",
+			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_OTHERS]));
+	json_object_object_add(st, "lanes_unverified_unchecked",
+			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_UNCHECKED]));
+	json_object_object_add(st, "lane_checks_asked", json_object_new_uint64(a->sockcheck.asked));
+	json_object_object_add(st, "lane_checks_evicted", json_object_new_uint64(a->sockcheck.evicted));
+	json_object_object_add(st, "lane_qp_checks_asked", json_object_new_uint64(a->qpcheck.asked));
+	json_object_object_add(st, "lane_qp_dumps_cut", json_object_new_uint64(a->qpcheck.cut));
+	json_object_object_add(st, "steps_reclaimed", json_object_new_uint64(a->steps_reclaimed));
 }
 
 /* A telemetry connection is for a task of a registered step (or its

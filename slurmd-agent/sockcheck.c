@@ -153,8 +153,20 @@ static struct fq_sockcheck_slot *slot_for(struct fq_sockcheck *c, const char *lo
 	return oldest;
 }
 
+static int ask_tcp(void *ctx, const char *local, const char *remote, uid_t *uid)
+{
+	(void)ctx;
+	return fq_tcp_socket_uid(local, remote, uid);
+}
+
 enum fq_lane_hold fq_sockcheck_lane(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid,
 				    int64_t now_ns)
+{
+	return fq_sockcheck_claim(c, local, remote, uid, now_ns, ask_tcp, NULL);
+}
+
+enum fq_lane_hold fq_sockcheck_claim(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid,
+				     int64_t now_ns, fq_claim_ask ask, void *ctx)
 {
 	struct fq_sockcheck_slot *s;
 	bool found;
@@ -168,7 +180,7 @@ enum fq_lane_hold fq_sockcheck_lane(struct fq_sockcheck *c, const char *local, c
 		c->remembered++;
 	} else {
 		c->asked++;
-		rc = fq_tcp_socket_uid(local, remote, &owner);
+		rc = ask(ctx, local, remote, &owner);
 		if (rc < 0 && rc != -ENOENT)
 			return FQ_LANE_UNCHECKED; /* nothing remembered: the next report asks again */
 		snprintf(s->local, sizeof(s->local), "%s", local);

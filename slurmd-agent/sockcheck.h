@@ -58,6 +58,17 @@ struct fq_sockcheck {
 enum fq_lane_hold fq_sockcheck_lane(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid,
 				    int64_t now_ns);
 
+/* How the kernel is asked of a claim keyed (local, remote): 0 and *uid
+ * (its holder), -ENOENT (no such thing now), or another negative errno
+ * (the kernel could not be asked: nothing is remembered). */
+typedef int (*fq_claim_ask)(void *ctx, const char *local, const char *remote, uid_t *uid);
+
+/* fq_sockcheck_lane for a claim of another kind (qpcheck.h's queue pairs),
+ * remembered in the same table under its own keys (each shorter than a
+ * slot's strings, and never an "IP:port"), asked through ask(ctx, ...). */
+enum fq_lane_hold fq_sockcheck_claim(struct fq_sockcheck *c, const char *local, const char *remote, uid_t uid,
+				     int64_t now_ns, fq_claim_ask ask, void *ctx);
+
 /* "held", "closed", "another uid's", "unchecked". */
 const char *fq_lane_hold_name(enum fq_lane_hold h);
 

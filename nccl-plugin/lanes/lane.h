@@ -64,6 +64,10 @@ struct fqn_lane_info {
 	int have_delivered_ce;
 	uint32_t idle_rx_ms; /* since the transport last heard anything from the peer */
 	uint32_t unacked;    /* transport-level segments in flight (not yet acknowledged) */
+	/* an IB lane's RC QP numbers, once connected: this end's and the
+	 * peer's (the agent checks them against the kernel's RDMA resource
+	 * table); 0 on a TCP lane */
+	uint32_t local_qpn, remote_qpn;
 };
 
 #define FQN_CTRL_SIZE 16

@@ -137,6 +137,8 @@ void fqn_lane_report_fill(Fabriciq__LaneReport *r, const struct fqn_lane_sample 
 	r->tcp_delivered_ce = s->info.delivered_ce;
 	r->synchronised = s->synchronised;
 	r->lane_kind = (char *)s->kind;
+	r->local_qpn = s->info.local_qpn; /* an IB lane's, 0 on TCP */
+	r->remote_qpn = s->info.remote_qpn;
 }
 
 void fqn_failover_fill(Fabriciq__FailoverEvent *f, const struct fqn_lane_sample *s)

@@ -334,7 +334,10 @@ static void test_collision_incident(void)
 
 /* The collision of test_collision_incident, but job 4243's lane is one the
  * agent found no connection for (LaneReport.unverified): no collision, no
- * advice, and the lane attaches the job to nothing. */
+ * advice, and the lane attaches the job to nothing. The detector never
+ * sees a lane's kind (struct fq_det_lane has none), so an IB lane whose
+ * queue pair the agent could not verify, or could not ask about, is this
+ * same input. */
 static void test_unverified_lane(void)
 {
 	struct fq_detector_config c;

@@ -253,6 +253,15 @@ static void test_data(void)
 	   "receiver's handle announces its ring (%u slots of %u bytes)", hr.slots, hr.slot_size);
 	ok(hs.slots == FQIB_SMALL_SLOTS && hs.qpn == 0x11, "sender's handle: small slots, its QPN");
 	ok(fs->connected && fr->connected, "both QPs connected");
+	{
+		struct fqn_lane_info si, ri;
+		int rs = s->ops->info(s, &si), rr = r->ops->info(r, &ri);
+
+		ok(rs == 0 && rr == 0 && si.local_qpn == 0x11 && si.remote_qpn == 0x22 &&
+		       ri.local_qpn == 0x22 && ri.remote_qpn == 0x11,
+		   "info: each end's QPN and its peer's (sender %#x -> %#x, receiver %#x -> %#x)",
+		   si.local_qpn, si.remote_qpn, ri.local_qpn, ri.remote_qpn);
+	}
 	ok(strcmp(s->ops->kind, "ib") == 0, "kind is ib");
 
 	/* Fill the ring without the receiver consuming: credits stop the sender. */

@@ -269,6 +269,25 @@ static void test_agent_stops(const char *dir)
 	free(s);
 }
 
+/* A sample's QP numbers reach its LaneReport: an IB lane's both, a TCP
+ * lane's none (fqn_lane_report_fill is pure). */
+static void test_report_qpn(void)
+{
+	struct fqn_lane_sample s = {.lane = 2, .is_send = 1};
+	Fabriciq__LaneReport r;
+
+	snprintf(s.kind, sizeof(s.kind), "ib");
+	s.info.local_qpn = 0x1a2b3c;
+	s.info.remote_qpn = 0x000d0e;
+	fqn_lane_report_fill(&r, &s);
+	ok(strcmp(r.lane_kind, "ib") == 0 && r.local_qpn == 0x1a2b3c && r.remote_qpn == 0x000d0e,
+	   "an IB lane's report carries its QPN and its peer's (%#x -> %#x)", r.local_qpn, r.remote_qpn);
+	memset(&s.info, 0, sizeof(s.info));
+	snprintf(s.kind, sizeof(s.kind), "tcp");
+	fqn_lane_report_fill(&r, &s);
+	ok(r.local_qpn == 0 && r.remote_qpn == 0, "a TCP lane's none");
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/nccl-plugin-telemetry-XXXXXX";
@@ -278,6 +297,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		skip_all("no temp dir");
 	test_ring_full();
+	test_report_qpn();
 	test_agent(dir);
 	test_agent_gone(dir);
 	test_agent_stops(dir);

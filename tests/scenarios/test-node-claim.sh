@@ -80,7 +80,7 @@ ok $((i == 20)) "n2 and n9 bound to keys (${n2line%% *} ${n2line#* }), the contr
 # with KEYFILE when given) until the controller has refused it 3 times;
 # prints its refusals and its last error.
 claim() {
-	rm -rf "$S/run/imp" "$S/spool/imp"
+	rm -rf "$S/run/imp" "$S/spool/imp" "$S/agent-imp.json"
 	mkdir -p "$S/run/imp"
 	"$TB" daemon start n3 impostor -- "$AGENT" -c /dev/null -s "node=$1" -s nics=rail0 -s port=7109 \
 		-s "run_dir=$S/run/imp" -s "spool_dir=$S/spool/imp" -s "status_file=$S/agent-imp.json" \

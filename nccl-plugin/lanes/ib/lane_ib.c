@@ -52,6 +52,7 @@ struct fqn_lane_ib {
 	uint8_t *arena; /* data slots, then small tx slots, then small rx slots */
 	size_t arena_len, slot_size;
 	struct fqib_handle local;
+	uint32_t remote_qpn; /* the peer's QP, once connected */
 	/* side channel */
 	int fd;
 	uint8_t hs_out[FQIB_HELLO_MAX + FQIB_HANDLE_SIZE];
@@ -291,6 +292,7 @@ int fqn_lane_ib_start(struct fqn_lane *l, const struct fqib_handle *remote)
 	}
 	if (b->sender)
 		b->credits = (int)(remote->slots < FQIB_DATA_SLOTS ? remote->slots : FQIB_DATA_SLOTS);
+	b->remote_qpn = remote->qpn;
 	b->state = ST_READY;
 	b->last_heard_ns = fq_now_ns();
 	return 0;
@@ -557,6 +559,10 @@ static int ib_info(struct fqn_lane *l, struct fqn_lane_info *out)
 	memset(out, 0, sizeof(*out));
 	out->idle_rx_ms = idle > UINT32_MAX ? UINT32_MAX : (uint32_t)idle;
 	out->unacked = (uint32_t)b->tx_inflight;
+	if (b->state == ST_READY) {
+		out->local_qpn = b->local.qpn;
+		out->remote_qpn = b->remote_qpn;
+	}
 	return 0;
 }
 
