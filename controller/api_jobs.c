@@ -1,7 +1,8 @@
 /*
  * api_jobs: the JSON API's job endpoints (controller/api.h): the recent job
  * steps with their efficiency, the job report (steps, ranks, lanes,
- * throughput over time, incidents, anomalies, failovers) and a step's
+ * throughput over time, incidents, anomalies, failovers, the NCCL profiler's
+ * collectives, QPs and peers) and a step's
  * summary for its owner. The rules of controller/api.c hold: every value
  * checked in C and bound, each section one statement building its JSON.
  */
@@ -189,6 +190,11 @@ static const char failovers_sql[] =
 		"  o.src_nic, o.dst_nic, o.cause, o.seen_by, o.detect_ns, o.bytes_resent"
 		" from fabriciq.lane_outages o where o.job_id = $1 and o.step_id = $2) x";
 
+/* The NCCL profiler plugin's section (sql/015: step_profiler): per
+ * collective its ops and bus bandwidth, bus bandwidth over time, the
+ * slowest QPs and peers; null for a step without profiler data. */
+static const char profiler_sql[] = "select fabriciq.step_profiler($1, $2)";
+
 /* The report of one step: its row and its sections. */
 static int step_report(struct reply *rp, struct fq_db *db, uint64_t job, uint64_t step, uint64_t lanes,
 		       const char *bucket, struct json_object **out)
@@ -209,7 +215,8 @@ static int step_report(struct reply *rp, struct fq_db *db, uint64_t job, uint64_
 	    api_add_section(rp, db, s, "ranks", "reading ranks", ranks_sql, &p))
 		goto fail;
 	if (api_add_section(rp, db, s, "anomalies", "reading job_anomalies", step_anomalies_sql, &p) ||
-	    api_add_section(rp, db, s, "failovers", "reading failover_events", failovers_sql, &p))
+	    api_add_section(rp, db, s, "failovers", "reading failover_events", failovers_sql, &p) ||
+	    api_add_section(rp, db, s, "profiler", "reading profiler telemetry", profiler_sql, &p))
 		goto fail;
 	fq_db_param_u64(&p, lanes);
 	if (api_query_json(db, "reading lanes", lanes_sql, &p, &l) < 0) {

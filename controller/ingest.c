@@ -190,6 +190,8 @@ static int kind_of(const Fabriciq__Envelope *env)
 		return FQ_INGEST_TRACE;
 	case FABRICIQ__ENVELOPE__PAYLOAD_LANE_ROUTE:
 		return FQ_INGEST_LANE_ROUTE;
+	case FABRICIQ__ENVELOPE__PAYLOAD_PROFILER:
+		return FQ_INGEST_PROFILER;
 	default:
 		return -1;
 	}

@@ -189,6 +189,61 @@ static int apply_lane(struct fq_ingest *ing, const struct item *it)
 	return rank_nic(ing, l->job_id, l->step_id, l->is_send ? l->src_rank : l->dst_rank, me, l->local_nic);
 }
 
+/* A profiler report: its windows and ops, each row with the report's
+ * step, rank and node (the agent's word, slurmd-agent/proftag.h). */
+static int apply_profiler(struct fq_ingest *ing, const struct item *it)
+{
+	const Fabriciq__ProfilerReport *p = it->env->profiler;
+	int rc = 0;
+
+	for (size_t i = 0; i < p->n_windows && !rc; i++) {
+		const Fabriciq__ProfilerWindow *x = p->windows[i];
+		struct fq_db_profiler_window w = {
+		    .interval_start_ns = p->interval_start_ns,
+		    .interval_end_ns = p->interval_end_ns,
+		    .job_id = p->job_id,
+		    .step_id = p->step_id,
+		    .rank = p->rank,
+		    .node = it->node->name,
+		    .kind = x->kind,
+		    .comm_hash = p->comm_hash,
+		    .device = x->device,
+		    .sub = x->sub,
+		    .id = x->id,
+		    .count = x->count,
+		    .bytes = x->bytes,
+		    .mean_ns = x->mean_ns,
+		    .max_ns = x->max_ns,
+		    .synchronised = p->synchronised,
+		};
+		rc = fq_db_add_profiler_windows(ing->db, &w, 1);
+	}
+	for (size_t i = 0; i < p->n_ops && !rc; i++) {
+		const Fabriciq__ProfilerOp *x = p->ops[i];
+		struct fq_db_profiler_op o = {
+		    .start_ns = x->start_ns,
+		    .end_ns = x->end_ns,
+		    .job_id = p->job_id,
+		    .step_id = p->step_id,
+		    .rank = p->rank,
+		    .nranks = p->nranks,
+		    .node = it->node->name,
+		    .func = x->func,
+		    .algo = x->algo,
+		    .proto = x->proto,
+		    .comm_hash = p->comm_hash,
+		    .seq = x->seq,
+		    .bytes = x->bytes,
+		    .p2p = x->p2p,
+		    .peer = x->peer,
+		    .algbw_gbs = x->gbps,
+		    .synchronised = x->synchronised,
+		};
+		rc = fq_db_add_profiler_ops(ing->db, &o, 1);
+	}
+	return rc;
+}
+
 static int apply_clock(struct fq_ingest *ing, const struct item *it)
 {
 	const Fabriciq__ClockReport *c = it->env->clock;
@@ -462,6 +517,8 @@ static int apply_item(struct fq_ingest *ing, const struct item *it)
 		return apply_trace(ing, it);
 	case FABRICIQ__ENVELOPE__PAYLOAD_LANE_ROUTE:
 		return 0; /* the detector's (ctl_detect.c); no row */
+	case FABRICIQ__ENVELOPE__PAYLOAD_PROFILER:
+		return apply_profiler(ing, it);
 	default:
 		return -EINVAL;
 	}

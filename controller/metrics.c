@@ -270,8 +270,8 @@ int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st,
 	static const char *const nic_l[] = {"node", "nic", NULL};
 	static const char *const lane_l[] = {"job_id", "step_id", "lane", NULL};
 	static const char *const node_l[] = {"node", NULL};
-	static const char *const kinds[] = {"probe", "clock",    "lane",  "step_start", "step_end",
-					    "link",  "failover", "hello", "trace",      "lane_route"};
+	static const char *const kinds[] = {"probe",    "clock", "lane",  "step_start", "step_end", "link",
+					    "failover", "hello", "trace", "lane_route", "profiler"};
 	FILE *out = open_memstream(text, len);
 
 	if (!out)

@@ -93,6 +93,9 @@ int fq_steplive_frame(struct fq_steplive *l, const char *node, const Fabriciq__E
 	case FABRICIQ__ENVELOPE__PAYLOAD_LANE:
 		touch(l, env->lane->job_id, env->lane->step_id, now_ns);
 		return 0;
+	case FABRICIQ__ENVELOPE__PAYLOAD_PROFILER:
+		touch(l, env->profiler->job_id, env->profiler->step_id, now_ns);
+		return 0;
 	case FABRICIQ__ENVELOPE__PAYLOAD_STEP_END:
 		return ended(l, node, env->step_end, gone);
 	default:

@@ -43,6 +43,16 @@ static const struct copy_table tables[FQ_DB_T_COUNT] = {
 	{"failover_events",
 	 "time, job_id, step_id, src_rank, dst_rank, from_lane, to_lane, node, local_nic, "
 	 "remote_nic, cause, detect_ns, bytes_resent, duration_ns, failback, conn_id, is_send"},
+    [FQ_DB_T_PROFILER_WINDOWS] =
+	{"profiler_windows",
+	 "interval_start, interval_end, job_id, step_id, rank, node, comm_hash, kind, "
+	 "device, sub, id, count, bytes, mean_ns, max_ns, synchronised",
+	 true},
+    [FQ_DB_T_PROFILER_OPS] =
+	{"profiler_ops",
+	 "start_time, end_time, job_id, step_id, rank, node, comm_hash, nranks, seq, func, "
+	 "algo, proto, p2p, peer, bytes, algbw_gbs, synchronised",
+	 true},
 };
 
 static const char *const ts_kinds[] = {"unknown", "software", "hardware", "user"};
@@ -288,12 +298,12 @@ static int encode_failover(struct fq_buf *b, const void *row)
 	return rc ? -ENOMEM : 0;
 }
 
-typedef int (*check_fn)(struct fq_db *db, const void *row, size_t i);
-typedef int (*encode_fn)(struct fq_buf *b, const void *row);
+typedef fq_db_check_fn check_fn;
+typedef fq_db_encode_fn encode_fn;
 
 /* Checks and encodes n rows; all or none of them end up buffered. */
-static int add_rows(struct fq_db *db, enum fq_db_table t, const void *rows, size_t size, size_t n,
-		    check_fn check, encode_fn encode)
+int fq_db_add_rows(struct fq_db *db, enum fq_db_table t, const void *rows, size_t size, size_t n,
+		   check_fn check, encode_fn encode)
 {
 	struct fq_db_copy_buf *c = &db->copy[t];
 	size_t mark = c->buf.len;
@@ -321,27 +331,29 @@ static int add_rows(struct fq_db *db, enum fq_db_table t, const void *rows, size
 
 int fq_db_add_probe_windows(struct fq_db *db, const struct fq_db_probe_window *rows, size_t n)
 {
-	return add_rows(db, FQ_DB_T_PROBE_WINDOWS, rows, sizeof(*rows), n, check_probe, encode_probe);
+	return fq_db_add_rows(db, FQ_DB_T_PROBE_WINDOWS, rows, sizeof(*rows), n, check_probe, encode_probe);
 }
 
 int fq_db_add_lane_windows(struct fq_db *db, const struct fq_db_lane_window *rows, size_t n)
 {
-	return add_rows(db, FQ_DB_T_LANE_WINDOWS, rows, sizeof(*rows), n, check_lane, encode_lane);
+	return fq_db_add_rows(db, FQ_DB_T_LANE_WINDOWS, rows, sizeof(*rows), n, check_lane, encode_lane);
 }
 
 int fq_db_add_clock_estimates(struct fq_db *db, const struct fq_db_clock_estimate *rows, size_t n)
 {
-	return add_rows(db, FQ_DB_T_CLOCK_ESTIMATES, rows, sizeof(*rows), n, check_clock, encode_clock);
+	return fq_db_add_rows(db, FQ_DB_T_CLOCK_ESTIMATES, rows, sizeof(*rows), n, check_clock, encode_clock);
 }
 
 int fq_db_add_link_events(struct fq_db *db, const struct fq_db_link_event *rows, size_t n)
 {
-	return add_rows(db, FQ_DB_T_LINK_EVENTS, rows, sizeof(*rows), n, check_link_event, encode_link_event);
+	return fq_db_add_rows(db, FQ_DB_T_LINK_EVENTS, rows, sizeof(*rows), n, check_link_event,
+			      encode_link_event);
 }
 
 int fq_db_add_failover_events(struct fq_db *db, const struct fq_db_failover_event *rows, size_t n)
 {
-	return add_rows(db, FQ_DB_T_FAILOVER_EVENTS, rows, sizeof(*rows), n, check_failover, encode_failover);
+	return fq_db_add_rows(db, FQ_DB_T_FAILOVER_EVENTS, rows, sizeof(*rows), n, check_failover,
+			      encode_failover);
 }
 
 size_t fq_db_pending_rows(const struct fq_db *db)

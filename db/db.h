@@ -183,6 +183,39 @@ int fq_db_add_clock_estimates(struct fq_db *db, const struct fq_db_clock_estimat
 int fq_db_add_link_events(struct fq_db *db, const struct fq_db_link_event *rows, size_t n);
 int fq_db_add_failover_events(struct fq_db *db, const struct fq_db_failover_event *rows, size_t n);
 
+/* One window of the NCCL profiler plugin (proto ProfilerWindow), tagged
+ * with its report's step, rank and interval (sql/015_profiler.sql). */
+struct fq_db_profiler_window {
+	int64_t interval_start_ns, interval_end_ns;
+	uint64_t job_id;
+	uint32_t step_id, rank;
+	const char *node, *kind;
+	uint64_t comm_hash;
+	int32_t device, sub;
+	int64_t id;
+	uint64_t count, bytes;
+	int64_t mean_ns, max_ns;
+	bool synchronised;
+};
+/* One finished collective or p2p of the profiler (proto ProfilerOp). */
+struct fq_db_profiler_op {
+	int64_t start_ns, end_ns;
+	uint64_t job_id;
+	uint32_t step_id, rank, nranks;
+	const char *node, *func, *algo, *proto;
+	uint64_t comm_hash, seq, bytes;
+	bool p2p;
+	int32_t peer;
+	double algbw_gbs;
+	bool synchronised;
+};
+/* Buffer profiler rows (db/copy_prof.c). 0, -EINVAL (a required string
+ * missing, a count or bytes beyond int8, a bandwidth not finite or
+ * negative), -EILSEQ (not UTF-8), -ENOMEM; nothing of the call kept on
+ * error. */
+int fq_db_add_profiler_windows(struct fq_db *db, const struct fq_db_profiler_window *rows, size_t n);
+int fq_db_add_profiler_ops(struct fq_db *db, const struct fq_db_profiler_op *rows, size_t n);
+
 /* Rows and bytes buffered, over all tables (to decide when to flush). */
 size_t fq_db_pending_rows(const struct fq_db *db);
 size_t fq_db_pending_bytes(const struct fq_db *db);

@@ -317,6 +317,15 @@ int fq_bin_i64(struct fq_buf *b, int64_t v)
 	return bin_field(b, &be, 8);
 }
 
+int fq_bin_f64(struct fq_buf *b, double v)
+{
+	uint64_t u;
+
+	memcpy(&u, &v, 8);
+	u = htobe64(u);
+	return bin_field(b, &u, 8);
+}
+
 int fq_bin_i64_or_null(struct fq_buf *b, int64_t v)
 {
 	return v ? fq_bin_i64(b, v) : bin_field(b, NULL, -1);

@@ -64,6 +64,7 @@ int fq_bin_row(struct fq_buf *b, uint16_t nfields);
 int fq_bin_i64(struct fq_buf *b, int64_t v);
 int fq_bin_i64_or_null(struct fq_buf *b, int64_t v); /* 0 -> NULL */
 int fq_bin_i32(struct fq_buf *b, int32_t v);
+int fq_bin_f64(struct fq_buf *b, double v); /* float8 */
 int fq_bin_bool(struct fq_buf *b, bool v);
 int fq_bin_str(struct fq_buf *b, const char *s); /* NULL -> NULL */
 /* timestamptz: microseconds since 2000-01-01 UTC, truncated towards the

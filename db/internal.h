@@ -18,6 +18,8 @@ enum fq_db_table {
 	FQ_DB_T_CLOCK_ESTIMATES,
 	FQ_DB_T_LINK_EVENTS,
 	FQ_DB_T_FAILOVER_EVENTS,
+	FQ_DB_T_PROFILER_WINDOWS,
+	FQ_DB_T_PROFILER_OPS,
 	FQ_DB_T_COUNT
 };
 
@@ -77,5 +79,13 @@ int fq_db_exec(struct fq_db *db, const char *what, const char *sql, const struct
 
 /* Errno for a failed result (SQLSTATE class), or for a lost connection. */
 int fq_db_errno_of(const PGresult *res, PGconn *conn);
+
+/* copy.c's batched writer, for the writers of other files (copy_prof.c):
+ * check then encode each of n rows of size bytes into table t's buffer.
+ * 0, or the first checker's or encoder's error (nothing of the call kept). */
+typedef int (*fq_db_check_fn)(struct fq_db *db, const void *row, size_t i);
+typedef int (*fq_db_encode_fn)(struct fq_buf *b, const void *row);
+int fq_db_add_rows(struct fq_db *db, enum fq_db_table t, const void *rows, size_t size, size_t n,
+		   fq_db_check_fn check, fq_db_encode_fn encode);
 
 #endif /* FQ_DB_INTERNAL_H */

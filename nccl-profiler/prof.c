@@ -758,3 +758,13 @@ int fqp_ctx_info(struct fqp_ctx *tok, struct fqp_comm_info *out, int *clock_sync
 		*clock_synced = c->clock != NULL;
 	return 0;
 }
+
+int fqp_ctx_now(struct fqp_ctx *tok, int64_t *out, int *sync)
+{
+	struct ctxi *c = ctx_of(tok);
+
+	if (!c || !out || !sync)
+		return -EINVAL;
+	*out = to_global(c, fq_now_ns(), sync);
+	return 0;
+}

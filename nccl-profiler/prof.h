@@ -177,5 +177,8 @@ int fqp_windows(struct fqp_ctx *ctx, int reset, void (*cb)(const struct fqp_wind
 		void *arg);
 /* The context's communicator, and whether its clock page was found. */
 int fqp_ctx_info(struct fqp_ctx *ctx, struct fqp_comm_info *out, int *clock_synced);
+/* Now on the context's timeline: global through the agent's clock page
+ * (*sync = 1), else raw monotonic (*sync = 0). 0, or -EINVAL. */
+int fqp_ctx_now(struct fqp_ctx *ctx, int64_t *out, int *sync);
 
 #endif /* FQP_PROF_H */

@@ -26,7 +26,7 @@ trap 'exit 130' INT TERM
 top_srcdir=$PWD top_builddir=$B source tests/testbed/lib/testlib.sh
 
 step "bringing up the emulated cluster (Slurm with the fabriciq SPANK plugin)"
-SPANK="optional $B/spank/.libs/spank_fabriciq.so libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1"
+SPANK="optional $B/spank/.libs/spank_fabriciq.so libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1 monitor_via=net"
 SPANK+=" step_socket=$S/run/%n/agent-step.sock" # the agent tells its other paths
 SPANK+=" controller=http://198.18.0.1:7180 munge_socket=$S/munge/munge.socket" # srun's job-end line
 "$TB" up --prefix fqdemo --hosts 4 --rails 2 --leaves 2 --spines 2 --clock-offsets random \

@@ -90,6 +90,8 @@ struct agent {
 	uint64_t frames_spooled, frames_unspooled;
 	uint64_t lanes_forwarded;
 	uint64_t lane_delays_dropped;  /* lane reports whose delays were implausible */
+	uint64_t profiler_forwarded;   /* profiler reports (NCCL profiler plugin) spooled */
+	uint64_t profiler_removed;     /* their windows and ops removed as implausible (proftag.h) */
 	uint64_t lanes_remote_unknown; /* lane reports whose far end no probed path names */
 	/* lane reports whose connection (and, on IB, queue pair) the sender was
 	 * not seen to hold, by what the kernel said (FQ_LANE_CLOSED, _OTHERS,

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "slurmd-agent/agent.h"
+#include "slurmd-agent/proftag.h"
 
 /* A step request's answer, owed until its frame is on disk. */
 struct owed {
@@ -242,10 +243,12 @@ static void trace_lane(struct agent *a, const Fabriciq__LaneReport *r)
 }
 
 /* Whether st's processes may send one more frame of env's kind now (one
- * bucket for lane reports, one for failover events); counted if not. */
+ * bucket for the bulk, lane and profiler reports, one for failover
+ * events); counted if not. */
 static bool within_rate(struct agent *a, struct fq_step *st, const Fabriciq__Envelope *env)
 {
-	bool lane = env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+	bool lane = env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE ||
+		    env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROFILER;
 
 	if (fq_rate_take(lane ? &st->lane_rate : &st->event_rate, lane ? &a->lane_limit : &a->event_limit,
 			 fq_now_ns()))
@@ -281,6 +284,17 @@ static enum fq_local_verdict telemetry(void *arg, const struct ucred *cred, Fabr
 			r->dst_rank = rank->global_rank;
 		place_lane(a, r, cred->uid);
 		trace_lane(a, r);
+	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROFILER) {
+		unsigned removed = 0;
+
+		if (env->profiler->job_id &&
+		    (env->profiler->job_id != st->job_id || env->profiler->step_id != st->step_id))
+			return FQ_LOCAL_WRONG_JOB;
+		if (!within_rate(a, st, env))
+			return FQ_LOCAL_RATE_LIMITED;
+		fq_proftag(env->profiler, st->job_id, st->step_id, rank->global_rank, &removed);
+		a->profiler_removed += removed;
+		a->profiler_forwarded++;
 	} else {
 		Fabriciq__FailoverEvent *f = env->failover;
 
@@ -336,6 +350,8 @@ void agent_jobs_status(const struct agent *a, json_object *st)
 	json_object_object_add(st, "senders", fq_steps_counters(a->steps));
 	json_object_object_add(st, "lanes_forwarded", json_object_new_uint64(a->lanes_forwarded));
 	json_object_object_add(st, "lane_delays_dropped", json_object_new_uint64(a->lane_delays_dropped));
+	json_object_object_add(st, "profiler_forwarded", json_object_new_uint64(a->profiler_forwarded));
+	json_object_object_add(st, "profiler_removed", json_object_new_uint64(a->profiler_removed));
 	json_object_object_add(st, "lanes_remote_unknown", json_object_new_uint64(a->lanes_remote_unknown));
 	json_object_object_add(st, "lanes_unverified",
 			       json_object_new_uint64(a->lanes_unverified_as[FQ_LANE_CLOSED] +

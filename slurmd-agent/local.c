@@ -275,6 +275,7 @@ static int on_telemetry_frame(struct conn *c, Fabriciq__Envelope *env)
 	struct fq_local *l = c->l;
 
 	if (env->payload_case != FABRICIQ__ENVELOPE__PAYLOAD_LANE &&
+	    env->payload_case != FABRICIQ__ENVELOPE__PAYLOAD_PROFILER &&
 	    env->payload_case != FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER) {
 		l->bad_frames++;
 		fq_log_rl(FQ_LOG_WARN, "telemetry socket: pid %d sent a frame of kind %d: closing",

@@ -7,7 +7,7 @@
  * clock and path pages given at create). The agent may defer an answer
  * (until the request is on disk: FQ_LOCAL_LATER); each Result carries its
  * request's seq. The telemetry
- * socket (mode 0666) takes LaneReport/FailoverEvent frames from job
+ * socket (mode 0666) takes LaneReport/ProfilerReport/FailoverEvent frames from job
  * processes, each handed over with the sender's kernel-proven credentials.
  * Garbage, oversized frames and frames of the wrong kind are counted and
  * the connection closed; the agent keeps running.

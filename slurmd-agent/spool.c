@@ -312,7 +312,8 @@ bool fq_spool_is_bulk(int payload_case)
 {
 	return payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE ||
 	       payload_case == FABRICIQ__ENVELOPE__PAYLOAD_CLOCK ||
-	       payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+	       payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE ||
+	       payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROFILER;
 }
 
 /* Rewrite a closed segment without its bulk telemetry. 0 or -errno. */

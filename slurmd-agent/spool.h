@@ -10,7 +10,7 @@
  * read back) whose record body is [u8 kind][u64 seq, big-endian][frame
  * bytes]. A segment is deleted once every frame in it is acknowledged.
  *
- * Frames are of two classes: bulk telemetry (probe, clock and lane
+ * Frames are of two classes: bulk telemetry (probe, clock, lane and profiler
  * reports: a newer one supersedes an older) and events (step start and
  * end, link and failover events: what the job report is made of). Over the
  * size bound every closed segment, oldest first, is rewritten without its

@@ -199,11 +199,40 @@ static int parse_one(struct fq_spank_conf *conf, const char *key, const char *va
 		conf->end_wait_ms = (int)ms;
 		return 0;
 	}
+	if (!strcmp(key, "profiler_libdir"))
+		return set_path(conf->profiler_libdir, key, val, err, errlen);
+	if (!strcmp(key, "monitor_via")) {
+		static const char *const via[] = {"profiler", "net", NULL};
+
+		if (fq_parse_enum(val, via, &k) < 0) {
+			snprintf(err, errlen, "monitor_via=%s: must be profiler or net", val);
+			return -EINVAL;
+		}
+		conf->monitor_net = k == 1;
+		return 0;
+	}
+	if (!strcmp(key, "control_profiler")) {
+		if (fq_parse_enum(val, yes_no, &k) < 0) {
+			snprintf(err, errlen, "control_profiler=%s: must be yes or no", val);
+			return -EINVAL;
+		}
+		conf->control_profiler = k == 0;
+		return 0;
+	}
 	snprintf(err, errlen,
 		 "unknown key '%s' (known: ifaces, libdir, step_socket, telemetry_socket, clock_page, "
-		 "path_page, mode, default, required, timeout_ms, controller, munge_socket, end_wait_ms)",
+		 "path_page, mode, default, required, timeout_ms, controller, munge_socket, end_wait_ms, "
+		 "monitor_via, control_profiler, profiler_libdir)",
 		 key);
 	return -EINVAL;
+}
+
+void fq_spank_nccl_plugins(const struct fq_spank_conf *conf, enum fq_spank_mode mode, bool *net,
+			   bool *profiler)
+{
+	*net = mode == FQ_MODE_CONTROL || (mode == FQ_MODE_MONITOR && conf->monitor_net);
+	*profiler = (mode == FQ_MODE_MONITOR && !conf->monitor_net) ||
+		    (mode == FQ_MODE_CONTROL && conf->control_profiler);
 }
 
 int fq_spank_conf_parse(struct fq_spank_conf *conf, int ac, char **argv, char *err, size_t errlen)

@@ -17,7 +17,15 @@
  * http://HOST[:PORT]: srun then prints the job-end line, spank/end_report.h;
  * "" (the default): no line), munge_socket (munged's socket for that
  * request; "": munge's default), end_wait_ms (how long srun waits for every
- * node's end of the step to reach the controller, 0-60000, default 5000).
+ * node's end of the step to reach the controller, 0-60000, default 5000),
+ * monitor_via (how monitor mode observes NCCL: profiler, the default, names
+ * fabriciq's profiler plugin in NCCL_PROFILER_PLUGIN and leaves NCCL's
+ * transports alone; net, fabriciq's net plugin carries the traffic as
+ * control mode does, the behaviour before profiler telemetry),
+ * control_profiler (yes|no, default no: control mode also names the
+ * profiler plugin, for per-collective figures beside its lanes),
+ * profiler_libdir (the directory of libnccl-profiler-fabriciq.so when it
+ * is not libdir: a build tree).
  * Unknown keys and bad values are errors.
  * Values are read by common/parse.h's parsers (choices, decimal numbers).
  */
@@ -38,7 +46,8 @@ enum fq_spank_mode {
 
 struct fq_spank_conf {
 	char libdir[FQ_SPANK_PATH_MAX];
-	char step_socket[FQ_SPANK_PATH_MAX]; /* unexpanded: may hold %n */
+	char profiler_libdir[FQ_SPANK_PATH_MAX]; /* "": libdir */
+	char step_socket[FQ_SPANK_PATH_MAX];     /* unexpanded: may hold %n */
 	/* Overrides of the paths the agent tells ("": the agent's). */
 	char telemetry_socket[FQ_SPANK_PATH_MAX];
 	char clock_page[FQ_SPANK_PATH_MAX];
@@ -51,7 +60,15 @@ struct fq_spank_conf {
 	char controller[FQ_SPANK_PATH_MAX];   /* "": no job-end line */
 	char munge_socket[FQ_SPANK_PATH_MAX]; /* "": munge's default */
 	int end_wait_ms;
+	bool monitor_net;      /* monitor_via=net */
+	bool control_profiler; /* control_profiler=yes */
 };
+
+/* Which NCCL plugins a step of this mode gets (pure): *net
+ * (NCCL_NET_PLUGIN = fabriciq's net plugin), *profiler
+ * (NCCL_PROFILER_PLUGIN = fabriciq's profiler plugin). OFF/UNSET: neither. */
+void fq_spank_nccl_plugins(const struct fq_spank_conf *conf, enum fq_spank_mode mode, bool *net,
+			   bool *profiler);
 
 /* Fill conf with the built-in defaults (the step socket of
  * common/step_socket.h, no path overrides, libdir as given, monitor, off,

@@ -49,13 +49,16 @@
 SPANK_PLUGIN(fabriciq, 1);
 
 #define ENV_PROPAGATE "SLURM_FABRICIQ_MODE"
-#define NET_LIB       "libnccl-net-fabriciq.so" /* in conf.libdir */
+#define NET_LIB       "libnccl-net-fabriciq.so"      /* in conf.libdir */
+#define PROF_LIB      "libnccl-profiler-fabriciq.so" /* in conf.libdir */
 
 static struct {
 	bool conf_ok;
 	struct fq_spank_conf conf;
 	char net_plugin[FQ_SPANK_PATH_MAX + sizeof(NET_LIB) + 1]; /* LIBDIR/NET_LIB, NCCL_NET_PLUGIN */
-	enum fq_spank_mode opt_mode;                              /* from --fabriciq; the last one wins */
+	char
+	    prof_plugin[FQ_SPANK_PATH_MAX + sizeof(PROF_LIB) + 1]; /* LIBDIR/PROF_LIB, NCCL_PROFILER_PLUGIN */
+	enum fq_spank_mode opt_mode;                               /* from --fabriciq; the last one wins */
 
 	/* local context (srun): the step whose end gets the job-end line */
 	bool end_report;
@@ -123,6 +126,8 @@ static int load_conf(int ac, char **argv)
 		return -1;
 	}
 	snprintf(g.net_plugin, sizeof(g.net_plugin), "%s/%s", g.conf.libdir, NET_LIB);
+	snprintf(g.prof_plugin, sizeof(g.prof_plugin), "%s/%s",
+		 *g.conf.profiler_libdir ? g.conf.profiler_libdir : g.conf.libdir, PROF_LIB);
 	g.conf_ok = true;
 	return 0;
 }
@@ -303,16 +308,67 @@ static void unset_inherited(spank_t sp)
 			spank_unsetenv(sp, "NCCL_NET_PLUGIN");
 		free(val);
 	}
+	if (get_env(sp, "NCCL_PROFILER_PLUGIN", &val) == 0) {
+		if (!strcmp(val, g.prof_plugin))
+			spank_unsetenv(sp, "NCCL_PROFILER_PLUGIN");
+		free(val);
+	}
 }
 
-/* NCCL_NET_PLUGIN, the plugin's absolute path (NCCL dlopens it as given;
- * the job's LD_LIBRARY_PATH is left alone), unless the job chose its own
- * net plugin: then it is kept and the step's log says so. */
+/* NCCL_PROFILER_PLUGIN, the profiler's absolute path, unless the job
+ * chose its own profiler (NCCL loads one): kept, and the step's log says
+ * so. A step that inherited ours but should not have it (monitor_via=net,
+ * control without control_profiler) loses it. */
+static int export_profiler(spank_t sp, bool want)
+{
+	char *val;
+	int rc = get_env(sp, "NCCL_PROFILER_PLUGIN", &val);
+
+	if (rc == 0 && strcmp(val, g.prof_plugin)) {
+		if (want)
+			fq_info("job %u step %u: the job sets NCCL_PROFILER_PLUGIN=%s; kept, so fabriciq "
+				"sees no collective of this step (the agent's probe mesh still covers it)",
+				g.job, g.step, val);
+		free(val);
+		return 0;
+	}
+	if (rc == 0)
+		free(val);
+	else if (rc != -ENOENT)
+		return -1;
+	if (!want) {
+		if (rc == 0) /* ours, inherited from a step of another mode */
+			spank_unsetenv(sp, "NCCL_PROFILER_PLUGIN");
+		return 0;
+	}
+	return set_env(sp, "NCCL_PROFILER_PLUGIN", g.prof_plugin);
+}
+
+/* The step's NCCL plugins (fq_spank_nccl_plugins): monitor names the
+ * profiler plugin and leaves NCCL's transports alone (monitor_via=net: the
+ * net plugin, as control); control names the net plugin (and the profiler
+ * with control_profiler=yes). NCCL_NET_PLUGIN is the plugin's absolute
+ * path (NCCL dlopens it as given; the job's LD_LIBRARY_PATH is left
+ * alone), unless the job chose its own net plugin: then it is kept and
+ * the step's log says so. */
 static int export_nccl(spank_t sp)
 {
+	bool net, prof;
 	char *val;
 	int rc;
 
+	fq_spank_nccl_plugins(&g.conf, g.mode, &net, &prof);
+	if (export_profiler(sp, prof) < 0)
+		return -1;
+	if (!net) {
+		/* ours inherited from a batch step of another mode: taken back */
+		if (get_env(sp, "NCCL_NET_PLUGIN", &val) == 0) {
+			if (!strcmp(val, g.net_plugin))
+				spank_unsetenv(sp, "NCCL_NET_PLUGIN");
+			free(val);
+		}
+		return 0;
+	}
 	rc = get_env(sp, "NCCL_NET_PLUGIN", &val);
 	if (rc == 0 && strcmp(val, g.net_plugin)) {
 		fq_info("job %u step %u: the job sets NCCL_NET_PLUGIN=%s; kept, so NCCL will not "

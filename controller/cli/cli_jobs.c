@@ -1,7 +1,8 @@
 /*
  * cli_jobs: the CLI's commands about jobs (controller/cli/cli.h): `jobs`
  * (recent job steps), `job JOB[.STEP]` (the job report: steps, ranks,
- * lanes, throughput, the anomalies and incidents that hit it) and
+ * lanes, throughput, the NCCL profiler's collectives, QPs and peers, the
+ * anomalies and incidents that hit it) and
  * `anomalies`.
  */
 #include <inttypes.h>
@@ -111,6 +112,54 @@ static void print_incidents(struct json_object *s)
 	table_print(&t);
 }
 
+/* The NCCL profiler's section (monitor mode): per collective its
+ * bandwidth (GB/s, as nccl-tests prints it), the slowest QPs and peers. */
+static void print_profiler(struct json_object *p)
+{
+	struct table t;
+
+	if (!p || jnull(p, "ops"))
+		return;
+	printf("\nCollectives (NCCL profiler: %s ops, %s windows, %s rank(s)%s)\n", fint(p, "ops"),
+	       fint(p, "windows"), fint(p, "ranks"),
+	       json_object_get_boolean(jget(p, "synchronised")) ? "" : "; times not on the global clock");
+	table_init(&t, "FUNC,ALGO,PROTO,OPS>,BYTES>,ALGBW GB/S>,BUSBW GB/S>,MIN>,MAX>");
+	for (size_t i = 0; i < jlen(p, "collectives"); i++) {
+		struct json_object *c = jidx(p, "collectives", i);
+
+		table_row(&t, jstr(c, "func"), jstr(c, "algo"), jstr(c, "proto"), fint(c, "ops"),
+			  fbytes_at(c, "bytes"), fmt("%.3f", jdbl(c, "algbw_gbs")),
+			  jnull(c, "busbw_gbs") ? "-" : fmt("%.3f", jdbl(c, "busbw_gbs")),
+			  jnull(c, "busbw_min_gbs") ? "-" : fmt("%.3f", jdbl(c, "busbw_min_gbs")),
+			  jnull(c, "busbw_max_gbs") ? "-" : fmt("%.3f", jdbl(c, "busbw_max_gbs")));
+	}
+	table_print(&t);
+	if (jlen(p, "slowest_qps")) {
+		printf("\nSlowest QPs (NCCL's IB transport, by mean completion time)\n");
+		table_init(&t, "NODE,RANK>,DEVICE>,QP,EVENTS>,BYTES>,MEAN>,MAX>");
+		for (size_t i = 0; i < jlen(p, "slowest_qps"); i++) {
+			struct json_object *q = jidx(p, "slowest_qps", i);
+
+			table_row(&t, jstr(q, "node"), fint(q, "rank"), fint(q, "device"),
+				  fmt("0x%" PRIx64, jint(q, "qpn")), fint(q, "events"), fbytes_at(q, "bytes"),
+				  fdelay_at(q, "mean_ns"), fdelay_at(q, "max_ns"));
+		}
+		table_print(&t);
+	}
+	if (jlen(p, "slowest_peers")) {
+		printf("\nSlowest peers (network transfers, by mean duration)\n");
+		table_init(&t, "NODE,RANK>,PEER>,TRANSFERS>,BYTES>,MEAN>,MAX>,GB/S>");
+		for (size_t i = 0; i < jlen(p, "slowest_peers"); i++) {
+			struct json_object *q = jidx(p, "slowest_peers", i);
+
+			table_row(&t, jstr(q, "node"), fint(q, "rank"), fint(q, "peer"), fint(q, "transfers"),
+				  fbytes_at(q, "bytes"), fdelay_at(q, "mean_ns"), fdelay_at(q, "max_ns"),
+				  jnull(q, "gbs") ? "-" : fmt("%.3f", jdbl(q, "gbs")));
+		}
+		table_print(&t);
+	}
+}
+
 static void print_step(struct json_object *job, struct json_object *s)
 {
 	struct json_object *e = jget(s, "efficiency"), *tp = jget(s, "throughput");
@@ -123,7 +172,9 @@ static void print_step(struct json_object *job, struct json_object *s)
 	else
 		printf("ended %s, exit status %s\n", ftime(s, "end_ns"), fint(s, "exit_status"));
 	if (jnull(e, "bytes")) {
-		printf("  no lane telemetry (not run with --fabriciq, or no inter-node traffic)\n");
+		printf("  no lane telemetry (%s)\n",
+		       jnull(s, "profiler") ? "not run with --fabriciq, or no inter-node traffic"
+					    : "monitored through the NCCL profiler: see Collectives");
 	} else {
 		printf("  moved %s at %s; best interval %s (efficiency %s)\n", fbytes_at(e, "bytes"),
 		       fgbps(e, "achieved_gbps"), fgbps(e, "best_gbps"), fpct(e, "efficiency"));
@@ -189,6 +240,8 @@ static void print_step(struct json_object *job, struct json_object *s)
 		}
 		table_print(&t);
 	}
+
+	print_profiler(jget(s, "profiler"));
 
 	if (jlen(s, "anomalies")) {
 		printf("\nAnomalies\n");

@@ -21,6 +21,7 @@
 #include "nccl-profiler/abi/profiler_v6.h"
 #include "nccl-profiler/names.h"
 #include "nccl-profiler/prof.h"
+#include "nccl-profiler/tele.h"
 
 #define FQP_PLUGIN_NAME "fabriciq"
 #define EXPORT          __attribute__((visibility("default")))
@@ -210,6 +211,8 @@ static ncclResult_t init_v1(void **ctx, int *mask)
 	/* v1 .. v3 tell nothing of the communicator. */
 	if (fqp_init(&c, NULL, NULL) == 0 && mask)
 		*mask = fqp_default_mask();
+	if (c)
+		(void)fqp_tele_register(c); /* -ENOENT: no agent socket named, no telemetry */
 	else if (mask)
 		*mask = 0; /* no context: NCCL sends no events */
 	*ctx = c;
@@ -218,7 +221,7 @@ static ncclResult_t init_v1(void **ctx, int *mask)
 
 static ncclResult_t finalize(void *ctx)
 {
-	(void)fqp_finalize(ctx);
+	(void)fqp_tele_finalize(ctx); /* finalizes it, after its last report */
 	return ncclSuccess;
 }
 
@@ -306,6 +309,8 @@ static ncclResult_t init_comm(void **ctx, uint64_t hash, int *mask, const char *
 	my_pid = getpid();
 	if (fqp_init(&c, &ci, &cfg) == 0 && mask)
 		*mask = fqp_default_mask();
+	if (c)
+		(void)fqp_tele_register(c); /* -ENOENT: no agent socket named, no telemetry */
 	else if (mask)
 		*mask = 0;
 	*ctx = c;

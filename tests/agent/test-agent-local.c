@@ -339,7 +339,7 @@ int main(void)
 	snprintf(step_path, sizeof(step_path), "%s/step.sock", dir);
 	snprintf(tele_path, sizeof(tele_path), "%s/tele.sock", dir);
 	snprintf(want, sizeof(want), "%s /elsewhere/clock /elsewhere/paths", tele);
-	plan(46);
+	plan(47);
 	l = fq_local_create(base, step, tele, "/elsewhere/clock", "/elsewhere/paths", &lim, &ops, NULL);
 	ok(l != NULL, "both sockets listen");
 
@@ -402,6 +402,19 @@ int main(void)
 		ok(lanes == 4 && counter(l, "telemetry_rate_limited") == 3 &&
 		       counter(l, "telemetry_unregistered") == 1,
 		   "3 frames over their step's rate: handed over, counted as rate-limited");
+		{ /* a profiler report (NCCL profiler plugin) is taken like a lane report */
+			Fabriciq__Envelope pe = FABRICIQ__ENVELOPE__INIT;
+			Fabriciq__ProfilerReport pr = FABRICIQ__PROFILER_REPORT__INIT;
+			long bad = counter(l, "bad_frames");
+
+			pe.version = FQ_PROTOCOL_VERSION;
+			pe.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_PROFILER;
+			pe.profiler = &pr;
+			fq_frame_write_fd(fd, &pe, 1 << 20);
+			spin(base);
+			ok(lanes == 5 && counter(l, "bad_frames") == bad,
+			   "a profiler report on the telemetry socket: handed over, not a bad frame");
+		}
 		lanes = 1; /* the checks below count from the first report */
 		/* a StepStart on the telemetry socket is not allowed */
 		send_step(fd, 1, 42, 0);

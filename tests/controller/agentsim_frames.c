@@ -76,12 +76,19 @@ void sim_send_seq(struct agent *a, uint64_t seq)
 	sim_name_of(s, (a->idx + 1) % s->nagents, peer, sizeof(peer));
 	snprintf(nic, sizeof(nic), "%srail%d", s->evil ? sim_evil_str : "", (int)(seq % 2));
 	snprintf(rnic, sizeof(rnic), "%srail%d", s->evil ? sim_evil_str : "", (int)(seq % 2));
-	if (s->all_kinds && seq < 6) {
+	if (s->all_kinds && seq < 7) {
 		Fabriciq__StepStart ss = FABRICIQ__STEP_START__INIT;
 		Fabriciq__StepEnd se = FABRICIQ__STEP_END__INIT;
 		Fabriciq__LinkEvent le = FABRICIQ__LINK_EVENT__INIT;
 		Fabriciq__FailoverEvent fe = FABRICIQ__FAILOVER_EVENT__INIT;
 		Fabriciq__Rank r0 = FABRICIQ__RANK__INIT, r1 = FABRICIQ__RANK__INIT, *ranks[2] = {&r0, &r1};
+		Fabriciq__ProfilerReport pr = FABRICIQ__PROFILER_REPORT__INIT;
+		Fabriciq__ProfilerWindow pw[3] = {FABRICIQ__PROFILER_WINDOW__INIT,
+						  FABRICIQ__PROFILER_WINDOW__INIT,
+						  FABRICIQ__PROFILER_WINDOW__INIT},
+					 *pwp[3] = {&pw[0], &pw[1], &pw[2]};
+		Fabriciq__ProfilerOp po[2] = {FABRICIQ__PROFILER_OP__INIT, FABRICIQ__PROFILER_OP__INIT},
+				     *pop[2] = {&po[0], &po[1]};
 		switch (seq) {
 		case 1:
 			ss.job_id = 1000 + (uint64_t)a->idx;
@@ -127,6 +134,42 @@ void sim_send_seq(struct agent *a, uint64_t seq)
 			fe.bytes_resent = 4096;
 			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER;
 			env.failover = &fe;
+			break;
+		case 5: /* rank 1's profiler: 3 windows (two QPs, a peer), 2 AllReduces of 4 ranks */
+			pr.job_id = 1000 + (uint64_t)a->idx;
+			pr.rank = 1;
+			pr.comm_hash = 0xfeedfacecafe;
+			pr.nranks = 4;
+			pr.interval_start_ns = t - 1000000000;
+			pr.interval_end_ns = t;
+			pr.synchronised = true;
+			for (int k = 0; k < 3; k++) {
+				pw[k].kind = k < 2 ? "net_ib" : "step_send";
+				pw[k].device = k < 2 ? 0 : -1;
+				pw[k].id = k < 2 ? 0x100 + k : 2;
+				pw[k].count = 10;
+				pw[k].bytes = 10 << 20;
+				pw[k].mean_ns = 1000 * (k + 1); /* QP 0x101 the slower */
+				pw[k].max_ns = 5000 * (k + 1);
+			}
+			for (int k = 0; k < 2; k++) {
+				po[k].func = s->evil && k == 0 ? (char *)sim_evil_str : "AllReduce";
+				po[k].algo = "RING";
+				po[k].proto = "SIMPLE";
+				po[k].bytes = 1 << 20;
+				po[k].start_ns = t - 500000000 + k * 1000000;
+				po[k].end_ns = po[k].start_ns + 1000000; /* 1 MiB in 1 ms: 1.048576 GB/s */
+				po[k].gbps = 1.048576;
+				po[k].synchronised = true;
+				po[k].seq = (uint64_t)k;
+				po[k].peer = -1;
+			}
+			pr.windows = pwp;
+			pr.n_windows = 3;
+			pr.ops = pop;
+			pr.n_ops = 2;
+			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_PROFILER;
+			env.profiler = &pr;
 			break;
 		default:
 			se.job_id = 1000 + (uint64_t)a->idx;

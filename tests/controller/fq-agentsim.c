@@ -273,8 +273,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 			sim_coll_tick(a);
 			continue;
 		}
-		if (s->all_kinds && a->next_seq < 6) {
-			while (a->next_seq < 6)
+		if (s->all_kinds && a->next_seq < 7) {
+			while (a->next_seq < 7)
 				sim_send_seq(a, a->next_seq++);
 		}
 		for (int k = 0; k < per_tick; k++)

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/ctl-lib.sh"
 
 munge_up || skip_all "private munged did not start"
-plan 29
+plan 35
 ctl_up; ok $? "controller starts"
 
 out=$(sim --agents 3 --all-kinds --evil --prefix ev --duration 3 --probes 2 --lanes 2 2>&1)
@@ -35,6 +35,30 @@ is "$(q "select count(*) from fabriciq.ranks where (rank = 0 and nic = \$q\$${ev
 nic=$("$top_builddir/controller/fabriciq" --controller "http://127.0.0.1:$HTTP_PORT" --json job 1000 |
 	python3 -c 'import json, sys; print(",".join(r["nic"] for s in json.load(sys.stdin)["steps"] for r in s["ranks"]))' 2>&1)
 is "$nic" "${evil}rail1,${evil}rail0" "... shown by fabriciq --json job"
+# The NCCL profiler's reports (proto ProfilerReport): each agent's one
+# report, 3 windows and 2 ops, stored with the agent's node; the job
+# report's profiler section computes bus bandwidth (AllReduce of 4 ranks:
+# 2 x 3/4 of 1.048576 GB/s) and names the slowest QP and peer.
+is "$(q "select count(*) from fabriciq.profiler_windows")/$(q "select count(*) from fabriciq.profiler_ops")" 9/6 \
+	"profiler reports: 9 windows and 6 ops stored"
+is "$(v fabriciq.profiler_ops func "$evil")" 3 "... an op's func stored verbatim"
+prof=$("$top_builddir/controller/fabriciq" --controller "http://127.0.0.1:$HTTP_PORT" --json job 1000 |
+	python3 -c '
+import json, sys
+p = json.load(sys.stdin)["steps"][0]["profiler"]
+c = [x for x in p["collectives"] if x["func"] == "AllReduce"][0]
+print(p["ops"], p["windows"], c["ops"], c["bytes"], c["algbw_gbs"], c["busbw_gbs"],
+      p["slowest_qps"][0]["qpn"], p["slowest_qps"][0]["mean_ns"], p["slowest_peers"][0]["peer"],
+      len(p["busbw_over_time"]) > 0)' 2>&1)
+is "$prof" "2 3 1 1048576 1.049 1.573 257 2000 2 True" \
+	"fabriciq --json job: per-collective bus bandwidth, slowest QP 0x101, slowest peer 2"
+is "$(q "select fabriciq.step_profiler(999999, 0) is null")" t "a step without profiler data: section null"
+is "$(q "select profiler_ops || ' ' || profiler_busbw_gbs || ' ' || profiler_slowest_peer from fabriciq.job_efficiency
+	where job_id = 1000")" "2 1.311 1->2 3.0 us" "job_efficiency: the profiler's ops, mean bus bandwidth (1.049 and 1.573), slowest peer"
+txt=$("$top_builddir/controller/fabriciq" --controller "http://127.0.0.1:$HTTP_PORT" job 1000 2>&1)
+grep -q '^Collectives (NCCL profiler: 2 ops, 3 windows, 1 rank(s))' <<<"$txt" && grep -q '^Slowest QPs' <<<"$txt" &&
+	grep -q ' 0x101 ' <<<"$txt" && grep -q '^Slowest peers' <<<"$txt"
+ok $? "fabriciq job (text): the Collectives, Slowest QPs (0x101 first) and Slowest peers tables" || diag "$txt"
 
 # replay after a broken connection: stored once
 out=$(sim --agents 2 --prefix dd --duration 3 --probes 3 --lanes 1 --replay 2>&1)

@@ -759,8 +759,8 @@ static void test_partitions(struct fq_db *db)
 	struct fq_db_partition *parts = NULL;
 	size_t n = 0, found = 0;
 
-	is_str(q("select fabriciq.create_partitions('2030-01-01', 2)"), "8",
-	       "create_partitions: 4 tables x 2 days");
+	is_str(q("select fabriciq.create_partitions('2030-01-01', 2)"), "12",
+	       "create_partitions: 6 tables x 2 days");
 	is_str(q("select fabriciq.create_partitions('2030-01-01', 2)"), "0", "... again: none");
 	fq_db_add_lane_windows(db, &lw, 1);
 	fq_db_add_link_events(db, &old, 1);

@@ -7,7 +7,7 @@
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
 secs=${FQ_FUZZ_SECONDS:-20}
-targets="frame config probe ud ibhandle chunk hello recv accept api-query session spool ctl-spool topology qpcheck"
+targets="frame config probe ud ibhandle chunk hello recv accept api-query session spool ctl-spool topology qpcheck proftag"
 for t in $targets; do
 	[ -x "$top_builddir/tests/fuzz/fuzz-$t" ] ||
 		skip_all "fuzz targets not built (configure found no clang with -fsanitize=fuzzer: apt-get install clang libclang-rt-14-dev)"
@@ -20,7 +20,7 @@ if munged_start "$MUNGE_DIR"; then
 else
 	diag "no munged ($MUNGED_ERR): fuzz-session covers the path before authentication only"
 fi
-plan 15
+plan 16
 for t in $targets; do
 	work=$(mktemp -d)
 	out=$("$top_builddir/tests/fuzz/fuzz-$t" -max_total_time="$secs" -timeout=5 -rss_limit_mb=1024 \

@@ -219,7 +219,7 @@ if [ -x "$top_builddir/tests/testbed/tb-hostns" ] && ip netns add "fqpkprobe$$" 
 	L=$R/usr/lib/fabriciq
 	TB_UP=1
 	tb up --prefix "$TB_PFX" --hosts 2 --rails 2 --leaves 1 --spines 1 --clock-offsets zero \
-		--plugstack "optional $L/spank_fabriciq.so libdir=$L ifaces=rail0,rail1 step_socket=$S/run/%n/agent-step.sock controller=http://198.18.0.1:7180 munge_socket=$S/munge/munge.socket" \
+		--plugstack "optional $L/spank_fabriciq.so libdir=$L ifaces=rail0,rail1 monitor_via=net step_socket=$S/run/%n/agent-step.sock controller=http://198.18.0.1:7180 munge_socket=$S/munge/munge.socket" \
 		>"$W/tb.out" 2>&1
 	ok $? "testbed up: 2 hosts, Slurm's plugstack naming the root's spank_fabriciq.so" || tail -5 "$W/tb.out" | sed 's/^/#   /'
 	# The daemons as their units start them: each unit's ExecStart line (the

@@ -34,6 +34,9 @@ sc_up() {
 	spank="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=$(seq -s, -f 'rail%g' 0 $((rails - 1)))"
 	spank+=" step_socket=$S/run/%n/agent-step.sock" # the agent tells the rest
 	spank+=" controller=http://198.18.0.1:7180 munge_socket=$S/munge/munge.socket" # the job-end line
+	# monitor through the net plugin (lane telemetry, what the fault
+	# scenarios judge); test-profiler.sh sets its own: the profiler path
+	spank+=" ${SC_SPANK_MONITOR-monitor_via=net}"
 	tb up --prefix "$TB_PFX" --hosts "$hosts" --rails "$rails" --leaves "$leaves" --spines "$spines" \
 		--clock-offsets random --plugstack "$spank" >/dev/null || return 1
 	sc_controller_start "$@" || return 1

@@ -116,6 +116,43 @@ static int env_get(void *arg, const char *name, char *buf, int len)
 	return 0;
 }
 
+/* Which NCCL plugins each mode gets: monitor the profiler only (NCCL's
+ * transports kept), unless monitor_via=net; control the net plugin, and
+ * the profiler with control_profiler=yes. */
+static void test_plugins(void)
+{
+	struct fq_spank_conf c;
+	char err[256], got[64] = "";
+	bool net, prof;
+	const enum fq_spank_mode modes[] = {FQ_MODE_UNSET, FQ_MODE_OFF, FQ_MODE_MONITOR, FQ_MODE_CONTROL};
+
+	parse(&c, err, NULL, NULL);
+	for (int i = 0; i < 4; i++) {
+		fq_spank_nccl_plugins(&c, modes[i], &net, &prof);
+		strcat(got, net ? "N" : "-");
+		strcat(got, prof ? "P " : "- ");
+	}
+	is_str(got, "-- -- -P N- ",
+	       "defaults: monitor names the profiler alone, control the net plugin alone");
+	ok(!c.monitor_net && !c.control_profiler && !*c.profiler_libdir,
+	   "defaults: monitor_via=profiler, control_profiler=no, profiler_libdir = libdir");
+	ok(parse(&c, err, "monitor_via=net", "control_profiler=yes") == 0,
+	   "monitor_via=net control_profiler=yes");
+	got[0] = 0;
+	for (int i = 0; i < 4; i++) {
+		fq_spank_nccl_plugins(&c, modes[i], &net, &prof);
+		strcat(got, net ? "N" : "-");
+		strcat(got, prof ? "P " : "- ");
+	}
+	is_str(got, "-- -- N- NP ", "... monitor through the net plugin (the old way), control with both");
+	ok(parse(&c, err, "monitor_via=nccl", NULL) == -EINVAL && strstr(err, "monitor_via=nccl"),
+	   "monitor_via=nccl refused: %s", err);
+	ok(parse(&c, err, "profiler_libdir=/b/nccl-profiler/.libs", NULL) == 0 &&
+	       !strcmp(c.profiler_libdir, "/b/nccl-profiler/.libs") &&
+	       parse(&c, err, "profiler_libdir=rel", NULL) == -EINVAL,
+	   "profiler_libdir: an absolute path, a relative one refused");
+}
+
 static void test_env(void)
 {
 	struct env_fake f = {.name = "LD_LIBRARY_PATH"};
@@ -318,8 +355,9 @@ static void test_client(void)
 
 int main(void)
 {
-	plan(36);
+	plan(42);
 	test_conf();
+	test_plugins();
 	test_env();
 	test_client();
 	return done_testing();

@@ -30,7 +30,7 @@ S=$FQTB_STATE
 LIBDIR=/opt/fabriciq-test/lib
 NET=$LIBDIR/libnccl-net-fabriciq.so # NCCL_NET_PLUGIN, as SPANK names it
 # Only the step socket: the other paths come from the agent.
-ARGS="step_socket=$S/agent-%n/agent-step.sock libdir=$LIBDIR timeout_ms=500"
+ARGS="step_socket=$S/agent-%n/agent-step.sock libdir=$LIBDIR timeout_ms=500 monitor_via=net"
 up() { tb up --prefix "$TB_PFX" --hosts 2 --rails 1 --leaves 1 --spines 1 --services munge,slurm --clock-offsets zero "$@"; }
 srun() { timeout 60 "$TB" slurm srun "$@"; }
 slog() { cat "$S"/log/slurmd-n*.log; }

@@ -29,7 +29,7 @@ tb_setup adv
 S=$FQTB_STATE
 
 # only the step socket: the agent tells the tasks its other paths
-SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0 step_socket=$S/run/%n/agent-step.sock"
+SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0 monitor_via=net step_socket=$S/run/%n/agent-step.sock"
 tb up --prefix "$TB_PFX" --hosts 2 --rails 1 --leaves 1 --spines 1 --clock-offsets zero --plugstack "$SPANK" >/dev/null
 ok $? "up: 2 hosts x 1 rail, Slurm with the SPANK plugin"
 tb_controller_start "$CTL" -s advice_lifetime=30s

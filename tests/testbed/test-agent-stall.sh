@@ -30,7 +30,7 @@ plan 14
 tb_setup stall
 S=$FQTB_STATE
 
-SPANK="required $SPANK_SO ifaces=rail0,rail1 required=yes step_socket=$S/run/%n/agent-step.sock"
+SPANK="required $SPANK_SO ifaces=rail0,rail1 monitor_via=net required=yes step_socket=$S/run/%n/agent-step.sock"
 tb up --prefix "$TB_PFX" --hosts 3 --rails 2 --plugstack "$SPANK" >/dev/null
 ok $? "up: 3 hosts x 2 rails, Slurm with the SPANK plugin required"
 

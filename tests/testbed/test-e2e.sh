@@ -21,7 +21,7 @@ S=$FQTB_STATE
 fqcli() { tb exec ctl "$FQCLI" --controller http://198.18.0.1:7180 --munge-socket "$S/munge/munge.socket" "$@"; }
 
 # only the step socket: the agent tells the tasks its other paths
-SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1 step_socket=$S/run/%n/agent-step.sock"
+SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1 monitor_via=net step_socket=$S/run/%n/agent-step.sock"
 tb up --prefix "$TB_PFX" --hosts 4 --rails 2 --leaves 2 --spines 2 --clock-offsets random --plugstack "$SPANK" >/dev/null
 ok $? "up: 4 hosts x 2 rails, Slurm with the SPANK plugin"
 tb_controller_start "$CTL" -s flap_window=20s -s resume_after=5s -s quiet_close=5s -s delay_floor=5ms

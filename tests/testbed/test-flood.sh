@@ -39,7 +39,7 @@ print(o)' "$1"
 }
 logged() { grep -c "$1" "$S/log/n1.agent.log"; }
 
-PLUG="optional $SPANK_SO step_socket=$S/run/%n/agent-step.sock required=yes"
+PLUG="optional $SPANK_SO monitor_via=net step_socket=$S/run/%n/agent-step.sock required=yes"
 tb up --prefix "$TB_PFX" --hosts 2 --rails 2 --leaves 1 --spines 1 --clock-offsets zero --plugstack "$PLUG" >/dev/null
 ok $? "up: 2 hosts x 2 rails, Slurm with the SPANK plugin, munge, PostgreSQL"
 tb_controller_start "$CTL"

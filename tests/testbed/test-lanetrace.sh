@@ -22,7 +22,7 @@ tb_setup tlt
 S=$FQTB_STATE
 BOOT=17121
 
-SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1 step_socket=$S/run/%n/agent-step.sock"
+SPANK="optional $SPANK_SO libdir=$B/nccl-plugin/.libs ifaces=rail0,rail1 monitor_via=net step_socket=$S/run/%n/agent-step.sock"
 check "up: 4 hosts x 2 rails, 2 leaves, 2 spines, Slurm with the SPANK plugin" \
 	tb up --prefix "$TB_PFX" --hosts 4 --rails 2 --leaves 2 --spines 2 --services munge,slurm --plugstack "$SPANK"
 tb_agents_start "$AGENT"

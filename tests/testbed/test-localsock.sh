@@ -62,7 +62,7 @@ counter_is() {
 	is "$(counter "$1")" "$2" "$3"
 }
 
-PLUG="optional $SPANK_SO step_socket=$S/run/%n/agent-step.sock telemetry_socket=$S/run/%n/agent-telemetry.sock"
+PLUG="optional $SPANK_SO monitor_via=net step_socket=$S/run/%n/agent-step.sock telemetry_socket=$S/run/%n/agent-telemetry.sock"
 PLUG+=" clock_page=$S/run/%n/clock path_page=$S/run/%n/paths required=yes"
 check "up: 2 hosts, Slurm with the SPANK plugin, required=yes" tb up --prefix "$TB_PFX" --hosts 2 --rails 1 --leaves 1 \
 	--spines 1 --services munge,slurm --clock-offsets zero --plugstack "$PLUG"

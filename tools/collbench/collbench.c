@@ -74,6 +74,7 @@ static void usage(FILE *f)
 	    "      --profiler PATH      also drive this NCCL profiler plugin, as NCCL does (a proxy thread\n"
 	    "                           runs the transfers); each rank prints a '# profiler' line at the "
 	    "end\n"
+	    "                           (default: $NCCL_PROFILER_PLUGIN, as NCCL; none if unset)\n"
 	    "      --profiler-abi N     use ncclProfiler_vN, 1..6 (default: the newest exported)\n"
 	    "      --profiler-net socket|ib  the transport events each request gets, as NCCL's socket\n"
 	    "                           or IB transport sends them (default socket)\n"
@@ -223,6 +224,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			   .timeout_s = 60};
 	env = getenv("NCCL_NET_PLUGIN");
 	o->plugin = env && *env ? env : "fabriciq";
+	env = getenv("NCCL_PROFILER_PLUGIN"); /* as NCCL: a profiler named in the environment is loaded */
+	o->profiler = env && *env ? env : NULL;
 	if ((env = getenv("SLURM_PROCID")))
 		o->rank = atoi(env);
 	if ((env = getenv("SLURM_NTASKS")))
