@@ -33,13 +33,13 @@ int64_t agent_global(const struct agent *a, int64_t local_ns)
 	return fq_timeline_global(&a->timeline, local_ns);
 }
 
-/* What the job report is made of: durable at once, not at the window's end. */
-static bool is_event(Fabriciq__Envelope__PayloadCase kind)
+/* fq_spool_when_durable's callback: an event is on disk, send it. */
+static void send_durable(void *arg, int rc)
 {
-	return kind == FABRICIQ__ENVELOPE__PAYLOAD_STEP_START ||
-	       kind == FABRICIQ__ENVELOPE__PAYLOAD_STEP_END || kind == FABRICIQ__ENVELOPE__PAYLOAD_LINK ||
-	       kind == FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER || kind == FABRICIQ__ENVELOPE__PAYLOAD_TRACE ||
-	       kind == FABRICIQ__ENVELOPE__PAYLOAD_LANE_ROUTE;
+	struct agent *a = arg;
+
+	(void)rc; /* a failed flush is logged by the spool; what is on disk goes at the next */
+	fq_uplink_kick(a->uplink);
 }
 
 uint64_t agent_send(struct agent *a, Fabriciq__Envelope *env)
@@ -53,8 +53,11 @@ uint64_t agent_send(struct agent *a, Fabriciq__Envelope *env)
 		return 0;
 	}
 	a->frames_spooled++;
-	if (is_event(env->payload_case))
-		fq_spool_flush(a->spool);
+	/* an event (what the job report is made of) goes to disk at once, and
+	 * out once there (spool.h); bulk telemetry at the window's end */
+	if (!fq_spool_is_bulk(env->payload_case) &&
+	    fq_spool_when_durable(a->spool, env->seq, send_durable, a) == 0)
+		return env->seq;
 	fq_uplink_kick(a->uplink);
 	return env->seq;
 }

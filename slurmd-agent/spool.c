@@ -559,6 +559,11 @@ int64_t fq_spool_next(struct fq_spool *s, uint8_t *buf, size_t cap, uint64_t *se
 			return n < 0 && n != -EBADMSG ? n : -EIO;
 		}
 		*seq = get64(body + 1);
+		if (*seq > s->skip_upto && *seq > s->durable && !fq_spool_is_bulk(body[0])) {
+			/* an event goes out once durable (spool.h): not yet */
+			fq_reclog_close(l);
+			return 0;
+		}
 		s->cur_off += (uint64_t)n;
 		if (*seq <= s->skip_upto) {
 			fq_reclog_close(l);

@@ -49,7 +49,12 @@ void fq_spool_ack(struct fq_spool *s, uint64_t seq);
 /* Sending: rewind to the first unacknowledged frame (after a reconnect). */
 void fq_spool_rewind(struct fq_spool *s);
 /* The next frame to send (header + envelope, as on the wire) into buf of
- * cap bytes: its length, 0 if none is waiting, or a negative errno. */
+ * cap bytes: its length, 0 if none is waiting, or a negative errno. An
+ * event is sent only once it is durable (fq_spool_durable_seq), and the
+ * frames after it wait with it: the controller never stores an event the
+ * node may still lose (a step SPANK was never told was registered, then a
+ * node crash); bulk telemetry goes at once. The caller sends again when
+ * the flush is done (fq_spool_when_durable). */
 int64_t fq_spool_next(struct fq_spool *s, uint8_t *buf, size_t cap, uint64_t *seq);
 
 /* The seq the next appended frame will get, and the first unacknowledged. */

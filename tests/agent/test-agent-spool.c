@@ -66,6 +66,7 @@ static int drain(struct fq_spool *s, uint64_t *first, uint64_t *last, int *links
 
 	*first = *last = 0;
 	*links = 0;
+	fq_spool_flush(s); /* events go out once durable (the agent flushes each at once) */
 	while ((n = fq_spool_next(s, buf, sizeof(buf), &seq)) > 0) {
 		Fabriciq__Envelope *env;
 		if (fq_frame_unpack(buf + 4, (size_t)n - 4, &env) < 0 || env->seq != seq)
@@ -356,9 +357,42 @@ static void test_spool_priority(void)
 		diag("cleanup failed");
 }
 
+/* An event is sent only once durable, and what follows it waits with it;
+ * bulk before it goes at once. */
+static void test_spool_event_durable(void)
+{
+	char dir[] = "/tmp/fq-spool-ev.XXXXXX";
+	struct fq_spool *s;
+	uint8_t buf[8192];
+	uint64_t seq = 0;
+	int64_t n;
+
+	if (!mkdtemp(dir) || fq_spool_open(dir, 1 << 20, &s) < 0) {
+		ok(0, "open a spool");
+		return;
+	}
+	append_kind(s, PROBE);
+	append_kind(s, LINK);
+	append_kind(s, PROBE);
+	n = fq_spool_next(s, buf, sizeof(buf), &seq);
+	ok(n > 0 && seq == 1, "a probe report before any flush: sent (seq %llu)", (unsigned long long)seq);
+	is_int((int)fq_spool_next(s, buf, sizeof(buf), &seq), 0,
+	       "the link event after it is not durable yet: nothing to send, the probe after it waits too");
+	fq_spool_flush(s);
+	n = fq_spool_next(s, buf, sizeof(buf), &seq);
+	ok(n > 0 && seq == 2, "flushed: the link event goes (seq %llu)", (unsigned long long)seq);
+	n = fq_spool_next(s, buf, sizeof(buf), &seq);
+	ok(n > 0 && seq == 3, "... then the probe report (seq %llu)", (unsigned long long)seq);
+	fq_spool_close(s);
+	snprintf((char *)buf, sizeof(buf), "rm -rf '%s'", dir);
+	if (system((char *)buf) != 0)
+		diag("cleanup failed");
+}
+
 int main(void)
 {
 	test_spool();
+	test_spool_event_durable();
 	test_spool_durable();
 	test_spool_priority();
 	return done_testing();

@@ -133,6 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (counter(s, "bytes") > MAX_BYTES + 1024)
 		abort();
 	fq_spool_rewind(s);
+	fq_spool_flush(s); /* events go out once durable (spool.h) */
 	n = drain(s, buf, sizeof(buf), &after);
 	if (n > held || after != fq_spool_next_seq(s) - 1)
 		abort(); /* the newest frame is always there */

@@ -35,7 +35,7 @@ CFS=$B/tests/testbed/tb-crashfs
 for f in "$SPANK_SO" "$AGENT" "$CTL"; do [ -e "$f" ] || skip_all "$f not built"; done
 [ -x "$CFS" ] || skip_all "tests/testbed/tb-crashfs not built (fuse3 missing: apt-get install libfuse3-dev)"
 [ -c /dev/fuse ] || skip_all "no /dev/fuse (the kernel's fuse module)"
-plan 14
+plan 15
 tb_setup ncrash
 S=$FQTB_STATE
 LOOP=
@@ -214,13 +214,13 @@ n=0
 for j in $calm; do [[ ",$ended," == *",$j,"* ]] && n=$((n + 1)); done
 is "$n $(wc -w <<<"$calm")" "5 5" "the 5 steps away from the crashes (rounds 1, 2 and 4: jobs $calm) were answered registered and unregistered"
 
-# Not asked: whether the controller has that step. The uplink sends a frame
-# once written, before it is durable, so the controller may store a start
-# the node then lost and SPANK failed (doc/design.md, "What a crash keeps").
+# An event goes out only once durable (slurmd-agent/spool.h), so the
+# controller never got the start of the step the node lost and SPANK failed.
 is "$stalled_failed $(grep -c "n1: registering job ${stalled_job:-x} step 0 with the agent .* failed" "$SL")" "1 1" \
 	"the step registered on a stalled disk (job ${stalled_job:-?}), crash $STALLED before its flush: SPANK was never answered and failed it"
 diag "after that crash n1's agent came back ${resent_from:-?} (1: no ack of the controller's was on its disk)"
-diag "job ${stalled_job:-?} (SPANK failed it) has $(psql_ctl "select count(*) from fabriciq.steps where job_id = ${stalled_job:-0}") row(s) in fabriciq.steps: its start frame reached the controller before it was durable"
+is "$(psql_ctl "select count(*) from fabriciq.steps where job_id = ${stalled_job:-0}")" 0 \
+	"... and no row of it in fabriciq.steps: its start was never durable, so never sent"
 
 logged=$(link_lines)
 stored=$(psql_ctl "select count(*) from fabriciq.link_events where node = 'n1'")
