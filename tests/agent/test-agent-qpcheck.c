@@ -53,7 +53,8 @@ static void put(struct dgram *d, uint16_t type, const void *v, size_t n)
 	struct nlattr a = {.nla_len = (uint16_t)(NLA_HDRLEN + n), .nla_type = type};
 
 	memcpy(d->b + d->len, &a, sizeof(a));
-	memcpy(d->b + d->len + NLA_HDRLEN, v, n);
+	if (n)
+		memcpy(d->b + d->len + NLA_HDRLEN, v, n);
 	d->len += NLA_ALIGN(NLA_HDRLEN + n);
 }
 

@@ -101,7 +101,8 @@ int main(void)
 	{
 		struct fq_sign_part parts[] = {{nonce1, 16}, {nonce2, 16}, {node, strlen(node)}};
 		struct fq_sign_part swapped[] = {{nonce2, 16}, {nonce1, 16}, {node, strlen(node)}};
-		struct fq_sign_part moved[] = {{nonce1, 16}, {nonce2, 15}, {nonce2 + 15, 1 + strlen(node)}};
+		uint8_t tail[3] = {2, 'n', '3'}; /* nonce2's last byte and the name */
+		struct fq_sign_part moved[] = {{nonce1, 16}, {nonce2, 15}, {tail, sizeof(tail)}};
 		struct fq_sign_part other_node[] = {{nonce1, 16}, {nonce2, 16}, {"n4", 2}};
 		char long_part[5000] = {0};
 		struct fq_sign_part too_long[] = {{long_part, sizeof(long_part)}};
