@@ -84,6 +84,17 @@ int fq_signkey_create(const char *path, struct fq_signkey *k, char *err, size_t 
 	return 0;
 }
 
+int fq_signkey_new(const char *path, char *text, size_t len, char *err, size_t errlen)
+{
+	struct fq_signkey k;
+	int rc = fq_signkey_create(path, &k, err, errlen);
+
+	if (rc == 0)
+		fq_signkey_public_text(k.public, text, len);
+	sodium_memzero(&k, sizeof(k));
+	return rc;
+}
+
 int fq_signkey_load(const char *path, struct fq_signkey *k, char *err, size_t errlen)
 {
 	uint8_t seed[crypto_sign_SEEDBYTES];

@@ -44,6 +44,10 @@ struct fq_sign_part {
  * or a negative errno with a message in err. */
 int fq_signkey_create(const char *path, struct fq_signkey *k, char *err, size_t errlen);
 
+/* --new-key of either daemon: a new key in path (as fq_signkey_create)
+ * and its public key's text in text (FQ_SIGN_PUBLIC_TEXT bytes). */
+int fq_signkey_new(const char *path, char *text, size_t len, char *err, size_t errlen);
+
 /* The key in path: 0 and *k; -ENOENT no such file; another negative errno
  * (a symlink, not a regular file, another owner, readable or writable by
  * group or others, not a key) with a message in err. */

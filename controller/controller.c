@@ -413,14 +413,12 @@ static void close_sessions(struct fq_strmap_entry *e, void *arg)
 /* --new-key FILE: a new secret key in FILE, its public key on stdout. */
 static int new_key(const char *path)
 {
-	struct fq_signkey k;
 	char err[512], text[FQ_SIGN_PUBLIC_TEXT];
 
-	if (fq_signkey_create(path, &k, err, sizeof(err)) < 0) {
+	if (fq_signkey_new(path, text, sizeof(text), err, sizeof(err)) < 0) {
 		fprintf(stderr, "fabriciq-controller: %s\n", err);
 		return 1;
 	}
-	fq_signkey_public_text(k.public, text, sizeof(text));
 	printf("%s\n", text);
 	fprintf(stderr,
 		"fabriciq-controller: new key in %s (controller.key = %s); give the agents its public key:\n"

@@ -415,14 +415,12 @@ static int start_sharing(struct agent *a)
  * binds this node to it in the controller's node bindings. */
 static int make_node_key(const char *path, const char *node)
 {
-	struct fq_signkey k;
 	char err[512], text[FQ_SIGN_PUBLIC_TEXT];
 
-	if (fq_signkey_create(path, &k, err, sizeof(err)) < 0) {
+	if (fq_signkey_new(path, text, sizeof(text), err, sizeof(err)) < 0) {
 		fprintf(stderr, "fabriciq-agent: %s\n", err);
 		return 1;
 	}
-	fq_signkey_public_text(k.public, text, sizeof(text));
 	printf("%s %s\n", node, text);
 	fprintf(stderr,
 		"fabriciq-agent: new key in %s (agent.node_key = %s); bind %s to it: add the line above to\n"
