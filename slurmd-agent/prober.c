@@ -1,6 +1,7 @@
 #include "slurmd-agent/prober.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,11 +312,23 @@ static void on_check_timer(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* a tick a quarter of the detection time late (ticks are 5 ms apart) */
+	if (p->last_check_ns && now - p->last_check_ns > CHECK_NS + p->cfg.down_after_ns / 4) {
+		/* the loop stood still: answers may wait unread and no probe
+		 * went out, so judge no path until the probes had time again */
+		p->loop_stalls++;
+		p->hold_ns = now + p->cfg.down_after_ns / 2;
+		fq_log_rl(FQ_LOG_WARN, "prober: the agent's loop stood still for %" PRId64
+			  " ms; no path judged for the next %" PRId64 " ms",
+			  (now - p->last_check_ns) / 1000000, p->cfg.down_after_ns / 2 / 1000000);
+	}
+	p->last_check_ns = now;
 	for (unsigned i = 0; i < p->n_paths; i++) {
 		struct path *t = &p->paths[i];
 		if (!t->nic)
 			continue;
-		if (fq_path_check(&t->live, now, p->cfg.down_after_ns, &since) == FQ_PATH_WENT_DOWN &&
+		if (now >= p->hold_ns &&
+		    fq_path_check(&t->live, now, p->cfg.down_after_ns, &since) == FQ_PATH_WENT_DOWN &&
 		    p->on_event)
 			p->on_event(p->arg, t->nic->name, t->peer_node, t->peer_nic, 0, since, now);
 		for (unsigned k = 0; k < PENDING; k++) {

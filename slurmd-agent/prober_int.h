@@ -120,6 +120,11 @@ struct fq_prober {
 	unsigned n_paths, next_probe;
 	struct event *probe_ev, *check_ev;
 	uint64_t bad_packets, unknown_sender, stale_session, no_tx_stamp, tx_key_mismatch;
+	/* The check tick's own lateness: a loop that did not run (the host
+	 * starved the agent) neither probed nor read answers, so its silence
+	 * is no path's. After a late tick no path is judged until hold_ns. */
+	int64_t last_check_ns, hold_ns;
+	uint64_t loop_stalls;
 	bool epoch_valid;
 	int64_t epoch_ns;
 	fq_prober_trace_fn on_trace; /* path traces' answers (tracer.h) */

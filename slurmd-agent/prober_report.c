@@ -160,6 +160,7 @@ struct json_object *fq_prober_counters(const struct fq_prober *p)
 	json_object_object_add(o, "malformed_packets", json_object_new_uint64(p->bad_packets));
 	json_object_object_add(o, "unknown_senders", json_object_new_uint64(p->unknown_sender));
 	json_object_object_add(o, "stale_sessions", json_object_new_uint64(p->stale_session));
+	json_object_object_add(o, "loop_stalls", json_object_new_uint64(p->loop_stalls));
 	json_object_object_add(o, "tx_without_stamp", json_object_new_uint64(p->no_tx_stamp));
 	json_object_object_add(o, "tx_key_mismatch", json_object_new_uint64(p->tx_key_mismatch));
 	for (unsigned i = 0; i < p->n_nics; i++) {

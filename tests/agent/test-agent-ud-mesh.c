@@ -206,7 +206,7 @@ int main(void)
 	size_t n;
 
 	fq_log_init("test-agent-ud-mesh", FQ_LOG_ERROR, FQ_LOG_STDERR);
-	plan(16);
+	plan(18);
 	a = fq_prober_create(base, &cfg, on_event, NULL);
 	cfg.node = "n2";
 	b = fq_prober_create(base, &cfg, NULL, NULL);
@@ -258,6 +258,19 @@ int main(void)
 	fb->cut = false;
 	run_for(base, 200);
 	ok(ups >= 1 && fq_prober_states(a, &ra, 1) == 1 && ra.up, "link back: UP again");
+
+	/* the loop stands still 350 ms (the host starved the agent): nothing
+	 * was probed, answers could not be read, so no path is judged on it */
+	run_for(base, 300);
+	downs_before = downs;
+	usleep(350000);
+	run_for(base, 300);
+	ok(downs == downs_before, "a 350 ms stall of the agent's loop: no path DOWN (%d events)",
+	   downs - downs_before);
+	cnt = fq_prober_counters(a);
+	ok(json_object_object_get_ex(cnt, "loop_stalls", &o) && json_object_get_uint64(o) == 1,
+	   "... counted as one loop stall (status: loop_stalls)");
+	json_object_put(cnt);
 
 	fq_prober_destroy(a);
 	fq_prober_destroy(b);
