@@ -318,7 +318,8 @@ static void on_check_timer(evutil_socket_t fd, short what, void *arg)
 		 * went out, so judge no path until the probes had time again */
 		p->loop_stalls++;
 		p->hold_ns = now + p->cfg.down_after_ns / 2;
-		fq_log_rl(FQ_LOG_WARN, "prober: the agent's loop stood still for %" PRId64
+		fq_log_rl(FQ_LOG_WARN,
+			  "prober: the agent's loop stood still for %" PRId64
 			  " ms; no path judged for the next %" PRId64 " ms",
 			  (now - p->last_check_ns) / 1000000, p->cfg.down_after_ns / 2 / 1000000);
 	}
