@@ -307,6 +307,10 @@ static int apply_trace(struct fq_ingest *ing, const struct item *it)
 	    .time_ns = t->time_ns ? t->time_ns : it->recv_ns,
 	};
 
+	/* the NIC pair's route history is its flow 0's; the other flows'
+	 * routes live in the controller's memory (ctl_topo.c), no rows */
+	if (t->flow)
+		return 0;
 	return fq_db_put_route(ing->db, &r);
 }
 
