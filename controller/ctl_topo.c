@@ -307,8 +307,8 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 
 		for (size_t j = 0; j < p->n_route && n < sizeof(names) / sizeof(names[0]); j++)
 			names[n++] = p->route[j].name;
-		fq_detector_flow_route(c->det, p->node, p->nic, p->remote_node, p->remote_nic, p->flow, names, n,
-				       now);
+		fq_detector_flow_route(c->det, p->node, p->nic, p->remote_node, p->remote_nic, p->flow, names,
+				       n, now);
 	}
 	if (topo && c->topo_renamed) {
 		fq_detector_routes_renamed(c->det);

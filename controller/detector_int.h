@@ -137,7 +137,7 @@ struct path_ent {
 	int64_t seen_ns;                     /* the end of its last probe window, UP or DOWN */
 	int64_t loss_first_ns, loss_last_ns; /* probes lost (DOWN: all), first and last window of */
 	uint32_t loss_lost, loss_sent;       /* ... a loss streak (windows no further apart than 5 s) */
-	unsigned clean; /* windows without loss (a loss counts after LOSS_CLEAN of them) */
+	unsigned clean;          /* windows without loss (a loss counts after LOSS_CLEAN of them) */
 	struct path_flow *flows; /* FQ_DET_MAX_FLOWS of them once a flow was seen; owned */
 	unsigned nflows;         /* flows its last probe window had (0: none, the path is one) */
 };

@@ -317,8 +317,9 @@ static void flow_delay_sample(struct fq_detector *d, const struct path_ent *p, s
 	} else {
 		f->streak_end = max64(f->streak_end, end);
 	}
-	f->slow = delayed && f->streak >= (d->c.delay_persist_windows < LOCATE_STREAK ? d->c.delay_persist_windows
-										       : LOCATE_STREAK);
+	f->slow =
+	    delayed && f->streak >= (d->c.delay_persist_windows < LOCATE_STREAK ? d->c.delay_persist_windows
+										: LOCATE_STREAK);
 }
 
 /* A window's flows: each one's loss on the forward path's flow, its

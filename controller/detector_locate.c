@@ -430,7 +430,8 @@ static void unit_of(const struct path_ent *p, unsigned k, struct unit *u)
 	*u = (struct unit){.p = p, .flow = k};
 	flow_route(p, k, u);
 	if (!p->flows || !p->nflows) {
-		u->seen_ns = p->seen_ns, u->loss_first_ns = p->loss_first_ns, u->loss_last_ns = p->loss_last_ns;
+		u->seen_ns = p->seen_ns, u->loss_first_ns = p->loss_first_ns,
+		u->loss_last_ns = p->loss_last_ns;
 		u->loss_lost = p->loss_lost, u->loss_sent = p->loss_sent;
 		u->tail_ns = p->tail_ns, u->last_end_ns = p->last_end_ns, u->streak_start = p->streak_start;
 		u->slow = p->slow;
@@ -446,7 +447,7 @@ static void unit_of(const struct path_ent *p, unsigned k, struct unit *u)
 /* For every unit u of every path: the body (u a const struct unit *). */
 #define FOR_UNITS(d, u)                                                                                      \
 	FQ_CAPTAB_FOREACH(&(d)->paths, struct path_ent, p_##u, nx_##u)                                       \
-	for (unsigned k_##u = 0, n_##u = n_units(p_##u); k_##u < n_##u; k_##u++)                            \
+	for (unsigned k_##u = 0, n_##u = n_units(p_##u); k_##u < n_##u; k_##u++)                             \
 		for (struct unit s_##u, *u = (unit_of(p_##u, k_##u, &s_##u), &s_##u); u; u = NULL)
 
 /* Does a unit's route at time t (the one before, if it changed since) cross comp? */

@@ -256,6 +256,10 @@ const struct fq_topo_switch *fq_topo_switch_find(const struct fq_topo *t, const 
  * pair, then flow. */
 const struct fq_topo_path *fq_topo_path_find(const struct fq_topo *t, const char *node, const char *nic,
 					     const char *remote_node, const char *remote_nic);
+/* The route of one flow of a directed NIC pair; NULL if no trace of it. */
+const struct fq_topo_path *fq_topo_flow_path_find(const struct fq_topo *t, const char *node, const char *nic,
+						  const char *remote_node, const char *remote_nic,
+						  unsigned flow);
 /* Traces taken, traces left out (limits), hops that did not answer. */
 size_t fq_topo_traces(const struct fq_topo *t);
 size_t fq_topo_rejected(const struct fq_topo *t);

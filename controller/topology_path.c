@@ -112,7 +112,14 @@ int topo_make_paths(struct fq_topo *t)
 const struct fq_topo_path *fq_topo_path_find(const struct fq_topo *t, const char *node, const char *nic,
 					     const char *remote_node, const char *remote_nic)
 {
-	char *k = path_key(node, nic, remote_node, remote_nic, 0);
+	return fq_topo_flow_path_find(t, node, nic, remote_node, remote_nic, 0);
+}
+
+const struct fq_topo_path *fq_topo_flow_path_find(const struct fq_topo *t, const char *node, const char *nic,
+						  const char *remote_node, const char *remote_nic,
+						  unsigned flow)
+{
+	char *k = path_key(node, nic, remote_node, remote_nic, flow);
 	size_t i = k ? topo_map_get(&t->path_map, k) : NONE;
 
 	free(k);

@@ -240,7 +240,7 @@ int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *p
 	fq_path_init(&t->live, fq_now_ns());
 	t->window_start_ns = fq_now_ns();
 	t->flows[0].established = true; /* the one every agent answers: counted from the start */
-	t->nic = n; /* last: the slot is live from here */
+	t->nic = n;                     /* last: the slot is live from here */
 	retime(p);
 	return 0;
 }

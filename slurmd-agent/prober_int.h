@@ -61,8 +61,8 @@ struct pending {
 	int64_t s[2], r[2], a[2], b[2];
 	uint8_t have; /* bits: s0 s1 resp0 resp1 followup */
 	uint8_t used;
-	uint8_t flow;    /* the flow it went on */
-	bool counted;    /* its flow was established when sent: counts as sent, lost */
+	uint8_t flow; /* the flow it went on */
+	bool counted; /* its flow was established when sent: counts as sent, lost */
 };
 
 #define HAVE_S0  0x01
@@ -102,7 +102,7 @@ struct flow {
 };
 
 struct path {
-	struct nic *nic; /* the NIC (its flow 0 socket) */
+	struct nic *nic;                 /* the NIC (its flow 0 socket) */
 	struct fq_clock_estimate held;   /* the best recent estimate (held.at_ns == 0: none) */
 	struct fq_clock_estimate anchor; /* an accepted estimate >= ANCHOR_NS older than `held` */
 	int64_t long_baseline_ns;        /* that baseline (0: none yet) */
