@@ -431,6 +431,9 @@ static void on_check_timer(evutil_socket_t fd, short what, void *arg)
 		if (fq_path_check(&t->live, now, p->cfg.down_after_ns, &since) == FQ_PATH_WENT_DOWN &&
 		    p->on_event)
 			p->on_event(p->arg, t->nic->name, t->peer_node, t->peer_nic, 0, since, now);
+		if (!t->live.up && now - t->live.changed_ns > FLOW_RESET_NS)
+			for (unsigned k = 1; k < t->nic->n_flows; k++)
+				t->flows[k].established = false;
 		for (unsigned k = 0; k < PENDING; k++) {
 			struct pending *q = &t->pend[k];
 			if (q->used && now - q->sent_ns > LOST_AFTER_NS)

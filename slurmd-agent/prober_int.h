@@ -29,8 +29,12 @@
 /* A flow not established (never answered: a peer without it) is tried one
  * turn in this many; its other turns go to flow 0. */
 #define FLOW_TRY_EVERY 16
-#define CHECK_NS       (5 * 1000000LL)
-#define LOST_AFTER_NS  (1000 * 1000000LL)
+/* A path DOWN this long (its peer's agent away: it may come back with
+ * fewer flows) has its flows above 0 established anew. Not a flow silent
+ * alone: that is a fault on its route, to be reported as long as it lasts. */
+#define FLOW_RESET_NS (5 * FQ_NSEC_PER_SEC)
+#define CHECK_NS      (5 * 1000000LL)
+#define LOST_AFTER_NS (1000 * 1000000LL)
 /* How fast a held estimate's bound grows with age: what an oscillator can
  * wander beyond the fitted drift (0.1 ppm). */
 #define HOLD_AGING_PPB 100

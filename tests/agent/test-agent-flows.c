@@ -13,7 +13,8 @@
  *     loses, the path's lost is its lost;
  *   - a trace of flow 1 leaves from n1's port 7102 to n2's 7102 and its
  *     echo comes back to the hook as flow 1;
- *   - every route cut: each path DOWN once;
+ *   - every route cut: each path DOWN once; DOWN over 5 s (the peer's agent
+ *     away), its flows above 0 are established anew when it answers;
  *   - flows can be added only before a peer is probed.
  */
 #include <arpa/inet.h>
@@ -272,7 +273,7 @@ int main(void)
 	size_t n;
 
 	fq_log_init("test-agent-flows", FQ_LOG_ERROR, FQ_LOG_STDERR);
-	plan(16);
+	plan(18);
 	a = host(base, "n1", 1, 3);
 	b = host(base, "n2", 2, 3);
 	c = host(base, "n3", 3, 1);
@@ -339,7 +340,18 @@ int main(void)
 	cut = true;
 	run_for(base, 400);
 	is_int(downs, 2, "every route cut: each path DOWN once");
+	run_for(base, 5300);
+	n = fq_prober_states(a, r, 4);
+	ab = to(r, n, "n2");
+	ok(ab && !ab->up && ab->flows[0].established && !ab->flows[1].established &&
+	       !ab->flows[2].established,
+	   "DOWN over 5 s (its agent away, maybe back with fewer flows): flows above 0 to establish anew");
 	cut = false;
+	run_for(base, 1500);
+	n = fq_prober_states(a, r, 4);
+	ab = to(r, n, "n2");
+	ok(ab && ab->up && ab->flows[1].established && ab->flows[2].established,
+	   "... answered again: established");
 
 	fq_prober_destroy(a);
 	fq_prober_destroy(b);
