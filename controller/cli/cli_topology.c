@@ -64,9 +64,11 @@ int cmd_topology(struct cli *c, int argc, char **argv)
 		}
 		table_print(&t);
 	}
-	printf("\n%s routes (%s of probe flows beyond each pair's first), %s hops unanswered, %s NICs with no "
-	       "peer nearer by delay",
-	       fint(o, "traces"), fint(o, "flow_paths"), fint(o, "unresolved_hops"), fint(o, "delay_unresolved"));
+	printf(
+	    "\n%s routes (%s of probe flows beyond each pair's first), %s hops unanswered, %s NICs with no "
+	    "peer nearer by delay",
+	    fint(o, "traces"), fint(o, "flow_paths"), fint(o, "unresolved_hops"),
+	    fint(o, "delay_unresolved"));
 	if (!jnull(o, "expected_file"))
 		printf("; expected topology %s", jstr(o, "expected_file"));
 	printf("\n");
