@@ -42,8 +42,10 @@ WAIT_S=15
 # host-down 14/14, host-flap 12/12, nic-down 12/12 in two 40-trial
 # campaigns), so a failure is news; the leaf-spine cable faults are
 # bench/bench-localise.sh's (all six kinds), where each NIC pair's one
-# probe 5-tuple leaves some cables crossed by 4 paths, too few to blame
-# them every time (link-down 3/7, link-lossy 6/7).
+# probe 5-tuple left some cables crossed by 4 paths, too few to blame
+# them every time (link-down 3/7, link-lossy 6/7); the probe flows
+# (agent.probe_flows) are for them. The coverage line gives the directed
+# probe paths per leaf-spine cable, one flow a path and all flows.
 read -r -a KINDS <<<"${FQ_LOC_KINDS:-spine-slow host-down host-flap nic-down}"
 plan 4
 
@@ -60,7 +62,19 @@ while [ $(($(date +%s%N) - t0)) -lt 60000000000 ]; do
 	[ "$(psql_ctl "select count(*) from fabriciq.path_routes_current")" -ge "$want" ] && break
 	sleep 0.5
 done
-fq --json topology >"$S/topology.json"
+# ... and every probe flow's (the database keeps each path's first flow's)
+while [ $(($(date +%s%N) - t0)) -lt 90000000000 ]; do
+	fq --json topology >"$S/topology.json"
+	[ "$(json 'j.get("flow_paths", 0)' <"$S/topology.json")" -ge $((want * (SC_PROBE_FLOWS - 1))) ] && break
+	sleep 0.5
+done
+# Coverage: the directed probe paths over each leaf-spine link, by each
+# path's first flow alone (one 5-tuple a NIC pair) and by all its flows.
+cover() { sort -n | awk '{ v[NR] = $1 } END { printf "min %d median %d max %d", v[1], v[int((NR + 1) / 2)], v[NR] }'; }
+one=$(psql_ctl "select hops from fabriciq.path_routes_current" | grep -o '198\.18\.[0-9]*\.[0-9]*' |
+	awk -F. '{ print "leaf" ($3 - 100) "~spine" (int($4 / 2) + 1) }' | sort | uniq -c | awk '{ print $1 }')
+all=$(json '"\n".join(str(l.get("probe_paths", 0)) for l in j["links"])' <"$S/topology.json")
+diag "  coverage: directed probe paths per leaf-spine link: one flow a path $(cover <<<"$one") ($(grep -c . <<<"$one") links crossed); $SC_PROBE_FLOWS flows $(cover <<<"$all") ($(grep -c . <<<"$all") links; $(json 'j.get("flow_paths")' <"$S/topology.json") flow routes beyond the first)"
 topo=$(python3 - "$S/topology.json" "$HOSTS" "$RAILS" "$LEAVES" "$SPINES" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
