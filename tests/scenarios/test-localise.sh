@@ -62,19 +62,45 @@ while [ $(($(date +%s%N) - t0)) -lt 60000000000 ]; do
 	[ "$(psql_ctl "select count(*) from fabriciq.path_routes_current")" -ge "$want" ] && break
 	sleep 0.5
 done
-# ... and every probe flow's (the database keeps each path's first flow's)
-while [ $(($(date +%s%N) - t0)) -lt 90000000000 ]; do
-	fq --json topology >"$S/topology.json"
-	[ "$(json 'j.get("flow_paths", 0)' <"$S/topology.json")" -ge $((want * (SC_PROBE_FLOWS - 1))) ] && break
-	sleep 0.5
+# ... and every probe flow's, as the agents traced them (their status
+# files: the database keeps each path's first flow's route)
+cover() { # the directed probe paths per leaf-spine link: FLOWS ("0": each path's first)
+	python3 - "$1" "$S"/agent-n*.json <<'PY'
+import json, sys
+links = {}
+flows = sys.argv[1]
+for f in sys.argv[2:]:
+    try:
+        routes = json.load(open(f)).get("traces", {}).get("routes", [])
+    except (OSError, ValueError):
+        continue
+    for r in routes:
+        if flows == "0" and r.get("flow", 0):
+            continue
+        for h in r["hops"]:
+            a = h.split(".")
+            if len(a) == 4 and a[:2] == ["198", "18"]:
+                k = f"leaf{int(a[2]) - 100}~spine{int(a[3]) // 2 + 1}"
+                links[k] = links.get(k, 0) + 1
+v = sorted(links.values())
+print(f"min {v[0]} median {v[len(v) // 2]} max {v[-1]} over {len(v)} links ({sum(v)} crossings)" if v else "none")
+PY
+}
+flow_routes() { # the routes the agents traced of flows beyond each path's first
+	python3 -c 'import json, sys
+n = 0
+for f in sys.argv[1:]:
+    try:
+        n += sum(1 for r in json.load(open(f)).get("traces", {}).get("routes", []) if r.get("flow", 0))
+    except (OSError, ValueError):
+        pass
+print(n)' "$S"/agent-n*.json
+}
+while [ $(($(date +%s%N) - t0)) -lt 90000000000 ] && [ "$(flow_routes)" -lt $((want * (SC_PROBE_FLOWS - 1))) ]; do
+	sleep 1
 done
-# Coverage: the directed probe paths over each leaf-spine link, by each
-# path's first flow alone (one 5-tuple a NIC pair) and by all its flows.
-cover() { sort -n | awk '{ v[NR] = $1 } END { printf "min %d median %d max %d", v[1], v[int((NR + 1) / 2)], v[NR] }'; }
-one=$(psql_ctl "select hops from fabriciq.path_routes_current" | grep -o '198\.18\.[0-9]*\.[0-9]*' |
-	awk -F. '{ print "leaf" ($3 - 100) "~spine" (int($4 / 2) + 1) }' | sort | uniq -c | awk '{ print $1 }')
-all=$(json '"\n".join(str(l.get("probe_paths", 0)) for l in j["links"])' <"$S/topology.json")
-diag "  coverage: directed probe paths per leaf-spine link: one flow a path $(cover <<<"$one") ($(grep -c . <<<"$one") links crossed); $SC_PROBE_FLOWS flows $(cover <<<"$all") ($(grep -c . <<<"$all") links; $(json 'j.get("flow_paths")' <"$S/topology.json") flow routes beyond the first)"
+diag "  coverage: directed probe paths per leaf-spine link: one flow a path $(cover 0); $SC_PROBE_FLOWS flows $(cover all) ($(flow_routes) flow routes beyond the first, $((want * (SC_PROBE_FLOWS - 1))) wanted)"
+fq --json topology >"$S/topology.json"
 topo=$(python3 - "$S/topology.json" "$HOSTS" "$RAILS" "$LEAVES" "$SPINES" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
