@@ -301,16 +301,13 @@ static int apply_trace(struct fq_ingest *ing, const struct item *it)
 	    .nic = t->local_nic,
 	    .remote_node = t->remote_node,
 	    .remote_nic = t->remote_nic,
+	    .flow = t->flow,
 	    .hops = (const char *const *)t->hops,
 	    .n_hops = t->n_hops,
 	    .reached = t->reached,
 	    .time_ns = t->time_ns ? t->time_ns : it->recv_ns,
 	};
 
-	/* the NIC pair's route history is its flow 0's; the other flows'
-	 * routes live in the controller's memory (ctl_topo.c), no rows */
-	if (t->flow)
-		return 0;
 	return fq_db_put_route(ing->db, &r);
 }
 
