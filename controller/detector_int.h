@@ -425,6 +425,12 @@ static inline bool det_no_node(uint64_t kind)
 void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
 /* The same for one of its flows. */
 void det_flow_loss(struct path_flow *f, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
+/* Is every flow of p with a recent window delayed (true for a path
+ * without flows)? A slow NIC delays all the flows of its paths; a queue in
+ * the fabric those routed through it, so the NIC rules count a path
+ * elevated only when it is delayed on every flow. */
+bool det_path_delayed_everywhere(const struct path_ent *p, int64_t now);
+#define LOCATE_RECENT_NS (5 * 1000000000LL) /* the localisation's recent window */
 /* p's flows (allocated on first use; NULL: out of memory). */
 struct path_flow *det_path_flows(struct path_ent *p);
 /* Frees p's routes and flows. */

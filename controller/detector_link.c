@@ -290,15 +290,18 @@ static void path_delay_sample(struct fq_detector *d, struct path_ent *p, struct 
 			  summary, evidence, NULL);
 }
 
-/* One flow's delay in one direction (its p50, p90 where there is none),
- * judged against the path's own baseline: the localisation's unit (a
- * flow's probes share one route, so a queue there delays most of them:
- * its p50 over a dozen probes is not one slow probe). */
+/* One flow's delay in one direction (its p90, p50 where there is none),
+ * judged against the path's own baseline as the path's rule judges its
+ * p90: the localisation's unit. Its tail, not its median: a congested
+ * queue fills and drains (a job's bursts), so it delays a part of the
+ * flow's few probes a window (measured: a spine shaped under a job's load
+ * left most flows' p50 under the threshold, their p90 far over it); two
+ * windows in a row, so one slow probe is not a delayed flow. */
 static void flow_delay_sample(struct fq_detector *d, const struct path_ent *p, struct path_flow *f,
 			      int64_t p50, int64_t p90, int64_t start, int64_t end)
 {
 	int64_t base = p->quiet >= d->c.delay_baseline_windows ? p->baseline_ns : 0;
-	int64_t v = p50 > 0 ? p50 : p90;
+	int64_t v = p90 > 0 ? p90 : p50;
 	bool delayed;
 
 	if (v <= 0)
@@ -361,6 +364,17 @@ static void path_flows(struct fq_detector *d, const struct fq_det_probe *p, stru
 	fwd->nflows = n;
 	if (rev && rev->nflows < n)
 		rev->nflows = n; /* its flows' delays: usable before its own agent's window */
+}
+
+bool det_path_delayed_everywhere(const struct path_ent *p, int64_t now)
+{
+	for (unsigned k = 0; p->flows && k < p->nflows; k++) {
+		const struct path_flow *f = &p->flows[k];
+
+		if (f->tail_ns > 0 && !older_than(now, f->last_end_ns, LOCATE_RECENT_NS) && !f->streak)
+			return false; /* a flow of it is not delayed: not its end NIC's doing */
+	}
+	return true;
 }
 
 void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p)

@@ -11,7 +11,11 @@
  *     fabric_loss on that cable, its evidence naming flows;
  *   - spine3 slow: only the flows over it are delayed (the pairs' own
  *     p90, all flows together, elevated too) -> fabric_delay on spine3,
- *     the path_delay anomalies of pairs with a flow over it its members;
+ *     the path_delay anomalies of pairs with a flow over it its members,
+ *     and no slow_sender or slow_receiver (most pairs have a flow over
+ *     spine3, but none is delayed on every flow);
+ *   - n3/rail0 slow to send: every flow of its paths delayed -> its
+ *     slow_sender, no fabric blame;
  *   - the same cable fault where each pair's flow 0 alone crosses no
  *     cable of leaf1 toward spine2 often enough (a pair without flows:
  *     its own route only) -> the flows find it all the same;
@@ -84,7 +88,8 @@ static bool over_cable(int i, int j, int k, int l, int s)
 enum fault {
 	NONE,
 	CABLE,
-	SPINE
+	SPINE,
+	NIC3
 };
 static enum fault fault;
 
@@ -97,7 +102,7 @@ static bool flow_lossy(int i, int j, int k)
 
 static bool flow_slow(int i, int j, int k)
 {
-	return fault == SPINE && spine_of(i, j, k) == 3;
+	return (fault == SPINE && spine_of(i, j, k) == 3) || (fault == NIC3 && i == 3);
 }
 
 /* One window [t-1, t] of every pair (i < j, n_i reporting), its flows
@@ -236,6 +241,23 @@ static void test_spine(void)
 			}
 		is_int(members, opened, "each a member of spine3's incident (a flow of its pair over it)");
 	}
+	is_int(count(FQ_DET_OPEN, "slow_sender") + count(FQ_DET_OPEN, "slow_receiver"), 0,
+	       "no NIC blamed: most pairs have a flow over spine3, none is delayed on every flow");
+	fq_detector_destroy(d);
+}
+
+/* A slow sender delays every flow of its paths: the NIC rule still sees it. */
+static void test_slow_nic(void)
+{
+	struct fq_detector *d = fabric(FLOWS);
+	const struct rec *o;
+
+	fault = NIC3;
+	for (int t = 9; t <= 13; t++)
+		second(d, t, FLOWS);
+	o = find_open("slow_sender", "n3", "rail0");
+	ok(o != NULL, "n3/rail0 delaying every flow it sends: slow_sender (%s)", o ? o->summary : "none");
+	is_int(count(FQ_DET_OPEN, "fabric_delay"), 0, "no fabric component blamed");
 	fq_detector_destroy(d);
 }
 
@@ -285,6 +307,7 @@ int main(void)
 {
 	test_cable();
 	test_spine();
+	test_slow_nic();
 	test_no_flows();
 	test_bounds();
 	return done_testing();
