@@ -1,6 +1,7 @@
 /*
  * api_topology: /api/v1/topology (controller/api.h). The paths' current
- * routes (fabriciq.path_routes_current, one statement) go through the
+ * routes, each probe flow's (fabriciq.path_flow_routes_current, one
+ * statement) go through the
  * topology inference (controller/topology.h) with the site's expected
  * topology when the controller has one (controller.topology_file, read at
  * each request: an edit needs no restart) and each path's delay floor over
@@ -22,11 +23,11 @@
 /* Routes still traced: an agent resends each one hourly. */
 static const char routes_sql[] =
     "select coalesce(json_agg(json_build_object('node', r.node, 'nic', r.nic, 'remote_node', r.remote_node,"
-    "  'remote_nic', r.remote_nic, 'reached', r.reached, 'hops',"
+    "  'remote_nic', r.remote_nic, 'flow', r.flow, 'reached', r.reached, 'hops',"
     "  (select coalesce(json_agg(coalesce(host(h), '') order by o), '[]'::json)"
     "   from unnest(r.hops) with ordinality u(h, o)))"
-    "  order by r.node, r.nic, r.remote_node, r.remote_nic), '[]')"
-    " from fabriciq.path_routes_current r where r.last_seen > now() - interval '2 hours'";
+    "  order by r.node, r.nic, r.remote_node, r.remote_nic, r.flow), '[]')"
+    " from fabriciq.path_flow_routes_current r where r.last_seen > now() - interval '2 hours'";
 
 /* Each path's delay floor: the 10th percentile of the last minute's
  * windows' forward + reverse minimum (0: none measured), 5 windows or more
@@ -103,6 +104,8 @@ static int traces_of(struct json_object *routes, struct fq_topo_trace **out, con
 		t[i].nic = jstr_or_empty(r, "nic");
 		t[i].remote_node = jstr_or_empty(r, "remote_node");
 		t[i].remote_nic = jstr_or_empty(r, "remote_nic");
+		t[i].flow = json_object_object_get_ex(r, "flow", &h) ? (unsigned)json_object_get_int(h) : 0;
+		h = NULL;
 		t[i].reached =
 		    json_object_object_get_ex(r, "reached", &reached) && json_object_get_boolean(reached);
 		t[i].hops = hops + k;

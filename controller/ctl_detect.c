@@ -32,6 +32,22 @@ void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope
 {
 	if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE) {
 		const Fabriciq__ProbeReport *p = env->probe;
+		struct fq_det_flow fl[FQ_DET_MAX_FLOWS];
+		size_t nf = 0;
+
+		for (size_t i = 0; i < p->n_flows && nf < FQ_DET_MAX_FLOWS; i++) {
+			const Fabriciq__ProbeFlow *f = p->flows[i];
+
+			if (f->flow < FQ_DET_MAX_FLOWS)
+				fl[nf++] = (struct fq_det_flow){.flow = f->flow,
+								.sent = f->sent,
+								.answered = f->answered,
+								.lost = f->lost,
+								.owd_fwd_p50_ns = f->owd_fwd_p50_ns,
+								.owd_fwd_p90_ns = f->owd_fwd_p90_ns,
+								.owd_rev_p50_ns = f->owd_rev_p50_ns,
+								.owd_rev_p90_ns = f->owd_rev_p90_ns};
+		}
 		struct fq_det_probe d = {
 		    .node = node,
 		    .nic = p->local_nic,
@@ -50,6 +66,8 @@ void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope
 		    .owd_rev_p99_ns = p->owd_rev_p99_ns,
 		    .rtt_p50_ns = p->rtt_p50_ns,
 		    .up = p->path_up,
+		    .flows = fl,
+		    .n_flows = nf,
 		};
 
 		if (!p->path_up && agent_away_at(c, p->remote_node, p->window_end_ns))

@@ -1,7 +1,7 @@
 /*
  * ctl_topo: the controller's side of the topology (controller/topology.h):
  * the paths' routes as the agents send them (PathTrace, one per directed
- * NIC pair, the latest kept), the fabric inferred from them once they
+ * NIC pair and probe flow, the latest kept), the fabric inferred from them once they
  * changed (at most every TOPO_EVERY_NS, on the loop: linear in the routes,
  * about 8 us a route), and each path's route as components handed to the
  * detector, which blames delayed paths on the component they share
@@ -34,6 +34,7 @@
 #define FLOOR_MIN        5
 #define FLOORS_EVERY_NS  (30 * 1000000000LL)
 #define SEP              '\x1f' /* between the names of a route's key */
+#define CTL_MAX_FLOWS    FQ_DET_MAX_FLOWS
 
 /* A path's key in routes and floors: its four names, SEP between them. */
 static bool path_key(char *key, size_t len, const char *node, const char *nic, const char *remote_node,
@@ -43,9 +44,19 @@ static bool path_key(char *key, size_t len, const char *node, const char *nic, c
 				remote_nic) < len;
 }
 
+/* A route's key: its path's, then SEP and the flow (each flow of a path
+ * has its own route). */
+static bool route_key(char *key, size_t len, const char *node, const char *nic, const char *remote_node,
+		      const char *remote_nic, unsigned flow)
+{
+	return (size_t)snprintf(key, len, "%s%c%s%c%s%c%s%c%u", node, SEP, nic, SEP, remote_node, SEP,
+				remote_nic, SEP, flow) < len;
+}
+
 /* A copy of key split into its four names (NULL: out of memory, or not
- * four names); the caller frees it. */
-static char *key_names(const char *key, char *names[4])
+ * four names); the caller frees it. A route's key: *flow its flow (else
+ * 0; flow may be NULL). */
+static char *key_names(const char *key, char *names[4], unsigned *flow)
 {
 	char *k = strdup(key), *s = k;
 	size_t i = 0;
@@ -60,6 +71,8 @@ static char *key_names(const char *key, char *names[4])
 		free(k);
 		return NULL;
 	}
+	if (flow)
+		*flow = s ? (unsigned)strtoul(s, NULL, 10) : 0;
 	return k;
 }
 
@@ -70,9 +83,10 @@ void ctl_route(struct ctl *c, const char *node, const Fabriciq__PathTrace *t)
 	size_t len = 2, n = 0;
 	struct fq_strmap_entry *e;
 
-	if (!*t->local_nic || !*t->remote_node || !*t->remote_nic || t->n_hops > FQ_TOPO_MAX_HOPS)
+	if (!*t->local_nic || !*t->remote_node || !*t->remote_nic || t->n_hops > FQ_TOPO_MAX_HOPS ||
+	    t->flow >= CTL_MAX_FLOWS)
 		return;
-	if (!path_key(key, sizeof(key), node, t->local_nic, t->remote_node, t->remote_nic))
+	if (!route_key(key, sizeof(key), node, t->local_nic, t->remote_node, t->remote_nic, t->flow))
 		return;
 	for (size_t i = 0; i < t->n_hops; i++)
 		len += strlen(t->hops[i]) + 1;
@@ -108,7 +122,7 @@ struct floors {
 
 void ctl_floor(struct ctl *c, const char *node, const Fabriciq__ProbeReport *p)
 {
-	char key[512];
+	char key[512], rkey[520];
 	struct fq_strmap_entry *e;
 	struct floors *f;
 
@@ -118,7 +132,8 @@ void ctl_floor(struct ctl *c, const char *node, const Fabriciq__ProbeReport *p)
 	    p->owd_fwd_min_ns + p->owd_rev_min_ns <= 0)
 		return;
 	if (!path_key(key, sizeof(key), node, p->local_nic, p->remote_node, p->remote_nic) ||
-	    !fq_strmap_get(&c->routes, key) || !(e = fq_strmap_upsert(&c->floors, key)))
+	    !route_key(rkey, sizeof(rkey), node, p->local_nic, p->remote_node, p->remote_nic, 0) ||
+	    !fq_strmap_get(&c->routes, rkey) || !(e = fq_strmap_upsert(&c->floors, key)))
 		return; /* floors of traced paths only: as many as the routes */
 	if (!e->value && !(e->value = calloc(1, sizeof(struct floors)))) {
 		free(fq_strmap_remove(&c->floors, key));
@@ -152,7 +167,7 @@ static void add_floor(struct fq_strmap_entry *e, void *arg)
 	int64_t sorted[FLOOR_WINDOWS];
 	char *k, *names[4];
 
-	if (f->n < FLOOR_MIN || !(k = key_names(e->key, names)))
+	if (f->n < FLOOR_MIN || !(k = key_names(e->key, names, NULL)))
 		return;
 	memcpy(sorted, f->ns, f->n * sizeof(*sorted));
 	qsort(sorted, f->n, sizeof(*sorted), ns_cmp);
@@ -197,7 +212,9 @@ static void add_trace(struct fq_strmap_entry *e, void *arg)
 {
 	struct traces *tr = arg;
 	struct fq_topo_trace *t = &tr->t[tr->n];
-	char *names[4], *k = key_names(e->key, names), *v = strdup(e->value), *s;
+	char *names[4], *v = strdup(e->value), *s;
+	unsigned flow;
+	char *k = key_names(e->key, names, &flow);
 
 	if (!k || !v) {
 		free(k);
@@ -211,7 +228,8 @@ static void add_trace(struct fq_strmap_entry *e, void *arg)
 				    .remote_node = names[2],
 				    .remote_nic = names[3],
 				    .reached = v[0] == 'R',
-				    .hops = tr->hops + tr->nhops};
+				    .hops = tr->hops + tr->nhops,
+				    .flow = flow};
 	for (s = strchr(v, ','); s; s = strchr(s, ',')) {
 		*s++ = 0;
 		tr->hops[tr->nhops++] = s;
@@ -289,7 +307,8 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 
 		for (size_t j = 0; j < p->n_route && n < sizeof(names) / sizeof(names[0]); j++)
 			names[n++] = p->route[j].name;
-		fq_detector_route(c->det, p->node, p->nic, p->remote_node, p->remote_nic, names, n, now);
+		fq_detector_flow_route(c->det, p->node, p->nic, p->remote_node, p->remote_nic, p->flow, names,
+				       n, now);
 	}
 	if (topo && c->topo_renamed) {
 		fq_detector_routes_renamed(c->det);

@@ -68,13 +68,17 @@ static void check_slow_nics(struct fq_detector *d, int64_t now)
 	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
 	{
 		struct nic_ent *s, *t;
+		bool elevated;
 
 		if (p->tail_ns <= 0 || older_than(now, p->last_end_ns, d->c.quiet_close_ns))
 			continue;
+		/* a path probed over flows counts elevated when all its flows
+		 * are: a spine delays only the flows it carries */
+		elevated = p->elevated && det_path_delayed_everywhere(p, now);
 		if ((s = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.src)))
-			s->tx_paths++, s->tx_elev += p->elevated;
+			s->tx_paths++, s->tx_elev += elevated;
 		if ((t = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.dst)))
-			t->rx_paths++, t->rx_elev += p->elevated;
+			t->rx_paths++, t->rx_elev += elevated;
 	}
 	FQ_CAPTAB_FOREACH(&d->nics, struct nic_ent, n, nx)
 	{

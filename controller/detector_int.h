@@ -100,6 +100,23 @@ struct anom_key {
 	struct nic_key a, b; /* b empty: a NIC place */
 };
 
+/* One probe flow of a path (fq_det_flow): the localisation's unit where
+ * its agent probes over flows. Flow 0's route is the path's own. */
+struct path_flow {
+	char **route; /* flows above 0: as path_ent.route; owned */
+	size_t nroute;
+	char **old_route;
+	size_t old_nroute;
+	int64_t route_since_ns;
+	int64_t seen_ns, loss_first_ns, loss_last_ns; /* as path_ent's, this flow's */
+	uint32_t loss_lost, loss_sent;
+	unsigned clean;
+	int64_t tail_ns, last_end_ns; /* its last window's delay (p50: its probes share one route) */
+	unsigned streak;
+	int64_t streak_start, streak_end;
+	bool slow; /* over the path's threshold LOCATE_STREAK windows in a row */
+};
+
 struct path_ent {
 	struct fq_captab_ent h;
 	struct path_key k;
@@ -120,7 +137,9 @@ struct path_ent {
 	int64_t seen_ns;                     /* the end of its last probe window, UP or DOWN */
 	int64_t loss_first_ns, loss_last_ns; /* probes lost (DOWN: all), first and last window of */
 	uint32_t loss_lost, loss_sent;       /* ... a loss streak (windows no further apart than 5 s) */
-	unsigned clean; /* windows without loss (a loss counts after LOSS_CLEAN of them) */
+	unsigned clean;          /* windows without loss (a loss counts after LOSS_CLEAN of them) */
+	struct path_flow *flows; /* FQ_DET_MAX_FLOWS of them once a flow was seen; owned */
+	unsigned nflows;         /* flows its last probe window had (0: none, the path is one) */
 };
 
 struct nic_ent {
@@ -404,7 +423,17 @@ static inline bool det_no_node(uint64_t kind)
 /* Notes a probe window's losses on p (DOWN: lost = sent, at least 1); they
  * count once p has had LOSS_CLEAN windows without loss. */
 void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
-/* Frees p's routes. */
+/* The same for one of its flows. */
+void det_flow_loss(struct path_flow *f, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
+/* Is every flow of p with a recent window delayed (true for a path
+ * without flows)? A slow NIC delays all the flows of its paths; a queue in
+ * the fabric those routed through it, so the NIC rules count a path
+ * elevated only when it is delayed on every flow. */
+bool det_path_delayed_everywhere(const struct path_ent *p, int64_t now);
+#define LOCATE_RECENT_NS (5 * 1000000000LL) /* the localisation's recent window */
+/* p's flows (allocated on first use; NULL: out of memory). */
+struct path_flow *det_path_flows(struct path_ent *p);
+/* Frees p's routes and flows. */
 void det_path_routes_free(struct path_ent *p);
 /* The open fabric incident (K_FABRIC_DELAY) a delay of path p belongs to:
  * p is delayed and routed through its component; NULL: none. */

@@ -290,6 +290,93 @@ static void path_delay_sample(struct fq_detector *d, struct path_ent *p, struct 
 			  summary, evidence, NULL);
 }
 
+/* One flow's delay in one direction (its p90, p50 where there is none),
+ * judged against the path's own baseline as the path's rule judges its
+ * p90: the localisation's unit. Its tail, not its median: a congested
+ * queue fills and drains (a job's bursts), so it delays a part of the
+ * flow's few probes a window (measured: a spine shaped under a job's load
+ * left most flows' p50 under the threshold, their p90 far over it); two
+ * windows in a row, so one slow probe is not a delayed flow. */
+static void flow_delay_sample(struct fq_detector *d, const struct path_ent *p, struct path_flow *f,
+			      int64_t p50, int64_t p90, int64_t start, int64_t end)
+{
+	int64_t base = p->quiet >= d->c.delay_baseline_windows ? p->baseline_ns : 0;
+	int64_t v = p90 > 0 ? p90 : p50;
+	bool delayed;
+
+	if (v <= 0)
+		return;
+	f->tail_ns = v;
+	f->last_end_ns = max64(f->last_end_ns, end);
+	delayed = fq_rule_path_delay(&d->c, v, base) != FQ_RULE_DELAY_OK;
+	if (!delayed) {
+		f->streak = 0;
+	} else if (f->streak == 0 || start >= f->streak_end - (end - start) / 2) {
+		/* both ends report each direction: a new period only past the
+		 * middle of the last (as streak_add) */
+		if (f->streak < UINT32_MAX && f->streak++ == 0)
+			f->streak_start = start;
+		f->streak_end = end;
+	} else {
+		f->streak_end = max64(f->streak_end, end);
+	}
+	f->slow =
+	    delayed && f->streak >= (d->c.delay_persist_windows < LOCATE_STREAK ? d->c.delay_persist_windows
+										: LOCATE_STREAK);
+}
+
+/* A window's flows: each one's loss on the forward path's flow, its
+ * delays on the forward and reverse paths' (rev may be NULL). A window
+ * without flows leaves the path one flow again. */
+static void path_flows(struct fq_detector *d, const struct fq_det_probe *p, struct path_ent *fwd,
+		       struct path_ent *rev, int64_t start)
+{
+	struct path_flow *ff, *rf = NULL;
+	unsigned n = 0;
+
+	if (!p->n_flows || !p->flows) {
+		fwd->nflows = 0;
+		return;
+	}
+	if (!(ff = det_path_flows(fwd)) || (rev && !(rf = det_path_flows(rev))))
+		return;
+	for (size_t i = 0; i < p->n_flows; i++) {
+		const struct fq_det_flow *w = &p->flows[i];
+		struct path_flow *f;
+
+		if (w->flow >= FQ_DET_MAX_FLOWS)
+			continue;
+		f = &ff[w->flow];
+		n = w->flow + 1 > n ? w->flow + 1 : n;
+		det_flow_loss(f, w->sent,
+			      p->up ? w->lost
+				    : (w->sent > w->lost ? w->sent
+				       : w->lost         ? w->lost
+							 : 1),
+			      start, p->end_ns);
+		if (!p->up)
+			continue;
+		flow_delay_sample(d, fwd, f, w->owd_fwd_p50_ns, w->owd_fwd_p90_ns, start, p->end_ns);
+		if (rf)
+			flow_delay_sample(d, rev, &rf[w->flow], w->owd_rev_p50_ns, w->owd_rev_p90_ns, start,
+					  p->end_ns);
+	}
+	fwd->nflows = n;
+	if (rev && rev->nflows < n)
+		rev->nflows = n; /* its flows' delays: usable before its own agent's window */
+}
+
+bool det_path_delayed_everywhere(const struct path_ent *p, int64_t now)
+{
+	for (unsigned k = 0; p->flows && k < p->nflows; k++) {
+		const struct path_flow *f = &p->flows[k];
+
+		if (f->tail_ns > 0 && !older_than(now, f->last_end_ns, LOCATE_RECENT_NS) && !f->streak)
+			return false; /* a flow of it is not delayed: not its end NIC's doing */
+	}
+	return true;
+}
+
 void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p)
 {
 	struct nic_key a, b;
@@ -318,13 +405,16 @@ void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p)
 			       : p->lost         ? p->lost
 						 : 1),
 		      start, p->end_ns);
+	rev = p->up && (p->owd_rev_p50_ns > 0 || p->owd_rev_p90_ns > 0 || p->owd_rev_p99_ns > 0 || p->n_flows)
+		  ? path_get(d, &b, &a, p->end_ns)
+		  : NULL;
+	path_flows(d, p, fwd, rev, start);
 	if (!p->up)
 		return;
 	path_delay_sample(d, fwd,
 			  (struct owd_sample){p->owd_fwd_p50_ns, p->owd_fwd_p90_ns, p->owd_fwd_p99_ns}, start,
 			  p->end_ns);
 	if (p->owd_rev_p50_ns > 0 || p->owd_rev_p90_ns > 0 || p->owd_rev_p99_ns > 0) {
-		rev = path_get(d, &b, &a, p->end_ns);
 		if (rev)
 			path_delay_sample(
 			    d, rev,

@@ -13,6 +13,16 @@
 
 struct fq_detector;
 
+#define FQ_DET_MAX_FLOWS 8 /* probe flows of a path the detector keeps apart */
+
+/* One probe flow of a path's window (proto ProbeFlow): its own 5-tuple,
+ * so its own route (fq_detector_flow_route). 0: none. */
+struct fq_det_flow {
+	unsigned flow;
+	uint32_t sent, answered, lost;
+	int64_t owd_fwd_p50_ns, owd_fwd_p90_ns, owd_rev_p50_ns, owd_rev_p90_ns;
+};
+
 struct fq_det_probe {
 	const char *node, *nic, *remote_node, *remote_nic;
 	int64_t start_ns, end_ns;
@@ -23,6 +33,13 @@ struct fq_det_probe {
 	int64_t owd_rev_p50_ns, owd_rev_p90_ns, owd_rev_p99_ns;
 	int64_t rtt_p50_ns;
 	bool up;
+	/* The path's flows (flow < FQ_DET_MAX_FLOWS; the others are ignored).
+	 * With none (an agent with one flow) the path is one flow, these
+	 * figures; with flows, the localisation judges each flow on its own
+	 * (its loss, its delay against the path's baseline, its route) and
+	 * the path's rules the figures above, all flows together. */
+	const struct fq_det_flow *flows;
+	size_t n_flows;
 };
 
 struct fq_det_link {
@@ -44,6 +61,11 @@ void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p);
  * forgets it. */
 void fq_detector_route(struct fq_detector *d, const char *node, const char *nic, const char *remote_node,
 		       const char *remote_nic, const char *const *comps, size_t n, int64_t now_ns);
+/* The same for one probe flow of the path (fq_det_flow; flow 0: as
+ * fq_detector_route; flow >= FQ_DET_MAX_FLOWS: ignored). */
+void fq_detector_flow_route(struct fq_detector *d, const char *node, const char *nic, const char *remote_node,
+			    const char *remote_nic, unsigned flow, const char *const *comps, size_t n,
+			    int64_t now_ns);
 void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e);
 /* The routes were just fed again under new names (the site's expected
  * topology changed): the routes before are forgotten, so no loss is judged

@@ -85,6 +85,20 @@ void det_path_routes_free(struct path_ent *p)
 	det_routes_free(p->old_route, p->old_nroute);
 	p->route = p->old_route = NULL;
 	p->nroute = p->old_nroute = 0;
+	for (unsigned k = 0; p->flows && k < FQ_DET_MAX_FLOWS; k++) {
+		det_routes_free(p->flows[k].route, p->flows[k].nroute);
+		det_routes_free(p->flows[k].old_route, p->flows[k].old_nroute);
+	}
+	free(p->flows);
+	p->flows = NULL;
+	p->nflows = 0;
+}
+
+struct path_flow *det_path_flows(struct path_ent *p)
+{
+	if (!p->flows)
+		p->flows = calloc(FQ_DET_MAX_FLOWS, sizeof(*p->flows));
+	return p->flows;
 }
 
 void fq_detector_routes_renamed(struct fq_detector *d)
@@ -96,25 +110,51 @@ void fq_detector_routes_renamed(struct fq_detector *d)
 		det_routes_free(p->old_route, p->old_nroute);
 		p->old_route = NULL;
 		p->old_nroute = 0;
+		for (unsigned k = 0; p->flows && k < FQ_DET_MAX_FLOWS; k++) {
+			det_routes_free(p->flows[k].old_route, p->flows[k].old_nroute);
+			p->flows[k].old_route = NULL;
+			p->flows[k].old_nroute = 0;
+		}
 	}
+}
+
+/* A window's losses into a path's or a flow's loss fields. */
+struct loss_fields {
+	int64_t *seen_ns, *first_ns, *last_ns;
+	uint32_t *lost, *sent;
+	unsigned *clean;
+};
+
+static void loss_add(struct loss_fields f, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns)
+{
+	*f.seen_ns = end_ns;
+	if (!lost) {
+		*f.clean += *f.clean < UINT32_MAX;
+		return;
+	}
+	if (*f.clean < LOSS_CLEAN)
+		return; /* never answered cleanly yet: coming up, not losing */
+	if (!*f.last_ns || older_than(start_ns, *f.last_ns, RECENT_NS)) {
+		*f.first_ns = start_ns;
+		*f.lost = *f.sent = 0;
+	}
+	*f.last_ns = end_ns;
+	*f.lost += lost;
+	*f.sent += sent > lost ? sent : lost;
 }
 
 void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns)
 {
-	p->seen_ns = end_ns;
-	if (!lost) {
-		p->clean += p->clean < UINT32_MAX;
-		return;
-	}
-	if (p->clean < LOSS_CLEAN)
-		return; /* never answered cleanly yet: coming up, not losing */
-	if (!p->loss_last_ns || older_than(start_ns, p->loss_last_ns, RECENT_NS)) {
-		p->loss_first_ns = start_ns;
-		p->loss_lost = p->loss_sent = 0;
-	}
-	p->loss_last_ns = end_ns;
-	p->loss_lost += lost;
-	p->loss_sent += sent > lost ? sent : lost;
+	loss_add((struct loss_fields){&p->seen_ns, &p->loss_first_ns, &p->loss_last_ns, &p->loss_lost,
+				      &p->loss_sent, &p->clean},
+		 sent, lost, start_ns, end_ns);
+}
+
+void det_flow_loss(struct path_flow *f, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns)
+{
+	loss_add((struct loss_fields){&f->seen_ns, &f->loss_first_ns, &f->loss_last_ns, &f->loss_lost,
+				      &f->loss_sent, &f->clean},
+		 sent, lost, start_ns, end_ns);
 }
 
 int det_route_names(const char *const *comps, size_t n, char ***out, size_t *m)
@@ -145,41 +185,66 @@ int det_route_names(const char *const *comps, size_t n, char ***out, size_t *m)
 	return 0;
 }
 
-void fq_detector_route(struct fq_detector *d, const char *node, const char *nic, const char *remote_node,
-		       const char *remote_nic, const char *const *comps, size_t n, int64_t now_ns)
+/* A route into *cur, the one before kept in *old (a loss that began on it
+ * is judged on it), unless it is the same. */
+static void route_set(char **route, size_t m, char ***cur, size_t *ncur, char ***old, size_t *nold,
+		      int64_t *since, int64_t now_ns)
 {
-	struct path_key k;
-	struct path_ent *p;
-	char **route = NULL;
-	size_t m = 0;
-
-	if (!d)
-		return;
-	if (!has(node) || !has(nic) || !has(remote_node) || !has(remote_nic) || (n && !comps)) {
-		d->rejected_inputs++;
-		return;
-	}
-	nic_key_set(&k.src, node, nic);
-	nic_key_set(&k.dst, remote_node, remote_nic);
-	if (!(p = (struct path_ent *)fq_captab_get(&d->paths, &k, now_ns, true, NULL)) ||
-	    det_route_names(comps, n, &route, &m) < 0)
-		return;
-	if (m == p->nroute) { /* the same route again (the topology is rebuilt whole): nothing changed */
+	if (m == *ncur) { /* the same route again (the topology is rebuilt whole): nothing changed */
 		size_t i = 0;
 
-		while (i < m && !strcmp(route[i], p->route[i]))
+		while (i < m && !strcmp(route[i], (*cur)[i]))
 			i++;
 		if (i == m) {
 			det_routes_free(route, m);
 			return;
 		}
 	}
-	/* the route before is kept: a loss that began on it is judged on it */
-	det_routes_free(p->old_route, p->old_nroute);
-	p->old_route = p->route, p->old_nroute = p->nroute;
-	p->route = route;
-	p->nroute = m;
-	p->route_since_ns = now_ns;
+	det_routes_free(*old, *nold);
+	*old = *cur, *nold = *ncur;
+	*cur = route;
+	*ncur = m;
+	*since = now_ns;
+}
+
+void fq_detector_route(struct fq_detector *d, const char *node, const char *nic, const char *remote_node,
+		       const char *remote_nic, const char *const *comps, size_t n, int64_t now_ns)
+{
+	fq_detector_flow_route(d, node, nic, remote_node, remote_nic, 0, comps, n, now_ns);
+}
+
+void fq_detector_flow_route(struct fq_detector *d, const char *node, const char *nic, const char *remote_node,
+			    const char *remote_nic, unsigned flow, const char *const *comps, size_t n,
+			    int64_t now_ns)
+{
+	struct path_key k;
+	struct path_ent *p;
+	struct path_flow *f;
+	char **route = NULL;
+	size_t m = 0;
+
+	if (!d)
+		return;
+	if (!has(node) || !has(nic) || !has(remote_node) || !has(remote_nic) || (n && !comps) ||
+	    flow >= FQ_DET_MAX_FLOWS) {
+		d->rejected_inputs++;
+		return;
+	}
+	nic_key_set(&k.src, node, nic);
+	nic_key_set(&k.dst, remote_node, remote_nic);
+	if (!(p = (struct path_ent *)fq_captab_get(&d->paths, &k, now_ns, true, NULL)))
+		return;
+	if (flow && !det_path_flows(p))
+		return;
+	if (det_route_names(comps, n, &route, &m) < 0)
+		return;
+	if (!flow) {
+		route_set(route, m, &p->route, &p->nroute, &p->old_route, &p->old_nroute, &p->route_since_ns,
+			  now_ns);
+		return;
+	}
+	f = &p->flows[flow];
+	route_set(route, m, &f->route, &f->nroute, &f->old_route, &f->old_nroute, &f->route_since_ns, now_ns);
 }
 
 /* Is r the link "A~B" crossed either way ("A>B" or "B>A")? */
@@ -231,13 +296,25 @@ bool det_loss_crosses(struct fq_detector *d, const struct path_ent *p, const cha
 	       ((r = det_reverse_of(d, p)) && route_at_crosses(r, p->loss_first_ns, comp));
 }
 
+/* Does p's route, or where it is probed over flows one of its flows'
+ * routes, cross comp? */
+static bool any_route_crosses(const struct path_ent *p, const char *comp)
+{
+	if (det_route_crosses(p, comp))
+		return true;
+	for (unsigned k = 1; p->flows && k < p->nflows; k++)
+		if (det_in_route(p->flows[k].route, p->flows[k].nroute, comp))
+			return true;
+	return false;
+}
+
 struct anom_ent *det_fabric_incident(struct fq_detector *d, const struct path_ent *p)
 {
 	if (!p->elevated)
 		return NULL; /* its probes saw no delay: not the component's doing */
 	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
 	{
-		if (det_is_fabric(a->k.kind) && !a->incident && det_route_crosses(p, a->k.a.node))
+		if (det_is_fabric(a->k.kind) && !a->incident && any_route_crosses(p, a->k.a.node))
 			return a;
 	}
 	return NULL;
@@ -307,29 +384,137 @@ static double share(const struct cand *c)
 	return c->bad + c->good ? (double)c->bad / (double)(c->bad + c->good) : 0;
 }
 
-static bool usable(const struct sym *y, const struct path_ent *p)
+/*
+ * One probe flow of a path, the tomography's unit: its own 5-tuple, so its
+ * own route, and its own loss and delay. A path whose agent probes over
+ * one flow (or one before flows) is one unit with the path's figures.
+ */
+struct unit {
+	const struct path_ent *p;
+	unsigned flow;
+	char *const *route, *const *old_route;
+	size_t nroute, old_nroute;
+	int64_t route_since_ns;
+	int64_t seen_ns, loss_first_ns, loss_last_ns;
+	uint32_t loss_lost, loss_sent;
+	int64_t tail_ns, last_end_ns, streak_start;
+	bool slow;
+};
+
+static unsigned n_units(const struct path_ent *p)
+{
+	return p->flows && p->nflows ? p->nflows : 1;
+}
+
+/* Flow k's route of p (and the one before, and since when) into u. */
+static void flow_route(const struct path_ent *p, unsigned k, struct unit *u)
+{
+	const struct path_flow *f = k && p->flows ? &p->flows[k] : NULL;
+
+	if (!k) {
+		u->route = p->route, u->nroute = p->nroute;
+		u->old_route = p->old_route, u->old_nroute = p->old_nroute;
+		u->route_since_ns = p->route_since_ns;
+	} else if (f) {
+		u->route = f->route, u->nroute = f->nroute;
+		u->old_route = f->old_route, u->old_nroute = f->old_nroute;
+		u->route_since_ns = f->route_since_ns;
+	}
+}
+
+/* Unit k (< n_units(p)) of p into u. */
+static void unit_of(const struct path_ent *p, unsigned k, struct unit *u)
+{
+	const struct path_flow *f;
+
+	*u = (struct unit){.p = p, .flow = k};
+	flow_route(p, k, u);
+	if (!p->flows || !p->nflows) {
+		u->seen_ns = p->seen_ns, u->loss_first_ns = p->loss_first_ns,
+		u->loss_last_ns = p->loss_last_ns;
+		u->loss_lost = p->loss_lost, u->loss_sent = p->loss_sent;
+		u->tail_ns = p->tail_ns, u->last_end_ns = p->last_end_ns, u->streak_start = p->streak_start;
+		u->slow = p->slow;
+		return;
+	}
+	f = &p->flows[k];
+	u->seen_ns = f->seen_ns, u->loss_first_ns = f->loss_first_ns, u->loss_last_ns = f->loss_last_ns;
+	u->loss_lost = f->loss_lost, u->loss_sent = f->loss_sent;
+	u->tail_ns = f->tail_ns, u->last_end_ns = f->last_end_ns, u->streak_start = f->streak_start;
+	u->slow = f->slow;
+}
+
+/* For every unit u of every path: the body (u a const struct unit *). */
+#define FOR_UNITS(d, u)                                                                                      \
+	FQ_CAPTAB_FOREACH(&(d)->paths, struct path_ent, p_##u, nx_##u)                                       \
+	for (unsigned k_##u = 0, n_##u = n_units(p_##u); k_##u < n_##u; k_##u++)                             \
+		for (struct unit s_##u, *u = (unit_of(p_##u, k_##u, &s_##u), &s_##u); u; u = NULL)
+
+/* Does a unit's route at time t (the one before, if it changed since) cross comp? */
+static bool unit_route_at_crosses(const struct unit *u, int64_t t, const char *comp)
+{
+	if (u->old_nroute && t < u->route_since_ns)
+		return det_in_route(u->old_route, u->old_nroute, comp);
+	return det_in_route(u->route, u->nroute, comp);
+}
+
+/* The same flow of the reverse path (its probes' way back: the far end
+ * answers from the port the flow came to), NULL route where none. */
+static bool reverse_unit(struct fq_detector *d, const struct unit *u, struct unit *r)
+{
+	const struct path_ent *rp = det_reverse_of(d, u->p);
+
+	if (!rp)
+		return false;
+	*r = (struct unit){.p = rp, .flow = u->flow};
+	flow_route(rp, u->flow, r);
+	return true;
+}
+
+static bool usable(const struct sym *y, const struct unit *u)
 {
 	if (is_loss(y))
-		return (p->nroute || p->old_nroute) && p->seen_ns > 0 &&
-		       !older_than(y->now, p->seen_ns, RECENT_NS);
-	return p->nroute && p->tail_ns > 0 && !older_than(y->now, p->last_end_ns, RECENT_NS);
+		return (u->nroute || u->old_nroute) && u->seen_ns > 0 &&
+		       !older_than(y->now, u->seen_ns, RECENT_NS);
+	return u->nroute && u->tail_ns > 0 && !older_than(y->now, u->last_end_ns, RECENT_NS);
 }
 
-static bool bad(const struct sym *y, const struct path_ent *p)
+static bool bad(const struct sym *y, const struct unit *u)
 {
 	if (is_loss(y))
-		return p->loss_last_ns > 0 && !older_than(y->now, p->loss_last_ns, RECENT_NS);
-	return p->slow;
+		return u->loss_last_ns > 0 && !older_than(y->now, u->loss_last_ns, RECENT_NS);
+	return u->slow;
 }
 
-static int64_t bad_since(const struct sym *y, const struct path_ent *p)
+static int64_t bad_since(const struct sym *y, const struct unit *u)
 {
-	return is_loss(y) ? p->loss_first_ns : p->streak_start;
+	return is_loss(y) ? u->loss_first_ns : u->streak_start;
 }
 
-static bool crosses(const struct sym *y, const struct path_ent *p, const char *comp)
+static bool crosses(const struct sym *y, const struct unit *u, const char *comp)
 {
-	return is_loss(y) ? det_loss_crosses(y->d, p, comp) : det_route_crosses(p, comp);
+	struct unit r;
+
+	if (!is_loss(y))
+		return det_in_route(u->route, u->nroute, comp);
+	/* a round trip: lost on its route or on its reverse's, as they were
+	 * when the loss began */
+	return unit_route_at_crosses(u, u->loss_first_ns, comp) ||
+	       (reverse_unit(y->d, u, &r) && unit_route_at_crosses(&r, u->loss_first_ns, comp));
+}
+
+/* Has path p a unit bad and through comp (its anomalies are the blame's
+ * members)? */
+static bool path_bad_through(const struct sym *y, const struct path_ent *p, const char *comp)
+{
+	for (unsigned k = 0, n = n_units(p); k < n; k++) {
+		struct unit u;
+
+		unit_of(p, k, &u);
+		if (usable(y, &u) && bad(y, &u) && crosses(y, &u, comp))
+			return true;
+	}
+	return false;
 }
 
 /* A switch ("spine3") or a switch-to-switch link as crossed ("leaf1>spine3")
@@ -381,13 +566,13 @@ static void add_route(const struct sym *y, char *const *route, size_t n, struct 
 	}
 }
 
-/* p's route at time t into the candidates. */
-static void add_route_at(const struct sym *y, const struct path_ent *p, int64_t t, struct cand *c, size_t *nc)
+/* u's route at time t into the candidates. */
+static void add_route_at(const struct sym *y, const struct unit *u, int64_t t, struct cand *c, size_t *nc)
 {
-	if (p->old_nroute && t < p->route_since_ns)
-		add_route(y, p->old_route, p->old_nroute, c, nc);
+	if (u->old_nroute && t < u->route_since_ns)
+		add_route(y, u->old_route, u->old_nroute, c, nc);
 	else
-		add_route(y, p->route, p->nroute, c, nc);
+		add_route(y, u->route, u->nroute, c, nc);
 }
 
 static bool touches(const struct path_ent *p, const struct nic_key *n)
@@ -400,14 +585,17 @@ static bool touches(const struct path_ent *p, const struct nic_key *n)
  * their sender, or as their receiver; loss: either way), the NIC rules'. */
 static unsigned gather(const struct sym *y, struct cand *c, size_t *nc, bool *one_end)
 {
-	const struct path_ent *first = NULL, *r;
+	const struct path_ent *first = NULL;
 	bool same_src = true, same_dst = true;
 	unsigned nbad = 0;
+	struct unit r;
 
 	*nc = 0;
-	FQ_CAPTAB_FOREACH(&y->d->paths, struct path_ent, p, nx)
+	FOR_UNITS(y->d, u)
 	{
-		if (!usable(y, p) || !bad(y, p))
+		const struct path_ent *p = u->p;
+
+		if (!usable(y, u) || !bad(y, u))
 			continue;
 		nbad++;
 		if (!first)
@@ -415,13 +603,13 @@ static unsigned gather(const struct sym *y, struct cand *c, size_t *nc, bool *on
 		if (is_loss(y)) {
 			same_src = same_src && touches(p, &first->k.src);
 			same_dst = same_dst && touches(p, &first->k.dst);
-			add_route_at(y, p, p->loss_first_ns, c, nc);
-			if ((r = det_reverse_of(y->d, p)))
-				add_route_at(y, r, p->loss_first_ns, c, nc);
+			add_route_at(y, u, u->loss_first_ns, c, nc);
+			if (reverse_unit(y->d, u, &r))
+				add_route_at(y, &r, u->loss_first_ns, c, nc);
 		} else {
 			same_src = same_src && nic_eq(&p->k.src, &first->k.src);
 			same_dst = same_dst && nic_eq(&p->k.dst, &first->k.dst);
-			add_route(y, p->route, p->nroute, c, nc);
+			add_route(y, u->route, u->nroute, c, nc);
 		}
 	}
 	*one_end = nbad > 1 && (same_src || same_dst);
@@ -430,16 +618,16 @@ static unsigned gather(const struct sym *y, struct cand *c, size_t *nc, bool *on
 
 static void count(const struct sym *y, struct cand *c, size_t nc)
 {
-	FQ_CAPTAB_FOREACH(&y->d->paths, struct path_ent, p, nx)
+	FOR_UNITS(y->d, u)
 	{
 		bool b;
 		int64_t since;
 
-		if (!usable(y, p))
+		if (!usable(y, u))
 			continue;
-		b = bad(y, p), since = bad_since(y, p);
+		b = bad(y, u), since = bad_since(y, u);
 		for (size_t j = 0; j < nc; j++) {
-			if (!crosses(y, p, c[j].name))
+			if (!crosses(y, u, c[j].name))
 				continue;
 			if (b) {
 				c[j].bad++;
@@ -543,15 +731,22 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 	unsigned down = 0;
 	bool opened;
 
-	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	FOR_UNITS(d, u)
 	{
-		if (!usable(y, p) || !bad(y, p) || !crosses(y, p, b->name))
+		const struct path_ent *p = u->p;
+
+		if (!usable(y, u) || !bad(y, u) || !crosses(y, u, b->name))
 			continue;
-		lost += p->loss_lost, sent += p->loss_sent, down += p->state == ST_DOWN;
+		/* a path DOWN is counted once, by its first flow through it */
+		lost += u->loss_lost, sent += u->loss_sent, down += p->state == ST_DOWN && !u->flow;
 		if (listed < 6 && n + 140 < sizeof(paths)) {
-			n += (size_t)snprintf(paths + n, sizeof(paths) - n, "%s\"%s/%s->%s/%s\"",
+			char fl[16] = "";
+
+			if (n_units(p) > 1)
+				snprintf(fl, sizeof(fl), "#%u", u->flow);
+			n += (size_t)snprintf(paths + n, sizeof(paths) - n, "%s\"%s/%s->%s/%s%s\"",
 					      listed ? "," : "", p->k.src.node, p->k.src.nic, p->k.dst.node,
-					      p->k.dst.nic);
+					      p->k.dst.nic, fl);
 			listed++;
 		}
 	}
@@ -622,8 +817,8 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 					 : m->k.kind == K_PATH_DELAY || m->k.kind == K_LANE_OUTLIER;
 
 		if (!member || m->incident || m == a ||
-		    !(p = (const struct path_ent *)fq_captab_find(&d->paths, &pk)) || !bad(y, p) ||
-		    !crosses(y, p, b->name))
+		    !(p = (const struct path_ent *)fq_captab_find(&d->paths, &pk)) ||
+		    !path_bad_through(y, p, b->name))
 			continue;
 		m->incident = a->handle;
 		det_push(d, &(struct fq_det_action){
@@ -674,12 +869,12 @@ static unsigned through_any(const struct sym *y, const struct cand *c, const siz
 {
 	unsigned nbad = 0;
 
-	FQ_CAPTAB_FOREACH(&y->d->paths, struct path_ent, p, nx)
+	FOR_UNITS(y->d, u)
 	{
 		bool hit = false;
 
-		for (size_t i = 0; i < n && !hit && usable(y, p) && bad(y, p); i++)
-			hit = crosses(y, p, c[l[i]].name);
+		for (size_t i = 0; i < n && !hit && usable(y, u) && bad(y, u); i++)
+			hit = crosses(y, u, c[l[i]].name);
 		nbad += hit;
 	}
 	return nbad;

@@ -301,6 +301,7 @@ static int apply_trace(struct fq_ingest *ing, const struct item *it)
 	    .nic = t->local_nic,
 	    .remote_node = t->remote_node,
 	    .remote_nic = t->remote_nic,
+	    .flow = t->flow,
 	    .hops = (const char *const *)t->hops,
 	    .n_hops = t->n_hops,
 	    .reached = t->reached,

@@ -177,6 +177,7 @@ static int take_traces(struct fq_topo *t, const struct fq_topo_trace *in, size_t
 		o->dst = intern_nic(t, tr->remote_node, tr->remote_nic);
 		o->n_hops = tr->n_hops;
 		o->reached = tr->reached;
+		o->flow = tr->flow;
 		if (o->src == NONE || o->dst == NONE ||
 		    !(o->hops = topo_alloc(t, tr->n_hops * sizeof(size_t))))
 			return -ENOMEM;

@@ -76,6 +76,9 @@ struct fq_topo_trace {
 	const char *const *hops;                               /* TTL 1..n_hops; "" or NULL: no answer */
 	size_t n_hops;
 	bool reached;
+	/* the probe flow traced (proto PathTrace.flow): each flow of a NIC
+	 * pair has its own 5-tuple, so its own ECMP route and path here */
+	unsigned flow;
 };
 
 /* The declared topology (topology_file.c): plain data, owned by the parse. */
@@ -177,6 +180,7 @@ struct fq_topo_link {
 	size_t a, b;                                         /* switch indexes; a's name < b's */
 	const char *const *a_addresses, *const *b_addresses; /* seen on each side, sorted */
 	size_t n_a, n_b;
+	size_t probe_paths; /* paths (each flow of a directed NIC pair) whose route crosses it */
 };
 struct fq_topo_host_link {
 	const char *name, *node, *nic; /* name: "NODE/NIC~SWITCH" */
@@ -196,6 +200,7 @@ struct fq_topo_comp {
 };
 struct fq_topo_path {
 	const char *node, *nic, *remote_node, *remote_nic;
+	unsigned flow;
 	const struct fq_topo_comp *route;
 	size_t n_route;
 	bool complete;
@@ -246,9 +251,15 @@ const char *fq_topo_diff_kind_name(enum fq_topo_diff_kind k);
 
 /* The switch with this name, or the one owning this address; NULL if none. */
 const struct fq_topo_switch *fq_topo_switch_find(const struct fq_topo *t, const char *name_or_address);
-/* The route of one directed NIC pair; NULL if no trace of it. */
+/* The route of one directed NIC pair (its flow 0); NULL if no trace of
+ * it. The paths (fq_topo_path_at) are each flow of each pair, sorted by
+ * pair, then flow. */
 const struct fq_topo_path *fq_topo_path_find(const struct fq_topo *t, const char *node, const char *nic,
 					     const char *remote_node, const char *remote_nic);
+/* The route of one flow of a directed NIC pair; NULL if no trace of it. */
+const struct fq_topo_path *fq_topo_flow_path_find(const struct fq_topo *t, const char *node, const char *nic,
+						  const char *remote_node, const char *remote_nic,
+						  unsigned flow);
 /* Traces taken, traces left out (limits), hops that did not answer. */
 size_t fq_topo_traces(const struct fq_topo *t);
 size_t fq_topo_rejected(const struct fq_topo *t);

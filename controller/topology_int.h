@@ -30,6 +30,7 @@ struct ttrace {
 	size_t *hops;    /* addrs, NONE where no answer */
 	size_t n_hops;
 	bool reached;
+	unsigned flow;
 };
 
 struct tswitch {

@@ -352,6 +352,7 @@ static void json_parts(const struct fq_topo *t, struct json_object *sw, struct j
 		add(o, "b", json_object_new_string(t->sw[k->b].pub.name), oom);
 		add(o, "a_addresses", strings(k->a_addresses, k->n_a, oom), oom);
 		add(o, "b_addresses", strings(k->b_addresses, k->n_b, oom), oom);
+		add(o, "probe_paths", json_object_new_int64((int64_t)k->probe_paths), oom);
 	}
 }
 
@@ -359,9 +360,16 @@ static void json_paths(const struct fq_topo *t, struct json_object *pa, struct j
 {
 	struct json_object *o;
 
-	for (size_t i = 0; !*oom && i < t->n_paths && (o = item(pa, oom)); i++) {
+	/* each NIC pair's flow 0 (the route an agent before flows traced);
+	 * the other flows' are counted in "flow_paths" and the links'
+	 * "probe_paths" */
+	for (size_t i = 0; !*oom && i < t->n_paths; i++) {
 		const struct fq_topo_path *p = &t->paths[i];
-		struct json_object *route = json_object_new_array();
+		struct json_object *route;
+
+		if (p->flow || !(o = item(pa, oom)))
+			continue;
+		route = json_object_new_array();
 
 		add(o, "node", json_object_new_string(p->node), oom);
 		add(o, "nic", json_object_new_string(p->nic), oom);
@@ -392,6 +400,16 @@ static void json_delay(const struct fq_topo *t, struct json_object *dg, bool *oo
 	}
 }
 
+/* Paths of flows other than 0. */
+static size_t flow_paths(const struct fq_topo *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->n_paths; i++)
+		n += t->paths[i].flow != 0;
+	return n;
+}
+
 struct json_object *fq_topo_json(const struct fq_topo *t)
 {
 	struct json_object *o = json_object_new_object(), *sw = json_object_new_array(),
@@ -414,6 +432,7 @@ struct json_object *fq_topo_json(const struct fq_topo *t)
 		add(o, "unresolved_hops", json_object_new_int64((int64_t)t->unresolved), &oom);
 		add(o, "delay_groups", dg, &oom);
 		add(o, "delay_unresolved", json_object_new_int64((int64_t)t->delay_unresolved), &oom);
+		add(o, "flow_paths", json_object_new_int64((int64_t)flow_paths(t)), &oom);
 	}
 	if (!oom) {
 		json_parts(t, sw, hl, ln, &oom);

@@ -1,4 +1,4 @@
-/* topology_path: each directed NIC pair's route (topology.h). */
+/* topology_path: each directed NIC pair's routes, one per probe flow (topology.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +15,12 @@ static int make_route(struct fq_topo *t, const struct ttrace *tr, struct fq_topo
 
 	if (!r)
 		return -ENOMEM;
-	*p = (struct fq_topo_path){
-	    .node = src->node, .nic = src->nic, .remote_node = dst->node, .remote_nic = dst->nic, .route = r};
+	*p = (struct fq_topo_path){.node = src->node,
+				   .nic = src->nic,
+				   .remote_node = dst->node,
+				   .remote_nic = dst->nic,
+				   .flow = tr->flow,
+				   .route = r};
 	r[n++] = (struct fq_topo_comp){FQ_TOPO_NIC, 0, src->name};
 	if (tr->n_hops && tr->hops[0] != NONE && src->hl != NONE) {
 		s = t->addrs[tr->hops[0]].sw;
@@ -28,6 +32,7 @@ static int make_route(struct fq_topo *t, const struct ttrace *tr, struct fq_topo
 			if (s2 == s || l == NONE)
 				continue;
 			r[n++] = (struct fq_topo_comp){FQ_TOPO_LINK, l, t->links[l].pub.name};
+			t->links[l].pub.probe_paths++;
 			r[n++] = (struct fq_topo_comp){FQ_TOPO_SWITCH, s2, t->sw[s2].pub.name};
 			s = s2;
 		}
@@ -49,18 +54,19 @@ static int path_cmp(const void *a, const void *b, void *arg)
 
 	c = c ? c : strcmp(x->nic, y->nic);
 	c = c ? c : strcmp(x->remote_node, y->remote_node);
-	return c ? c : strcmp(x->remote_nic, y->remote_nic);
+	c = c ? c : strcmp(x->remote_nic, y->remote_nic);
+	return c ? c : (x->flow > y->flow) - (x->flow < y->flow);
 }
 
-static char *path_key(const char *node, const char *nic, const char *rnode, const char *rnic)
+static char *path_key(const char *node, const char *nic, const char *rnode, const char *rnic, unsigned flow)
 {
 	char *k = NULL;
 
-	return asprintf(&k, "%s\x1f%s\x1f%s\x1f%s", node, nic, rnode, rnic) < 0 ? NULL : k;
+	return asprintf(&k, "%s\x1f%s\x1f%s\x1f%s\x1f%u", node, nic, rnode, rnic, flow) < 0 ? NULL : k;
 }
 
-/* One path per directed NIC pair, from its last trace; sorted, and the
- * map from pair to path. */
+/* One path per directed NIC pair and flow, from its last trace; sorted,
+ * and the map from pair and flow to path. */
 int topo_make_paths(struct fq_topo *t)
 {
 	size_t n = 0;
@@ -68,7 +74,7 @@ int topo_make_paths(struct fq_topo *t)
 	for (size_t i = 0; i < t->n_traces; i++) {
 		const struct ttrace *tr = &t->traces[i];
 		char *k = path_key(t->nics[tr->src].node, t->nics[tr->src].nic, t->nics[tr->dst].node,
-				   t->nics[tr->dst].nic);
+				   t->nics[tr->dst].nic, tr->flow);
 		int rc = k ? topo_map_put(&t->path_map, k, i) : -ENOMEM;
 
 		free(k);
@@ -80,7 +86,7 @@ int topo_make_paths(struct fq_topo *t)
 	for (size_t i = 0; i < t->n_traces; i++) {
 		const struct ttrace *tr = &t->traces[i];
 		char *k = path_key(t->nics[tr->src].node, t->nics[tr->src].nic, t->nics[tr->dst].node,
-				   t->nics[tr->dst].nic);
+				   t->nics[tr->dst].nic, tr->flow);
 		size_t last = k ? topo_map_get(&t->path_map, k) : NONE;
 
 		free(k);
@@ -93,7 +99,7 @@ int topo_make_paths(struct fq_topo *t)
 	topo_sort(t->paths, n, sizeof(*t->paths), path_cmp, NULL);
 	for (size_t i = 0; i < n; i++) {
 		const struct fq_topo_path *p = &t->paths[i];
-		char *k = path_key(p->node, p->nic, p->remote_node, p->remote_nic);
+		char *k = path_key(p->node, p->nic, p->remote_node, p->remote_nic, p->flow);
 		int rc = k ? topo_map_put(&t->path_map, k, i) : -ENOMEM;
 
 		free(k);
@@ -106,7 +112,14 @@ int topo_make_paths(struct fq_topo *t)
 const struct fq_topo_path *fq_topo_path_find(const struct fq_topo *t, const char *node, const char *nic,
 					     const char *remote_node, const char *remote_nic)
 {
-	char *k = path_key(node, nic, remote_node, remote_nic);
+	return fq_topo_flow_path_find(t, node, nic, remote_node, remote_nic, 0);
+}
+
+const struct fq_topo_path *fq_topo_flow_path_find(const struct fq_topo *t, const char *node, const char *nic,
+						  const char *remote_node, const char *remote_nic,
+						  unsigned flow)
+{
+	char *k = path_key(node, nic, remote_node, remote_nic, flow);
 	size_t i = k ? topo_map_get(&t->path_map, k) : NONE;
 
 	free(k);

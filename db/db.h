@@ -328,19 +328,23 @@ int fq_db_step_node_end(struct fq_db *db, uint64_t job_id, uint32_t step_id, con
 /* The rank's step must exist: -ENOENT otherwise. */
 int fq_db_upsert_rank(struct fq_db *db, const struct fq_db_rank *rank);
 
-/* One path's route (fabriciq.path_routes, sql/010_path_routes.sql). */
+/* One path's route, of one of its probe flows (fabriciq.path_routes,
+ * sql/010_path_routes.sql, 016_path_flows.sql). */
 #define FQ_DB_ROUTE_MAX_HOPS 32
+#define FQ_DB_ROUTE_MAX_FLOW 63
 struct fq_db_route {
 	const char *node, *nic, *remote_node, *remote_nic;
+	unsigned flow;           /* <= FQ_DB_ROUTE_MAX_FLOW; 0: the path's first */
 	const char *const *hops; /* dotted IPv4, or "" / NULL where no router answered */
 	size_t n_hops;           /* <= FQ_DB_ROUTE_MAX_HOPS */
 	bool reached;
 	int64_t time_ns;
 };
 
-/* A new row when the route differs from the path's latest, else the
- * latest row's last_seen moves to time_ns. -EINVAL (with the error set)
- * for a hop that is not an IPv4 address or too many hops. */
+/* A new row when the route differs from the path's flow's latest, else
+ * the latest row's last_seen moves to time_ns. -EINVAL (with the error
+ * set) for a hop that is not an IPv4 address, too many hops or a flow past
+ * FQ_DB_ROUTE_MAX_FLOW. */
 int fq_db_put_route(struct fq_db *db, const struct fq_db_route *r);
 
 /* ---- anomalies and hints ---------------------------------------------- */

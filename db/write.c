@@ -432,6 +432,11 @@ int fq_db_put_route(struct fq_db *db, const struct fq_db_route *r)
 
 	if (rc)
 		return rc;
+	if (r->flow > FQ_DB_ROUTE_MAX_FLOW) {
+		fq_db_set_error(db, "route %s:%s -> %s:%s: flow %u (at most %d)", r->node, r->nic,
+				r->remote_node, r->remote_nic, r->flow, FQ_DB_ROUTE_MAX_FLOW);
+		return -EINVAL;
+	}
 	if (r->n_hops > FQ_DB_ROUTE_MAX_HOPS) {
 		fq_db_set_error(db, "route %s:%s -> %s:%s: %zu hops (at most %d)", r->node, r->nic,
 				r->remote_node, r->remote_nic, r->n_hops, FQ_DB_ROUTE_MAX_HOPS);
@@ -459,16 +464,17 @@ int fq_db_put_route(struct fq_db *db, const struct fq_db_route *r)
 	fq_db_param_str(&p, arr);
 	fq_db_param_bool(&p, r->reached);
 	fq_db_param_ts(&p, r->time_ns);
+	fq_db_param_i64(&p, (int64_t)r->flow);
 	return fq_db_exec(
 	    db, "storing a path's route",
 	    "with last as (select id, hops, reached from fabriciq.path_routes"
-	    "  where node = $1 and nic = $2 and remote_node = $3 and remote_nic = $4"
+	    "  where node = $1 and nic = $2 and remote_node = $3 and remote_nic = $4 and flow = $8"
 	    "  order by first_seen desc, id desc limit 1),"
 	    " same as (update fabriciq.path_routes r set last_seen = greatest(r.last_seen, $7::timestamptz)"
 	    "  from last where r.id = last.id and last.hops = $5::inet[] and last.reached = $6"
 	    "  returning r.id)"
 	    " insert into fabriciq.path_routes (node, nic, remote_node, remote_nic, hops, reached, "
-	    "first_seen, last_seen)"
-	    " select $1, $2, $3, $4, $5::inet[], $6, $7, $7 where not exists (select 1 from same)",
+	    "first_seen, last_seen, flow)"
+	    " select $1, $2, $3, $4, $5::inet[], $6, $7, $7, $8 where not exists (select 1 from same)",
 	    &p);
 }

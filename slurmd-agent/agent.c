@@ -570,6 +570,7 @@ int main(int argc, char **argv)
 		    .window_ns = (int64_t)a.cfg.window,
 		    .bucket_ns = (int64_t)a.cfg.bucket,
 		    .down_after_ns = (int64_t)a.cfg.down_after,
+		    .flows = (unsigned)a.cfg.probe_flows,
 		};
 		a.prober = fq_prober_create(a.base, &pc, agent_link_event, &a);
 	}

@@ -22,6 +22,10 @@ static const struct fq_cfg_option agent_options[] = {
 	"(ud:lid=0x12/qpn=0x48, ud:gid=fe80::2/qpn=0x48; probed from the local NIC of the same name), "
 	"in addition to those the controller assigns"),
     OPT("port", FQ_CFG_UINT, port, "7101", 1, 65535, NULL, "UDP probe port"),
+    OPT("probe_flows", FQ_CFG_UINT, probe_flows, "4", 1, 8, NULL,
+	"probe flows per path: UDP ports port .. port+N-1 at both ends, each its own ECMP route (probed "
+	"round-robin, traced apart), so every fabric link is crossed by more probe paths; a peer with "
+	"fewer is probed over those it answers"),
     OPT("probe_interval", FQ_CFG_DURATION, probe_interval, "20ms", 1e6, 10e9, NULL,
 	"time between probe pairs on one path"),
     OPT("guard", FQ_CFG_DURATION, guard, "4us", 0, 1e9, NULL,

@@ -16,7 +16,7 @@ struct agent_config {
 	char *node;
 	char *nics;
 	char *peers;
-	uint64_t port;
+	uint64_t port, probe_flows;
 	uint64_t probe_interval, guard, window, bucket, down_after, report_interval;
 	uint64_t trace_interval, trace_max_ttl;
 	char *status_file;

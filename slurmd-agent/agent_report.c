@@ -172,8 +172,8 @@ void agent_route(void *arg, const struct fq_route *r, bool changed)
 		hops[k] = text[k];
 	}
 	if (changed)
-		fq_info("route %s -> %s:%s: %u hop%s%s", r->local_nic, r->peer_node, r->peer_nic, r->n_hops,
-			r->n_hops == 1 ? "" : "s", r->reached ? "" : ", not reached");
+		fq_info("route %s -> %s:%s flow %u: %u hop%s%s", r->local_nic, r->peer_node, r->peer_nic,
+			r->flow, r->n_hops, r->n_hops == 1 ? "" : "s", r->reached ? "" : ", not reached");
 	tr.local_nic = (char *)r->local_nic;
 	tr.remote_node = (char *)r->peer_node;
 	tr.remote_nic = (char *)r->peer_nic;
@@ -182,10 +182,11 @@ void agent_route(void *arg, const struct fq_route *r, bool changed)
 	tr.hops = hops;
 	tr.reached = r->reached;
 	tr.changed = changed;
+	tr.flow = r->flow;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_TRACE;
 	env.trace = &tr;
 	agent_send(a, &env);
-	if (changed) /* the lanes of this NIC pair may be hashed apart anew */
+	if (changed && r->flow == 0) /* the lanes of this NIC pair may be hashed apart anew */
 		fq_lanetrace_route_changed(a->lanetrace, r->local_nic, r->peer_node, r->peer_nic);
 }
 
@@ -378,12 +379,47 @@ static void publish_paths(struct agent *a, int64_t now)
 	free(e);
 }
 
+/* A path's established flows into fl/ptr (its ProbeReport.flows), when it
+ * has more than one; how many. */
+static size_t probe_flows(const struct fq_path_report *r, Fabriciq__ProbeFlow *fl, Fabriciq__ProbeFlow **ptr)
+{
+	size_t n = 0;
+
+	if (r->n_flows < 2)
+		return 0;
+	for (unsigned k = 0; k < r->n_flows; k++) {
+		const struct fq_flow_report *f = &r->flows[k];
+		Fabriciq__ProbeFlow *o = &fl[n];
+
+		if (!f->established)
+			continue;
+		fabriciq__probe_flow__init(o);
+		o->flow = k;
+		o->sent = (uint32_t)f->sent;
+		o->answered = (uint32_t)f->answered;
+		o->lost = (uint32_t)f->lost;
+		if (r->synchronised && f->fwd.n) {
+			o->owd_fwd_min_ns = f->fwd.min;
+			o->owd_fwd_p50_ns = f->fwd.p50;
+			o->owd_fwd_p90_ns = f->fwd.p90;
+		}
+		if (r->synchronised && f->rev.n) {
+			o->owd_rev_min_ns = f->rev.min;
+			o->owd_rev_p50_ns = f->rev.p50;
+			o->owd_rev_p90_ns = f->rev.p90;
+		}
+		ptr[n++] = o;
+	}
+	return n;
+}
+
 static void send_probe_reports(struct agent *a)
 {
 	for (size_t i = 0; i < a->n_paths; i++) {
 		const struct fq_path_report *r = &a->paths[i];
 		Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 		Fabriciq__ProbeReport p = FABRICIQ__PROBE_REPORT__INIT;
+		Fabriciq__ProbeFlow fl[FQ_PROBER_MAX_FLOWS], *flp[FQ_PROBER_MAX_FLOWS];
 
 		p.local_nic = (char *)r->local_nic;
 		p.remote_node = (char *)r->peer_node;
@@ -414,6 +450,8 @@ static void send_probe_reports(struct agent *a)
 		p.rtt_p99_ns = r->rtt.p99;
 		p.timestamp_kind = FABRICIQ__TIMESTAMP_KIND__TIMESTAMP_SOFTWARE;
 		p.path_up = r->up;
+		p.n_flows = probe_flows(r, fl, flp);
+		p.flows = flp;
 		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_PROBE;
 		env.probe = &p;
 		agent_send(a, &env);

@@ -51,6 +51,27 @@ static struct json_object *path_json(const struct fq_path_report *r)
 	json_object_object_add(o, "owd_fwd_ns", owd_json(&r->fwd));
 	json_object_object_add(o, "owd_rev_ns", owd_json(&r->rev));
 	json_object_object_add(o, "rtt_ns", owd_json(&r->rtt));
+	if (r->n_flows > 1) {
+		struct json_object *fl = json_object_new_array();
+
+		for (unsigned k = 0; k < r->n_flows; k++) {
+			const struct fq_flow_report *f = &r->flows[k];
+			struct json_object *j = json_object_new_object();
+
+			json_object_object_add(j, "flow", json_object_new_uint64(k));
+			json_object_object_add(j, "port", json_object_new_uint64(f->port));
+			json_object_object_add(j, "established", json_object_new_boolean(f->established));
+			json_object_object_add(j, "sent", json_object_new_uint64(f->sent));
+			json_object_object_add(j, "answered", json_object_new_uint64(f->answered));
+			json_object_object_add(j, "lost", json_object_new_uint64(f->lost));
+			json_object_object_add(j, "owd_fwd_p50_ns",
+					       json_object_new_int64(r->synchronised ? f->fwd.p50 : 0));
+			json_object_object_add(j, "owd_rev_p50_ns",
+					       json_object_new_int64(r->synchronised ? f->rev.p50 : 0));
+			json_object_array_add(fl, j);
+		}
+		json_object_object_add(o, "flows", fl);
+	}
 	json_object_object_add(o, "synchronised", json_object_new_boolean(r->synchronised));
 	if (r->synchronised) {
 		c = json_object_new_object();

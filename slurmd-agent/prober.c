@@ -56,11 +56,16 @@ void fq_prober_destroy(struct fq_prober *p)
 	for (unsigned i = 0; i < p->n_paths; i++)
 		if (p->paths[i].nic)
 			fq_clock_fit_destroy(p->paths[i].fit);
-	for (unsigned i = 0; i < p->n_nics; i++) {
-		if (p->nics[i].ev)
-			event_free(p->nics[i].ev);
-		p->nics[i].tp->ops->destroy(p->nics[i].tp);
-	}
+	for (unsigned i = 0; i < p->n_nics; i++)
+		for (unsigned k = p->nics[i].n_flows; k-- > 0;) {
+			struct nic *s = p->nics[i].flow_sock[k];
+
+			if (s->ev)
+				event_free(s->ev);
+			s->tp->ops->destroy(s->tp);
+			if (k)
+				free(s);
+		}
 	free(p);
 }
 
@@ -83,13 +88,53 @@ int fq_prober_add_transport(struct fq_prober *p, struct fq_probe_transport *tp)
 	n = &p->nics[p->n_nics];
 	memset(n, 0, sizeof(*n));
 	snprintf(n->name, sizeof(n->name), "%s", tp->nic);
+	n->p = p;
+	n->base = n;
 	n->tp = tp;
-	n->ev = event_new(p->base, tp->ops->fd(tp), EV_READ | EV_PERSIST, on_readable, p);
+	n->ev = event_new(p->base, tp->ops->fd(tp), EV_READ | EV_PERSIST, on_readable, n);
 	if (!n->ev) {
 		tp->ops->destroy(tp);
 		return -ENOMEM;
 	}
+	n->flow_sock[0] = n;
+	n->n_flows = 1;
 	p->n_nics++;
+	return 0;
+}
+
+static bool nic_probed(const struct fq_prober *p, const struct nic *n)
+{
+	for (unsigned i = 0; i < p->n_paths; i++)
+		if (p->paths[i].nic == n)
+			return true;
+	return false;
+}
+
+int fq_prober_add_flow_transport(struct fq_prober *p, struct fq_probe_transport *tp)
+{
+	struct nic *n = nic_named(p, tp->nic), *s;
+
+	/* a path's flows are fixed while it is probed */
+	if (!n || n->n_flows == MAX_FLOWS || nic_probed(p, n)) {
+		tp->ops->destroy(tp);
+		return !n ? -ENODEV : -EINVAL;
+	}
+	if (!(s = calloc(1, sizeof(*s)))) {
+		tp->ops->destroy(tp);
+		return -ENOMEM;
+	}
+	snprintf(s->name, sizeof(s->name), "%s", tp->nic);
+	s->p = p;
+	s->base = n;
+	s->flow = n->n_flows;
+	s->tp = tp;
+	s->ev = event_new(p->base, tp->ops->fd(tp), EV_READ | EV_PERSIST, on_readable, s);
+	if (!s->ev) {
+		tp->ops->destroy(tp);
+		free(s);
+		return -ENOMEM;
+	}
+	n->flow_sock[n->n_flows++] = s;
 	return 0;
 }
 
@@ -103,7 +148,27 @@ int fq_prober_add_nic(struct fq_prober *p, const char *ifname)
 	rc = fq_probe_transport_open(p->cfg.sysfs, ifname, p->cfg.port, &tp);
 	if (rc < 0)
 		return rc;
-	return fq_prober_add_transport(p, tp);
+	if (tp->peer_kind != FQ_PEER_IPV4 || p->cfg.flows <= 1)
+		return fq_prober_add_transport(p, tp); /* UD: one flow (no ECMP hash of ports) */
+	if ((rc = fq_prober_add_transport(p, tp)) < 0)
+		return rc;
+	for (unsigned k = 1; k < p->cfg.flows && k < MAX_FLOWS; k++) {
+		if (p->cfg.port + k > 65535) {
+			fq_warn("%s: probe flow %u: port %u is past 65535: %u flows", ifname, k,
+				p->cfg.port + k, k);
+			break;
+		}
+		rc = fq_probe_transport_open(p->cfg.sysfs, ifname, (uint16_t)(p->cfg.port + k), &tp);
+		if (rc == 0)
+			rc = fq_prober_add_flow_transport(p, tp);
+		if (rc < 0) {
+			/* the NIC is probed over the flows it has */
+			fq_warn("%s: probe flow %u (UDP port %u): %s: probing over %u flows", ifname, k,
+				p->cfg.port + k, strerror(-rc), k);
+			break;
+		}
+	}
+	return 0;
 }
 
 int fq_prober_nic_address(const struct fq_prober *p, const char *nic, char *buf, size_t len)
@@ -175,7 +240,8 @@ int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *p
 		return -ENOMEM;
 	fq_path_init(&t->live, fq_now_ns());
 	t->window_start_ns = fq_now_ns();
-	t->nic = n; /* last: the slot is live from here */
+	t->flows[0].established = true; /* the one every agent answers: counted from the start */
+	t->nic = n;                     /* last: the slot is live from here */
 	retime(p);
 	return 0;
 }
@@ -226,11 +292,12 @@ static int send_probe(struct fq_prober *p, struct nic *n, const struct fq_peer_a
 	return 0;
 }
 
+/* The path of a packet from `from` on socket n (any flow of its NIC). */
 static struct path *path_of(struct fq_prober *p, struct nic *n, const struct fq_peer_addr *from)
 {
 	for (unsigned i = 0; i < p->n_paths; i++) {
 		struct path *t = &p->paths[i];
-		if (t->nic && t->nic == n && fq_peer_addr_matches(&t->addr, from))
+		if (t->nic && t->nic == n->base && fq_peer_addr_matches(&t->addr, from))
 			return t;
 	}
 	return NULL;
@@ -240,6 +307,44 @@ static void push(struct samples *s, int64_t v)
 {
 	if (s->n < WINDOW_SAMPLES)
 		s->v[s->n++] = v;
+}
+
+static void fpush(struct fsamples *s, int64_t v)
+{
+	if (s->n < FLOW_SAMPLES)
+		s->v[s->n++] = v;
+}
+
+/* Pair q went unanswered: lost, if its flow counted when it was sent. */
+static void pair_lost(struct path *t, struct pending *q)
+{
+	if (q->counted) {
+		t->lost++;
+		t->flows[q->flow].lost++;
+	}
+	q->used = 0;
+}
+
+/* The flow of the next pair: round-robin, a flow not established only one
+ * turn in FLOW_TRY_EVERY (flow 0 takes its other turns). */
+static unsigned next_flow(struct path *t)
+{
+	unsigned nf = t->nic->n_flows, k = t->next_flow++ % nf;
+	struct flow *f = &t->flows[k];
+
+	if (k == 0 || f->established || f->tries++ % FLOW_TRY_EVERY == 0)
+		return k;
+	return 0;
+}
+
+/* A flow's destination: the peer's port + flow (UDP). */
+static struct fq_peer_addr flow_addr(const struct path *t, unsigned flow)
+{
+	struct fq_peer_addr a = t->addr;
+
+	if (a.kind == FQ_PEER_IPV4)
+		a.port = (uint16_t)(a.port + flow);
+	return a;
 }
 
 /* A pair is complete: feed the fit and the window statistics. */
@@ -256,6 +361,8 @@ static void pair_complete(struct fq_prober *p, struct path *t, struct pending *q
 	push(&t->fwd, q->r[0] - q->s[0]);
 	push(&t->rev, q->a[0] - q->b[0]);
 	push(&t->rtt, (q->a[0] - q->s[0]) - (q->b[0] - q->r[0]));
+	fpush(&t->flows[q->flow].fwd, q->r[0] - q->s[0]);
+	fpush(&t->flows[q->flow].rev, q->a[0] - q->b[0]);
 	q->used = 0;
 }
 
@@ -263,24 +370,30 @@ static void send_pair(struct fq_prober *p, struct path *t)
 {
 	struct pending *q = &t->pend[p->next_pair % PENDING];
 	struct fq_probe pr = {.type = FQ_PROBE_REQ, .session = p->session, .pair = p->next_pair};
-	unsigned idx = (unsigned)(t - p->paths);
+	unsigned idx = (unsigned)(t - p->paths), flow = next_flow(t);
+	struct fq_peer_addr to = flow_addr(t, flow);
 	int64_t now = fq_now_ns();
 
 	if (q->used) /* unanswered for PENDING rounds: lost */
-		t->lost++;
+		pair_lost(t, q);
 	memset(q, 0, sizeof(*q));
 	q->pair = p->next_pair++;
 	q->sent_ns = now;
 	q->used = 1;
+	q->flow = (uint8_t)flow;
+	q->counted = t->flows[flow].established;
 	for (uint8_t i = 0; i < 2; i++) {
 		pr.index = i;
-		if (send_probe(p, t->nic, &t->addr, &pr, TX_REQ, idx) < 0) {
+		if (send_probe(p, t->nic->flow_sock[flow], &to, &pr, TX_REQ, idx) < 0) {
 			/* ENETUNREACH etc. while the link is down: the silence is the signal */
 			fq_debug("probe to %s:%s: %s", t->peer_node, t->peer_nic, strerror(errno));
 			break;
 		}
 	}
-	t->sent++;
+	if (q->counted) {
+		t->sent++;
+		t->flows[flow].sent++;
+	}
 	fq_path_on_probe(&t->live, now);
 }
 
@@ -332,12 +445,13 @@ static void on_check_timer(evutil_socket_t fd, short what, void *arg)
 		    fq_path_check(&t->live, now, p->cfg.down_after_ns, &since) == FQ_PATH_WENT_DOWN &&
 		    p->on_event)
 			p->on_event(p->arg, t->nic->name, t->peer_node, t->peer_nic, 0, since, now);
+		if (!t->live.up && now - t->live.changed_ns > FLOW_RESET_NS)
+			for (unsigned k = 1; k < t->nic->n_flows; k++)
+				t->flows[k].established = false;
 		for (unsigned k = 0; k < PENDING; k++) {
 			struct pending *q = &t->pend[k];
-			if (q->used && now - q->sent_ns > LOST_AFTER_NS) {
-				t->lost++;
-				q->used = 0;
-			}
+			if (q->used && now - q->sent_ns > LOST_AFTER_NS)
+				pair_lost(t, q);
 		}
 	}
 }
@@ -396,17 +510,25 @@ static void handle_answer(struct fq_prober *p, struct nic *n, const struct fq_pr
 		return;
 	}
 	q = &t->pend[pr->pair % PENDING];
-	if (!q->used || q->pair != pr->pair)
-		return; /* late: already counted lost */
+	if (!q->used || q->pair != pr->pair || q->flow != n->flow)
+		return; /* late: already counted lost (or not on the flow it went on) */
 	if (pr->type == FQ_PROBE_RESP) {
+		struct flow *f = &t->flows[q->flow];
+
 		q->r[0] = pr->t0;
 		q->r[1] = pr->t1;
 		q->a[pr->index] = rx;
 		q->have |= pr->index ? HAVE_A1 : HAVE_A0;
 		if (fq_path_on_answer(&t->live, rx) == FQ_PATH_WENT_UP && p->on_event)
 			p->on_event(p->arg, n->name, t->peer_node, t->peer_nic, 1, rx, fq_now_ns());
-		if (pr->index == 0)
+		if (!f->established)
+			fq_debug("%s -> %s:%s: flow %u established", n->name, t->peer_node, t->peer_nic,
+				 q->flow);
+		f->established = true;
+		if (pr->index == 0 && q->counted) {
 			t->answered++;
+			f->answered++;
+		}
 	} else {
 		q->b[0] = pr->t0;
 		q->b[1] = pr->t1;
@@ -469,7 +591,7 @@ void fq_prober_set_trace_hook(struct fq_prober *p, fq_prober_trace_fn fn, void *
 }
 
 int fq_prober_send_trace(struct fq_prober *p, const char *local_nic, const char *peer_node,
-			 const char *peer_nic, uint64_t id, unsigned ttl)
+			 const char *peer_nic, unsigned flow, uint64_t id, unsigned ttl)
 {
 	struct fq_probe pr = {.type = FQ_PROBE_TRACE, .session = p->session, .pair = id};
 	uint8_t buf[FQ_PROBE_SIZE];
@@ -483,13 +605,20 @@ int fq_prober_send_trace(struct fq_prober *p, const char *local_nic, const char 
 		if (!t->nic || strcmp(t->nic->name, local_nic) || strcmp(t->peer_node, peer_node) ||
 		    strcmp(t->peer_nic, peer_nic))
 			continue;
+		struct nic *s;
+		struct fq_peer_addr to;
+
 		if (!t->nic->tp->ops->send_ttl)
 			return -EOPNOTSUPP;
+		if (flow >= t->nic->n_flows)
+			return -ENOENT;
+		s = t->nic->flow_sock[flow];
+		to = flow_addr(t, flow);
 		pr.index = (uint8_t)ttl;
 		pr.t0 = fq_now_ns();
 		fq_probe_encode(&pr, buf);
 		/* its TX stamp comes back keyed to no role: ignored */
-		return t->nic->tp->ops->send_ttl(t->nic->tp, &t->addr, buf, sizeof(buf), ttl, &key);
+		return s->tp->ops->send_ttl(s->tp, &to, buf, sizeof(buf), ttl, &key);
 	}
 	return -ENOENT;
 }
@@ -506,7 +635,8 @@ static void handle_trace(struct fq_prober *p, struct nic *n, const struct fq_pro
 		echo.type = FQ_PROBE_TRACE_ECHO;
 		send_probe(p, n, from, &echo, TX_NONE, 0);
 	} else if (t && pr->session == p->session && p->on_trace)
-		p->on_trace(p->trace_arg, n->name, t->peer_node, t->peer_nic, pr->pair, pr->index, rx);
+		p->on_trace(p->trace_arg, n->name, t->peer_node, t->peer_nic, n->flow, pr->pair, pr->index,
+			    rx);
 }
 
 static void drain_tx_stamps(struct fq_prober *p, struct nic *n)
@@ -527,15 +657,11 @@ static void drain_tx_stamps(struct fq_prober *p, struct nic *n)
 
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
-	struct fq_prober *p = arg;
-	struct nic *n = NULL;
+	struct nic *n = arg;
+	struct fq_prober *p = n->p;
 
+	(void)fd;
 	(void)what;
-	for (unsigned i = 0; i < p->n_nics; i++)
-		if (p->nics[i].tp->ops->fd(p->nics[i].tp) == fd)
-			n = &p->nics[i];
-	if (!n)
-		return;
 	n->tp->ops->ready(n->tp);
 	drain_tx_stamps(p, n);
 	for (int i = 0; i < 256; i++) {
@@ -574,8 +700,9 @@ int fq_prober_start(struct fq_prober *p)
 	struct timeval check = {0, CHECK_NS / 1000};
 
 	for (unsigned i = 0; i < p->n_nics; i++)
-		if (event_add(p->nics[i].ev, NULL) < 0)
-			return -EIO;
+		for (unsigned k = 0; k < p->nics[i].n_flows; k++)
+			if (event_add(p->nics[i].flow_sock[k]->ev, NULL) < 0)
+				return -EIO;
 	p->probe_ev = event_new(p->base, -1, EV_PERSIST, on_probe_timer, p);
 	p->check_ev = event_new(p->base, -1, EV_PERSIST, on_check_timer, p);
 	if (!p->probe_ev || !p->check_ev || event_add(p->check_ev, &check) < 0)

@@ -31,7 +31,14 @@ struct fq_prober_config {
 	int64_t window_ns, bucket_ns;
 	int64_t down_after_ns;
 	const char *sysfs; /* where RDMA ports are looked up; NULL: "/sys" */
+	/* Probe flows per UDP NIC (0 or 1: one): flow k's probes go from
+	 * local port port+k to the peer's port+k, so ECMP hashes each flow on
+	 * its own route; pairs go round-robin over a path's flows (the path's
+	 * rate stays probe_interval). A UD NIC has one. */
+	unsigned flows;
 };
+
+#define FQ_PROBER_MAX_FLOWS 8
 
 /* A path event, for the caller to log and report. Times on the local raw
  * clock: since = the last answer before the silence (DOWN) or the first
@@ -42,6 +49,20 @@ typedef void (*fq_prober_event_fn)(void *arg, const char *local_nic, const char 
 struct fq_owd_stats {
 	unsigned n; /* samples; 0: the rest is 0 */
 	int64_t min, p50, p90, p99, max;
+};
+
+/*
+ * One flow of a path over one report window. A flow other than 0 counts
+ * once established (its first answer): a peer before flows, or one with
+ * fewer, never answers it, and such a flow is then tried only now and then
+ * and counted nowhere (not sent, not lost). Delays corrected as the
+ * path's.
+ */
+struct fq_flow_report {
+	bool established;
+	uint16_t port; /* local = remote UDP port */
+	uint64_t sent, answered, lost;
+	struct fq_owd_stats fwd, rev;
 };
 
 /* One path over one report window. */
@@ -63,6 +84,11 @@ struct fq_path_report {
 	int64_t window_start_ns, window_end_ns; /* local raw */
 	bool peer_epoch_valid;                  /* the peer publishes a global timeline ... */
 	int64_t peer_epoch_ns;                  /* ... at this global - local offset */
+	/* its flows (1 .. FQ_PROBER_MAX_FLOWS; fq_prober_states fills only
+	 * n_flows and each one's established and port); sent, answered, lost
+	 * and the delays above are all established flows together */
+	unsigned n_flows;
+	struct fq_flow_report flows[FQ_PROBER_MAX_FLOWS];
 };
 
 struct fq_prober *fq_prober_create(struct event_base *base, const struct fq_prober_config *cfg,
@@ -73,7 +99,10 @@ void fq_prober_destroy(struct fq_prober *p);
  * address and to the device; with no IPv4 address, UD on its RDMA port
  * (a netdev of an RDMA device, or a device name "mlx5_0" / "mlx5_0.2").
  * 0 or a negative errno (logged with the NIC name): see
- * fq_probe_transport_open() (probe_open.h). */
+ * fq_probe_transport_open() (probe_open.h). A UDP NIC also gets its
+ * further flows' sockets (cfg.flows), on port+1 ...; one that cannot be
+ * opened (the port in use) leaves the NIC with the flows before it
+ * (logged). */
 int fq_prober_add_nic(struct fq_prober *p, const char *ifname);
 
 /* Add a NIC with a transport the caller opened (named tp->nic; tests use
@@ -81,6 +110,12 @@ int fq_prober_add_nic(struct fq_prober *p, const char *ifname);
  * -EEXIST (a NIC of that name), -EINVAL (too many), -ENOMEM. */
 struct fq_probe_transport;
 int fq_prober_add_transport(struct fq_prober *p, struct fq_probe_transport *tp);
+
+/* Add tp as the next flow of the NIC it names (added before; tests use an
+ * in-memory one). The prober owns tp from here, also on failure. 0,
+ * -ENODEV, -EINVAL (FQ_PROBER_MAX_FLOWS reached, or a peer is probed
+ * already), -ENOMEM. */
+int fq_prober_add_flow_transport(struct fq_prober *p, struct fq_probe_transport *tp);
 
 /* The address peers must give to probe this host's NIC (IPv4, or
  * "ud:lid=0x12/qpn=0x48" / "ud:gid=.../qpn=..." for UD: the QPN is new at
@@ -120,15 +155,17 @@ size_t fq_prober_states(const struct fq_prober *p, struct fq_path_report *out, s
  * peers' TRACEs are echoed, as only their requests are answered.
  */
 typedef void (*fq_prober_trace_fn)(void *arg, const char *local_nic, const char *peer_node,
-				   const char *peer_nic, uint64_t id, unsigned ttl, int64_t rx_ns);
+				   const char *peer_nic, unsigned flow, uint64_t id, unsigned ttl,
+				   int64_t rx_ns);
 void fq_prober_set_trace_hook(struct fq_prober *p, fq_prober_trace_fn fn, void *arg);
 
 /* Send trace probe `id` with TTL ttl (1..FQ_PROBE_TRACE_TTL_MAX) on the
- * path local_nic -> peer_node:peer_nic. 0, -ENOENT (no such path),
- * -EOPNOTSUPP (its transport cannot set a TTL: UD), -EINVAL, or the
- * send's error. */
+ * path local_nic -> peer_node:peer_nic, from its flow's socket to the
+ * flow's port (so it takes that flow's route). 0, -ENOENT (no such path
+ * or flow), -EOPNOTSUPP (its transport cannot set a TTL: UD), -EINVAL, or
+ * the send's error. */
 int fq_prober_send_trace(struct fq_prober *p, const char *local_nic, const char *peer_node,
-			 const char *peer_nic, uint64_t id, unsigned ttl);
+			 const char *peer_nic, unsigned flow, uint64_t id, unsigned ttl);
 
 /* What this host's answers tell its peers of its global timeline (the
  * clock page's global - local offset now; valid false: unsynchronised). */

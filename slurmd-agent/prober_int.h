@@ -24,8 +24,17 @@
 #define TX_RING        4096 /* sends awaiting their TX stamp, per NIC */
 #define RESPONDERS     256  /* requests being answered, per NIC */
 #define WINDOW_SAMPLES 1024
-#define CHECK_NS       (5 * 1000000LL)
-#define LOST_AFTER_NS  (1000 * 1000000LL)
+#define FLOW_SAMPLES   256 /* a flow's share of a window */
+#define MAX_FLOWS      FQ_PROBER_MAX_FLOWS
+/* A flow not established (never answered: a peer without it) is tried one
+ * turn in this many; its other turns go to flow 0. */
+#define FLOW_TRY_EVERY 16
+/* A path DOWN this long (its peer's agent away: it may come back with
+ * fewer flows) has its flows above 0 established anew. Not a flow silent
+ * alone: that is a fault on its route, to be reported as long as it lasts. */
+#define FLOW_RESET_NS (5 * FQ_NSEC_PER_SEC)
+#define CHECK_NS      (5 * 1000000LL)
+#define LOST_AFTER_NS (1000 * 1000000LL)
 /* How fast a held estimate's bound grows with age: what an oscillator can
  * wander beyond the fitted drift (0.1 ppm). */
 #define HOLD_AGING_PPB 100
@@ -56,6 +65,8 @@ struct pending {
 	int64_t s[2], r[2], a[2], b[2];
 	uint8_t have; /* bits: s0 s1 resp0 resp1 followup */
 	uint8_t used;
+	uint8_t flow; /* the flow it went on */
+	bool counted; /* its flow was established when sent: counts as sent, lost */
 };
 
 #define HAVE_S0  0x01
@@ -80,8 +91,22 @@ struct samples {
 	unsigned n;
 };
 
+struct fsamples {
+	int64_t v[FLOW_SAMPLES];
+	unsigned n;
+};
+
+/* One flow of a path: this report window's figures (fwd/rev raw, as the
+ * path's). */
+struct flow {
+	bool established;
+	unsigned tries; /* turns while not established */
+	uint64_t sent, answered, lost;
+	struct fsamples fwd, rev;
+};
+
 struct path {
-	struct nic *nic;
+	struct nic *nic;                 /* the NIC (its flow 0 socket) */
 	struct fq_clock_estimate held;   /* the best recent estimate (held.at_ns == 0: none) */
 	struct fq_clock_estimate anchor; /* an accepted estimate >= ANCHOR_NS older than `held` */
 	int64_t long_baseline_ns;        /* that baseline (0: none yet) */
@@ -96,9 +121,18 @@ struct path {
 	/* this report window */
 	uint64_t sent, answered, lost, pure_fwd, pure_rev;
 	struct samples fwd, rev, rtt; /* raw fwd/rev differences; rtt */
+	struct flow flows[MAX_FLOWS]; /* nic->n_flows of them */
+	unsigned next_flow;
 };
 
+/* One probe socket: a NIC's flow 0 (in fq_prober.nics) or a further flow
+ * (allocated, in its NIC's flow[]). */
 struct nic {
+	struct fq_prober *p;
+	struct nic *base; /* the NIC's flow 0 socket (itself there) */
+	unsigned flow;
+	struct nic *flow_sock[MAX_FLOWS]; /* base only: flow k's socket ([0]: itself) */
+	unsigned n_flows;                 /* base only */
 	char name[IF_NAMESIZE];
 	struct fq_probe_transport *tp; /* UDP or UD (probe_transport.h) */
 	struct event *ev;

@@ -13,21 +13,37 @@ static int cmp64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* {min,p50,p90,p99,max} of s, each shifted by `shift`; n = 0 without samples. */
-static struct fq_owd_stats percentiles(struct samples *s, int64_t shift)
+/* {min,p50,p90,p99,max} of the n values v, each shifted by `shift`; n = 0
+ * without samples. */
+static struct fq_owd_stats stats_of(int64_t *v, unsigned n, int64_t shift)
 {
 	struct fq_owd_stats o = {0};
 
-	if (!s->n)
+	if (!n)
 		return o;
-	qsort(s->v, s->n, sizeof(s->v[0]), cmp64);
-	o.n = s->n;
-	o.min = s->v[0] + shift;
-	o.p50 = s->v[s->n / 2] + shift;
-	o.p90 = s->v[(s->n * 9) / 10] + shift;
-	o.p99 = s->v[(s->n * 99) / 100] + shift;
-	o.max = s->v[s->n - 1] + shift;
+	qsort(v, n, sizeof(v[0]), cmp64);
+	o.n = n;
+	o.min = v[0] + shift;
+	o.p50 = v[n / 2] + shift;
+	o.p90 = v[(n * 9) / 10] + shift;
+	o.p99 = v[(n * 99) / 100] + shift;
+	o.max = v[n - 1] + shift;
 	return o;
+}
+
+static struct fq_owd_stats percentiles(struct samples *s, int64_t shift)
+{
+	return stats_of(s->v, s->n, shift);
+}
+
+/* A path's flows' names into r (fq_prober_states). */
+static void flow_names(const struct path *t, struct fq_path_report *r)
+{
+	r->n_flows = t->nic->n_flows;
+	for (unsigned k = 0; k < r->n_flows; k++) {
+		r->flows[k].established = t->flows[k].established;
+		r->flows[k].port = t->addr.kind == FQ_PEER_IPV4 ? (uint16_t)(t->addr.port + k) : 0;
+	}
 }
 
 /*
@@ -101,6 +117,7 @@ size_t fq_prober_states(const struct fq_prober *p, struct fq_path_report *out, s
 		r->peer_ipv4 = p->paths[i].addr.kind == FQ_PEER_IPV4 ? p->paths[i].addr.ipv4 : 0;
 		r->up = live->up;
 		r->changed_ns = live->changed_ns;
+		flow_names(&p->paths[i], r);
 	}
 	return n;
 }
@@ -146,6 +163,19 @@ size_t fq_prober_report(struct fq_prober *p, struct fq_path_report *out, size_t 
 		r->peer_epoch_ns = t->peer_epoch_ns;
 		r->window_start_ns = t->window_start_ns;
 		r->window_end_ns = now;
+		flow_names(t, r);
+		for (unsigned k = 0; k < r->n_flows; k++) {
+			struct flow *f = &t->flows[k];
+			struct fq_flow_report *fr = &r->flows[k];
+
+			fr->sent = f->sent;
+			fr->answered = f->answered;
+			fr->lost = f->lost;
+			fr->fwd = stats_of(f->fwd.v, f->fwd.n, have ? -r->est.offset_ns : 0);
+			fr->rev = stats_of(f->rev.v, f->rev.n, have ? r->est.offset_ns : 0);
+			f->sent = f->answered = f->lost = 0;
+			f->fwd.n = f->rev.n = 0;
+		}
 		t->window_start_ns = now;
 		t->sent = t->answered = t->lost = t->pure_fwd = t->pure_rev = 0;
 		t->fwd.n = t->rev.n = t->rtt.n = 0;
@@ -177,6 +207,7 @@ struct json_object *fq_prober_counters(const struct fq_prober *p)
 				       json_object_new_string(fq_stamp_kind_name(tp->rx_stamps)));
 		json_object_object_add(t, "tx_stamps",
 				       json_object_new_string(fq_stamp_kind_name(tp->tx_stamps)));
+		json_object_object_add(t, "flows", json_object_new_uint64(p->nics[i].n_flows));
 		if (fq_prober_nic_address(p, p->nics[i].name, addr, sizeof(addr)) == 0)
 			json_object_object_add(t, "address", json_object_new_string(addr));
 		json_object_object_add(nics, p->nics[i].name, t);

@@ -21,10 +21,12 @@
 #define NEVER            INT64_MAX
 #define FIRST_TRACE_NS   (2 * FQ_NSEC_PER_SEC)
 #define SUSPECT_NS       (5 * FQ_NSEC_PER_SEC) /* a path that lost probes: traced again at most this often */
+#define MAX_ENTRIES      (FQ_PROBER_MAX_PATHS * FQ_PROBER_MAX_FLOWS) /* one per path and flow */
 
 struct entry {
 	bool used, seen, up, unsupported;
 	char local_nic[16], peer_node[64], peer_nic[32];
+	unsigned flow;                  /* the path's probe flow it traces (prober.h) */
 	uint32_t local_ipv4, peer_ipv4; /* network order: what routers quote */
 	struct fq_route route;          /* the last reported */
 	bool have_route;
@@ -47,7 +49,7 @@ struct fq_tracer {
 	struct event *tick, *icmp_ev;
 	int icmp_fd;
 	uint64_t next_id;
-	struct entry e[FQ_PROBER_MAX_PATHS];
+	struct entry e[MAX_ENTRIES];
 	struct fq_path_report states[FQ_PROBER_MAX_PATHS];
 	fq_tracer_icmp_fn icmp_hook; /* time-exceeded that are not TRACE answers */
 	void *icmp_hook_arg;
@@ -66,13 +68,19 @@ void fq_tracer_config_defaults(struct fq_tracer_config *c)
 	};
 }
 
-static struct entry *find(struct fq_tracer *t, const char *nic, const char *node, const char *peer_nic)
+static bool is_path(const struct entry *e, const char *nic, const char *node, const char *peer_nic)
 {
-	for (unsigned i = 0; i < FQ_PROBER_MAX_PATHS; i++) {
+	return e->used && !strcmp(e->local_nic, nic) && !strcmp(e->peer_node, node) &&
+	       !strcmp(e->peer_nic, peer_nic);
+}
+
+static struct entry *find(struct fq_tracer *t, const char *nic, const char *node, const char *peer_nic,
+			  unsigned flow)
+{
+	for (unsigned i = 0; i < MAX_ENTRIES; i++) {
 		struct entry *e = &t->e[i];
 
-		if (e->used && !strcmp(e->local_nic, nic) && !strcmp(e->peer_node, node) &&
-		    !strcmp(e->peer_nic, peer_nic))
+		if (is_path(e, nic, node, peer_nic) && e->flow == flow)
 			return e;
 	}
 	return NULL;
@@ -93,6 +101,7 @@ static void finish(struct fq_tracer *t, struct entry *e, int64_t now)
 	snprintf(r.local_nic, sizeof(r.local_nic), "%s", e->local_nic);
 	snprintf(r.peer_node, sizeof(r.peer_node), "%s", e->peer_node);
 	snprintf(r.peer_nic, sizeof(r.peer_nic), "%s", e->peer_nic);
+	r.flow = e->flow;
 	r.reached = e->echo_ttl != 0;
 	r.n_hops = r.reached ? e->echo_ttl - 1 : 0;
 	if (!r.reached)
@@ -122,7 +131,7 @@ static void finish(struct fq_tracer *t, struct entry *e, int64_t now)
 	if (changed && e->have_route) {
 		t->changes++;
 		/* the fabric changed: the other paths' flows may be re-hashed too */
-		for (unsigned i = 0; i < FQ_PROBER_MAX_PATHS; i++)
+		for (unsigned i = 0; i < MAX_ENTRIES; i++)
 			if (t->e[i].used && &t->e[i] != e && !t->e[i].unsupported && !t->e[i].started_ns &&
 			    t->e[i].due_ns > now)
 				t->e[i].due_ns = now;
@@ -143,14 +152,16 @@ static void start(struct fq_tracer *t, struct entry *e, int64_t now)
 	memset(e->ans, 0, sizeof(e->ans));
 	e->echo_ttl = 0;
 	for (unsigned ttl = 1; ttl <= t->cfg.max_ttl && rc == 0; ttl++)
-		rc = fq_prober_send_trace(t->prober, e->local_nic, e->peer_node, e->peer_nic, e->id, ttl);
+		rc = fq_prober_send_trace(t->prober, e->local_nic, e->peer_node, e->peer_nic, e->flow, e->id,
+					  ttl);
 	if (rc == -EOPNOTSUPP) {
 		e->unsupported = true; /* a UD path: no TTL to set */
 		e->due_ns = NEVER;
 		return;
 	}
 	if (rc < 0) {
-		fq_debug("trace %s -> %s:%s: %s", e->local_nic, e->peer_node, e->peer_nic, strerror(-rc));
+		fq_debug("trace %s -> %s:%s flow %u: %s", e->local_nic, e->peer_node, e->peer_nic, e->flow,
+			 strerror(-rc));
 		e->due_ns = now + t->cfg.retry_ns;
 		return;
 	}
@@ -173,37 +184,53 @@ static void local_ipv4(struct fq_tracer *t, struct entry *e)
 		e->due_ns = NEVER;
 }
 
-/* The prober's paths: new ones are traced soon, gone ones forgotten. */
+/* The entry of one flow of path s, made if it is new (NULL: the table is full). */
+static struct entry *entry_of(struct fq_tracer *t, const struct fq_path_report *s, unsigned flow, int64_t now)
+{
+	struct entry *e = find(t, s->local_nic, s->peer_node, s->peer_nic, flow);
+
+	for (unsigned k = 0; !e && k < MAX_ENTRIES; k++)
+		if (!t->e[k].used) {
+			e = &t->e[k];
+			memset(e, 0, sizeof(*e));
+			e->used = true;
+			snprintf(e->local_nic, sizeof(e->local_nic), "%s", s->local_nic);
+			snprintf(e->peer_node, sizeof(e->peer_node), "%s", s->peer_node);
+			snprintf(e->peer_nic, sizeof(e->peer_nic), "%s", s->peer_nic);
+			e->flow = flow;
+			e->peer_ipv4 = s->peer_ipv4;
+			/* first traced a moment after it is probed: the peer
+			 * echoes only once it probes us too */
+			e->due_ns = now + FIRST_TRACE_NS;
+			local_ipv4(t, e);
+		}
+	return e;
+}
+
+/* The prober's paths' flows: new ones are traced soon, gone ones
+ * forgotten. A flow is traced once established (answered: the peer has
+ * it), flow 0 always. */
 static void refresh(struct fq_tracer *t, int64_t now)
 {
 	size_t n = fq_prober_states(t->prober, t->states, FQ_PROBER_MAX_PATHS);
 
-	for (unsigned i = 0; i < FQ_PROBER_MAX_PATHS; i++)
+	for (unsigned i = 0; i < MAX_ENTRIES; i++)
 		t->e[i].seen = false;
 	for (size_t i = 0; i < n; i++) {
 		const struct fq_path_report *s = &t->states[i];
-		struct entry *e = find(t, s->local_nic, s->peer_node, s->peer_nic);
 
-		for (unsigned k = 0; !e && k < FQ_PROBER_MAX_PATHS; k++)
-			if (!t->e[k].used) {
-				e = &t->e[k];
-				memset(e, 0, sizeof(*e));
-				e->used = true;
-				snprintf(e->local_nic, sizeof(e->local_nic), "%s", s->local_nic);
-				snprintf(e->peer_node, sizeof(e->peer_node), "%s", s->peer_node);
-				snprintf(e->peer_nic, sizeof(e->peer_nic), "%s", s->peer_nic);
-				e->peer_ipv4 = s->peer_ipv4;
-				/* first traced a moment after it is probed: the
-				 * peer echoes only once it probes us too */
-				e->due_ns = now + FIRST_TRACE_NS;
-				local_ipv4(t, e);
-			}
-		if (!e)
-			break;
-		e->seen = true;
-		e->up = s->up;
+		for (unsigned k = 0; k < (s->n_flows ? s->n_flows : 1); k++) {
+			struct entry *e;
+
+			if (k && !s->flows[k].established)
+				continue;
+			if (!(e = entry_of(t, s, k, now)))
+				break;
+			e->seen = true;
+			e->up = s->up;
+		}
 	}
-	for (unsigned i = 0; i < FQ_PROBER_MAX_PATHS; i++)
+	for (unsigned i = 0; i < MAX_ENTRIES; i++)
 		if (t->e[i].used && !t->e[i].seen)
 			t->e[i].used = false;
 }
@@ -217,7 +244,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	refresh(t, now);
-	for (unsigned i = 0; i < FQ_PROBER_MAX_PATHS; i++) {
+	for (unsigned i = 0; i < MAX_ENTRIES; i++) {
 		struct entry *e = &t->e[i];
 
 		if (e->used && e->started_ns && now - e->started_ns >= t->cfg.timeout_ns)
@@ -225,8 +252,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	}
 	/* oldest due first would need a sort; slots are visited from a
 	 * rotating start instead, so no path waits behind the others */
-	for (unsigned k = 0; k < FQ_PROBER_MAX_PATHS && started < t->cfg.per_tick; k++) {
-		struct entry *e = &t->e[(t->next_id + k) % FQ_PROBER_MAX_PATHS];
+	for (unsigned k = 0; k < MAX_ENTRIES && started < t->cfg.per_tick; k++) {
+		struct entry *e = &t->e[(t->next_id + k) % MAX_ENTRIES];
 
 		if (e->used && e->up && !e->started_ns && !e->unsupported && e->due_ns <= now) {
 			start(t, e, now);
@@ -258,10 +285,10 @@ static void answer(struct fq_tracer *t, struct entry *e, unsigned ttl, uint32_t 
 }
 
 static void on_echo(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic,
-		    uint64_t id, unsigned ttl, int64_t rx_ns)
+		    unsigned flow, uint64_t id, unsigned ttl, int64_t rx_ns)
 {
 	struct fq_tracer *t = arg;
-	struct entry *e = find(t, local_nic, peer_node, peer_nic);
+	struct entry *e = find(t, local_nic, peer_node, peer_nic, flow);
 
 	if (e && e->started_ns && e->id == id) /* else a late answer to a trace already over */
 		answer(t, e, ttl, 0, rx_ns);
@@ -289,7 +316,7 @@ static void on_icmp(evutil_socket_t fd, short what, void *arg)
 				t->icmp_unmatched++;
 			continue;
 		}
-		for (unsigned k = 0; k < FQ_PROBER_MAX_PATHS && !e; k++)
+		for (unsigned k = 0; k < MAX_ENTRIES && !e; k++)
 			if (t->e[k].used && t->e[k].started_ns && t->e[k].id == m.id &&
 			    t->e[k].local_ipv4 == m.src && t->e[k].peer_ipv4 == m.dst)
 				e = &t->e[k];
@@ -364,7 +391,7 @@ void fq_tracer_resend(struct fq_tracer *t)
 {
 	int64_t now = fq_now_ns();
 
-	for (unsigned i = 0; t && i < FQ_PROBER_MAX_PATHS; i++) {
+	for (unsigned i = 0; t && i < MAX_ENTRIES; i++) {
 		struct entry *e = &t->e[i];
 
 		if (e->used && e->have_route) {
@@ -376,17 +403,19 @@ void fq_tracer_resend(struct fq_tracer *t)
 
 void fq_tracer_poke(struct fq_tracer *t, const char *local_nic, const char *peer_node, const char *peer_nic)
 {
-	struct entry *e = t ? find(t, local_nic, peer_node, peer_nic) : NULL;
+	for (unsigned i = 0; t && i < MAX_ENTRIES; i++) {
+		struct entry *e = &t->e[i];
 
-	if (e && !e->unsupported)
-		e->due_ns = 0;
+		if (is_path(e, local_nic, peer_node, peer_nic) && !e->unsupported)
+			e->due_ns = 0;
+	}
 }
 
 void fq_tracer_retrace(struct fq_tracer *t)
 {
 	int64_t now = fq_now_ns();
 
-	for (unsigned i = 0; t && i < FQ_PROBER_MAX_PATHS; i++)
+	for (unsigned i = 0; t && i < MAX_ENTRIES; i++)
 		if (t->e[i].used && !t->e[i].unsupported && !t->e[i].started_ns && t->e[i].due_ns > now)
 			t->e[i].due_ns = now;
 }
@@ -394,22 +423,24 @@ void fq_tracer_retrace(struct fq_tracer *t)
 void fq_tracer_suspect(struct fq_tracer *t, const char *local_nic, const char *peer_node,
 		       const char *peer_nic)
 {
-	struct entry *e = t ? find(t, local_nic, peer_node, peer_nic) : NULL;
-	int64_t at;
+	for (unsigned i = 0; t && i < MAX_ENTRIES; i++) {
+		struct entry *e = &t->e[i];
+		int64_t at;
 
-	if (!e || e->unsupported || e->started_ns)
-		return;
-	at = e->last_start_ns ? e->last_start_ns + SUSPECT_NS : 0;
-	if (at < e->due_ns)
-		e->due_ns = at;
+		if (!is_path(e, local_nic, peer_node, peer_nic) || e->unsupported || e->started_ns)
+			continue;
+		at = e->last_start_ns ? e->last_start_ns + SUSPECT_NS : 0;
+		if (at < e->due_ns)
+			e->due_ns = at;
+	}
 }
 
 int fq_tracer_route(const struct fq_tracer *t, const char *local_nic, const char *peer_node,
 		    const char *peer_nic, struct fq_route *out)
 {
-	for (unsigned i = 0; t && i < FQ_PROBER_MAX_PATHS; i++) {
+	for (unsigned i = 0; t && i < MAX_ENTRIES; i++) {
 		const struct entry *e = &t->e[i];
-		bool whole = e->used && e->have_route && e->route.reached;
+		bool whole = e->used && e->have_route && e->route.reached && e->flow == 0;
 
 		if (!whole || strcmp(e->local_nic, local_nic) || strcmp(e->peer_node, peer_node) ||
 		    strcmp(e->peer_nic, peer_nic))
@@ -443,7 +474,7 @@ struct json_object *fq_tracer_status(const struct fq_tracer *t)
 	json_object_object_add(o, "icmp_read", json_object_new_uint64(t->icmp_read));
 	json_object_object_add(o, "icmp_unmatched", json_object_new_uint64(t->icmp_unmatched));
 	json_object_object_add(o, "icmp_handed", json_object_new_uint64(t->icmp_handed));
-	for (unsigned i = 0; i < FQ_PROBER_MAX_PATHS; i++) {
+	for (unsigned i = 0; i < MAX_ENTRIES; i++) {
 		const struct entry *e = &t->e[i];
 		struct json_object *r, *hops;
 
@@ -454,6 +485,7 @@ struct json_object *fq_tracer_status(const struct fq_tracer *t)
 		json_object_object_add(r, "local_nic", json_object_new_string(e->local_nic));
 		json_object_object_add(r, "peer_node", json_object_new_string(e->peer_node));
 		json_object_object_add(r, "peer_nic", json_object_new_string(e->peer_nic));
+		json_object_object_add(r, "flow", json_object_new_uint64(e->flow));
 		for (unsigned k = 0; k < e->route.n_hops; k++) {
 			char a[INET_ADDRSTRLEN] = "";
 			struct in_addr in = {e->route.hops[k]};

@@ -13,6 +13,10 @@
  * socket (CAP_NET_RAW: the agent runs as root), which sees only
  * time-exceeded; each is matched to its trace by the probe it quotes.
  *
+ * Each flow of a path (prober.h: its own UDP ports, so its own ECMP route)
+ * is traced apart, once established (the peer answers it), as a path of
+ * its own here; fq_tracer_route gives flow 0's.
+ *
  * Traces are light: a path is traced when it is first probed, when its
  * path comes back UP (its route may be new), when it lost probes (at most
  * once per SUSPECT_NS: a link went down and the routes re-converged, or
@@ -52,9 +56,11 @@ struct fq_tracer_config {
 
 void fq_tracer_config_defaults(struct fq_tracer_config *c);
 
-/* One path's route. */
+/* One path's route: one of its probe flows' (prober.h), each traced
+ * apart with that flow's 5-tuple. */
 struct fq_route {
 	char local_nic[16], peer_node[64], peer_nic[32];
+	unsigned flow;
 	uint32_t hops[FQ_TRACE_MAX_HOPS]; /* network order; 0: that router did not answer */
 	unsigned n_hops;
 	bool reached;      /* the far agent echoed at TTL n_hops + 1 */
@@ -74,8 +80,9 @@ void fq_tracer_destroy(struct fq_tracer *t);
  * session. NULL: nothing. */
 void fq_tracer_resend(struct fq_tracer *t);
 
-/* Trace this path soon: it came back UP (soon: now), or it lost probes
- * (suspect: no sooner than SUSPECT_NS after its last trace began). */
+/* Trace this path's flows soon: it came back UP (soon: now), or it lost
+ * probes (suspect: no sooner than SUSPECT_NS after each one's last trace
+ * began). */
 void fq_tracer_poke(struct fq_tracer *t, const char *local_nic, const char *peer_node, const char *peer_nic);
 void fq_tracer_suspect(struct fq_tracer *t, const char *local_nic, const char *peer_node,
 		       const char *peer_nic);
@@ -83,8 +90,8 @@ void fq_tracer_suspect(struct fq_tracer *t, const char *local_nic, const char *p
 /* Trace every path again soon (the fabric's routes changed). NULL: nothing. */
 void fq_tracer_retrace(struct fq_tracer *t);
 
-/* The last route reported for the path (local_nic, peer_node, peer_nic)
- * into *out: 0, or -ENOENT when there is none that is whole and reached
+/* The last route reported for the path (local_nic, peer_node, peer_nic),
+ * its flow 0, into *out: 0, or -ENOENT when there is none that is whole and reached
  * (every router answered and the far agent echoed): a lane trace
  * (lanetrace.h) sends no further than that route's routers. */
 int fq_tracer_route(const struct fq_tracer *t, const char *local_nic, const char *peer_node,

@@ -36,12 +36,14 @@ int cmd_topology(struct cli *c, int argc, char **argv)
 	}
 	table_print(&t);
 	printf("\n");
-	table_init(&t, "LINK,A SIDE,B SIDE");
+	/* PROBE PATHS: the flows of directed NIC pairs routed over it, what
+	 * the localisation judges a fault on it by */
+	table_init(&t, "LINK,A SIDE,B SIDE,PROBE PATHS>");
 	for (size_t i = 0; i < jlen(o, "links"); i++) {
 		struct json_object *l = jidx(o, "links", i);
 
 		table_row(&t, fmt("%s~%s", jstr(l, "a"), jstr(l, "b")), flist(l, "a_addresses"),
-			  flist(l, "b_addresses"));
+			  flist(l, "b_addresses"), fint(l, "probe_paths"));
 	}
 	table_print(&t);
 	printf("\n");
@@ -62,8 +64,11 @@ int cmd_topology(struct cli *c, int argc, char **argv)
 		}
 		table_print(&t);
 	}
-	printf("\n%s routes, %s hops unanswered, %s NICs with no peer nearer by delay", fint(o, "traces"),
-	       fint(o, "unresolved_hops"), fint(o, "delay_unresolved"));
+	printf(
+	    "\n%s routes (%s of probe flows beyond each pair's first), %s hops unanswered, %s NICs with no "
+	    "peer nearer by delay",
+	    fint(o, "traces"), fint(o, "flow_paths"), fint(o, "unresolved_hops"),
+	    fint(o, "delay_unresolved"));
 	if (!jnull(o, "expected_file"))
 		printf("; expected topology %s", jstr(o, "expected_file"));
 	printf("\n");

@@ -124,7 +124,7 @@ static int check_paths(const struct fq_topo *t, bool declared, int *incomplete)
 	for (size_t i = 0; i < T.n; i++) {
 		const struct fq_topo_trace *tr = &T.tr[i];
 		const struct fq_topo_path *p =
-		    fq_topo_path_find(t, tr->node, tr->nic, tr->remote_node, tr->remote_nic);
+		    fq_topo_flow_path_find(t, tr->node, tr->nic, tr->remote_node, tr->remote_nic, tr->flow);
 		char want[MAXHOP * 2 + 4][200], src[40], dst[40], a[80], b[80];
 		size_t n = 0, k;
 		bool ok_route;
@@ -782,9 +782,74 @@ static void delay_check(void)
 	fq_topo_decl_free(d);
 }
 
+/* Leaf-spine links' probe_paths: min and median over the links into *min, *med. */
+static void coverage(const struct fq_topo *t, size_t *min, size_t *med)
+{
+	size_t v[MAXL], n = 0;
+
+	for (size_t i = 0; i < fq_topo_link_count(t) && n < MAXL; i++) {
+		size_t x = fq_topo_link_at(t, i)->probe_paths, j = n++;
+
+		for (; j > 0 && v[j - 1] > x; j--) /* insertion: sorted */
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	*min = n ? v[0] : 0;
+	*med = n ? v[n / 2] : 0;
+}
+
+/* Each NIC pair traced over 4 flows (its ports + 0..3): the same fabric,
+ * exactly, each flow its own path, and every leaf-spine link crossed by
+ * more of them (the campaign's cable faults are judged by those). */
+static void flows(void)
+{
+	struct fq_topo *t;
+	struct json_object *j, *o;
+	size_t min1, med1, min4, med4, pairs;
+	int sw, links;
+	const struct fq_topo_path *p0, *p3;
+
+	fabric(8, 4, 4, 2, 1, 0);
+	all_traces();
+	pairs = T.n;
+	t = recover("8x2x4x4, one flow", NULL, &sw, &links);
+	coverage(t, &min1, &med1);
+	fq_topo_destroy(t);
+	model_flows = 4;
+	all_traces();
+	t = recover("8x2x4x4, 4 flows a pair", NULL, &sw, &links);
+	is_int(sw, 8, "4 flows: still the 8 switches (%d links)", links);
+	is_int((int)fq_topo_path_count(t), (int)(4 * pairs), "4 flows: a path per pair and flow");
+	coverage(t, &min4, &med4);
+	diag("directed probe paths per leaf-spine link (model ECMP): 1 flow min %zu median %zu; 4 flows min "
+	     "%zu "
+	     "median %zu",
+	     min1, med1, min4, med4);
+	ok(min4 > min1 && med4 >= 3 * med1, "4 flows: every link crossed by more paths (min %zu -> %zu)",
+	   min1, min4);
+	p0 = fq_topo_path_find(t, "n1", "rail0", "n8", "rail0");
+	p3 = fq_topo_flow_path_find(t, "n1", "rail0", "n8", "rail0", 3);
+	ok(p0 && p0->flow == 0 && p3 && p3->flow == 3 && p3->complete,
+	   "a pair's flow 0 and flow 3 found apart");
+	j = fq_topo_json(t);
+	ok(j && json_object_object_get_ex(j, "paths", &o) && json_object_array_length(o) == pairs,
+	   "json: \"paths\" is each pair's flow 0 (%zu)", pairs);
+	ok(j && json_object_object_get_ex(j, "flow_paths", &o) &&
+	       (size_t)json_object_get_int64(o) == 3 * pairs,
+	   "json: \"flow_paths\" counts the others");
+	ok(j && json_object_object_get_ex(j, "links", &o) &&
+	       json_object_object_get_ex(json_object_array_get_idx(o, 0), "probe_paths", &o) &&
+	       json_object_get_int64(o) > 0,
+	   "json: each link's probe_paths");
+	json_object_put(j);
+	fq_topo_destroy(t);
+	model_flows = 1;
+}
+
 int main(void)
 {
 	clean_fabrics();
+	flows();
 	silent_router();
 	not_reached();
 	host_moved();

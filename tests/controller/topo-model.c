@@ -85,14 +85,22 @@ static void distances(int dst, int *dist)
 	}
 }
 
-/* One trace from NIC i to NIC j, ECMP by the pair's 5-tuple (fixed per
- * directed pair) hashed with each switch's own seed. */
-static void trace(int i, int j)
+int model_flows = 1;
+
+/* One trace from NIC i to NIC j, ECMP by the 5-tuple of the pair's flow
+ * (fixed per directed pair and flow) hashed with each switch's own seed. */
+static void trace(int i, int j, int flow)
 {
 	size_t t = T.n++;
 	struct fq_topo_trace *tr = &T.tr[t];
 	int dist[MAXSW], cur = M.nic[i].leaf, n = 0;
 	uint64_t tuple = fnv(fnv(1469598103934665603ull, M.nic[i].addr), M.nic[j].addr);
+	char port[16];
+
+	if (flow) {
+		snprintf(port, sizeof(port), ":%d", 7101 + flow);
+		tuple = fnv(tuple, port);
+	}
 
 	distances(M.nic[j].leaf, dist);
 	T.sw[t][n] = cur;
@@ -122,7 +130,8 @@ static void trace(int i, int j)
 				     .remote_address = M.nic[j].addr,
 				     .hops = T.hops[t],
 				     .n_hops = (size_t)n,
-				     .reached = !M.nic[j].mute};
+				     .reached = !M.nic[j].mute,
+				     .flow = (unsigned)flow};
 	if (M.nic[j].mute) /* traceroute goes on past the last router: no answer */
 		T.hops[t][tr->n_hops++] = "";
 }
@@ -137,8 +146,8 @@ void all_traces(void)
 	}
 	for (int i = 0; i < M.n_nics; i++)
 		for (int j = 0; j < M.n_nics; j++)
-			if (M.nic[i].host != M.nic[j].host)
-				trace(i, j);
+			for (int k = 0; k < model_flows && M.nic[i].host != M.nic[j].host; k++)
+				trace(i, j, k);
 }
 
 static int addr_cmp(const char *a, const char *b)

@@ -47,11 +47,15 @@ struct traces {
 
 extern struct model M;
 extern struct traces T;
+/* Probe flows per directed pair all_traces makes (1 unless set): flow k's
+ * 5-tuple is the pair's with its ports + k, so ECMP hashes each apart
+ * (flow 0: the pair's own, as before flows). */
+extern int model_flows;
 
 /* hosts x leaves x spines x rails; pods > 1: a 3-tier fabric, leaves and
  * spines split into pods, every spine cabled to every one of cores. */
 void fabric(int hosts, int leaves, int spines, int rails, int pods, int cores);
-/* T: every directed pair of NICs on different hosts. */
+/* T: every directed pair of NICs on different hosts, model_flows traces each. */
 void all_traces(void);
 /* The addresses of model switch s that answered any hop, numerically sorted. */
 int seen_addrs(int s, const char **out);

@@ -792,6 +792,45 @@ static void test_partitions(struct fq_db *db)
 	       "... and deleted expired rows from the default partition");
 }
 
+/* Routes of a path's probe flows (sql/016_path_flows.sql): each flow its
+ * own history; path_routes_current and route_changes are flow 0's. */
+static void test_flow_routes(struct fq_db *db)
+{
+	const char *h0[] = {"198.19.0.2", "198.18.101.1", "198.18.102.0"};
+	const char *h1[] = {"198.19.0.2", "198.18.101.3", "198.18.102.2"};
+	const char *h2[] = {"198.19.0.2", "", "198.18.102.4"};
+	struct fq_db_route r = {.node = "fn1",
+				.nic = "rail0",
+				.remote_node = "fn2",
+				.remote_nic = "rail0",
+				.hops = h0,
+				.n_hops = 3,
+				.reached = true,
+				.time_ns = 1893456000000000000LL};
+
+	is_int(fq_db_put_route(db, &r), 0, "flow 0's route stored");
+	r.flow = 1, r.hops = h1, r.time_ns += 1000000000;
+	is_int(fq_db_put_route(db, &r), 0, "flow 1's, over another spine");
+	r.time_ns += 1000000000;
+	is_int(fq_db_put_route(db, &r), 0, "flow 1's again (a resend)");
+	r.hops = h2, r.time_ns += 1000000000;
+	is_int(fq_db_put_route(db, &r), 0, "flow 1's changed");
+	is_str(q("select count(*) from fabriciq.path_routes where node = 'fn1'"), "3",
+	       "three rows: flow 0's, flow 1's two routes (the resend moved last_seen)");
+	is_str(q("select count(*) || ' ' || min(hops::text) from fabriciq.path_routes_current where node = "
+		 "'fn1'"),
+	       "1 {198.19.0.2,198.18.101.1,198.18.102.0}",
+	       "path_routes_current: the path's one route, flow 0's");
+	is_str(q("select string_agg(flow || ':' || hops::text, ' ' order by flow) from "
+		 "fabriciq.path_flow_routes_current where node = 'fn1'"),
+	       "0:{198.19.0.2,198.18.101.1,198.18.102.0} 1:{198.19.0.2,NULL,198.18.102.4}",
+	       "path_flow_routes_current: each flow's latest");
+	is_str(q("select count(*) from fabriciq.route_changes where node = 'fn1'"), "0",
+	       "route_changes: flow 0's only (flow 1's change is not the path's)");
+	r.flow = FQ_DB_ROUTE_MAX_FLOW + 1;
+	is_int(fq_db_put_route(db, &r), -EINVAL, "a flow past FQ_DB_ROUTE_MAX_FLOW: -EINVAL");
+}
+
 int main(void)
 {
 	struct fq_db *db = NULL;
@@ -820,6 +859,7 @@ int main(void)
 	test_step_ends(db);
 	test_lane_ranges(db);
 	test_partitions(db);
+	test_flow_routes(db);
 	fq_db_destroy(db);
 	PQfinish(pg);
 	return done_testing();

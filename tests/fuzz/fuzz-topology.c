@@ -51,13 +51,15 @@ static void check(const struct fq_topo_decl *d)
 
 		hops[i][0] = d->switches[a->sw].addresses[0];
 		hops[i][1] = d->switches[b->sw].addresses[0];
-		tr[i] = (struct fq_topo_trace){.node = a->node,
-					       .nic = a->nic,
-					       .remote_node = b->node,
-					       .remote_nic = b->nic,
-					       .hops = hops[i],
-					       .n_hops = 2,
-					       .reached = i % 3 != 0};
+		tr[i] = (struct fq_topo_trace){
+		    .node = a->node,
+		    .nic = a->nic,
+		    .remote_node = b->node,
+		    .remote_nic = b->nic,
+		    .hops = hops[i],
+		    .n_hops = 2,
+		    .reached = i % 3 != 0,
+		    .flow = (unsigned)(a->line % 3)}; /* flows of a pair: paths apart */
 	}
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < n; j++) {

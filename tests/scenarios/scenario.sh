@@ -288,13 +288,23 @@ sc_leaf_ns() {
 	echo "$TB_PFX-leaf$(((${1#n} - 1) * leaves / hosts + 1))"
 }
 
-# sc_probe_spine SRC_NODE SRC_NIC DST_NODE DST_NIC: the spine the probes
-# of that path cross (the agent's UDP port 7101 at both ends, hashed by
-# the source leaf's ECMP as its packets are), or "leaf" when both hosts
-# hang off the same leaf.
+# sc_probe_spine SRC_NODE SRC_NIC DST_NODE DST_NIC [FLOW]: the spine the
+# probes of that path's flow cross (flow 0, the default: the agent's UDP
+# port 7101 at both ends; flow k: 7101+k), hashed by the source leaf's ECMP
+# as its packets are, or "leaf" when both hosts hang off the same leaf.
 sc_probe_spine() {
-	local r=${2#rail} dev
+	local r=${2#rail} port=$((7101 + ${5:-0})) dev
 	dev=$(ip -n "$(sc_leaf_ns "$1")" route get "198.19.$r.$((2 * ${3#n} + 1))" from "198.19.$r.$((2 * ${1#n} + 1))" \
-		iif "$1r$r" ipproto udp sport 7101 dport 7101 | sed -n 's/.* dev \([^ ]*\).*/\1/p')
+		iif "$1r$r" ipproto udp sport "$port" dport "$port" | sed -n 's/.* dev \([^ ]*\).*/\1/p')
 	case $dev in s[0-9]*) echo "spine${dev#s}" ;; *) echo leaf ;; esac
+}
+
+# The probe flows per path the agents run with (agent.probe_flows' default).
+SC_PROBE_FLOWS=4
+
+# sc_probe_spines SRC_NODE SRC_NIC DST_NODE DST_NIC: the spines every flow
+# of that path crosses, one line each, sorted and unique.
+sc_probe_spines() {
+	local f
+	for ((f = 0; f < SC_PROBE_FLOWS; f++)); do sc_probe_spine "$@" "$f"; done | sort -u
 }

@@ -42,8 +42,10 @@ WAIT_S=15
 # host-down 14/14, host-flap 12/12, nic-down 12/12 in two 40-trial
 # campaigns), so a failure is news; the leaf-spine cable faults are
 # bench/bench-localise.sh's (all six kinds), where each NIC pair's one
-# probe 5-tuple leaves some cables crossed by 4 paths, too few to blame
-# them every time (link-down 3/7, link-lossy 6/7).
+# probe 5-tuple left some cables crossed by 4 paths, too few to blame
+# them every time (link-down 3/7, link-lossy 6/7); the probe flows
+# (agent.probe_flows) are for them. The coverage line gives the directed
+# probe paths per leaf-spine cable, one flow a path and all flows.
 read -r -a KINDS <<<"${FQ_LOC_KINDS:-spine-slow host-down host-flap nic-down}"
 plan 4
 
@@ -60,6 +62,44 @@ while [ $(($(date +%s%N) - t0)) -lt 60000000000 ]; do
 	[ "$(psql_ctl "select count(*) from fabriciq.path_routes_current")" -ge "$want" ] && break
 	sleep 0.5
 done
+# ... and every probe flow's, as the agents traced them (their status
+# files: the database keeps each path's first flow's route)
+cover() { # the directed probe paths per leaf-spine link: FLOWS ("0": each path's first)
+	python3 - "$1" "$S"/agent-n*.json <<'PY'
+import json, sys
+links = {}
+flows = sys.argv[1]
+for f in sys.argv[2:]:
+    try:
+        routes = json.load(open(f)).get("traces", {}).get("routes", [])
+    except (OSError, ValueError):
+        continue
+    for r in routes:
+        if flows == "0" and r.get("flow", 0):
+            continue
+        for h in r["hops"]:
+            a = h.split(".")
+            if len(a) == 4 and a[:2] == ["198", "18"]:
+                k = f"leaf{int(a[2]) - 100}~spine{int(a[3]) // 2 + 1}"
+                links[k] = links.get(k, 0) + 1
+v = sorted(links.values())
+print(f"min {v[0]} median {v[len(v) // 2]} max {v[-1]} over {len(v)} links ({sum(v)} crossings)" if v else "none")
+PY
+}
+flow_routes() { # the routes the agents traced of flows beyond each path's first
+	python3 -c 'import json, sys
+n = 0
+for f in sys.argv[1:]:
+    try:
+        n += sum(1 for r in json.load(open(f)).get("traces", {}).get("routes", []) if r.get("flow", 0))
+    except (OSError, ValueError):
+        pass
+print(n)' "$S"/agent-n*.json
+}
+while [ $(($(date +%s%N) - t0)) -lt 90000000000 ] && [ "$(flow_routes)" -lt $((want * (SC_PROBE_FLOWS - 1))) ]; do
+	sleep 1
+done
+diag "  coverage: directed probe paths per leaf-spine link: one flow a path $(cover 0); $SC_PROBE_FLOWS flows $(cover all) ($(flow_routes) flow routes beyond the first, $((want * (SC_PROBE_FLOWS - 1))) wanted)"
 fq --json topology >"$S/topology.json"
 topo=$(python3 - "$S/topology.json" "$HOSTS" "$RAILS" "$LEAVES" "$SPINES" <<'EOF'
 import json, sys

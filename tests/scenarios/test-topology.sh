@@ -67,10 +67,32 @@ n=$(wc -l <"$S/routes")
 is "$wrong" "" "every route is the testbed's: leaf, the spine its ECMP hash picks, far leaf ($n routes)"
 diag "spines crossed: $(awk '{ print $5 }' "$S/routes" | grep -o '198\.18\.[0-9]*\.[0-9]*' | sort | uniq -c | xargs)"
 
-# The fabric inferred from the routes, as the operator reads it.
-fq --json topology >"$S/topology.json"
+# The fabric inferred from the routes, as the operator reads it, once
+# every flow of every path is traced (the database keeps each path's
+# first flow's route; the topology is built from all of them).
+t0=$(date +%s%N)
+while [ $(($(date +%s%N) - t0)) -lt 30000000000 ]; do
+	fq --json topology >"$S/topology.json"
+	[ "$(json 'j.get("flow_paths", 0)' <"$S/topology.json")" = $((want * (SC_PROBE_FLOWS - 1))) ] && break
+	sleep 0.5
+done
 diag "$(fq topology | head -12)"
-crossed=$(grep -o '198\.18\.[0-9]*\.[0-9]*' "$S/routes" | awk -F. '{ l = $3 - 100; s = int($4 / 2) + 1; print "leaf" l "~spine" s }' | sort -u)
+diag "routes of flows beyond each path's first: $(json 'j.get("flow_paths")' <"$S/topology.json") of $((want * (SC_PROBE_FLOWS - 1))) ($((($(date +%s%N) - t0) / 1000000)) ms)"
+diag "probe paths per leaf-spine link: $(json '" ".join(l["a"] + "~" + l["b"] + ":" + str(l.get("probe_paths")) for l in j["links"])' <"$S/topology.json")"
+# the leaf-spine links some flow of some path crosses, by the testbed's ECMP
+crossed=$(for ((i = 1; i <= HOSTS; i++)); do
+	for ((j = 1; j <= HOSTS; j++)); do
+		li=$(leaf_of $i) lj=$(leaf_of $j)
+		[ $i = $j ] || [ "$li" = "$lj" ] && continue
+		for ((r = 0; r < RAILS; r++)); do
+			for ((f = 0; f < SC_PROBE_FLOWS; f++)); do
+				sp=$(sc_probe_spine "n$i" "rail$r" "n$j" "rail$r" $f)
+				echo "leaf$li~$sp"
+				echo "leaf$lj~$sp"
+			done
+		done
+	done
+done | sort -u)
 got=$(python3 - "$S/topology.json" "$HOSTS" "$RAILS" "$LEAVES" "$SPINES" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
