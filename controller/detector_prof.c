@@ -73,9 +73,10 @@ static const char *rank_node(const struct pstep_ent *s, uint32_t rank)
 static bool add_interval(int64_t *start, int64_t *end, struct fq_rule_xfer *x, const struct fq_det_prof *r,
 			 const struct fq_det_prof_window *w)
 {
-	int64_t busy = w->mean_ns > 0 && w->count
-			   ? w->mean_ns * (int64_t)(w->count > INT32_MAX ? INT32_MAX : w->count)
-			   : 0;
+	int64_t n = w->count > INT32_MAX ? INT32_MAX : (int64_t)w->count, busy = 0;
+
+	if (w->mean_ns > 0 && n) /* saturated: the figures are a job's word */
+		busy = w->mean_ns > INT64_MAX / n ? INT64_MAX : w->mean_ns * n;
 
 	if (r->end_ns < *end)
 		return false;
@@ -197,7 +198,9 @@ void fq_detector_profiler(struct fq_detector *d, const struct fq_det_prof *r)
 
 static int64_t rate_of(const struct fq_rule_xfer *x)
 {
-	return x->busy_ns > 0 ? (int64_t)((double)x->bytes * 1e9 / (double)x->busy_ns) : 0;
+	double r = x->busy_ns > 0 ? (double)x->bytes * 1e9 / (double)x->busy_ns : 0;
+
+	return r >= 9e18 ? INT64_MAX : (int64_t)r;
 }
 
 static double gbs(int64_t bps)
@@ -261,8 +264,8 @@ static void raise_peer_slow(struct fq_detector *d, struct pstep_ent *s, const st
 		 ",\"gbs\":%.4f,\"step_median_gbs\":%.4f,\"channels\":%zu,\"intervals\":%u,\"factor\":%.2f,"
 		 "\"qps\":%s}",
 		 s->k.job, s->k.step, c->rank, c->peer, c->comm, c->x.bytes, c->x.count,
-		 c->x.count ? c->x.busy_ns / (int64_t)c->x.count : 0, gbs(rate), gbs(median), judged, c->runs,
-		 d->c.peer_slow_factor, qps);
+		 c->x.count && c->x.count <= INT64_MAX ? c->x.busy_ns / (int64_t)c->x.count : 0, gbs(rate),
+		 gbs(median), judged, c->runs, d->c.peer_slow_factor, qps);
 	e = det_anom_evidence(d, K_PEER_SLOW, SEV_WARNING, &a, peer_node ? &b : NULL, c->start_ns, c->end_ns,
 			      summary, evidence, NULL);
 	if (e)

@@ -259,6 +259,29 @@ static void test_hostile(void)
 	collect(d);
 	is_int(count(FQ_DET_OPEN, NULL), 0,
 	       "no kind, negative or huge peers, no node, time backwards: ignored");
+	/* a ring of extreme figures: saturated, judged without overflow */
+	for (int t = 5; t <= 9; t++) {
+		for (uint32_t k = 0; k < 4; k++) {
+			struct fq_det_prof_window x[2] = {
+			    {"step_send", -1, 0, (k + 1) % 4, k ? UINT64_MAX : 1, UINT64_MAX, INT64_MAX},
+			    {"net_ib", 0, 1, 7, UINT64_MAX, UINT64_MAX - k, k ? INT64_MAX : 1},
+			};
+			struct fq_det_prof q = {.node = nodes[k],
+						.job_id = 2,
+						.rank = k,
+						.start_ns = S(t - 1),
+						.end_ns = S(t),
+						.synchronised = true,
+						.windows = x,
+						.nwindows = 2};
+
+			fq_detector_profiler(d, &q);
+			fq_detector_profiler(d, &q); /* the same interval again: adds up */
+		}
+		fq_detector_tick(d, S(t + 0.5));
+	}
+	collect(d);
+	ok(count(FQ_DET_OPEN, NULL) <= 1, "extreme figures: no crash, at most one anomaly");
 	fq_detector_destroy(d);
 }
 
