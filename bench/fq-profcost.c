@@ -153,8 +153,8 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if ((p = strstr(buf, "dropped ")) &&
-	    sscanf(p, "dropped %llu (pool) %llu (windows) %llu (op records)", &drop_pool, &drop_win, &drop_ops) == 3)
+	if ((p = strstr(buf, "dropped ")) && sscanf(p, "dropped %llu (pool) %llu (windows) %llu (op records)",
+						    &drop_pool, &drop_win, &drop_ops) == 3)
 		drops_seen = 1;
 	if ((p = strstr(buf, "rank ")) && (p = strchr(p, ':')))
 		sscanf(p, ": %llu ops", &ops_logged);
@@ -189,8 +189,9 @@ static int agent_start(char *path, size_t len)
 	snprintf(path, len, "/tmp/fq-profcost-%d.sock", (int)getpid());
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	unlink(path);
-	if ((lfd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(lfd, 8) < 0 || pthread_create(&t, NULL, agent, &lfd) != 0) {
+	if ((lfd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 ||
+	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 8) < 0 ||
+	    pthread_create(&t, NULL, agent, &lfd) != 0) {
 		perror("fq-profcost: the stand-in agent's socket");
 		return -1;
 	}
@@ -231,12 +232,14 @@ static int ramp(const char *path, double secs)
 		return 1;
 	printf("ramp: one thread, 22 events per op, %.0f s a step, the telemetry thread sending to a "
 	       "stand-in agent every %s ms\n",
-	       secs, getenv("FABRICIQ_TELEMETRY_INTERVAL_MS") ? getenv("FABRICIQ_TELEMETRY_INTERVAL_MS") : "1000");
+	       secs,
+	       getenv("FABRICIQ_TELEMETRY_INTERVAL_MS") ? getenv("FABRICIQ_TELEMETRY_INTERVAL_MS") : "1000");
 	for (double rate = 1000; rate <= 4096000; rate *= 2) {
 		double done = paced(p, rate, secs);
 		unsigned long long drops = drop_pool + drop_win + drop_ops;
 
-		printf("ramp: %8.0f ops/s asked, %8.0f done (%5.2f M events/s): dropped %llu (pool) %llu (windows) "
+		printf("ramp: %8.0f ops/s asked, %8.0f done (%5.2f M events/s): dropped %llu (pool) %llu "
+		       "(windows) "
 		       "%llu (op records)%s\n",
 		       rate, done, done * 22 / 1e6, drop_pool, drop_win, drop_ops,
 		       drops_seen ? "" : " [no counts line logged]");
@@ -248,9 +251,10 @@ static int ramp(const char *path, double secs)
 		if (done < rate * 0.9) /* the thread itself is the limit */
 			break;
 	}
-	printf("ramp: highest rate with no drop: %.0f ops/s = %.2f M events/s (%.0f done); the agent read %llu "
-	       "bytes\n",
-	       best, best_done * 22 / 1e6, best_done, agent_bytes);
+	printf(
+	    "ramp: highest rate with no drop: %.0f ops/s = %.2f M events/s (%.0f done); the agent read %llu "
+	    "bytes\n",
+	    best, best_done * 22 / 1e6, best_done, agent_bytes);
 	unlink(sock);
 	return 0;
 }
