@@ -43,7 +43,7 @@ run() {
 		'exec "$@" 2>&1 | sed -u "s/^/[r$SLURM_PROCID] /"' sh \
 		"$CB" -p "$NET" "${extra[@]}" --bootstrap "198.19.0.3:$port" --coll allreduce -b "$2" -e "$2" -n "$3" -w 2 \
 		--timeout 120 2>&1)
-	awk '$1 == "[r0]" && $2 !~ /^#/ && NF >= 9 { print $8, $6 }' <<<"$out" | tail -1
+	awk '$1 == "[r0]" && $2 ~ /^[0-9]+$/ && NF == 9 { print $8, $6 }' <<<"$out" | tail -1
 	grep -q "^\[r0\] # OK\|^\[r0\] *[0-9]" <<<"$out" || echo "$out" | tail -3 >&2
 }
 # stats FILE COL: "median (min-max)" of column COL
