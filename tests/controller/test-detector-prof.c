@@ -195,6 +195,53 @@ static void test_slow_peer(void)
 	fq_detector_destroy(d);
 }
 
+/* An alltoall of 4 ranks (every rank to every peer, 4 MiB a second each)
+ * whose rank 2 (n3) sends slowly to everyone: one anomaly per peer, each
+ * on rank 2 and its peer. */
+static void test_alltoall(void)
+{
+	struct fq_detector *d = fq_detector_create(NULL);
+	int found = 0;
+
+	reset();
+	for (int t = 1; t <= 8; t++) {
+		for (uint32_t r = 0; r < 4; r++) {
+			struct fq_det_prof_window w[3];
+			struct fq_det_prof q = {.node = nodes[r],
+						.job_id = 80,
+						.rank = r,
+						.comm_hash = 9,
+						.start_ns = S(t - 1 + r / 8.0),
+						.end_ns = S(t + r / 8.0),
+						.synchronised = true,
+						.windows = w,
+						.nwindows = 3};
+
+			for (uint32_t k = 0, p = 0; p < 4; p++) {
+				double g = r == 2 && t >= 3 ? 0.02 : 0.5 + 0.1 * ((t + (int)p) % 4);
+
+				if (p != r)
+					w[k++] = (struct fq_det_prof_window){
+					    "step_send", -1, 0, p, 4, 4 * MIB, (int64_t)(MIB / g)};
+			}
+			fq_detector_profiler(d, &q);
+		}
+		fq_detector_tick(d, S(t + 1));
+		collect(d);
+	}
+	is_int(count(FQ_DET_OPEN, NULL), 3, "alltoall, rank 2 slow to all 3 peers: three anomalies");
+	for (size_t i = 0; i < nrecs; i++) {
+		const struct rec *o = &recs[i];
+
+		if (o->kind != FQ_DET_OPEN)
+			continue;
+		found += !strcmp(o->node, "n3") &&
+			 attached(o->handle, 80, 0) == ((1 << 2) | (1 << (o->rnode[1] - '1')));
+	}
+	is_int(found, 3, "... each from n3 to one peer's node, on rank 2 and that peer's rank");
+	fq_detector_destroy(d);
+}
+
 static void test_streak(void)
 {
 	struct fq_detector *d = fq_detector_create(NULL);
@@ -290,6 +337,7 @@ int main(void)
 	test_rule();
 	test_healthy();
 	test_slow_peer();
+	test_alltoall();
 	test_streak();
 	test_hostile();
 	return done_testing();
