@@ -63,9 +63,10 @@ windows() {
 ran() { grep -q '^\[r0\] *16777216 ' "$S/$1.out"; }
 # verified NAME DESC: every interval's data right, else a TODO: the
 # alltoall's received bytes are wrong in some of them on the emulated
-# fabric with 256 KiB socket buffers (not over loopback, nor with the
-# default buffers: the net plugin, here NCCL's stand-in, has a bug to
-# find), which is no matter for this test's timing
+# fabric with 256 KiB socket buffers (never over loopback; the ring
+# allreduce with the default buffers verified on the fabric): the net
+# plugin, here NCCL's stand-in, or the driver has a bug to find, which
+# is no matter for this test's timing
 verified() {
 	if sc_verified "$1"; then
 		ok 0 "$2"
