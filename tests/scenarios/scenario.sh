@@ -258,8 +258,7 @@ sc_topology_file() { tb expected; }
 # sc_anomalies [WHERE]: every anomaly stored (open or closed) as
 # "kind node/nic remote_node/remote_nic" ("-" for a NIC-level place), sorted.
 sc_anomalies() {
-	psql_ctl "select kind || ' ' || coalesce(component, node || coalesce('/' || nic, '')) || ' ' ||
-		coalesce(remote_node || coalesce('/' || remote_nic, ''), '-')
+	psql_ctl "select kind || ' ' || coalesce(component, node || '/' || nic) || ' ' || coalesce(remote_node || '/' || remote_nic, '-')
 		from fabriciq.anomalies ${1:+where $1} order by 1"
 }
 
