@@ -124,6 +124,12 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("slow_nic_share", FQ_CFG_DOUBLE, slow_nic_share, "0.8", 0.01, 1,
 	"slow_sender/receiver: this share of a NIC's paths elevated ..."),
     OPT("slow_nic_min_paths", FQ_CFG_UINT, slow_nic_min_paths, "3", 1, 1e6, "... out of at least this many"),
+    OPT("peer_slow_factor", FQ_CFG_DOUBLE, peer_slow_factor, "4", 1.5, 1e6,
+	"peer_slow (NCCL profiler): a rank's transfers to a peer below the step's median rate / this ..."),
+    OPT("peer_slow_persist", FQ_CFG_UINT, peer_slow_persist, "3", 1, 1000,
+	"... in this many of its report intervals in a row"),
+    OPT("peer_slow_min_bytes", FQ_CFG_SIZE, peer_slow_min_bytes, "1MiB", 1, 1e15,
+	"... judged only in an interval it moved this much (and its mean transfer 64 KiB or more)"),
     OPT("collision_advice", FQ_CFG_BOOL, collision_advice, "yes", 0, 0,
 	"collision: when lanes of two or more jobs are delayed on a shared NIC, advise one job to move "
 	"(through its nodes' agents and path pages)"),
@@ -332,6 +338,9 @@ static int start_modules(struct ctl *c)
 	dc.quiet_close_ns = (int64_t)c->cfg.quiet_close;
 	dc.incident_gap_ns = (int64_t)c->cfg.incident_gap;
 	dc.incident_settle_ns = (int64_t)c->cfg.incident_settle;
+	dc.peer_slow_factor = c->cfg.peer_slow_factor;
+	dc.peer_slow_persist = (unsigned)c->cfg.peer_slow_persist;
+	dc.peer_slow_min_bytes = c->cfg.peer_slow_min_bytes;
 	dc.collision_advice = c->cfg.collision_advice;
 	dc.collision_factor = c->cfg.collision_factor;
 	dc.advice_lifetime_ns = (int64_t)c->cfg.advice_lifetime;

@@ -45,7 +45,8 @@ struct ctl_config {
 	uint64_t resume_after, quiet_close, incident_gap, incident_settle, step_idle;
 	double delay_baseline_factor, lane_outlier_factor, inband_factor, slow_nic_share;
 	bool collision_advice;
-	double collision_factor;
+	double collision_factor, peer_slow_factor;
+	uint64_t peer_slow_persist, peer_slow_min_bytes;
 	uint64_t advice_lifetime;
 	int log_level;
 };

@@ -28,6 +28,34 @@ static bool agent_away_at(struct ctl *c, const char *node, int64_t t)
 	       (!a->back_ns || t <= a->back_ns + AWAY_MARGIN_NS);
 }
 
+/* A profiler report: its windows go in chunks of a stack array (a frame
+ * holds 32 of them; a report's frames of one interval add up). */
+static void ctl_feed_profiler(struct ctl *c, const char *node, const Fabriciq__ProfilerReport *p)
+{
+	struct fq_det_prof_window w[32];
+	struct fq_det_prof d = {.node = node,
+				.job_id = p->job_id,
+				.step_id = p->step_id,
+				.rank = p->rank,
+				.comm_hash = p->comm_hash,
+				.start_ns = p->interval_start_ns,
+				.end_ns = p->interval_end_ns,
+				.synchronised = p->synchronised,
+				.windows = w};
+	size_t i = 0;
+
+	do {
+		d.nwindows = 0;
+		for (; i < p->n_windows && d.nwindows < sizeof(w) / sizeof(w[0]); i++) {
+			const Fabriciq__ProfilerWindow *x = p->windows[i];
+
+			w[d.nwindows++] = (struct fq_det_prof_window){x->kind,  x->device, x->sub,    x->id,
+								      x->count, x->bytes,  x->mean_ns};
+		}
+		fq_detector_profiler(c->det, &d);
+	} while (i < p->n_windows);
+}
+
 void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope *env)
 {
 	if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE) {
@@ -117,6 +145,8 @@ void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope
 			return;
 		}
 		fq_detector_link(c->det, &d);
+	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROFILER) {
+		ctl_feed_profiler(c, node, env->profiler);
 	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_FAILOVER) {
 		const Fabriciq__FailoverEvent *f = env->failover;
 		struct fq_det_lane_event d = {node,       f->local_nic, f->remote_nic, f->cause,  f->job_id,

@@ -43,6 +43,11 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 	    .step_expire_ns = 600000000000LL,
 	    .collision_factor = 3.0,
 	    .advice_lifetime_ns = 30000000000LL,
+	    .peer_slow_factor = 4.0,
+	    .peer_slow_persist = 3,
+	    .peer_slow_min_peers = 3,
+	    .peer_slow_min_bytes = 1u << 20,
+	    .peer_slow_min_transfer = 64u << 10,
 	    .max_paths = 262144,
 	    .max_nics = 65536,
 	    .max_nodes = 65536,
@@ -195,6 +200,7 @@ static void sweep(struct fq_detector *d, int64_t now)
 	fq_captab_drop_upto(&d->nics, state_cut, NULL);
 	fq_captab_drop_upto(&d->nodes, state_cut, NULL);
 	fq_captab_drop_upto(&d->steps, fq_rule_sat_sub(now, d->c.step_expire_ns) - 1, NULL);
+	fq_captab_drop_upto(&d->psteps, fq_rule_sat_sub(now, d->c.step_expire_ns) - 1, NULL);
 	if (d->dropped_anomalies || d->dropped_actions || d->rejected_inputs)
 		fq_log_ratelimited(&d->rl, FQ_LOG_WARN,
 				   "detector: %" PRIu64 " anomalies not opened (max_open), %" PRIu64
@@ -211,6 +217,13 @@ void fq_detector_tick(struct fq_detector *d, int64_t now_ns)
 	{
 		if (s->newest_end_ns > s->evaluated_ns) {
 			det_check_step_outliers(d, s);
+			s->evaluated_ns = s->newest_end_ns;
+		}
+	}
+	FQ_CAPTAB_FOREACH(&d->psteps, struct pstep_ent, s, nx)
+	{
+		if (s->newest_end_ns > s->evaluated_ns) {
+			det_check_prof_step(d, s);
 			s->evaluated_ns = s->newest_end_ns;
 		}
 	}
@@ -261,6 +274,8 @@ struct fq_detector *fq_detector_create(const struct fq_detector_config *c)
 	fq_captab_init(&d->lroutes, d, offsetof(struct lroute_ent, k), sizeof(struct lroute_key),
 		       sizeof(struct lroute_ent), d->c.max_lanes ? d->c.max_lanes : 1, d->c.step_expire_ns,
 		       det_lroute_drop);
+	fq_captab_init(&d->psteps, d, offsetof(struct pstep_ent, k), sizeof(struct step_key),
+		       sizeof(struct pstep_ent), d->c.max_steps, d->c.step_expire_ns, det_pstep_drop);
 	if (!d->c.max_lanes)
 		d->c.max_lanes = 1;
 	if (!d->c.max_lanes_per_step)
@@ -274,6 +289,7 @@ void fq_detector_destroy(struct fq_detector *d)
 		return;
 	fq_captab_free(&d->anoms);
 	fq_captab_free(&d->steps);
+	fq_captab_free(&d->psteps);
 	fq_captab_free(&d->lroutes);
 	fq_captab_free(&d->paths);
 	fq_captab_free(&d->nics);

@@ -13,10 +13,15 @@
  * Anomaly kinds (the sql/ check constraint): link_down, flapping,
  * path_delay, fabric_delay (delayed paths blamed on the switch or link
  * they share: detector_locate.c), lane_outlier, inband_mismatch,
- * slow_sender, slow_receiver,
+ * slow_sender, slow_receiver, peer_slow,
  * and collision (with collision_advice: lanes of two or more jobs delay
  * outliers on paths sharing a NIC, rules.h; attached to every step whose
  * lanes crossed the NIC, and advice to move one job: FQ_DET_ADVICE).
+ * peer_slow comes from the NCCL profiler plugin's reports, not from lanes
+ * (detector_prof.h): one rank's transfers to one peer far slower than the
+ * step's other ranks' to theirs, interval after interval; its place is the
+ * rank's node -> the peer's node (no NIC: NCCL names none), attached to the
+ * step and the two ranks.
  * Every anomaly is attached to the job steps (and their ranks) whose lanes
  * crossed the affected NIC or path while it lasted, including lanes that
  * arrive after it opened; a lane_outlier only to the step (and the two
@@ -50,6 +55,7 @@
 #include "controller/detector_act.h"
 #include "controller/detector_lane.h"
 #include "controller/detector_link.h"
+#include "controller/detector_prof.h"
 
 struct fq_detector;
 
@@ -87,6 +93,13 @@ struct fq_detector_config {
 	int64_t advice_lifetime_ns;      /* a MOVE advice holds this long unless renewed (30 s) */
 	bool collision_advice;           /* evaluate the collision rule each tick (false; the daemon:
 					  * controller.collision_advice, default yes) */
+	/* peer_slow, from the NCCL profiler's transfers (detector_prof.h) */
+	double peer_slow_factor;         /* a rank's transfers to a peer below the step's median
+					  * rate / this (4) ... */
+	unsigned peer_slow_persist;      /* ... in this many of its intervals in a row (3) */
+	unsigned peer_slow_min_peers;    /* ... among at least this many judged channels (3; >= 3) */
+	uint64_t peer_slow_min_bytes;    /* a channel moving less in an interval is not judged (1 MiB) */
+	uint64_t peer_slow_min_transfer; /* ... nor one whose mean transfer is smaller (64 KiB) */
 	/* Memory bounds: past them the least recently seen eighth is dropped. */
 	size_t max_paths;             /* directed NIC pairs (262144; ~300 B each with its NICs) */
 	size_t max_nics;              /* (65536) */
@@ -103,7 +116,7 @@ void fq_detector_config_defaults(struct fq_detector_config *c);
 
 /* Inputs (strings are copied by the detector when it keeps them): probe
  * windows and link events (detector_link.h), lane windows, lane events
- * and step ends (detector_lane.h), drained nodes (detector_act.h). Output:
+ * and step ends (detector_lane.h), profiler reports (detector_prof.h), drained nodes (detector_act.h). Output:
  * the actions (detector_act.h). */
 
 /* Periodic (once per report window): closes quiet anomalies, evaluates the

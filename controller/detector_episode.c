@@ -14,6 +14,7 @@ static const char *const kind_names[] = {
     [K_LANE_OUTLIER] = "lane_outlier",   [K_INBAND] = "inband_mismatch",  [K_SLOW_SENDER] = "slow_sender",
     [K_SLOW_RECEIVER] = "slow_receiver", [K_COLLISION] = "collision",     [K_RDMA_CONFIG] = "rdma_config",
     [K_FABRIC_DELAY] = "fabric_delay",   [K_FABRIC_LOSS] = "fabric_loss", [K_TOPOLOGY] = "topology_mismatch",
+    [K_PEER_SLOW] = "peer_slow",
 };
 
 /* ---- anomalies ------------------------------------------------------------ */
@@ -155,6 +156,7 @@ static bool lane_matches(struct fq_detector *d, const struct anom_ent *a, const 
 		return det_lane_crosses(d, sk, l, x->node, true);
 	case K_LANE_OUTLIER:
 	case K_RDMA_CONFIG:
+	case K_PEER_SLOW:     /* the profiler's: its step has no lanes */
 		return false; /* attached explicitly to the step it was seen in */
 	case K_TOPOLOGY:
 		return false; /* the fabric's wiring: no job's */
@@ -245,9 +247,9 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 					    .severity = severity,
 					    .start_ns = e->start_ns,
 					    .node = det_no_node(kind) ? NULL : a->node,
-					    .nic = det_no_node(kind) ? NULL : a->nic,
-					    .remote_node = b ? b->node : NULL,
-					    .remote_nic = b ? b->nic : NULL,
+					    .nic = det_no_node(kind) || !a->nic[0] ? NULL : a->nic,
+					    .remote_node = b && b->node[0] ? b->node : NULL,
+					    .remote_nic = b && b->nic[0] ? b->nic : NULL,
 					    .component = component,
 					    .summary = summary,
 					    .evidence_json = evidence});

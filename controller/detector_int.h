@@ -7,6 +7,7 @@
  *                       state, delay): probe windows and link events
  *   detector_lane.c     job steps' lanes (inband mismatch, lane outliers,
  *                       rdma_config, collisions)
+ *   detector_prof.c     job steps' profiler transfers (peer_slow)
  *   detector_episode.c  anomalies (open, extend, attach, close) and link
  *                       episodes (incidents)
  *   detector_act.c      the action queue, nodes and their drain hints
@@ -21,6 +22,8 @@
  *             counts of its own paths known/down (NIC-level inference)
  *   nodes     drained state and hint bookkeeping (drain/resume dedup)
  *   steps     (job, step) -> its lanes: ranks, NIC pair, latest interval
+ *   psteps    (job, step) -> its profiler channels (rank -> peer transfers),
+ *             IB QPs and ranks' nodes, latest interval
  *   anomalies (kind, place) -> the open anomaly and the steps attached;
  *             a link_down is an episode (its DOWNs counted), and a NIC's
  *             open episode is the incident of the anomalies on that NIC
@@ -68,6 +71,8 @@ enum kind {
 	K_FABRIC_DELAY, /* place: the component's name in a.node (a.nic, b empty) */
 	K_FABRIC_LOSS,  /* the same: probes lost (or paths DOWN) through one component */
 	K_TOPOLOGY,     /* a difference from the expected topology: a.node its kind, a.nic its text's hash */
+	K_PEER_SLOW,    /* a rank's transfers to a peer (profiler): a.node the rank's, b.node the peer's;
+			 * no NIC (NCCL names none) */
 };
 
 enum {
@@ -191,6 +196,41 @@ struct step_ent {
 	int64_t newest_end_ns, newest_len_ns, evaluated_ns;
 };
 
+/* The NCCL profiler's view of a job step (detector_prof.c): each rank's
+ * transfers to each peer and its IB queue pairs, over their newest
+ * interval, and the node each rank reported from. */
+struct pchan {
+	uint64_t comm;
+	uint32_t rank, peer;
+	char node[NODE_LEN]; /* the rank's */
+	int64_t start_ns, end_ns;
+	struct fq_rule_xfer x;
+	int64_t judged_end_ns; /* the last interval judged for peer_slow, */
+	unsigned runs;         /* and how many in a row were slow */
+};
+struct pqp {
+	uint64_t comm;
+	uint32_t rank;
+	int32_t dev;
+	int64_t qpn, end_ns;
+	struct fq_rule_xfer x;
+};
+struct prank {
+	uint32_t rank;
+	char node[NODE_LEN];
+};
+struct pstep_ent {
+	struct fq_captab_ent h;
+	struct step_key k;
+	struct pchan *ch;
+	size_t n, cap;
+	struct pqp *qp;
+	size_t nqp, qcap;
+	struct prank *ranks;
+	size_t nranks, rcap;
+	int64_t newest_end_ns, newest_len_ns, evaluated_ns;
+};
+
 struct att {
 	uint64_t job;
 	uint32_t step;
@@ -234,7 +274,9 @@ struct fq_detector {
 	struct fq_detector_config c;
 	struct fq_captab paths, nics, nodes, steps, anoms;
 	struct fq_captab lroutes; /* lanes' own routes (detector_lroute.c) */
+	struct fq_captab psteps;  /* job steps' profiler channels (detector_prof.c) */
 	size_t nlanes;
+	size_t nprof; /* channel and QP records over all psteps (bounded by max_lanes) */
 	uint64_t next_handle;
 	struct qact *head, *tail, *cur;
 	size_t pending;
@@ -384,6 +426,12 @@ void det_promote_paths(struct fq_detector *d, int64_t now);
 void det_check_step_outliers(struct fq_detector *d, struct step_ent *s);
 /* collision (and its advice) over the steps' fresh lanes (collision_advice). */
 void det_check_collisions(struct fq_detector *d, int64_t now);
+
+/* ---- detector_prof.c: job steps' profiler channels --------------------------- */
+
+void det_pstep_drop(void *ctx, struct fq_captab_ent *e);
+/* peer_slow over the step's channels' newest intervals. */
+void det_check_prof_step(struct fq_detector *d, struct pstep_ent *s);
 
 /* detector_locate.c */
 /* Does path p's route cross component comp? */

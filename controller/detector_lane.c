@@ -141,6 +141,8 @@ void fq_detector_step_end(struct fq_detector *d, uint64_t job, uint32_t step)
 
 	if (d && (e = fq_captab_find(&d->steps, &k)))
 		fq_captab_unlink(&d->steps, e);
+	if (d && (e = fq_captab_find(&d->psteps, &k))) /* its profiler channels too */
+		fq_captab_unlink(&d->psteps, e);
 }
 
 void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)

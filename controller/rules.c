@@ -143,6 +143,63 @@ size_t fq_rule_lane_outliers(const struct fq_detector_config *c, const int64_t *
 	return found;
 }
 
+/* A channel's rate over its busy time, bytes/s (0: none). */
+static int64_t xfer_rate(const struct fq_rule_xfer *x)
+{
+	double r;
+
+	if (x->busy_ns <= 0 || x->bytes == 0)
+		return 0;
+	r = (double)x->bytes * 1e9 / (double)x->busy_ns;
+	return r >= 9e18 ? INT64_MAX : (int64_t)r;
+}
+
+size_t fq_rule_peer_slow(const struct fq_detector_config *c, const struct fq_rule_xfer *x, size_t n,
+			 int64_t *rate_bps, bool *slow, int64_t *median_bps)
+{
+	int64_t small_r[64], small_b[64], *r = rate_bps ? rate_bps : small_r, *b = small_b, median, mbytes;
+	size_t judged = 0, found = 0;
+
+	if (slow)
+		for (size_t i = 0; i < n; i++)
+			slow[i] = false;
+	if (median_bps)
+		*median_bps = 0;
+	if (!x || !n || (!rate_bps && n > 64))
+		return 0;
+	if (n > 64 && !(b = malloc(n * sizeof(*b))))
+		return 0;
+	/* the channels big enough to say something, and their median bytes */
+	for (size_t i = 0; i < n; i++) {
+		bool big = x[i].count && x[i].bytes >= c->peer_slow_min_bytes &&
+			   x[i].bytes / x[i].count >= c->peer_slow_min_transfer;
+
+		r[i] = big ? xfer_rate(&x[i]) : 0;
+		b[i] = r[i] > 0 ? (int64_t)(x[i].bytes > INT64_MAX ? INT64_MAX : x[i].bytes) : 0;
+	}
+	mbytes = fq_rule_median(b, n);
+	for (size_t i = 0; i < n; i++) {
+		if (r[i] > 0 && b[i] < mbytes / 4)
+			r[i] = 0; /* not comparable: a side channel */
+		judged += r[i] > 0;
+	}
+	if (b != small_b)
+		free(b);
+	median = fq_rule_median(r, n);
+	if (median_bps)
+		*median_bps = median;
+	if (judged < c->peer_slow_min_peers || judged < 3 || median <= 0 || !(c->peer_slow_factor > 1))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		bool s = r[i] > 0 && (double)r[i] * c->peer_slow_factor < (double)median;
+
+		if (slow)
+			slow[i] = s;
+		found += s;
+	}
+	return found;
+}
+
 bool fq_rule_inband_mismatch(const struct fq_detector_config *c, int64_t lane_min_ns, int64_t probe_p50_ns)
 {
 	if (lane_min_ns <= 0 || probe_p50_ns <= 0 || !(c->inband_factor > 0))

@@ -75,6 +75,33 @@ int64_t fq_rule_median(const int64_t *v, size_t n);
 size_t fq_rule_lane_outliers(const struct fq_detector_config *c, const int64_t *p99_ns, size_t n,
 			     bool *outlier, int64_t *median_ns);
 
+/* ---- peer_slow (the NCCL profiler's transfers) ------------------------- */
+
+/* One rank's network transfers to one peer over one report interval (a
+ * step_send window of the profiler plugin): bytes, transfers, and the
+ * summed time from each transfer's post to its completion. */
+struct fq_rule_xfer {
+	uint64_t bytes, count;
+	int64_t busy_ns;
+};
+
+/*
+ * One job step's transfer channels (rank -> peer) in one interval: a
+ * channel is judged when it moved at least peer_slow_min_bytes, its mean
+ * transfer is at least peer_slow_min_transfer bytes (smaller ones are
+ * latency, not bandwidth) and its bytes are at least a quarter of the
+ * median judged channel's (an idle or side channel is no comparison);
+ * rate[i] (may be NULL) gets its rate, bytes / busy time in bytes per
+ * second (0: not judged). Judged channel i is slow when its rate is below
+ * the median judged rate / peer_slow_factor. Needs at least
+ * peer_slow_min_peers judged channels, and never fewer than 3 (with two
+ * the median is their mean and says nothing).
+ * slow[i] (may be NULL) is set for every channel; *median (may be NULL)
+ * gets the median rate. Returns the number of slow channels.
+ */
+size_t fq_rule_peer_slow(const struct fq_detector_config *c, const struct fq_rule_xfer *x, size_t n,
+			 int64_t *rate_bps, bool *slow, int64_t *median_bps);
+
 /* ---- inband_mismatch -------------------------------------------------- */
 
 /* The same NIC pair's smallest lane delay in an interval (in-band, the

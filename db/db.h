@@ -357,7 +357,7 @@ enum fq_db_severity {
 
 struct fq_db_anomaly {
 	const char *kind; /* link_down, flapping, path_delay, lane_outlier, inband_mismatch,
-			     slow_sender, slow_receiver */
+			     slow_sender, slow_receiver, ... (sql/: the check constraint), peer_slow */
 	enum fq_db_severity severity;
 	int64_t start_ns, end_ns;                          /* end 0: still open */
 	const char *node, *nic, *remote_node, *remote_nic; /* optional */

@@ -5,8 +5,8 @@
 # and checks what an operator reads: `fabriciq --json job`, `fabriciq
 # --json hints` and the SQL views. Counts are checked against what the
 # ranks themselves logged, never as "at least one".
-. "$(dirname "$0")/../lib/tap.sh"
-. "$(dirname "$0")/../testbed/lib/testlib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/tap.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../testbed/lib/testlib.sh"
 B=$top_builddir
 CB=$B/tools/collbench/fabriciq-collbench
 SPANK_SO=$B/spank/.libs/spank_fabriciq.so

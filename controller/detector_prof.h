@@ -1,0 +1,57 @@
+/*
+ * detector_prof: the detector's input from the NCCL profiler plugin
+ * (detector.h): one ProfilerReport of one rank, tagged by its agent, with
+ * the windows the rule reads. Strings are copied by the detector when it
+ * keeps them.
+ *
+ * The rule, peer_slow: for each rank and peer, the step_send windows
+ * (NCCL's network transfers to that peer, timed from post to completion)
+ * give the channel's rate over its busy time, bytes / (transfers x mean
+ * duration). A channel whose rate is below the step's median rate /
+ * peer_slow_factor in peer_slow_persist of its intervals in a row, among
+ * at least peer_slow_min_peers channels that carried comparable bytes
+ * (fq_rule_peer_slow), is a peer_slow anomaly: place the rank's node ->
+ * the peer's node (learnt from the peer's own reports; unknown: the
+ * rank's node alone), attached to the step and the two ranks. The rank's
+ * IB queue pairs in that interval (net_ib windows that carried bytes) go
+ * into the evidence, slowest first: NCCL's QP events name no peer, but a
+ * ring's rank sends to one. Only the sending side is judged: a receive is
+ * timed from when it was posted, which is waiting, not the network. A
+ * step's channels are judged once per interval at the tick, like its lanes
+ * (intervals of the ranks' own phases within one of the newest). Reports
+ * not on the global clock (no clock page) are not judged.
+ */
+#ifndef FQ_CONTROLLER_DETECTOR_PROF_H
+#define FQ_CONTROLLER_DETECTOR_PROF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fq_detector;
+
+/* One window of the report (proto ProfilerWindow). */
+struct fq_det_prof_window {
+	const char *kind; /* "step_send", "net_ib", ...; others are ignored */
+	int32_t device, sub;
+	int64_t id; /* step_send: the peer rank; net_ib: the QP number */
+	uint64_t count, bytes;
+	int64_t mean_ns;
+};
+
+struct fq_det_prof {
+	const char *node; /* the agent that sent it: the rank's node */
+	uint64_t job_id;
+	uint32_t step_id, rank;
+	uint64_t comm_hash;
+	int64_t start_ns, end_ns; /* the report's interval, global */
+	bool synchronised;
+	const struct fq_det_prof_window *windows;
+	size_t nwindows;
+};
+
+/* One report (or a part of one: a report's windows may come in several
+ * frames of the same interval, which add up). */
+void fq_detector_profiler(struct fq_detector *d, const struct fq_det_prof *r);
+
+#endif /* FQ_CONTROLLER_DETECTOR_PROF_H */
