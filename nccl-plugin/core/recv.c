@@ -59,11 +59,16 @@ struct fqn_rmsg {
 	struct fqn_req *req;
 	int elem;               /* buffer taken, -1 before the first chunk */
 	struct fqn_reasm reasm; /* completion is by coverage, in every mode */
+	/* without control mode: a chunk covers its offset when its header is
+	 * accepted (a second copy is refused before it lands), so the message
+	 * is complete only when every chunk is covered and none is still
+	 * landing: a lane may be mid-payload while another lands the last */
+	int covered;
+	unsigned landing;
 };
 
 struct fqn_rlane {
 	int accepted;      /* current header checked and accounted */
-	int completes;     /* its chunk is the message's last */
 	uint64_t last_seq; /* per-lane order check */
 	uint64_t last_off;
 	int have_last;
@@ -197,7 +202,8 @@ static int recv_accept_hdr(struct fqn_recv *r, int i, const struct fqn_chunk_hdr
 	rc = fqn_reasm_add(&m->reasm, h, &why);
 	if (rc < 0)
 		return recv_bad(r, i, why);
-	rl->completes = rc;
+	m->covered |= rc;
+	m->landing++;
 	rl->accepted = 1;
 	rl->have_last = 1;
 	rl->last_seq = h->seq;
@@ -218,7 +224,7 @@ static void recv_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hd
 	fqn_comm_tick(&r->c, i, rl->seen_ns, 0);
 	rl->accepted = 0;
 	rl->seen_ns = 0;
-	if (!rl->completes)
+	if (--m->landing || !m->covered)
 		return;
 	st->msgs++;
 	fqn_reasm_end(&m->reasm);
@@ -705,6 +711,8 @@ static int recv_post(struct fqn_recv *r, int n, void **data, const size_t *sizes
 		m->seq = r->post_seq + (uint64_t)j;
 		m->req = q;
 		m->elem = -1;
+		m->covered = 0;
+		m->landing = 0;
 	}
 	q->state = FQN_REQ_ACTIVE;
 	r->post_seq += (uint64_t)n;

@@ -8,7 +8,7 @@ CB="$top_builddir/tools/collbench/fabriciq-collbench"
 SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
 [ -x "$CB" ] && [ -f "$SO" ] || skip_all "collbench or plugin not built"
 export FABRICIQ_IFACES=lo FABRICIQ_CLOCK_PAGE=/nonexistent FABRICIQ_TELEMETRY=0
-plan 16
+plan 18
 
 # run2 ARGS...: rank 1 in the background, rank 0 in front; rank 0's output
 # in $out, status 0 iff both ranks exit 0.
@@ -31,6 +31,16 @@ run2 --coll allreduce -b 8 -e 8M -f 4 -n 3 -w 1; ok $? "allreduce 8 B..8 MiB, 2 
 rows=$(grep -vc '^#' <<<"$out"); is "$rows" 11 "allreduce: one row per size (8 B, x4 each, to 8 MiB)"
 run2 --coll alltoall -b 64 -e 4M -f 8 -n 3 -w 1; ok $? "alltoall 64 B..4 MiB, 2 ranks"
 [ -z "$(awk '!/^#/ && $8 != 0' <<<"$out")" ]; ok $? "alltoall: contents verified"
+# Every iteration verified into a poisoned buffer (--timeline): a stale
+# buffer cannot pass. Small socket buffers make a lane stop mid-payload
+# while the other lands a message's last chunk: the message is complete
+# only when both have landed (a receive once completed with the tail of
+# a 512 KiB chunk still in its socket).
+for coll in alltoall allreduce; do
+	FABRICIQ_SOCKET_BUFFER=256K FABRICIQ_LANES=2 run2 --coll $coll -b 4M -e 4M -n 20 -w 1 --timeline 1000 &&
+		[ -z "$(awk '!/^#/ && $8 != 0' <<<"$out")" ]
+	ok $? "$coll 4 MiB over 2 lanes with 256 KiB socket buffers, every iteration verified ($(awk '/^# timeline/ { w = $6 } END { print w + 0 }' <<<"$out") wrong)"
+done
 run2 --coll pingpong -b 8 -e 1M -f 32 -n 20 -w 5; ok $? "pingpong 8 B..1 MiB"
 run2 --coll allreduce -b 1M -e 1M -n 2 -w 0 --json
 grep -q '"busbw_gbps"' <<<"$out" && python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results"][0]["wrong"]==0' <<<"$out"
