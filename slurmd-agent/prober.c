@@ -418,6 +418,29 @@ static void on_probe_timer(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* The silence that makes path t DOWN. When no path to its peer node has
+ * answered for down_after, the peer's agent may be standing still rather
+ * than every link to it down: a host's CPUs taken by a job can starve an
+ * agent for a few hundred ms, after which it answers everything at once
+ * (its own stall guard cannot help: the probes it misses are ours). Such a
+ * path gets down_after twice. A link down while another path to the same
+ * node answers is judged as fast as ever; a whole host gone, down_after
+ * later. */
+static int64_t down_after_of(const struct fq_prober *p, const struct path *t, int64_t now)
+{
+	if (now - (t->live.ever_answered ? t->live.last_answer_ns : t->live.first_unanswered_ns) <
+	    p->cfg.down_after_ns)
+		return p->cfg.down_after_ns; /* not silent long enough anyway: no need to look */
+	for (unsigned i = 0; i < p->n_paths; i++) {
+		const struct path *o = &p->paths[i];
+
+		if (o != t && o->nic && o->live.up && o->live.ever_answered &&
+		    now - o->live.last_answer_ns < p->cfg.down_after_ns && strcmp(o->peer_node, t->peer_node) == 0)
+			return p->cfg.down_after_ns;
+	}
+	return 2 * p->cfg.down_after_ns;
+}
+
 static void on_check_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct fq_prober *p = arg;
@@ -441,8 +464,8 @@ static void on_check_timer(evutil_socket_t fd, short what, void *arg)
 		struct path *t = &p->paths[i];
 		if (!t->nic)
 			continue;
-		if (now >= p->hold_ns &&
-		    fq_path_check(&t->live, now, p->cfg.down_after_ns, &since) == FQ_PATH_WENT_DOWN &&
+		if (now >= p->hold_ns && t->live.up &&
+		    fq_path_check(&t->live, now, down_after_of(p, t, now), &since) == FQ_PATH_WENT_DOWN &&
 		    p->on_event)
 			p->on_event(p->arg, t->nic->name, t->peer_node, t->peer_nic, 0, since, now);
 		if (!t->live.up && now - t->live.changed_ns > FLOW_RESET_NS)

@@ -38,6 +38,7 @@ struct fake {
 	struct fq_peer_addr me;
 	int64_t offset; /* this host's clock - the real raw clock */
 	bool cut;       /* its link is down: nothing in or out */
+	bool deaf;      /* its agent stands still: packets wait unread */
 	struct pkt q[QLEN];
 	unsigned qh, qt;
 	uint32_t txkey[QLEN];
@@ -99,7 +100,7 @@ static long f_recv(struct fq_probe_transport *t, uint8_t *buf, size_t cap, struc
 	struct fake *f = (struct fake *)t;
 	struct pkt *p;
 
-	if (f->qh == f->qt)
+	if (f->qh == f->qt || f->deaf)
 		return -EAGAIN;
 	p = &f->q[f->qh++ % QLEN];
 	memcpy(buf, p->data, p->len < cap ? p->len : cap);
@@ -206,7 +207,7 @@ int main(void)
 	size_t n;
 
 	fq_log_init("test-agent-ud-mesh", FQ_LOG_ERROR, FQ_LOG_STDERR);
-	plan(18);
+	plan(20);
 	a = fq_prober_create(base, &cfg, on_event, NULL);
 	cfg.node = "n2";
 	b = fq_prober_create(base, &cfg, NULL, NULL);
@@ -271,6 +272,25 @@ int main(void)
 	ok(json_object_object_get_ex(cnt, "loop_stalls", &o) && json_object_get_uint64(o) == 1,
 	   "... counted as one loop stall (status: loop_stalls)");
 	json_object_put(cnt);
+
+	/* the peer's agent stands still 150 ms (its host starved it): the
+	 * probes wait unread there, then are answered at once. Every path
+	 * to n2 is silent, so n1 waits down_after twice before DOWN */
+	run_for(base, 300);
+	downs_before = downs;
+	fb->deaf = true;
+	run_for(base, 150);
+	fb->deaf = false;
+	wake(fb);
+	run_for(base, 300);
+	ok(downs == downs_before, "n2's agent deaf for 150 ms (down_after 100 ms): no path DOWN (%d events)",
+	   downs - downs_before);
+	fb->deaf = true;
+	run_for(base, 400);
+	fb->deaf = false;
+	wake(fb);
+	run_for(base, 300);
+	ok(downs == downs_before + 1, "... deaf for 400 ms: DOWN, once (%d event)", downs - downs_before);
 
 	fq_prober_destroy(a);
 	fq_prober_destroy(b);
