@@ -14,6 +14,9 @@
 # steering moves chunks to lane 0. Per round: the aggregate busbw (job A +
 # job B, nccl-tests' alltoall factor); printed: each round, the medians,
 # and the ratio steering / static (goal >= 1.25).
+# What it measures is weighting lanes by delay over paths of unequal speed,
+# not avoiding ECMP collisions: bench-ecmp.sh measures that, on equal
+# spines, against static ECMP with 1 and K lanes and the optimum placement.
 # Needs root and namespaces (the emulated cluster); says why and exits 0 if not.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"

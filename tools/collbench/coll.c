@@ -14,6 +14,7 @@ struct mesh {
 	double timeout_s;
 	void **send; /* [peer] */
 	void **recv;
+	void **listen; /* [peer]: open until mesh_close, so a harness can tell accepted lanes from dialed ones */
 	const struct coll_hooks *hooks;
 	char err[256];
 };
@@ -231,10 +232,7 @@ int mesh_open(struct netdrv *d, struct bootstrap *b, int dev, double timeout_s, 
 	rc = mesh_connect_all(m, all, lcomms, err, errlen);
 	if (rc < 0)
 		goto fail;
-	for (int p = 0; p < n; p++)
-		if (lcomms[p])
-			netdrv_close_listen(d, lcomms[p]);
-	free(lcomms);
+	m->listen = lcomms;
 	free(mine);
 	free(all);
 	*out = m;
@@ -260,9 +258,12 @@ void mesh_close(struct mesh *m)
 			netdrv_close_send(m->d, m->send[p]);
 		if (m->recv && m->recv[p])
 			netdrv_close_recv(m->d, m->recv[p]);
+		if (m->listen && m->listen[p])
+			netdrv_close_listen(m->d, m->listen[p]);
 	}
 	free(m->send);
 	free(m->recv);
+	free(m->listen);
 	free(m);
 }
 

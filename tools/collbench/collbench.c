@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tools/collbench/bootstrap.h"
 #include "tools/collbench/coll.h"
@@ -38,6 +39,7 @@ struct opts {
 	int json, check;
 	double timeout_s;
 	int timeline_ms;      /* 0: off */
+	const char *start_file; /* wait for it after connecting (NULL: start at once) */
 	const char *profiler; /* a profiler plugin to drive beside the net plugin */
 	int profiler_abi;     /* 0: the newest it exports */
 	int profiler_net;     /* enum profdrv_net */
@@ -71,6 +73,11 @@ static void usage(FILE *f)
 	    "                           print '# timeline T_S BUSBW_GBPS ITERS WRONG UNIX_S' every MS ms "
 	    "(rank 0)\n"
 	    "      --json               one JSON document instead of the table\n"
+	    "      --start-file PATH    once every rank is connected, rank 0 prints '# connected' (to\n"
+	    "                           stderr with --json) and\n"
+	    "                           every rank waits until PATH exists (at most --timeout / 2)\n"
+	    "                           before the first iteration: a harness sets the fabric up for\n"
+	    "                           the lanes the plugin opened\n"
 	    "      --profiler PATH      also drive this NCCL profiler plugin, as NCCL does (a proxy thread\n"
 	    "                           runs the transfers); each rank prints a '# profiler' line at the "
 	    "end\n"
@@ -184,7 +191,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		O_DEV,
 		O_PROF,
 		O_PROF_ABI,
-		O_PROF_NET
+		O_PROF_NET,
+		O_START
 	};
 	static const struct option lo[] = {
 	    {"plugin", 1, 0, 'p'},
@@ -206,6 +214,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"profiler", 1, 0, O_PROF},
 	    {"profiler-abi", 1, 0, O_PROF_ABI},
 	    {"profiler-net", 1, 0, O_PROF_NET},
+	    {"start-file", 1, 0, O_START},
 	    {"help", 0, 0, 'h'},
 	    {"version", 0, 0, 'V'},
 	    {0, 0, 0, 0},
@@ -289,6 +298,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_PROF_ABI:
 			bad =
 			    parse_int(optarg, PROFDRV_MIN_VERSION, PROFDRV_MAX_VERSION, &o->profiler_abi) < 0;
+			break;
+		case O_START:
+			o->start_file = optarg;
 			break;
 		case O_TIMELINE:
 			bad = parse_int(optarg, 10, 600000, &o->timeline_ms) < 0;
@@ -618,6 +630,34 @@ static int bench(struct mesh *m, struct bootstrap *bs, const struct opts *o, str
 	return rc;
 }
 
+/* --start-file: every rank connected, then rank 0 says so and waits for the
+ * file (the others wait in the barrier after it). */
+static int wait_start(struct bootstrap *bs, const struct opts *o)
+{
+	double end = now_s() + o->timeout_s / 2;
+
+	if (bootstrap_barrier(bs) < 0) {
+		die("rank %d: a rank was lost before the start", o->rank);
+		return -1;
+	}
+	if (o->rank == 0) {
+		fprintf(o->json ? stderr : stdout, "# connected\n"); /* JSON keeps stdout one document */
+		fflush(o->json ? stderr : stdout);
+		while (access(o->start_file, F_OK) != 0) {
+			if (now_s() > end) {
+				die("%s did not appear in %.0f s", o->start_file, o->timeout_s / 2);
+				return -1;
+			}
+			nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+		}
+	}
+	if (bootstrap_barrier(bs) < 0) {
+		die("rank %d: a rank was lost before the start", o->rank);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct bootstrap *bs = NULL;
@@ -670,6 +710,8 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (o.start_file && wait_start(bs, &o) < 0)
+		goto out;
 	if (o.rank == 0)
 		print_header(&o, d);
 	rc = bench(m, bs, &o, &b) < 0 ? 1 : 0;

@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# ECMP collisions, measured fairly: concurrent jobs on a fabric of
+# equal-capacity spines with L4-hash ECMP, four ways of carrying the same
+# traffic side by side in every trial, over many trials:
+#   ecmp-1     static ECMP, one lane per connection (NCCL's default)
+#   ecmp-K     static ECMP, K lanes split evenly (NCCL_IB_QPS_PER_CONNECTION=K)
+#   steer      fabriciq control mode with steering (weights from delay, a
+#              congested lane moved to a new source port), K lanes
+#   optimum    the same K lanes, each connection's on distinct spines,
+#              placed to keep the busiest leaf-spine link as low as it can
+#              be, split evenly: the ceiling
+#
+# The fabric: BENCH_ECMP_HOSTS hosts (default 8) under BENCH_ECMP_LEAVES
+# leaves (4), BENCH_ECMP_SPINES spines (4), every leaf-spine link shaped to
+# BENCH_ECMP_RATE (40mbit), host links unshaped, so the spines are the
+# bottleneck. One job per rail (BENCH_ECMP_RAILS, default 2), every job on
+# every host, one rank per host: rail 0 an alltoall, rail 1 a ring
+# allreduce, rail 2 an alltoall, rail 3 an allreduce; each of
+# BENCH_ECMP_SIZE (4M), BENCH_ECMP_ITERS (5) iterations verified.
+#
+# A trial is a seed: which spine each lane meets, drawn as a hash of its
+# ports draws it, by connection and lane, so the four variants of a trial
+# meet the same collisions (ecmp-1's one lane meets the spine ecmp-K's lane
+# 0 meets). The harness makes the draw real: collbench waits after
+# connecting (--start-file), the lanes are read from the hosts' sockets
+# (ss), and each is pinned to its spine by a policy rule (source, ports,
+# destination) on its source leaf, in a table that reaches every other leaf
+# over that spine. A lane that steering moves to a new source port matches
+# no rule and takes the fabric's own L4 hash. The optimum is pinned the
+# same way (bench/ecmp-place.py).
+#
+# Printed: each trial's aggregate busbw (the jobs' busbw summed, MB/s, from
+# each job's time: nccl-tests' bus factors) per variant, the busiest link's
+# load against the mean under the seed's draw; then per variant the mean
+# and p10 over trials, the ratio of steering to each, the fraction of the
+# optimum reached, and the trials where steering lost to static ECMP.
+# Goals: steer >= 1.25x ecmp-1 (mean), >= 0.9 of the optimum.
+# Needs root and namespaces (the emulated cluster); says why and exits 0 if not.
+set -u
+: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+CB="$top_builddir/tools/collbench/fabriciq-collbench"
+SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
+TB="$top_srcdir/tests/testbed/fabriciq-testbed"
+PLACE="$top_srcdir/bench/ecmp-place.py"
+export FQTB_HELPERS="$top_builddir/tests/testbed"
+HOSTS=${BENCH_ECMP_HOSTS:-8}
+LEAVES=${BENCH_ECMP_LEAVES:-4}
+SPINES=${BENCH_ECMP_SPINES:-4}
+RAILS=${BENCH_ECMP_RAILS:-2}
+RATE=${BENCH_ECMP_RATE:-40mbit}
+LANES=${BENCH_ECMP_LANES:-4}
+SIZE=${BENCH_ECMP_SIZE:-4M}
+ITERS=${BENCH_ECMP_ITERS:-5}
+TRIALS=${BENCH_ECMP_TRIALS:-20}
+SEED=${BENCH_ECMP_SEED:-1}
+VARIANTS=${BENCH_ECMP_VARIANTS:-"ecmp-1 ecmp-K steer optimum"}
+SOCKBUF=${BENCH_ECMP_SOCKBUF:-128K} # the lanes' own backlog small, as at these rates a switch's buffer is
+PREFIX=${BENCH_ECMP_PREFIX:-ecb}
+for f in "$CB" "$SO" "$PLACE"; do [ -e "$f" ] || { echo "bench-ecmp: $f not built"; exit 1; }; done
+if [ "$(id -u)" -ne 0 ] || ! unshare --net true 2>/dev/null || [ ! -x "$FQTB_HELPERS/tb-hostns" ]; then
+	echo "bench-ecmp: skipped (needs root, network namespaces and the testbed helpers)"
+	exit 0
+fi
+command -v python3 >/dev/null || { echo "bench-ecmp: skipped (needs python3)"; exit 0; }
+export FQTB_STATE="${TMPDIR:-/tmp}/fqtb-ecmpbench-$$"
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	"$TB" down >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+"$TB" up --prefix "$PREFIX" --hosts "$HOSTS" --leaves "$LEAVES" --spines "$SPINES" --rails "$RAILS" \
+	--spine-rate "$RATE" --services none --clock-offsets zero >"$tmp/up.log" 2>&1 ||
+	{ echo "bench-ecmp: testbed up failed"; sed 's/^/  /' "$tmp/up.log" | tail -5; exit 1; }
+
+leaf_of() { echo $((($1 - 1) * LEAVES / HOSTS + 1)); }
+coll_of() { [ $(($1 % 2)) -eq 0 ] && echo alltoall || echo allreduce; }
+
+# Table 100+S on every leaf: every host under another leaf over spine S.
+for ((l = 1; l <= LEAVES; l++)); do
+	for ((s = 1; s <= SPINES; s++)); do
+		for ((i = 1; i <= HOSTS; i++)); do
+			[ "$(leaf_of $i)" -eq "$l" ] && continue
+			for ((r = 0; r < RAILS; r++)); do
+				echo "route replace 198.19.$r.$((2 * i))/31 via 198.18.$((100 + l)).$((2 * s - 1)) dev s$s table $((100 + s))"
+			done
+		done
+	done | "$TB" exec "leaf$l" ip -batch - || { echo "bench-ecmp: spine tables failed on leaf$l"; exit 1; }
+done
+jobargs=()
+for ((r = 0; r < RAILS; r++)); do jobargs+=(--job "$r:$(coll_of $r)"); done
+
+# The dialing side's lanes of every host: "SRC SPORT DST DPORT".
+lanes_now() {
+	local i
+	for ((i = 1; i <= HOSTS; i++)); do
+		"$TB" exec "n$i" ss -Htn state established 2>/dev/null |
+			awk -v lp="$("$TB" exec "n$i" ss -Htln 2>/dev/null | awk '{ n = split($4, a, ":"); printf "%s,", a[n] }')" '
+			BEGIN { n = split(lp, a, ","); for (k = 1; k <= n; k++) listen[a[k]] = 1 }
+			$3 ~ /^198\.19\./ { split($3, l, ":"); split($4, p, ":"); if (!(l[2] in listen)) print l[1], l[2], p[1], p[2] }'
+	done
+}
+
+unpin() {
+	local l k
+	for ((l = 1; l <= LEAVES; l++)); do
+		for ((k = 0; k < 4096; k++)); do "$TB" exec "leaf$l" ip rule del pref 1000 2>/dev/null || break; done
+	done
+}
+
+# pin MODE SEED: one rule per lane on its source leaf, each checked with
+# `ip route get` (its 5-tuple, in at its host port); prints "PINNED SKEW":
+# the lanes pinned and the busiest link's active lanes / the mean
+pin() {
+	local l
+	lanes_now >"$tmp/lanes"
+	python3 "$PLACE" --mode "$1" --seed "$2" --hosts "$HOSTS" --leaves "$LEAVES" --spines "$SPINES" \
+		"${jobargs[@]}" <"$tmp/lanes" >"$tmp/place" || return 1
+	for ((l = 1; l <= LEAVES; l++)); do
+		awk -v l="$l" '$1 == l { printf "rule add from %s to %s ipproto tcp sport %s dport %s lookup %d pref 1000\n", $2, $4, $3, $5, 100 + $6 }' \
+			"$tmp/place" | "$TB" exec "leaf$l" ip -batch - || return 1
+	done
+	# the FIB agrees: each lane's route on its leaf leaves by its spine
+	for ((l = 1; l <= LEAVES; l++)); do
+		awk -v l="$l" '$1 == l { split($2, a, "."); printf "route get to %s from %s iif n%dr%d ipproto tcp sport %s dport %s\n", $4, $2, (a[4] - 1) / 2, a[3], $3, $5 }' \
+			"$tmp/place" | "$TB" exec "leaf$l" ip -batch - 2>&1 | grep -o ' dev s[0-9]*' | sed 's/ dev s//'
+	done >"$tmp/fib"
+	for ((l = 1; l <= LEAVES; l++)); do awk -v l="$l" '$1 == l { print $6 }' "$tmp/place"; done | cmp -s - "$tmp/fib" || {
+		echo "bench-ecmp: the leaves' FIB does not send the lanes where they were pinned" >&2
+		return 1
+	}
+	echo "$(wc -l <"$tmp/place") $(python3 "$PLACE" --mode "$1" --seed "$2" --hosts "$HOSTS" --leaves "$LEAVES" \
+		--spines "$SPINES" "${jobargs[@]}" --summary <"$tmp/lanes" | awk '{ print $1 }')"
+}
+
+port=$((33000 + $$ % 1000))
+# run VARIANT SEED: every job at once; prints "SUM_MBPS BUSIEST/MEAN" or FAILED
+run() {
+	local v=$1 seed=$2 lanes=$LANES steer=off mode=seed r k rc=0 want got=0 skew= npinned sum=0 bw
+	case $v in
+	ecmp-1) lanes=1 ;;
+	steer) steer=on ;;
+	optimum) mode=optimum ;;
+	esac
+	rm -f "$tmp/go" "$tmp"/out.* "$tmp"/err.*
+	pids=()
+	for ((r = 0; r < RAILS; r++)); do
+		port=$((port + 1))
+		for ((k = HOSTS - 1; k >= 0; k--)); do
+			"$TB" exec "n$((k + 1))" env FABRICIQ_MODE=control FABRICIQ_STEER="$steer" FABRICIQ_IFACES="rail$r" \
+				FABRICIQ_LANES="$lanes" FABRICIQ_TELEMETRY=0 FABRICIQ_CHUNK_SIZE=64K \
+				FABRICIQ_SOCKET_BUFFER="$SOCKBUF" FABRICIQ_PATH_PAGE="$tmp/none" \
+				timeout 400 "$CB" -p "$SO" --rank "$k" --nranks "$HOSTS" --bootstrap "198.18.0.11:$port" \
+				--coll "$(coll_of $r)" -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 1 --timeout 300 \
+				--start-file "$tmp/go" >"$tmp/out.$r.$k" 2>"$tmp/err.$r.$k" &
+			pids+=($!)
+		done
+	done
+	want=$((RAILS * HOSTS * (HOSTS - 1) * lanes))
+	for ((k = 0; k < 120; k++)); do # every job connected, every lane up (at most 60 s)
+		if [ "$(cat "$tmp"/out.*.0 2>/dev/null | grep -c '^# connected')" -eq "$RAILS" ]; then
+			got=$(lanes_now | wc -l)
+			[ "$got" -eq "$want" ] && break
+		fi
+		sleep 0.5
+	done
+	if [ "$got" -ne "$want" ]; then
+		echo "bench-ecmp: $v seed $seed: $got lanes up of $want" >&2
+		touch "$tmp/go"
+		rc=1
+	else
+		read -r npinned skew < <(pin "$mode" "$seed") || rc=1
+		[ -n "${skew:-}" ] || rc=1
+		echo "# $v seed $seed: $npinned lanes pinned and verified in the FIB (busiest link / mean ${skew:-?})" >>"$tmp/log"
+		touch "$tmp/go"
+	fi
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	pids=()
+	unpin
+	[ $rc -eq 0 ] || {
+		echo FAILED
+		grep -h . "$tmp"/err.* | grep -v '^#' | head -4 | sed 's/^/  /' >&2
+		return 1
+	}
+	for ((r = 0; r < RAILS; r++)); do
+		bw=$(awk -v n="$HOSTS" -v c="$(coll_of $r)" '!/^#/ && NF >= 8 && $8 == 0 {
+			f = c == "alltoall" ? (n - 1) / n : 2 * (n - 1) / n; printf "%.3f\n", $1 * f / $5 }' "$tmp/out.$r.0")
+		[ -n "$bw" ] || { echo FAILED; return 1; }
+		sum=$(awk -v a="$sum" -v b="$bw" 'BEGIN { printf "%.3f", a + b }')
+	done
+	echo "$sum $skew"
+}
+
+echo "bench-ecmp: $HOSTS hosts, $LEAVES leaves, $SPINES spines at $RATE, $RAILS jobs (one per rail:" \
+	"$(for ((r = 0; r < RAILS; r++)); do printf '%s ' "$(coll_of $r)"; done| sed 's/ $//')), $SIZE x $ITERS, K = $LANES lanes, $TRIALS trials from seed $SEED"
+printf "%-6s" trial
+for v in $VARIANTS; do printf " %10s" "$v"; done
+printf " %8s %8s\n" "skew-1" "skew-K"
+declare -A res
+for ((t = 0; t < TRIALS; t++)); do
+	seed=$((SEED + t))
+	printf "%-6s" "$seed"
+	sk1=- skk=-
+	for v in $VARIANTS; do
+		out=$(run "$v" "$seed") || { echo; echo "bench-ecmp: trial $seed, $v failed"; exit 1; }
+		read -r sum skew <<<"$out"
+		res[$v,$t]=$sum
+		[ "$v" = ecmp-1 ] && sk1=$skew
+		[ "$v" = ecmp-K ] && skk=$skew
+		printf " %10s" "$sum"
+	done
+	printf " %8s %8s\n" "$sk1" "$skk"
+done
+
+[ -n "${BENCH_ECMP_VERBOSE:-}" ] && cat "$tmp/log"
+awk '{ s += $5; n++ } END { printf "lanes pinned to their spines, each checked in its leaf'"'"'s FIB: %d over %d runs\n", s, n }' "$tmp/log"
+
+# mean and p10 of each variant; ratios; steering's losses
+for v in $VARIANTS; do
+	for ((t = 0; t < TRIALS; t++)); do echo "${res[$v,$t]}"; done >"$tmp/col.$v"
+done
+echo "aggregate busbw over $TRIALS trials (MB/s):"
+for v in $VARIANTS; do
+	sort -g "$tmp/col.$v" | awk -v v="$v" '{ x[NR] = $1; s += $1 }
+		END { k = int(0.1 * NR + 0.999); if (k < 1) k = 1; printf "  %-8s mean %8.2f  p10 %8.2f\n", v, s / NR, x[k] }'
+done
+mean() { awk '{ s += $1 } END { printf "%.4f", NR ? s / NR : 0 }' "$tmp/col.$1"; }
+if [[ " $VARIANTS " == *" steer "* ]]; then
+	ms=$(mean steer)
+	for v in $VARIANTS; do
+		[ "$v" = steer ] && continue
+		mv=$(mean "$v")
+		case $v in
+		optimum) awk -v s="$ms" -v o="$mv" 'BEGIN { printf "steer / optimum: %.3f (fraction of the ceiling reached; goal >= 0.9)\n", (o > 0 ? s / o : 0) }' ;;
+		ecmp-1) awk -v s="$ms" -v o="$mv" 'BEGIN { printf "steer / ecmp-1: %.3fx (goal >= 1.25x)\n", (o > 0 ? s / o : 0) }' ;;
+		*) awk -v s="$ms" -v o="$mv" -v v="$v" 'BEGIN { printf "steer / %s: %.3fx\n", v, (o > 0 ? s / o : 0) }' ;;
+		esac
+	done
+	for v in ecmp-1 ecmp-K; do
+		[[ " $VARIANTS " == *" $v "* ]] || continue
+		paste "$tmp/col.steer" "$tmp/col.$v" | awk -v v="$v" -v seed="$SEED" '
+			$1 < $2 { n++; w = w sprintf(" %d (%.0f%%)", seed + NR - 1, 100 * ($1 / $2 - 1)) }
+			END { printf "trials where steer < %s: %d of %d%s\n", v, n, NR, n ? ":" w : "" }'
+	done
+fi
