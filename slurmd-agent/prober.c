@@ -418,24 +418,29 @@ static void on_probe_timer(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* The silence that makes path t DOWN. When no path to its peer node has
- * answered for down_after, the peer's agent may be standing still rather
- * than every link to it down: a host's CPUs taken by a job can starve an
- * agent for a few hundred ms, after which it answers everything at once
- * (its own stall guard cannot help: the probes it misses are ours). Such a
- * path gets down_after twice. A link down while another path to the same
- * node answers is judged as fast as ever; a whole host gone, down_after
- * later. */
+/* The silence that makes path t DOWN. A stalled peer agent (a host whose
+ * CPUs a job takes can starve it for a few hundred ms, after which it
+ * answers everything at once; its own stall guard cannot help: the probes
+ * it misses are ours) silences every path to its node from the same
+ * moment, within a probe round; a link fault leaves the node's other
+ * paths answering. So t gets down_after as before when another path to
+ * the same node answered well after t fell silent (half down_after
+ * later: the peer was alive meanwhile), and twice that otherwise: its
+ * sibling paths then go DOWN together with it, within the path page's
+ * settle time, which the ranks read as a gone agent rather than a gone
+ * link. A whole host gone is seen down_after later. */
 static int64_t down_after_of(const struct fq_prober *p, const struct path *t, int64_t now)
 {
-	if (now - (t->live.ever_answered ? t->live.last_answer_ns : t->live.first_unanswered_ns) <
-	    p->cfg.down_after_ns)
+	int64_t since = t->live.ever_answered ? t->live.last_answer_ns : t->live.first_unanswered_ns;
+
+	if (now - since < p->cfg.down_after_ns)
 		return p->cfg.down_after_ns; /* not silent long enough anyway: no need to look */
 	for (unsigned i = 0; i < p->n_paths; i++) {
 		const struct path *o = &p->paths[i];
 
 		if (o != t && o->nic && o->live.up && o->live.ever_answered &&
-		    now - o->live.last_answer_ns < p->cfg.down_after_ns && strcmp(o->peer_node, t->peer_node) == 0)
+		    o->live.last_answer_ns > since + p->cfg.down_after_ns / 2 &&
+		    strcmp(o->peer_node, t->peer_node) == 0)
 			return p->cfg.down_after_ns;
 	}
 	return 2 * p->cfg.down_after_ns;

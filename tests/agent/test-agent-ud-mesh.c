@@ -47,7 +47,8 @@ struct fake {
 	uint32_t next_key;
 };
 
-static struct fake *fabric[3];
+#define FABRIC 7
+static struct fake *fabric[FABRIC];
 
 static void wake(struct fake *f)
 {
@@ -76,7 +77,7 @@ static int f_send(struct fq_probe_transport *t, const struct fq_peer_addr *to, c
 
 	if (to->kind != FQ_PEER_UD)
 		return -EAFNOSUPPORT;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < FABRIC; i++)
 		if (fabric[i] && fabric[i]->me.lid == to->lid && fabric[i]->me.qpn == to->qpn)
 			d = fabric[i];
 	if (d && !f->cut && !d->cut && d->qt - d->qh < QLEN) {
@@ -131,7 +132,7 @@ static void f_destroy(struct fq_probe_transport *t)
 {
 	struct fake *f = (struct fake *)t;
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < FABRIC; i++)
 		if (fabric[i] == f)
 			fabric[i] = NULL;
 	close(f->pipe[0]);
@@ -149,33 +150,39 @@ static const struct fq_probe_transport_ops fake_ops = {
     .destroy = f_destroy,
 };
 
-static struct fake *fake_new(int slot, uint16_t lid, uint32_t qpn, int64_t offset)
+static struct fake *fake_named(int slot, const char *name, uint16_t lid, uint32_t qpn, int64_t offset)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 
 	if (!f || pipe2(f->pipe, O_NONBLOCK | O_CLOEXEC) < 0)
 		abort();
 	f->base = (struct fq_probe_transport){&fake_ops,    "fake-ud",    FQ_PEER_UD,
-					      FQ_STAMP_NIC, FQ_STAMP_NIC, "mlx5_0"};
+					      FQ_STAMP_NIC, FQ_STAMP_NIC, ""};
+	snprintf(f->base.nic, sizeof(f->base.nic), "%s", name);
 	f->me = (struct fq_peer_addr){.kind = FQ_PEER_UD, .lid = lid, .qpn = qpn};
 	f->offset = offset;
 	fabric[slot] = f;
 	return f;
 }
 
+static struct fake *fake_new(int slot, uint16_t lid, uint32_t qpn, int64_t offset)
+{
+	return fake_named(slot, "mlx5_0", lid, qpn, offset);
+}
+
 static int downs, ups;
+static int64_t down_ns[8]; /* when each DOWN was detected, in order (the first 8) */
 
 static void on_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic, int up,
 		     int64_t since_ns, int64_t detected_ns)
 {
 	(void)arg;
 	(void)since_ns;
-	(void)detected_ns;
 	diag("event: %s -> %s:%s %s", local_nic, peer_node, peer_nic, up ? "UP" : "DOWN");
 	if (up)
 		ups++;
-	else
-		downs++;
+	else if (downs++ < 8)
+		down_ns[downs - 1] = detected_ns;
 }
 
 static void run_for(struct event_base *base, int ms)
@@ -207,7 +214,7 @@ int main(void)
 	size_t n;
 
 	fq_log_init("test-agent-ud-mesh", FQ_LOG_ERROR, FQ_LOG_STDERR);
-	plan(20);
+	plan(24);
 	a = fq_prober_create(base, &cfg, on_event, NULL);
 	cfg.node = "n2";
 	b = fq_prober_create(base, &cfg, NULL, NULL);
@@ -295,6 +302,54 @@ int main(void)
 	fq_prober_destroy(a);
 	fq_prober_destroy(b);
 	f_destroy(&fc->base);
+
+	/* two paths to one node (two NICs each side): a stalled peer silences
+	 * both from the same moment; a cable cut leaves the other answering */
+	cfg.node = "n1";
+	a = fq_prober_create(base, &cfg, on_event, NULL);
+	cfg.node = "n2";
+	b = fq_prober_create(base, &cfg, NULL, NULL);
+	fa = fake_named(0, "mlx5_0", 0x1, 0x100, 0);
+	fb = fake_named(1, "mlx5_0", 0x2, 0x200, OFFSET_B);
+	struct fake *fa1 = fake_named(3, "mlx5_1", 0x11, 0x110, 0);
+	struct fake *fb1 = fake_named(4, "mlx5_1", 0x12, 0x210, OFFSET_B);
+	ok(fq_prober_add_transport(a, &fa->base) == 0 && fq_prober_add_transport(a, &fa1->base) == 0 &&
+	       fq_prober_add_transport(b, &fb->base) == 0 && fq_prober_add_transport(b, &fb1->base) == 0 &&
+	       fq_prober_add_peer(a, NULL, "n2", "mlx5_0", "ud:lid=0x2/qpn=0x200") == 0 &&
+	       fq_prober_add_peer(a, NULL, "n2", "mlx5_1", "ud:lid=0x12/qpn=0x210") == 0 &&
+	       fq_prober_add_peer(b, NULL, "n1", "mlx5_0", "ud:lid=0x1/qpn=0x100") == 0 &&
+	       fq_prober_add_peer(b, NULL, "n1", "mlx5_1", "ud:lid=0x11/qpn=0x110") == 0 &&
+	       fq_prober_start(a) == 0 && fq_prober_start(b) == 0,
+	   "two NICs a side, n1 probes n2 on both");
+	run_for(base, 1000);
+	downs = 0;
+	fb->deaf = fb1->deaf = true; /* n2's agent stands still */
+	run_for(base, 150);
+	fb->deaf = fb1->deaf = false;
+	wake(fb);
+	wake(fb1);
+	run_for(base, 300);
+	ok(downs == 0, "n2's agent deaf for 150 ms on both NICs: no path DOWN (%d events)", downs);
+	fb1->cut = true; /* mlx5_1's cable; mlx5_0 still answers */
+	int64_t cut = fq_now_ns();
+	run_for(base, 400);
+	fb1->cut = false;
+	ok(downs == 1 && down_ns[0] - cut < 150 * 1000000ll,
+	   "n2's mlx5_1 cut, mlx5_0 answering: its path DOWN in %lld ms (down_after 100 ms)",
+	   downs ? (long long)(down_ns[0] - cut) / 1000000 : -1ll);
+	run_for(base, 300);
+	downs = 0;
+	fb->deaf = fb1->deaf = true;
+	run_for(base, 400);
+	fb->deaf = fb1->deaf = false;
+	wake(fb);
+	wake(fb1);
+	run_for(base, 300);
+	ok(downs == 2 && llabs(down_ns[1] - down_ns[0]) < 50 * 1000000ll,
+	   "deaf for 400 ms: both paths DOWN, %lld ms apart (the path page's settle time is 100 ms)",
+	   downs == 2 ? (long long)llabs(down_ns[1] - down_ns[0]) / 1000000 : -1ll);
+	fq_prober_destroy(a);
+	fq_prober_destroy(b);
 	event_base_free(base);
 	return done_testing();
 }
