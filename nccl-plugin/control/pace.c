@@ -99,6 +99,10 @@ static double next_rate(const struct fqn_pace_params *p, const struct pace_lane 
 		if (cut > p->max_cut)
 			cut = p->max_cut;
 		sent = l->bytes * 1e9 / dt;
+		/* a paced lane that sent less than half its rate (between
+		 * messages, or its acks bunched) loses at most max_cut of it */
+		if (r > 0 && sent < r * (1 - p->max_cut))
+			sent = r * (1 - p->max_cut);
 		r = sent * (1 - cut) + p->ai;
 		return r < p->floor ? p->floor : r;
 	}

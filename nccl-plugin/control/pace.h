@@ -24,7 +24,7 @@
  * Control law (every update, FQN_PACE_UPDATE_MS: the steering tick; only a
  * lane that carried traffic in the interval and whose RTT is known; sent:
  * the bytes the transport got acked in the interval over its length):
- *   q > target:   rate = max(floor, sent x (1 - cut) + ai),
+ *   q > target:   rate = max(floor, max(sent, rate x (1 - max_cut)) x (1 - cut) + ai),
  *                 cut  = min(max_cut, gain x (q - target) / update).
  *                 While a queue stands, the link is busy and the lanes'
  *                 sent rates sum to its capacity, so this is the rate that
@@ -32,7 +32,9 @@
  *                 (a decrease in proportion to the excess, bounded per
  *                 update), from what the lane sends, not from its previous
  *                 rate: a cut already draining the queue is not cut again.
- *                 An unpaced lane starts here.
+ *                 But from no less than rate x (1 - max_cut): a lane that
+ *                 sent little in one update (between messages) is not
+ *                 thrown to the floor. An unpaced lane starts here.
  *   q <= target:  rate += ai; after MI_AFTER (3) updates in a row with
  *                 q <= target/2, rate = rate x (1 + mi) + ai instead (a
  *                 queue that stays low is a path with room: a lane cut on

@@ -104,6 +104,10 @@ static void test_rules(void)
 	ok(k <= 100, "from the floor to unpaced (50 GB/s) in %d updates <= 100 (5 s)", k);
 	step1(s, &now, 100 + 4000, 500000);
 	ok(fqn_pace_rate(s, 0) > 0, "paced again");
+	r = fqn_pace_rate(s, 0);
+	step1(s, &now, 100 + 4000, 5000); /* it sent a hundredth of that: between messages */
+	ok(fabs(fqn_pace_rate(s, 0) - (r * (1 - p.max_cut) * 0.98 + p.ai)) < 1,
+	   "a lane that sent little loses at most max_cut of its rate, not all of it");
 	fqn_pace_reset(s, 0);
 	ok(fqn_pace_rate(s, 0) == 0 && fqn_pace_delay(s, 0) == 0, "a lane back up is unpaced");
 	step1(s, &now, 100 + 4000, 500000);
