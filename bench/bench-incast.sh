@@ -5,7 +5,7 @@
 #
 # Topology: BENCH_INCAST_SENDERS + 1 hosts (default 4 + 1) on one leaf, one
 # rail. The receiver n1's host link is shaped to BENCH_INCAST_RATE (default
-# 200mbit) with a queue bound of BENCH_INCAST_QUEUE_MS (default 50 ms:
+# 200mbit; off: unshaped) with a queue bound of BENCH_INCAST_QUEUE_MS (default 50 ms:
 # a deep switch buffer at this rate). Each sender n2.. runs fq-incast (one
 # connection, the plugin's default 2 lanes, every byte checked) to n1 for
 # BENCH_INCAST_SECONDS (default 10); the receiver counts the payload from
@@ -47,7 +47,8 @@ trap 'exit 130' INT TERM
 N=$((SENDERS + 1))
 "$TB" up --prefix inc --hosts "$N" --rails 1 --leaves 1 --spines 1 --services none --clock-offsets zero \
 	>"$tmp/up.log" 2>&1 || { echo "bench-incast: testbed up failed"; sed 's/^/  /' "$tmp/up.log" | tail -5; exit 1; }
-"$TB" shape n1-rail0 "$RATE" --latency "$QMS" || exit 1
+# BENCH_INCAST_RATE=off: no shaping (a healthy fabric: what pacing costs there)
+[ "$RATE" = off ] || "$TB" shape n1-rail0 "$RATE" --latency "$QMS" || exit 1
 LEAF=198.19.0.2 # n1's rail0 port on the leaf
 port=$((33000 + $$ % 1000))
 
