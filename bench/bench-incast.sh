@@ -55,13 +55,15 @@ N=$((SENDERS + 1))
 	>"$tmp/up.log" 2>&1 || { echo "bench-incast: testbed up failed"; sed 's/^/  /' "$tmp/up.log" | tail -5; exit 1; }
 # BENCH_INCAST_RATE=off: no shaping (a healthy fabric: what pacing costs there)
 [ "$RATE" = off ] || "$TB" shape n1-rail0 "$RATE" --latency "$QMS" || exit 1
-if [ "$CC" != host ]; then
-	for ((i = 1; i <= N; i++)); do
-		"$TB" exec "n$i" sysctl -qw net.ipv4.tcp_congestion_control="$CC" ||
-			{ echo "bench-incast: cannot set $CC in n$i"; exit 1; }
-	done
-fi
+# per route (a namespace may only default to the machine's allowed ones)
 CC_NOW=$("$TB" exec n2 sysctl -n net.ipv4.tcp_congestion_control)
+if [ "$CC" != host ]; then
+	for ((i = 2; i <= N; i++)); do
+		"$TB" exec "n$i" ip route add 198.19.0.3/32 via "198.19.0.$((2 * i))" dev rail0 congctl "$CC" ||
+			{ echo "bench-incast: cannot set $CC on n$i's route to n1"; exit 1; }
+	done
+	CC_NOW=$CC
+fi
 LEAF=198.19.0.2 # n1's rail0 port on the leaf
 port=$((33000 + $$ % 1000))
 

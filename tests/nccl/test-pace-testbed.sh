@@ -13,7 +13,7 @@
 IC="$top_builddir/bench/fq-incast"
 nccl_tb_setup pace "$IC"
 command -v ss >/dev/null && command -v tc >/dev/null || skip_all "needs ss and tc (iproute2)"
-plan 11
+plan 12
 BOUND=400000 # bytes
 
 check "up: 3 hosts, 1 rail, 1 leaf" tb up --prefix "$TB_PFX" --hosts 3 --rails 1 --leaves 1 --spines 1 \
@@ -22,8 +22,9 @@ check "n1's host link shaped to 100mbit, a 100 ms queue" tb shape n1-rail0 100mb
 # cubic, Linux's default: loss-based, it fills the queue unpaced (the
 # machine's may be BBR, which keeps it lower by itself: a p90 of 385 KB
 # was seen, too near the bound to tell)
-check "the senders run TCP cubic" sh -c "'$TB' exec n2 sysctl -qw net.ipv4.tcp_congestion_control=cubic &&
-	'$TB' exec n3 sysctl -qw net.ipv4.tcp_congestion_control=cubic"
+# (per route: a namespace may only default to the machine's allowed ones)
+check "the senders run TCP cubic toward n1" sh -c "'$TB' exec n2 ip route add 198.19.0.3/32 via 198.19.0.4 dev rail0 congctl cubic &&
+	'$TB' exec n3 ip route add 198.19.0.3/32 via 198.19.0.6 dev rail0 congctl cubic"
 tmp=$(mktemp -d)
 trap 'rc=$?; rm -rf "$tmp"; (exit $rc); tb_teardown' EXIT
 read -r _ _ LEAF_NS LEAF_IF < <(TB_STATE=$FQTB_STATE link_lookup n1-rail0) # its leaf end
@@ -70,6 +71,7 @@ q_on=$(p90 "$tmp/q.delay")
 ok "$([ "${q_on%.*}" -lt "$BOUND" ]; echo $?)" "paced: the queue's p90 is ${q_on} B, under the ${BOUND} B bound"
 n=$(grep -c 'paced at' "$tmp"/err.delay.1 "$tmp"/err.delay.2 | awk -F: '$2 > 0' | wc -l)
 ok "$([ "$n" -eq 2 ]; echo $?)" "paced: both senders' logs say a paced rate ($(grep -h 'paced at' "$tmp"/err.delay.* | tail -1 | sed 's/.*: paced/paced/'))"
+ok "$(grep -q cubic "$tmp/ss.off"; echo $?)" "unpaced: n2's lane sockets run cubic" || sed 's/^/#   /' "$tmp/ss.off" | head -4
 rates=$(grep -o 'pacing_rate [0-9.]*[KMG]*bps/[0-9.]*[KMG]*bps' "$tmp/ss.delay" | sed 's/.*\///' | tr '\n' ' ')
 ok "$([ -n "$rates" ]; echo $?)" "paced: n2's lane sockets carry a max pacing rate (ss: ${rates:-none})" ||
 	sed 's/^/#   /' "$tmp/ss.delay" | head -6
