@@ -93,7 +93,6 @@ static double next_rate(const struct fqn_pace_params *p, const struct pace_lane 
 {
 	double t = (double)p->target_ns, r = l->rate, cut, sent;
 
-
 	if (l->q > t) {
 		cut = p->gain * (l->q - t) / (double)p->update_ns;
 		if (cut > p->max_cut)
