@@ -62,7 +62,7 @@ incast_ok off
 ok $? "unpaced: every message arrived whole and right ($(sed 's/.* messages=//' "$tmp/out.off.0" 2>/dev/null))"
 q_off=$(p90 "$tmp/q.off")
 ok "$([ "${q_off%.*}" -gt "$BOUND" ]; echo $?)" "unpaced: the queue's p90 is ${q_off} B, above the ${BOUND} B bound"
-
+ok "$(grep -q cubic "$tmp/ss.off"; echo $?)" "unpaced: n2's lane sockets run cubic" || sed 's/^/#   /' "$tmp/ss.off" | head -4
 run delay
 ok $? "paced: the incast ran" || errs
 incast_ok delay
@@ -71,7 +71,6 @@ q_on=$(p90 "$tmp/q.delay")
 ok "$([ "${q_on%.*}" -lt "$BOUND" ]; echo $?)" "paced: the queue's p90 is ${q_on} B, under the ${BOUND} B bound"
 n=$(grep -c 'paced at' "$tmp"/err.delay.1 "$tmp"/err.delay.2 | awk -F: '$2 > 0' | wc -l)
 ok "$([ "$n" -eq 2 ]; echo $?)" "paced: both senders' logs say a paced rate ($(grep -h 'paced at' "$tmp"/err.delay.* | tail -1 | sed 's/.*: paced/paced/'))"
-ok "$(grep -q cubic "$tmp/ss.off"; echo $?)" "unpaced: n2's lane sockets run cubic" || sed 's/^/#   /' "$tmp/ss.off" | head -4
 rates=$(grep -o 'pacing_rate [0-9.]*[KMG]*bps/[0-9.]*[KMG]*bps' "$tmp/ss.delay" | sed 's/.*\///' | tr '\n' ' ')
 ok "$([ -n "$rates" ]; echo $?)" "paced: n2's lane sockets carry a max pacing rate (ss: ${rates:-none})" ||
 	sed 's/^/#   /' "$tmp/ss.delay" | head -6
