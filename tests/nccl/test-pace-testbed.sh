@@ -63,6 +63,7 @@ ok $? "unpaced: every message arrived whole and right ($(sed 's/.* messages=//' 
 q_off=$(p90 "$tmp/q.off")
 ok "$([ "${q_off%.*}" -gt "$BOUND" ]; echo $?)" "unpaced: the queue's p90 is ${q_off} B, above the ${BOUND} B bound"
 ok "$(grep -q cubic "$tmp/ss.off"; echo $?)" "unpaced: n2's lane sockets run cubic" || sed 's/^/#   /' "$tmp/ss.off" | head -4
+
 run delay
 ok $? "paced: the incast ran" || errs
 incast_ok delay
