@@ -129,5 +129,5 @@ med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) 
 awk -v t1="$(med "${tp_delay[@]}")" -v t0="$(med "${tp_off[@]}")" -v q1="$(med "${p99_delay[@]}")" \
 	-v q0="$(med "${p99_off[@]}")" 'BEGIN {
 	printf "median: paced %.1f Mbit/s, queue p99 %.2f ms; unpaced %.1f Mbit/s, queue p99 %.2f ms\n", t1, q1, t0, q0
-	printf "queue p99 paced / unpaced: %.3fx (goal <= 0.25x)\n", q0 > 0 ? q1 / q0 : 0
-	printf "throughput paced / unpaced: %.3fx (goal >= 0.95x)\n", t0 > 0 ? t1 / t0 : 0 }'
+	printf "queue p99 paced / unpaced: %.3fx (goal <= 0.25x)\n", (q0 > 0 ? q1 / q0 : 0)
+	printf "throughput paced / unpaced: %.3fx (goal >= 0.95x)\n", (t0 > 0 ? t1 / t0 : 0) }'
