@@ -56,12 +56,13 @@ int send_steer_allows(struct fqn_send *s, int i)
 void send_steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int resent, int64_t now)
 {
 	struct steer_state *st = s->st;
-	double w = st->ctl ? fqn_steer_weight(st->ctl, i) : 0;
 	uint32_t len = c->len;
+	double w;
 
 	(void)resent;
 	if (!st->ctl)
 		return;
+	w = fqn_steer_weight(st->ctl, i);
 	st->push_ns[i][s->txq[i]->pushed % FQN_TXQ_MAX] = now;
 	st->vt[i] += len / (w > 0 ? w : 1e-3);
 	st->sent_bytes[i] += len;
