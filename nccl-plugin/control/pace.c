@@ -34,7 +34,7 @@ void fqn_pace_params_default(struct fqn_pace_params *p)
 	p->target_ns = (int64_t)FQN_PACE_TARGET_US * 1000;
 	p->gain = 0.5;
 	p->max_cut = 0.5;
-	p->ai = 0.25e6;
+	p->ai = 0.125e6;
 	p->mi = 0.25;
 	p->floor = 1.25e6;
 	p->ceiling = 50e9;

@@ -47,7 +47,7 @@
  * a lane above its share loses more than it gains each update (a gap
  * shrinks by the cut, n x ai / C per update). The price is where the
  * queue settles: above the target by n x ai x update / (gain x C) for n
- * lanes on a link of capacity C (4 ms for 4 lanes on 200 Mbit/s; 32 us
+ * lanes on a link of capacity C (2 ms for 4 lanes on 200 Mbit/s; 16 us
  * on 25 Gbit/s). A lane that carried no traffic keeps its rate; one that
  * comes back up (a failback, a move to a new path) starts unpaced.
  *
@@ -61,16 +61,19 @@
  *     1/8 EWMA per ack), so draining all of it would overshoot to empty.
  *   max_cut 0.5: no update more than halves a rate (a wild RTT sample
  *     costs at most that).
- *   ai 0.25 MB/s (2 Mbit/s) per update: the fairness step, sized for the
- *     smallest bottlenecks (the queue's offset above; on fast links it
+ *   ai 0.125 MB/s (1 Mbit/s) per update: the fairness step, sized for
+ *     the smallest bottlenecks (the queue's offset above; on fast links it
  *     is negligible, and fairness converges more slowly there: the gap
- *     shrinks by n x ai / C per update).
+ *     shrinks by n x ai / C per update). At 2 Mbit/s, 8 lanes on the
+ *     testbed's 200 Mbit/s link held its queue's p99 at 13-20 ms (the
+ *     offset alone 8 ms), against 22-36 ms unpaced: not the 4x wanted.
  *   mi 0.25 per update: x2 in ~3 updates, 150 ms (only on a low queue).
  *   floor 1.25 MB/s (10 Mbit/s): a lane keeps sending, so its RTT keeps
  *     being sampled and acks keep coming (the failover's no-progress
  *     timer must not mistake a paced lane for a dead one).
  *   ceiling 50 GB/s (400 Gbit/s): at or above it a lane is unpaced.
- * Reaction (test-pace's fluid model, 4 lanes, 200 Mbit/s): a full
+ * Reaction (test-pace's fluid model, 4 lanes, 200 Mbit/s; it settles at
+ * 4 ms): a full
  * 100 ms queue is under 8 ms in ~350 ms (cuts of max_cut); the capacity
  * halved under a paced load: back under 8 ms in ~250 ms.
  */
