@@ -35,7 +35,7 @@ void fqn_pace_params_default(struct fqn_pace_params *p)
 	p->gain = 0.5;
 	p->max_cut = 0.5;
 	p->ai = 0.125e6;
-	p->mi = 0.25;
+	p->mi = 0.1;
 	p->floor = 1.25e6;
 	p->ceiling = 50e9;
 }

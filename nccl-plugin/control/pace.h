@@ -39,7 +39,7 @@
  *                 q <= target/2, rate = rate x (1 + mi) + ai instead (a
  *                 queue that stays low is a path with room: a lane cut on
  *                 a healthy fabric by a passing burst is back to line rate
- *                 in about a second, not minutes).
+ *                 in seconds, not minutes).
  *   rate >= ceiling: unpaced (rate 0: the kernel's own, unlimited).
  * The additive ai in both branches is the fairness: at the fixed point
  * every lane's cut equals ai, i.e. cut x rate_i = ai with the same cut
@@ -67,7 +67,11 @@
  *     shrinks by n x ai / C per update). At 2 Mbit/s, 8 lanes on the
  *     testbed's 200 Mbit/s link held its queue's p99 at 13-20 ms (the
  *     offset alone 8 ms), against 22-36 ms unpaced: not the 4x wanted.
- *   mi 0.25 per update: x2 in ~3 updates, 150 ms (only on a low queue).
+ *   mi 0.1 per update: x2 in ~7 updates, 350 ms (only on a low queue);
+ *     from the floor to unpaced in ~5 s. All lanes grow together, so the
+ *     queue overshoots by up to mi x update when they find the link full
+ *     again (at 0.25 the testbed's paced p99 sat at 8-12 ms: the queue,
+ *     emptied by a cut, came back as a 12 ms burst).
  *   floor 1.25 MB/s (10 Mbit/s): a lane keeps sending, so its RTT keeps
  *     being sampled and acks keep coming (the failover's no-progress
  *     timer must not mistake a paced lane for a dead one).
