@@ -49,6 +49,8 @@ static const struct fqn_env_var fqn_env_vars[] = {
     {"FABRICIQ_IB_RETRY_CNT", FQN_ENV_INT, "7", 0, 7, OFF(ib_retry_cnt)},
     {"FABRICIQ_STEER", FQN_ENV_STR, "", 0, 8, OFF(steer_str)},
     {"FABRICIQ_STEER_TRACE", FQN_ENV_STR, "", 0, FQN_PATH_MAX, OFF(steer_trace)},
+    {"FABRICIQ_PACE", FQN_ENV_STR, "off", 1, 8, OFF(pace_str)},
+    {"FABRICIQ_PACE_TARGET_US", FQN_ENV_INT, "2000", 100, 1000000, OFF(pace_target_us)},
     {"FABRICIQ_JOB_ID", FQN_ENV_STR, "", 0, 24, OFF(job_id)},
 };
 
@@ -104,6 +106,7 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 	static const char *const modes[] = {"monitor", "control", NULL};
 	static const char *const transports[] = {"tcp", "ib", "auto", NULL};
 	static const char *const steers[] = {"on", "off", NULL};
+	static const char *const paces[] = {"off", "delay", NULL};
 	size_t i;
 	int rc, k;
 
@@ -156,6 +159,15 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 				 "FABRICIQ_STEER=on needs FABRICIQ_MODE=control (steering uses acks)");
 			return -EINVAL;
 		}
+	}
+	/* Pacing runs on the control mode's periodic update (the steering
+	 * tick), which monitor mode has not. */
+	if ((rc = env_choice("FABRICIQ_PACE", cfg->pace_str, paces, &k, err, errlen)) < 0)
+		return rc;
+	cfg->pace = k == 1;
+	if (cfg->pace && !cfg->control) {
+		snprintf(err, errlen, "FABRICIQ_PACE=delay needs FABRICIQ_MODE=control (it runs on its update)");
+		return -EINVAL;
 	}
 	if (*cfg->job_id && strspn(cfg->job_id, "0123456789") != strlen(cfg->job_id)) {
 		snprintf(err, errlen, "FABRICIQ_JOB_ID='%s': must be a Slurm job id (digits)", cfg->job_id);

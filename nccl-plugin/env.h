@@ -45,6 +45,9 @@ struct fqn_config {
 	char steer_str[8];              /* FABRICIQ_STEER: "on", "off", "" (= on in control mode) */
 	int steer;                      /* weights lanes by their delay (control mode only) */
 	char steer_trace[FQN_PATH_MAX]; /* FABRICIQ_STEER_TRACE: append weight changes here ("" none) */
+	char pace_str[8];               /* FABRICIQ_PACE: "off" (default) or "delay" */
+	int pace;                       /* paces lanes by their queueing delay (control mode only) */
+	int pace_target_us;             /* FABRICIQ_PACE_TARGET_US, 100..1000000, default 2000 */
 	char job_id[24];                /* FABRICIQ_JOB_ID (else SLURM_JOB_ID): path page advice key */
 	int path_page_max_age_ms;       /* FABRICIQ_PATH_PAGE_MAX_AGE_MS, 100..3600000, default 5000 */
 };

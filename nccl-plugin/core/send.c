@@ -146,7 +146,7 @@ static void ctl_ack_done(void *arg, const struct fqn_cref *c)
 	struct fqn_req *m = &s->reqs[c->seq % FQN_SEND_SLOTS];
 
 	s->acking += c->len;
-	if (s->st) { /* steering: the chunk's ack latency on its lane */
+	if (s->st && s->st->ctl) { /* steering: the chunk's ack latency on its lane */
 		struct fqn_txq *q = s->txq[s->acking_lane];
 
 		fqn_hist_add(&s->st->lat[s->acking_lane],
@@ -247,7 +247,7 @@ static int ctl_read_acks(struct fqn_send *s, int i, int64_t now)
 		rc = fqn_txq_ack(s->txq[i], count, ctl_ack_done, s);
 		if (rc < 0)
 			return rc;
-		if (s->st)
+		if (s->st && s->st->ctl)
 			s->st->acked_bytes[i] += s->acking;
 		if (rc > 0)
 			lc->progress_ns = now;
@@ -472,6 +472,8 @@ int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct soc
 			    const struct sockaddr_storage *rejoin, const int *can_rejoin)
 {
 	int64_t now = fq_clock_ns(CLOCK_MONOTONIC);
+	const struct fqn_config *cfg = &s->c.ctx->cfg;
+	int steer = cfg->steer && s->c.nlanes > 1; /* one lane: nothing to steer */
 
 	for (int i = 0; i < s->c.nlanes; i++) {
 		struct fqn_lane_ctl *lc = &s->c.lc[i];
@@ -489,7 +491,7 @@ int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct soc
 	}
 	s->c.token = token;
 	s->c.control = 1;
-	return s->c.ctx->cfg.steer && s->c.nlanes > 1 ? send_steer_enable(s, now) : 0;
+	return steer || cfg->pace ? send_steer_enable(s, steer, cfg->pace, now) : 0;
 }
 
 void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local, const char *peer, int err,

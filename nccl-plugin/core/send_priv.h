@@ -14,7 +14,10 @@
 #include "nccl-plugin/core/comm.h"
 #include "nccl-plugin/hist.h"
 
-/* Steering (control mode, FABRICIQ_STEER): per lane, each chunk's ack
+/* The control mode's periodic update (every FQN_STEER_UPDATE_MS, from
+ * progress): steering and pacing.
+ *
+ * Steering (control mode, FABRICIQ_STEER): per lane, each chunk's ack
  * latency (from the moment the lane took it to the receiver's cumulative
  * ack: the lane's socket backlog, the fabric's queues, the way back), and
  * while acks are outstanding the age of the oldest unacked chunk as a floor
@@ -31,7 +34,16 @@
  * new ECMP hash stops taking chunks, is parked once all its chunks are
  * acked, and re-dials through the failback path on a new source port. */
 struct steer_state {
-	struct fqn_steer *ctl;
+	struct fqn_steer *ctl; /* NULL: steering off (pacing alone uses the tick) */
+	/* Pacing (FABRICIQ_PACE=delay, pace.h): the same tick samples each up
+	 * lane's TCP_INFO once for both controllers; the rates go to the
+	 * lanes' set_rate (SO_MAX_PACING_RATE) when they change. */
+	struct fqn_pace *pace;          /* NULL: pacing off */
+	uint64_t tx_acked[FQN_MAX_LANES]; /* the transport's bytes_acked at the last tick */
+	uint64_t rate_set[FQN_MAX_LANES]; /* the rate applied, bytes/s; 0: unpaced */
+	uint64_t rate_logged[FQN_MAX_LANES];
+	int64_t logged_ns[FQN_MAX_LANES];
+	int rate_err; /* a set_rate failed: warned once */
 	double vt[FQN_MAX_LANES];
 	int64_t push_ns[FQN_MAX_LANES][FQN_TXQ_MAX]; /* when the lane took its k-th chunk */
 	struct fqn_hist lat[FQN_MAX_LANES];          /* ack latencies of this update period */
@@ -80,10 +92,11 @@ void send_steer_lane_state(struct fqn_send *s, int i, int up, int64_t now);
 int send_steer_allows(struct fqn_send *s, int i);
 /* Lane i took chunk c (resent: a resend, which ignores weights). */
 void send_steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int resent, int64_t now);
-/* Every progress call: feed the controller, move a lane if due. */
+/* Every progress call: feed the controllers, move a lane if due, pace. */
 void send_steer_tick(struct fqn_send *s, int64_t now);
-/* Steering on for control-mode comm s; 0 or a negative errno. */
-int send_steer_enable(struct fqn_send *s, int64_t now);
+/* The periodic update for control-mode comm s: steering if steer (and
+ * more than one lane), pacing if pace; 0 or a negative errno. */
+int send_steer_enable(struct fqn_send *s, int steer, int pace, int64_t now);
 void send_steer_free(struct fqn_send *s);
 
 #endif /* FQN_SEND_PRIV_H */

@@ -1,4 +1,5 @@
-/* send_steer: the send comm's steering (FABRICIQ_STEER; see send_priv.h). */
+/* send_steer: the send comm's periodic update: steering (FABRICIQ_STEER)
+ * and pacing (FABRICIQ_PACE); see send_priv.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/path_page.h"
+#include "nccl-plugin/control/pace.h"
 #include "nccl-plugin/control/steer.h"
 #include "nccl-plugin/core/ctx.h"
 #include "nccl-plugin/core/failover.h"
@@ -19,6 +21,12 @@ void send_steer_lane_state(struct fqn_send *s, int i, int up, int64_t now)
 	double vmin = -1;
 
 	if (!st)
+		return;
+	if (st->pace && up) { /* a new socket: unpaced, its own byte count */
+		fqn_pace_reset(st->pace, i);
+		st->rate_set[i] = st->tx_acked[i] = 0;
+	}
+	if (!st->ctl)
 		return;
 	fqn_steer_set_up(st->ctl, i, up, now);
 	for (int k = 0; k < s->c.nlanes; k++)
@@ -35,6 +43,8 @@ int send_steer_allows(struct fqn_send *s, int i)
 	struct steer_state *st = s->st;
 	double vmin = st->vt[i];
 
+	if (!st->ctl)
+		return 1;
 	if (i == st->move)
 		return 0;
 	for (int k = 0; k < s->c.nlanes; k++)
@@ -46,10 +56,13 @@ int send_steer_allows(struct fqn_send *s, int i)
 void send_steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int resent, int64_t now)
 {
 	struct steer_state *st = s->st;
-	double w = fqn_steer_weight(st->ctl, i);
 	uint32_t len = c->len;
+	double w;
 
 	(void)resent;
+	if (!st->ctl)
+		return;
+	w = fqn_steer_weight(st->ctl, i);
 	st->push_ns[i][s->txq[i]->pushed % FQN_TXQ_MAX] = now;
 	st->vt[i] += len / (w > 0 ? w : 1e-3);
 	st->sent_bytes[i] += len;
@@ -83,12 +96,15 @@ static void steer_trace(struct fqn_send *s, const char *what)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	fprintf(st->trace, "%lld.%09ld %llx %s", (long long)ts.tv_sec, ts.tv_nsec,
 		(unsigned long long)s->c.conn_id, what);
-	for (int i = 0; i < s->c.nlanes; i++) /* path=: the lane's socket now (a move changes it) */
+	for (int i = 0; i < s->c.nlanes; i++) { /* path=: the lane's socket now (a move changes it) */
 		fprintf(st->trace, " lane%d %s w=%.3f sent=%llu delay_us=%lld path=%s>%s%s", i,
 			s->c.lc[i].nic, fqn_steer_weight(st->ctl, i), (unsigned long long)st->sent_bytes[i],
 			(long long)(fqn_steer_delay(st->ctl, i) / 1000),
 			s->c.lanes[i] ? s->c.lanes[i]->local : "-", s->c.lanes[i] ? s->c.lanes[i]->peer : "-",
 			fqn_steer_congested(st->ctl, i) ? " congested" : "");
+		if (st->pace) /* rate=0: unpaced */
+			fprintf(st->trace, " rate_mbps=%.1f", (double)st->rate_set[i] * 8 / 1e6);
+	}
 	fputc('\n', st->trace);
 	fflush(st->trace);
 }
@@ -125,14 +141,111 @@ static int steer_others_up(const struct fqn_send *s, int i)
 	return 0;
 }
 
-/* Every FQN_STEER_UPDATE_MS: feed the controller, move a lane if due.
- * Never the last UP lane: a lane being moved takes no new chunks, and a
- * moved-out last lane would leave the connection with none (a lone lane
- * carrying a failed lane's share looks congested, which is no reason). */
+/* Lane i's steering sample for this update (its ack latencies, and the
+ * TCP_INFO the tick read: info NULL when it could not); 1 if it carried
+ * traffic. */
+static int steer_observe(struct fqn_send *s, int i, const struct fqn_lane_info *info, int64_t now)
+{
+	struct steer_state *st = s->st;
+	struct fqn_steer_sample smp = {0};
+
+	smp.samples = st->lat[i].count;
+	smp.p50_ns = fqn_hist_quantile(&st->lat[i], 0.5);
+	smp.p99_ns = fqn_hist_quantile(&st->lat[i], 0.99);
+	smp.bytes = st->acked_bytes[i];
+	if (s->txq[i]->count) {
+		/* a lane whose acks stopped must look slow at once, not
+		 * unfed: its oldest unacked chunk's lag so far is a floor */
+		const struct fqn_txq *q = s->txq[i];
+		int64_t age = now - st->push_ns[i][(q->pushed - q->count) % FQN_TXQ_MAX];
+
+		if (!smp.samples || age > smp.p99_ns) {
+			smp.p99_ns = age;
+			smp.p50_ns = smp.samples ? smp.p50_ns : age;
+			smp.samples += !smp.samples;
+		}
+	}
+	if (info) {
+		smp.rtt_us = info->rtt_us;
+		smp.retrans_delta = info->retrans - st->retrans[i];
+		smp.ce_delta = info->delivered_ce - st->ce[i];
+		st->retrans[i] = info->retrans;
+		st->ce[i] = info->delivered_ce;
+	}
+	fqn_steer_observe(st->ctl, i, &smp);
+	fqn_hist_reset(&st->lat[i]);
+	st->acked_bytes[i] = 0;
+	return smp.samples != 0;
+}
+
+/* Lane i's pacing sample: its RTTs and the bytes its transport got acked
+ * since the last update. */
+static void pace_observe(struct fqn_send *s, int i, const struct fqn_lane_info *info)
+{
+	struct steer_state *st = s->st;
+	struct fqn_pace_sample smp = {.rtt_us = info->rtt_us, .min_rtt_us = info->min_rtt_us};
+
+	smp.bytes = info->bytes_acked >= st->tx_acked[i] ? info->bytes_acked - st->tx_acked[i] : 0;
+	st->tx_acked[i] = info->bytes_acked;
+	fqn_pace_observe(st->pace, i, &smp);
+}
+
+/* A change of a lane's rate worth a log line: paced or unpaced, or by
+ * half or more; at most one a second per lane. */
+#define PACE_LOG_RATIO 1.5
+#define PACE_LOG_NS 1000000000LL
+
+/* Apply the pacing controller's rates to the up lanes' transports (only
+ * those that changed: a setsockopt per lane per change, off the chunk
+ * path) and log the material changes. */
+static void pace_apply(struct fqn_send *s, int64_t now)
+{
+	struct steer_state *st = s->st;
+
+	for (int i = 0; i < s->c.nlanes; i++) {
+		struct fqn_lane *l = s->c.lanes[i];
+		uint64_t r = (uint64_t)fqn_pace_rate(st->pace, i), was = st->rate_logged[i];
+		int rc;
+
+		if (s->c.lc[i].fsm.state != FQN_LANE_UP || !l || r == st->rate_set[i] || !l->ops->set_rate)
+			continue;
+		rc = l->ops->set_rate(l, r);
+		if (rc < 0) {
+			if (!st->rate_err)
+				FQN_WARN("connection %llx lane %d (%s): cannot pace it: %s; it runs unpaced",
+					 (unsigned long long)s->c.conn_id, i, s->c.lc[i].nic, strerror(-rc));
+			st->rate_err = 1;
+			continue;
+		}
+		st->rate_set[i] = r;
+		if (now - st->logged_ns[i] < PACE_LOG_NS ||
+		    (!r == !was && (r ? (double)r / (double)was : 1) < PACE_LOG_RATIO &&
+		     (r ? (double)was / (double)r : 1) < PACE_LOG_RATIO))
+			continue;
+		st->rate_logged[i] = r;
+		st->logged_ns[i] = now;
+		if (r)
+			FQN_INFO("connection %llx lane %d (%s %s -> %s): paced at %.1f Mbit/s (queueing delay "
+				 "%.2f ms, target %.2f ms)",
+				 (unsigned long long)s->c.conn_id, i, s->c.lc[i].nic, s->c.lc[i].local,
+				 s->c.lc[i].peer, (double)r * 8 / 1e6, (double)fqn_pace_delay(st->pace, i) / 1e6,
+				 s->c.ctx->cfg.pace_target_us / 1e3);
+		else
+			FQN_INFO("connection %llx lane %d (%s %s -> %s): unpaced (the queue stayed low)",
+				 (unsigned long long)s->c.conn_id, i, s->c.lc[i].nic, s->c.lc[i].local,
+				 s->c.lc[i].peer);
+	}
+}
+
+/* Every FQN_STEER_UPDATE_MS: read each up lane's TCP_INFO once, feed the
+ * controllers, pace, move a lane if due. Never the last UP lane: a lane
+ * being moved takes no new chunks, and a moved-out last lane would leave
+ * the connection with none (a lone lane carrying a failed lane's share
+ * looks congested, which is no reason). */
 void send_steer_tick(struct fqn_send *s, int64_t now)
 {
 	struct steer_state *st = s->st;
-	int changed, advised = -1, pick, trial = fqn_steer_trial_lane(st->ctl), traffic = 0;
+	int changed, advised = -1, pick, trial, traffic = 0;
 	uint32_t gen = 0;
 
 	if (st->move >= 0 && !steer_others_up(s, st->move))
@@ -152,41 +265,25 @@ void send_steer_tick(struct fqn_send *s, int64_t now)
 		for (int i = s->c.nlanes - 1; i >= 0; i--)
 			st->vt[i] -= st->vt[0];
 	for (int i = 0; i < s->c.nlanes; i++) {
-		struct fqn_steer_sample smp = {0};
 		struct fqn_lane_info info;
+		int have;
 
 		if (s->c.lc[i].fsm.state != FQN_LANE_UP)
 			continue;
-		smp.samples = st->lat[i].count;
-		smp.p50_ns = fqn_hist_quantile(&st->lat[i], 0.5);
-		smp.p99_ns = fqn_hist_quantile(&st->lat[i], 0.99);
-		smp.bytes = st->acked_bytes[i];
-		if (s->txq[i]->count) {
-			/* a lane whose acks stopped must look slow at once, not
-			 * unfed: its oldest unacked chunk's lag so far is a floor */
-			const struct fqn_txq *q = s->txq[i];
-			int64_t age = now - st->push_ns[i][(q->pushed - q->count) % FQN_TXQ_MAX];
-
-			if (!smp.samples || age > smp.p99_ns) {
-				smp.p99_ns = age;
-				smp.p50_ns = smp.samples ? smp.p50_ns : age;
-				smp.samples += !smp.samples;
-			}
-		}
-		traffic |= smp.samples != 0;
-		if (s->c.lanes[i]->ops->info(s->c.lanes[i], &info) == 0) {
-			smp.rtt_us = info.rtt_us;
-			smp.retrans_delta = info.retrans - st->retrans[i];
-			smp.ce_delta = info.delivered_ce - st->ce[i];
-			st->retrans[i] = info.retrans;
-			st->ce[i] = info.delivered_ce;
-		}
-		fqn_steer_observe(st->ctl, i, &smp);
-		fqn_hist_reset(&st->lat[i]);
-		st->acked_bytes[i] = 0;
+		have = s->c.lanes[i]->ops->info(s->c.lanes[i], &info) == 0;
+		if (st->pace && have)
+			pace_observe(s, i, &info);
+		if (!st->ctl)
+			continue;
+		traffic |= steer_observe(s, i, have ? &info : NULL, now);
 		if (advised < 0 && steer_advised(s, i, &gen))
 			advised = i;
 	}
+	if (st->pace && fqn_pace_update(st->pace, now))
+		pace_apply(s, now);
+	if (!st->ctl)
+		return;
+	trial = fqn_steer_trial_lane(st->ctl);
 	changed = fqn_steer_update(st->ctl, now);
 	if (traffic)
 		steer_trace(s, changed ? "change" : "tick");
@@ -217,30 +314,40 @@ void send_steer_tick(struct fqn_send *s, int64_t now)
 	}
 }
 
-int send_steer_enable(struct fqn_send *s, int64_t now)
+int send_steer_enable(struct fqn_send *s, int steer, int pace, int64_t now)
 {
 	struct fqn_steer_params p;
+	struct fqn_pace_params pp;
 	struct steer_state *st = calloc(1, sizeof(*st));
 	const struct fqn_config *cfg = &s->c.ctx->cfg;
 	const char *job = *cfg->job_id ? cfg->job_id : getenv("SLURM_JOB_ID");
-	int rc;
+	int rc = 0;
 
 	if (!st)
 		return -ENOMEM;
-	fqn_steer_params_default(&p);
-	rc = fqn_steer_create(s->c.nlanes, &p, now, &st->ctl);
-	if (rc < 0) {
-		free(st);
-		return rc;
-	}
 	st->move = -1;
+	s->st = st;
+	if (pace) {
+		fqn_pace_params_default(&pp);
+		pp.target_ns = (int64_t)cfg->pace_target_us * 1000;
+		if ((rc = fqn_pace_create(s->c.nlanes, &pp, now, &st->pace)) < 0)
+			goto fail;
+	}
+	if (!steer)
+		return 0;
+	fqn_steer_params_default(&p);
+	if ((rc = fqn_steer_create(s->c.nlanes, &p, now, &st->ctl)) < 0)
+		goto fail;
 	st->job = job ? (uint32_t)strtoul(job, NULL, 10) : 0;
 	if (*cfg->steer_trace && !(st->trace = fopen(cfg->steer_trace, "ae")))
 		FQN_WARN("FABRICIQ_STEER_TRACE=%s: %s; no trace", cfg->steer_trace, strerror(errno));
 	for (int i = 0; i < s->c.nlanes; i++)
 		fqn_hist_reset(&st->lat[i]);
-	s->st = st;
 	return 0;
+fail:
+	send_steer_free(s);
+	s->st = NULL;
+	return rc;
 }
 
 void send_steer_free(struct fqn_send *s)
@@ -249,6 +356,9 @@ void send_steer_free(struct fqn_send *s)
 		return;
 	if (s->st->trace)
 		fclose(s->st->trace);
-	fqn_steer_destroy(s->st->ctl);
+	if (s->st->ctl)
+		fqn_steer_destroy(s->st->ctl);
+	if (s->st->pace)
+		fqn_pace_destroy(s->st->pace);
 	free(s->st);
 }

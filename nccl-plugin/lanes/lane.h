@@ -64,6 +64,8 @@ struct fqn_lane_info {
 	int have_delivered_ce;
 	uint32_t idle_rx_ms; /* since the transport last heard anything from the peer */
 	uint32_t unacked;    /* transport-level segments in flight (not yet acknowledged) */
+	uint64_t bytes_acked; /* payload bytes the peer acknowledged, total (TCP: tcpi_bytes_acked); 0: unknown */
+	uint64_t pacing_rate; /* the transport's rate cap now, bytes/s (TCP: tcpi_max_pacing_rate); 0: none */
 	/* an IB lane's RC QP numbers, once connected: this end's and the
 	 * peer's (the agent checks them against the kernel's RDMA resource
 	 * table); 0 on a TCP lane */
@@ -100,6 +102,11 @@ struct fqn_lane_ops {
 	 * carries) of the lane's packets from now on: IP_TOS or IPV6_TCLASS
 	 * on a TCP lane, the GRH traffic class on an IB lane. 0 or an errno. */
 	int (*set_tclass)(struct fqn_lane *l, int tclass);
+	/* Optional (NULL: the lane cannot be paced). Cap the lane's sending
+	 * rate at bytes_per_s from now on (0: no cap): SO_MAX_PACING_RATE on
+	 * a TCP lane (the kernel's own TCP pacing, no fq qdisc needed). 0 or
+	 * an errno. Called from the periodic update, not per chunk. */
+	int (*set_rate)(struct fqn_lane *l, uint64_t bytes_per_s);
 	void (*destroy)(struct fqn_lane *l);
 };
 

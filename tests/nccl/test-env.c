@@ -103,6 +103,21 @@ int main(void)
 	ok(load(&c, err, (const char *const[]){"FABRICIQ_TRANSPORT", "udp", NULL}) == -EINVAL &&
 	       strcmp(err, "FABRICIQ_TRANSPORT='udp': must be tcp, ib or auto") == 0,
 	   "%s", err);
+	ok(load(&c, err, (const char *const[]){NULL}) == 0 && !c.pace && c.pace_target_us == 2000,
+	   "pacing off by default, target 2000 us");
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_PACE", "delay", "FABRICIQ_MODE", "control",
+						"FABRICIQ_PACE_TARGET_US", "500", NULL}) == 0 &&
+	       c.pace && c.pace_target_us == 500,
+	   "FABRICIQ_PACE=delay in control mode, target 500 us");
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_PACE", "delay", NULL}) == -EINVAL &&
+	       strstr(err, "needs FABRICIQ_MODE=control"),
+	   "FABRICIQ_PACE=delay in monitor mode refused: %s", err);
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_PACE", "swift", "FABRICIQ_MODE", "control", NULL}) ==
+		   -EINVAL &&
+	       strcmp(err, "FABRICIQ_PACE='swift': must be off or delay") == 0,
+	   "%s", err);
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_PACE_TARGET_US", "50", NULL}) == -EINVAL,
+	   "a target under 100 us refused: %s", err);
 	ok(load(&c, err, (const char *const[]){"FABRICIQ_LANES", "010", NULL}) == 0 && c.lanes == 10,
 	   "integers are decimal (010 is 10)");
 	return done_testing();

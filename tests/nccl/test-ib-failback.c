@@ -238,7 +238,7 @@ static void f_destroy(void *io)
 }
 
 static const struct fqib_io_ops fake_ops = {f_reg,       f_local, f_connect, f_post_recv,
-					    f_post_send, f_poll,  f_destroy};
+					    f_post_send, f_poll,  f_destroy, NULL};
 
 static int fake_factory(int nic, const struct fqib_io_ops **ops, void **io)
 {

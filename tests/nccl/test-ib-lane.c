@@ -26,6 +26,8 @@ struct pend {
  * and sends waiting for a receive buffer (what RNR retry does). */
 struct fake {
 	struct fake *peer;
+	uint32_t kbps; /* the last rate cap asked (rate) */
+	int rates;
 	struct {
 		uint64_t wr_id;
 		void *buf;
@@ -183,8 +185,17 @@ static void f_destroy(void *io)
 	free(f);
 }
 
-static const struct fqib_io_ops fake_ops = {f_reg,       f_local, f_connect, f_post_recv,
-					    f_post_send, f_poll,  f_destroy};
+static int f_rate(void *io, uint32_t kbps)
+{
+	struct fake *f = io;
+
+	f->kbps = kbps;
+	f->rates++;
+	return 0;
+}
+
+static const struct fqib_io_ops fake_ops = {f_reg,  f_local, f_connect, f_post_recv, f_post_send,
+					    f_poll, f_destroy, f_rate};
 
 static void pair(struct fake **a, struct fake **b, int gid_b)
 {
@@ -493,6 +504,21 @@ static void test_side_channel(void)
 	close(sp[1]);
 }
 
+/* Pacing: the lane's set_rate reaches the QP's rate limit, in kbps. */
+static void test_rate(void)
+{
+	struct fqn_lane *s, *r;
+	struct fake *fs, *fr;
+
+	if (!ok(lanes(&s, &r, &fs, &fr, FQIB_GID_ROCE_V2) == 0, "rate: lanes connected"))
+		return;
+	ok(s->ops->set_rate && s->ops->set_rate(s, 25000000) == 0 && fs->kbps == 200000,
+	   "25 MB/s is a 200000 kbps QP rate limit");
+	ok(s->ops->set_rate(s, 0) == 0 && fs->kbps == 0 && fs->rates == 2, "0: the limit lifted");
+	s->ops->destroy(s);
+	r->ops->destroy(r);
+}
+
 int main(void)
 {
 	struct fqib_clock_ref ref = {.cycles = 1000, .raw_ns = 5000000000LL, .khz = 156250};
@@ -507,5 +533,6 @@ int main(void)
 	test_data();
 	test_errors();
 	test_side_channel();
+	test_rate();
 	return done_testing();
 }

@@ -443,8 +443,20 @@ static void vio_destroy(void *io)
 	free(v);
 }
 
+/* IBV_QP_RATE_LIMIT on the RTS QP: RTS -> RTS with the new limit. */
+static int vio_rate(void *io, uint32_t kbps)
+{
+	struct fqib_vio *v = io;
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.rate_limit = kbps;
+	return -fqib_v.modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT);
+}
+
 static const struct fqib_io_ops fqib_vio_ops = {vio_reg,       vio_local, vio_connect, vio_post_recv,
-						vio_post_send, vio_poll,  vio_destroy};
+						vio_post_send, vio_poll,  vio_destroy, vio_rate};
 
 static int vio_create(int nic, struct fqib_vio **out)
 {

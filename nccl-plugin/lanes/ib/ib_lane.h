@@ -95,6 +95,11 @@ struct fqib_io_ops {
 	/* Up to max completions: their number, or a negative errno. */
 	int (*poll)(void *io, struct fqib_wc *wc, int max);
 	void (*destroy)(void *io);
+	/* Optional (NULL: none). Cap the connected QP's sending rate at kbps
+	 * (0: no cap): the NIC's own pacing, for a fabric whose NIC runs no
+	 * congestion control of its own. 0, or a negative errno (a device
+	 * without packet pacing refuses). */
+	int (*rate)(void *io, uint32_t kbps);
 };
 
 /* Receive slots per lane (each FQN_CHUNK_HDR_SIZE + chunk size bytes). */

@@ -566,6 +566,17 @@ static int ib_info(struct fqn_lane *l, struct fqn_lane_info *out)
 	return 0;
 }
 
+/* The QP's rate cap, if the device paces (kbps, the verbs unit). */
+static int ib_set_rate(struct fqn_lane *l, uint64_t bytes_per_s)
+{
+	struct fqn_lane_ib *b = IB(l);
+	uint64_t kbps = bytes_per_s ? (bytes_per_s * 8 + 999) / 1000 : 0;
+
+	if (!b->ops->rate)
+		return -EOPNOTSUPP;
+	return b->ops->rate(b->io, kbps > UINT32_MAX ? UINT32_MAX : (uint32_t)kbps);
+}
+
 static void ib_destroy(struct fqn_lane *l)
 {
 	struct fqn_lane_ib *b = IB(l);
@@ -591,6 +602,7 @@ static const struct fqn_lane_ops fqn_lane_ib_ops = {
     .rx_ctrl = ib_rx_ctrl,
     .info = ib_info,
     .rx_stamp = fqn_lane_ib_rx_stamp,
+    .set_rate = ib_set_rate,
     .destroy = ib_destroy,
 };
 

@@ -329,7 +329,19 @@ static int tcp_info(struct fqn_lane *l, struct fqn_lane_info *out)
 	out->idle_rx_ms =
 	    ti.tcpi_last_ack_recv < ti.tcpi_last_data_recv ? ti.tcpi_last_ack_recv : ti.tcpi_last_data_recv;
 	out->unacked = ti.tcpi_unacked;
+	out->bytes_acked = ti.tcpi_bytes_acked;
+	out->pacing_rate = ti.tcpi_max_pacing_rate == ~0ULL ? 0 : ti.tcpi_max_pacing_rate;
 	return 0;
+}
+
+/* The kernel paces a TCP socket itself (since 4.13; no fq qdisc needed):
+ * SO_MAX_PACING_RATE caps sk_pacing_rate; ~0 is no cap. 64 bits: a cap
+ * above 4 GB/s fits. */
+static int tcp_set_rate(struct fqn_lane *l, uint64_t bytes_per_s)
+{
+	uint64_t v = bytes_per_s ? bytes_per_s : ~0ULL;
+
+	return setsockopt(TCP(l)->fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, sizeof(v)) < 0 ? -errno : 0;
 }
 
 static int tcp_set_tclass(struct fqn_lane *l, int tclass)
@@ -368,6 +380,7 @@ static const struct fqn_lane_ops fqn_lane_tcp_ops = {
     .rx_ctrl = tcp_rx_ctrl,
     .info = tcp_info,
     .set_tclass = tcp_set_tclass,
+    .set_rate = tcp_set_rate,
     .destroy = tcp_destroy,
 };
 

@@ -1,0 +1,148 @@
+/* pace: per-lane rates from the queueing delay (see pace.h). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "nccl-plugin/control/pace.h"
+
+/* Multiplicative increase only after this many updates in a row with the
+ * queue at most target/2 (150 ms): one low reading is most often the queue
+ * just drained by a cut with the link still full, where growing every lane
+ * by mi at once would overshoot the target by mi x update at the next (the
+ * fluid model of test-pace swung 0..15 ms without it); a queue that stays
+ * low is a path with room. */
+#define MI_AFTER 3
+
+struct pace_lane {
+	double rate;    /* bytes/s; 0: unpaced */
+	int fresh;      /* an observation with traffic and an RTT since the last update */
+	double q;       /* its queueing delay, ns */
+	double bytes;   /* and the bytes acked in its interval */
+	int64_t last_q; /* the last queueing delay seen, for telemetry */
+	int low;        /* updates in a row with the queue at most target/2 */
+};
+
+struct fqn_pace {
+	struct fqn_pace_params p;
+	int n;
+	struct pace_lane l[FQN_MAX_LANES];
+	int64_t last_update;
+};
+
+void fqn_pace_params_default(struct fqn_pace_params *p)
+{
+	p->update_ns = (int64_t)FQN_PACE_UPDATE_MS * 1000000;
+	p->target_ns = (int64_t)FQN_PACE_TARGET_US * 1000;
+	p->gain = 0.5;
+	p->max_cut = 0.5;
+	p->ai = 0.125e6;
+	p->mi = 0.1;
+	p->floor = 1.25e6;
+	p->ceiling = 50e9;
+}
+
+static int params_ok(const struct fqn_pace_params *p)
+{
+	return p->update_ns > 0 && p->target_ns > 0 && p->gain > 0 && p->gain <= 1 && p->max_cut > 0 &&
+	       p->max_cut <= 1 && p->ai > 0 && p->mi >= 0 && p->floor > 0 && p->ceiling > p->floor;
+}
+
+int fqn_pace_create(int nlanes, const struct fqn_pace_params *p, int64_t now, struct fqn_pace **out)
+{
+	struct fqn_pace *s;
+
+	if (nlanes < 1 || nlanes > FQN_MAX_LANES || !params_ok(p))
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->p = *p;
+	s->n = nlanes;
+	s->last_update = now;
+	*out = s;
+	return 0;
+}
+
+void fqn_pace_destroy(struct fqn_pace *s)
+{
+	free(s);
+}
+
+void fqn_pace_observe(struct fqn_pace *s, int lane, const struct fqn_pace_sample *smp)
+{
+	struct pace_lane *l;
+
+	if (lane < 0 || lane >= s->n)
+		return;
+	l = &s->l[lane];
+	if (!smp->bytes || !smp->rtt_us || !smp->min_rtt_us)
+		return; /* no traffic: the RTT is stale; no RTT: no signal */
+	l->q = smp->rtt_us > smp->min_rtt_us ? (double)(smp->rtt_us - smp->min_rtt_us) * 1000 : 0;
+	l->last_q = (int64_t)l->q;
+	l->bytes = (double)smp->bytes;
+	l->fresh = 1;
+}
+
+void fqn_pace_reset(struct fqn_pace *s, int lane)
+{
+	if (lane >= 0 && lane < s->n)
+		s->l[lane] = (struct pace_lane){0};
+}
+
+/* Lane l's next rate after an interval of dt ns. */
+static double next_rate(const struct fqn_pace_params *p, const struct pace_lane *l, double dt)
+{
+	double t = (double)p->target_ns, r = l->rate, cut, sent;
+
+	if (l->q > t) {
+		cut = p->gain * (l->q - t) / (double)p->update_ns;
+		if (cut > p->max_cut)
+			cut = p->max_cut;
+		sent = l->bytes * 1e9 / dt;
+		/* a paced lane that sent less than half its rate (between
+		 * messages, or its acks bunched) loses at most max_cut of it */
+		if (r > 0 && sent < r * (1 - p->max_cut))
+			sent = r * (1 - p->max_cut);
+		r = sent * (1 - cut) + p->ai;
+		return r < p->floor ? p->floor : r;
+	}
+	if (r <= 0)
+		return 0; /* unpaced and below the target: nothing to do */
+	if (l->low >= MI_AFTER)
+		r = r * (1 + p->mi) + p->ai;
+	else
+		r += p->ai;
+	return r >= p->ceiling ? 0 : r;
+}
+
+int fqn_pace_update(struct fqn_pace *s, int64_t now)
+{
+	double dt = (double)(now - s->last_update);
+	int changed = 0;
+
+	if (now - s->last_update < s->p.update_ns)
+		return 0;
+	s->last_update = now;
+	for (int i = 0; i < s->n; i++) {
+		struct pace_lane *l = &s->l[i];
+		double r;
+
+		if (!l->fresh)
+			continue;
+		l->fresh = 0;
+		l->low = l->q > (double)s->p.target_ns / 2 ? 0 : l->low + 1;
+		r = next_rate(&s->p, l, dt);
+		changed |= r != l->rate;
+		l->rate = r;
+	}
+	return changed;
+}
+
+double fqn_pace_rate(const struct fqn_pace *s, int lane)
+{
+	return lane >= 0 && lane < s->n ? s->l[lane].rate : 0;
+}
+
+int64_t fqn_pace_delay(const struct fqn_pace *s, int lane)
+{
+	return lane >= 0 && lane < s->n ? s->l[lane].last_q : 0;
+}
