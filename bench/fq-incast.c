@@ -34,9 +34,9 @@
  * every rank shares a few cores, and ranks spinning on test() as NCCL's
  * proxy does (on a core of its own) starve the receiver, whose late reads
  * then delay its TCP acks: a queue in no fabric. */
-#define IDLE_NS 50000
+#define IDLE_NS  50000
 #define MAXRANKS 64
-#define MAGIC 0x66716963ULL /* "fqic" */
+#define MAGIC    0x66716963ULL /* "fqic" */
 
 static void idle(void)
 {
@@ -153,8 +153,8 @@ struct rslot {
 	uint64_t *buf;
 };
 
-static int receiver(struct netdrv *d, void **rcomm, int nranks, size_t size, double t0, double warm, double end,
-		    double deadline)
+static int receiver(struct netdrv *d, void **rcomm, int nranks, size_t size, double t0, double warm,
+		    double end, double deadline)
 {
 	struct rslot sl[MAXRANKS][INFLIGHT];
 	uint64_t next_seq[MAXRANKS] = {0}, bytes[MAXRANKS] = {0}, msgs = 0, bad = 0, total = 0;
@@ -184,7 +184,8 @@ static int receiver(struct netdrv *d, void **rcomm, int nranks, size_t size, dou
 					size_t sz = size;
 					int tag = 0;
 
-					if (netdrv_irecv(d, rcomm[c], 1, &data, &sz, &tag, NULL, &s->req) != ncclSuccess)
+					if (netdrv_irecv(d, rcomm[c], 1, &data, &sz, &tag, NULL, &s->req) !=
+					    ncclSuccess)
 						return -1;
 				}
 			}
@@ -214,7 +215,8 @@ static int receiver(struct netdrv *d, void **rcomm, int nranks, size_t size, dou
 			}
 		}
 		if (now_s() > deadline) {
-			fprintf(stderr, "fq-incast: receiver: %d sender(s) not finished by the deadline\n", open);
+			fprintf(stderr, "fq-incast: receiver: %d sender(s) not finished by the deadline\n",
+				open);
 			return -1;
 		}
 		if (!moved)
@@ -242,8 +244,9 @@ int main(int argc, char **argv)
 	if (argc != 8 || (rank = atoi(argv[2])) < 0 || (nranks = atoi(argv[3])) < 2 || nranks > MAXRANKS ||
 	    rank >= nranks || (secs = atof(argv[5])) <= 0 || (warm = atof(argv[6])) < 0 || warm >= secs ||
 	    (size = strtoull(argv[7], NULL, 10)) < 64 || size % 8) {
-		fprintf(stderr, "usage: fq-incast PLUGIN.so RANK NRANKS HOST:PORT SECONDS WARMUP SIZE\n"
-				"  (2..64 ranks, rank 0 receives; WARMUP < SECONDS; SIZE >= 64, a multiple of 8)\n");
+		fprintf(stderr,
+			"usage: fq-incast PLUGIN.so RANK NRANKS HOST:PORT SECONDS WARMUP SIZE\n"
+			"  (2..64 ranks, rank 0 receives; WARMUP < SECONDS; SIZE >= 64, a multiple of 8)\n");
 		return 2;
 	}
 	if (netdrv_open(argv[1], 0, &d, err, sizeof(err)) < 0) {

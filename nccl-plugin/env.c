@@ -166,7 +166,8 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 		return rc;
 	cfg->pace = k == 1;
 	if (cfg->pace && !cfg->control) {
-		snprintf(err, errlen, "FABRICIQ_PACE=delay needs FABRICIQ_MODE=control (it runs on its update)");
+		snprintf(err, errlen,
+			 "FABRICIQ_PACE=delay needs FABRICIQ_MODE=control (it runs on its update)");
 		return -EINVAL;
 	}
 	if (*cfg->job_id && strspn(cfg->job_id, "0123456789") != strlen(cfg->job_id)) {

@@ -38,7 +38,7 @@ struct steer_state {
 	/* Pacing (FABRICIQ_PACE=delay, pace.h): the same tick samples each up
 	 * lane's TCP_INFO once for both controllers; the rates go to the
 	 * lanes' set_rate (SO_MAX_PACING_RATE) when they change. */
-	struct fqn_pace *pace;          /* NULL: pacing off */
+	struct fqn_pace *pace;            /* NULL: pacing off */
 	uint64_t tx_acked[FQN_MAX_LANES]; /* the transport's bytes_acked at the last tick */
 	uint64_t rate_set[FQN_MAX_LANES]; /* the rate applied, bytes/s; 0: unpaced */
 	uint64_t rate_logged[FQN_MAX_LANES];

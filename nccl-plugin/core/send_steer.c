@@ -193,7 +193,7 @@ static void pace_observe(struct fqn_send *s, int i, const struct fqn_lane_info *
 /* A change of a lane's rate worth a log line: paced or unpaced, or by
  * half or more; at most one a second per lane. */
 #define PACE_LOG_RATIO 1.5
-#define PACE_LOG_NS 1000000000LL
+#define PACE_LOG_NS    1000000000LL
 
 /* Apply the pacing controller's rates to the up lanes' transports (only
  * those that changed: a setsockopt per lane per change, off the chunk
@@ -225,11 +225,12 @@ static void pace_apply(struct fqn_send *s, int64_t now)
 		st->rate_logged[i] = r;
 		st->logged_ns[i] = now;
 		if (r)
-			FQN_INFO("connection %llx lane %d (%s %s -> %s): paced at %.1f Mbit/s (queueing delay "
-				 "%.2f ms, target %.2f ms)",
-				 (unsigned long long)s->c.conn_id, i, s->c.lc[i].nic, s->c.lc[i].local,
-				 s->c.lc[i].peer, (double)r * 8 / 1e6, (double)fqn_pace_delay(st->pace, i) / 1e6,
-				 s->c.ctx->cfg.pace_target_us / 1e3);
+			FQN_INFO(
+			    "connection %llx lane %d (%s %s -> %s): paced at %.1f Mbit/s (queueing delay "
+			    "%.2f ms, target %.2f ms)",
+			    (unsigned long long)s->c.conn_id, i, s->c.lc[i].nic, s->c.lc[i].local,
+			    s->c.lc[i].peer, (double)r * 8 / 1e6, (double)fqn_pace_delay(st->pace, i) / 1e6,
+			    s->c.ctx->cfg.pace_target_us / 1e3);
 		else
 			FQN_INFO("connection %llx lane %d (%s %s -> %s): unpaced (the queue stayed low)",
 				 (unsigned long long)s->c.conn_id, i, s->c.lc[i].nic, s->c.lc[i].local,

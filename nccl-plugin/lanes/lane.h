@@ -64,7 +64,8 @@ struct fqn_lane_info {
 	int have_delivered_ce;
 	uint32_t idle_rx_ms; /* since the transport last heard anything from the peer */
 	uint32_t unacked;    /* transport-level segments in flight (not yet acknowledged) */
-	uint64_t bytes_acked; /* payload bytes the peer acknowledged, total (TCP: tcpi_bytes_acked); 0: unknown */
+	uint64_t
+	    bytes_acked; /* payload bytes the peer acknowledged, total (TCP: tcpi_bytes_acked); 0: unknown */
 	uint64_t pacing_rate; /* the transport's rate cap now, bytes/s (TCP: tcpi_max_pacing_rate); 0: none */
 	/* an IB lane's RC QP numbers, once connected: this end's and the
 	 * peer's (the agent checks them against the kernel's RDMA resource

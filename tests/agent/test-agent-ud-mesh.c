@@ -156,8 +156,8 @@ static struct fake *fake_named(int slot, const char *name, uint16_t lid, uint32_
 
 	if (!f || pipe2(f->pipe, O_NONBLOCK | O_CLOEXEC) < 0)
 		abort();
-	f->base = (struct fq_probe_transport){&fake_ops,    "fake-ud",    FQ_PEER_UD,
-					      FQ_STAMP_NIC, FQ_STAMP_NIC, ""};
+	f->base =
+	    (struct fq_probe_transport){&fake_ops, "fake-ud", FQ_PEER_UD, FQ_STAMP_NIC, FQ_STAMP_NIC, ""};
 	snprintf(f->base.nic, sizeof(f->base.nic), "%s", name);
 	f->me = (struct fq_peer_addr){.kind = FQ_PEER_UD, .lid = lid, .qpn = qpn};
 	f->offset = offset;

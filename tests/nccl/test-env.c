@@ -105,8 +105,9 @@ int main(void)
 	   "%s", err);
 	ok(load(&c, err, (const char *const[]){NULL}) == 0 && !c.pace && c.pace_target_us == 2000,
 	   "pacing off by default, target 2000 us");
-	ok(load(&c, err, (const char *const[]){"FABRICIQ_PACE", "delay", "FABRICIQ_MODE", "control",
-						"FABRICIQ_PACE_TARGET_US", "500", NULL}) == 0 &&
+	ok(load(&c, err,
+		(const char *const[]){"FABRICIQ_PACE", "delay", "FABRICIQ_MODE", "control",
+				      "FABRICIQ_PACE_TARGET_US", "500", NULL}) == 0 &&
 	       c.pace && c.pace_target_us == 500,
 	   "FABRICIQ_PACE=delay in control mode, target 500 us");
 	ok(load(&c, err, (const char *const[]){"FABRICIQ_PACE", "delay", NULL}) == -EINVAL &&

@@ -194,8 +194,8 @@ static int f_rate(void *io, uint32_t kbps)
 	return 0;
 }
 
-static const struct fqib_io_ops fake_ops = {f_reg,  f_local, f_connect, f_post_recv, f_post_send,
-					    f_poll, f_destroy, f_rate};
+static const struct fqib_io_ops fake_ops = {f_reg,       f_local, f_connect, f_post_recv,
+					    f_post_send, f_poll,  f_destroy, f_rate};
 
 static void pair(struct fake **a, struct fake **b, int gid_b)
 {

@@ -11,7 +11,7 @@
 #include "nccl-plugin/control/pace.h"
 #include "tests/unit/tap.h"
 
-#define MS(x) ((int64_t)(x)*1000000)
+#define MS(x)   ((int64_t)(x)*1000000)
 #define STEP_NS MS(1)
 
 /* Default params with bad value k (0..10) set; its name in *what. */
@@ -19,17 +19,50 @@ static void bad_params(struct fqn_pace_params *p, int k, const char **what)
 {
 	fqn_pace_params_default(p);
 	switch (k) {
-	case 0: p->update_ns = 0; *what = "update 0"; break;
-	case 1: p->target_ns = 0; *what = "target 0"; break;
-	case 2: p->target_ns = -5; *what = "target < 0"; break;
-	case 3: p->gain = 0; *what = "gain 0"; break;
-	case 4: p->gain = 1.5; *what = "gain > 1"; break;
-	case 5: p->max_cut = 0; *what = "max_cut 0"; break;
-	case 6: p->max_cut = 2; *what = "max_cut > 1"; break;
-	case 7: p->ai = 0; *what = "ai 0"; break;
-	case 8: p->mi = -0.1; *what = "mi < 0"; break;
-	case 9: p->floor = 0; *what = "floor 0"; break;
-	default: p->ceiling = p->floor; *what = "ceiling at the floor"; break;
+	case 0:
+		p->update_ns = 0;
+		*what = "update 0";
+		break;
+	case 1:
+		p->target_ns = 0;
+		*what = "target 0";
+		break;
+	case 2:
+		p->target_ns = -5;
+		*what = "target < 0";
+		break;
+	case 3:
+		p->gain = 0;
+		*what = "gain 0";
+		break;
+	case 4:
+		p->gain = 1.5;
+		*what = "gain > 1";
+		break;
+	case 5:
+		p->max_cut = 0;
+		*what = "max_cut 0";
+		break;
+	case 6:
+		p->max_cut = 2;
+		*what = "max_cut > 1";
+		break;
+	case 7:
+		p->ai = 0;
+		*what = "ai 0";
+		break;
+	case 8:
+		p->mi = -0.1;
+		*what = "mi < 0";
+		break;
+	case 9:
+		p->floor = 0;
+		*what = "floor 0";
+		break;
+	default:
+		p->ceiling = p->floor;
+		*what = "ceiling at the floor";
+		break;
 	}
 }
 
@@ -78,8 +111,8 @@ static void test_rules(void)
 	ok(step1(s, &now, 100 + 4000, 500000) == 1, "above the target: paced");
 	r = fqn_pace_rate(s, 0);
 	/* cut = 0.5 x 2 ms / 50 ms = 2 %, from what it delivered, plus ai */
-	ok(fabs(r - (10e6 * 0.98 + p.ai)) < 1e3, "the cut is in proportion to the excess (%.0f B/s, want %.0f)",
-	   r, 10e6 * 0.98 + p.ai);
+	ok(fabs(r - (10e6 * 0.98 + p.ai)) < 1e3,
+	   "the cut is in proportion to the excess (%.0f B/s, want %.0f)", r, 10e6 * 0.98 + p.ai);
 	for (k = 0; k < 10; k++) {
 		step1(s, &now, 100 + 100000, 500000);
 		bounded &= fabs(fqn_pace_rate(s, 0) - (10e6 * (1 - p.max_cut) + p.ai)) < 1e3;
@@ -97,10 +130,12 @@ static void test_rules(void)
 	step1(s, &now, 100 + 200, 50000000);
 	r = fqn_pace_rate(s, 0);
 	step1(s, &now, 100 + 200, 50000000);
-	ok(fabs(fqn_pace_rate(s, 0) - (r * (1 + p.mi) + p.ai)) < 1, "a queue low 3 updates in a row: multiplicative");
+	ok(fabs(fqn_pace_rate(s, 0) - (r * (1 + p.mi) + p.ai)) < 1,
+	   "a queue low 3 updates in a row: multiplicative");
 	for (k = 0; k < 200 && fqn_pace_rate(s, 0) > 0; k++)
 		step1(s, &now, 100, 50000000);
-	ok(fqn_pace_rate(s, 0) == 0, "an empty queue releases it at the ceiling (%d updates from the floor)", k);
+	ok(fqn_pace_rate(s, 0) == 0, "an empty queue releases it at the ceiling (%d updates from the floor)",
+	   k);
 	ok(k <= 120, "from the floor to unpaced (50 GB/s) in %d updates <= 120 (6 s)", k);
 	step1(s, &now, 100 + 4000, 500000);
 	ok(fqn_pace_rate(s, 0) > 0, "paced again");
@@ -249,9 +284,10 @@ static void test_bottleneck(void)
 	p99 = quantile(&m, 0.99);
 	p50 = quantile(&m, 0.5);
 	util = m.served / (m.cap * 2.0);
-	ok(p50 >= 2e-3 && p50 < eq + 1e-3, "converges: queue p50 %.2f ms (target 2 ms, settles at %.2f)", p50 * 1e3,
-	   eq * 1e3);
-	ok(p99 < eq + 2e-3, "queue p99 %.2f ms < %.2f ms (unpaced: the 100 ms bound)", p99 * 1e3, (eq + 2e-3) * 1e3);
+	ok(p50 >= 2e-3 && p50 < eq + 1e-3, "converges: queue p50 %.2f ms (target 2 ms, settles at %.2f)",
+	   p50 * 1e3, eq * 1e3);
+	ok(p99 < eq + 2e-3, "queue p99 %.2f ms < %.2f ms (unpaced: the 100 ms bound)", p99 * 1e3,
+	   (eq + 2e-3) * 1e3);
 	ok(util >= 0.97, "the link stays busy: %.3f of capacity", util);
 	ok(jain(m.rates, 4) > 0.99, "4 equal lanes share evenly (Jain %.4f)", jain(m.rates, 4));
 	/* no oscillation beyond a bound: over a further 2 s, the delay's range */
@@ -326,7 +362,8 @@ static void test_reaction(void)
 		if (m.q / m.cap < settles(&p, 4, m.cap) + 2e-3)
 			break;
 	}
-	ok(t <= MS(1000), "a full 100 ms queue is under 8 ms after %lld ms (<= 1000)", (long long)(t / 1000000));
+	ok(t <= MS(1000), "a full 100 ms queue is under 8 ms after %lld ms (<= 1000)",
+	   (long long)(t / 1000000));
 	fqn_pace_destroy(m.pace);
 }
 

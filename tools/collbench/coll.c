@@ -14,7 +14,8 @@ struct mesh {
 	double timeout_s;
 	void **send; /* [peer] */
 	void **recv;
-	void **listen; /* [peer]: open until mesh_close, so a harness can tell accepted lanes from dialed ones */
+	void **
+	    listen; /* [peer]: open until mesh_close, so a harness can tell accepted lanes from dialed ones */
 	const struct coll_hooks *hooks;
 	char err[256];
 };

@@ -38,11 +38,11 @@ struct opts {
 	int dev, abi;
 	int json, check;
 	double timeout_s;
-	int timeline_ms;      /* 0: off */
+	int timeline_ms;        /* 0: off */
 	const char *start_file; /* wait for it after connecting (NULL: start at once) */
-	const char *profiler; /* a profiler plugin to drive beside the net plugin */
-	int profiler_abi;     /* 0: the newest it exports */
-	int profiler_net;     /* enum profdrv_net */
+	const char *profiler;   /* a profiler plugin to drive beside the net plugin */
+	int profiler_abi;       /* 0: the newest it exports */
+	int profiler_net;       /* enum profdrv_net */
 };
 
 /* The profiler runtime, when --profiler is given (one per process). */
