@@ -121,7 +121,10 @@ static int cmd_hold(const char *host, const char *offset)
 		prctl(PR_SET_NAME, "tb-host-hold");
 		if (write(pfd[1], "r", 1) != 1)
 			_exit(1);
-		close(pfd[1]);
+		/* it outlives the command that made it: hold nothing else it
+		 * was handed (a caller's `flock` lock would be held until the
+		 * cluster is torn down) */
+		close_range(3, ~0U, 0);
 		for (;;)
 			pause();
 	}
