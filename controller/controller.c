@@ -125,7 +125,7 @@ static const struct fq_cfg_option ctl_options[] = {
 	"slow_sender/receiver: this share of a NIC's paths elevated ..."),
     OPT("slow_nic_min_paths", FQ_CFG_UINT, slow_nic_min_paths, "3", 1, 1e6, "... out of at least this many"),
     OPT("peer_slow_factor", FQ_CFG_DOUBLE, peer_slow_factor, "4", 1.5, 1e6,
-	"peer_slow (NCCL profiler): a rank's transfers to a peer below the step's median rate / this ..."),
+	"peer_slow (NCCL profiler): a rank's transfers to a peer below other ranks' median rate / this ..."),
     OPT("peer_slow_persist", FQ_CFG_UINT, peer_slow_persist, "3", 1, 1000,
 	"... in this many of its report intervals in a row"),
     OPT("peer_slow_min_bytes", FQ_CFG_SIZE, peer_slow_min_bytes, "1MiB", 1, 1e15,

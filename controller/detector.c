@@ -45,7 +45,7 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 	    .advice_lifetime_ns = 30000000000LL,
 	    .peer_slow_factor = 4.0,
 	    .peer_slow_persist = 3,
-	    .peer_slow_min_peers = 3,
+	    .peer_slow_min_ref = 2,
 	    .peer_slow_min_bytes = 1u << 20,
 	    .peer_slow_min_transfer = 64u << 10,
 	    .max_paths = 262144,

@@ -94,10 +94,11 @@ struct fq_detector_config {
 	bool collision_advice;           /* evaluate the collision rule each tick (false; the daemon:
 					  * controller.collision_advice, default yes) */
 	/* peer_slow, from the NCCL profiler's transfers (detector_prof.h) */
-	double peer_slow_factor;         /* a rank's transfers to a peer below the step's median
-					  * rate / this (4) ... */
-	unsigned peer_slow_persist;      /* ... in this many of its intervals in a row (3) */
-	unsigned peer_slow_min_peers;    /* ... among at least this many judged channels (3; >= 3) */
+	double peer_slow_factor;         /* a rank's transfers to a peer below the median rate of
+					  * other ranks' to other peers / this (4) ... */
+	unsigned peer_slow_persist;      /* ... in this many of its intervals in a row, none
+					  * between them above that median / sqrt(factor) (3) */
+	unsigned peer_slow_min_ref;      /* ... among at least this many such channels (2; >= 2) */
 	uint64_t peer_slow_min_bytes;    /* a channel moving less in an interval is not judged (1 MiB) */
 	uint64_t peer_slow_min_transfer; /* ... nor one whose mean transfer is smaller (64 KiB) */
 	/* Memory bounds: past them the least recently seen eighth is dropped. */

@@ -238,8 +238,8 @@ static void qps_json(const struct pstep_ent *s, const struct pchan *c, char *buf
 		snprintf(buf + off, len - off, "]");
 }
 
-static void raise_peer_slow(struct fq_detector *d, struct pstep_ent *s, const struct pchan *c, int64_t rate,
-			    int64_t median, size_t judged)
+static void raise_peer_slow(struct fq_detector *d, struct pstep_ent *s, const struct pchan *c,
+			    const struct fq_peer_judgement *j)
 {
 	char summary[384], evidence[1024], qps[512];
 	const char *peer_node = rank_node(s, c->peer);
@@ -253,10 +253,10 @@ static void raise_peer_slow(struct fq_detector *d, struct pstep_ent *s, const st
 	qps_json(s, c, qps, sizeof(qps));
 	snprintf(summary, sizeof(summary),
 		 "rank %u (%s) -> rank %u (%s) of job %" PRIu64 ".%" PRIu64
-		 ": transfers at %.3f GB/s vs the step's median %.3f GB/s, %u intervals in a row: "
-		 "a slow peer or a slow path to it",
-		 c->rank, a.node, c->peer, peer_node ? peer_node : "?", s->k.job, s->k.step, gbs(rate),
-		 gbs(median), c->runs);
+		 ": transfers at %.3f GB/s vs the step's median %.3f GB/s (other ranks' to other peers), "
+		 "%u intervals in a row: a slow peer or a slow path to it",
+		 c->rank, a.node, c->peer, peer_node ? peer_node : "?", s->k.job, s->k.step, gbs(j->rate_bps),
+		 gbs(j->ref_bps), c->runs);
 	snprintf(evidence, sizeof(evidence),
 		 "{\"job_id\":%" PRIu64 ",\"step_id\":%" PRIu64
 		 ",\"rank\":%u,\"peer\":%u,\"comm\":\"%016" PRIx64 "\",\"bytes\":%" PRIu64
@@ -264,8 +264,8 @@ static void raise_peer_slow(struct fq_detector *d, struct pstep_ent *s, const st
 		 ",\"gbs\":%.4f,\"step_median_gbs\":%.4f,\"channels\":%zu,\"intervals\":%u,\"factor\":%.2f,"
 		 "\"qps\":%s}",
 		 s->k.job, s->k.step, c->rank, c->peer, c->comm, c->x.bytes, c->x.count,
-		 c->x.count && c->x.count <= INT64_MAX ? c->x.busy_ns / (int64_t)c->x.count : 0, gbs(rate),
-		 gbs(median), judged, c->runs, d->c.peer_slow_factor, qps);
+		 c->x.count && c->x.count <= INT64_MAX ? c->x.busy_ns / (int64_t)c->x.count : 0,
+		 gbs(j->rate_bps), gbs(j->ref_bps), j->nref, c->runs, d->c.peer_slow_factor, qps);
 	e = det_anom_evidence(d, K_PEER_SLOW, SEV_WARNING, &a, peer_node ? &b : NULL, c->start_ns, c->end_ns,
 			      summary, evidence, NULL);
 	if (e)
@@ -274,49 +274,47 @@ static void raise_peer_slow(struct fq_detector *d, struct pstep_ent *s, const st
 
 /* peer_slow among the channels of the step's newest interval: those whose
  * interval ended within one interval of the newest (the ranks report on
- * their own phases); each channel's interval is judged once. */
+ * their own phases). A channel's interval is judged once, at the first
+ * tick that can give it a verdict: a streak grows with a slow interval,
+ * ends with a normal one, and holds through one between. */
 void det_check_prof_step(struct fq_detector *d, struct pstep_ent *s)
 {
-	int64_t len = s->newest_len_ns > 0 ? s->newest_len_ns : 1, median;
+	int64_t len = s->newest_len_ns > 0 ? s->newest_len_ns : 1;
 	int64_t from = fq_rule_sat_sub(s->newest_end_ns, len);
+	struct fq_peer_judgement *out;
 	struct fq_rule_xfer *x;
-	int64_t *rate;
 	size_t *idx, k = 0;
-	bool *slow;
 
 	if (!s->n)
 		return;
 	x = malloc(s->n * sizeof(*x));
-	rate = malloc(s->n * sizeof(*rate));
+	out = malloc(s->n * sizeof(*out));
 	idx = malloc(s->n * sizeof(*idx));
-	slow = malloc(s->n * sizeof(*slow));
-	if (!x || !rate || !idx || !slow)
+	if (!x || !out || !idx)
 		goto done;
 	for (size_t i = 0; i < s->n; i++) {
 		if (s->ch[i].end_ns >= from) {
 			x[k] = s->ch[i].x;
+			x[k].rank = s->ch[i].rank;
+			x[k].peer = s->ch[i].peer;
 			idx[k++] = i;
 		}
 	}
-	/* judged every time, slow or not: a streak ends with a normal interval */
-	fq_rule_peer_slow(&d->c, x, k, rate, slow, &median);
+	fq_rule_peer_slow(&d->c, x, k, out);
 	for (size_t j = 0; j < k; j++) {
 		struct pchan *c = &s->ch[idx[j]];
-		size_t judged = 0;
+		enum fq_peer_verdict v = out[j].verdict;
 
-		if (c->end_ns == c->judged_end_ns)
-			continue; /* each interval judged once */
+		if (v == FQ_PEER_UNJUDGED || c->end_ns == c->judged_end_ns)
+			continue; /* no verdict yet, or this interval already judged */
 		c->judged_end_ns = c->end_ns;
-		c->runs = slow[j] ? c->runs + 1 : 0;
-		if (!slow[j] || c->runs < d->c.peer_slow_persist)
-			continue;
-		for (size_t i = 0; i < k; i++)
-			judged += rate[i] > 0;
-		raise_peer_slow(d, s, c, rate[j], median, judged);
+		if (v == FQ_PEER_NORMAL)
+			c->runs = 0;
+		if (v == FQ_PEER_SLOW && ++c->runs >= d->c.peer_slow_persist)
+			raise_peer_slow(d, s, c, &out[j]);
 	}
 done:
 	free(x);
-	free(rate);
+	free(out);
 	free(idx);
-	free(slow);
 }

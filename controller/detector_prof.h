@@ -7,10 +7,11 @@
  * The rule, peer_slow: for each rank and peer, the step_send windows
  * (NCCL's network transfers to that peer, timed from post to completion)
  * give the channel's rate over its busy time, bytes / (transfers x mean
- * duration). A channel whose rate is below the step's median rate /
- * peer_slow_factor in peer_slow_persist of its intervals in a row, among
- * at least peer_slow_min_peers channels that carried comparable bytes
- * (fq_rule_peer_slow), is a peer_slow anomaly: place the rank's node ->
+ * duration). A channel whose rate is below its reference (the median
+ * rate of the channels of other ranks to other peers that carried
+ * comparable bytes, at least peer_slow_min_ref of them) / peer_slow_factor
+ * in peer_slow_persist of its judged intervals, with no clearly normal
+ * one between (fq_rule_peer_slow), is a peer_slow anomaly: place the rank's node ->
  * the peer's node (learnt from the peer's own reports; unknown: the
  * rank's node alone), attached to the step and the two ranks. The rank's
  * IB queue pairs in that interval (net_ib windows that carried bytes) go
@@ -18,7 +19,8 @@
  * ring's rank sends to one. Only the sending side is judged: a receive is
  * timed from when it was posted, which is waiting, not the network. A
  * step's channels are judged once per interval at the tick, like its lanes
- * (intervals of the ranks' own phases within one of the newest). Reports
+ * (intervals of the ranks' own phases within one of the newest), at the
+ * first tick that has enough of the other ranks' intervals to judge by. Reports
  * not on the global clock (no clock page) are not judged.
  */
 #ifndef FQ_CONTROLLER_DETECTOR_PROF_H

@@ -154,49 +154,90 @@ static int64_t xfer_rate(const struct fq_rule_xfer *x)
 	return r >= 9e18 ? INT64_MAX : (int64_t)r;
 }
 
-size_t fq_rule_peer_slow(const struct fq_detector_config *c, const struct fq_rule_xfer *x, size_t n,
-			 int64_t *rate_bps, bool *slow, int64_t *median_bps)
+static int cmp_rate(const void *a, const void *b, void *out)
 {
-	int64_t small_r[64], small_b[64], *r = rate_bps ? rate_bps : small_r, *b = small_b, median, mbytes;
-	size_t judged = 0, found = 0;
+	const struct fq_peer_judgement *o = out;
+	int64_t x = o[*(const size_t *)a].rate_bps, y = o[*(const size_t *)b].rate_bps;
 
-	if (slow)
-		for (size_t i = 0; i < n; i++)
-			slow[i] = false;
-	if (median_bps)
-		*median_bps = 0;
-	if (!x || !n || (!rate_bps && n > 64))
+	return (x > y) - (x < y);
+}
+
+/* Channel i's reference (fq_rule_peer_slow): the median rate of the
+ * judged channels (ord, slowest first) that share neither its rank nor
+ * its peer, and how many there are. */
+static void reference(const struct fq_rule_xfer *x, struct fq_peer_judgement *out, const size_t *ord,
+		      size_t m, size_t i)
+{
+	size_t k = 0, want, seen = 0;
+	int64_t lo = 0;
+
+#define IS_REF(j) (x[j].rank != x[i].rank && x[j].peer != x[i].peer)
+	for (size_t o = 0; o < m; o++)
+		k += IS_REF(ord[o]);
+	out[i].nref = k;
+	want = k / 2; /* the middle; with an even count, the mean of it and the one below */
+	for (size_t o = 0; o < m && k; o++) {
+		int64_t r = out[ord[o]].rate_bps;
+
+		if (!IS_REF(ord[o]))
+			continue;
+		if (seen + 1 == want && !(k % 2))
+			lo = r;
+		if (seen++ == want) {
+			out[i].ref_bps = k % 2 ? r : lo / 2 + r / 2 + (lo % 2 + r % 2) / 2;
+			break;
+		}
+	}
+#undef IS_REF
+}
+
+size_t fq_rule_peer_slow(const struct fq_detector_config *c, const struct fq_rule_xfer *x, size_t n,
+			 struct fq_peer_judgement *out)
+{
+	size_t *ord = NULL, m = 0, found = 0, min_ref = c->peer_slow_min_ref > 2 ? c->peer_slow_min_ref : 2;
+	int64_t *b = NULL, mbytes;
+	double f = c->peer_slow_factor;
+
+	if (!x || !n || !out)
 		return 0;
-	if (n > 64 && !(b = malloc(n * sizeof(*b))))
-		return 0;
+	for (size_t i = 0; i < n; i++)
+		out[i] = (struct fq_peer_judgement){FQ_PEER_UNJUDGED, 0, 0, 0};
+	if (!(f > 1) || !(b = malloc(n * sizeof(*b))) || !(ord = malloc(n * sizeof(*ord))))
+		goto done;
 	/* the channels big enough to say something, and their median bytes */
 	for (size_t i = 0; i < n; i++) {
 		bool big = x[i].count && x[i].bytes >= c->peer_slow_min_bytes &&
 			   x[i].bytes / x[i].count >= c->peer_slow_min_transfer;
 
-		r[i] = big ? xfer_rate(&x[i]) : 0;
-		b[i] = r[i] > 0 ? (int64_t)(x[i].bytes > INT64_MAX ? INT64_MAX : x[i].bytes) : 0;
+		out[i].rate_bps = big ? xfer_rate(&x[i]) : 0;
+		b[i] = out[i].rate_bps > 0 ? (int64_t)(x[i].bytes > INT64_MAX ? INT64_MAX : x[i].bytes) : 0;
 	}
 	mbytes = fq_rule_median(b, n);
 	for (size_t i = 0; i < n; i++) {
-		if (r[i] > 0 && b[i] < mbytes / 4)
-			r[i] = 0; /* not comparable: a side channel */
-		judged += r[i] > 0;
+		if (out[i].rate_bps > 0 && b[i] < mbytes / 4)
+			out[i].rate_bps = 0; /* not comparable: a side channel */
+		if (out[i].rate_bps > 0)
+			ord[m++] = i;
 	}
-	if (b != small_b)
-		free(b);
-	median = fq_rule_median(r, n);
-	if (median_bps)
-		*median_bps = median;
-	if (judged < c->peer_slow_min_peers || judged < 3 || median <= 0 || !(c->peer_slow_factor > 1))
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		bool s = r[i] > 0 && (double)r[i] * c->peer_slow_factor < (double)median;
+	qsort_r(ord, m, sizeof(*ord), cmp_rate, out);
+	for (size_t o = 0; o < m; o++) {
+		struct fq_peer_judgement *j = &out[ord[o]];
+		double r = (double)j->rate_bps, ref;
 
-		if (slow)
-			slow[i] = s;
-		found += s;
+		reference(x, out, ord, m, ord[o]);
+		if (j->nref < min_ref || j->ref_bps <= 0) {
+			j->ref_bps = 0; /* too few to compare with: no verdict yet */
+			continue;
+		}
+		ref = (double)j->ref_bps;
+		j->verdict = r * f < ref             ? FQ_PEER_SLOW
+			     : r * r * f < ref * ref ? FQ_PEER_BETWEEN
+						     : FQ_PEER_NORMAL;
+		found += j->verdict == FQ_PEER_SLOW;
 	}
+done:
+	free(b);
+	free(ord);
 	return found;
 }
 

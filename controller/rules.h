@@ -79,10 +79,27 @@ size_t fq_rule_lane_outliers(const struct fq_detector_config *c, const int64_t *
 
 /* One rank's network transfers to one peer over one report interval (a
  * step_send window of the profiler plugin): bytes, transfers, and the
- * summed time from each transfer's post to its completion. */
+ * summed time from each transfer's post to its completion; rank and peer
+ * name the channel. */
 struct fq_rule_xfer {
 	uint64_t bytes, count;
 	int64_t busy_ns;
+	uint32_t rank, peer;
+};
+
+/* What one interval says of a channel. */
+enum fq_peer_verdict {
+	FQ_PEER_UNJUDGED, /* too small, a side channel, or too few channels to compare with */
+	FQ_PEER_NORMAL,   /* at least its reference / sqrt(peer_slow_factor): ends a streak */
+	FQ_PEER_BETWEEN,  /* below that, not slow: neither ends nor extends a streak */
+	FQ_PEER_SLOW,     /* below its reference / peer_slow_factor */
+};
+
+struct fq_peer_judgement {
+	enum fq_peer_verdict verdict;
+	int64_t rate_bps; /* bytes / busy time, bytes per second (0: not judged) */
+	int64_t ref_bps;  /* its reference's median rate (0: no verdict) */
+	size_t nref;      /* the channels in its reference */
 };
 
 /*
@@ -90,17 +107,20 @@ struct fq_rule_xfer {
  * channel is judged when it moved at least peer_slow_min_bytes, its mean
  * transfer is at least peer_slow_min_transfer bytes (smaller ones are
  * latency, not bandwidth) and its bytes are at least a quarter of the
- * median judged channel's (an idle or side channel is no comparison);
- * rate[i] (may be NULL) gets its rate, bytes / busy time in bytes per
- * second (0: not judged). Judged channel i is slow when its rate is below
- * the median judged rate / peer_slow_factor. Needs at least
- * peer_slow_min_peers judged channels, and never fewer than 3 (with two
- * the median is their mean and says nothing).
- * slow[i] (may be NULL) is set for every channel; *median (may be NULL)
- * gets the median rate. Returns the number of slow channels.
+ * median judged channel's (an idle or side channel is no comparison). A
+ * judged channel is compared with its reference, the median rate of the
+ * judged channels of other ranks to other peers: a rank whose NIC is slow
+ * slows all its channels, and a slow receiver all those to it, so neither
+ * may set the yardstick it is measured by. Fewer than peer_slow_min_ref
+ * (never fewer than 2) such channels: no verdict. The band between slow
+ * and normal is there because the other channels' rates scatter (a
+ * transfer to a receiver still busy elsewhere waits for it): a streak is
+ * broken by an interval that is clearly normal, not by one whose
+ * yardstick sagged. out[i] gets channel i's judgement (out may be NULL
+ * only when n is 0). Returns the number of slow channels.
  */
 size_t fq_rule_peer_slow(const struct fq_detector_config *c, const struct fq_rule_xfer *x, size_t n,
-			 int64_t *rate_bps, bool *slow, int64_t *median_bps);
+			 struct fq_peer_judgement *out);
 
 /* ---- inband_mismatch -------------------------------------------------- */
 

@@ -20,50 +20,98 @@
 
 #define MIB (1u << 20)
 
+/* x[i] = channel rank -> peer: bytes in transfers of bytes/count, each
+ * taking busy/count ns */
+static struct fq_rule_xfer xf(uint32_t rank, uint32_t peer, uint64_t bytes, uint64_t count, int64_t busy)
+{
+	return (struct fq_rule_xfer){bytes, count, busy, rank, peer};
+}
+
+static int verdicts(const struct fq_peer_judgement *o, size_t n, enum fq_peer_verdict v)
+{
+	int mask = 0;
+
+	for (size_t i = 0; i < n; i++)
+		mask |= (o[i].verdict == v) << i;
+	return mask;
+}
+
 static void test_rule(void)
 {
 	struct fq_detector_config c;
-	struct fq_rule_xfer x[5];
-	int64_t rate[5], median;
-	bool slow[5];
+	struct fq_rule_xfer x[12];
+	struct fq_peer_judgement o[12];
 
 	fq_detector_config_defaults(&c);
-	/* 4 channels of 8 MiB in 8 transfers each, busy 8 ms: 1.05 GB/s; one 10x slower */
-	for (int i = 0; i < 4; i++)
-		x[i] = (struct fq_rule_xfer){8 * MIB, 8, 8000000};
+	/* a ring of 4: channel i is rank i -> i+1 */
+	for (uint32_t i = 0; i < 4; i++)
+		x[i] = xf(i, (i + 1) % 4, 8 * MIB, 8, 8000000);
 	x[2].busy_ns = 80000000;
-	is_int(fq_rule_peer_slow(&c, x, 4, rate, slow, &median), 1, "rule: one channel 10x slower is slow");
-	ok(slow[2] && !slow[0] && !slow[1] && !slow[3], "... the right one");
-	is_int(median, 1048576000, "median: 1.05 GB/s");
+	is_int(fq_rule_peer_slow(&c, x, 4, o), 1, "rule: one channel 10x slower is slow");
+	is_int(verdicts(o, 4, FQ_PEER_SLOW), 1 << 2, "... the right one");
+	is_int(verdicts(o, 4, FQ_PEER_NORMAL), 0xb, "... the others normal");
+	is_int(o[2].ref_bps, 1048576000, "its reference: the median of the 3 others, 1.05 GB/s");
+	is_int(o[2].nref, 3, "... over 3 channels (no other shares its rank or peer)");
+	is_int(o[0].nref, 3, "a ring: every channel has 3");
 	x[2].busy_ns = 8000000 * 4 - 1000; /* just under 4x: not slow */
-	is_int(fq_rule_peer_slow(&c, x, 4, rate, slow, NULL), 0, "rule: 4x slower minus a hair is not slow");
+	is_int(fq_rule_peer_slow(&c, x, 4, o), 0, "rule: 4x slower minus a hair is not slow");
+	is_int(o[2].verdict, FQ_PEER_BETWEEN, "... it is between: below the median / 2 (sqrt 4)");
+	x[2].busy_ns = 8000000 * 2 - 1000;
+	fq_rule_peer_slow(&c, x, 4, o);
+	is_int(o[2].verdict, FQ_PEER_NORMAL, "2x slower minus a hair: normal");
 	x[2].busy_ns = 8000000 * 5;
-	is_int(fq_rule_peer_slow(&c, x, 3, rate, slow, NULL), 1, "rule: 5x slower among 3 channels is slow");
-	is_int(fq_rule_peer_slow(&c, x + 1, 2, rate, slow, NULL), 0, "rule: 2 channels judge nothing");
+	is_int(fq_rule_peer_slow(&c, x, 3, o), 1, "rule: 5x slower among 3 channels is slow");
+	is_int(fq_rule_peer_slow(&c, x + 1, 2, o), 0, "rule: 2 channels judge nothing");
+	is_int(verdicts(o, 2, FQ_PEER_UNJUDGED), 3, "... no verdict on either");
+	/* an alltoall of 4 whose rank 2 is slow to all, with only rank 0's
+	 * channels beside it this interval, 6x slower: against the plain
+	 * median of the six (the mean of a slow and a fast one, 0.58 of the
+	 * fast) it would not be 4x slower */
+	for (uint32_t r = 0, k = 0; r < 4; r += 2)
+		for (uint32_t p = 0; p < 4; p++)
+			if (p != r)
+				x[k++] = xf(r, p, 4 * MIB, 4, r == 2 ? 240000000 : 40000000);
+	is_int(fq_rule_peer_slow(&c, x, 6, o), 3,
+	       "alltoall, rank 2 6x slow to all, only rank 0 beside it: 3 slow");
+	is_int(verdicts(o, 6, FQ_PEER_SLOW), 0x38, "... rank 2's three");
+	is_int(o[3].nref, 3, "... 2 -> 0 against rank 0's three (none of them to rank 0)");
+	is_int(o[0].nref, 2, "... 0 -> 1 against rank 2's two not to rank 1");
+	is_int(verdicts(o, 6, FQ_PEER_NORMAL), 0x7, "... rank 0's three normal");
+	/* a slow receiver: everything to rank 3 slow; each judged against
+	 * channels not to it */
+	for (uint32_t r = 0, k = 0; r < 4; r++)
+		for (uint32_t p = 0; p < 4; p++)
+			if (p != r)
+				x[k++] = xf(r, p, 4 * MIB, 4, p == 3 ? 400000000 : 40000000);
+	is_int(fq_rule_peer_slow(&c, x, 12, o), 3,
+	       "alltoall, everything to rank 3 10x slow: the 3 to it slow");
+	is_int(verdicts(o, 12, FQ_PEER_SLOW), (1 << 2) | (1 << 5) | (1 << 8), "... those three");
 	/* small transfers are latency: 8 B allreduces' windows */
-	for (int i = 0; i < 4; i++)
-		x[i] = (struct fq_rule_xfer){2 * MIB, 262144, 262144LL * 20000};
+	for (uint32_t i = 0; i < 4; i++)
+		x[i] = xf(i, (i + 1) % 4, 2 * MIB, 262144, 262144LL * 20000);
 	x[1].busy_ns *= 100;
-	is_int(fq_rule_peer_slow(&c, x, 4, rate, slow, NULL), 0, "rule: 8-byte transfers are not judged");
-	is_int(rate[1], 0, "... and get no rate");
+	is_int(fq_rule_peer_slow(&c, x, 4, o), 0, "rule: 8-byte transfers are not judged");
+	is_int(o[1].rate_bps, 0, "... and get no rate");
+	is_int(o[1].verdict, FQ_PEER_UNJUDGED, "... nor a verdict");
 	/* a side channel with little traffic is no comparison, nor judged */
-	for (int i = 0; i < 5; i++)
-		x[i] = (struct fq_rule_xfer){16 * MIB, 16, 16000000};
-	x[4] = (struct fq_rule_xfer){2 * MIB, 2, 200000000};
-	is_int(fq_rule_peer_slow(&c, x, 5, rate, slow, NULL), 0,
-	       "rule: a side channel of 1/8 the bytes: not judged");
-	is_int(rate[4], 0, "... no rate");
+	for (uint32_t i = 0; i < 5; i++)
+		x[i] = xf(i, (i + 1) % 5, 16 * MIB, 16, 16000000);
+	x[4] = xf(4, 0, 2 * MIB, 2, 200000000);
+	is_int(fq_rule_peer_slow(&c, x, 5, o), 0, "rule: a side channel of 1/8 the bytes: not judged");
+	is_int(o[4].rate_bps, 0, "... no rate");
 	x[4].bytes = 5 * MIB, x[4].count = 5;
-	is_int(fq_rule_peer_slow(&c, x, 5, rate, slow, NULL), 1,
-	       "rule: 5/16 of the bytes, 30x slower: judged slow");
+	is_int(fq_rule_peer_slow(&c, x, 5, o), 1, "rule: 5/16 of the bytes, 30x slower: judged slow");
 	/* idle, empty, hostile */
-	x[0] = (struct fq_rule_xfer){0, 0, 0};
-	x[1] = (struct fq_rule_xfer){UINT64_MAX, 1, 1};
-	x[2] = (struct fq_rule_xfer){8 * MIB, 8, -5};
-	ok(fq_rule_peer_slow(&c, x, 5, rate, slow, NULL) <= 5, "rule: hostile figures do not crash");
-	is_int(rate[0], 0, "an idle channel has no rate");
-	is_int(rate[2], 0, "nor one with a negative busy time");
-	is_int(fq_rule_peer_slow(&c, NULL, 0, NULL, NULL, NULL), 0, "rule: nothing, nothing");
+	x[0] = xf(0, 1, 0, 0, 0);
+	x[1] = xf(1, 2, UINT64_MAX, 1, 1);
+	x[2] = xf(2, 3, 8 * MIB, 8, -5);
+	ok(fq_rule_peer_slow(&c, x, 5, o) <= 5, "rule: hostile figures do not crash");
+	is_int(o[0].rate_bps, 0, "an idle channel has no rate");
+	is_int(o[2].rate_bps, 0, "nor one with a negative busy time");
+	for (uint32_t i = 0; i < 4; i++)
+		x[i] = xf(7, 7, 8 * MIB, 8, i == 2 ? 80000000 : 8000000);
+	is_int(fq_rule_peer_slow(&c, x, 4, o), 0, "rule: one rank to one peer only: no reference, nothing");
+	is_int(fq_rule_peer_slow(&c, NULL, 0, NULL), 0, "rule: nothing, nothing");
 }
 
 /* One rank's report ending at t (its interval 1 s): a step_send window to
@@ -180,7 +228,8 @@ static void test_slow_peer(void)
 	     "summary");
 	like(o->evidence, "\"rank\":1,\"peer\":2", "evidence: rank and peer");
 	like(o->evidence, "\"intervals\":3", "evidence: 3 intervals in a row");
-	like(o->evidence, "\"channels\":4", "evidence: judged among 4 channels");
+	like(o->evidence, "\"channels\":3",
+	     "evidence: against 3 channels (rank 1's and those to rank 2 are not)");
 	like(o->evidence, "\"qps\":[{\"device\":0,\"qp\":258,\"bytes\":8388608,\"gbs\":0.0500}]",
 	     "evidence: rank 1's send QP (258) at the same rate; the idle receive QP left out");
 	is_int(attached(o->handle, 60, 0), (1 << 1) | (1 << 2), "attached to job 60.0, ranks 1 and 2 only");
@@ -256,6 +305,17 @@ static void test_streak(void)
 	is_int(count(FQ_DET_OPEN, NULL), 1, "a third slow in a row: opened");
 	ok(find_open("peer_slow", "n3", NULL) != NULL, "... on rank 2's node n3");
 	is_str(recs[0].rnode, "n4", "... to n4");
+	fq_detector_destroy(d);
+	/* an interval between slow and normal (0.4 GB/s against 1.0-1.6:
+	 * above a quarter, under half) neither ends a streak nor counts */
+	d = fq_detector_create(NULL);
+	reset();
+	ring(d, 72, 4, 1, 3, -1, 0, 0, false);
+	ring(d, 72, 4, 4, 5, 2, 0, 0.1, false); /* 2 slow */
+	ring(d, 72, 4, 6, 6, 2, 0, 0.4, false); /* 1 between */
+	is_int(count(FQ_DET_OPEN, NULL), 0, "slow, slow, between: none yet");
+	ring(d, 72, 4, 7, 7, 2, 0, 0.1, false);
+	is_int(count(FQ_DET_OPEN, NULL), 1, "... and a third slow: opened");
 	/* a gap (rank 2 sends nothing for 3 s) breaks the streak too */
 	fq_detector_destroy(d);
 	d = fq_detector_create(NULL);

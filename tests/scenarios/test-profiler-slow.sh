@@ -58,6 +58,19 @@ windows() {
 		group by rank, id order by rank, id" | tr '\n' ' '
 }
 
+# timeline JOB: per channel (rank>peer), the rate of each of its
+# step_send windows in MB/s over busy time, in time order ("-": not
+# judged, under 1 MiB), after the second of its first window: what the
+# rule saw interval by interval
+timeline() {
+	psql_ctl "with w as (select rank, id, interval_end, extract(epoch from interval_end - min(interval_end) over ()) t,
+			case when bytes >= 1048576 then round(bytes::numeric * 1000 / nullif(mean_ns * count, 0))::text
+			else '-' end r
+			from fabriciq.profiler_windows where job_id = $1 and kind = 'step_send')
+		select rank || '>' || id || ' from ' || round(min(t)::numeric, 1) || ' s: ' ||
+			string_agg(r, ' ' order by interval_end) from w group by rank, id order by rank, id"
+}
+
 # ran NAME: rank 0 printed its result row (every iteration done; the
 # driver's exit status also says whether the data was right: verified())
 ran() { grep -q '^\[r0\] *16777216 ' "$S/$1.out"; }
@@ -99,7 +112,8 @@ sc_quiet "$calm"
 is "$(psql_ctl "select node || ' -> ' || coalesce(remote_node, '?') || ' ' || coalesce(nic, '-')
 	from fabriciq.anomalies where kind = 'peer_slow' order by 1" | tr '\n' ' ')" "n3 -> n1 - n3 -> n2 - n3 -> n4 - " \
 	"three peer_slow in all: n3 -> n1, n2 and n4, no NIC" ||
-	diag "$(psql_ctl "select summary, evidence from fabriciq.anomalies where kind = 'peer_slow'")"
+	diag "$(psql_ctl "select summary, evidence from fabriciq.anomalies where kind = 'peer_slow'")
+hit job $hit's step_send windows: $(timeline "$hit")"
 is "$(psql_ctl "select a.kind || ' ' || (select array_agg(x order by x) from unnest(aj.ranks) x)::text
 	from fabriciq.anomaly_jobs aj join fabriciq.anomalies a on a.id = aj.anomaly_id where aj.job_id = $hit
 	order by 1" | tr '\n' ' ')" "peer_slow {0,2} peer_slow {1,2} peer_slow {2,3} " \
