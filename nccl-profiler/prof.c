@@ -12,6 +12,7 @@
 #include "nccl-profiler/pool.h"
 #include "nccl-profiler/prof.h"
 #include "nccl-profiler/report.h"
+#include "nccl-profiler/ticks.h"
 
 #define MAX_CTX         256
 #define DEFAULT_POOL    16384
@@ -52,15 +53,15 @@ struct ev {
 	_Atomic int32_t refs;         /* coll/p2p: self (until released) + children */
 	_Atomic int32_t self_held;    /* coll/p2p: the self reference not yet released */
 	_Atomic int32_t children;     /* proxyOps that joined */
-	_Atomic int64_t child_end;    /* latest child end (raw ns) */
+	_Atomic int64_t child_end;    /* latest child end (ticks.h) */
 	_Atomic uint64_t child_bytes; /* proxyOp: its steps' bytes */
 	_Atomic uint64_t trans;       /* proxyStep / v1..v3 proxyOp: bytes so far */
 	/* coll/p2p: its stop time while no proxyOp has joined. The sweep reads
 	 * only atomics: a slot's plain fields may be a new event's. */
 	_Atomic int64_t pending;
 	_Atomic int64_t start_at; /* t_start, for the sweep */
-	int64_t t_start;
-	uint64_t parent; /* encoded handle of the parent we counted on, or 0 */
+	int64_t t_start;          /* ticks, as every time here (ticks.h) */
+	uint64_t parent;          /* encoded handle of the parent we counted on, or 0 */
 	struct fqp_event d;
 	uint64_t bytes; /* coll/p2p: count x type size */
 };
@@ -168,10 +169,12 @@ static int64_t to_global(struct ctxi *c, int64_t raw, int *sync)
 
 /* ---- aggregation ------------------------------------------------------- */
 
+/* dur: in ticks */
 static void win_add(struct ctxi *c, int kind, int dev, int sub, int64_t id, uint64_t bytes, int64_t dur)
 {
 	struct fqp_window_key k = {.kind = kind, .dev = dev, .sub = sub, .id = id};
 
+	dur = fqp_ticks_dur(dur);
 	if (fqp_wintab_add(c->win, &k, bytes, dur > 0 ? (uint64_t)dur : 0) < 0)
 		INC(c->n.dropped_windows);
 }
@@ -187,6 +190,7 @@ static void ev_free(struct ctxi *c, struct ev *e)
 /* A coll or p2p whose last reference went: its record and window. */
 static void op_complete(struct ctxi *c, struct ev *e)
 {
+	struct fqp_ticks_anchor now = fqp_ticks_anchor();
 	struct fqp_op_record r = {0};
 	int64_t end = atomic_load(&e->pending),
 		ce = atomic_load_explicit(&e->child_end, memory_order_acquire);
@@ -206,10 +210,10 @@ static void op_complete(struct ctxi *c, struct ev *e)
 	r.is_send = e->d.func == FQP_FUNC_SEND;
 	r.bytes = e->bytes;
 	r.proxy_ops = atomic_load_explicit(&e->children, memory_order_relaxed);
-	r.start_ns = to_global(c, e->t_start, &s1);
-	r.end_ns = to_global(c, end, &s2);
+	r.start_ns = to_global(c, fqp_ticks_raw(&now, e->t_start), &s1);
+	r.end_ns = to_global(c, fqp_ticks_raw(&now, end), &s2);
 	r.synchronised = s1 && s2;
-	r.gbps = end > e->t_start ? (double)r.bytes / (double)(end - e->t_start) : 0;
+	r.gbps = end > e->t_start ? (double)r.bytes / (double)fqp_ticks_dur(end - e->t_start) : 0;
 	if (r.is_p2p)
 		win_add(c, r.is_send ? FQP_W_P2P_SEND : FQP_W_P2P_RECV, -1, 0, r.peer, r.bytes,
 			end - e->t_start);
@@ -314,7 +318,7 @@ int fqp_start(struct fqp_ctx *tok, void **handle, const struct fqp_event *d)
 	}
 	e = &c->ev[slot];
 	e->d = *d;
-	e->t_start = fq_now_ns();
+	e->t_start = fqp_ticks();
 	atomic_store_explicit(&e->start_at, e->t_start, memory_order_relaxed);
 	e->parent = 0;
 	e->bytes = 0;
@@ -414,7 +418,7 @@ int fqp_stop(void *handle)
 		INC(gn.bad_handle); /* NULL, garbage, stopped twice, or after finalize */
 		return -EINVAL;
 	}
-	now = fq_now_ns();
+	now = fqp_ticks();
 	switch (e->d.type) {
 	case FQP_EV_COLL:
 	case FQP_EV_P2P:
@@ -482,7 +486,7 @@ int fqp_record(void *handle, int state, const struct fqp_state_args *a)
  * new event's) and re-checks the slot's word. Off NCCL's paths. */
 static void sweep_pending(struct ctxi *c, int64_t older_than)
 {
-	int64_t now = fq_now_ns(), joined = atomic_load(&c->joined_start);
+	int64_t now = fqp_ticks(), joined = atomic_load(&c->joined_start);
 
 	for (unsigned i = 0; i < c->npool; i++) {
 		struct ev *e = &c->ev[i];
@@ -495,7 +499,7 @@ static void sweep_pending(struct ctxi *c, int64_t older_than)
 		since = atomic_load(&e->pending);
 		start = atomic_load(&e->start_at);
 		if (since == 0 || atomic_load(&e->children) > 0 ||
-		    (now - since < older_than && start >= joined) || atomic_load(&e->gs) != v)
+		    (fqp_ticks_dur(now - since) < older_than && start >= joined) || atomic_load(&e->gs) != v)
 			continue;
 		if (atomic_compare_exchange_strong(&e->self_held, &one, 0))
 			op_put(c, e);
@@ -588,6 +592,7 @@ int fqp_init(struct fqp_ctx **out, const struct fqp_comm_info *ci, const struct 
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
+	fqp_ticks_init();
 	if (!cfg)
 		cfg = &dflt;
 	npool = cfg->pool_events ? cfg->pool_events
