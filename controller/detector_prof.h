@@ -5,7 +5,8 @@
  * keeps them.
  *
  * The rule, peer_slow: for each rank and peer, the step_send windows
- * (NCCL's network transfers to that peer, timed from post to completion)
+ * (NCCL's network transfers to that peer, timed from their post to the
+ * network to their completion: the plugin's step_send windows)
  * give the channel's rate over its busy time, bytes / (transfers x mean
  * duration). A channel whose rate is below its reference (the median
  * rate of the channels of other ranks to other peers that carried

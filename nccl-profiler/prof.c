@@ -60,8 +60,13 @@ struct ev {
 	 * only atomics: a slot's plain fields may be a new event's. */
 	_Atomic int64_t pending;
 	_Atomic int64_t start_at; /* t_start, for the sweep */
-	int64_t t_start;          /* ticks, as every time here (ticks.h) */
-	uint64_t parent;          /* encoded handle of the parent we counted on, or 0 */
+	/* a send step: when it was posted to the network (SendWait), 0 not
+	 * yet. NCCL starts a step when its buffer is posted, before the GPU
+	 * filled it (SendGPUWait) and the receiver gave credit
+	 * (SendPeerWait): its send window times the wire from here. */
+	_Atomic int64_t t_wire;
+	int64_t t_start; /* ticks, as every time here (ticks.h) */
+	uint64_t parent; /* encoded handle of the parent we counted on, or 0 */
 	struct fqp_event d;
 	uint64_t bytes; /* coll/p2p: count x type size */
 };
@@ -329,6 +334,7 @@ int fqp_start(struct fqp_ctx *tok, void **handle, const struct fqp_event *d)
 	atomic_store_explicit(&e->child_bytes, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->trans, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->pending, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->t_wire, 0, memory_order_relaxed);
 	switch (d->type) {
 	case FQP_EV_COLL:
 	case FQP_EV_P2P:
@@ -381,10 +387,12 @@ static void stop_proxy_op(struct ctxi *c, struct ev *e, int64_t now)
 static void stop_step(struct ctxi *c, struct ev *e, int64_t now)
 {
 	uint64_t t = atomic_load(&e->trans);
+	int64_t wire = atomic_load_explicit(&e->t_wire, memory_order_relaxed);
 	struct ctxi *pc;
 	struct ev *p;
 
-	win_add(c, e->d.is_send ? FQP_W_STEP_SEND : FQP_W_STEP_RECV, -1, 0, e->d.peer, t, now - e->t_start);
+	win_add(c, e->d.is_send ? FQP_W_STEP_SEND : FQP_W_STEP_RECV, -1, 0, e->d.peer, t,
+		now - (wire ? wire : e->t_start));
 	p = e->parent ? ev_of(e->parent, &pc) : NULL;
 	if (p && pc == c)
 		atomic_fetch_add(&p->child_bytes, t);
@@ -458,6 +466,12 @@ int fqp_record(void *handle, int state, const struct fqp_state_args *a)
 		return -EINVAL;
 	}
 	INC(c->n.states);
+	if (e->d.type == FQP_EV_PROXY_STEP && state == ncclProfilerProxyStepSendWait) {
+		int64_t zero = 0; /* the first post: a step is posted once */
+
+		atomic_compare_exchange_strong_explicit(&e->t_wire, &zero, fqp_ticks(), memory_order_relaxed,
+							memory_order_relaxed);
+	}
 	if (!a)
 		return 0;
 	if ((e->d.type == FQP_EV_PROXY_STEP &&

@@ -7,6 +7,7 @@
  * QP, device, opcode, length).
  */
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nccl-profiler/abi/profiler_v1.h"
@@ -412,6 +413,53 @@ static void test_layout(void)
 	   "proxyOp.isSend 44 in v1 and v4; IB qp.length 32; socket length 16");
 }
 
+/* A send step as NCCL's proxy runs it (src/transport/net.cc): started
+ * when its buffer is posted, SendGPUWait until the kernel filled it,
+ * SendPeerWait until the receiver gave credit, SendWait once isend took
+ * it, stopped when the network completed it. Its send window times the
+ * wire, from SendWait; a receive step, from its start. */
+static void test_wire_time(void)
+{
+	ncclProfilerEventDescr_v6_t d = {.type = ncclProfileProxyOp};
+	ncclProfilerEventStateArgs_v6_t a = {.proxyStep = {.transSize = 65536}};
+	struct timespec ms20 = {0, 20000000}, ms2 = {0, 2000000};
+	struct fqp_window_sample w;
+	void *ctx = NULL, *op = NULL, *st = NULL, *rop = NULL, *rst = NULL;
+	int mask = 0, k;
+
+	ncclProfiler_v6.init(&ctx, 0x77, &mask, "wire", 1, 2, 0, NULL);
+	d.proxyOp.pid = getpid();
+	d.proxyOp.peer = 6;
+	d.proxyOp.isSend = 1;
+	ncclProfiler_v6.startEvent(ctx, &op, &d);
+	d.proxyOp.isSend = 0;
+	ncclProfiler_v6.startEvent(ctx, &rop, &d);
+	d = (ncclProfilerEventDescr_v6_t){.type = ncclProfileProxyStep, .parentObj = op};
+	ncclProfiler_v6.startEvent(ctx, &st, &d);
+	d.parentObj = rop;
+	ncclProfiler_v6.startEvent(ctx, &rst, &d);
+	ncclProfiler_v6.recordEventState(st, ncclProfilerProxyStepSendGPUWait, &a);
+	ncclProfiler_v6.recordEventState(rst, ncclProfilerProxyStepRecvWait, &a);
+	nanosleep(&ms20, NULL);
+	ncclProfiler_v6.recordEventState(st, ncclProfilerProxyStepSendPeerWait_v4, &a);
+	nanosleep(&ms20, NULL);
+	ncclProfiler_v6.recordEventState(st, ncclProfilerProxyStepSendWait, &a);
+	nanosleep(&ms2, NULL);
+	ncclProfiler_v6.recordEventState(st, ncclProfilerProxyStepSendWait, &a); /* again: the first counts */
+	ncclProfiler_v6.stopEvent(st);
+	ncclProfiler_v6.stopEvent(rst);
+	ncclProfiler_v6.stopEvent(op);
+	ncclProfiler_v6.stopEvent(rop);
+	w = win(ctx, FQP_W_STEP_SEND, 6, &k);
+	ok(k == 1 && w.count == 1 && w.bytes == 65536 && w.dur_sum_ns >= 2000000 && w.dur_sum_ns < 20000000,
+	   "send step: 40 ms waiting for the GPU and the peer, 2 ms on the wire: timed 2-20 ms (%.1f ms)",
+	   w.dur_sum_ns / 1e6);
+	w = win(ctx, FQP_W_STEP_RECV, 6, &k);
+	ok(k == 1 && w.count == 1 && w.dur_sum_ns >= 42000000,
+	   "receive step: from its start, 42 ms or more (%.1f ms)", w.dur_sum_ns / 1e6);
+	ncclProfiler_v6.finalize(ctx);
+}
+
 int main(void)
 {
 	setenv("FABRICIQ_CLOCK_PAGE", "/nonexistent", 1);
@@ -423,5 +471,6 @@ int main(void)
 	test_v4();
 	test_v5();
 	test_v6();
+	test_wire_time();
 	return done_testing();
 }
