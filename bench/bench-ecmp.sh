@@ -127,7 +127,7 @@ pin() {
 	local l
 	lanes_now >"$tmp/lanes"
 	python3 "$PLACE" --mode "$1" --seed "$2" --hosts "$HOSTS" --leaves "$LEAVES" --spines "$SPINES" \
-		"${jobargs[@]}" <"$tmp/lanes" >"$tmp/place" || return 1
+		"${jobargs[@]}" --summary "$tmp/skew" <"$tmp/lanes" >"$tmp/place" || return 1
 	for ((l = 1; l <= LEAVES; l++)); do
 		awk -v l="$l" '$1 == l { printf "rule add from %s to %s ipproto tcp sport %s dport %s lookup %d pref 1000\n", $2, $4, $3, $5, 100 + $6 }' \
 			"$tmp/place" | "$TB" exec "leaf$l" ip -batch - || return 1
@@ -141,8 +141,7 @@ pin() {
 		echo "bench-ecmp: the leaves' FIB does not send the lanes where they were pinned" >&2
 		return 1
 	}
-	echo "$(wc -l <"$tmp/place") $(python3 "$PLACE" --mode "$1" --seed "$2" --hosts "$HOSTS" --leaves "$LEAVES" \
-		--spines "$SPINES" "${jobargs[@]}" --summary <"$tmp/lanes" | awk '{ print $1 }')"
+	echo "$(wc -l <"$tmp/place") $(awk '{ print $1 }' "$tmp/skew")"
 }
 
 port=$((33000 + $$ % 1000))

@@ -29,8 +29,8 @@ drew at random, so lane k is any one of them.
 
 The load that counts is the lanes that carry data: every connection of an
 alltoall job, only rank r -> r+1 of a ring allreduce (--job RAIL:COLL).
---summary prints instead, per variant, the busiest link's active lanes
-against the mean (1.0: perfectly even).
+--summary FILE also writes there the busiest link's active lanes against
+the mean (1.0: perfectly even), the busiest's and the mean.
 
 Addresses are the testbed's: rail r of host i is 198.19.r.(2i+1), host i
 hangs off leaf (i-1)*LEAVES/HOSTS+1.
@@ -55,7 +55,7 @@ def main():
     ap.add_argument("--leaves", type=int, required=True)
     ap.add_argument("--spines", type=int, required=True)
     ap.add_argument("--job", action="append", default=[], help="RAIL:alltoall|allreduce")
-    ap.add_argument("--summary", action="store_true")
+    ap.add_argument("--summary", metavar="FILE")
     a = ap.parse_args()
 
     colls = {}
@@ -108,8 +108,8 @@ def main():
         links = [load.get((l, s, d), 0) for l in range(1, a.leaves + 1) for s in range(1, a.spines + 1)
                  for d in ("up", "down")]
         mean = sum(links) / len(links) if links else 0
-        print(f"{max(links) / mean if mean else 0:.2f} {max(links)} {mean:.2f}")
-        return
+        with open(a.summary, "w") as f:
+            print(f"{max(links) / mean if mean else 0:.2f} {max(links)} {mean:.2f}", file=f)
     for p in placed:
         print(*p)
 
