@@ -299,6 +299,63 @@ link_loss() { # link_loss NAME PCT|off
 	link_both "$1" loss_set "$2"
 }
 
+# qos_set NS DEV RATE LAT_MS CLASS...: the link shaped to RATE as by
+# link_shape, with the scheduling a switch port gives fabriciq's network
+# classes (spank_fabriciq(8)), from their plugstack words
+# "NAME,dscp=D,prio=P" or "NAME,dscp=D,weight=W" (other keys ignored).
+# The kernel here has HTB and u32 but no prio, ETS or DRR qdisc, so HTB
+# does both: a prio class is guaranteed the whole link (always within its
+# rate, so served before every class that borrows) at HTB priority P;
+# weight classes, and unmarked packets as weight 1, are guaranteed their
+# share of the link and borrow the rest in that ratio (HTB priority 7,
+# quanta in the weights' ratio). Each class queues in its own bfifo of
+# LAT_MS at line rate (TBF's queue bound); u32 sends each DSCP to its
+# class.
+qos_set() {
+	local ns=$1 dev=$2 rate=$3 lat=$4 bps wsum=1 k=10 c dscp prio weight q
+	shift 4
+	bps=$(rate_bps "$rate") || return 1
+	for c in "$@"; do
+		weight=$(qos_key "$c" weight) && wsum=$((wsum + weight))
+	done
+	q=$((bps / 8 * lat / 1000))
+	ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null
+	{
+		echo "qdisc add dev $dev root handle 1: htb default 99"
+		echo "class add dev $dev parent 1: classid 1:1 htb rate $bps ceil $bps quantum 60000 burst $(qos_burst "$bps") cburst $(qos_burst "$bps")"
+		qos_class "$dev" 99 "$bps" 7 "$((bps / wsum))" 1 "$q"
+		for c in "$@"; do
+			dscp=$(qos_key "$c" dscp) || return 1
+			if prio=$(qos_key "$c" prio); then
+				qos_class "$dev" "$k" "$bps" "$prio" "$bps" 1 "$q"
+			else
+				weight=$(qos_key "$c" weight) || return 1
+				qos_class "$dev" "$k" "$bps" 7 "$((bps * weight / wsum))" "$weight" "$q"
+			fi
+			echo "filter add dev $dev parent 1: protocol ip prio 1 u32 match ip dsfield $((dscp << 2)) 0xfc flowid 1:$k"
+			k=$((k + 1))
+		done
+	} | ip netns exec "$ns" tc -batch -
+}
+qos_key() { # qos_key WORD KEY -> its value (digits); status 1 if absent
+	local v
+	v=$(tr ',' '\n' <<<"${1#*,}" | sed -n "s/^$2=//p" | head -1)
+	[[ "$v" =~ ^[0-9]+$ ]] && echo "$v"
+}
+qos_burst() { local b=$(($1 / 8 / 250)); echo $((b > 16384 ? b : 16384)); } # as link_shape
+# qos_class DEV MINOR CEIL_BPS HTB_PRIO RATE_BPS WEIGHT QUEUE_BYTES: tc batch lines
+qos_class() {
+	local quantum=$((6056 * $6))
+	[ "$quantum" -le 200000 ] || quantum=200000
+	echo "class add dev $1 parent 1:1 classid 1:$2 htb rate $5 ceil $3 prio $4 quantum $quantum burst $(qos_burst "$3") cburst $(qos_burst "$3")"
+	echo "qdisc add dev $1 parent 1:$2 bfifo limit $7"
+}
+
+# Both ends of a link scheduled by class (qos_set).
+link_qos() { # link_qos NAME RATE LAT_MS CLASS...
+	link_both "$1" qos_set "${@:2}"
+}
+
 link_rate() { # link_rate NAME -> tbf rate or "-"
 	local nsa ifa nsb ifb
 	read -r nsa ifa nsb ifb <<<"$(link_lookup "$1")"
