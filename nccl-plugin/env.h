@@ -54,7 +54,7 @@ struct fqn_config {
 	char net_class[32]; /* FABRICIQ_CLASS: "" none */
 	char dscp_s[4];     /* FABRICIQ_DSCP: "" (none: NCCL's trafficClass, else the kernel's) or 0..63 */
 	int tclass;         /* parsed: the traffic class byte (DSCP << 2), -1 none */
-	int path_page_max_age_ms;       /* FABRICIQ_PATH_PAGE_MAX_AGE_MS, 100..3600000, default 5000 */
+	int path_page_max_age_ms; /* FABRICIQ_PATH_PAGE_MAX_AGE_MS, 100..3600000, default 5000 */
 };
 
 typedef const char *(*fqn_getenv_fn)(const char *name);

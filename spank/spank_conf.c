@@ -180,7 +180,8 @@ static int class_attr(struct fq_spank_class *c, const char *attr, size_t len, ch
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
-		if (strlen(nums[i].key) != (size_t)(eq - attr) || strncmp(attr, nums[i].key, (size_t)(eq - attr)))
+		if (strlen(nums[i].key) != (size_t)(eq - attr) ||
+		    strncmp(attr, nums[i].key, (size_t)(eq - attr)))
 			continue;
 		int min = !strcmp(nums[i].key, "weight"); /* a weight of 0 would be no share at all */
 
@@ -192,7 +193,8 @@ static int class_attr(struct fq_spank_class *c, const char *attr, size_t len, ch
 		return 0;
 	}
 bad:
-	snprintf(err, errlen, "'%.*s': expected dscp=0-63, sl=0-15, prio=0-6, weight=1-100 or qos=NAME[+NAME...]",
+	snprintf(err, errlen,
+		 "'%.*s': expected dscp=0-63, sl=0-15, prio=0-6, weight=1-100 or qos=NAME[+NAME...]",
 		 (int)len, attr);
 	return -EINVAL;
 }
@@ -205,8 +207,8 @@ static int parse_class(struct fq_spank_conf *conf, const char *val, char *err, s
 	int rc;
 
 	if (!name_ok(val, n) || n >= sizeof(c.name)) {
-		snprintf(err, errlen, "class=%s: expected NAME (letters, digits, _ or -, at most %d) first", val,
-			 FQ_SPANK_NAME_MAX - 1);
+		snprintf(err, errlen, "class=%s: expected NAME (letters, digits, _ or -, at most %d) first",
+			 val, FQ_SPANK_NAME_MAX - 1);
 		return -EINVAL;
 	}
 	memcpy(c.name, val, n);
@@ -223,12 +225,14 @@ static int parse_class(struct fq_spank_conf *conf, const char *val, char *err, s
 		p += len + 1;
 	}
 	if (c.dscp < 0 || (c.prio >= 0) == (c.weight > 0)) {
-		snprintf(err, errlen, "class=%s: needs dscp= and one of prio= (strict priority) or weight=", val);
+		snprintf(err, errlen,
+			 "class=%s: needs dscp= and one of prio= (strict priority) or weight=", val);
 		return -EINVAL;
 	}
 	if (fq_spank_class_find(conf, c.name) || conf->nclasses == FQ_SPANK_CLASSES) {
 		snprintf(err, errlen, "class=%s: %s", val,
-			 conf->nclasses == FQ_SPANK_CLASSES ? "too many classes (at most 8)" : "defined twice");
+			 conf->nclasses == FQ_SPANK_CLASSES ? "too many classes (at most 8)"
+							    : "defined twice");
 		return -EINVAL;
 	}
 	conf->classes[conf->nclasses++] = c;
@@ -250,8 +254,8 @@ static int check_classes(const struct fq_spank_conf *conf, char *err, size_t err
 
 			for (int j = i + 1; j < conf->nclasses; j++)
 				if (qos_has(conf->classes[j].qos, p, n)) {
-					snprintf(err, errlen, "QOS %.*s is given two classes, %s and %s", (int)n,
-						 p, conf->classes[i].name, conf->classes[j].name);
+					snprintf(err, errlen, "QOS %.*s is given two classes, %s and %s",
+						 (int)n, p, conf->classes[i].name, conf->classes[j].name);
 					return -EINVAL;
 				}
 			p += n + (p[n] == '+');

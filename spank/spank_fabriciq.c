@@ -49,7 +49,7 @@
 SPANK_PLUGIN(fabriciq, 1);
 
 #define ENV_PROPAGATE "SLURM_FABRICIQ_MODE"
-#define ENV_CLASS     "SLURM_FABRICIQ_CLASS" /* the class the job named, carried as the mode is */
+#define ENV_CLASS     "SLURM_FABRICIQ_CLASS"         /* the class the job named, carried as the mode is */
 #define NET_LIB       "libnccl-net-fabriciq.so"      /* in conf.libdir */
 #define PROF_LIB      "libnccl-profiler-fabriciq.so" /* in conf.libdir */
 
@@ -69,8 +69,8 @@ static struct {
 	/* remote context */
 	enum fq_spank_mode mode;
 	const struct fq_spank_class *cls; /* the step's network class, NULL: none */
-	bool active;     /* variables exported, agent reached */
-	bool agent_down; /* asked for, but the agent is unreachable */
+	bool active;                      /* variables exported, agent reached */
+	bool agent_down;                  /* asked for, but the agent is unreachable */
 	char agent_err[FQ_SPANK_PATH_MAX + 512];
 	char node[128];
 	char step_socket[FQ_SPANK_PATH_MAX];
@@ -115,8 +115,9 @@ static int opt_cb(int val, const char *optarg, int remote)
 	}
 	/* refused at submission, where the user reads it */
 	if (*cls && !fq_spank_class_find(&g.conf, cls)) {
-		fq_error("--fabriciq=%s: no network class '%s' on this cluster (%d defined in plugstack.conf)",
-			 optarg, cls, g.conf.nclasses);
+		fq_error(
+		    "--fabriciq=%s: no network class '%s' on this cluster (%d defined in plugstack.conf)",
+		    optarg, cls, g.conf.nclasses);
 		return -1;
 	}
 	g.opt_mode = m;
@@ -699,6 +700,7 @@ static int register_step(void)
 	ss.mode = (char *)fq_spank_mode_name(g.mode);
 	ss.node_count = g.nnodes;
 	ss.task_count = g.ntasks;
+	ss.net_class = g.cls ? (char *)g.cls->name : "";
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
 	env.step_start = &ss;
 	rc = agent_call(&env, "registering", g.told);

@@ -24,6 +24,7 @@ struct fqn_lane_stats {
 	uint64_t bytes, chunks, msgs;
 	int unsync;             /* some stamp of the interval was local */
 	int64_t interval_start; /* fqn_clock_now() */
+	int64_t throttled_ns;   /* sender: time in the interval its rate was capped (pacing) */
 	struct fqn_hist owd;    /* receiver only */
 };
 

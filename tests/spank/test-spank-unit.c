@@ -387,8 +387,7 @@ static void test_classes(void)
 	   "dscp out of range refused: %s", err);
 	ok(parse(&c, err, "class=a,dscp=8", NULL) == -EINVAL && strstr(err, "prio="),
 	   "neither prio nor weight refused: %s", err);
-	ok(parse(&c, err, "class=a,dscp=8,prio=1,weight=2", NULL) == -EINVAL,
-	   "both prio and weight refused");
+	ok(parse(&c, err, "class=a,dscp=8,prio=1,weight=2", NULL) == -EINVAL, "both prio and weight refused");
 	ok(parse(&c, err, "class=a,dscp=8,weight=0", NULL) == -EINVAL && strstr(err, "1-100"),
 	   "weight 0 refused: %s", err);
 	ok(parse(&c, err, "class=a,dscp=8,prio=0", "class=a,dscp=9,prio=1") == -EINVAL &&
@@ -405,13 +404,14 @@ static void test_classes(void)
 				 sizeof(err)) == 0 &&
 	       m == FQ_MODE_CONTROL && !strcmp(cls, "latency"),
 	   "--fabriciq=control,class=latency");
-	ok(fq_spank_option_parse("class=bulk", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err, sizeof(err)) == 0 &&
+	ok(fq_spank_option_parse("class=bulk", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err, sizeof(err)) ==
+		   0 &&
 	       m == FQ_MODE_MONITOR && !strcmp(cls, "bulk") &&
 	       fq_spank_option_parse(NULL, FQ_MODE_CONTROL, &m, cls, sizeof(cls), err, sizeof(err)) == 0 &&
 	       m == FQ_MODE_CONTROL && !*cls,
 	   "class alone takes the bare mode; no argument: the bare mode, no class");
-	ok(fq_spank_option_parse("control,monitor", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err, sizeof(err)) ==
-		   -EINVAL &&
+	ok(fq_spank_option_parse("control,monitor", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err,
+				 sizeof(err)) == -EINVAL &&
 	       fq_spank_option_parse("control,class=", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err,
 				     sizeof(err)) == -EINVAL &&
 	       fq_spank_option_parse("steer", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err, sizeof(err)) ==

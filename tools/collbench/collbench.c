@@ -576,8 +576,8 @@ static double bus_factor(const struct opts *o)
 /* The timed iterations. Each one's seconds into lat[i] (NULL: not kept).
  * With --timeline, each result verified (a stale buffer from the
  * iteration before cannot pass) and a busbw line per interval. */
-static int run_iters(struct mesh *m, const struct opts *o, struct bufs *b, size_t bytes, double t0, long *wrong,
-		     double *lat)
+static int run_iters(struct mesh *m, const struct opts *o, struct bufs *b, size_t bytes, double t0,
+		     long *wrong, double *lat)
 {
 	double last = t0;
 	int done = 0, rc = 0;
@@ -599,7 +599,8 @@ static int run_iters(struct mesh *m, const struct opts *o, struct bufs *b, size_
 		if (rc == 0 && o->timeline_ms && o->check)
 			*wrong += count_wrong(o, b, bytes);
 		done++;
-		if (o->timeline_ms && o->rank == 0 && (t - last >= o->timeline_ms / 1e3 || i == o->iters - 1)) {
+		if (o->timeline_ms && o->rank == 0 &&
+		    (t - last >= o->timeline_ms / 1e3 || i == o->iters - 1)) {
 			double bw = (double)bytes * done / (t - last) / 1e9 * bus_factor(o);
 			struct timespec rt;
 
