@@ -306,8 +306,14 @@ int fq_spank_option_parse(const char *arg, enum fq_spank_mode bare, enum fq_span
 		}
 		*mode = fq_spank_mode_parse(word, FQ_MODE_UNSET);
 		if (*mode == FQ_MODE_UNSET || !*word || have_mode) {
-			snprintf(err, errlen, "'%s': %s", word,
-				 have_mode ? "one mode only" : "unknown mode (use monitor, control or off)");
+			/* a lone word reads as before classes: "--fabriciq=steer: unknown mode" */
+			if (!strchr(arg, ','))
+				snprintf(err, errlen, "unknown mode (use monitor, control or off)");
+			else
+				snprintf(err, errlen, "'%s': %s", word,
+					 have_mode
+					     ? "one mode only"
+					     : "unknown mode (use monitor, control or off) or class=NAME");
 			return -EINVAL;
 		}
 		have_mode = true;

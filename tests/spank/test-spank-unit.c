@@ -414,9 +414,12 @@ static void test_classes(void)
 				 sizeof(err)) == -EINVAL &&
 	       fq_spank_option_parse("control,class=", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err,
 				     sizeof(err)) == -EINVAL &&
+	       fq_spank_option_parse("control,steer", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err,
+				     sizeof(err)) == -EINVAL &&
+	       strstr(err, "'steer'") &&
 	       fq_spank_option_parse("steer", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err, sizeof(err)) ==
 		   -EINVAL &&
-	       strstr(err, "steer"),
+	       !strncmp(err, "unknown mode", 12),
 	   "two modes, an empty class, an unknown word refused: %s", err);
 }
 
