@@ -195,6 +195,28 @@ static const char failovers_sql[] =
  * slowest QPs and peers; null for a step without profiler data. */
 static const char profiler_sql[] = "select fabriciq.step_profiler($1, $2)";
 
+/*
+ * QoS between jobs: the step's network class (null: none, its lanes
+ * unmarked) and what pacing gave its lanes (sending ends' windows): how
+ * many lanes were ever capped, the lowest and the median cap a window
+ * ended with (bytes/s; null: never paced), the time capped summed over
+ * the lanes (lane-seconds) and the most of any one lane.
+ */
+static const char qos_sql[] =
+    "with w as (select lw.src_rank, lw.dst_rank, lw.lane, lw.pacing_rate, lw.throttled_ns"
+    "  from fabriciq.lane_windows lw where lw.job_id = $1 and lw.step_id = $2"
+    "  and (lw.pacing_rate is not null or lw.throttled_ns is not null)),"
+    " l as (select sum(w.throttled_ns) as t from w group by w.src_rank, w.dst_rank, w.lane)"
+    " select json_build_object('class', (select s.net_class from fabriciq.steps s"
+    "  where s.job_id = $1 and s.step_id = $2),"
+    "  'paced_lanes', (select count(*) from l)::int,"
+    "  'rate_min_bytes_per_s', (select min(w.pacing_rate) from w),"
+    "  'rate_median_bytes_per_s', (select round(percentile_cont(0.5) within group (order by "
+    "w.pacing_rate))::int8"
+    "   from w where w.pacing_rate is not null),"
+    "  'throttled_lane_s', (select coalesce(sum(l.t), 0) / 1e9 from l),"
+    "  'throttled_max_s', (select coalesce(max(l.t), 0) / 1e9 from l))";
+
 /* The report of one step: its row and its sections. */
 static int step_report(struct reply *rp, struct fq_db *db, uint64_t job, uint64_t step, uint64_t lanes,
 		       const char *bucket, struct json_object **out)
@@ -216,7 +238,8 @@ static int step_report(struct reply *rp, struct fq_db *db, uint64_t job, uint64_
 		goto fail;
 	if (api_add_section(rp, db, s, "anomalies", "reading job_anomalies", step_anomalies_sql, &p) ||
 	    api_add_section(rp, db, s, "failovers", "reading failover_events", failovers_sql, &p) ||
-	    api_add_section(rp, db, s, "profiler", "reading profiler telemetry", profiler_sql, &p))
+	    api_add_section(rp, db, s, "profiler", "reading profiler telemetry", profiler_sql, &p) ||
+	    api_add_section(rp, db, s, "qos", "reading the step's class and pacing", qos_sql, &p))
 		goto fail;
 	fq_db_param_u64(&p, lanes);
 	if (api_query_json(db, "reading lanes", lanes_sql, &p, &l) < 0) {

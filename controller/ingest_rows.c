@@ -181,6 +181,8 @@ static int apply_lane(struct fq_ingest *ing, const struct item *it)
 	    .tcp_retrans = l->tcp_retrans,
 	    .tcp_ce = l->tcp_delivered_ce,
 	    .synchronised = l->synchronised,
+	    .pacing_rate = l->pacing_rate,
+	    .throttled_ns = l->throttled_ns,
 	};
 	int rc = fq_db_add_lane_windows(ing->db, &w, 1);
 
@@ -355,6 +357,7 @@ static int apply_step_start(struct fq_ingest *ing, const struct item *it)
 	    .step_id = s->step_id,
 	    .uid = s->uid,
 	    .mode = str_or_null(s->mode),
+	    .net_class = str_or_null(s->net_class),
 	    .node_count = s->node_count,
 	    .task_count = s->task_count,
 	    .start_ns = s->time_ns ? s->time_ns : it->recv_ns,

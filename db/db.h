@@ -132,6 +132,8 @@ struct fq_db_lane_window {
 	int64_t owd_min_ns, owd_p50_ns, owd_p99_ns, owd_max_ns; /* 0 = no sample (NULL) */
 	uint32_t tcp_rtt_us, tcp_retrans, tcp_ce;
 	bool synchronised;
+	uint64_t pacing_rate; /* bytes/s, 0: none (NULL) */
+	int64_t throttled_ns; /* time capped in the interval; 0: never (NULL) */
 };
 
 /* One pairwise estimate of a ClockReport; every estimate of one report
@@ -297,7 +299,8 @@ struct fq_db_step {
 	uint64_t job_id;
 	uint32_t step_id;
 	uint32_t uid;
-	const char *mode; /* "monitor" or "control"; NULL: "monitor" for a new step, else unchanged */
+	const char *mode;      /* "monitor" or "control"; NULL: "monitor" for a new step, else unchanged */
+	const char *net_class; /* the step's network class; NULL or "": unchanged (none for a new step) */
 	uint32_t node_count, task_count;
 	int64_t start_ns;
 	int64_t end_ns; /* 0: running */

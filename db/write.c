@@ -127,7 +127,7 @@ int fq_db_upsert_link(struct fq_db *db, const struct fq_db_link *l)
 int fq_db_upsert_step(struct fq_db *db, const struct fq_db_step *s)
 {
 	struct fq_db_params p = {0};
-	int rc = CHECK_FIELDS(db, "step", {"mode", s->mode, false});
+	int rc = CHECK_FIELDS(db, "step", {"mode", s->mode, false}, {"net_class", s->net_class, false});
 
 	if (rc)
 		return rc;
@@ -143,6 +143,7 @@ int fq_db_upsert_step(struct fq_db *db, const struct fq_db_step *s)
 		fq_db_param_i64(&p, s->exit_status);
 	else
 		fq_db_param_str(&p, NULL);
+	fq_db_param_str(&p, s->net_class && *s->net_class ? s->net_class : NULL);
 	/* One statement, so the job and its step appear together. */
 	return fq_db_exec(
 	    db, "upserting a step",
@@ -151,10 +152,12 @@ int fq_db_upsert_step(struct fq_db *db, const struct fq_db_step *s)
 	    "on conflict (job_id) do update set "
 	    "last_seen = greatest(jobs.last_seen, excluded.last_seen) returning job_id) "
 	    "insert into fabriciq.steps (job_id, step_id, mode, node_count, task_count, start_time, "
-	    "end_time, exit_status) select job_id, $2::int8, coalesce($4::text, 'monitor'), $5::int, "
+	    "end_time, exit_status, net_class) select job_id, $2::int8, coalesce($4::text, 'monitor'), "
+	    "$5::int, "
 	    "$6::int, "
-	    "$7::timestamptz, $8::timestamptz, $9::int from job "
+	    "$7::timestamptz, $8::timestamptz, $9::int, $10::text from job "
 	    "on conflict (job_id, step_id) do update set mode = coalesce($4::text, steps.mode), "
+	    "net_class = coalesce($10::text, steps.net_class), "
 	    "node_count = greatest(steps.node_count, excluded.node_count), "
 	    "task_count = greatest(steps.task_count, excluded.task_count), "
 	    "start_time = least(steps.start_time, excluded.start_time), "

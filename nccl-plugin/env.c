@@ -52,6 +52,8 @@ static const struct fqn_env_var fqn_env_vars[] = {
     {"FABRICIQ_PACE", FQN_ENV_STR, "off", 1, 8, OFF(pace_str)},
     {"FABRICIQ_PACE_TARGET_US", FQN_ENV_INT, "2000", 100, 1000000, OFF(pace_target_us)},
     {"FABRICIQ_JOB_ID", FQN_ENV_STR, "", 0, 24, OFF(job_id)},
+    {"FABRICIQ_CLASS", FQN_ENV_STR, "", 0, 32, OFF(net_class)},
+    {"FABRICIQ_DSCP", FQN_ENV_STR, "", 0, 4, OFF(dscp_s)},
 };
 
 static int fqn_env_set(struct fqn_config *cfg, const struct fqn_env_var *v, const char *val, char *err,
@@ -169,6 +171,16 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 		snprintf(err, errlen,
 			 "FABRICIQ_PACE=delay needs FABRICIQ_MODE=control (it runs on its update)");
 		return -EINVAL;
+	}
+	cfg->tclass = -1;
+	if (*cfg->dscp_s) {
+		uint64_t dscp;
+
+		if (fq_parse_decimal(cfg->dscp_s, &dscp) < 0 || dscp > 63) {
+			snprintf(err, errlen, "FABRICIQ_DSCP='%s': must be a DSCP (0 to 63)", cfg->dscp_s);
+			return -EINVAL;
+		}
+		cfg->tclass = (int)dscp << 2; /* the DS field's top six bits; ECN keeps the low two */
 	}
 	if (*cfg->job_id && strspn(cfg->job_id, "0123456789") != strlen(cfg->job_id)) {
 		snprintf(err, errlen, "FABRICIQ_JOB_ID='%s': must be a Slurm job id (digits)", cfg->job_id);

@@ -49,7 +49,12 @@ struct fqn_config {
 	int pace;                       /* paces lanes by their queueing delay (control mode only) */
 	int pace_target_us;             /* FABRICIQ_PACE_TARGET_US, 100..1000000, default 2000 */
 	char job_id[24];                /* FABRICIQ_JOB_ID (else SLURM_JOB_ID): path page advice key */
-	int path_page_max_age_ms;       /* FABRICIQ_PATH_PAGE_MAX_AGE_MS, 100..3600000, default 5000 */
+	/* The job's network class (spank_fabriciq(8), "QoS between jobs"):
+	 * its name, and the DSCP every lane's packets carry. */
+	char net_class[32]; /* FABRICIQ_CLASS: "" none */
+	char dscp_s[4];     /* FABRICIQ_DSCP: "" (none: NCCL's trafficClass, else the kernel's) or 0..63 */
+	int tclass;         /* parsed: the traffic class byte (DSCP << 2), -1 none */
+	int path_page_max_age_ms; /* FABRICIQ_PATH_PAGE_MAX_AGE_MS, 100..3600000, default 5000 */
 };
 
 typedef const char *(*fqn_getenv_fn)(const char *name);

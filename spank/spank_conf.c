@@ -2,6 +2,7 @@
 #include "spank/spank_conf.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,209 @@ static int set_path(char *dst, const char *key, const char *val, char *err, size
 	return 0;
 }
 
+#define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+
+/* A class's name: the first len bytes of s, letters, digits, _ and -. */
+static bool name_ok(const char *s, size_t len)
+{
+	return len > 0 && strspn(s, NAME_CHARS) >= len;
+}
+
+const struct fq_spank_class *fq_spank_class_find(const struct fq_spank_conf *conf, const char *name)
+{
+	for (int i = 0; name && i < conf->nclasses; i++)
+		if (!strcmp(conf->classes[i].name, name))
+			return &conf->classes[i];
+	return NULL;
+}
+
+/* Whether the '+'-list qos holds name. */
+static bool qos_has(const char *qos, const char *name, size_t len)
+{
+	for (const char *p = qos; *p;) {
+		size_t n = strcspn(p, "+");
+
+		if (n == len && !strncmp(p, name, len))
+			return true;
+		p += n + (p[n] == '+');
+	}
+	return false;
+}
+
+/* One attribute of a class=NAME,KEY=VALUE,... word into c. */
+static int class_attr(struct fq_spank_class *c, const char *attr, size_t len, char *err, size_t errlen)
+{
+	static const struct {
+		const char *key;
+		unsigned long long max;
+		size_t off;
+	} nums[] = {{"dscp", 63, offsetof(struct fq_spank_class, dscp)},
+		    {"sl", 15, offsetof(struct fq_spank_class, sl)},
+		    {"prio", 6, offsetof(struct fq_spank_class, prio)},
+		    {"weight", 100, offsetof(struct fq_spank_class, weight)}};
+	const char *eq = memchr(attr, '=', len);
+	char val[128];
+	uint64_t v;
+
+	if (!eq || (size_t)(attr + len - eq - 1) >= sizeof(val))
+		goto bad;
+	memcpy(val, eq + 1, (size_t)(attr + len - eq - 1));
+	val[attr + len - eq - 1] = 0;
+	if ((size_t)(eq - attr) == 3 && !strncmp(attr, "qos", 3)) {
+		if (!*val)
+			goto bad;
+		for (const char *p = val; *p;) {
+			size_t n = strcspn(p, "+");
+
+			if (!n || strspn(p, NAME_CHARS ".") < n) /* Slurm's QOS names */
+				goto bad;
+			p += n + (p[n] == '+');
+		}
+		snprintf(c->qos, sizeof(c->qos), "%s", val);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		if (strlen(nums[i].key) != (size_t)(eq - attr) ||
+		    strncmp(attr, nums[i].key, (size_t)(eq - attr)))
+			continue;
+		int min = !strcmp(nums[i].key, "weight"); /* a weight of 0 would be no share at all */
+
+		if (fq_parse_decimal(val, &v) < 0 || v < (uint64_t)min || v > nums[i].max) {
+			snprintf(err, errlen, "%.*s: must be %d-%llu", (int)len, attr, min, nums[i].max);
+			return -EINVAL;
+		}
+		*(int *)((char *)c + nums[i].off) = (int)v;
+		return 0;
+	}
+bad:
+	snprintf(err, errlen,
+		 "'%.*s': expected dscp=0-63, sl=0-15, prio=0-6, weight=1-100 or qos=NAME[+NAME...]",
+		 (int)len, attr);
+	return -EINVAL;
+}
+
+/* class=NAME,dscp=D[,sl=S],prio=P|weight=W[,qos=A+B]: one more class. */
+static int parse_class(struct fq_spank_conf *conf, const char *val, char *err, size_t errlen)
+{
+	struct fq_spank_class c = {.dscp = -1, .sl = -1, .prio = -1};
+	size_t n = strcspn(val, ",");
+	int rc;
+
+	if (!name_ok(val, n) || n >= sizeof(c.name)) {
+		snprintf(err, errlen, "class=%s: expected NAME (letters, digits, _ or -, at most %d) first",
+			 val, FQ_SPANK_NAME_MAX - 1);
+		return -EINVAL;
+	}
+	memcpy(c.name, val, n);
+	for (const char *p = val + n; *p == ',';) {
+		size_t len = strcspn(p + 1, ",");
+
+		if ((rc = class_attr(&c, p + 1, len, err, errlen)) < 0) {
+			char why[200];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "class=%s: %s", val, why);
+			return rc;
+		}
+		p += len + 1;
+	}
+	if (c.dscp < 0 || (c.prio >= 0) == (c.weight > 0)) {
+		snprintf(err, errlen,
+			 "class=%s: needs dscp= and one of prio= (strict priority) or weight=", val);
+		return -EINVAL;
+	}
+	if (fq_spank_class_find(conf, c.name) || conf->nclasses == FQ_SPANK_CLASSES) {
+		snprintf(err, errlen, "class=%s: %s", val,
+			 conf->nclasses == FQ_SPANK_CLASSES ? "too many classes (at most 8)"
+							    : "defined twice");
+		return -EINVAL;
+	}
+	conf->classes[conf->nclasses++] = c;
+	return 0;
+}
+
+/* What only the whole line can tell: default_class names a class, and no
+ * QOS is given two classes. */
+static int check_classes(const struct fq_spank_conf *conf, char *err, size_t errlen)
+{
+	if (*conf->default_class && !fq_spank_class_find(conf, conf->default_class)) {
+		snprintf(err, errlen, "default_class=%s: no class=%s, ... on the line", conf->default_class,
+			 conf->default_class);
+		return -EINVAL;
+	}
+	for (int i = 0; i < conf->nclasses; i++)
+		for (const char *p = conf->classes[i].qos; *p;) {
+			size_t n = strcspn(p, "+");
+
+			for (int j = i + 1; j < conf->nclasses; j++)
+				if (qos_has(conf->classes[j].qos, p, n)) {
+					snprintf(err, errlen, "QOS %.*s is given two classes, %s and %s",
+						 (int)n, p, conf->classes[i].name, conf->classes[j].name);
+					return -EINVAL;
+				}
+			p += n + (p[n] == '+');
+		}
+	return 0;
+}
+
+const struct fq_spank_class *fq_spank_step_class(const struct fq_spank_conf *conf, const char *named,
+						 const char *qos, bool *bad)
+{
+	const struct fq_spank_class *c = NULL;
+
+	*bad = false;
+	if (named && *named && !(c = fq_spank_class_find(conf, named)))
+		*bad = true;
+	for (int i = 0; !c && qos && *qos && i < conf->nclasses; i++)
+		if (qos_has(conf->classes[i].qos, qos, strlen(qos)))
+			c = &conf->classes[i];
+	return c ? c : fq_spank_class_find(conf, conf->default_class);
+}
+
+int fq_spank_option_parse(const char *arg, enum fq_spank_mode bare, enum fq_spank_mode *mode, char *cls,
+			  size_t clslen, char *err, size_t errlen)
+{
+	char word[64];
+	bool have_mode = false;
+
+	*mode = bare;
+	*cls = 0;
+	for (const char *p = arg ? arg : ""; *p;) {
+		size_t n = strcspn(p, ",");
+
+		if (n >= sizeof(word)) {
+			snprintf(err, errlen, "'%.*s...': too long", 16, p);
+			return -EINVAL;
+		}
+		memcpy(word, p, n);
+		word[n] = 0;
+		p += n + (p[n] == ',');
+		if (!strncmp(word, "class=", 6)) {
+			if (*cls || !name_ok(word + 6, strlen(word + 6)) || strlen(word + 6) >= clslen) {
+				snprintf(err, errlen, "'%s': %s", word,
+					 *cls ? "one class only" : "expected class=NAME");
+				return -EINVAL;
+			}
+			snprintf(cls, clslen, "%s", word + 6);
+			continue;
+		}
+		*mode = fq_spank_mode_parse(word, FQ_MODE_UNSET);
+		if (*mode == FQ_MODE_UNSET || !*word || have_mode) {
+			/* a lone word reads as before classes: "--fabriciq=steer: unknown mode" */
+			if (!strchr(arg, ','))
+				snprintf(err, errlen, "unknown mode (use monitor, control or off)");
+			else
+				snprintf(err, errlen, "'%s': %s", word,
+					 have_mode
+					     ? "one mode only"
+					     : "unknown mode (use monitor, control or off) or class=NAME");
+			return -EINVAL;
+		}
+		have_mode = true;
+	}
+	return 0;
+}
+
 static int parse_one(struct fq_spank_conf *conf, const char *key, const char *val, char *err, size_t errlen)
 {
 	static const char *const yes_no[] = {"yes", "no", NULL};
@@ -219,10 +423,20 @@ static int parse_one(struct fq_spank_conf *conf, const char *key, const char *va
 		conf->control_profiler = k == 0;
 		return 0;
 	}
+	if (!strcmp(key, "class"))
+		return parse_class(conf, val, err, errlen);
+	if (!strcmp(key, "default_class")) {
+		if (*val && (!name_ok(val, strlen(val)) || strlen(val) >= sizeof(conf->default_class))) {
+			snprintf(err, errlen, "default_class=%s: expected a class's NAME", val);
+			return -EINVAL;
+		}
+		snprintf(conf->default_class, sizeof(conf->default_class), "%s", val);
+		return 0;
+	}
 	snprintf(err, errlen,
 		 "unknown key '%s' (known: ifaces, libdir, step_socket, telemetry_socket, clock_page, "
 		 "path_page, mode, default, required, timeout_ms, controller, munge_socket, end_wait_ms, "
-		 "monitor_via, control_profiler, profiler_libdir)",
+		 "monitor_via, control_profiler, profiler_libdir, class, default_class)",
 		 key);
 	return -EINVAL;
 }
@@ -257,5 +471,5 @@ int fq_spank_conf_parse(struct fq_spank_conf *conf, int ac, char **argv, char *e
 		if (rc < 0)
 			return rc;
 	}
-	return 0;
+	return check_classes(conf, err, errlen);
 }

@@ -25,7 +25,10 @@
  * control_profiler (yes|no, default no: control mode also names the
  * profiler plugin, for per-collective figures beside its lanes),
  * profiler_libdir (the directory of libnccl-profiler-fabriciq.so when it
- * is not libdir: a build tree).
+ * is not libdir: a build tree), class (one network class, repeatable:
+ * class=NAME,dscp=D[,sl=S],prio=P|weight=W[,qos=QOS[+QOS...]]; see struct
+ * fq_spank_class), default_class (the class of a job that names none and
+ * whose Slurm QOS maps to none; "": no class).
  * Unknown keys and bad values are errors.
  * Values are read by common/parse.h's parsers (choices, decimal numbers).
  */
@@ -43,6 +46,22 @@ enum fq_spank_mode {
 };
 
 #define FQ_SPANK_PATH_MAX 256
+#define FQ_SPANK_CLASSES  8  /* network classes in the table */
+#define FQ_SPANK_NAME_MAX 32 /* a class's name, with its NUL */
+
+/* A network class ("QoS between jobs"): what a job's lanes are marked
+ * with, and what the fabric is expected to do with the mark. The plugins
+ * mark; switches schedule (doc/design.md says which fabric does what). */
+struct fq_spank_class {
+	char name[FQ_SPANK_NAME_MAX]; /* [A-Za-z0-9_-]+ */
+	int dscp;                     /* 0..63: IP DS field (TCP lanes, RoCE), FABRICIQ_DSCP */
+	int sl;                       /* 0..15: an IB lane's service level; -1: not set */
+	/* the fabric's scheduling of the class, one of: strict priority
+	 * (0 first, 0..6) or a weight (1..100) in the share of what the
+	 * priority classes leave; -1 / 0 when not that kind */
+	int prio, weight;
+	char qos[128]; /* the Slurm QOS names given this class, '+'-separated; "" none */
+};
 
 struct fq_spank_conf {
 	char libdir[FQ_SPANK_PATH_MAX];
@@ -62,6 +81,9 @@ struct fq_spank_conf {
 	int end_wait_ms;
 	bool monitor_net;      /* monitor_via=net */
 	bool control_profiler; /* control_profiler=yes */
+	struct fq_spank_class classes[FQ_SPANK_CLASSES];
+	int nclasses;
+	char default_class[FQ_SPANK_NAME_MAX]; /* "": none */
 };
 
 /* Which NCCL plugins a step of this mode gets (pure): *net
@@ -78,6 +100,26 @@ void fq_spank_conf_defaults(struct fq_spank_conf *conf, const char *libdir);
 /* Parse argv[0..ac) (key=value words) over the defaults already in conf.
  * Returns 0, or -EINVAL with a one-line reason naming the word in err. */
 int fq_spank_conf_parse(struct fq_spank_conf *conf, int ac, char **argv, char *err, size_t errlen);
+
+/* The class named name in the table, or NULL. */
+const struct fq_spank_class *fq_spank_class_find(const struct fq_spank_conf *conf, const char *name);
+
+/* A step's class: the one the job named (the option's, else the one the
+ * client propagated, SLURM_FABRICIQ_CLASS's value; NULL or "" if none),
+ * else the one its Slurm QOS is given (qos: SLURM_JOB_QOS's value, NULL
+ * if unknown), else default_class, else NULL (no class: unmarked).
+ * *bad is set when the job named a class the table does not have (then
+ * ignored, as an unknown propagated mode is). */
+const struct fq_spank_class *fq_spank_step_class(const struct fq_spank_conf *conf, const char *named,
+						 const char *qos, bool *bad);
+
+/* The --fabriciq argument: comma-separated words, at most one MODE (as
+ * fq_spank_mode_parse) and at most one class=NAME, in any order
+ * ("control,class=inference"; NULL or "": the bare mode). Fills *mode
+ * and cls ("" when none named; a name is not checked against the table
+ * here). Returns 0, or -EINVAL with the reason in err. */
+int fq_spank_option_parse(const char *arg, enum fq_spank_mode bare, enum fq_spank_mode *mode, char *cls,
+			  size_t clslen, char *err, size_t errlen);
 
 /* Parse a MODE as the user writes it ("monitor", "control", "off"; case
  * matters, as for other Slurm options). NULL or "" gives bare, the

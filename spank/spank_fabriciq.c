@@ -49,6 +49,7 @@
 SPANK_PLUGIN(fabriciq, 1);
 
 #define ENV_PROPAGATE "SLURM_FABRICIQ_MODE"
+#define ENV_CLASS     "SLURM_FABRICIQ_CLASS"         /* the class the job named, carried as the mode is */
 #define NET_LIB       "libnccl-net-fabriciq.so"      /* in conf.libdir */
 #define PROF_LIB      "libnccl-profiler-fabriciq.so" /* in conf.libdir */
 
@@ -59,6 +60,7 @@ static struct {
 	char
 	    prof_plugin[FQ_SPANK_PATH_MAX + sizeof(PROF_LIB) + 1]; /* LIBDIR/PROF_LIB, NCCL_PROFILER_PLUGIN */
 	enum fq_spank_mode opt_mode;                               /* from --fabriciq; the last one wins */
+	char opt_class[FQ_SPANK_NAME_MAX];                         /* its class=NAME, "" none */
 
 	/* local context (srun): the step whose end gets the job-end line */
 	bool end_report;
@@ -66,8 +68,9 @@ static struct {
 
 	/* remote context */
 	enum fq_spank_mode mode;
-	bool active;     /* variables exported, agent reached */
-	bool agent_down; /* asked for, but the agent is unreachable */
+	const struct fq_spank_class *cls; /* the step's network class, NULL: none */
+	bool active;                      /* variables exported, agent reached */
+	bool agent_down;                  /* asked for, but the agent is unreachable */
 	char agent_err[FQ_SPANK_PATH_MAX + 512];
 	char node[128];
 	char step_socket[FQ_SPANK_PATH_MAX];
@@ -87,9 +90,9 @@ static int opt_cb(int val, const char *optarg, int remote);
 
 static struct spank_option fq_option = {
     .name = "fabriciq",
-    .arginfo = "MODE",
+    .arginfo = "MODE[,class=NAME]",
     .usage = "Fabric telemetry for this job: MODE monitor (default), control (telemetry, failover, "
-	     "steering) or off.",
+	     "steering) or off; class=NAME: the site's network class for its traffic.",
     .has_arg = 2,
     .val = 0,
     .cb = opt_cb,
@@ -98,6 +101,7 @@ static struct spank_option fq_option = {
 static int opt_cb(int val, const char *optarg, int remote)
 {
 	enum fq_spank_mode m;
+	char cls[FQ_SPANK_NAME_MAX], err[128];
 
 	(void)val;
 	(void)remote;
@@ -105,12 +109,19 @@ static int opt_cb(int val, const char *optarg, int remote)
 	 * steps as the text "(null)" (SLURM_SPANK__SLURM_SPANK_OPTION_...). */
 	if (optarg && !strcmp(optarg, "(null)"))
 		optarg = NULL;
-	m = fq_spank_mode_parse(optarg, g.conf.bare_mode);
-	if (m == FQ_MODE_UNSET) {
-		fq_error("--fabriciq=%s: unknown mode (use monitor, control or off)", optarg);
+	if (fq_spank_option_parse(optarg, g.conf.bare_mode, &m, cls, sizeof(cls), err, sizeof(err)) < 0) {
+		fq_error("--fabriciq=%s: %s", optarg, err);
+		return -1;
+	}
+	/* refused at submission, where the user reads it */
+	if (*cls && !fq_spank_class_find(&g.conf, cls)) {
+		fq_error(
+		    "--fabriciq=%s: no network class '%s' on this cluster (%d defined in plugstack.conf)",
+		    optarg, cls, g.conf.nclasses);
 		return -1;
 	}
 	g.opt_mode = m;
+	snprintf(g.opt_class, sizeof(g.opt_class), "%s", cls);
 	return 0;
 }
 
@@ -184,9 +195,10 @@ static int client_post_opt(void)
 		return 0;
 	}
 	/* Every step of this job (or allocation) started from here inherits
-	 * the mode, --export=NONE included. */
-	if (setenv(ENV_PROPAGATE, fq_spank_mode_name(g.opt_mode), 1) < 0) {
-		fq_error("setenv %s: %s", ENV_PROPAGATE, strerror(errno));
+	 * the mode and class, --export=NONE included. */
+	if (setenv(ENV_PROPAGATE, fq_spank_mode_name(g.opt_mode), 1) < 0 ||
+	    (*g.opt_class && setenv(ENV_CLASS, g.opt_class, 1) < 0)) {
+		fq_error("setenv %s: %s", *g.opt_class ? ENV_CLASS : ENV_PROPAGATE, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -272,6 +284,26 @@ static enum fq_spank_mode step_mode(spank_t sp)
 	return m;
 }
 
+/* The step's network class: the one the job named (option, else
+ * propagated), else its Slurm QOS's (SLURM_JOB_QOS, which Slurm puts in
+ * every step's environment), else the site's default_class. */
+static const struct fq_spank_class *step_class(spank_t sp)
+{
+	const struct fq_spank_class *c;
+	char *named = NULL, *qos = NULL;
+	bool bad;
+
+	if (!*g.opt_class)
+		get_env(sp, ENV_CLASS, &named);
+	get_env(sp, "SLURM_JOB_QOS", &qos);
+	c = fq_spank_step_class(&g.conf, *g.opt_class ? g.opt_class : named, qos, &bad);
+	if (bad)
+		fq_error("%s=%s is not a network class here; ignored", ENV_CLASS, named);
+	free(named);
+	free(qos);
+	return c;
+}
+
 static void step_id_text(char *buf, size_t len)
 {
 	step_text(g.step, buf, len);
@@ -293,8 +325,8 @@ static int set_env(spank_t sp, const char *name, const char *val)
 static void unset_inherited(spank_t sp)
 {
 	static const char *const ours[] = {
-	    "FABRICIQ_MODE",         "FABRICIQ_JOB_ID",     "FABRICIQ_STEP_ID",
-	    "FABRICIQ_NNODES",       "FABRICIQ_RANK",       "FABRICIQ_LOCAL_RANK",
+	    "FABRICIQ_MODE",         "FABRICIQ_JOB_ID",     "FABRICIQ_STEP_ID",  "FABRICIQ_NNODES",
+	    "FABRICIQ_RANK",         "FABRICIQ_LOCAL_RANK", "FABRICIQ_CLASS",    "FABRICIQ_DSCP",
 	    "FABRICIQ_AGENT_SOCKET", "FABRICIQ_CLOCK_PAGE", "FABRICIQ_PATH_PAGE"};
 	char *val;
 
@@ -391,13 +423,43 @@ static int export_nccl(spank_t sp)
 	return set_env(sp, "NCCL_NET_PLUGIN", g.net_plugin);
 }
 
+/* The step's network class for the tasks: the net plugin marks every
+ * lane with FABRICIQ_DSCP (its IB lanes' GRH traffic class too) and gives
+ * IB lanes FABRICIQ_IB_SL; a step whose NCCL keeps its own transports
+ * (monitor via the profiler) gets NCCL_IB_TC and NCCL_IB_SL, which NCCL's
+ * IB/RoCE transport applies (its socket transport marks nothing). The
+ * site's class wins over the job's own values. No class: a step after a
+ * classed one in the same allocation loses what that one exported. */
+static int export_class(spank_t sp)
+{
+	char buf[16];
+	bool net, prof;
+
+	fq_spank_nccl_plugins(&g.conf, g.mode, &net, &prof);
+	if (!g.cls) {
+		spank_unsetenv(sp, "FABRICIQ_CLASS");
+		spank_unsetenv(sp, "FABRICIQ_DSCP");
+		return 0;
+	}
+	if (set_env(sp, "FABRICIQ_CLASS", g.cls->name) < 0)
+		return -1;
+	snprintf(buf, sizeof(buf), "%d", g.cls->dscp);
+	if (set_env(sp, "FABRICIQ_DSCP", buf) < 0)
+		return -1;
+	snprintf(buf, sizeof(buf), "%d", g.cls->sl);
+	if (g.cls->sl >= 0 && set_env(sp, net ? "FABRICIQ_IB_SL" : "NCCL_IB_SL", buf) < 0)
+		return -1;
+	snprintf(buf, sizeof(buf), "%d", g.cls->dscp << 2);
+	return net ? 0 : set_env(sp, "NCCL_IB_TC", buf);
+}
+
 static int export_step(spank_t sp)
 {
 	char buf[FQ_SPANK_PATH_MAX + 64];
 
 	if (export_nccl(sp) < 0)
 		return -1;
-	if (set_env(sp, "FABRICIQ_MODE", fq_spank_mode_name(g.mode)) < 0)
+	if (set_env(sp, "FABRICIQ_MODE", fq_spank_mode_name(g.mode)) < 0 || export_class(sp) < 0)
 		return -1;
 	snprintf(buf, sizeof(buf), "%u", g.job);
 	if (set_env(sp, "FABRICIQ_JOB_ID", buf) < 0)
@@ -477,6 +539,8 @@ static int remote_post_opt(spank_t sp)
 	if (g.active || g.agent_down)
 		return 0; /* already done for this step */
 	g.mode = step_mode(sp);
+	if (g.mode == FQ_MODE_MONITOR || g.mode == FQ_MODE_CONTROL)
+		g.cls = step_class(sp);
 	if (g.mode != FQ_MODE_MONITOR && g.mode != FQ_MODE_CONTROL) {
 		if (g.mode == FQ_MODE_OFF)
 			unset_inherited(sp);
@@ -509,8 +573,8 @@ static int remote_post_opt(spank_t sp)
 	if (export_step(sp) < 0)
 		return -1;
 	g.active = true;
-	fq_info("job %u step %s on %s: mode %s, agent %s", g.job, id, g.node, fq_spank_mode_name(g.mode),
-		g.step_socket);
+	fq_info("job %u step %s on %s: mode %s, class %s, agent %s", g.job, id, g.node,
+		fq_spank_mode_name(g.mode), g.cls ? g.cls->name : "none", g.step_socket);
 	return 0;
 }
 
@@ -636,6 +700,7 @@ static int register_step(void)
 	ss.mode = (char *)fq_spank_mode_name(g.mode);
 	ss.node_count = g.nnodes;
 	ss.task_count = g.ntasks;
+	ss.net_class = g.cls ? (char *)g.cls->name : "";
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
 	env.step_start = &ss;
 	rc = agent_call(&env, "registering", g.told);

@@ -160,6 +160,24 @@ static void print_profiler(struct json_object *p)
 	}
 }
 
+/* QoS between jobs: the step's network class and its lanes' pacing, when
+ * it had either. */
+static void print_qos(struct json_object *s)
+{
+	struct json_object *q = jget(s, "qos");
+
+	if (!q || (jnull(q, "class") && !jdbl(q, "paced_lanes")))
+		return;
+	printf("  network class: %s", jnull(q, "class") ? "none" : jstr(q, "class"));
+	if (jdbl(q, "paced_lanes"))
+		printf("; paced lanes: %s (cap lowest %.1f Mbit/s, median %.1f), throttled %.1f lane-s (most "
+		       "%.1f s)",
+		       fint(q, "paced_lanes"), jdbl(q, "rate_min_bytes_per_s") * 8 / 1e6,
+		       jdbl(q, "rate_median_bytes_per_s") * 8 / 1e6, jdbl(q, "throttled_lane_s"),
+		       jdbl(q, "throttled_max_s"));
+	printf("\n");
+}
+
 static void print_step(struct json_object *job, struct json_object *s)
 {
 	struct json_object *e = jget(s, "efficiency"), *tp = jget(s, "throughput");
@@ -182,6 +200,7 @@ static void print_step(struct json_object *job, struct json_object *s)
 		       fpct(e, "degraded_share"), fus(e, "median_lane_p99_us"),
 		       fus(e, "slowest_lane_p99_us"));
 	}
+	print_qos(s);
 	printf("  incidents: %zu, anomalies: %s, failovers: %s\n", jlen(s, "incidents"), fint(e, "anomalies"),
 	       fint(e, "failovers"));
 	print_incidents(s);

@@ -297,7 +297,7 @@ static ncclResult_t a_init_v10(ncclDebugLogger_t logger, ncclProfilerCallback_t 
 }
 
 /* NCCL's trafficClass (v10+): the byte the send comm's lanes put in their
- * packets' IP TOS / IPv6 traffic class. NCCL passes NCCL_CONFIG_UNDEF_INT
+ * packets' IP TOS / IPv6 traffic class, unless the job has a network class. NCCL passes NCCL_CONFIG_UNDEF_INT
  * (INT_MIN) when the user set none: anything outside 0..255 leaves the
  * kernel's default. Applied once the comm is up, before its first chunk
  * (the handshake went with the default class); the comm remembers it for
@@ -307,7 +307,9 @@ static ncclResult_t connect_tclass(int dev, int tclass, void *handle, void **sen
 	ncclResult_t rc = a_connect(dev, handle, sendComm, sendDevComm);
 	struct fqn_comm *c = *sendComm; /* struct fqn_send begins with its comm */
 
-	if (rc != ncclSuccess || !c || tclass < 0 || tclass > 255)
+	/* the site's class (FABRICIQ_DSCP), set when the comm was made, wins:
+	 * a job's own NCCL setting does not lift it into another class */
+	if (rc != ncclSuccess || !c || tclass < 0 || tclass > 255 || c->tclass >= 0)
 		return rc;
 	c->tclass = tclass;
 	for (int i = 0; i < c->nlanes; i++)

@@ -70,10 +70,13 @@ void fqn_comm_tick(struct fqn_comm *c, int i, int64_t now, int force)
 	s.bytes = st->bytes;
 	s.chunks = st->chunks;
 	s.msgs = st->msgs;
+	s.throttled_ns =
+	    st->throttled_ns < now - st->interval_start ? st->throttled_ns : now - st->interval_start;
 	l->ops->info(l, &s.info); /* one getsockopt per lane per interval */
 	s.owd = st->owd;
 	fqn_telemetry_push(ctx->telemetry, &s);
 	st->bytes = st->chunks = st->msgs = 0;
+	st->throttled_ns = 0;
 	st->unsync = 0;
 	st->interval_start = now;
 	fqn_hist_reset(&st->owd);

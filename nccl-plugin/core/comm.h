@@ -24,6 +24,7 @@ struct fqn_lane_stats {
 	uint64_t bytes, chunks, msgs;
 	int unsync;             /* some stamp of the interval was local */
 	int64_t interval_start; /* fqn_clock_now() */
+	int64_t throttled_ns;   /* sender: time in the interval its rate was capped (pacing) */
 	struct fqn_hist owd;    /* receiver only */
 };
 
@@ -76,7 +77,12 @@ struct fqn_comm {
 	int64_t next_path_ns;       /* next path page check */
 	uint64_t failovers, failbacks;
 	uint32_t peer_rank1; /* the other end's global rank + 1 (0: unknown) */
-	int tclass;          /* NCCL's trafficClass for the lanes (send comm), -1: the default */
+	/* the lanes' traffic class, -1: the kernel's default. The job's
+	 * network class (FABRICIQ_DSCP) on both comms, so the receiving end's
+	 * TCP ACKs and control-mode acks travel in the class too (a queue
+	 * that delays them delays the sender's completions); else NCCL's
+	 * trafficClass on a send comm. */
+	int tclass;
 };
 
 /* Lane i's traffic class from c->tclass (nothing when -1); a lane that

@@ -117,10 +117,12 @@ int fqn_recv_from_lanes(struct fqn_ctx *ctx, int dev, struct fqn_lane **lanes, i
 	r->c.chunk_size = chunk_size;
 	r->c.conn_id = conn_id;
 	r->c.err_lane = -1;
-	r->c.tclass = -1;
+	r->c.tclass = ctx->cfg.tclass;
 	r->c.fo = fqn_ctl_failover_cfg(&ctx->cfg);
-	for (int i = 0; i < nlanes; i++)
+	for (int i = 0; i < nlanes; i++) {
 		r->c.lanes[i] = lanes[i];
+		fqn_comm_apply_tclass(&r->c, i);
+	}
 	fqn_comm_stats_init(&r->c);
 	pthread_mutex_init(&r->lock, NULL);
 	*out = r;
@@ -437,6 +439,7 @@ static void ctl_install(struct fqn_recv *r, struct fqn_lane *l, int64_t now)
 	if (r->c.lanes[i])
 		ctl_lane_drop(r, i, NULL, 0, now);
 	r->c.lanes[i] = l;
+	fqn_comm_apply_tclass(&r->c, i);
 	fqn_ctl_lane_init(&r->c, i);
 	if (down_ns) {
 		FQN_WARN("connection %llx lane %d (%s <- %s): back after %lld ms (re-dialed); failback",

@@ -62,9 +62,11 @@ int fqn_send_from_lanes(struct fqn_ctx *ctx, int dev, struct fqn_lane **lanes, i
 	s->c.chunk_size = chunk_size;
 	s->c.conn_id = conn_id;
 	s->c.err_lane = -1;
-	s->c.tclass = -1;
-	for (int i = 0; i < nlanes; i++)
+	s->c.tclass = ctx->cfg.tclass;
+	for (int i = 0; i < nlanes; i++) {
 		s->c.lanes[i] = lanes[i];
+		fqn_comm_apply_tclass(&s->c, i);
+	}
 	fqn_comm_stats_init(&s->c);
 	*out = s;
 	return 0;

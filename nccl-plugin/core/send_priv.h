@@ -50,6 +50,7 @@ struct steer_state {
 	uint64_t acked_bytes[FQN_MAX_LANES], sent_bytes[FQN_MAX_LANES];
 	uint32_t retrans[FQN_MAX_LANES], ce[FQN_MAX_LANES];
 	int64_t next_ns;
+	int64_t tick_ns;          /* the last update's time: a capped lane's throttled time counts from it */
 	int move;                 /* lane being drained for a move, -1: none */
 	const char *move_why;     /* its reason, for the trace: congested, advice, trial */
 	int moved[FQN_MAX_LANES]; /* re-dialing for a move, not a failure */

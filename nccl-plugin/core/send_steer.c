@@ -238,6 +238,19 @@ static void pace_apply(struct fqn_send *s, int64_t now)
 	}
 }
 
+/* The job report's time throttled: each up lane whose rate was capped
+ * since the last update counts the time since (telemetry reports it per
+ * interval, LaneReport.throttled_ns). */
+static void pace_account(struct fqn_send *s, int64_t now)
+{
+	struct steer_state *st = s->st;
+
+	for (int i = 0; st->tick_ns && i < s->c.nlanes; i++)
+		if (st->rate_set[i] && s->c.lc[i].fsm.state == FQN_LANE_UP)
+			s->c.stats[i].throttled_ns += now - st->tick_ns;
+	st->tick_ns = now;
+}
+
 /* Every FQN_STEER_UPDATE_MS: read each up lane's TCP_INFO once, feed the
  * controllers, pace, move a lane if due. Never the last UP lane: a lane
  * being moved takes no new chunks, and a moved-out last lane would leave
@@ -262,6 +275,7 @@ void send_steer_tick(struct fqn_send *s, int64_t now)
 	if (now < st->next_ns)
 		return;
 	st->next_ns = now + (int64_t)FQN_STEER_UPDATE_MS * 1000000;
+	pace_account(s, now);
 	if (st->vt[0] > 1e15) /* keep the virtual clocks small: only their differences count */
 		for (int i = s->c.nlanes - 1; i >= 0; i--)
 			st->vt[i] -= st->vt[0];

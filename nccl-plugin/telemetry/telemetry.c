@@ -137,6 +137,10 @@ void fqn_lane_report_fill(Fabriciq__LaneReport *r, const struct fqn_lane_sample 
 	r->tcp_delivered_ce = s->info.delivered_ce;
 	r->synchronised = s->synchronised;
 	r->lane_kind = (char *)s->kind;
+	if (s->is_send) { /* a receiving socket's cap says nothing of the lane */
+		r->pacing_rate = s->info.pacing_rate;
+		r->throttled_ns = s->throttled_ns;
+	}
 	r->local_qpn = s->info.local_qpn; /* an IB lane's, 0 on TCP */
 	r->remote_qpn = s->info.remote_qpn;
 }

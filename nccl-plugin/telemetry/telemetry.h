@@ -40,6 +40,7 @@ struct fqn_lane_sample {
 	char local[64], peer[64];
 	int64_t start_ns, end_ns;
 	uint64_t bytes, chunks, msgs;
+	int64_t throttled_ns; /* sender: time in the interval its rate was capped */
 	struct fqn_lane_info info;
 	struct fqn_hist owd; /* receiver side; empty on a sender */
 };

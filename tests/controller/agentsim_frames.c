@@ -104,6 +104,7 @@ void sim_send_seq(struct agent *a, uint64_t seq)
 			ss.n_ranks = 2;
 			ss.time_ns = t;
 			ss.mode = "control";
+			ss.net_class = s->evil ? (char *)sim_evil_str : "latency";
 			ss.node_count = 1;
 			ss.task_count = 2;
 			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
@@ -229,6 +230,10 @@ void sim_send_seq(struct agent *a, uint64_t seq)
 		l.synchronised = true;
 		l.lane_kind = s->evil ? (char *)sim_evil_str : "tcp";
 		l.is_send = seq % 2;
+		if (l.is_send) { /* a paced sender: 10 Mbit/s, capped 40 ms of the 100 */
+			l.pacing_rate = 1250000;
+			l.throttled_ns = 40000000;
+		}
 		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
 		env.lane = &l;
 		sim_send_env(a, &env);

@@ -57,6 +57,12 @@ select t0.t + k * interval '1 second', t0.t + (k + 1) * interval '1 second', 424
        50, case when slow then 7 else 0 end, 0, true
 from t0, generate_series(0, 2) k, generate_series(0, 3) r, generate_series(0, 1) lane,
      lateral (select r = 0 and lane = 1 as slow) s;
+-- QoS: step 0 in class latency; rank 0's two lanes paced in windows 1
+-- and 2 (1.25 then 2.5 MB/s), each capped half a second of its second
+update fabriciq.steps set net_class = 'latency' where job_id = 4242 and step_id = 0;
+update fabriciq.lane_windows set pacing_rate = case when interval_start = (select t from t0) + interval '1 second'
+	then 1250000 else 2500000 end, throttled_ns = 500000000
+where job_id = 4242 and step_id = 0 and src_rank = 0 and interval_start > (select t from t0);
 insert into fabriciq.failover_events values
 	((select t from t0) + interval '1.5 seconds', 4242, 0, 0, 1, 1, 0, 'gpu01', 'mlx5_1', 'mlx5_1', 'no-progress',
 	 250000000, 4194304, 300000000, false),

@@ -191,6 +191,12 @@ static void test_job_report(struct fq_db *db)
 	is_str(str_at(s, "ranks.3.node"), "gpu04", "ranks: rank 3 on gpu04");
 	is_str(str_at(s, "ranks.3.nic"), "mlx5_0", "ranks: NIC");
 	is_int(int_at(s, "ranks.3.pid"), 1003, "ranks: pid");
+	is_str(str_at(s, "qos.class"), "latency", "qos: the step's network class");
+	is_int(int_at(s, "qos.paced_lanes"), 2, "qos: rank 0's 2 lanes paced");
+	is_int(int_at(s, "qos.rate_min_bytes_per_s"), 1250000, "qos: the lowest cap given");
+	is_int(int_at(s, "qos.rate_median_bytes_per_s"), 1875000, "qos: the median cap of its windows");
+	is_dbl(dbl_at(s, "qos.throttled_lane_s"), 2.0, "qos: 4 windows x 0.5 s throttled");
+	is_dbl(dbl_at(s, "qos.throttled_max_s"), 1.0, "qos: the most of one lane");
 	is_int(int_at(s, "lanes_total"), 8, "lanes: 8");
 	is_int(len_at(s, "lanes"), 8, "lanes: all listed");
 	is_int(int_at(s, "lanes.1.lane"), 1, "lanes: in rank order");
@@ -253,6 +259,9 @@ static void test_job_report(struct fq_db *db)
 	o = get(db, "/api/v1/jobs/4242.1", NULL, 200);
 	is_int(len_at(o, "steps.0.ranks"), 2, "step 1: 2 ranks");
 	is_int(len_at(o, "steps.0.lanes"), 0, "step 1: no lanes");
+	ok(null_at(o, "steps.0.qos.class") && int_at(o, "steps.0.qos.paced_lanes") == 0 &&
+	       dbl_at(o, "steps.0.qos.throttled_lane_s") == 0,
+	   "step 1: no class, nothing paced");
 	is_int(len_at(o, "steps.0.throughput.buckets"), 0, "step 1: no throughput");
 	json_object_put(o);
 }

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/ctl-lib.sh"
 
 munge_up || skip_all "private munged did not start"
-plan 35
+plan 37
 ctl_up; ok $? "controller starts"
 
 out=$(sim --agents 3 --all-kinds --evil --prefix ev --duration 3 --probes 2 --lanes 2 2>&1)
@@ -28,6 +28,9 @@ n2=$(v fabriciq.lane_windows lane_kind "$evil" | sed 's/[1-9][0-9]*/+/')$(v fabr
 is "$n1$n2" "133+63" "strings stored verbatim (node name, agent version, NIC, lane kind, detector, cause)"
 is "$(q "select count(*) from fabriciq.steps where end_time is not null and mode = 'control' and exit_status = 0")" 3 \
 	"StepEnd kept the step's mode and recorded its end"
+is "$(v fabriciq.steps net_class "$evil")" 3 "StepStart's network class stored verbatim, kept by StepEnd"
+is "$(q "select count(*) filter (where pacing_rate = 1250000 and throttled_ns = 40000000) = count(*) / 2 and count(*) > 0
+	from fabriciq.lane_windows")" t "the senders' lane windows carry their pacing cap and time throttled (half the windows)"
 # The job report's rank NICs: each rank's local NIC from its lanes (the
 # simulator's rank 0 sends on rail1, rank 1 receives on rail0).
 is "$(q "select count(*) from fabriciq.ranks where (rank = 0 and nic = \$q\$${evil}rail1\$q\$) or (rank = 1 and nic = \$q\$${evil}rail0\$q\$)")" 6 \

@@ -121,5 +121,14 @@ int main(void)
 	   "a target under 100 us refused: %s", err);
 	ok(load(&c, err, (const char *const[]){"FABRICIQ_LANES", "010", NULL}) == 0 && c.lanes == 10,
 	   "integers are decimal (010 is 10)");
+	ok(load(&c, err, (const char *const[]){NULL}) == 0 && c.tclass == -1 && !*c.net_class,
+	   "no network class by default: lanes unmarked");
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_CLASS", "latency", "FABRICIQ_DSCP", "46", NULL}) ==
+		   0 &&
+	       c.tclass == 184 && !strcmp(c.net_class, "latency"),
+	   "FABRICIQ_DSCP=46: traffic class byte 184 (0xb8), class named");
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_DSCP", "64", NULL}) == -EINVAL &&
+	       strcmp(err, "FABRICIQ_DSCP='64': must be a DSCP (0 to 63)") == 0,
+	   "%s", err);
 	return done_testing();
 }

@@ -288,6 +288,24 @@ static void test_report_qpn(void)
 	ok(r.local_qpn == 0 && r.remote_qpn == 0, "a TCP lane's none");
 }
 
+/* The job report's pacing: a sending end's cap and time throttled reach
+ * its LaneReport; a receiving socket's cap (which does not pace the
+ * lane) does not. */
+static void test_report_pacing(void)
+{
+	struct fqn_lane_sample s = {.lane = 0, .is_send = 1, .throttled_ns = 40000000};
+	Fabriciq__LaneReport r;
+
+	s.info.pacing_rate = 1250000;
+	fqn_lane_report_fill(&r, &s);
+	ok(r.pacing_rate == 1250000 && r.throttled_ns == 40000000,
+	   "a sender's report: cap %llu B/s, throttled %lld ns", (unsigned long long)r.pacing_rate,
+	   (long long)r.throttled_ns);
+	s.is_send = 0;
+	fqn_lane_report_fill(&r, &s);
+	ok(r.pacing_rate == 0 && r.throttled_ns == 0, "a receiver's: none");
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/nccl-plugin-telemetry-XXXXXX";
@@ -298,6 +316,7 @@ int main(void)
 		skip_all("no temp dir");
 	test_ring_full();
 	test_report_qpn();
+	test_report_pacing();
 	test_agent(dir);
 	test_agent_gone(dir);
 	test_agent_stops(dir);

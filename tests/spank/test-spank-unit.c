@@ -353,10 +353,81 @@ static void test_client(void)
 	unlink(path);
 }
 
+/* The network class table (plugstack class=, default_class=), a step's
+ * class (named, by QOS, by default) and the --fabriciq=MODE,class=NAME
+ * argument. */
+static void test_classes(void)
+{
+	const char *lat = "class=latency,dscp=46,prio=0,sl=1,qos=inference+realtime";
+	const char *bulk = "class=bulk,dscp=10,weight=4,qos=normal";
+	const struct fq_spank_class *k;
+	struct fq_spank_conf c;
+	char err[256], cls[32];
+	enum fq_spank_mode m;
+	bool bad;
+
+	ok(parse(&c, err, lat, bulk) == 0 && c.nclasses == 2 && c.classes[0].dscp == 46 &&
+	       c.classes[0].prio == 0 && c.classes[0].sl == 1 && c.classes[0].weight == 0 &&
+	       c.classes[1].weight == 4 && c.classes[1].prio == -1 && c.classes[1].sl == -1 &&
+	       !strcmp(c.classes[0].qos, "inference+realtime"),
+	   "two classes: dscp, prio or weight, sl, QOS names (%s)", err);
+	k = fq_spank_step_class(&c, "bulk", "inference", &bad);
+	ok(k && !strcmp(k->name, "bulk") && !bad, "the class the job names wins over its QOS's");
+	k = fq_spank_step_class(&c, NULL, "realtime", &bad);
+	ok(k && !strcmp(k->name, "latency") && !fq_spank_step_class(&c, "", "other", &bad) && !bad,
+	   "a QOS gives its class; another QOS, no default: none");
+	k = fq_spank_step_class(&c, "gold", "normal", &bad);
+	ok(k && !strcmp(k->name, "bulk") && bad, "an unknown class named is flagged, the QOS's used");
+	ok(parse(&c, err, bulk, "default_class=bulk") == 0 &&
+	       (k = fq_spank_step_class(&c, NULL, NULL, &bad)) && !strcmp(k->name, "bulk"),
+	   "default_class for a job with neither");
+	ok(parse(&c, err, "default_class=gold", bulk) == -EINVAL && strstr(err, "default_class=gold"),
+	   "default_class naming no class refused: %s", err);
+	ok(parse(&c, err, "class=a,dscp=64,prio=0", NULL) == -EINVAL && strstr(err, "dscp=64"),
+	   "dscp out of range refused: %s", err);
+	ok(parse(&c, err, "class=a,dscp=8", NULL) == -EINVAL && strstr(err, "prio="),
+	   "neither prio nor weight refused: %s", err);
+	ok(parse(&c, err, "class=a,dscp=8,prio=1,weight=2", NULL) == -EINVAL, "both prio and weight refused");
+	ok(parse(&c, err, "class=a,dscp=8,weight=0", NULL) == -EINVAL && strstr(err, "1-100"),
+	   "weight 0 refused: %s", err);
+	ok(parse(&c, err, "class=a,dscp=8,prio=0", "class=a,dscp=9,prio=1") == -EINVAL &&
+	       strstr(err, "twice"),
+	   "a class defined twice refused: %s", err);
+	ok(parse(&c, err, "class=a,dscp=8,prio=0,qos=x", "class=b,dscp=9,weight=1,qos=y+x") == -EINVAL &&
+	       strstr(err, "QOS x"),
+	   "a QOS given two classes refused: %s", err);
+	ok(parse(&c, err, "class=a b,dscp=8,prio=0", NULL) == -EINVAL &&
+	       parse(&c, err, "class=a,dscp=8,prio=0,color=red", NULL) == -EINVAL && strstr(err, "color"),
+	   "bad name and unknown attribute refused: %s", err);
+
+	ok(fq_spank_option_parse("control,class=latency", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err,
+				 sizeof(err)) == 0 &&
+	       m == FQ_MODE_CONTROL && !strcmp(cls, "latency"),
+	   "--fabriciq=control,class=latency");
+	ok(fq_spank_option_parse("class=bulk", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err, sizeof(err)) ==
+		   0 &&
+	       m == FQ_MODE_MONITOR && !strcmp(cls, "bulk") &&
+	       fq_spank_option_parse(NULL, FQ_MODE_CONTROL, &m, cls, sizeof(cls), err, sizeof(err)) == 0 &&
+	       m == FQ_MODE_CONTROL && !*cls,
+	   "class alone takes the bare mode; no argument: the bare mode, no class");
+	ok(fq_spank_option_parse("control,monitor", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err,
+				 sizeof(err)) == -EINVAL &&
+	       fq_spank_option_parse("control,class=", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err,
+				     sizeof(err)) == -EINVAL &&
+	       fq_spank_option_parse("control,steer", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err,
+				     sizeof(err)) == -EINVAL &&
+	       strstr(err, "'steer'") &&
+	       fq_spank_option_parse("steer", FQ_MODE_MONITOR, &m, cls, sizeof(cls), err, sizeof(err)) ==
+		   -EINVAL &&
+	       !strncmp(err, "unknown mode", 12),
+	   "two modes, an empty class, an unknown word refused: %s", err);
+}
+
 int main(void)
 {
-	plan(42);
+	plan(58);
 	test_conf();
+	test_classes();
 	test_plugins();
 	test_env();
 	test_client();

@@ -24,13 +24,13 @@ AGENT="$B/slurmd-agent/fabriciq-agent"
 [ -f "$PLUGIN" ] || skip_all "spank_fabriciq.so not built"
 [ -x "$FAKE" ] || skip_all "tests/spank/fake-agent not built"
 [ -x "$AGENT" ] || skip_all "fabriciq-agent not built"
-plan 54
+plan 56
 
 S=$FQTB_STATE
 LIBDIR=/opt/fabriciq-test/lib
 NET=$LIBDIR/libnccl-net-fabriciq.so # NCCL_NET_PLUGIN, as SPANK names it
 # Only the step socket: the other paths come from the agent.
-ARGS="step_socket=$S/agent-%n/agent-step.sock libdir=$LIBDIR timeout_ms=500 monitor_via=net"
+ARGS="step_socket=$S/agent-%n/agent-step.sock libdir=$LIBDIR timeout_ms=500 monitor_via=net class=latency,dscp=46,prio=0,sl=1"
 up() { tb up --prefix "$TB_PFX" --hosts 2 --rails 1 --leaves 1 --spines 1 --services munge,slurm --clock-offsets zero "$@"; }
 srun() { timeout 60 "$TB" slurm srun "$@"; }
 slog() { cat "$S"/log/slurmd-n*.log; }
@@ -149,6 +149,13 @@ is "$out" "${long:0:5000}" "a job's own 5000-byte NCCL_NET_PLUGIN is kept whole"
 is "$(srun -N1 --fabriciq=control --fabriciq=monitor printenv FABRICIQ_MODE 2>&1)" monitor "--fabriciq=control --fabriciq=monitor: monitor"
 is "$(srun -N1 --fabriciq=monitor --fabriciq=off sh -c 'env | grep "^FABRICIQ_\|^NCCL_" | wc -l' 2>&1)" 0 "--fabriciq=monitor --fabriciq=off: nothing exported"
 is "$(srun -N1 --export=NONE --fabriciq=control /usr/bin/printenv FABRICIQ_MODE 2>&1)" control "srun --export=NONE --fabriciq=control"
+# a network class: its DSCP and IB service level for the plugin; an unknown one refused
+is "$(srun -N1 --fabriciq=control,class=latency sh -c 'echo "$FABRICIQ_MODE $FABRICIQ_CLASS $FABRICIQ_DSCP $FABRICIQ_IB_SL"' 2>&1)" \
+	"control latency 46 1" "--fabriciq=control,class=latency: the class, its DSCP and SL exported"
+rm -f "$S/ran"
+out=$(srun -N1 --fabriciq=control,class=gold touch "$S/ran" 2>&1)
+[ $? -ne 0 ] && grep -q "no network class 'gold'" <<<"$out" && [ ! -e "$S/ran" ]
+ok $? "--fabriciq=control,class=gold: refused at submission, nothing ran" || diag "$out"
 
 # ---- 6. sbatch with two steps, salloc, --export=NONE ----------------------
 # srun -Q: a step that waits for the previous one's nodes to be released

@@ -12,6 +12,7 @@ struct mesh {
 	struct netdrv *d;
 	int rank, nranks;
 	double timeout_s;
+	int idle_us; /* a pass of the engine that moved nothing sleeps this long (0: spin) */
 	void **send; /* [peer] */
 	void **recv;
 	void **
@@ -36,6 +37,7 @@ struct xfer {
 	float *reduce_dst;
 	int peer, conn; /* conn: the connection's index, for the hooks */
 	int ended, step;
+	unsigned long moves; /* requests posted and completed, so far */
 	void *hx, *hreq[COLL_WINDOW], *hnet[COLL_WINDOW];
 };
 
@@ -50,6 +52,11 @@ static double now_s(void)
 void mesh_set_hooks(struct mesh *m, const struct coll_hooks *h)
 {
 	m->hooks = h;
+}
+
+void mesh_set_idle(struct mesh *m, int idle_us)
+{
+	m->idle_us = idle_us;
 }
 
 const char *mesh_error(const struct mesh *m)
@@ -91,6 +98,7 @@ static int xfer_post(struct mesh *m, struct xfer *x)
 		x->len[slot] = len;
 		x->posted += len;
 		x->inflight++;
+		x->moves++;
 		x->started = 1;
 	}
 	return 0;
@@ -129,6 +137,7 @@ static int xfer_test(struct mesh *m, struct xfer *x)
 					   x->len[slot], x->completed);
 		x->head = (x->head + 1) % COLL_WINDOW;
 		x->inflight--;
+		x->moves++;
 	}
 	if (m->hooks && xfer_done(x) && !x->ended) {
 		m->hooks->xfer_end(m->hooks->arg, x->hx);
@@ -142,17 +151,22 @@ static int xfer_run(struct mesh *m, struct xfer *x, int n)
 	double end = now_s() + m->timeout_s;
 
 	for (;;) {
+		unsigned long moved = 0;
 		int all = 1;
 
 		for (int i = 0; i < n; i++) {
 			if (xfer_done(&x[i]))
 				continue;
 			all = 0;
+			moved -= x[i].moves;
 			if (xfer_post(m, &x[i]) < 0 || xfer_test(m, &x[i]) < 0)
 				return -1;
+			moved += x[i].moves;
 		}
 		if (all)
 			return 0;
+		if (!moved && m->idle_us)
+			nanosleep(&(struct timespec){.tv_nsec = m->idle_us * 1000L}, NULL);
 		if (now_s() > end) {
 			snprintf(m->err, sizeof(m->err), "transfer did not complete in %.0f s", m->timeout_s);
 			return -1;

@@ -35,6 +35,11 @@ struct coll_hooks {
 int mesh_open(struct netdrv *d, struct bootstrap *b, int dev, double timeout_s, struct mesh **out, char *err,
 	      size_t errlen);
 void mesh_close(struct mesh *m);
+/* A pass of the transfer engine that posted and completed nothing sleeps
+ * idle_us (default 0: spin, as NCCL's proxy). On the emulated cluster,
+ * where every rank of every job shares the machine's few cores, spinning
+ * ranks take the CPU a rank of another job needs to answer in time. */
+void mesh_set_idle(struct mesh *m, int idle_us);
 /* Hooks for the collectives that follow (NULL: none). */
 void mesh_set_hooks(struct mesh *m, const struct coll_hooks *h);
 

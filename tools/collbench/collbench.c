@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +40,9 @@ struct opts {
 	int json, check;
 	double timeout_s;
 	int timeline_ms;        /* 0: off */
+	int percentiles;        /* --percentiles: per-iteration latency quantiles */
+	int idle_us;            /* --idle-us: the engine's sleep on a pass that moved nothing */
+	int gap_us;             /* --gap-us: a pause before each timed iteration, not timed */
 	const char *start_file; /* wait for it after connecting (NULL: start at once) */
 	const char *profiler;   /* a profiler plugin to drive beside the net plugin */
 	int profiler_abi;       /* 0: the newest it exports */
@@ -72,6 +76,12 @@ static void usage(FILE *f)
 	    "      --timeline MS        verify every timed iteration (receive buffer poisoned first) and\n"
 	    "                           print '# timeline T_S BUSBW_GBPS ITERS WRONG UNIX_S' every MS ms "
 	    "(rank 0)\n"
+	    "      --percentiles        time every iteration (the slowest rank's time of each) and print\n"
+	    "                           '# latency ITERS P50_US P90_US P99_US MAX_US' per size (rank 0)\n"
+	    "      --gap-us N           pause N us before each timed iteration (not timed): a job that\n"
+	    "                           sends small messages now and then, as inference does\n"
+	    "      --idle-us N          a pass over the requests that moved nothing sleeps N us (default 0:\n"
+	    "                           spin, as NCCL's proxy; ranks sharing a few cores need N > 0)\n"
 	    "      --json               one JSON document instead of the table\n"
 	    "      --start-file PATH    once every rank is connected, rank 0 prints '# connected' (to\n"
 	    "                           stderr with --json) and\n"
@@ -192,7 +202,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		O_PROF,
 		O_PROF_ABI,
 		O_PROF_NET,
-		O_START
+		O_START,
+		O_PCT,
+		O_IDLE,
+		O_GAP
 	};
 	static const struct option lo[] = {
 	    {"plugin", 1, 0, 'p'},
@@ -215,6 +228,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"profiler-abi", 1, 0, O_PROF_ABI},
 	    {"profiler-net", 1, 0, O_PROF_NET},
 	    {"start-file", 1, 0, O_START},
+	    {"percentiles", 0, 0, O_PCT},
+	    {"idle-us", 1, 0, O_IDLE},
+	    {"gap-us", 1, 0, O_GAP},
 	    {"help", 0, 0, 'h'},
 	    {"version", 0, 0, 'V'},
 	    {0, 0, 0, 0},
@@ -301,6 +317,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_START:
 			o->start_file = optarg;
+			break;
+		case O_PCT:
+			o->percentiles = 1;
+			break;
+		case O_IDLE:
+			bad = parse_int(optarg, 0, 1000000, &o->idle_us) < 0;
+			break;
+		case O_GAP:
+			bad = parse_int(optarg, 0, 10000000, &o->gap_us) < 0;
 			break;
 		case O_TIMELINE:
 			bad = parse_int(optarg, 10, 600000, &o->timeline_ms) < 0;
@@ -548,26 +573,35 @@ static double bus_factor(const struct opts *o)
 					  : 1;
 }
 
-/* The timed iterations with a verified result each (a stale buffer from
- * the iteration before cannot pass) and a busbw line per interval. */
-static int run_timeline(struct mesh *m, const struct opts *o, struct bufs *b, size_t bytes, double t0,
-			long *wrong)
+/* The timed iterations. Each one's seconds into lat[i] (NULL: not kept).
+ * With --timeline, each result verified (a stale buffer from the
+ * iteration before cannot pass) and a busbw line per interval. */
+static int run_iters(struct mesh *m, const struct opts *o, struct bufs *b, size_t bytes, double t0,
+		     long *wrong, double *lat)
 {
 	double last = t0;
 	int done = 0, rc = 0;
 
 	for (int i = 0; i < o->iters && rc == 0; i++) {
-		double t;
+		double t, t1;
 
-		memset(b->recv, 0xff, bytes);
+		if (o->timeline_ms)
+			memset(b->recv, 0xff, bytes);
+		if (o->gap_us)
+			nanosleep(&(struct timespec){.tv_sec = o->gap_us / 1000000,
+						     .tv_nsec = o->gap_us % 1000000 * 1000L},
+				  NULL);
+		t1 = now_s();
 		rc = run_once(m, o, b, bytes);
-		if (rc == 0 && o->check)
+		t = now_s();
+		if (lat)
+			lat[i] = t - t1;
+		if (rc == 0 && o->timeline_ms && o->check)
 			*wrong += count_wrong(o, b, bytes);
 		done++;
-		t = now_s();
-		if (o->rank == 0 && (t - last >= o->timeline_ms / 1e3 || i == o->iters - 1)) {
+		if (o->timeline_ms && o->rank == 0 &&
+		    (t - last >= o->timeline_ms / 1e3 || i == o->iters - 1)) {
 			double bw = (double)bytes * done / (t - last) / 1e9 * bus_factor(o);
-
 			struct timespec rt;
 
 			clock_gettime(CLOCK_REALTIME, &rt); /* to line up with events outside the run */
@@ -581,12 +615,56 @@ static int run_timeline(struct mesh *m, const struct opts *o, struct bufs *b, si
 	return rc;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* --percentiles: an iteration lasts until its slowest rank is done (a
+ * collective is as late as its last rank), so each iteration's time is
+ * the largest over the ranks; rank 0 prints their quantiles (nearest
+ * rank). 0, or -1 when a rank was lost. */
+static int print_latency(struct bootstrap *bs, const struct opts *o, const double *lat)
+{
+	size_t n = (size_t)o->iters;
+	double *all = malloc(sizeof(double) * n * (size_t)o->nranks), *it = malloc(sizeof(double) * n);
+	int rc = -1;
+
+	if (!all || !it || bootstrap_allgather(bs, lat, all, sizeof(double) * n) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		it[i] = 0;
+		for (int r = 0; r < o->nranks; r++)
+			it[i] = all[(size_t)r * n + i] > it[i] ? all[(size_t)r * n + i] : it[i];
+	}
+	qsort(it, n, sizeof(double), cmp_double);
+#define Q(p) (it[(size_t)((p) * (double)n + 0.999999) - 1] * 1e6)
+	if (o->rank == 0) {
+		fprintf(o->json ? stderr : stdout, "# latency %zu %.1f %.1f %.1f %.1f\n", n, Q(0.5), Q(0.9),
+			Q(0.99), it[n - 1] * 1e6);
+		fflush(o->json ? stderr : stdout);
+	}
+#undef Q
+	rc = 0;
+out:
+	free(all);
+	free(it);
+	return rc;
+}
+
 static int bench(struct mesh *m, struct bootstrap *bs, const struct opts *o, struct bufs *b)
 {
 	double *times = malloc(sizeof(double) * (size_t)o->nranks);
 	long *wrongs = malloc(sizeof(long) * (size_t)o->nranks);
+	double *lat = o->percentiles ? malloc(sizeof(double) * (size_t)o->iters) : NULL;
 	int first = 1, rc = 0;
 
+	if (!times || !wrongs || (o->percentiles && !lat)) {
+		die("out of memory for %d iterations' times", o->iters);
+		rc = -1;
+	}
 	for (size_t size = o->min_bytes; size <= o->max_bytes && rc == 0; size *= (size_t)o->factor) {
 		size_t bytes = usable_bytes(o, size);
 		double t0, t, tmax = 0;
@@ -599,10 +677,7 @@ static int bench(struct mesh *m, struct bootstrap *bs, const struct opts *o, str
 			rc = run_once(m, o, b, bytes);
 		bootstrap_barrier(bs);
 		t0 = now_s();
-		if (o->timeline_ms)
-			rc = run_timeline(m, o, b, bytes, t0, &wrong);
-		for (int i = 0; i < o->iters && rc == 0 && !o->timeline_ms; i++)
-			rc = run_once(m, o, b, bytes);
+		rc = run_iters(m, o, b, bytes, t0, &wrong, lat);
 		t = (now_s() - t0) / o->iters * 1e6;
 		if (rc < 0) {
 			die("rank %d: %s at %zu bytes", o->rank, mesh_error(m), bytes);
@@ -619,6 +694,10 @@ static int bench(struct mesh *m, struct bootstrap *bs, const struct opts *o, str
 		}
 		if (o->rank == 0)
 			print_row(o, bytes, tmax, wsum, first);
+		if (lat && print_latency(bs, o, lat) < 0) {
+			die("rank %d: a rank was lost gathering the iterations' times", o->rank);
+			rc = -1;
+		}
 		first = 0;
 		if (wsum)
 			rc = -1;
@@ -627,6 +706,7 @@ static int bench(struct mesh *m, struct bootstrap *bs, const struct opts *o, str
 	}
 	free(times);
 	free(wrongs);
+	free(lat);
 	return rc;
 }
 
@@ -710,6 +790,11 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* the kernel rounds a sleep up by the timer slack (50 us by default):
+	 * an idle pass must not cost a latency-bound rank more than it asked */
+	if (o.idle_us)
+		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	mesh_set_idle(m, o.idle_us);
 	if (o.start_file && wait_start(bs, &o) < 0)
 		goto out;
 	if (o.rank == 0)

@@ -178,7 +178,7 @@ static int vdev_open(const struct fqn_config *cfg, struct fqn_nic *nic, struct i
 						       .retry_cnt = cfg->ib_retry_cnt,
 						       .rnr_retry = 7,
 						       .sl = cfg->ib_sl,
-						       .tc = cfg->ib_tc};
+						       .tc = cfg->tclass >= 0 ? cfg->tclass : cfg->ib_tc};
 			if (fqib_speed_mbps(pa.active_width, pa.active_speed, &speed) == 0) {
 				nic->speed_mbps = speed;
 				nic->speed_from_sysfs = 1;

@@ -299,6 +299,63 @@ link_loss() { # link_loss NAME PCT|off
 	link_both "$1" loss_set "$2"
 }
 
+# qos_set NS DEV RATE LAT_MS CLASS...: the link shaped to RATE as by
+# link_shape, with the scheduling a switch port gives fabriciq's network
+# classes (spank_fabriciq(8)), from their plugstack words
+# "NAME,dscp=D,prio=P" or "NAME,dscp=D,weight=W" (other keys ignored).
+# The kernel here has HTB, TBF and u32 but no prio, ETS or DRR qdisc. The
+# link is a TBF (its rate a hard cap, burst as link_shape's); under it an
+# HTB that shapes nothing (every class far above the link's rate, so always
+# within its rate) only orders the packets: by HTB priority first (a prio
+# class at P, the weighted classes and unmarked packets at 7), then round
+# robin by quantum (in the weights' ratio; unmarked packets weigh 1). HTB
+# alone cannot be the link: a class within its own rate sends whatever its
+# parent's rate says, so guarantees summing above the link would exceed
+# it. Each class queues in its own bfifo of LAT_MS at line rate (TBF's
+# queue bound); u32 sends each DSCP to its class.
+qos_set() {
+	local ns=$1 dev=$2 rate=$3 lat=$4 bps k=10 c dscp prio weight
+	shift 4
+	bps=$(rate_bps "$rate") || return 1
+	ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null
+	{
+		echo "qdisc add dev $dev root handle 1: tbf rate $bps burst $(qos_burst "$bps") latency ${lat}ms"
+		echo "qdisc add dev $dev parent 1:1 handle 2: htb default 99"
+		echo "class add dev $dev parent 2: classid 2:1 htb rate 100gbit quantum 60000"
+		qos_class "$dev" 99 7 1 "$((bps / 8 * lat / 1000))"
+		for c in "$@"; do
+			dscp=$(qos_key "$c" dscp) || return 1
+			if prio=$(qos_key "$c" prio); then
+				weight=1
+			else
+				prio=7 weight=$(qos_key "$c" weight) || return 1
+			fi
+			qos_class "$dev" "$k" "$prio" "$weight" "$((bps / 8 * lat / 1000))"
+			echo "filter add dev $dev parent 2: protocol ip prio 1 u32 match ip dsfield $((dscp << 2)) 0xfc flowid 2:$k"
+			k=$((k + 1))
+		done
+	} | ip netns exec "$ns" tc -batch -
+}
+qos_key() { # qos_key WORD KEY -> its value (digits); status 1 if absent
+	local v
+	v=$(tr ',' '\n' <<<"${1#*,}" | sed -n "s/^$2=//p" | head -1)
+	[[ "$v" =~ ^[0-9]+$ ]] && echo "$v"
+}
+qos_burst() { local b=$(($1 / 8 / 250)); echo $((b > 16384 ? b : 16384)); } # as link_shape
+# qos_class DEV MINOR HTB_PRIO WEIGHT QUEUE_BYTES: tc batch lines of one
+# class, never limited by its rate (the TBF above is the link)
+qos_class() {
+	local quantum=$((3028 * $4))
+	[ "$quantum" -le 200000 ] || quantum=200000
+	echo "class add dev $1 parent 2:1 classid 2:$2 htb rate 100gbit prio $3 quantum $quantum"
+	echo "qdisc add dev $1 parent 2:$2 bfifo limit $5"
+}
+
+# Both ends of a link scheduled by class (qos_set).
+link_qos() { # link_qos NAME RATE LAT_MS CLASS...
+	link_both "$1" qos_set "${@:2}"
+}
+
 link_rate() { # link_rate NAME -> tbf rate or "-"
 	local nsa ifa nsb ifb
 	read -r nsa ifa nsb ifb <<<"$(link_lookup "$1")"
