@@ -134,15 +134,22 @@ const struct fq_spank_class *fq_spank_class_find(const struct fq_spank_conf *con
 	return NULL;
 }
 
+/* A '+'-list's item at p: its length in *n, and where the next begins. */
+static const char *plus_item(const char *p, size_t *n)
+{
+	*n = strcspn(p, "+");
+	return p + *n + (p[*n] == '+');
+}
+
 /* Whether the '+'-list qos holds name. */
 static bool qos_has(const char *qos, const char *name, size_t len)
 {
-	for (const char *p = qos; *p;) {
-		size_t n = strcspn(p, "+");
+	size_t n;
 
+	for (const char *p = qos, *next; *p; p = next) {
+		next = plus_item(p, &n);
 		if (n == len && !strncmp(p, name, len))
 			return true;
-		p += n + (p[n] == '+');
 	}
 	return false;
 }
@@ -169,12 +176,12 @@ static int class_attr(struct fq_spank_class *c, const char *attr, size_t len, ch
 	if ((size_t)(eq - attr) == 3 && !strncmp(attr, "qos", 3)) {
 		if (!*val)
 			goto bad;
-		for (const char *p = val; *p;) {
-			size_t n = strcspn(p, "+");
+		for (const char *p = val, *next; *p; p = next) {
+			size_t n;
 
+			next = plus_item(p, &n);
 			if (!n || strspn(p, NAME_CHARS ".") < n) /* Slurm's QOS names */
 				goto bad;
-			p += n + (p[n] == '+');
 		}
 		snprintf(c->qos, sizeof(c->qos), "%s", val);
 		return 0;
@@ -249,16 +256,16 @@ static int check_classes(const struct fq_spank_conf *conf, char *err, size_t err
 		return -EINVAL;
 	}
 	for (int i = 0; i < conf->nclasses; i++)
-		for (const char *p = conf->classes[i].qos; *p;) {
-			size_t n = strcspn(p, "+");
+		for (const char *p = conf->classes[i].qos, *next; *p; p = next) {
+			size_t n;
 
+			next = plus_item(p, &n);
 			for (int j = i + 1; j < conf->nclasses; j++)
 				if (qos_has(conf->classes[j].qos, p, n)) {
 					snprintf(err, errlen, "QOS %.*s is given two classes, %s and %s",
 						 (int)n, p, conf->classes[i].name, conf->classes[j].name);
 					return -EINVAL;
 				}
-			p += n + (p[n] == '+');
 		}
 	return 0;
 }

@@ -15,8 +15,8 @@ struct mesh {
 	int idle_us; /* a pass of the engine that moved nothing sleeps this long (0: spin) */
 	void **send; /* [peer] */
 	void **recv;
-	void **
-	    listen; /* [peer]: open until mesh_close, so a harness can tell accepted lanes from dialed ones */
+	/* [peer]: open until mesh_close, so a harness can tell accepted lanes from dialed ones */
+	void **listen;
 	const struct coll_hooks *hooks;
 	char err[256];
 };

@@ -264,15 +264,18 @@ link_both() {
 	"$fn" "$nsa" "$ifa" "$@" && "$fn" "$nsb" "$ifb" "$@"
 }
 
-# TBF on both ends of a link: a real bottleneck with a real queue. Burst is
-# at least 4 ms of line rate (and 16 KB): smaller bursts starve TSO-sized
-# packets; `latency` bounds the queue, so the delay a loaded link adds.
+# link_burst BPS: a shaped link's TBF burst, at least 4 ms of line rate (and
+# 16 KB): smaller bursts starve TSO-sized packets.
+link_burst() { local b=$(($1 / 8 / 250)); echo $((b > 16384 ? b : 16384)); }
+
+# TBF on both ends of a link: a real bottleneck with a real queue, its
+# burst link_burst's; `latency` bounds the queue, so the delay a loaded
+# link adds.
 link_shape() { # link_shape NAME RATE|off [LATENCY_MS]
 	local bps burst lat=${3:-20}
 	[ "$2" = off ] && { link_both "$1" off; return; }
 	bps=$(rate_bps "$2") || die "bad rate '$2' (examples: 200mbit, 1gbit, 500kbit)"
-	burst=$((bps / 8 / 250))
-	[ "$burst" -ge 16384 ] || burst=16384
+	burst=$(link_burst "$bps")
 	link_both "$1" tbf_set "$2" "$burst" "${lat}ms"
 }
 
@@ -304,7 +307,7 @@ link_loss() { # link_loss NAME PCT|off
 # classes (spank_fabriciq(8)), from their plugstack words
 # "NAME,dscp=D,prio=P" or "NAME,dscp=D,weight=W" (other keys ignored).
 # The kernel here has HTB, TBF and u32 but no prio, ETS or DRR qdisc. The
-# link is a TBF (its rate a hard cap, burst as link_shape's); under it an
+# link is a TBF (its rate a hard cap, burst link_burst's); under it an
 # HTB that shapes nothing (every class far above the link's rate, so always
 # within its rate) only orders the packets: by HTB priority first (a prio
 # class at P, the weighted classes and unmarked packets at 7), then round
@@ -319,7 +322,7 @@ qos_set() {
 	bps=$(rate_bps "$rate") || return 1
 	ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null
 	{
-		echo "qdisc add dev $dev root handle 1: tbf rate $bps burst $(qos_burst "$bps") latency ${lat}ms"
+		echo "qdisc add dev $dev root handle 1: tbf rate $bps burst $(link_burst "$bps") latency ${lat}ms"
 		echo "qdisc add dev $dev parent 1:1 handle 2: htb default 99"
 		echo "class add dev $dev parent 2: classid 2:1 htb rate 100gbit quantum 60000"
 		qos_class "$dev" 99 7 1 "$((bps / 8 * lat / 1000))"
@@ -341,7 +344,6 @@ qos_key() { # qos_key WORD KEY -> its value (digits); status 1 if absent
 	v=$(tr ',' '\n' <<<"${1#*,}" | sed -n "s/^$2=//p" | head -1)
 	[[ "$v" =~ ^[0-9]+$ ]] && echo "$v"
 }
-qos_burst() { local b=$(($1 / 8 / 250)); echo $((b > 16384 ? b : 16384)); } # as link_shape
 # qos_class DEV MINOR HTB_PRIO WEIGHT QUEUE_BYTES: tc batch lines of one
 # class, never limited by its rate (the TBF above is the link)
 qos_class() {
