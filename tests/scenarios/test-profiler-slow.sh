@@ -25,7 +25,12 @@
 # ranks then wait on one queue, n3's, and start their next alltoall
 # together; behind a shaped leaf port three senders' flows share a
 # tail-drop queue, finish far apart, and the early ones' next transfers
-# wait for the late receivers to post (what the driver cannot hide).
+# wait for the late receivers to post (what the driver cannot hide). For
+# the same reason n3's queue is served round robin per peer, as a NIC
+# serves its queue pairs (slow_nic): in one FIFO n3's three TCP flows
+# share by RTT, the one to n4 (its own leaf) ends first, n4 starts its
+# next alltoall and its sends wait for n1 and n2 to post, so n4's
+# transfers look slow too (seen once in 5 runs: a peer_slow n4 -> n2).
 . "$(dirname "$0")/scenario.sh"
 sc_require scps
 NET=$B/nccl-plugin/.libs/libnccl-net-fabriciq.so
@@ -86,11 +91,43 @@ sc_job_wait calm; calm=$SC_JOB
 ran calm
 ok $? "the healthy job on n1-n4 (job $calm) ran its 150 alltoalls" || diag "$(tail -5 "$S/calm.out")"
 
+# slow_nic NS DEV RATE PEER_IP...: DEV sends at most RATE (a TBF, 20 ms of
+# queue per peer), served round robin per peer: an HTB under the TBF that
+# only orders (every class far above RATE), a class and a FIFO per peer
+# address, equal quanta; other packets in a class of their own.
+slow_nic() {
+	local ns=$1 dev=$2 rate=$3 k=10 ip q
+	shift 3
+	q=$(($(rate_bps "$rate") / 8 / 50))
+	ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null
+	{
+		echo "qdisc add dev $dev root handle 1: tbf rate $rate burst 16384 latency 20ms"
+		echo "qdisc add dev $dev parent 1:1 handle 2: htb default 99"
+		echo "class add dev $dev parent 2: classid 2:1 htb rate 100gbit quantum 60000"
+		for k in 99 $(seq 10 $((9 + $#))); do
+			echo "class add dev $dev parent 2:1 classid 2:$k htb rate 100gbit quantum 3028"
+			echo "qdisc add dev $dev parent 2:$k bfifo limit $q"
+		done
+		k=10
+		for ip in "$@"; do
+			echo "filter add dev $dev parent 2: protocol ip prio 1 u32 match ip dst $ip/32 flowid 2:$k"
+			k=$((k + 1))
+		done
+	} | ip netns exec "$ns" tc -batch -
+}
+# rail0 NODE: the node's rail0 address
+rail0() {
+	local ns dev
+	read -r ns dev _ <<<"$(awk -v l="$1-rail0" '$1 == l { print $2, $3 }' "$S/links")"
+	ip -n "$ns" -4 -o addr show dev "$dev" | awk '{ sub(/\/.*/, "", $4); print $4; exit }'
+}
+
 pjob hit 'n[1-4]' 200 17372
 sc_job_running hit
 sleep 3
 read -r ns3 if3 _ <<<"$(awk '$1 == "n3-rail0" { print $2, $3 }' "$S/links")"
-tbf_set "$ns3" "$if3" "$SLOW_RATE" 16384 20ms
+slow_nic "$ns3" "$if3" "$SLOW_RATE" "$(rail0 n1)" "$(rail0 n2)" "$(rail0 n4)" ||
+	diag "n3's slow NIC not set: $(ip netns exec "$ns3" tc qdisc show dev "$if3" | tr '\n' ' ')"
 sleep 12
 ip netns exec "$ns3" tc qdisc del dev "$if3" root
 sc_job_wait hit; hit=$SC_JOB
