@@ -37,7 +37,8 @@ NET=$B/nccl-plugin/.libs/libnccl-net-fabriciq.so
 [ -f "$B/nccl-profiler/.libs/libnccl-profiler-fabriciq.so" ] || skip_all "the profiler plugin is not built"
 SC_SPANK_MONITOR="profiler_libdir=$B/nccl-profiler/.libs" # monitor_via: the default, profiler
 SLOW_RATE=${SLOW_RATE:-100mbit}
-plan 11
+SLOW_QUEUE=${SLOW_QUEUE:-250000} # bytes per peer: 20 ms at 100 Mbit/s
+plan 12
 sc_up 4 1 2 1
 ok $? "up: 4 hosts x 1 rail, 2 leaves; controller and 4 agents reporting"
 
@@ -91,14 +92,13 @@ sc_job_wait calm; calm=$SC_JOB
 ran calm
 ok $? "the healthy job on n1-n4 (job $calm) ran its 150 alltoalls" || diag "$(tail -5 "$S/calm.out")"
 
-# slow_nic NS DEV RATE PEER_IP...: DEV sends at most RATE (a TBF, 20 ms of
-# queue per peer), served round robin per peer: an HTB under the TBF that
-# only orders (every class far above RATE), a class and a FIFO per peer
+# slow_nic NS DEV RATE PEER_IP...: DEV sends at most RATE (a TBF), served
+# round robin per peer: an HTB under the TBF that only orders (every class
+# far above RATE), a class and a FIFO of SLOW_QUEUE bytes per peer
 # address, equal quanta; other packets in a class of their own.
 slow_nic() {
-	local ns=$1 dev=$2 rate=$3 k=10 ip q
+	local ns=$1 dev=$2 rate=$3 k=10 ip q=$SLOW_QUEUE
 	shift 3
-	q=$(($(rate_bps "$rate") / 8 / 50))
 	ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null
 	{
 		echo "qdisc add dev $dev root handle 1: tbf rate $rate burst 16384 latency 20ms"
@@ -126,8 +126,9 @@ pjob hit 'n[1-4]' 200 17372
 sc_job_running hit
 sleep 3
 read -r ns3 if3 _ <<<"$(awk '$1 == "n3-rail0" { print $2, $3 }' "$S/links")"
-slow_nic "$ns3" "$if3" "$SLOW_RATE" "$(rail0 n1)" "$(rail0 n2)" "$(rail0 n4)" ||
-	diag "n3's slow NIC not set: $(ip netns exec "$ns3" tc qdisc show dev "$if3" | tr '\n' ' ')"
+slow_nic "$ns3" "$if3" "$SLOW_RATE" "$(rail0 n1)" "$(rail0 n2)" "$(rail0 n4)"
+ok $? "n3's NIC slowed to $SLOW_RATE, served round robin per peer" ||
+	diag "$(ip netns exec "$ns3" tc qdisc show dev "$if3" | tr '\n' ' ')"
 sleep 12
 ip netns exec "$ns3" tc qdisc del dev "$if3" root
 sc_job_wait hit; hit=$SC_JOB
