@@ -72,7 +72,7 @@ port=$((33000 + $$ % 1000))
 probe() {
 	local n=$(($1 * 100))
 	"$TB" exec n1 ping -n -q -i 0.01 -c 3 -W 1 "$LEAF" >/dev/null 2>&1 # warm ARP (3 pings, not the window's)
-	"$TB" exec n1 ping -n -i 0.01 -c "$n" -W 1 "$LEAF" 2>/dev/null |
+	"$TB" exec n1 ping -D -n -i 0.01 -c "$n" -W 1 "$LEAF" 2>/dev/null | tee "$2.raw" |
 		awk -v n="$n" '/time=/ { sub(/.*time=/, ""); print $1 + 0; k++ } END { print "lost", n - k }' >"$2"
 }
 probe 1 "$tmp/idle"
@@ -84,7 +84,7 @@ round() {
 	local mode=$1 rc=0 pids=() r mbit
 	port=$((port + 1))
 	for ((r = N - 1; r >= 0; r--)); do
-		"$TB" exec "n$((r + 1))" env FABRICIQ_MODE=control FABRICIQ_PACE="$mode" FABRICIQ_PACE_TARGET_US="$TARGET" \
+		"$TB" exec "n$((r + 1))" env FABRICIQ_STEER_TRACE="${BENCH_INCAST_KEEP:+$tmp/trace.$mode.$k}" FABRICIQ_MODE=control FABRICIQ_PACE="$mode" FABRICIQ_PACE_TARGET_US="$TARGET" \
 			FABRICIQ_IFACES=rail0 FABRICIQ_TELEMETRY=0 FABRICIQ_PATH_PAGE="$tmp/none" \
 			timeout $((SECS + 90)) "$IC" "$SO" "$r" "$N" "198.18.0.11:$port" "$SECS" "$WARM" "$SIZE" \
 			>"$tmp/out.$mode.$r" 2>"$tmp/err.$mode.$r.$k" &
@@ -95,6 +95,7 @@ round() {
 	for p in "${pids[@]}"; do wait "$p" || rc=1; done
 	mbit=$(sed -n 's/.* mbps=\([0-9.]*\) .*/\1/p' "$tmp/out.$mode.0")
 	cp "$tmp/probe.$mode" "$tmp/probe.$mode.$k"
+	cp "$tmp/probe.$mode.raw" "$tmp/probe.$mode.$k.raw"
 	if [ $rc -ne 0 ] || [ -z "$mbit" ]; then
 		echo FAILED
 		cat "$tmp"/err."$mode".*."$k" | grep -v INFO | head -4 | sed 's/^/  /' >&2
