@@ -20,6 +20,11 @@
  * end (the rate is set at the sender; the figure would need the ack path
  * to come back) and it needs synchronised clocks. The RTT also carries the
  * reverse path's queue; a lane's acks are small, so it is its data path's.
+ * Filtering it was measured and not kept: the lowest srtt of samples every
+ * 5 ms within the update sat no closer to a ping through the queue (its
+ * error against the ping's lowest in the update: p50 1.4 ms, p90 5.5-6.5
+ * ms; srtt's against the ping's mean: 0.8 and 4.5-5.5 ms) and lags a
+ * rising queue by up to an update.
  *
  * Control law (every update, FQN_PACE_UPDATE_MS: the steering tick; only a
  * lane that carried traffic in the interval and whose RTT is known; sent:
@@ -57,29 +62,35 @@
  *   target 2 ms (FABRICIQ_PACE_TARGET_US): above the RTT noise of a busy
  *     host (a descheduled receiver adds hundreds of us to srtt) and far
  *     below a deep switch buffer (tens of ms at these rates).
- *   gain 0.5: drain half the excess per update; srtt lags the queue (a
- *     1/8 EWMA per ack), so draining all of it would overshoot to empty.
+ *   gain 0.5: drain half the excess per update. The signal is about one
+ *     update late: on the emulated cluster a lane's srtt - min_rtt follows
+ *     a ping through the same queue best 30-50 ms behind it (correlation
+ *     0.86-0.89, mean error 1.5-2 ms), TCP timing each segment from its
+ *     send and averaging 1/8 per ack. A linear loop cutting by g x excess
+ *     on a sample one update old is critically damped at g = 1/4, but
+ *     0.25 (ai halved with it) measured no better in bench-incast (queue
+ *     p99 0.28-0.36x unpaced at 0.88-0.93x the throughput, against 0.28x
+ *     at 0.93x at 0.5) and halves the reaction below: the troughs there
+ *     were mostly whole connections stalling (a lane paced low, its
+ *     sibling lane acking nothing), not the loop's swing.
  *   max_cut 0.5: no update more than halves a rate (a wild RTT sample
  *     costs at most that).
  *   ai 0.125 MB/s (1 Mbit/s) per update: the fairness step, sized for
- *     the smallest bottlenecks (the queue's offset above; on fast links it
- *     is negligible, and fairness converges more slowly there: the gap
- *     shrinks by n x ai / C per update). At 2 Mbit/s, 8 lanes on the
- *     testbed's 200 Mbit/s link held its queue's p99 at 13-20 ms (the
- *     offset alone 8 ms), against 22-36 ms unpaced: not the 4x wanted.
+ *     the smallest bottlenecks (the queue's offset above: 2 ms for 4 lanes
+ *     on 200 Mbit/s, 4 ms for 8; on fast links it is negligible, and
+ *     fairness converges more slowly there: the gap shrinks by n x ai / C
+ *     per update).
  *   mi 0.1 per update: x2 in ~7 updates, 350 ms (only on a low queue);
  *     from the floor to unpaced in ~5 s. All lanes grow together, so the
  *     queue overshoots by up to mi x update when they find the link full
- *     again (at 0.25 the testbed's paced p99 sat at 8-12 ms: the queue,
- *     emptied by a cut, came back as a 12 ms burst).
+ *     again.
  *   floor 1.25 MB/s (10 Mbit/s): a lane keeps sending, so its RTT keeps
  *     being sampled and acks keep coming (the failover's no-progress
  *     timer must not mistake a paced lane for a dead one).
  *   ceiling 50 GB/s (400 Gbit/s): at or above it a lane is unpaced.
  * Reaction (test-pace's fluid model, 4 lanes, 200 Mbit/s; it settles at
- * 4 ms): a full
- * 100 ms queue is under 8 ms in ~350 ms (cuts of max_cut); the capacity
- * halved under a paced load: back under 8 ms in ~250 ms.
+ * 4 ms): a full 100 ms queue is under 8 ms in ~350 ms (cuts of max_cut);
+ * the capacity halved under a paced load: back under 8 ms in ~250 ms.
  */
 #ifndef FQN_PACE_H
 #define FQN_PACE_H

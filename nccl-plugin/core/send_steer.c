@@ -187,6 +187,16 @@ static void pace_observe(struct fqn_send *s, int i, const struct fqn_lane_info *
 
 	smp.bytes = info->bytes_acked >= st->tx_acked[i] ? info->bytes_acked - st->tx_acked[i] : 0;
 	st->tx_acked[i] = info->bytes_acked;
+	if (st->trace) { /* the controller's input, for lining it up with the fabric's queue */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		fprintf(st->trace,
+			"%lld.%09ld %llx pace lane%d srtt_us=%u min_rtt_us=%u acked=%llu rate_mbps=%.1f\n",
+			(long long)ts.tv_sec, ts.tv_nsec, (unsigned long long)s->c.conn_id, i, info->rtt_us,
+			info->min_rtt_us, (unsigned long long)smp.bytes, (double)st->rate_set[i] * 8 / 1e6);
+		fflush(st->trace);
+	}
 	fqn_pace_observe(st->pace, i, &smp);
 }
 
@@ -348,14 +358,14 @@ int send_steer_enable(struct fqn_send *s, int steer, int pace, int64_t now)
 		if ((rc = fqn_pace_create(s->c.nlanes, &pp, now, &st->pace)) < 0)
 			goto fail;
 	}
+	if (*cfg->steer_trace && !(st->trace = fopen(cfg->steer_trace, "ae")))
+		FQN_WARN("FABRICIQ_STEER_TRACE=%s: %s; no trace", cfg->steer_trace, strerror(errno));
 	if (!steer)
 		return 0;
 	fqn_steer_params_default(&p);
 	if ((rc = fqn_steer_create(s->c.nlanes, &p, now, &st->ctl)) < 0)
 		goto fail;
 	st->job = job ? (uint32_t)strtoul(job, NULL, 10) : 0;
-	if (*cfg->steer_trace && !(st->trace = fopen(cfg->steer_trace, "ae")))
-		FQN_WARN("FABRICIQ_STEER_TRACE=%s: %s; no trace", cfg->steer_trace, strerror(errno));
 	for (int i = 0; i < s->c.nlanes; i++)
 		fqn_hist_reset(&st->lat[i]);
 	return 0;

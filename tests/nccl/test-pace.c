@@ -100,7 +100,7 @@ static void test_rules(void)
 	struct fqn_pace_params p;
 	struct fqn_pace *s;
 	int64_t now = 0;
-	double r;
+	double r, cut;
 	int k, bounded = 1;
 
 	fqn_pace_params_default(&p);
@@ -110,11 +110,12 @@ static void test_rules(void)
 	is_int(step1(s, &now, 100 + 200000, 0), 0, "no traffic: a stale RTT changes nothing");
 	ok(step1(s, &now, 100 + 4000, 500000) == 1, "above the target: paced");
 	r = fqn_pace_rate(s, 0);
-	/* cut = 0.5 x 2 ms / 50 ms = 2 %, from what it delivered, plus ai */
-	ok(fabs(r - (10e6 * 0.98 + p.ai)) < 1e3,
-	   "the cut is in proportion to the excess (%.0f B/s, want %.0f)", r, 10e6 * 0.98 + p.ai);
-	for (k = 0; k < 10; k++) {
-		step1(s, &now, 100 + 100000, 500000);
+	/* cut = gain x 2 ms / 50 ms, from what it delivered, plus ai */
+	cut = p.gain * 2.0 / 50;
+	ok(fabs(r - (10e6 * (1 - cut) + p.ai)) < 1e3,
+	   "the cut is in proportion to the excess (%.0f B/s, want %.0f)", r, 10e6 * (1 - cut) + p.ai);
+	for (k = 0; k < 10; k++) { /* gain x 398 ms / 50 ms: far above max_cut */
+		step1(s, &now, 100 + 400000, 500000);
 		bounded &= fabs(fqn_pace_rate(s, 0) - (10e6 * (1 - p.max_cut) + p.ai)) < 1e3;
 	}
 	ok(bounded, "a huge excess cuts by max_cut at most (%.0f, from 10 MB/s)", fqn_pace_rate(s, 0));
@@ -141,7 +142,7 @@ static void test_rules(void)
 	ok(fqn_pace_rate(s, 0) > 0, "paced again");
 	r = fqn_pace_rate(s, 0);
 	step1(s, &now, 100 + 4000, 5000); /* it sent a hundredth of that: between messages */
-	ok(fabs(fqn_pace_rate(s, 0) - (r * (1 - p.max_cut) * 0.98 + p.ai)) < 1,
+	ok(fabs(fqn_pace_rate(s, 0) - (r * (1 - p.max_cut) * (1 - cut) + p.ai)) < 1,
 	   "a lane that sent little loses at most max_cut of its rate, not all of it");
 	fqn_pace_reset(s, 0);
 	ok(fqn_pace_rate(s, 0) == 0 && fqn_pace_delay(s, 0) == 0, "a lane back up is unpaced");
