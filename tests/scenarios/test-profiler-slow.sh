@@ -92,21 +92,21 @@ sc_job_wait calm; calm=$SC_JOB
 ran calm
 ok $? "the healthy job on n1-n4 (job $calm) ran its 150 alltoalls" || diag "$(tail -5 "$S/calm.out")"
 
-# slow_nic NS DEV RATE PEER_IP...: DEV sends at most RATE (a TBF), served
-# round robin per peer: an HTB under the TBF that only orders (every class
-# far above RATE), a class and a FIFO of SLOW_QUEUE bytes per peer
-# address, equal quanta; other packets in a class of their own.
+# slow_nic NS DEV RATE PEER_IP...: DEV sends at most RATE, served round
+# robin per peer: the link as qos_set makes it (net.sh), a class of equal
+# weight and a FIFO of SLOW_QUEUE bytes per peer address; other packets
+# in a class of their own. Its burst 16 KB, not link_burst's: the TBF
+# splits larger (TSO) packets, so the round robin goes packet by packet,
+# as a NIC serves its queue pairs.
 slow_nic() {
-	local ns=$1 dev=$2 rate=$3 k=10 ip q=$SLOW_QUEUE
+	local ns=$1 dev=$2 bps k ip
+	bps=$(rate_bps "$3") || return 1
 	shift 3
 	ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null
 	{
-		echo "qdisc add dev $dev root handle 1: tbf rate $rate burst 16384 latency 20ms"
-		echo "qdisc add dev $dev parent 1:1 handle 2: htb default 99"
-		echo "class add dev $dev parent 2: classid 2:1 htb rate 100gbit quantum 60000"
+		qos_head "$dev" "$bps" 20 16384
 		for k in 99 $(seq 10 $((9 + $#))); do
-			echo "class add dev $dev parent 2:1 classid 2:$k htb rate 100gbit quantum 3028"
-			echo "qdisc add dev $dev parent 2:$k bfifo limit $q"
+			qos_class "$dev" "$k" 7 1 "$SLOW_QUEUE"
 		done
 		k=10
 		for ip in "$@"; do

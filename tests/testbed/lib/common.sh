@@ -19,20 +19,6 @@ need() {
 	command -v "$1" >/dev/null 2>&1 || die "missing program '$1' (apt-get install $2)"
 }
 
-# Parse a tc rate (e.g. 200mbit, 1gbit, 500kbit, 10000000bit) into bits/s.
-rate_bps() {
-	local r=$1 n u
-	[[ "$r" =~ ^([0-9]+)(bit|kbit|mbit|gbit|tbit)$ ]] || return 1
-	n=${BASH_REMATCH[1]} u=${BASH_REMATCH[2]}
-	case $u in
-	bit) echo "$n" ;;
-	kbit) echo $((n * 1000)) ;;
-	mbit) echo $((n * 1000000)) ;;
-	gbit) echo $((n * 1000000000)) ;;
-	tbit) echo $((n * 1000000000000)) ;;
-	esac
-}
-
 # Offsets: "12.5ms", "-3us", "100ns", "0.0125" (seconds) or "-42" (seconds)
 # into signed nanoseconds.
 parse_offset_ns() {

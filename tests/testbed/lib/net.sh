@@ -264,6 +264,20 @@ link_both() {
 	"$fn" "$nsa" "$ifa" "$@" && "$fn" "$nsb" "$ifb" "$@"
 }
 
+# Parse a tc rate (e.g. 200mbit, 1gbit, 500kbit, 10000000bit) into bits/s.
+rate_bps() {
+	local r=$1 n u
+	[[ "$r" =~ ^([0-9]+)(bit|kbit|mbit|gbit|tbit)$ ]] || return 1
+	n=${BASH_REMATCH[1]} u=${BASH_REMATCH[2]}
+	case $u in
+	bit) echo "$n" ;;
+	kbit) echo $((n * 1000)) ;;
+	mbit) echo $((n * 1000000)) ;;
+	gbit) echo $((n * 1000000000)) ;;
+	tbit) echo $((n * 1000000000000)) ;;
+	esac
+}
+
 # link_burst BPS: a shaped link's TBF burst, at least 4 ms of line rate (and
 # 16 KB): smaller bursts starve TSO-sized packets.
 link_burst() { local b=$(($1 / 8 / 250)); echo $((b > 16384 ? b : 16384)); }
@@ -322,9 +336,7 @@ qos_set() {
 	bps=$(rate_bps "$rate") || return 1
 	ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null
 	{
-		echo "qdisc add dev $dev root handle 1: tbf rate $bps burst $(link_burst "$bps") latency ${lat}ms"
-		echo "qdisc add dev $dev parent 1:1 handle 2: htb default 99"
-		echo "class add dev $dev parent 2: classid 2:1 htb rate 100gbit quantum 60000"
+		qos_head "$dev" "$bps" "$lat"
 		qos_class "$dev" 99 7 1 "$((bps / 8 * lat / 1000))"
 		for c in "$@"; do
 			dscp=$(qos_key "$c" dscp) || return 1
@@ -343,6 +355,15 @@ qos_key() { # qos_key WORD KEY -> its value (digits); status 1 if absent
 	local v
 	v=$(tr ',' '\n' <<<"${1#*,}" | sed -n "s/^$2=//p" | head -1)
 	[[ "$v" =~ ^[0-9]+$ ]] && echo "$v"
+}
+# qos_head DEV BPS LAT_MS [BURST]: tc batch lines of the link qos_set
+# makes, less its classes: the TBF (the link; its burst link_burst's
+# unless given) and the HTB under it that only orders, its classes under
+# 2:1 (qos_class), what no filter sends elsewhere to 2:99
+qos_head() {
+	echo "qdisc add dev $1 root handle 1: tbf rate $2 burst ${4:-$(link_burst "$2")} latency ${3}ms"
+	echo "qdisc add dev $1 parent 1:1 handle 2: htb default 99"
+	echo "class add dev $1 parent 2: classid 2:1 htb rate 100gbit quantum 60000"
 }
 # qos_class DEV MINOR HTB_PRIO WEIGHT QUEUE_BYTES: tc batch lines of one
 # class, never limited by its rate (the TBF above is the link)
