@@ -17,8 +17,10 @@ struct layout {
 	uint32_t count, flags;
 	int64_t updated_ns;
 	uint64_t updates;
-	uint8_t pad[64 - 40];
+	uint32_t nrates;
+	uint8_t pad[64 - 44];
 	struct fq_path_entry e[FQ_PATH_PAGE_MAX];
+	struct fq_path_rate rates[FQ_PATH_PAGE_RATES];
 };
 
 _Static_assert(sizeof(struct layout) == FQ_PATH_PAGE_SIZE, "path page layout");
@@ -67,17 +69,22 @@ int fq_path_page_writer_open(const char *path, struct fq_path_page_writer **out)
 }
 
 void fq_path_page_publish(struct fq_path_page_writer *w, const struct fq_path_entry *e, size_t n,
-			  int64_t now_ns)
+			  const struct fq_path_rate *rates, size_t nrates, int64_t now_ns)
 {
 	struct layout *p = w->page;
 	uint64_t seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED) | 1;
 
 	if (n > FQ_PATH_PAGE_MAX)
 		n = FQ_PATH_PAGE_MAX;
+	if (nrates > FQ_PATH_PAGE_RATES)
+		nrates = FQ_PATH_PAGE_RATES;
 	__atomic_store_n(&p->seq, seq, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	copy_words(p->e, e, n * sizeof(*e));
 	__atomic_store_n(&p->count, (uint32_t)n, __ATOMIC_RELAXED);
+	if (nrates)
+		copy_words(p->rates, rates, nrates * sizeof(*rates));
+	__atomic_store_n(&p->nrates, (uint32_t)nrates, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->updated_ns, now_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->updates, p->updates + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
@@ -182,6 +189,42 @@ int fq_path_page_lookup(struct fq_path_page_reader *r, const char *local_nic, ui
 	int rc = scan(r, lookup_start, lookup_visit, &q);
 
 	return rc < 0 ? rc : q.found ? 0 : -ENOENT;
+}
+
+int fq_path_page_rate(struct fq_path_page_reader *r, const char *local_nic, uint32_t remote_ipv4,
+		      uint32_t job, int64_t now_ns, struct fq_path_rate *out)
+{
+	const struct layout *p = r->page;
+
+	for (int tries = 0; tries < 1000; tries++) {
+		uint64_t s1 = __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE);
+		uint32_t n;
+		int found = 0;
+
+		if (s1 & 1)
+			continue;
+		n = __atomic_load_n(&p->nrates, __ATOMIC_RELAXED);
+		if (n > FQ_PATH_PAGE_RATES)
+			n = FQ_PATH_PAGE_RATES;
+		for (uint32_t i = 0; i < n && !found; i++) {
+			struct fq_path_rate x;
+
+			copy_words(&x, &p->rates[i], sizeof(x));
+			x.local_nic[sizeof(x.local_nic) - 1] = '\0';
+			if (x.job == job && x.remote_ipv4 == remote_ipv4 && !strcmp(x.local_nic, local_nic) &&
+			    x.until_ns > now_ns && x.rate) {
+				*out = x;
+				found = 1;
+			}
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&p->seq, __ATOMIC_RELAXED) != s1)
+			continue;
+		if (__atomic_load_n(&p->magic, __ATOMIC_RELAXED) != FQ_PATH_PAGE_MAGIC)
+			return -EPROTO;
+		return found ? 0 : -ENOENT;
+	}
+	return -EAGAIN;
 }
 
 struct node_count {

@@ -137,6 +137,23 @@ static const struct fq_cfg_option ctl_options[] = {
 	"... a lane counts when its p99 is above this factor times its NIC pair's probe delay"),
     OPT("advice_lifetime", FQ_CFG_DURATION, advice_lifetime, "30s", 1e9, 3600e9,
 	"a MOVE advice holds this long unless the collision renews it"),
+    OPT("rates", FQ_CFG_BOOL, rates, "yes", 0, 0,
+	"rates between network classes: when lanes of a lower class share a congested link with a higher "
+	"class's, cap the lower class's lanes there (through their nodes' agents and path pages) so that "
+	"the link keeps room for the higher class"),
+    OPT("rates_util", FQ_CFG_DOUBLE, rates_util, "0.95", 0.1, 1,
+	"... the share of the link's capacity (the most its lanes moved while congested) the classes fill "
+	"together"),
+    OPT("rates_min_share", FQ_CFG_DOUBLE, rates_min_share, "0.1", 0.001, 1,
+	"... the lower classes keep at least this share of it"),
+    OPT("rates_congest_delay", FQ_CFG_DURATION, rates_congest_delay, "2ms", 10e3, 10e9,
+	"... a link is congested when a lane across it has a queueing delay above this (TCP srtt over its "
+	"minimum)"),
+    OPT("rates_hold", FQ_CFG_DURATION, rates_hold, "5s", 1e9, 3600e9,
+	"... the rates hold this long after the higher class was last seen on the link"),
+    OPT("rates_lifetime", FQ_CFG_DURATION, rates_lifetime, "10s", 2e9, 3600e9,
+	"... a rate lapses this long after the agent got it unless renewed (the controller renews every "
+	"3 s)"),
     OPT("resume_after", FQ_CFG_DURATION, resume_after, "10m", 1e9, 7 * 86400e9,
 	"resume hint after a node has been healthy this long since its drain"),
     OPT("quiet_close", FQ_CFG_DURATION, quiet_close, "30s", 1e9, 86400e9,
@@ -212,6 +229,7 @@ static void on_report(evutil_socket_t fd, short what, void *arg)
 		ctl_send_peers(c);
 	}
 	ctl_detector_round(c, now);
+	ctl_rates_round(c, now);
 	ctl_expire_steps(c, now);
 	publish_metrics(c);
 }
@@ -345,7 +363,7 @@ static int start_modules(struct ctl *c)
 	dc.collision_factor = c->cfg.collision_factor;
 	dc.advice_lifetime_ns = (int64_t)c->cfg.advice_lifetime;
 	if (!(c->det = fq_detector_create(&dc)) || !(c->metrics = fq_metrics_create()) ||
-	    !(c->live = fq_steplive_create())) {
+	    !(c->live = fq_steplive_create()) || ctl_rates_create(c) < 0) {
 		fq_error("cannot create the detector");
 		return -ENOMEM;
 	}
@@ -565,6 +583,7 @@ out: /* finalise in reverse */
 	fq_ingest_destroy(c.ingest);
 	fq_metrics_destroy(c.metrics);
 	fq_steplive_destroy(c.live);
+	fq_rates_destroy(c.rates);
 	if (c.det)
 		fq_detector_destroy(c.det);
 	fq_authq_destroy(c.scfg.authq);

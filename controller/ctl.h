@@ -24,6 +24,7 @@
 #include "controller/ingest.h"
 #include "controller/metrics.h"
 #include "controller/nodebind.h"
+#include "controller/rates.h"
 
 struct fq_topo;
 #include "controller/session.h"
@@ -48,6 +49,9 @@ struct ctl_config {
 	double collision_factor, peer_slow_factor;
 	uint64_t peer_slow_persist, peer_slow_min_bytes;
 	uint64_t advice_lifetime;
+	bool rates; /* rates between network classes (controller/rates.h) */
+	double rates_util, rates_min_share;
+	uint64_t rates_congest_delay, rates_hold, rates_lifetime;
 	int log_level;
 };
 
@@ -78,6 +82,7 @@ struct ctl {
 	struct fq_detector *det;
 	struct fq_metrics *metrics;
 	struct fq_steplive *live; /* the job steps metrics and detector hold state for */
+	struct fq_rates *rates;   /* NULL: controller.rates off */
 	struct fq_session_config scfg;
 	struct fq_signkey key; /* controller.key, when set: scfg.key points here */
 	struct fq_session_stats sstats;
@@ -130,6 +135,20 @@ void ctl_drop_step(struct ctl *c, const struct fq_step_id *id, bool idle);
 void ctl_expire_steps(struct ctl *c, int64_t now);
 /* The detector's tick; its actions stored; applied hints fed back. */
 void ctl_detector_round(struct ctl *c, int64_t now);
+
+/* ctl_rates.c: rates between network classes (controller/rates.h) */
+/* c->rates from the settings (NULL when controller.rates is off); 0 or -ENOMEM. */
+int ctl_rates_create(struct ctl *c);
+/* What the frame from node tells the rates: a step's class, a sending
+ * lane's interval. */
+void ctl_feed_rates(struct ctl *c, const char *node, const Fabriciq__Envelope *env);
+/* A route for the rates, its hops named as the topology names them (else
+ * their addresses): a lane's own (node: its sending node) or a NIC pair's. */
+void ctl_rates_lane_route(struct ctl *c, const Fabriciq__LaneRoute *r, const char *const *hops, size_t n);
+void ctl_rates_path_route(struct ctl *c, const char *node, const char *nic, const char *remote_node,
+			  const char *remote_nic, const char *const *hops, size_t n);
+/* The rule's tick; its advice sent to the sending nodes' agents. */
+void ctl_rates_round(struct ctl *c, int64_t now);
 
 /* ctl_topo.c */
 /* A path's route from node's agent (kept; the topology rebuilt once it changed). */

@@ -240,6 +240,7 @@ static void on_frame(void *arg, struct fq_session *s, Fabriciq__Envelope *env)
 	if (rc == 1) {
 		/* Accepted (not a replay): env stays valid until the next flush. */
 		ctl_feed_detector(c, a->node, env);
+		ctl_feed_rates(c, a->node, env);
 		fq_metrics_frame(c->metrics, a->node, env);
 		if (fq_steplive_frame(c->live, a->node, env, now, &gone))
 			ctl_drop_step(c, &gone, false);

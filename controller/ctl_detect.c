@@ -161,6 +161,8 @@ void ctl_drop_step(struct ctl *c, const struct fq_step_id *id, bool idle)
 	fq_metrics_drop_step(c->metrics, id->job, id->step, idle);
 	fq_detector_step_end(c->det, id->job, id->step);
 	ctl_lane_routes_drop(c, id->job, id->step);
+	if (c->rates)
+		fq_rates_step_end(c->rates, id->job, id->step);
 }
 
 /* Steps nothing came of for controller.step_idle (each report window). */

@@ -79,6 +79,27 @@ static size_t name_route(const struct fq_topo *t, const struct lane_route *r, ch
 	return n;
 }
 
+/* The rates' view of the route: each hop by its switch's name where the
+ * topology knows it, else its address ("" where no router answered). */
+static void feed_rates(struct ctl *c, const struct lane_route *r)
+{
+	Fabriciq__LaneRoute m = FABRICIQ__LANE_ROUTE__INIT;
+	const char *hops[FQ_TOPO_MAX_HOPS];
+
+	for (size_t k = 0; k < r->n_hops; k++) {
+		const struct fq_topo_switch *s =
+		    c->topo && *r->hops[k] ? fq_topo_switch_find(c->topo, r->hops[k]) : NULL;
+
+		hops[k] = s ? s->name : r->hops[k];
+	}
+	m.job_id = r->job;
+	m.step_id = r->step;
+	m.src_rank = r->src_rank;
+	m.dst_rank = r->dst_rank;
+	m.lane = r->lane;
+	ctl_rates_lane_route(c, &m, hops, r->n_hops);
+}
+
 static void feed(struct ctl *c, const struct lane_route *r, int64_t now)
 {
 	const char *comps[MAX_COMPS];
@@ -91,6 +112,7 @@ static void feed(struct ctl *c, const struct lane_route *r, int64_t now)
 				      .comps = comps,
 				      .now_ns = now};
 
+	feed_rates(c, r);
 	if (!c->topo)
 		return; /* named at the first rebuild */
 	d.n = name_route(c->topo, r, nic_name, sizeof(nic_name), comps);

@@ -309,6 +309,14 @@ void ctl_topology_round(struct ctl *c, int64_t now)
 			names[n++] = p->route[j].name;
 		fq_detector_flow_route(c->det, p->node, p->nic, p->remote_node, p->remote_nic, p->flow, names,
 				       n, now);
+		if (p->flow == 0) { /* the rates' route of the pair's lanes without their own: its switches */
+			size_t ns = 0;
+
+			for (size_t j = 0; j < p->n_route; j++)
+				if (p->route[j].kind == FQ_TOPO_SWITCH)
+					names[ns++] = p->route[j].name;
+			ctl_rates_path_route(c, p->node, p->nic, p->remote_node, p->remote_nic, names, ns);
+		}
 	}
 	if (topo && c->topo_renamed) {
 		fq_detector_routes_renamed(c->det);

@@ -375,7 +375,12 @@ static void publish_paths(struct agent *a, int64_t now)
 		e[i].rtt_p50_ns = r->rtt.p50;
 	}
 	fq_advice_fill(&a->advice, e, a->n_paths, now);
-	fq_path_page_publish(a->path_page, e, a->n_paths, now);
+	{
+		struct fq_path_rate rates[FQ_PATH_PAGE_RATES];
+		size_t nr = fq_advice_rates(&a->advice, e, a->n_paths, rates, FQ_PATH_PAGE_RATES, now);
+
+		fq_path_page_publish(a->path_page, e, a->n_paths, rates, nr, now);
+	}
 	free(e);
 }
 
@@ -648,13 +653,31 @@ static void on_advice(void *arg, const Fabriciq__Advice *adv)
 	int64_t now = fq_now_ns();
 	int rc = fq_advice_take(&a->advice, adv, now);
 
+	if (rc == -ENOENT)
+		return; /* a lift of a rate not held (lapsed, or the agent restarted) */
 	if (rc < 0) {
 		fq_log_rl(FQ_LOG_WARN,
-			  "controller advice for job %llu on %s refused: not a valid move advice",
+			  "controller advice for job %llu on %s refused: not a valid move or rate advice",
 			  (unsigned long long)adv->job_id, adv->local_nic ? adv->local_nic : "?");
 		return;
 	}
-	if (rc == 1)
+	if (!strcmp(adv->kind, "rate")) {
+		if (rc == FQ_ADVICE_LIFTED)
+			fq_info("controller rate: job %llu on %s -> %s:%s lifted",
+				(unsigned long long)adv->job_id, adv->local_nic,
+				*adv->remote_node ? adv->remote_node : "*",
+				*adv->remote_nic ? adv->remote_nic : "*");
+		else if (rc == 1)
+			fq_info(
+			    "controller rate: job %llu on %s -> %s:%s at most %.2f Mbit/s a lane for %lld ms "
+			    "(room for job %llu on %s, %.1f Mbit/s)",
+			    (unsigned long long)adv->job_id, adv->local_nic,
+			    *adv->remote_node ? adv->remote_node : "*",
+			    *adv->remote_nic ? adv->remote_nic : "*", (double)adv->rate_bytes_per_s * 8 / 1e6,
+			    (long long)(adv->lifetime_ns / 1000000),
+			    (unsigned long long)adv->collides_with_job,
+			    adv->shared_link ? adv->shared_link : "?", (double)adv->link_capacity * 8 / 1e6);
+	} else if (rc == 1)
 		fq_info(
 		    "controller advice: job %llu move off %s -> %s:%s for %lld ms (collides with job %llu "
 		    "on %s)",

@@ -401,12 +401,13 @@ static bool peers_ok(struct fq_uplink *u, const Fabriciq__PeerAssignment *p)
 
 static bool advice_ok(struct fq_uplink *u, const Fabriciq__Advice *a)
 {
-	if (a->kind && !strcmp(a->kind, "move") && a->job_id && name_ok(a->local_nic, FQ_UPLINK_NAME_MAX) &&
-	    a->lifetime_ns > 0 && a->lifetime_ns <= FQ_UPLINK_ADVICE_MAX_NS)
+	if (a->kind && (!strcmp(a->kind, "move") || !strcmp(a->kind, "rate")) && a->job_id &&
+	    name_ok(a->local_nic, FQ_UPLINK_NAME_MAX) && a->lifetime_ns > 0 &&
+	    a->lifetime_ns <= FQ_UPLINK_ADVICE_MAX_NS)
 		return true;
 	u->advice_refused++;
 	fq_log_rl(FQ_LOG_WARN,
-		  "controller %s:%u: advice for job %llu refused: not a move advice with a job, a "
+		  "controller %s:%u: advice for job %llu refused: not a move or rate advice with a job, a "
 		  "local NIC and a lifetime of at most %lld s",
 		  u->host, u->cfg.port, (unsigned long long)a->job_id,
 		  (long long)(FQ_UPLINK_ADVICE_MAX_NS / 1000000000));

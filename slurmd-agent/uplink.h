@@ -39,7 +39,7 @@
  *  - PeerAssignment: every NIC entry and peer with non-empty names and
  *    address of at most FQ_UPLINK_NAME_MAX bytes, FQ_UPLINK_PEERS_MAX peers
  *    in all; else ignored whole (the prober checks addresses and NICs);
- *  - Advice: kind "move", a job, a local NIC, and lifetime_ns in
+ *  - Advice: kind "move" or "rate", a job, a local NIC, and lifetime_ns in
  *    1..FQ_UPLINK_ADVICE_MAX_NS (the controller's advice_lifetime range);
  *    else ignored.
  */

@@ -701,6 +701,9 @@ static int register_step(void)
 	ss.node_count = g.nnodes;
 	ss.task_count = g.ntasks;
 	ss.net_class = g.cls ? (char *)g.cls->name : "";
+	/* what the controller's rates between classes order by (weight 0: a prio class) */
+	ss.net_class_prio = g.cls && g.cls->prio > 0 ? (uint32_t)g.cls->prio : 0;
+	ss.net_class_weight = g.cls && g.cls->weight > 0 ? (uint32_t)g.cls->weight : 0;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
 	env.step_start = &ss;
 	rc = agent_call(&env, "registering", g.told);

@@ -1,6 +1,7 @@
 /* Unit tests of the agent's state modules: the step registry (pid -> step
  * and rank), the slewed global timeline, NICs and advice (the spool:
  * test-agent-spool.c). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -458,6 +459,71 @@ static void test_advice(void)
 	ok(t.n == FQ_ADVICE_MAX, "the table stays bounded (%zu)", t.n);
 }
 
+/* Rate advice (issue 20): onto the page's rates, per matching path with
+ * its address; renewed, changed (a new generation), lifted, lapsed. */
+static void test_rate_advice(void)
+{
+	struct fq_advice_table t;
+	struct fq_path_entry e[3];
+	struct fq_path_rate out[8];
+	Fabriciq__Advice a = FABRICIQ__ADVICE__INIT, mv;
+	int64_t now = 5000000000LL;
+	uint32_t gen;
+	size_t n;
+
+	memset(&t, 0, sizeof(t));
+	path_entry(&e[0], "rail0", "n4", "rail0");
+	path_entry(&e[1], "rail0", "n3", "rail0");
+	path_entry(&e[2], "rail1", "n4", "rail1");
+	e[0].remote_ipv4 = htonl(0xc6130009);
+	e[1].remote_ipv4 = htonl(0xc6130007);
+	e[2].remote_ipv4 = htonl(0xc613010b);
+	a.job_id = 77;
+	a.kind = "rate";
+	a.local_nic = "rail0";
+	a.remote_node = "n4";
+	a.remote_nic = "rail0";
+	a.lifetime_ns = 10000000000LL;
+	a.rate_bytes_per_s = 2500000;
+	a.collides_with_job = 76;
+	a.shared_link = "leaf1>spine1";
+	is_int(fq_advice_take(&t, &a, now), 1, "a rate: taken, new");
+	is_int((long long)fq_advice_fill(&t, e, 3, now), 0, "a rate is no MOVE on any entry");
+	n = fq_advice_rates(&t, e, 3, out, 8, now);
+	ok(n == 1 && out[0].job == 77 && out[0].rate == 2500000 && out[0].remote_ipv4 == e[0].remote_ipv4 &&
+	       !strcmp(out[0].local_nic, "rail0") && out[0].until_ns == now + 10000000000LL && out[0].gen,
+	   "one page rate: job 77, rail0 -> n4's address, 2.5 MB/s, until receipt + 10 s");
+	gen = out[0].gen;
+	is_int(fq_advice_take(&t, &a, now + 3000000000LL), 0, "the same rate again: renewed");
+	fq_advice_rates(&t, e, 3, out, 8, now + 3000000000LL);
+	ok(out[0].gen == gen && out[0].until_ns == now + 13000000000LL,
+	   "... same generation, 10 s from the renewal");
+	a.rate_bytes_per_s = 1250000;
+	is_int(fq_advice_take(&t, &a, now + 4000000000LL), 1, "another rate: changed");
+	fq_advice_rates(&t, e, 3, out, 8, now + 4000000000LL);
+	ok(out[0].rate == 1250000 && out[0].gen != gen, "... the new rate, a new generation");
+	mv = a;
+	mv.kind = "move";
+	is_int(fq_advice_take(&t, &mv, now + 4000000000LL), 1, "a move advice for the same path is its own");
+	ok(fq_advice_fill(&t, e, 3, now + 4000000000LL) == 1 &&
+	       fq_advice_rates(&t, e, 3, out, 8, now + 4000000000LL) == 1 && out[0].rate == 1250000,
+	   "both held: MOVE on the entry, the rate in the rates");
+	a.rate_bytes_per_s = 0;
+	is_int(fq_advice_take(&t, &a, now + 5000000000LL), FQ_ADVICE_LIFTED, "rate 0: lifted");
+	is_int((long long)fq_advice_rates(&t, e, 3, out, 8, now + 5000000000LL), 0, "no rate on the page");
+	is_int(fq_advice_take(&t, &a, now + 5000000000LL), -ENOENT, "a lift of none held: -ENOENT");
+	a.rate_bytes_per_s = 1000000;
+	a.remote_node = "";
+	a.remote_nic = "";
+	fq_advice_take(&t, &a, now + 6000000000LL);
+	is_int((long long)fq_advice_rates(&t, e, 3, out, 8, now + 6000000000LL), 2,
+	       "a rate for every remote of rail0: one page rate per path");
+	fq_advice_fill(&t, e, 3, now + 17000000000LL);
+	is_int((long long)fq_advice_rates(&t, e, 3, out, 8, now + 17000000000LL), 0, "lapsed: none");
+	a.kind = "pace";
+	is_int(fq_advice_take(&t, &a, now), -EINVAL, "kind other than move or rate: refused");
+}
+
 int main(void)
 {
 	test_nics();
@@ -467,5 +533,6 @@ int main(void)
 	test_rate();
 	test_timeline();
 	test_advice();
+	test_rate_advice();
 	return done_testing();
 }

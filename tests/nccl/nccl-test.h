@@ -55,7 +55,7 @@ static inline void loopback_paths_publish_changed(struct fq_path_page_writer *w,
 	strcpy(e[1].remote_nic, "rail9");
 	e[1].remote_ipv4 = htonl(0xc6130909); /* 198.19.9.9 */
 	e[1].state = other;
-	fq_path_page_publish(w, e, 2, at);
+	fq_path_page_publish(w, e, 2, NULL, 0, at);
 }
 
 static inline void loopback_paths_publish(struct fq_path_page_writer *w, uint32_t state, uint32_t other,

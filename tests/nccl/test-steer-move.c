@@ -55,7 +55,7 @@ static void advise(uint32_t job, uint32_t gen)
 	e.advice_gen = gen;
 	e.advice_until_ns = now + 30LL * 1000000000;
 	/* published now: the plugin ignores a stale page */
-	fq_path_page_publish(page, &e, 1, now);
+	fq_path_page_publish(page, &e, 1, NULL, 0, now);
 }
 
 /* Messages of 256 KiB for `secs`: 1 if every one completed intact. */
