@@ -72,11 +72,14 @@ void fqn_comm_tick(struct fqn_comm *c, int i, int64_t now, int force)
 	s.msgs = st->msgs;
 	s.throttled_ns =
 	    st->throttled_ns < now - st->interval_start ? st->throttled_ns : now - st->interval_start;
+	s.assigned_rate = st->assigned_rate;
+	s.assigned_ns =
+	    st->assigned_ns < now - st->interval_start ? st->assigned_ns : now - st->interval_start;
 	l->ops->info(l, &s.info); /* one getsockopt per lane per interval */
 	s.owd = st->owd;
 	fqn_telemetry_push(ctx->telemetry, &s);
 	st->bytes = st->chunks = st->msgs = 0;
-	st->throttled_ns = 0;
+	st->throttled_ns = st->assigned_ns = 0;
 	st->unsync = 0;
 	st->interval_start = now;
 	fqn_hist_reset(&st->owd);

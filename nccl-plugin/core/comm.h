@@ -25,6 +25,8 @@ struct fqn_lane_stats {
 	int unsync;             /* some stamp of the interval was local */
 	int64_t interval_start; /* fqn_clock_now() */
 	int64_t throttled_ns;   /* sender: time in the interval its rate was capped (pacing) */
+	uint64_t assigned_rate; /* sender: the controller's rate for it now, bytes/s (0: none) */
+	int64_t assigned_ns;    /* sender: time in the interval it had one */
 	struct fqn_hist owd;    /* receiver only */
 };
 

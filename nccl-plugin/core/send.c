@@ -493,7 +493,7 @@ int fqn_send_enable_control(struct fqn_send *s, uint64_t token, const struct soc
 	}
 	s->c.token = token;
 	s->c.control = 1;
-	return steer || cfg->pace ? send_steer_enable(s, steer, cfg->pace, now) : 0;
+	return send_steer_enable(s, steer, cfg->pace, now); /* the controller's rates need its tick */
 }
 
 void fqn_send_lane_absent(struct fqn_send *s, int i, int nic, const char *local, const char *peer, int err,

@@ -41,6 +41,10 @@ struct steer_state {
 	struct fqn_pace *pace;            /* NULL: pacing off */
 	uint64_t tx_acked[FQN_MAX_LANES]; /* the transport's bytes_acked at the last tick */
 	uint64_t rate_set[FQN_MAX_LANES]; /* the rate applied, bytes/s; 0: unpaced */
+	/* The controller's rate for each lane's path (path page rates, issue
+	 * 20), read each update; the lane's rate is the lower of it and
+	 * pacing's (FABRICIQ_PACE), so it applies with pacing off too. */
+	uint64_t assigned[FQN_MAX_LANES]; /* bytes/s; 0: none */
 	uint64_t rate_logged[FQN_MAX_LANES];
 	int64_t logged_ns[FQN_MAX_LANES];
 	int rate_err; /* a set_rate failed: warned once */
@@ -81,7 +85,7 @@ struct fqn_send {
 		uint64_t bytes;
 	} ev;                        /* the failover whose chunks are being resent */
 	struct fqn_lane_fsm_cfg fsm; /* the lanes' state machine (lane_fsm.h) */
-	struct steer_state *st;      /* NULL: steering off */
+	struct steer_state *st;      /* the periodic update's state (control mode) */
 	uint64_t acking;             /* bytes popped by the current ack */
 	int acking_lane;             /* and its lane, time */
 	int64_t acking_ns;
@@ -96,7 +100,8 @@ void send_steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int re
 /* Every progress call: feed the controllers, move a lane if due, pace. */
 void send_steer_tick(struct fqn_send *s, int64_t now);
 /* The periodic update for control-mode comm s: steering if steer (and
- * more than one lane), pacing if pace; 0 or a negative errno. */
+ * more than one lane), pacing if pace, the controller's rates always; 0
+ * or a negative errno. */
 int send_steer_enable(struct fqn_send *s, int steer, int pace, int64_t now);
 void send_steer_free(struct fqn_send *s);
 

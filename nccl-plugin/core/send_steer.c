@@ -1,5 +1,6 @@
-/* send_steer: the send comm's periodic update: steering (FABRICIQ_STEER)
- * and pacing (FABRICIQ_PACE); see send_priv.h. */
+/* send_steer: the send comm's periodic update: steering (FABRICIQ_STEER),
+ * pacing (FABRICIQ_PACE) and the controller's rates (the path page's);
+ * see send_priv.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +23,9 @@ void send_steer_lane_state(struct fqn_send *s, int i, int up, int64_t now)
 
 	if (!st)
 		return;
-	if (st->pace && up) { /* a new socket: unpaced, its own byte count */
-		fqn_pace_reset(st->pace, i);
+	if (up) { /* a new socket: unpaced (the next update gives it its rate), its own byte count */
+		if (st->pace)
+			fqn_pace_reset(st->pace, i);
 		st->rate_set[i] = st->tx_acked[i] = 0;
 	}
 	if (!st->ctl)
@@ -102,8 +104,9 @@ static void steer_trace(struct fqn_send *s, const char *what)
 			(long long)(fqn_steer_delay(st->ctl, i) / 1000),
 			s->c.lanes[i] ? s->c.lanes[i]->local : "-", s->c.lanes[i] ? s->c.lanes[i]->peer : "-",
 			fqn_steer_congested(st->ctl, i) ? " congested" : "");
-		if (st->pace) /* rate=0: unpaced */
-			fprintf(st->trace, " rate_mbps=%.1f", (double)st->rate_set[i] * 8 / 1e6);
+		if (st->pace || st->assigned[i]) /* rate=0: unpaced; given: the controller's */
+			fprintf(st->trace, " rate_mbps=%.1f given_mbps=%.1f",
+				(double)st->rate_set[i] * 8 / 1e6, (double)st->assigned[i] * 8 / 1e6);
 	}
 	fputc('\n', st->trace);
 	fflush(st->trace);
@@ -205,16 +208,58 @@ static void pace_observe(struct fqn_send *s, int i, const struct fqn_lane_info *
 #define PACE_LOG_RATIO 1.5
 #define PACE_LOG_NS    1000000000LL
 
-/* Apply the pacing controller's rates to the up lanes' transports (only
- * those that changed: a setsockopt per lane per change, off the chunk
- * path) and log the material changes. */
-static void pace_apply(struct fqn_send *s, int64_t now)
+/* The controller's rate for each up lane's path (the path page's rates,
+ * issue 20: its path shares a congested link with a higher network
+ * class), for this job; a change is logged. */
+static void rates_read(struct fqn_send *s, int64_t now)
+{
+	struct steer_state *st = s->st;
+	struct fq_path_page_reader *r = __atomic_load_n(&s->c.ctx->paths, __ATOMIC_ACQUIRE);
+	int64_t raw = fq_now_ns();
+
+	(void)now;
+	for (int i = 0; i < s->c.nlanes; i++) {
+		struct fq_path_rate x;
+		uint64_t a = 0, was = st->assigned[i];
+
+		if (r && st->job && s->c.lc[i].remote_ipv4 && s->c.lc[i].fsm.state == FQN_LANE_UP &&
+		    fq_path_page_rate(r, s->c.lc[i].nic, s->c.lc[i].remote_ipv4, st->job, raw, &x) == 0)
+			a = x.rate;
+		st->assigned[i] = a;
+		s->c.stats[i].assigned_rate = a;
+		if (a == was)
+			continue;
+		if (a)
+			FQN_INFO(
+			    "connection %llx lane %d (%s %s -> %s): the controller gives it %.2f Mbit/s (its "
+			    "path shares a congested link with a higher network class)",
+			    (unsigned long long)s->c.conn_id, i, s->c.lc[i].nic, s->c.lc[i].local,
+			    s->c.lc[i].peer, (double)a * 8 / 1e6);
+		else
+			FQN_INFO("connection %llx lane %d (%s %s -> %s): the controller's rate lifted",
+				 (unsigned long long)s->c.conn_id, i, s->c.lc[i].nic, s->c.lc[i].local,
+				 s->c.lc[i].peer);
+	}
+}
+
+/* Lane i's rate: the lower of pacing's and the controller's (0: none). */
+static uint64_t lane_rate(const struct steer_state *st, int i)
+{
+	uint64_t p = st->pace ? (uint64_t)fqn_pace_rate(st->pace, i) : 0, a = st->assigned[i];
+
+	return p && a ? (p < a ? p : a) : p ? p : a;
+}
+
+/* Apply the lanes' rates (pacing's, the controller's) to the up lanes'
+ * transports (only those that changed: a setsockopt per lane per change,
+ * off the chunk path) and log pacing's material changes. */
+static void rates_apply(struct fqn_send *s, int64_t now)
 {
 	struct steer_state *st = s->st;
 
 	for (int i = 0; i < s->c.nlanes; i++) {
 		struct fqn_lane *l = s->c.lanes[i];
-		uint64_t r = (uint64_t)fqn_pace_rate(st->pace, i), was = st->rate_logged[i];
+		uint64_t r = lane_rate(st, i), was = st->rate_logged[i];
 		int rc;
 
 		if (s->c.lc[i].fsm.state != FQN_LANE_UP || !l || r == st->rate_set[i] || !l->ops->set_rate)
@@ -228,6 +273,8 @@ static void pace_apply(struct fqn_send *s, int64_t now)
 			continue;
 		}
 		st->rate_set[i] = r;
+		if (!st->pace || (r && r == st->assigned[i])) /* the controller's: logged as read */
+			continue;
 		if (now - st->logged_ns[i] < PACE_LOG_NS ||
 		    (!r == !was && (r ? (double)r / (double)was : 1) < PACE_LOG_RATIO &&
 		     (r ? (double)was / (double)r : 1) < PACE_LOG_RATIO))
@@ -250,14 +297,20 @@ static void pace_apply(struct fqn_send *s, int64_t now)
 
 /* The job report's time throttled: each up lane whose rate was capped
  * since the last update counts the time since (telemetry reports it per
- * interval, LaneReport.throttled_ns). */
+ * interval, LaneReport.throttled_ns), and the time it had a rate from
+ * the controller (assigned_ns). */
 static void pace_account(struct fqn_send *s, int64_t now)
 {
 	struct steer_state *st = s->st;
 
-	for (int i = 0; st->tick_ns && i < s->c.nlanes; i++)
-		if (st->rate_set[i] && s->c.lc[i].fsm.state == FQN_LANE_UP)
+	for (int i = 0; st->tick_ns && i < s->c.nlanes; i++) {
+		if (s->c.lc[i].fsm.state != FQN_LANE_UP)
+			continue;
+		if (st->rate_set[i])
 			s->c.stats[i].throttled_ns += now - st->tick_ns;
+		if (st->assigned[i])
+			s->c.stats[i].assigned_ns += now - st->tick_ns;
+	}
 	st->tick_ns = now;
 }
 
@@ -286,6 +339,7 @@ void send_steer_tick(struct fqn_send *s, int64_t now)
 		return;
 	st->next_ns = now + (int64_t)FQN_STEER_UPDATE_MS * 1000000;
 	pace_account(s, now);
+	rates_read(s, now);
 	if (st->vt[0] > 1e15) /* keep the virtual clocks small: only their differences count */
 		for (int i = s->c.nlanes - 1; i >= 0; i--)
 			st->vt[i] -= st->vt[0];
@@ -304,8 +358,9 @@ void send_steer_tick(struct fqn_send *s, int64_t now)
 		if (advised < 0 && steer_advised(s, i, &gen))
 			advised = i;
 	}
-	if (st->pace && fqn_pace_update(st->pace, now))
-		pace_apply(s, now);
+	if (st->pace)
+		fqn_pace_update(st->pace, now);
+	rates_apply(s, now); /* setsockopt only where a lane's rate changed */
 	if (!st->ctl)
 		return;
 	trial = fqn_steer_trial_lane(st->ctl);
@@ -358,6 +413,7 @@ int send_steer_enable(struct fqn_send *s, int steer, int pace, int64_t now)
 		if ((rc = fqn_pace_create(s->c.nlanes, &pp, now, &st->pace)) < 0)
 			goto fail;
 	}
+	st->job = job ? (uint32_t)strtoul(job, NULL, 10) : 0; /* whose advice and rates are ours */
 	if (*cfg->steer_trace && !(st->trace = fopen(cfg->steer_trace, "ae")))
 		FQN_WARN("FABRICIQ_STEER_TRACE=%s: %s; no trace", cfg->steer_trace, strerror(errno));
 	if (!steer)
@@ -365,7 +421,6 @@ int send_steer_enable(struct fqn_send *s, int steer, int pace, int64_t now)
 	fqn_steer_params_default(&p);
 	if ((rc = fqn_steer_create(s->c.nlanes, &p, now, &st->ctl)) < 0)
 		goto fail;
-	st->job = job ? (uint32_t)strtoul(job, NULL, 10) : 0;
 	for (int i = 0; i < s->c.nlanes; i++)
 		fqn_hist_reset(&st->lat[i]);
 	return 0;

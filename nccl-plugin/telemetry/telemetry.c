@@ -140,6 +140,8 @@ void fqn_lane_report_fill(Fabriciq__LaneReport *r, const struct fqn_lane_sample 
 	if (s->is_send) { /* a receiving socket's cap says nothing of the lane */
 		r->pacing_rate = s->info.pacing_rate;
 		r->throttled_ns = s->throttled_ns;
+		r->assigned_rate = s->assigned_rate;
+		r->assigned_ns = s->assigned_ns;
 	}
 	r->local_qpn = s->info.local_qpn; /* an IB lane's, 0 on TCP */
 	r->remote_qpn = s->info.remote_qpn;

@@ -40,7 +40,9 @@ struct fqn_lane_sample {
 	char local[64], peer[64];
 	int64_t start_ns, end_ns;
 	uint64_t bytes, chunks, msgs;
-	int64_t throttled_ns; /* sender: time in the interval its rate was capped */
+	int64_t throttled_ns;   /* sender: time in the interval its rate was capped */
+	uint64_t assigned_rate; /* sender: the controller's rate at the interval's end (0: none) */
+	int64_t assigned_ns;    /* sender: time in the interval it had one */
 	struct fqn_lane_info info;
 	struct fqn_hist owd; /* receiver side; empty on a sender */
 };
