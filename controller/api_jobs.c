@@ -200,22 +200,36 @@ static const char profiler_sql[] = "select fabriciq.step_profiler($1, $2)";
  * unmarked) and what pacing gave its lanes (sending ends' windows): how
  * many lanes were ever capped, the lowest and the median cap a window
  * ended with (bytes/s; null: never paced), the time capped summed over
- * the lanes (lane-seconds) and the most of any one lane.
+ * the lanes (lane-seconds) and the most of any one lane. Of those, what
+ * the controller gave (rates between classes, schema 19): how many lanes
+ * ever had a rate from it, the lowest and the median a window ended
+ * with, the time they had one (lane-seconds) and the most of any lane.
  */
 static const char qos_sql[] =
-    "with w as (select lw.src_rank, lw.dst_rank, lw.lane, lw.pacing_rate, lw.throttled_ns"
+    "with w as (select lw.src_rank, lw.dst_rank, lw.lane, lw.pacing_rate, lw.throttled_ns,"
+    "  lw.assigned_rate, lw.assigned_ns"
     "  from fabriciq.lane_windows lw where lw.job_id = $1 and lw.step_id = $2"
-    "  and (lw.pacing_rate is not null or lw.throttled_ns is not null)),"
-    " l as (select sum(w.throttled_ns) as t from w group by w.src_rank, w.dst_rank, w.lane)"
+    "  and (lw.pacing_rate is not null or lw.throttled_ns is not null"
+    "   or lw.assigned_rate is not null or lw.assigned_ns is not null)),"
+    " l as (select sum(w.throttled_ns) as t from w group by w.src_rank, w.dst_rank, w.lane),"
+    " a as (select sum(w.assigned_ns) as t from w where w.assigned_ns is not null"
+    "  group by w.src_rank, w.dst_rank, w.lane)"
     " select json_build_object('class', (select s.net_class from fabriciq.steps s"
     "  where s.job_id = $1 and s.step_id = $2),"
-    "  'paced_lanes', (select count(*) from l)::int,"
+    "  'paced_lanes', (select count(*) from l where l.t is not null)::int,"
     "  'rate_min_bytes_per_s', (select min(w.pacing_rate) from w),"
     "  'rate_median_bytes_per_s', (select round(percentile_cont(0.5) within group (order by "
     "w.pacing_rate))::int8"
     "   from w where w.pacing_rate is not null),"
     "  'throttled_lane_s', (select coalesce(sum(l.t), 0) / 1e9 from l),"
-    "  'throttled_max_s', (select coalesce(max(l.t), 0) / 1e9 from l))";
+    "  'throttled_max_s', (select coalesce(max(l.t), 0) / 1e9 from l),"
+    "  'given_lanes', (select count(*) from a)::int,"
+    "  'given_rate_min_bytes_per_s', (select min(w.assigned_rate) from w),"
+    "  'given_rate_median_bytes_per_s', (select round(percentile_cont(0.5) within group (order by "
+    "w.assigned_rate))::int8"
+    "   from w where w.assigned_rate is not null),"
+    "  'given_lane_s', (select coalesce(sum(a.t), 0) / 1e9 from a),"
+    "  'given_max_s', (select coalesce(max(a.t), 0) / 1e9 from a))";
 
 /* The report of one step: its row and its sections. */
 static int step_report(struct reply *rp, struct fq_db *db, uint64_t job, uint64_t step, uint64_t lanes,

@@ -183,6 +183,8 @@ static int apply_lane(struct fq_ingest *ing, const struct item *it)
 	    .synchronised = l->synchronised,
 	    .pacing_rate = l->pacing_rate,
 	    .throttled_ns = l->throttled_ns,
+	    .assigned_rate = l->assigned_rate,
+	    .assigned_ns = l->assigned_ns,
 	};
 	int rc = fq_db_add_lane_windows(ing->db, &w, 1);
 

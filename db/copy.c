@@ -32,7 +32,7 @@ static const struct copy_table tables[FQ_DB_T_COUNT] = {
 	 "interval_start, interval_end, job_id, step_id, src_rank, dst_rank, lane, lane_kind, "
 	 "src_node, src_nic, dst_node, dst_nic, bytes, chunks, messages, owd_min_ns, "
 	 "owd_p50_ns, owd_p99_ns, owd_max_ns, tcp_rtt_us, tcp_retrans, tcp_ce, synchronised, "
-	 "pacing_rate, throttled_ns",
+	 "pacing_rate, throttled_ns, assigned_rate, assigned_ns",
 	 true},
     [FQ_DB_T_CLOCK_ESTIMATES] =
 	{"clock_estimates", "reported_at, node, peer_node, offset_ns, drift_ppb, error_bound_ns, samples, "
@@ -151,7 +151,8 @@ static int check_lane(struct fq_db *db, const void *row, size_t i)
 	if (r->job_id > INT64_MAX || r->bytes > INT64_MAX || r->chunks > INT64_MAX ||
 	    r->messages > INT64_MAX || r->src_rank > INT32_MAX || r->dst_rank > INT32_MAX ||
 	    r->lane > INT32_MAX || r->tcp_rtt_us > INT32_MAX || r->tcp_retrans > INT32_MAX ||
-	    r->tcp_ce > INT32_MAX || r->pacing_rate > INT64_MAX || r->throttled_ns < 0) {
+	    r->tcp_ce > INT32_MAX || r->pacing_rate > INT64_MAX || r->throttled_ns < 0 ||
+	    r->assigned_rate > INT64_MAX || r->assigned_ns < 0) {
 		fq_db_set_error(db, "%s row %zu: a number is out of range for its column", tables[t].name, i);
 		return -ERANGE;
 	}
@@ -160,13 +161,14 @@ static int check_lane(struct fq_db *db, const void *row, size_t i)
 
 /* Binary, in the column order of tables[FQ_DB_T_LANE_WINDOWS]; the types
  * are those of sql/001_init.sql (int8 job_id, step_id, bytes...; int4
- * ranks, lane, tcp_*) and sql/018_qos.sql (int8 pacing_rate, throttled_ns). */
+ * ranks, lane, tcp_*), sql/018_qos.sql (int8 pacing_rate, throttled_ns) and
+ * sql/019_rates.sql (int8 assigned_rate, assigned_ns). */
 static int encode_lane(struct fq_buf *b, const void *row)
 {
 	const struct fq_db_lane_window *r = row;
 	int rc = 0;
 
-	rc |= fq_bin_row(b, 25);
+	rc |= fq_bin_row(b, 27);
 	rc |= fq_bin_ts(b, r->interval_start_ns);
 	rc |= fq_bin_ts(b, r->interval_end_ns);
 	rc |= fq_bin_i64(b, (int64_t)r->job_id);
@@ -192,6 +194,8 @@ static int encode_lane(struct fq_buf *b, const void *row)
 	rc |= fq_bin_bool(b, r->synchronised);
 	rc |= fq_bin_i64_or_null(b, (int64_t)r->pacing_rate);
 	rc |= fq_bin_i64_or_null(b, r->throttled_ns);
+	rc |= fq_bin_i64_or_null(b, (int64_t)r->assigned_rate);
+	rc |= fq_bin_i64_or_null(b, r->assigned_ns);
 	return rc ? -ENOMEM : 0;
 }
 

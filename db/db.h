@@ -132,8 +132,10 @@ struct fq_db_lane_window {
 	int64_t owd_min_ns, owd_p50_ns, owd_p99_ns, owd_max_ns; /* 0 = no sample (NULL) */
 	uint32_t tcp_rtt_us, tcp_retrans, tcp_ce;
 	bool synchronised;
-	uint64_t pacing_rate; /* bytes/s, 0: none (NULL) */
-	int64_t throttled_ns; /* time capped in the interval; 0: never (NULL) */
+	uint64_t pacing_rate;   /* bytes/s, 0: none (NULL) */
+	int64_t throttled_ns;   /* time capped in the interval; 0: never (NULL) */
+	uint64_t assigned_rate; /* the controller's rate at the interval's end, bytes/s; 0: none (NULL) */
+	int64_t assigned_ns;    /* time in the interval it had one; 0: never (NULL) */
 };
 
 /* One pairwise estimate of a ClockReport; every estimate of one report

@@ -161,7 +161,7 @@ static void print_profiler(struct json_object *p)
 }
 
 /* QoS between jobs: the step's network class and its lanes' pacing, when
- * it had either. */
+ * it had either, and the rate the controller gave them. */
 static void print_qos(struct json_object *s)
 {
 	struct json_object *q = jget(s, "qos");
@@ -175,6 +175,13 @@ static void print_qos(struct json_object *s)
 		       fint(q, "paced_lanes"), jdbl(q, "rate_min_bytes_per_s") * 8 / 1e6,
 		       jdbl(q, "rate_median_bytes_per_s") * 8 / 1e6, jdbl(q, "throttled_lane_s"),
 		       jdbl(q, "throttled_max_s"));
+	if (jdbl(q, "given_lanes")) /* the controller's rates between classes */
+		printf(
+		    "; rate given by the controller to %s lane(s) (lowest %.1f Mbit/s, median %.1f) for %.1f "
+		    "lane-s (most %.1f s)",
+		    fint(q, "given_lanes"), jdbl(q, "given_rate_min_bytes_per_s") * 8 / 1e6,
+		    jdbl(q, "given_rate_median_bytes_per_s") * 8 / 1e6, jdbl(q, "given_lane_s"),
+		    jdbl(q, "given_max_s"));
 	printf("\n");
 }
 

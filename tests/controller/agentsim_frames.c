@@ -230,9 +230,11 @@ void sim_send_seq(struct agent *a, uint64_t seq)
 		l.synchronised = true;
 		l.lane_kind = s->evil ? (char *)sim_evil_str : "tcp";
 		l.is_send = seq % 2;
-		if (l.is_send) { /* a paced sender: 10 Mbit/s, capped 40 ms of the 100 */
+		if (l.is_send) { /* a paced sender: 10 Mbit/s, capped 40 ms of the 100, the controller's */
 			l.pacing_rate = 1250000;
 			l.throttled_ns = 40000000;
+			l.assigned_rate = 1250000;
+			l.assigned_ns = 40000000;
 		}
 		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
 		env.lane = &l;

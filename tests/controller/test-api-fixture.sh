@@ -63,6 +63,11 @@ update fabriciq.steps set net_class = 'latency' where job_id = 4242 and step_id 
 update fabriciq.lane_windows set pacing_rate = case when interval_start = (select t from t0) + interval '1 second'
 	then 1250000 else 2500000 end, throttled_ns = 500000000
 where job_id = 4242 and step_id = 0 and src_rank = 0 and interval_start > (select t from t0);
+-- ... and the controller gave its lane 0 a rate of 1.25 MB/s in window 1
+-- for half a second (rates between classes, schema 19)
+update fabriciq.lane_windows set assigned_rate = 1250000, assigned_ns = 500000000
+where job_id = 4242 and step_id = 0 and src_rank = 0 and lane = 0
+	and interval_start = (select t from t0) + interval '1 second';
 insert into fabriciq.failover_events values
 	((select t from t0) + interval '1.5 seconds', 4242, 0, 0, 1, 1, 0, 'gpu01', 'mlx5_1', 'mlx5_1', 'no-progress',
 	 250000000, 4194304, 300000000, false),

@@ -197,6 +197,11 @@ static void test_job_report(struct fq_db *db)
 	is_int(int_at(s, "qos.rate_median_bytes_per_s"), 1875000, "qos: the median cap of its windows");
 	is_dbl(dbl_at(s, "qos.throttled_lane_s"), 2.0, "qos: 4 windows x 0.5 s throttled");
 	is_dbl(dbl_at(s, "qos.throttled_max_s"), 1.0, "qos: the most of one lane");
+	is_int(int_at(s, "qos.given_lanes"), 1, "qos: one lane given a rate by the controller");
+	is_int(int_at(s, "qos.given_rate_min_bytes_per_s"), 1250000, "qos: the lowest rate given");
+	is_int(int_at(s, "qos.given_rate_median_bytes_per_s"), 1250000, "qos: the median rate given");
+	is_dbl(dbl_at(s, "qos.given_lane_s"), 0.5, "qos: half a second with it");
+	is_dbl(dbl_at(s, "qos.given_max_s"), 0.5, "qos: the most of one lane with it");
 	is_int(int_at(s, "lanes_total"), 8, "lanes: 8");
 	is_int(len_at(s, "lanes"), 8, "lanes: all listed");
 	is_int(int_at(s, "lanes.1.lane"), 1, "lanes: in rank order");

@@ -78,7 +78,7 @@ grep -Fq "3 flaps/h: it's \"bad\" \\ ; drop table x; -- <b>&amp; é 日本" <<<"
 grep -Eq '  0->1 +1  gpu01/mlx5_1 -> gpu02/mlx5_1  no-progress  sender +250\.0 ms  4\.19 MB  300\.0 ms$' <<<"$out"
 ok $? "job: one failover (its failback row is its end), out 300 ms" || diag "$out"
 grep -q '^Lanes (8 of 8)$' <<<"$out"; ok $? "job: all lanes"
-grep -Fxq '  network class: latency; paced lanes: 2 (cap lowest 10.0 Mbit/s, median 15.0), throttled 2.0 lane-s (most 1.0 s)' \
+grep -Fxq '  network class: latency; paced lanes: 2 (cap lowest 10.0 Mbit/s, median 15.0), throttled 2.0 lane-s (most 1.0 s); rate given by the controller to 1 lane(s) (lowest 10.0 Mbit/s, median 10.0) for 0.5 lane-s (most 0.5 s)' \
 	<<<"$out"; ok $? "job: its network class and pacing" || diag "$(grep 'network class' <<<"$out")"
 is "$(fq job 4242.0 --lanes 2 | grep -c '^Lanes (2 of 8)$')" 1 "job --lanes 2"
 is "$(fq --json job 4242.0 --bucket 3 | json 'j["steps"][0]["throughput"]["buckets"][0]["gbps"]')" 30.933 "job --bucket 3 --json"

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/ctl-lib.sh"
 
 munge_up || skip_all "private munged did not start"
-plan 37
+plan 38
 ctl_up; ok $? "controller starts"
 
 out=$(sim --agents 3 --all-kinds --evil --prefix ev --duration 3 --probes 2 --lanes 2 2>&1)
@@ -31,6 +31,8 @@ is "$(q "select count(*) from fabriciq.steps where end_time is not null and mode
 is "$(v fabriciq.steps net_class "$evil")" 3 "StepStart's network class stored verbatim, kept by StepEnd"
 is "$(q "select count(*) filter (where pacing_rate = 1250000 and throttled_ns = 40000000) = count(*) / 2 and count(*) > 0
 	from fabriciq.lane_windows")" t "the senders' lane windows carry their pacing cap and time throttled (half the windows)"
+is "$(q "select count(*) filter (where assigned_rate = 1250000 and assigned_ns = 40000000) = count(*) / 2 and count(*) > 0
+	from fabriciq.lane_windows")" t "... and the rate the controller gave them, and for how long"
 # The job report's rank NICs: each rank's local NIC from its lanes (the
 # simulator's rank 0 sends on rail1, rank 1 receives on rail0).
 is "$(q "select count(*) from fabriciq.ranks where (rank = 0 and nic = \$q\$${evil}rail1\$q\$) or (rank = 1 and nic = \$q\$${evil}rail0\$q\$)")" 6 \

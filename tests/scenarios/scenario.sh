@@ -37,6 +37,7 @@ sc_up() {
 	# monitor through the net plugin (lane telemetry, what the fault
 	# scenarios judge); test-profiler.sh sets its own: the profiler path
 	spank+=" ${SC_SPANK_MONITOR-monitor_via=net}"
+	spank+=" ${SC_SPANK_EXTRA:-}" # e.g. the site's network classes (class=...)
 	tb up --prefix "$TB_PFX" --hosts "$hosts" --rails "$rails" --leaves "$leaves" --spines "$spines" \
 		--clock-offsets random --plugstack "$spank" >/dev/null || return 1
 	sc_controller_start "$@" || return 1
