@@ -22,10 +22,22 @@
 # Each round, in this order: the latency job alone; the bulk job alone;
 # both without QoS (no class: unmarked, they share the default class's
 # queue, the fabric configured the same); both with QoS (each job its
-# class). With both, the bulk job starts first and runs through the
-# latency job's whole window; its throughput is taken over the iterations
-# it completed inside that window (collbench --timeline), in busbw (per
-# direction across the spine, for a 2-rank alltoall).
+# class); both with QoS and the controller's rates (issue 20: each job
+# launched by `srun --fabriciq=control,class=NAME` through the SPANK
+# plugin, so the controller knows its class, with the agents' path pages
+# and telemetry; the controller caps the bulk job's lanes on the links it
+# shares with the latency class, controller/rates.h). With both, the bulk
+# job starts first and runs through the latency job's whole window; its
+# throughput is taken over the iterations it completed inside that window
+# (collbench --timeline), in busbw (per direction across the spine, for a
+# 2-rank alltoall). The latency job warms up BENCH_QOS_WARMUP (2000)
+# iterations, each after the same pause (2-3 s: a service that has been
+# running; the controller's rates, which follow its report window, are in
+# force when its timed iterations start).
+#
+# The cluster runs munge, Slurm, PostgreSQL, the controller and an agent
+# per host (probing every path every 20 ms) through every variant alike,
+# so the figures are not comparable with runs without them.
 # Printed per round: the latency job's p50 and p99 (us), a ping's p99 on
 # its path beside it (n1 to n3 every 5 ms, in the job's class: the
 # network's share of the delay, with no rank's CPU in it), the bulk job's
@@ -49,18 +61,22 @@ set -u
 : "${top_builddir:=$top_srcdir}"
 CB="$top_builddir/tools/collbench/fabriciq-collbench"
 SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
-TB="$top_srcdir/tests/testbed/fabriciq-testbed"
-export FQTB_HELPERS="$top_builddir/tests/testbed"
+SPANK_SO="$top_builddir/spank/.libs/spank_fabriciq.so"
+CTL="$top_builddir/controller/fabriciq-controller"
+AGENT="$top_builddir/slurmd-agent/fabriciq-agent"
+diag() { printf '  %s\n' "$*"; }
+. "$top_srcdir/tests/testbed/lib/testlib.sh" # TB, FQTB_HELPERS; the controller's and agents' start
 RATE=${BENCH_QOS_RATE:-200mbit}
 QMS=${BENCH_QOS_QUEUE_MS:-20}
 ROUNDS=${BENCH_QOS_ROUNDS:-3}
 ITERS=${BENCH_QOS_ITERS:-8000}
 GAP=${BENCH_QOS_GAP_US:-1000}
-BULK_ITERS=${BENCH_QOS_BULK_ITERS:-10} # beside the latency job: longer than its window
+BULK_ITERS=${BENCH_QOS_BULK_ITERS:-14} # beside the latency job: longer than its window
+WARMUP=${BENCH_QOS_WARMUP:-2000}
 LAT_CLASS="latency,dscp=46,prio=0"
 BULK_CLASS="bulk,dscp=10,weight=4"
 BULK_BYTES=$((64 << 20))
-for f in "$CB" "$SO"; do [ -e "$f" ] || { echo "bench-qos: $f not built"; exit 1; }; done
+for f in "$CB" "$SO" "$SPANK_SO" "$CTL" "$AGENT"; do [ -e "$f" ] || { echo "bench-qos: $f not built"; exit 1; }; done
 if [ "$(id -u)" -ne 0 ] || ! unshare --net true 2>/dev/null || [ ! -x "$FQTB_HELPERS/tb-hostns" ]; then
 	echo "bench-qos: skipped (needs root, network namespaces and the testbed helpers)"
 	exit 0
@@ -79,11 +95,19 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-"$TB" up --prefix qob --hosts 4 --rails 1 --leaves 2 --spines 1 --services none --clock-offsets zero \
+# the site's class table in the plugstack, as the rates variant's srun reads it
+spank="optional $SPANK_SO libdir=$top_builddir/nccl-plugin/.libs ifaces=rail0 monitor_via=net"
+spank+=" step_socket=$FQTB_STATE/run/%n/agent-step.sock class=$LAT_CLASS class=$BULK_CLASS"
+"$TB" up --prefix qob --hosts 4 --rails 1 --leaves 2 --spines 1 --clock-offsets zero --plugstack "$spank" \
 	>"$tmp/up.log" 2>&1 || { echo "bench-qos: testbed up failed"; sed 's/^/  /' "$tmp/up.log" | tail -5; exit 1; }
 for l in leaf1-spine1 leaf2-spine1; do
 	"$TB" qos "$l" "$RATE" --latency "$QMS" "$LAT_CLASS" "$BULK_CLASS" || exit 1
 done
+tb_controller_start "$CTL" || { echo "bench-qos: the controller did not start"; exit 1; }
+sleep 1
+tb_agents_start "$AGENT" -s controller=198.18.0.1:7100 -s "munge_socket=$FQTB_STATE/munge/munge.socket" &&
+	tb_agents_ready >"$tmp/ready.log" || { echo "bench-qos: the agents are not ready"; sed 's/^/  /' "$tmp/ready.log"; exit 1; }
+CTL_LOG=$FQTB_STATE/log/ctl.controller.log
 # The bulk job's hosts run TCP cubic (Linux's default, loss-based: it fills
 # a queue; the machine's may be BBR, which keeps it low by itself), per
 # route: a namespace may only default to the machine's allowed ones.
@@ -122,6 +146,20 @@ job() {
 		jpids+=($!)
 	done
 }
+# sjob TAG NODES CLASS rt|- ARGS...: the same through `srun
+# --fabriciq=control,class=CLASS` (the SPANK plugin: the step registered
+# with its class, the agent's paths and telemetry; rank 0 on the first of
+# NODES), its srun's pid in $jpids; output $tmp/TAG.RANK
+sjob() {
+	local tag=$1 nodes=$2 cls=$3 rt=$4 first sched=()
+	shift 4
+	port=$((port + 1)) first=${nodes%%,*}
+	[ "$rt" = rt ] && sched=(chrt -f 1)
+	"$TB" slurm srun -w "$nodes" -N2 -n2 --fabriciq="control,class=$cls" -o "$tmp/$tag.%t" -e "$tmp/$tag.err.%t" \
+		"${sched[@]}" timeout 300 "$CB" --bootstrap "198.18.0.$((10 + ${first#n})):$port" "$@" \
+		>"$tmp/$tag.srun" 2>&1 &
+	jpids=($!)
+}
 # done_ok TAG: every rank exited 0 and rank 0 says OK
 done_ok() {
 	local rc=0 p
@@ -143,8 +181,18 @@ ping_p99() {
 	awk '/time=/ { sub(/.*time=/, ""); print $1 * 1000 } / packets transmitted/ { for (k = $4; k < $1; k++) print 1e9 }' \
 		"$tmp/ping.$1" | sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int(0.99 * (NR - 1)) + 1] : "-" }'
 }
-latency() { job "$1" n1 n3 "$2" rt --coll allreduce -b 8K -e 8K -n "$ITERS" -w 50 --gap-us "$GAP" --idle-us 5 --percentiles; }
-bulk() { job "$1" n2 n4 "$2" - --coll alltoall -b 64M -e 64M -n "$3" -w 1 --idle-us 50 --timeline 100; }
+LAT_ARGS=(--coll allreduce -b 8K -e 8K -n "$ITERS" -w "$WARMUP" --gap-us "$GAP" --idle-us 5 --percentiles)
+BULK_ARGS=(--coll alltoall -b 64M -e 64M -w 1 --idle-us 50 --timeline 100)
+# latency TAG DSCP|-|class, bulk TAG DSCP|-|class ITERS: each job, launched
+# directly, or with "class" through srun with its class
+latency() {
+	if [ "$2" = class ]; then sjob "$1" n1,n3 "${LAT_CLASS%%,*}" rt "${LAT_ARGS[@]}"
+	else job "$1" n1 n3 "$2" rt "${LAT_ARGS[@]}"; fi
+}
+bulk() {
+	if [ "$2" = class ]; then sjob "$1" n2,n4 "${BULK_CLASS%%,*}" - "${BULK_ARGS[@]}" -n "$3"
+	else job "$1" n2 n4 "$2" - "${BULK_ARGS[@]}" -n "$3"; fi
+}
 # lat_figures TAG: "P50_US P99_US PERIOD_US" (the period: the table's time per iteration, pause included)
 lat_figures() {
 	awk '/^# latency/ { p50 = $4; p99 = $6 } /^ +[0-9]/ { t = $5 } END { print p50, p99, t }' "$tmp/$1.0"
@@ -158,18 +206,27 @@ bulk_window() {
 		if (!n++) a = $7; else { it += $5; z = $7 } }
 		END { if (n >= 2 && z > a) printf "%.2f\n", it * b / 2 / (z - a) / 1e6 }' "$tmp/$1.0"
 }
+# sleep_warmup: until the latency job's warmup is over (its pause times
+# its warmup iterations, and the time to connect), so that the bulk job's
+# window and the ping are its timed iterations'
+sleep_warmup() { sleep "$(awk -v w="$WARMUP" -v g="$GAP" 'BEGIN { printf "%.1f", w * (g + 300) / 1e6 + 1 }')"; }
 # both VARIANT: the bulk job, then the latency job inside its run, a ping
 # beside it; prints "P50 P99 PERIOD PING_P99 BULK_MBPS"
 both() {
-	local v=$1 t0 t1 lat bpids dl db
-	dl=$([ "$v" = qos ] && dscp_of "$LAT_CLASS" || echo -)
-	db=$([ "$v" = qos ] && dscp_of "$BULK_CLASS" || echo -)
+	local v=$1 t0 t1 lat bpids dl db tos
+	case $v in
+	qos) dl=$(dscp_of "$LAT_CLASS") db=$(dscp_of "$BULK_CLASS") ;;
+	rates) dl=class db=class ;; # the classes' DSCPs, set by the SPANK plugin
+	*) dl=- db=- ;;
+	esac
+	tos=$(case $v in none) echo 0 ;; *) echo $(($(dscp_of "$LAT_CLASS") << 2)) ;; esac)
 	bulk "bulk-$v" "$db" "$BULK_ITERS"
 	bpids=("${jpids[@]}")
 	sleep 3 # connected, past its warmup
-	t0=$(date +%s.%N)
 	latency "lat-$v" "$dl"
-	ping_start "$v" "$([ "$dl" = - ] && echo 0 || echo $((dl << 2)))"
+	sleep_warmup
+	t0=$(date +%s.%N)
+	ping_start "$v" "$tos"
 	done_ok "lat-$v" || return 1
 	t1=$(date +%s.%N)
 	lat="$(lat_figures "lat-$v") $(ping_p99 "$v")"
@@ -180,10 +237,11 @@ both() {
 
 echo "bench-qos: latency job (8 KiB allreduce, $ITERS iterations, ${GAP} us apart) beside a bulk job (64 MiB alltoall) over leaf-spine links at $RATE, ${QMS} ms queues per class; classes $LAT_CLASS and $BULK_CLASS"
 printf "%-6s %-10s %10s %10s %12s %12s\n" round variant "p50 us" "p99 us" "ping p99 us" "bulk MB/s"
-for v in solo none qos; do eval "p99_$v=() bulk_$v=() ping_$v=()"; done
+for v in solo none qos rates; do eval "p99_$v=() bulk_$v=() ping_$v=()"; done
 lrate=()
 for ((k = 1; k <= ROUNDS; k++)); do
 	latency "lat-solo" -
+	sleep_warmup
 	ping_start solo 0
 	done_ok lat-solo || exit 1
 	read -r p50 p99 per <<<"$(lat_figures lat-solo)"
@@ -195,13 +253,18 @@ for ((k = 1; k <= ROUNDS; k++)); do
 	mbps=$(awk '/^ +[0-9]/ { printf "%.2f\n", $7 * 1000 }' "$tmp/bulk-solo.0")
 	printf "%-6s %-10s %10s %10s %12s %12s\n" "$k" "bulk alone" - - - "$mbps"
 	bulk_solo+=("$mbps")
-	for v in none qos; do
+	for v in none qos rates; do
+		given0=$(grep -c "rates: job .*Mbit/s a lane" "$CTL_LOG")
 		res=$(both "$v") || exit 1
 		port=$((port + 2)) # both's two jobs, in its subshell
 		read -r p50 p99 per pp mbps <<<"$res"
 		[ -n "$mbps" ] || { echo "bench-qos: round $k $v: the bulk job completed too few iterations in the latency job's window"; exit 1; }
 		printf "%-6s %-10s %10s %10s %12s %12s\n" "$k" "both $v" "$p50" "$p99" "$pp" "$mbps"
 		eval "p99_$v+=($p99) bulk_$v+=($mbps) ping_$v+=($pp)"
+		# what the controller gave in this variant (its log: new and changed rates)
+		grep "rates: job .*Mbit/s a lane" "$CTL_LOG" | tail -n +"$((given0 + 1))" | grep -o '[0-9.]* Mbit/s a lane' |
+			sort -g | awk -v v="$v" '{ r[++n] = $1 } END { if (n) printf "       %s: the controller gave the bulk job %d rate(s), %s to %s Mbit/s a lane\n", v, n, r[1], r[n]
+				else if (v == "rates") print "       rates: the controller gave no rate" }'
 		[ "$v" = qos ] && lrate+=("$(awk -v p="$per" 'BEGIN { printf "%.3f", 8192 / p }')") # MB/s
 	done
 done
@@ -209,9 +272,11 @@ med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) 
 awk -v s="$(med "${p99_solo[@]}")" -v n="$(med "${p99_none[@]}")" -v q="$(med "${p99_qos[@]}")" \
 	-v b0="$(med "${bulk_solo[@]}")" -v bn="$(med "${bulk_none[@]}")" -v bq="$(med "${bulk_qos[@]}")" \
 	-v l="$(med "${lrate[@]}")" -v ps="$(med "${ping_solo[@]}")" -v pn="$(med "${ping_none[@]}")" \
-	-v pq="$(med "${ping_qos[@]}")" 'BEGIN {
+	-v pq="$(med "${ping_qos[@]}")" -v r="$(med "${p99_rates[@]}")" -v br="$(med "${bulk_rates[@]}")" \
+	-v pr="$(med "${ping_rates[@]}")" 'BEGIN {
 	printf "median p99: latency job alone %.1f us, beside the bulk job without QoS %.1f us, with QoS %.1f us\n", s, n, q
 	printf "median ping p99 on its path (the network alone): alone %.1f us, without QoS %.1f us, with QoS (DSCP 46) %.1f us: %.3fx alone\n", ps, pn, pq, pq / ps
 	printf "median bulk busbw: alone %.2f MB/s, without QoS %.2f, with QoS %.2f; the latency job takes %.2f MB/s\n", b0, bn, bq, l
 	printf "latency p99 with QoS / alone: %.3fx (goal <= 1.2x); without QoS / alone: %.3fx\n", q / s, n / s
-	printf "bulk with QoS / what is left (alone - the latency job): %.3f (goal >= 0.9); without QoS: %.3f\n", bq / (b0 - l), bn / (b0 - l) }'
+	printf "bulk with QoS / what is left (alone - the latency job): %.3f (goal >= 0.9); without QoS: %.3f\n", bq / (b0 - l), bn / (b0 - l)
+	printf "with QoS and the controller'"'"'s rates: latency p99 %.1f us, %.3fx alone (goal <= 1.2x); ping p99 %.1f us, %.3fx alone; bulk %.2f MB/s, %.3f of what is left (goal >= 0.9)\n", r, r / s, pr, pr / ps, br, br / (b0 - l) }'

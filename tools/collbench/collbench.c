@@ -42,7 +42,7 @@ struct opts {
 	int timeline_ms;        /* 0: off */
 	int percentiles;        /* --percentiles: per-iteration latency quantiles */
 	int idle_us;            /* --idle-us: the engine's sleep on a pass that moved nothing */
-	int gap_us;             /* --gap-us: a pause before each timed iteration, not timed */
+	int gap_us;             /* --gap-us: a pause before each iteration (warmup too), not timed */
 	const char *start_file; /* wait for it after connecting (NULL: start at once) */
 	const char *profiler;   /* a profiler plugin to drive beside the net plugin */
 	int profiler_abi;       /* 0: the newest it exports */
@@ -78,8 +78,8 @@ static void usage(FILE *f)
 	    "(rank 0)\n"
 	    "      --percentiles        time every iteration (the slowest rank's time of each) and print\n"
 	    "                           '# latency ITERS P50_US P90_US P99_US MAX_US' per size (rank 0)\n"
-	    "      --gap-us N           pause N us before each timed iteration (not timed): a job that\n"
-	    "                           sends small messages now and then, as inference does\n"
+	    "      --gap-us N           pause N us before each iteration, warmup too (not timed): a job\n"
+	    "                           that sends small messages now and then, as inference does\n"
 	    "      --idle-us N          a pass over the requests that moved nothing sleeps N us (default 0:\n"
 	    "                           spin, as NCCL's proxy; ranks sharing a few cores need N > 0)\n"
 	    "      --json               one JSON document instead of the table\n"
@@ -673,8 +673,14 @@ static int bench(struct mesh *m, struct bootstrap *bs, const struct opts *o, str
 		if (bytes == 0)
 			continue;
 		init_data(o, b, bytes);
-		for (int i = 0; i < o->warmup && rc == 0; i++)
+		for (int i = 0; i < o->warmup && rc == 0; i++) {
+			if (o->gap_us) /* warming up as it will run: the fabric's state (and the
+					* controller's rates) are those of the timed iterations */
+				nanosleep(&(struct timespec){.tv_sec = o->gap_us / 1000000,
+							     .tv_nsec = o->gap_us % 1000000 * 1000L},
+					  NULL);
 			rc = run_once(m, o, b, bytes);
+		}
 		bootstrap_barrier(bs);
 		t0 = now_s();
 		rc = run_iters(m, o, b, bytes, t0, &wrong, lat);
