@@ -25,10 +25,16 @@ LINK_BPS=12500000 # 100 Mbit/s
 SC_SPANK_EXTRA="class=$LAT class=$BULK"
 sc_up 4 1 2 1 -s rates_hold=3s
 ok $? "up: 4 hosts on 2 leaves and 1 spine; controller and 4 agents reporting; classes in the plugstack"
-tb qos leaf1-spine1 100mbit "$LAT" "$BULK" && tb qos leaf2-spine1 100mbit "$LAT" "$BULK" &&
-	tb exec n2 ip route add 198.19.0.9/32 via 198.19.0.4 dev rail0 congctl cubic &&
-	tb exec n4 ip route add 198.19.0.5/32 via 198.19.0.8 dev rail0 congctl cubic &&
-	for i in 1 2 3 4; do tb exec "n$i" ip link set dev rail0 gso_max_segs 1 || exit 1; done
+# as bench-qos.sh: the links scheduled by class, cubic for the bulk job
+# (it fills a queue), MTU packets on the hosts' rails (as a NIC's TSO cuts them)
+fabric() {
+	local i
+	tb qos leaf1-spine1 100mbit "$LAT" "$BULK" && tb qos leaf2-spine1 100mbit "$LAT" "$BULK" &&
+		tb exec n2 ip route add 198.19.0.9/32 via 198.19.0.4 dev rail0 congctl cubic &&
+		tb exec n4 ip route add 198.19.0.5/32 via 198.19.0.8 dev rail0 congctl cubic || return 1
+	for i in 1 2 3 4; do tb exec "n$i" ip link set dev rail0 gso_max_segs 1 || return 1; done
+}
+fabric
 ok $? "both leaf-spine links at 100 Mbit/s scheduled by class; the bulk hosts on cubic; MTU packets"
 
 # job NAME CLASS NODES PORT ARGS...: `srun --fabriciq=control,class=CLASS`,
