@@ -41,7 +41,7 @@ struct sim {
 	bool replay;
 	bool burst_wait; /* stop the loop at the last ack (burst timing) */
 	int64_t last_ack_ns;
-	const char *collision; /* NULL, "outlier", "tie" or "control" */
+	const char *collision; /* NULL, "outlier", "tie", "control" or "rates" */
 	uint64_t job_base;
 	uint64_t advice;
 	bool both_ends, phases, jobs_open;

@@ -282,6 +282,47 @@ static size_t coll_nlanes(const struct sim *s)
 	return strcmp(s->collision, "tie") ? 3 : 2;
 }
 
+/* --collision rates: the sending side of agent a's lanes (see
+ * fq-agentsim.c's header): throughput and the socket's RTTs. */
+static void sim_rates_lanes(struct agent *a, const char *dnode, int64_t t)
+{
+	struct sim *s = a->sim;
+
+	for (size_t i = 0; i < coll_nlanes(s); i++) {
+		const struct coll_lane *cl = &coll_lanes[i];
+		Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+		Fabriciq__LaneReport l = FABRICIQ__LANE_REPORT__INIT;
+		bool latency = cl->job == 1;
+
+		if (cl->src_agent != a->idx ||
+		    (latency && s->lanes_for > 0 && t - s->t0 > (int64_t)(s->lanes_for * 1e9)))
+			continue;
+		l.job_id = s->job_base + (uint64_t)cl->job;
+		l.src_rank = cl->src_rank;
+		l.dst_rank = cl->dst_rank;
+		l.lane = cl->lane;
+		l.local_nic = "rail0";
+		l.remote_node = (char *)dnode;
+		l.remote_nic = "rail0";
+		l.interval_end_ns = t;
+		l.interval_start_ns = t - 100000000;
+		l.bytes = latency ? 500000 : 1000000; /* 5 and 10 MB/s */
+		l.chunks = 10;
+		l.messages = 10;
+		l.tcp_min_rtt_us = 200;
+		l.tcp_rtt_us = latency ? 300 : 10200;
+		l.synchronised = true;
+		l.lane_kind = "tcp";
+		l.is_send = true;
+		env.seq = a->next_seq++;
+		env.sent_ns = t;
+		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LANE;
+		env.lane = &l;
+		sim_send_env(a, &env);
+		a->sent++;
+	}
+}
+
 /* One collision tick of agent a: its StepStarts (first tick), probe
  * windows of its path to D/rail0 (senders), the receiving side of every
  * lane (D). */
@@ -291,7 +332,7 @@ void sim_coll_tick(struct agent *a)
 	int64_t t = fq_realtime_ns();
 	char dnode[256], snode[256];
 	const int d = 3;
-	const bool cold = !strcmp(s->collision, "control");
+	const bool cold = !strcmp(s->collision, "control"), rates = !strcmp(s->collision, "rates");
 
 	sim_name_of(s, d, dnode, sizeof(dnode));
 	if (a->next_seq == a->first_seq) {
@@ -329,6 +370,10 @@ void sim_coll_tick(struct agent *a)
 			ss.mode = "control";
 			ss.node_count = tasks;
 			ss.task_count = tasks;
+			if (rates) { /* class=latency,prio=0 and class=bulk,weight=4 */
+				ss.net_class = job == 1 ? "latency" : "bulk";
+				ss.net_class_weight = job == 1 ? 0 : 4;
+			}
 			env.seq = a->next_seq++;
 			env.sent_ns = t;
 			env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STEP_START;
@@ -336,6 +381,10 @@ void sim_coll_tick(struct agent *a)
 			sim_send_env(a, &env);
 			a->sent++;
 		}
+	}
+	if (rates) {
+		sim_rates_lanes(a, dnode, t);
+		return;
 	}
 	if (a->idx != d) {
 		Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;

@@ -31,6 +31,14 @@
  * is printed as a JSON line {"advice":{"node":...,"job":...,"t_ms":...}}
  * (t_ms: since the simulator started).
  *
+ * --collision rates: the same lanes, of two network classes (the
+ * controller's rates, controller/rates.h): job base+1 "latency" (prio 0),
+ * job base+2 "bulk" (weight 4), in their StepStarts; only the senders
+ * report their lanes (no probes, no receiving side): A->D 5 MB/s with no
+ * queue, B->D and C->D 10 MB/s each with a 10 ms queue (srtt 10.2 ms over
+ * a 200 us min_rtt). --lanes-for S: the latency job's lane stops after S
+ * seconds, the bulk job's go on.
+ *
  * --jobs N: each agent runs N one-node job steps, one after another, as
  * fast as the acks come back (the burst machinery): per job StepStart, 4
  * sender-side lane reports (lanes 0..3) and StepEnd, 6 frames; job ids
@@ -83,11 +91,14 @@ static void print_advice(struct agent *a, const Fabriciq__Advice *v)
 	a->sim->advice++;
 	printf("{\"advice\":{\"t_ms\":%lld,\"node\":\"%s\",\"job\":%llu,\"kind\":\"%s\",\"local_nic\":\"%s\","
 	       "\"remote_node\":\"%s\",\"remote_nic\":\"%s\",\"lifetime_ns\":%lld,"
-	       "\"collides_with_job\":%llu,\"shared_nic\":\"%s\"}}\n",
+	       "\"collides_with_job\":%llu,\"shared_nic\":\"%s\",\"rate\":%llu,\"shared_link\":\"%s\","
+	       "\"link_capacity\":%llu}}\n",
 	       (long long)((fq_realtime_ns() - a->sim->t0) / 1000000), a->node, (unsigned long long)v->job_id,
 	       v->kind ? v->kind : "", v->local_nic ? v->local_nic : "", v->remote_node ? v->remote_node : "",
 	       v->remote_nic ? v->remote_nic : "", (long long)v->lifetime_ns,
-	       (unsigned long long)v->collides_with_job, v->shared_nic ? v->shared_nic : "");
+	       (unsigned long long)v->collides_with_job, v->shared_nic ? v->shared_nic : "",
+	       (unsigned long long)v->rate_bytes_per_s, v->shared_link ? v->shared_link : "",
+	       (unsigned long long)v->link_capacity);
 	fflush(stdout);
 }
 
@@ -501,7 +512,7 @@ int main(int argc, char **argv)
 				"  [--evil] [--replay] [--auth "
 				"good|forged|replay|none|garbage|oversized|nohello]\n"
 				"  [--ttl S] [--auth-delay-ms MS] [--burst N] [--tick S] [--drain S]\n"
-				"  [--collision outlier|tie|control] [--job-base N] [--both-ends] "
+				"  [--collision outlier|tie|control|rates] [--job-base N] [--both-ends] "
 				"[--lanes-for S] [--phases]\n"
 				"  [--jobs N [--jobs-open]]\n");
 			return 2;
@@ -523,8 +534,8 @@ int main(int argc, char **argv)
 		return 2;
 	if (s.collision) {
 		if (strcmp(s.collision, "outlier") && strcmp(s.collision, "tie") &&
-		    strcmp(s.collision, "control")) {
-			fprintf(stderr, "fq-agentsim: --collision: outlier, tie or control, not %s\n",
+		    strcmp(s.collision, "control") && strcmp(s.collision, "rates")) {
+			fprintf(stderr, "fq-agentsim: --collision: outlier, tie, control or rates, not %s\n",
 				s.collision);
 			return 2;
 		}
