@@ -20,6 +20,7 @@
 #define MAX_LINKS  (FQ_RATES_MAX_HOPS + 2)
 #define MAX_RANKS  (FQ_RATES_RANK_SHARED + 1)
 #define LINK_CLASS 8 /* distinct classes judged on one link; more share the last's */
+#define CAP_TICKS  9 /* congested ticks the capacity is the median of */
 
 struct step {
 	int rank;
@@ -56,7 +57,9 @@ struct link_class {
 };
 
 struct link {
-	double capacity; /* bytes/s: the largest congested tick's sum; 0: unknown */
+	double capacity;        /* bytes/s: the median of the last congested ticks' sums; 0: unknown */
+	double sums[CAP_TICKS]; /* ... those sums, a ring */
+	unsigned nsums, next_sum;
 	bool managed;
 	int64_t shared_ns, seen_ns;
 	/* this tick's */
@@ -431,6 +434,31 @@ static void lane_to_links(struct fq_strmap_entry *e, void *arg)
 	l->qdelay_ns = 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* A congested tick's sum: the capacity is the median of the last
+ * CAP_TICKS. Not their largest: a lane's bytes are counted when its
+ * sender writes them into the socket, so a tick that began with empty
+ * socket buffers counts their fill on top of the link's rate (measured
+ * on the emulated cluster: a 100 Mbit/s link's largest tick 135 Mbit/s). */
+static void capacity_sample(struct link *k, double sum)
+{
+	double v[CAP_TICKS];
+
+	k->sums[k->next_sum] = sum;
+	k->next_sum = (k->next_sum + 1) % CAP_TICKS;
+	if (k->nsums < CAP_TICKS)
+		k->nsums++;
+	memcpy(v, k->sums, k->nsums * sizeof(v[0]));
+	qsort(v, k->nsums, sizeof(v[0]), cmp_double);
+	k->capacity = k->nsums % 2 ? v[k->nsums / 2] : (v[k->nsums / 2 - 1] + v[k->nsums / 2]) / 2;
+}
+
 /* Each link: congested, shared, managed; its budget for the lower ranks. */
 static void link_judge(struct fq_strmap_entry *e, void *arg)
 {
@@ -448,8 +476,8 @@ static void link_judge(struct fq_strmap_entry *e, void *arg)
 			shared = true;
 			k->wsum += k->cls[c].st->weight;
 		}
-	if (k->congested && k->sum > k->capacity)
-		k->capacity = k->sum;
+	if (k->congested && k->sum > 0)
+		capacity_sample(k, k->sum);
 	if (shared) {
 		k->shared_ns = t->now;
 		k->managed |= k->congested && k->capacity > 0;

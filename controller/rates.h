@@ -23,8 +23,9 @@
  *     active_rate; the top rank is the best active one; the link is
  *     shared when a lane of a lower rank is active beside it;
  *   - congested when a lane on it had a queueing delay above
- *     congest_delay_ns; its capacity estimate C is the largest sum of its
- *     lanes' throughputs over a congested tick (the lanes fill it then);
+ *     congest_delay_ns; its capacity estimate C is the median sum of its
+ *     lanes' throughputs over its last 9 congested ticks (the lanes fill
+ *     it then);
  *   - a shared link that is congested becomes managed, and stays so while
  *     it is shared (hold_ns past the last shared tick: a latency job
  *     between two bursts is still there): the lower ranks' lanes get, all

@@ -100,7 +100,7 @@ int main(void)
 	int64_t rate, t = S(100);
 	int n;
 
-	plan(21);
+	plan(22);
 	fq_rates_config_defaults(&c);
 	c.util = 1.5;
 	ok(!fq_rates_create(&c), "a util above 1 is refused");
@@ -221,7 +221,21 @@ int main(void)
 	   (long long)rate);
 	fq_rates_destroy(r);
 
-	/* 8. A step the controller has no class for takes no part. */
+	/* 8. The capacity: the median of the congested ticks' sums, not
+	 * their largest (a tick that fills the senders' socket buffers). */
+	r = setup();
+	second(r, 0, 5 * MBS, 10000, t += S(1));
+	second(r, 0, 7.5 * MBS, 10000, t += S(1)); /* 30 MB/s: a buffer fill */
+	second(r, 0, 5 * MBS, 10000, t += S(1));
+	second(r, 4 * MBS, 4 * MBS, 10000, t += S(1));
+	take(r, 2, &rate, &a);
+	ok(rate == 3750000 && a.capacity == 20000000,
+	   "capacity the median of 20, 30, 20, 20 MB/s: 20; (0.95 x 20 - 4) / 4 = 3.75 MB/s a lane (%lld, "
+	   "%llu)",
+	   (long long)rate, (unsigned long long)a.capacity);
+	fq_rates_destroy(r);
+
+	/* 9. A step the controller has no class for takes no part. */
 	r = setup();
 	for (int k = 0; k < 2; k++) {
 		feed(r, 1, 0, "n5", "n6", 4 * MBS, 0, t + S(1));

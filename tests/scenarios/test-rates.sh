@@ -51,7 +51,7 @@ job() {
 }
 job bulk bulk 'n[2,4]' "$(free_port)" --coll alltoall -b 16M -e 16M -n 60 -w 1 --idle-us 50
 sc_job_running bulk && sleep 6 # its queue stands: the controller learns the link's capacity
-job lat latency 'n[1,3]' "$(free_port)" --coll allreduce -b 8K -e 8K -n 8000 -w 50 --gap-us 1000 --idle-us 5
+job lat latency 'n[1,3]' "$(free_port)" --coll allreduce -b 8K -e 8K -n 8000 -w 50 --gap-us 1000 --idle-us 5 --percentiles
 sc_job_wait lat
 ok $? "the latency job completes beside the bulk job" || diag "$(tail -3 "$S/lat.out")"
 lat=$SC_JOB
