@@ -18,7 +18,7 @@
 . "$(dirname "$0")/scenario.sh"
 sc_require rate
 command -v tc >/dev/null || skip_all "needs tc (iproute2)"
-plan 16
+plan 18
 LAT="latency,dscp=46,prio=0"
 BULK="bulk,dscp=10,weight=4"
 LINK_BPS=12500000 # 100 Mbit/s
