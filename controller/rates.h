@@ -125,7 +125,8 @@ struct fq_rates_advice {
  * or 0. */
 int fq_rates_next(struct fq_rates *r, struct fq_rates_advice *a);
 
-/* For the log and /metrics: links managed now, lanes capped now. */
+/* After the last tick: the links managed, the lanes capped (tests and
+ * diagnostics; not in /metrics yet). */
 size_t fq_rates_managed_links(const struct fq_rates *r);
 size_t fq_rates_capped_lanes(const struct fq_rates *r);
 
