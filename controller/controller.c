@@ -142,9 +142,8 @@ static const struct fq_cfg_option ctl_options[] = {
 	"class's, cap the lower class's lanes there (through their nodes' agents and path pages) so that "
 	"the link keeps room for the higher class"),
     OPT("rates_util", FQ_CFG_DOUBLE, rates_util, "0.95", 0.1, 1,
-	"... the share of the link's capacity (the median of what its lanes moved in its last 9 congested "
-	"windows) the classes fill "
-	"together"),
+	"... the share of the link's capacity (the largest but one of what its lanes delivered in its last 9 "
+	"congested windows) the classes fill together"),
     OPT("rates_min_share", FQ_CFG_DOUBLE, rates_min_share, "0.1", 0.001, 1,
 	"... the lower classes keep at least this share of it"),
     OPT("rates_congest_delay", FQ_CFG_DURATION, rates_congest_delay, "2ms", 10e3, 10e9,

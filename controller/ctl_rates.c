@@ -69,6 +69,11 @@ void ctl_feed_rates(struct ctl *c, const char *node, const Fabriciq__Envelope *e
 		if (fq_rates_lane(c->rates, &d) == -ENOSPC)
 			fq_log_rl(FQ_LOG_WARN, "rates: too many lanes kept; job %" PRIu64 "'s left out",
 				  l->job_id);
+	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE && !env->lane->unverified) {
+		const Fabriciq__LaneReport *l = env->lane;
+
+		fq_rates_lane_delivered(c->rates, l->job_id, l->step_id, l->src_rank, l->dst_rank, l->lane,
+					l->interval_start_ns, l->interval_end_ns, l->bytes);
 	}
 }
 

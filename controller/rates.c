@@ -20,7 +20,7 @@
 #define MAX_LINKS  (FQ_RATES_MAX_HOPS + 2)
 #define MAX_RANKS  (FQ_RATES_RANK_SHARED + 1)
 #define LINK_CLASS 8 /* distinct classes judged on one link; more share the last's */
-#define CAP_TICKS  9 /* congested ticks the capacity is the median of */
+#define CAP_TICKS  9 /* congested ticks the capacity is read from */
 
 struct step {
 	int rank;
@@ -39,10 +39,10 @@ struct lane {
 	char node[NAME_LEN], nic[NIC_LEN], rnode[NAME_LEN], rnic[NIC_LEN];
 	struct route route; /* its own (LaneRoute); n 0: none */
 	bool routed;
-	uint64_t acc_bytes; /* since the last tick */
-	int64_t acc_ns, qdelay_ns, seen_ns;
+	uint64_t acc_bytes, acc_rx_bytes; /* since the last tick: sent, delivered */
+	int64_t acc_ns, acc_rx_ns, qdelay_ns, seen_ns;
 	/* the last tick's */
-	double rate;
+	double rate, rx_rate; /* rx_rate < 0: the receiving end reported nothing */
 	bool active;
 	const struct step *st; /* NULL: its step's class unknown: no part in the rule */
 	uint64_t cap;          /* bytes/s; 0: none */
@@ -57,13 +57,13 @@ struct link_class {
 };
 
 struct link {
-	double capacity;        /* bytes/s: the median of the last congested ticks' sums; 0: unknown */
+	double capacity;        /* bytes/s, from the last congested ticks' delivered sums; 0: unknown */
 	double sums[CAP_TICKS]; /* ... those sums, a ring */
 	unsigned nsums, next_sum;
 	bool managed;
 	int64_t shared_ns, seen_ns;
 	/* this tick's */
-	double sum, rank_sum[MAX_RANKS];
+	double sum, rx_sum, rank_sum[MAX_RANKS]; /* sent; delivered (capacity_sample) */
 	bool congested;
 	int top;
 	uint64_t top_job;
@@ -266,6 +266,23 @@ int fq_rates_lane(struct fq_rates *r, const struct fq_rates_lane *m)
 	return 0;
 }
 
+int fq_rates_lane_delivered(struct fq_rates *r, uint64_t job, uint32_t step, uint32_t src_rank,
+			    uint32_t dst_rank, uint32_t lane, int64_t start_ns, int64_t end_ns,
+			    uint64_t bytes)
+{
+	char key[96];
+	struct lane *l;
+
+	if (!job || end_ns <= start_ns)
+		return -EINVAL;
+	l = fq_strmap_get(&r->lanes, lane_key(key, sizeof(key), job, step, src_rank, dst_rank, lane));
+	if (!l || !l->seen_ns)
+		return -ENOENT; /* its links are named by the sending end's report */
+	l->acc_rx_bytes += bytes;
+	l->acc_rx_ns += end_ns - start_ns;
+	return 0;
+}
+
 static void route_set(struct route *rt, const char *const *hops, size_t n)
 {
 	rt->n = 0;
@@ -379,10 +396,11 @@ static void lane_sample(struct fq_strmap_entry *e, void *arg)
 		return;
 	}
 	l->rate = l->acc_ns > 0 ? (double)l->acc_bytes * 1e9 / (double)l->acc_ns : 0;
+	l->rx_rate = l->acc_rx_ns > 0 ? (double)l->acc_rx_bytes * 1e9 / (double)l->acc_rx_ns : -1;
 	l->active = l->rate >= (double)t->r->cfg.active_rate;
 	l->st = fq_strmap_get(&t->r->steps, fq_strmap_step_key(key, l->job, l->step));
-	l->acc_bytes = 0;
-	l->acc_ns = 0;
+	l->acc_bytes = l->acc_rx_bytes = 0;
+	l->acc_ns = l->acc_rx_ns = 0;
 }
 
 static void link_reset(struct fq_strmap_entry *e, void *arg)
@@ -416,6 +434,7 @@ static void lane_to_links(struct fq_strmap_entry *e, void *arg)
 		}
 		k->seen_ns = t->now;
 		k->sum += l->rate;
+		k->rx_sum += l->rx_rate >= 0 ? l->rx_rate : l->rate; /* not reported delivered: sent */
 		if (l->qdelay_ns > t->r->cfg.congest_delay_ns)
 			k->congested = true;
 		if (!l->active || !l->st)
@@ -441,11 +460,16 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* A congested tick's sum: the capacity is the median of the last
- * CAP_TICKS. Not their largest: a lane's bytes are counted when its
- * sender writes them into the socket, so a tick that began with empty
- * socket buffers counts their fill on top of the link's rate (measured
- * on the emulated cluster: a 100 Mbit/s link's largest tick 135 Mbit/s). */
+/* A congested tick's delivered sum (what the receiving ends got: what
+ * the senders wrote counts socket buffers filling on top of the link's
+ * rate, a 100 Mbit/s link's tick read 135 Mbit/s on the emulated
+ * cluster). The capacity is the largest but one of the last CAP_TICKS:
+ * not their median, which counts the ticks the lanes spent partly idle
+ * (a tick is congested if a lane queued at its end; an alltoall pauses
+ * between iterations), so it ratcheted down to 0.4 of the link under
+ * bench-qos; not the largest alone, as each lane's interval is its own
+ * and one tick's may line up above the link. A link that changes speed
+ * is read anew within CAP_TICKS congested ticks. */
 static void capacity_sample(struct link *k, double sum)
 {
 	double v[CAP_TICKS];
@@ -456,7 +480,7 @@ static void capacity_sample(struct link *k, double sum)
 		k->nsums++;
 	memcpy(v, k->sums, k->nsums * sizeof(v[0]));
 	qsort(v, k->nsums, sizeof(v[0]), cmp_double);
-	k->capacity = k->nsums % 2 ? v[k->nsums / 2] : (v[k->nsums / 2 - 1] + v[k->nsums / 2]) / 2;
+	k->capacity = v[k->nsums > 1 ? k->nsums - 2 : 0];
 }
 
 /* Each link: congested, shared, managed; its budget for the lower ranks. */
@@ -476,8 +500,8 @@ static void link_judge(struct fq_strmap_entry *e, void *arg)
 			shared = true;
 			k->wsum += k->cls[c].st->weight;
 		}
-	if (k->congested && k->sum > 0)
-		capacity_sample(k, k->sum);
+	if (k->congested && k->rx_sum > 0)
+		capacity_sample(k, k->rx_sum);
 	if (shared) {
 		k->shared_ns = t->now;
 		k->managed |= k->congested && k->capacity > 0;

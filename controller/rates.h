@@ -23,9 +23,9 @@
  *     active_rate; the top rank is the best active one; the link is
  *     shared when a lane of a lower rank is active beside it;
  *   - congested when a lane on it had a queueing delay above
- *     congest_delay_ns; its capacity estimate C is the median sum of its
- *     lanes' throughputs over its last 9 congested ticks (the lanes fill
- *     it then);
+ *     congest_delay_ns; its capacity estimate C is the largest but one of
+ *     its last 9 congested ticks' sums of what its lanes delivered (the
+ *     receiving ends' reports; a lane without one counts what it sent);
  *   - a shared link that is congested becomes managed, and stays so while
  *     it is shared (hold_ns past the last shared tick: a latency job
  *     between two bursts is still there): the lower ranks' lanes get, all
@@ -97,6 +97,14 @@ struct fq_rates_lane {
 };
 /* 0, -EINVAL (no job, names missing or too long), -ENOSPC (max_lanes), -ENOMEM. */
 int fq_rates_lane(struct fq_rates *r, const struct fq_rates_lane *l);
+
+/* One interval of a lane from its receiving end's report: the bytes it
+ * delivered, which only the capacity estimate reads. 0, -EINVAL, or
+ * -ENOENT: the lane's sending end has not reported (its links are not
+ * known), the bytes are not kept. */
+int fq_rates_lane_delivered(struct fq_rates *r, uint64_t job, uint32_t step, uint32_t src_rank,
+			    uint32_t dst_rank, uint32_t lane, int64_t start_ns, int64_t end_ns,
+			    uint64_t bytes);
 
 /* A lane's own route (LaneRoute): the routers' addresses, "" where none
  * answered. Kept with the lane (one reported later: kept for it). */
