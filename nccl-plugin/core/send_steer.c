@@ -210,14 +210,14 @@ static void pace_observe(struct fqn_send *s, int i, const struct fqn_lane_info *
 
 /* The controller's rate for each up lane's path (the path page's rates,
  * issue 20: its path shares a congested link with a higher network
- * class), for this job; a change is logged. */
-static void rates_read(struct fqn_send *s, int64_t now)
+ * class), for this job; a change is logged. The page's times are
+ * CLOCK_MONOTONIC_RAW (fq_now_ns), as the agent writes them. */
+static void rates_read(struct fqn_send *s)
 {
 	struct steer_state *st = s->st;
 	struct fq_path_page_reader *r = __atomic_load_n(&s->c.ctx->paths, __ATOMIC_ACQUIRE);
 	int64_t raw = fq_now_ns();
 
-	(void)now;
 	for (int i = 0; i < s->c.nlanes; i++) {
 		struct fq_path_rate x;
 		uint64_t a = 0, was = st->assigned[i];
@@ -339,7 +339,7 @@ void send_steer_tick(struct fqn_send *s, int64_t now)
 		return;
 	st->next_ns = now + (int64_t)FQN_STEER_UPDATE_MS * 1000000;
 	pace_account(s, now);
-	rates_read(s, now);
+	rates_read(s);
 	if (st->vt[0] > 1e15) /* keep the virtual clocks small: only their differences count */
 		for (int i = s->c.nlanes - 1; i >= 0; i--)
 			st->vt[i] -= st->vt[0];
