@@ -573,6 +573,8 @@ int main(int argc, char **argv)
 		    .flows = (unsigned)a.cfg.probe_flows,
 		};
 		a.prober = fq_prober_create(a.base, &pc, agent_link_event, &a);
+		if (a.prober)
+			fq_prober_set_stall_hook(a.prober, agent_stall, &a);
 	}
 	if (!a.prober || add_nics(&a, discovered) < 0 || add_peers(&a) < 0 || fq_prober_start(a.prober) < 0 ||
 	    start_sharing(&a) < 0)

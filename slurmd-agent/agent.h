@@ -134,6 +134,8 @@ void agent_report_window(struct agent *a);
 void agent_publish(struct agent *a);
 void agent_link_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic, int up,
 		      int64_t since_ns, int64_t detected_ns);
+/* The prober's stall hook: the loop's stall for the controller (AgentStall). */
+void agent_stall(void *arg, int64_t start_ns, int64_t end_ns);
 /* The tracer's callback: a path's route for the controller. */
 void agent_route(void *arg, const struct fq_route *r, bool changed);
 /* lanetrace's callback: a lane's own route for the controller (LaneRoute). */

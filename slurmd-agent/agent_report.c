@@ -153,6 +153,21 @@ void agent_link_event(void *arg, const char *local_nic, const char *peer_node, c
 	nic_level_check(a, local_nic, detected_ns);
 }
 
+/* Its peers' paths to this node fell silent while the loop stood still:
+ * the controller tells their DOWNs from a link's by this. */
+void agent_stall(void *arg, int64_t start_ns, int64_t end_ns)
+{
+	struct agent *a = arg;
+	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
+	Fabriciq__AgentStall st = FABRICIQ__AGENT_STALL__INIT;
+
+	st.start_ns = agent_global(a, start_ns);
+	st.end_ns = agent_global(a, end_ns);
+	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_STALL;
+	env.stall = &st;
+	agent_send(a, &env);
+}
+
 /* ---- routes ------------------------------------------------------------------ */
 
 void agent_route(void *arg, const struct fq_route *r, bool changed)

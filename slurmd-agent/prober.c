@@ -463,6 +463,8 @@ static void on_check_timer(evutil_socket_t fd, short what, void *arg)
 			  "prober: the agent's loop stood still for %" PRId64
 			  " ms; no path judged for the next %" PRId64 " ms",
 			  (now - p->last_check_ns) / 1000000, p->cfg.down_after_ns / 2 / 1000000);
+		if (p->on_stall) /* its peers judged our silence meanwhile */
+			p->on_stall(p->stall_arg, p->last_check_ns, now);
 	}
 	p->last_check_ns = now;
 	for (unsigned i = 0; i < p->n_paths; i++) {
@@ -608,6 +610,12 @@ static void handle_tx_stamp(struct fq_prober *p, struct nic *n, uint32_t key, in
 		}
 	}
 	m->role = TX_NONE;
+}
+
+void fq_prober_set_stall_hook(struct fq_prober *p, fq_prober_stall_fn fn, void *arg)
+{
+	p->on_stall = fn;
+	p->stall_arg = arg;
 }
 
 /* ---- path traces ---------------------------------------------------------- */

@@ -167,6 +167,12 @@ void fq_prober_set_trace_hook(struct fq_prober *p, fq_prober_trace_fn fn, void *
 int fq_prober_send_trace(struct fq_prober *p, const char *local_nic, const char *peer_node,
 			 const char *peer_nic, unsigned flow, uint64_t id, unsigned ttl);
 
+/* The agent's own loop stood still (a check tick late: its host gave it
+ * no CPU) from start_ns to end_ns (local raw), told once it runs again:
+ * its peers saw no answer meanwhile, and the controller is to know why. */
+typedef void (*fq_prober_stall_fn)(void *arg, int64_t start_ns, int64_t end_ns);
+void fq_prober_set_stall_hook(struct fq_prober *p, fq_prober_stall_fn fn, void *arg);
+
 /* What this host's answers tell its peers of its global timeline (the
  * clock page's global - local offset now; valid false: unsynchronised). */
 void fq_prober_set_epoch(struct fq_prober *p, bool valid, int64_t global_minus_local_ns);

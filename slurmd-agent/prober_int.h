@@ -158,6 +158,8 @@ struct fq_prober {
 	 * starved the agent) neither probed nor read answers, so its silence
 	 * is no path's. After a late tick no path is judged until hold_ns. */
 	int64_t last_check_ns, hold_ns;
+	fq_prober_stall_fn on_stall; /* told of each such stall */
+	void *stall_arg;
 	uint64_t loop_stalls;
 	bool epoch_valid;
 	int64_t epoch_ns;

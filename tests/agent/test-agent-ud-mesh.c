@@ -173,6 +173,17 @@ static struct fake *fake_new(int slot, uint16_t lid, uint32_t qpn, int64_t offse
 static int downs, ups;
 static int64_t down_ns[8]; /* when each DOWN was detected, in order (the first 8) */
 
+static int64_t stall_start, stall_end; /* the last stall told (local raw) */
+static int stalls;
+
+static void on_stall(void *arg, int64_t start_ns, int64_t end_ns)
+{
+	(void)arg;
+	stalls++;
+	stall_start = start_ns;
+	stall_end = end_ns;
+}
+
 static void on_event(void *arg, const char *local_nic, const char *peer_node, const char *peer_nic, int up,
 		     int64_t since_ns, int64_t detected_ns)
 {
@@ -211,11 +222,13 @@ int main(void)
 	struct fq_probe pr = {.type = FQ_PROBE_REQ, .session = 9, .pair = 1};
 	uint32_t key;
 	int downs_before;
+	int64_t t0, t1;
 	size_t n;
 
 	fq_log_init("test-agent-ud-mesh", FQ_LOG_ERROR, FQ_LOG_STDERR);
-	plan(24);
+	plan(25);
 	a = fq_prober_create(base, &cfg, on_event, NULL);
+	fq_prober_set_stall_hook(a, on_stall, NULL);
 	cfg.node = "n2";
 	b = fq_prober_create(base, &cfg, NULL, NULL);
 	fa = fake_new(0, 0x1, 0x100, 0);
@@ -271,7 +284,9 @@ int main(void)
 	 * was probed, answers could not be read, so no path is judged on it */
 	run_for(base, 300);
 	downs_before = downs;
+	t0 = fq_now_ns();
 	usleep(350000);
+	t1 = fq_now_ns();
 	run_for(base, 300);
 	ok(downs == downs_before, "a 350 ms stall of the agent's loop: no path DOWN (%d events)",
 	   downs - downs_before);
@@ -279,6 +294,10 @@ int main(void)
 	ok(json_object_object_get_ex(cnt, "loop_stalls", &o) && json_object_get_uint64(o) == 1,
 	   "... counted as one loop stall (status: loop_stalls)");
 	json_object_put(cnt);
+	ok(stalls == 1 && stall_start <= t0 && stall_start > t0 - 50000000 && stall_end >= t1 &&
+	       stall_end < t1 + 50000000,
+	   "... and told to the stall hook once, from its start to its end (%d: %lld ms)", stalls,
+	   (long long)((stall_end - stall_start) / 1000000));
 
 	/* the peer's agent stands still 150 ms (its host starved it): the
 	 * probes wait unread there, then are answered at once. Every path
