@@ -167,6 +167,10 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("incident_settle", FQ_CFG_DURATION, incident_settle, "2s", 1e8, 60e9,
 	"a path's DOWN waits this long for a NIC-level cause before it is an incident of its own "
 	"(less than incident_gap)"),
+    OPT("stall_wait", FQ_CFG_DURATION, stall_wait, "30s", 0, 600e9,
+	"a path's DOWN toward a node whose agent has sent nothing since the path fell silent waits up to "
+	"this long for that agent's report of a stall (its host gave it no CPU: its peers' DOWNs were the "
+	"agent, not the link; 0: not waited for)"),
     {"log_level", FQ_CFG_ENUM, offsetof(struct ctl_config, log_level), "info", 0, 0, log_levels,
      "error, warn, info or debug"},
     {NULL, 0, 0, NULL, 0, 0, NULL, NULL},
@@ -356,6 +360,7 @@ static int start_modules(struct ctl *c)
 	dc.quiet_close_ns = (int64_t)c->cfg.quiet_close;
 	dc.incident_gap_ns = (int64_t)c->cfg.incident_gap;
 	dc.incident_settle_ns = (int64_t)c->cfg.incident_settle;
+	dc.stall_wait_ns = (int64_t)c->cfg.stall_wait;
 	dc.peer_slow_factor = c->cfg.peer_slow_factor;
 	dc.peer_slow_persist = (unsigned)c->cfg.peer_slow_persist;
 	dc.peer_slow_min_bytes = c->cfg.peer_slow_min_bytes;

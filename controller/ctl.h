@@ -43,7 +43,7 @@ struct ctl_config {
 	uint64_t flap_threshold, flap_window, delay_threshold, delay_floor, delay_min_excess, inband_floor,
 	    slow_nic_min_paths;
 	uint64_t delay_persist, lane_outlier_persist;
-	uint64_t resume_after, quiet_close, incident_gap, incident_settle, step_idle;
+	uint64_t resume_after, quiet_close, incident_gap, incident_settle, stall_wait, step_idle;
 	double delay_baseline_factor, lane_outlier_factor, inband_factor, slow_nic_share;
 	bool collision_advice;
 	double collision_factor, peer_slow_factor;
@@ -128,7 +128,7 @@ void ctl_send_peers(struct ctl *c);
 
 /* ctl_detect.c */
 /* Feeds the detector what the frame from node carries. */
-void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope *env);
+void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope *env, int64_t now);
 /* A job step ended (idle: it timed out): its metrics and lanes are dropped. */
 void ctl_drop_step(struct ctl *c, const struct fq_step_id *id, bool idle);
 /* Steps nothing came of for controller.step_idle (each report window). */

@@ -239,7 +239,7 @@ static void on_frame(void *arg, struct fq_session *s, Fabriciq__Envelope *env)
 	rc = fq_ingest_frame(c->ingest, a->node, env, now, &ack);
 	if (rc == 1) {
 		/* Accepted (not a replay): env stays valid until the next flush. */
-		ctl_feed_detector(c, a->node, env);
+		ctl_feed_detector(c, a->node, env, now);
 		ctl_feed_rates(c, a->node, env);
 		fq_metrics_frame(c->metrics, a->node, env);
 		if (fq_steplive_frame(c->live, a->node, env, now, &gone))

@@ -6,6 +6,7 @@
  */
 #include "controller/ctl.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,10 @@
  * the agent was not connected then: it stopped answering probes, which
  * is all the reporter saw. The event stays in link_events; the detector
  * does not see it. AWAY_MARGIN_NS covers the clocks of the session's end
- * (the controller's) and of the DOWN (the reporter's global timeline). */
+ * (the controller's) and of the DOWN (the reporter's global timeline).
+ * Its sibling, an agent that stayed connected but stood still (AgentStall),
+ * is the detector's (fq_detector_agent_stall): the stall is told only once
+ * over, so the DOWN is held for it there. */
 #define AWAY_MARGIN_NS 2000000000ll
 static bool agent_away_at(struct ctl *c, const char *node, int64_t t)
 {
@@ -56,9 +60,17 @@ static void ctl_feed_profiler(struct ctl *c, const char *node, const Fabriciq__P
 	} while (i < p->n_windows);
 }
 
-void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope *env)
+void ctl_feed_detector(struct ctl *c, const char *node, const Fabriciq__Envelope *env, int64_t now)
 {
-	if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE) {
+	fq_detector_agent_heard(c->det, node, now); /* it is not standing still */
+	if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_STALL) {
+		const Fabriciq__AgentStall *s = env->stall;
+
+		fq_info("agent %s: its loop stood still for %" PRId64 " ms (%.3f to %.3f)", node,
+			(s->end_ns - s->start_ns) / 1000000, (double)s->start_ns / 1e9,
+			(double)s->end_ns / 1e9);
+		fq_detector_agent_stall(c->det, node, s->start_ns, s->end_ns);
+	} else if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_PROBE) {
 		const Fabriciq__ProbeReport *p = env->probe;
 		struct fq_det_flow fl[FQ_DET_MAX_FLOWS];
 		size_t nf = 0;

@@ -33,6 +33,8 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 	    .quiet_close_ns = 30000000000LL,
 	    .incident_gap_ns = 30000000000LL,
 	    .incident_settle_ns = 2000000000LL,
+	    .stall_wait_ns = 30000000000LL,
+	    .stall_margin_ns = 250000000LL,
 	    .nic_down_min_paths = 2,
 	    .locate_min_paths = 3,
 	    .nic_dead_after_ns = 60000000000LL,

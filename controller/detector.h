@@ -77,6 +77,8 @@ struct fq_detector_config {
 	int64_t quiet_close_ns;        /* an anomaly closes after this long without evidence (30 s) */
 	int64_t incident_gap_ns;       /* a link episode closes after this long UP (30 s; > settle) */
 	int64_t incident_settle_ns;    /* a path's DOWN waits this long for a NIC cause (2 s) */
+	int64_t stall_wait_ns;         /* ... and up to this long for its far agent's stall report (30 s) */
+	int64_t stall_margin_ns;       /* a stall explains a silence it covers within this (250 ms) */
 
 	/* Added with the implementation (defaults in parentheses). */
 	unsigned nic_down_min_paths;     /* NIC down when all its >= this many paths are (2) */

@@ -53,6 +53,7 @@
 #define NODE_LEN      64
 #define NIC_LEN       32
 #define MAX_DOWNS     256 /* DOWN times kept per NIC (flap_threshold is clamped below) */
+#define NODE_STALLS   4   /* stalls kept per agent: a held DOWN is a few seconds old at most */
 #define LOCATE_STREAK 2   /* windows a path is delayed in a row before localisation counts it */
 #define LOSS_CLEAN                                                                                           \
 	2 /* windows without loss a path has had before its losses count: a path
@@ -130,6 +131,10 @@ struct path_ent {
 	int64_t streak_start, streak_end; /* start of the first of them, end of the last */
 	int64_t pend_ns, pend_last_ns;    /* DOWNs held for a NIC cause: first, last (0: none) */
 	unsigned pend_downs;
+	/* held past incident_settle_ns for the far agent's stall report: the
+	 * tick that found it heard again (its report may follow); 0: none,
+	 * -1: not heard since the silence began */
+	int64_t pend_back_ns;
 	int state;
 	bool elevated; /* delayed for delay_persist_windows in a row: path_delay's */
 	bool slow;     /* delayed for LOCATE_STREAK windows in a row: localisation's (many paths at once
@@ -164,6 +169,9 @@ struct node_ent {
 	char name[NODE_LEN];
 	bool drained, own_reason, drain_hinted, resume_hinted;
 	int64_t drained_ns, unhealthy_ns;
+	int64_t heard_ns; /* its agent's last frame (fq_detector_agent_heard; 0: none yet) */
+	int64_t stall_start[NODE_STALLS], stall_end[NODE_STALLS]; /* its agent's last stalls */
+	unsigned stall_next;                                      /* the slot the next one takes */
 };
 
 struct lane_rec {
@@ -417,7 +425,8 @@ bool det_episode_over(struct fq_detector *d, const struct anom_ent *a, int64_t n
 
 /* ---- detector_link.c: NICs and paths ---------------------------------------- */
 
-/* Paths whose held DOWNs no NIC explained after incident_settle_ns: their own episodes. */
+/* Paths whose held DOWNs no NIC explained after incident_settle_ns, nor a
+ * stall of the far agent (or stall_wait_ns for its report): their own episodes. */
 void det_promote_paths(struct fq_detector *d, int64_t now);
 
 /* ---- detector_lane.c: job steps' lanes ---------------------------------------- */

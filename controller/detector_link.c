@@ -145,9 +145,88 @@ static void path_down(struct fq_detector *d, struct path_ent *p, int64_t t)
 	p->pend_downs++;
 }
 
+/* ---- paths: a far agent that stood still ----------------------------------- */
+
+/* The sibling of the daemon's "agent was away" rule (ctl_detect.c) for an
+ * agent that stayed connected but stood still: its peers' probes went
+ * unanswered, so their paths to it went DOWN, and the link was fine. */
+
+void fq_detector_agent_heard(struct fq_detector *d, const char *node, int64_t now)
+{
+	struct node_ent *n;
+
+	if (!d || !has(node) || now <= 0)
+		return;
+	if ((n = det_node_get(d, node, now)))
+		n->heard_ns = max64(n->heard_ns, now);
+}
+
+void fq_detector_agent_stall(struct fq_detector *d, const char *node, int64_t start, int64_t end)
+{
+	struct node_ent *n;
+
+	if (!d)
+		return;
+	if (!has(node) || start <= 0 || end < start) {
+		d->rejected_inputs++;
+		return;
+	}
+	if (!(n = det_node_get(d, node, end)))
+		return;
+	n->stall_start[n->stall_next] = start;
+	n->stall_end[n->stall_next] = end;
+	n->stall_next = (n->stall_next + 1) % NODE_STALLS;
+}
+
+enum stall_verdict {
+	STALL_NONE,
+	STALL_EXPLAINS,
+	STALL_WAIT
+};
+
+/* What the far agent's stalls say of p's held DOWNs (*i: the stall that
+ * explains them). The silence began at the last answer, at most a probe
+ * round before the stall (margin: that and the two clocks), and before
+ * its end; the path is UP again once the agent answers its queued probes,
+ * at the stall's end. Still DOWN then: the link as well, or instead. */
+static enum stall_verdict stall_verdict(struct fq_detector *d, struct path_ent *p, int64_t now, int *i)
+{
+	struct node_ent *b = det_node_find(d, p->k.dst.node);
+	int64_t m = d->c.stall_margin_ns;
+
+	if (!b)
+		return STALL_NONE;
+	for (*i = 0; *i < NODE_STALLS; (*i)++) {
+		int64_t s = b->stall_start[*i], e = b->stall_end[*i];
+
+		if (!e || fq_rule_sat_sub(s, m) > p->pend_ns || p->pend_last_ns > e)
+			continue;
+		if (p->state == ST_UP && p->state_ns <= e + m)
+			return STALL_EXPLAINS;
+		/* the UP, if it came, is on its way as a DOWN was */
+		if (p->state == ST_DOWN && now < e + m + d->c.incident_settle_ns)
+			return STALL_WAIT;
+	}
+	/* Its report comes after the stall: while its agent, heard before,
+	 * has sent nothing since the silence began, it may be standing still
+	 * yet; once heard again, one more tick for the report sent with its
+	 * first frames. */
+	if (b->heard_ns && b->heard_ns < p->pend_ns + m) {
+		p->pend_back_ns = -1;
+		return STALL_WAIT;
+	}
+	if (p->pend_back_ns == -1 || (p->pend_back_ns > 0 && now <= p->pend_back_ns)) {
+		if (p->pend_back_ns == -1)
+			p->pend_back_ns = now;
+		return STALL_WAIT;
+	}
+	return STALL_NONE;
+}
+
 /* Paths whose held DOWNs are incident_settle_ns old: an episode of the
  * path (its DOWNs counted, UP since: back at its UP), unless a NIC
- * episode at either end explains them by now. */
+ * episode at either end explains them by now, or a stall of the far
+ * agent (waited for up to stall_wait_ns: stall_verdict). */
 void det_promote_paths(struct fq_detector *d, int64_t now)
 {
 	char summary[320];
@@ -156,10 +235,28 @@ void det_promote_paths(struct fq_detector *d, int64_t now)
 	{
 		struct anom_ent *a;
 		unsigned downs = p->pend_downs;
+		enum stall_verdict v;
+		int i = 0;
 
 		if (!p->pend_ns || fq_rule_sat_sub(now, p->pend_ns) < d->c.incident_settle_ns)
 			continue;
+		v = stall_verdict(d, p, now, &i);
+		if (v == STALL_WAIT && fq_rule_sat_sub(now, p->pend_ns) < d->c.stall_wait_ns)
+			continue;
+		if (v == STALL_EXPLAINS) {
+			const struct node_ent *b = det_node_find(d, p->k.dst.node);
+
+			fq_info("path %s/%s -> %s/%s DOWN: %s's agent stood still from %.3f to %.3f (%" PRId64
+				" ms), not the link",
+				p->k.src.node, p->k.src.nic, p->k.dst.node, p->k.dst.nic, p->k.dst.node,
+				(double)b->stall_start[i] / 1e9, (double)b->stall_end[i] / 1e9,
+				(b->stall_end[i] - b->stall_start[i]) / 1000000);
+			p->pend_ns = p->pend_last_ns = p->pend_back_ns = 0;
+			p->pend_downs = 0;
+			continue;
+		}
 		p->pend_downs = 0;
+		p->pend_back_ns = 0;
 		if (!det_nic_incident(d, K_LINK_DOWN, &p->k.src, &p->k.dst, p->pend_last_ns)) {
 			snprintf(summary, sizeof(summary), "path %s/%s -> %s/%s down", p->k.src.node,
 				 p->k.src.nic, p->k.dst.node, p->k.dst.nic);

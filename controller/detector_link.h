@@ -67,6 +67,22 @@ void fq_detector_flow_route(struct fq_detector *d, const char *node, const char 
 			    const char *remote_nic, unsigned flow, const char *const *comps, size_t n,
 			    int64_t now_ns);
 void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e);
+
+/*
+ * A node's agent stood still (its host gave it no CPU) from start_ns to
+ * end_ns (AgentStall; told once it runs again). Its peers saw every path
+ * to it silent meanwhile: a held path DOWN toward the node whose silence
+ * the stall covers (within stall_margin_ns), the path UP again by the
+ * stall's end + stall_margin_ns, is the agent, not the link: no anomaly
+ * (logged). A path still DOWN past that is a link_down as before. As the
+ * report comes only after the stall, a held DOWN waits for it past
+ * incident_settle_ns, up to stall_wait_ns, while the agent has been heard
+ * (fq_detector_agent_heard) from before the silence and not since.
+ */
+void fq_detector_agent_stall(struct fq_detector *d, const char *node, int64_t start_ns, int64_t end_ns);
+/* A frame of node's agent came in at now_ns (the detector's clock, as
+ * fq_detector_tick's): every frame, whatever it carries. */
+void fq_detector_agent_heard(struct fq_detector *d, const char *node, int64_t now_ns);
 /* The routes were just fed again under new names (the site's expected
  * topology changed): the routes before are forgotten, so no loss is judged
  * on names that are gone. */

@@ -192,6 +192,8 @@ static int kind_of(const Fabriciq__Envelope *env)
 		return FQ_INGEST_LANE_ROUTE;
 	case FABRICIQ__ENVELOPE__PAYLOAD_PROFILER:
 		return FQ_INGEST_PROFILER;
+	case FABRICIQ__ENVELOPE__PAYLOAD_STALL:
+		return FQ_INGEST_STALL;
 	default:
 		return -1;
 	}

@@ -91,6 +91,7 @@ enum fq_ingest_kind {
 	FQ_INGEST_TRACE,
 	FQ_INGEST_LANE_ROUTE, /* for the detector only: nothing stored */
 	FQ_INGEST_PROFILER,   /* the NCCL profiler plugin's windows and ops */
+	FQ_INGEST_STALL,      /* an agent's loop stood still: for the detector only */
 	FQ_INGEST_KINDS
 };
 

@@ -522,6 +522,7 @@ static int apply_item(struct fq_ingest *ing, const struct item *it)
 	case FABRICIQ__ENVELOPE__PAYLOAD_TRACE:
 		return apply_trace(ing, it);
 	case FABRICIQ__ENVELOPE__PAYLOAD_LANE_ROUTE:
+	case FABRICIQ__ENVELOPE__PAYLOAD_STALL:
 		return 0; /* the detector's (ctl_detect.c); no row */
 	case FABRICIQ__ENVELOPE__PAYLOAD_PROFILER:
 		return apply_profiler(ing, it);

@@ -271,7 +271,7 @@ int fq_metrics_render(struct fq_metrics *m, const struct fq_ingest_stats *st,
 	static const char *const lane_l[] = {"job_id", "step_id", "lane", NULL};
 	static const char *const node_l[] = {"node", NULL};
 	static const char *const kinds[] = {"probe",    "clock", "lane",  "step_start", "step_end", "link",
-					    "failover", "hello", "trace", "lane_route", "profiler"};
+					    "failover", "hello", "trace", "lane_route", "profiler", "stall"};
 	FILE *out = open_memstream(text, len);
 
 	if (!out)

@@ -582,6 +582,139 @@ static void test_nic_said(void)
 	fq_detector_destroy(d);
 }
 
+/*
+ * A peer's agent that stood still (its host gave it no CPU): the paths to
+ * it went DOWN at its peers, and the link was fine. Its stall report
+ * explains a held DOWN whose silence it covers if the path was UP again
+ * by its end; it comes only after the stall, so a DOWN toward an agent
+ * heard from before its silence and not since waits for it (up to
+ * stall_wait, 30 s).
+ */
+
+/* n1 and n3 probe n2, n4, n5 on rail0 (a NIC with one path DOWN is not NIC-down). */
+static struct fq_detector *stall_setup(double t)
+{
+	struct fq_detector *d = make();
+
+	reset();
+	for (int i = 1; i <= 3; i += 2)
+		for (int j = 2; j <= 5; j++)
+			if (j != 3) {
+				char n[8], r[8];
+
+				snprintf(n, sizeof(n), "n%d", i);
+				snprintf(r, sizeof(r), "n%d", j);
+				probe(d, n, "rail0", r, "rail0", t, 20, 30);
+			}
+	for (int j = 1; j <= 5; j++) {
+		char n[8];
+
+		snprintf(n, sizeof(n), "n%d", j);
+		fq_detector_agent_heard(d, n, S(t));
+	}
+	return d;
+}
+
+static void tick(struct fq_detector *d, double t)
+{
+	fq_detector_tick(d, S(t));
+	collect(d);
+}
+
+static void test_peer_stall(void)
+{
+	struct fq_detector *d = stall_setup(99.9);
+	const struct rec *o;
+
+	/* the test-agent-restart run: n4's agent stood still 1.45 s */
+	link_event(d, "n1", "rail0", "n4", "rail0", false, 100.02);
+	link_event(d, "n3", "rail0", "n4", "rail0", false, 100.01);
+	link_event(d, "n1", "rail0", "n4", "rail0", true, 101.46);
+	fq_detector_agent_stall(d, "n4", S(100.03), S(101.45));
+	fq_detector_agent_heard(d, "n4", S(101.47));
+	link_event(d, "n3", "rail0", "n4", "rail0", true, 101.47);
+	tick(d, 102.1);
+	tick(d, 140);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "DOWNs toward an agent that stood still, UP after: no anomaly");
+	fq_detector_destroy(d);
+
+	/* a stall as the link fails: still DOWN well past the stall's end */
+	d = stall_setup(199.9);
+	link_event(d, "n1", "rail0", "n5", "rail0", false, 200.02);
+	fq_detector_agent_stall(d, "n5", S(200.03), S(201));
+	fq_detector_agent_heard(d, "n5", S(201.01));
+	tick(d, 202.1);
+	tick(d, 203.2);
+	is_int(count(FQ_DET_OPEN, NULL), 0,
+	       "a stall over the silence, the path still DOWN: held a while ...");
+	tick(d, 203.3);
+	o = find_open("link_down", "n1", "rail0");
+	ok(o && !strcmp(o->rnode, "n5") && o->start == S(200.02) && count(FQ_DET_OPEN, NULL) == 1,
+	   "... then link_down n1/rail0 -> n5/rail0 from its DOWN (the link, not the stall)");
+	fq_detector_destroy(d);
+
+	/* UP again, but long after the stall's end: the link */
+	d = stall_setup(199.9);
+	link_event(d, "n1", "rail0", "n5", "rail0", false, 200.02);
+	fq_detector_agent_stall(d, "n5", S(200.03), S(200.5));
+	fq_detector_agent_heard(d, "n5", S(200.51));
+	link_event(d, "n1", "rail0", "n5", "rail0", true, 201.5);
+	tick(d, 202.1);
+	is_int(count(FQ_DET_OPEN, "link_down"), 1, "UP 1 s after the stall's end: link_down as before");
+	fq_detector_destroy(d);
+
+	/* no stall, the far agent heard all along: link_down at incident_settle */
+	d = stall_setup(299.9);
+	link_event(d, "n1", "rail0", "n2", "rail0", false, 300);
+	fq_detector_agent_heard(d, "n2", S(300.9));
+	link_event(d, "n1", "rail0", "n2", "rail0", true, 301);
+	fq_detector_agent_heard(d, "n2", S(301.9));
+	tick(d, 301.9);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "no stall: held for incident_settle ...");
+	tick(d, 302.1);
+	is_int(count(FQ_DET_OPEN, "link_down"), 1, "... then link_down as before");
+	fq_detector_destroy(d);
+
+	/* a 5 s stall: its report comes after incident_settle, behind another frame */
+	d = stall_setup(399.9);
+	link_event(d, "n1", "rail0", "n5", "rail0", false, 400.01);
+	tick(d, 402.1);
+	tick(d, 404.9);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "n5's agent silent since: its DOWN held past incident_settle");
+	link_event(d, "n1", "rail0", "n5", "rail0", true, 405.01);
+	fq_detector_agent_heard(d, "n5", S(405.02)); /* a window spooled before the report */
+	tick(d, 405.03);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "n5 heard again: one tick more for its report ...");
+	fq_detector_agent_stall(d, "n5", S(400.02), S(405));
+	fq_detector_agent_heard(d, "n5", S(405.04));
+	tick(d, 406);
+	tick(d, 440);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "... which explains it: no anomaly");
+	fq_detector_destroy(d);
+
+	/* heard again, no report: the link */
+	d = stall_setup(499.9);
+	link_event(d, "n1", "rail0", "n5", "rail0", false, 500.01);
+	tick(d, 502.1);
+	fq_detector_agent_heard(d, "n5", S(503));
+	tick(d, 503.1);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "n5 heard again after a silence ...");
+	tick(d, 504.1);
+	is_int(count(FQ_DET_OPEN, "link_down"), 1, "... and no stall report: link_down");
+	fq_detector_destroy(d);
+
+	/* never heard again (its host gone, its session not yet): stall_wait */
+	d = stall_setup(599.9);
+	link_event(d, "n1", "rail0", "n5", "rail0", false, 600.01);
+	tick(d, 602.1);
+	tick(d, 629.9);
+	is_int(count(FQ_DET_OPEN, NULL), 0, "n5 silent: held up to stall_wait ...");
+	tick(d, 630.1);
+	o = find_open("link_down", "n1", "rail0");
+	ok(o && o->start == S(600.01), "... then link_down from its DOWN");
+	fq_detector_destroy(d);
+}
+
 int main(void)
 {
 	test_flapping();
@@ -594,5 +727,6 @@ int main(void)
 	test_incident_nic();
 	test_incident_path();
 	test_nic_said();
+	test_peer_stall();
 	return done_testing();
 }
