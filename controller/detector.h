@@ -39,7 +39,9 @@
  * path DOWN through it opens nothing (the raw link event is
  * stored by the daemon). A path's DOWN opens its own episode only if,
  * incident_settle_ns later, no NIC episode at either end explains it (the
- * NIC is inferred from its paths, which arrive one by one).
+ * NIC is inferred from its paths, which arrive one by one), nor a stall of
+ * the far node's agent (fq_detector_agent_stall; waited for up to
+ * stall_wait_ns while that agent has sent nothing since the silence).
  *
  * Memory is bounded by the max_* fields of the config (see detector_int.h
  * for what each table holds, and which file does what); a detector is not
