@@ -169,41 +169,12 @@ void ctl_lane_routes_refeed(struct ctl *c, int64_t now)
 	fq_strmap_each(&c->lane_routes, refeed_one, arg);
 }
 
-struct doomed {
-	char prefix[48];
-	size_t len, n, cap;
-	char **keys;
-};
-
-static void doom(struct fq_strmap_entry *e, void *arg)
-{
-	struct doomed *d = arg;
-	char **k;
-
-	if (strncmp(e->key, d->prefix, d->len))
-		return;
-	if (d->n == d->cap) {
-		if (!(k = realloc(d->keys, (d->cap ? 2 * d->cap : 16) * sizeof(*k))))
-			return;
-		d->keys = k;
-		d->cap = d->cap ? 2 * d->cap : 16;
-	}
-	if ((d->keys[d->n] = strdup(e->key)))
-		d->n++;
-}
-
 void ctl_lane_routes_drop(struct ctl *c, uint64_t job, uint32_t step)
 {
-	struct doomed d = {0};
+	char prefix[FQ_STEP_KEY_LEN + 1];
 
-	/* the map may not change while it is walked: the keys first */
-	d.len = (size_t)snprintf(d.prefix, sizeof(d.prefix), "%" PRIu64 ".%" PRIu32 ".", job, step);
-	fq_strmap_each(&c->lane_routes, doom, &d);
-	for (size_t i = 0; i < d.n; i++) {
-		free(fq_strmap_remove(&c->lane_routes, d.keys[i]));
-		free(d.keys[i]);
-	}
-	free(d.keys);
+	snprintf(prefix, sizeof(prefix), "%" PRIu64 ".%" PRIu32 ".", job, step);
+	fq_strmap_remove_prefix(&c->lane_routes, prefix, free);
 }
 
 void ctl_lane_routes_free(struct ctl *c)

@@ -397,45 +397,16 @@ static int apply_step_start(struct fq_ingest *ing, const struct item *it)
 	return 0;
 }
 
-struct prefix_keys {
-	const char *prefix;
-	size_t len, n, cap;
-	char **keys;
-};
-
-static void collect_prefixed(struct fq_strmap_entry *e, void *arg)
-{
-	struct prefix_keys *pk = arg;
-	char **k;
-
-	if (strncmp(e->key, pk->prefix, pk->len))
-		return;
-	if (pk->n == pk->cap) {
-		k = realloc(pk->keys, (pk->cap = pk->cap ? pk->cap * 2 : 16) * sizeof(*k));
-		if (!k)
-			return;
-		pk->keys = k;
-	}
-	if ((pk->keys[pk->n] = strdup(e->key)))
-		pk->n++;
-}
-
 /* Every node of the step (key "JOB.STEP") has ended it: its cached start
  * and its ranks' NICs are forgotten (the caches stay the size of the
  * running steps, not of every step since the controller started). */
 static void forget_step(struct fq_ingest *ing, const char *key)
 {
 	char prefix[FQ_STEP_KEY_LEN + 1];
-	struct prefix_keys pk = {.prefix = prefix};
 
 	free(fq_strmap_remove(&ing->steps, key));
-	pk.len = (size_t)snprintf(prefix, sizeof(prefix), "%s.", key);
-	fq_strmap_each(&ing->rank_nics, collect_prefixed, &pk);
-	for (size_t i = 0; i < pk.n; i++) {
-		fq_strmap_remove(&ing->rank_nics, pk.keys[i]);
-		free(pk.keys[i]);
-	}
-	free(pk.keys);
+	snprintf(prefix, sizeof(prefix), "%s.", key);
+	fq_strmap_remove_prefix(&ing->rank_nics, prefix, NULL);
 }
 
 static int apply_step_end(struct fq_ingest *ing, const struct item *it)

@@ -164,42 +164,13 @@ int fq_rates_step(struct fq_rates *r, uint64_t job, uint32_t step, const char *c
 	return 0;
 }
 
-struct doomed {
-	char prefix[FQ_STEP_KEY_LEN + 1];
-	size_t len, n, cap;
-	char **keys;
-};
-
-static void doom(struct fq_strmap_entry *e, void *arg)
-{
-	struct doomed *d = arg;
-	char **k;
-
-	if (strncmp(e->key, d->prefix, d->len))
-		return;
-	if (d->n == d->cap) {
-		if (!(k = realloc(d->keys, (d->cap ? 2 * d->cap : 16) * sizeof(*k))))
-			return;
-		d->keys = k;
-		d->cap = d->cap ? 2 * d->cap : 16;
-	}
-	if ((d->keys[d->n] = strdup(e->key)))
-		d->n++;
-}
-
 void fq_rates_step_end(struct fq_rates *r, uint64_t job, uint32_t step)
 {
-	struct doomed d = {0};
-	char key[FQ_STEP_KEY_LEN];
+	char key[FQ_STEP_KEY_LEN], prefix[FQ_STEP_KEY_LEN + 1];
 
 	free(fq_strmap_remove(&r->steps, fq_strmap_step_key(key, job, step)));
-	d.len = (size_t)snprintf(d.prefix, sizeof(d.prefix), "%s.", key);
-	fq_strmap_each(&r->lanes, doom, &d); /* the map may not change while it is walked */
-	for (size_t i = 0; i < d.n; i++) {
-		free(fq_strmap_remove(&r->lanes, d.keys[i]));
-		free(d.keys[i]);
-	}
-	free(d.keys);
+	snprintf(prefix, sizeof(prefix), "%s.", key);
+	fq_strmap_remove_prefix(&r->lanes, prefix, free);
 }
 
 static const char *lane_key(char *key, size_t len, uint64_t job, uint32_t step, uint32_t src, uint32_t dst,

@@ -91,6 +91,29 @@ void *fq_strmap_remove(struct fq_strmap *m, const char *key)
 	return NULL;
 }
 
+size_t fq_strmap_remove_prefix(struct fq_strmap *m, const char *prefix, void (*free_value)(void *))
+{
+	size_t len = strlen(prefix), n = 0;
+
+	for (size_t i = 0; i < m->nbuckets; i++)
+		for (struct fq_strmap_entry **p = &m->buckets[i]; *p;) {
+			struct fq_strmap_entry *e = *p;
+
+			if (strncmp(e->key, prefix, len)) {
+				p = &e->next;
+				continue;
+			}
+			*p = e->next;
+			if (free_value)
+				free_value(e->value);
+			free(e->key);
+			free(e);
+			m->count--;
+			n++;
+		}
+	return n;
+}
+
 void fq_strmap_each(const struct fq_strmap *m, void (*fn)(struct fq_strmap_entry *e, void *arg), void *arg)
 {
 	for (size_t i = 0; i < m->nbuckets; i++)

@@ -25,6 +25,9 @@ void *fq_strmap_get(const struct fq_strmap *m, const char *key);
 struct fq_strmap_entry *fq_strmap_upsert(struct fq_strmap *m, const char *key);
 /* Removes key; returns its value (NULL if absent). */
 void *fq_strmap_remove(struct fq_strmap *m, const char *key);
+/* Removes every key that starts with prefix, each value freed with
+ * free_value (may be NULL); how many. */
+size_t fq_strmap_remove_prefix(struct fq_strmap *m, const char *prefix, void (*free_value)(void *));
 /* Calls fn for every entry (the map must not change meanwhile). */
 void fq_strmap_each(const struct fq_strmap *m, void (*fn)(struct fq_strmap_entry *e, void *arg), void *arg);
 /* Frees the map's entries and keys, and each value with free_value (may be NULL). */

@@ -26,6 +26,7 @@
 #include "nccl-plugin/core/send_priv.h"
 #include "nccl-plugin/plog.h"
 #include "tests/nccl/nccl-test.h"
+#include "tests/nccl/nccl-traffic.h"
 #include "tests/unit/tap.h"
 
 #define RATE 2000000ull /* bytes/s a lane: 2 MB/s */
@@ -61,36 +62,6 @@ static void publish(uint32_t job, uint64_t rate)
 	r.until_ns = now + 30LL * 1000000000;
 	r.gen = 1;
 	fq_path_page_publish(page, &e, 1, &r, job ? 1 : 0, now);
-}
-
-/* Messages of 256 KiB for `secs`: 1 if every one completed intact. */
-static int traffic(struct fqn_send *s, struct fqn_recv *r, double secs, int *n)
-{
-	static char sb[1 << 18], rb[1 << 18];
-	double end = now_s() + secs;
-
-	while (now_s() < end) {
-		struct fqn_req *sq = NULL, *rq = NULL;
-		void *data = rb;
-		size_t size = sizeof(rb);
-		int tag = 3, sd = 0, rd = 0, src = 0, rrc = 0;
-		double limit = now_s() + 5;
-
-		memset(sb, 'a' + *n % 26, sizeof(sb));
-		memset(rb, 0, sizeof(rb));
-		fqn_irecv(r, 1, &data, &size, &tag, &rq);
-		fqn_isend(s, sb, sizeof(sb), tag, &sq);
-		while ((!sd || !rd) && !src && !rrc && now_s() < limit) {
-			if (!sd && sq)
-				src = fqn_test(sq, &sd, NULL, NULL);
-			if (!rd && rq)
-				rrc = fqn_test(rq, &rd, NULL, NULL);
-		}
-		if (!sd || !rd || memcmp(sb, rb, sizeof(sb)) != 0)
-			return 0;
-		(*n)++;
-	}
-	return 1;
 }
 
 /* How many of the send comm's lanes' sockets are capped at rate (0: none). */
@@ -156,15 +127,15 @@ int main(void)
 		return done_testing();
 	fqn_close_listen(l);
 
-	rc = traffic(s, r, 0.5, &n);
+	rc = loopback_traffic(s, r, 0.5, &n);
 	ok(rc && n > 0, "messages flow intact (%d)", n);
 	is_int(capped_at(s, 0), 2, "another job's rate: no lane capped");
 
 	publish(4242, RATE);
-	traffic(s, r, 0.2, &n); /* the next update (50 ms) reads it */
+	loopback_traffic(s, r, 0.2, &n); /* the next update (50 ms) reads it */
 	n0 = n;
 	t0 = now_s();
-	rc = traffic(s, r, 2.0, &n);
+	rc = loopback_traffic(s, r, 2.0, &n);
 	mbs = (double)(n - n0) * (1 << 18) / (now_s() - t0) / 1e6;
 	ok(rc && n > n0, "this job's rate: messages keep flowing intact (%d)", n - n0);
 	is_int(capped_at(s, RATE), 2, "both lanes' sockets capped at 2 MB/s (SO_MAX_PACING_RATE)");
@@ -172,7 +143,7 @@ int main(void)
 	   "the connection moves %.1f MB/s, within the two lanes' 4 MB/s and a burst", mbs);
 
 	publish(0, 0); /* lifted */
-	traffic(s, r, 0.3, &n);
+	loopback_traffic(s, r, 0.3, &n);
 	is_int(capped_at(s, 0), 2, "lifted: no lane capped");
 	is_int(warns, 0, "no WARN");
 	fqn_close_send(s);

@@ -27,6 +27,7 @@
 #include "nccl-plugin/hello.h"
 #include "nccl-plugin/plog.h"
 #include "tests/nccl/nccl-test.h"
+#include "tests/nccl/nccl-traffic.h"
 #include "tests/unit/tap.h"
 
 static int warns;
@@ -56,36 +57,6 @@ static void advise(uint32_t job, uint32_t gen)
 	e.advice_until_ns = now + 30LL * 1000000000;
 	/* published now: the plugin ignores a stale page */
 	fq_path_page_publish(page, &e, 1, NULL, 0, now);
-}
-
-/* Messages of 256 KiB for `secs`: 1 if every one completed intact. */
-static int traffic(struct fqn_send *s, struct fqn_recv *r, double secs, int *n)
-{
-	static char sb[1 << 18], rb[1 << 18];
-	double end = now_s() + secs;
-
-	while (now_s() < end) {
-		struct fqn_req *sq = NULL, *rq = NULL;
-		void *data = rb;
-		size_t size = sizeof(rb);
-		int tag = 3, sd = 0, rd = 0, src = 0, rrc = 0;
-		double limit = now_s() + 5;
-
-		memset(sb, 'a' + *n % 26, sizeof(sb));
-		memset(rb, 0, sizeof(rb));
-		fqn_irecv(r, 1, &data, &size, &tag, &rq);
-		fqn_isend(s, sb, sizeof(sb), tag, &sq);
-		while ((!sd || !rd) && !src && !rrc && now_s() < limit) {
-			if (!sd && sq)
-				src = fqn_test(sq, &sd, NULL, NULL);
-			if (!rd && rq)
-				rrc = fqn_test(rq, &rd, NULL, NULL);
-		}
-		if (!sd || !rd || memcmp(sb, rb, sizeof(sb)) != 0)
-			return 0;
-		(*n)++;
-	}
-	return 1;
 }
 
 static int count_lines(const char *path, const char *word)
@@ -149,19 +120,19 @@ int main(void)
 		return done_testing();
 	fqn_close_listen(l); /* as NCCL does: the move must not need it */
 
-	rc = traffic(s, r, 0.6, &n);
+	rc = loopback_traffic(s, r, 0.6, &n);
 	ok(rc && n > 0, "messages flow intact (%d)", n);
 	is_int(count_lines(trace, " move "), 0, "advice for another job: no move");
 	advise(4242, 2);
 	n0 = n;
-	rc = traffic(s, r, 1.5, &n);
+	rc = loopback_traffic(s, r, 1.5, &n);
 	ok(rc && n > n0, "advice for this job: messages keep flowing intact (%d)", n - n0);
 	ok(count_lines(trace, " move ") >= 1, "a lane was re-opened on a new source port (%d move(s))",
 	   count_lines(trace, " move "));
 	is_int(count_lines(trace, " move by=advice "), 1, "the first move says why: by=advice");
 	advise(4242, 3); /* a new advice while the episode (trials, then the cooldown) runs */
 	n0 = n;
-	rc = traffic(s, r, 1.0, &n);
+	rc = loopback_traffic(s, r, 1.0, &n);
 	ok(rc && count_lines(trace, " move by=advice ") == 1,
 	   "a new advice during the episode and its cooldown: held, no second advice move");
 	is_int(warns, 0, "no WARN: a move is not a failover");
