@@ -122,8 +122,11 @@ r0=$(grep -c 'registered:' "$S/log/n1.agent.log")
 kill -USR2 "$(cat "$S/daemons/n1.crashfs.pid")"
 step sh -c 'echo "job $SLURM_JOB_ID"' &
 LOOP=$!
-for ((i = 0; i < 400; i++)); do [ "$(grep -c 'registered:' "$S/log/n1.agent.log")" -ge $((r0 + 1)) ] && break; sleep 0.01; done
+# (srun's launch: 1-2 s, and seen over 4 s on 2 busy cores: wait up to
+# 25 s, as long as the step's own timeout leaves SPANK to be answered)
+for ((i = 0; i < 2500; i++)); do [ "$(grep -c 'registered:' "$S/log/n1.agent.log")" -ge $((r0 + 1)) ] && break; sleep 0.01; done
 stalled_job=$(grep 'registered:' "$S/log/n1.agent.log" | tail -1 | sed -n 's/.*step \([0-9]*\)\.0 registered:.*/\1/p')
+[ -n "$stalled_job" ] || diag "no step registered on n1 in 25 s: $(tail -3 "$S/srun.out" | tr '\n' ' ')"
 sleep 0.5
 node_crash
 kill -USR2 "$(cat "$S/daemons/n1.crashfs.pid")" # the restarted node's disk answers
