@@ -44,6 +44,7 @@ struct lane {
 	/* the last tick's */
 	double rate, rx_rate; /* rx_rate < 0: the receiving end reported nothing */
 	bool active;
+	unsigned missed;       /* ticks in a row without its report */
 	const struct step *st; /* NULL: its step's class unknown: no part in the rule */
 	uint64_t cap;          /* bytes/s; 0: none */
 	int64_t cap_ns;        /* when a managed link last gave it */
@@ -366,8 +367,18 @@ static void lane_sample(struct fq_strmap_entry *e, void *arg)
 		keep_key(t, e->key);
 		return;
 	}
-	l->rate = l->acc_ns > 0 ? (double)l->acc_bytes * 1e9 / (double)l->acc_ns : 0;
-	l->rx_rate = l->acc_rx_ns > 0 ? (double)l->acc_rx_bytes * 1e9 / (double)l->acc_rx_ns : -1;
+	/* A lane's report comes once a report interval, as the ticks do, and
+	 * on its own clock: a tick may find none (and the next two). Such a
+	 * lane keeps its last rate for that one tick; read as idle, it left
+	 * its class's count on the link, and the lanes that were counted got
+	 * its part on top of theirs (a path's two lanes each given the whole
+	 * budget, seen in test-rates.sh). Two ticks without one: idle. */
+	if (l->acc_ns > 0 || ++l->missed > 1) {
+		l->rate = l->acc_ns > 0 ? (double)l->acc_bytes * 1e9 / (double)l->acc_ns : 0;
+		l->rx_rate = l->acc_rx_ns > 0 ? (double)l->acc_rx_bytes * 1e9 / (double)l->acc_rx_ns : -1;
+	}
+	if (l->acc_ns > 0)
+		l->missed = 0;
 	l->active = l->rate >= (double)t->r->cfg.active_rate;
 	l->st = fq_strmap_get(&t->r->steps, fq_strmap_step_key(key, l->job, l->step));
 	l->acc_bytes = l->acc_rx_bytes = 0;

@@ -20,8 +20,11 @@
  *
  * The rule, each tick (the controller's report interval), per link:
  *   - a class is active on it if one of its lanes moved at least
- *     active_rate; the top rank is the best active one; the link is
- *     shared when a lane of a lower rank is active beside it;
+ *     active_rate (over its reports since the last tick; a lane whose
+ *     report this tick missed keeps its last rate for that one tick: the
+ *     reports come on the lanes' own clocks); the top rank is the best
+ *     active one; the link is shared when a lane of a lower rank is
+ *     active beside it;
  *   - congested when a lane on it had a queueing delay above
  *     congest_delay_ns; its capacity estimate C is the largest but one of
  *     its last 9 congested ticks' sums of what its lanes delivered (the
