@@ -108,6 +108,12 @@ int fqn_rejoin_register(struct fqn_rejoin *j, const void *key, uint64_t conn_id,
 				     .token = token,
 				     .conn_id = conn_id};
 	pthread_mutex_lock(&j->lock);
+	for (const struct rejoin_entry *o = j->entries; o; o = o->next)
+		if (o->conn.conn_id == conn_id && o->conn.token == token) {
+			pthread_mutex_unlock(&j->lock);
+			free(e);
+			return -EEXIST;
+		}
 	e->next = j->entries;
 	j->entries = e;
 	pthread_mutex_unlock(&j->lock);

@@ -39,7 +39,9 @@ int fqn_rejoin_port(struct fqn_rejoin *j, int nic, uint16_t *port);
  * listener with token, with nlanes lanes of chunk_size chunks. A
  * re-dialed lane whose hello differs in any of these (fqn_hello_rejoin_check)
  * is refused: closed, with a WARN; the sender's re-dial then fails and
- * backs off. 0 or -ENOMEM. */
+ * backs off. 0, -EEXIST (a comm of that connection id and token is
+ * registered: a re-dial could not tell the two apart, and one would be
+ * refused its own lanes) or -ENOMEM. */
 int fqn_rejoin_register(struct fqn_rejoin *j, const void *key, uint64_t conn_id, uint64_t token, int nlanes,
 			size_t chunk_size);
 void fqn_rejoin_unregister(struct fqn_rejoin *j, const void *key);

@@ -621,10 +621,17 @@ int fqn_accept(struct fqn_listen *l, struct fqn_recv **out)
 		fqn_recv_set_peer_rank(*out, g->rank1);
 	if (rc == 0 && g->control) {
 		rc = fqn_recv_enable_control(*out, l->token);
+		if (rc == -EEXIST) /* a peer that reused a live connection's id: not this comm's fault */
+			FQN_WARN(
+			    "connection %llx from rank %d: a connection with this id is open here already; "
+			    "dropping the new one",
+			    (unsigned long long)g->conn_id, (int)g->rank1 - 1);
 		if (rc < 0) {
 			fqn_close_recv(*out);
 			*out = NULL;
 		}
+		if (rc == -EEXIST)
+			rc = 0;
 	}
 	memset(g, 0, sizeof(*g));
 	return rc;
