@@ -373,12 +373,14 @@ static void lane_sample(struct fq_strmap_entry *e, void *arg)
 	 * its class's count on the link, and the lanes that were counted got
 	 * its part on top of theirs (a path's two lanes each given the whole
 	 * budget, seen in test-rates.sh). Two ticks without one: idle. */
-	if (l->acc_ns > 0 || ++l->missed > 1) {
-		l->rate = l->acc_ns > 0 ? (double)l->acc_bytes * 1e9 / (double)l->acc_ns : 0;
-		l->rx_rate = l->acc_rx_ns > 0 ? (double)l->acc_rx_bytes * 1e9 / (double)l->acc_rx_ns : -1;
-	}
-	if (l->acc_ns > 0)
+	if (l->acc_ns > 0) {
 		l->missed = 0;
+		l->rate = (double)l->acc_bytes * 1e9 / (double)l->acc_ns;
+		l->rx_rate = l->acc_rx_ns > 0 ? (double)l->acc_rx_bytes * 1e9 / (double)l->acc_rx_ns : -1;
+	} else if (++l->missed > 1) {
+		l->rate = 0;
+		l->rx_rate = -1;
+	}
 	l->active = l->rate >= (double)t->r->cfg.active_rate;
 	l->st = fq_strmap_get(&t->r->steps, fq_strmap_step_key(key, l->job, l->step));
 	l->acc_bytes = l->acc_rx_bytes = 0;

@@ -629,9 +629,8 @@ int fqn_accept(struct fqn_listen *l, struct fqn_recv **out)
 		if (rc < 0) {
 			fqn_close_recv(*out);
 			*out = NULL;
+			rc = rc == -EEXIST ? 0 : rc;
 		}
-		if (rc == -EEXIST)
-			rc = 0;
 	}
 	memset(g, 0, sizeof(*g));
 	return rc;

@@ -122,8 +122,8 @@ r0=$(grep -c 'registered:' "$S/log/n1.agent.log")
 kill -USR2 "$(cat "$S/daemons/n1.crashfs.pid")"
 step sh -c 'echo "job $SLURM_JOB_ID"' &
 LOOP=$!
-# (srun's launch: 1-2 s, and seen over 4 s on 2 busy cores: wait up to
-# 25 s, as long as the step's own timeout leaves SPANK to be answered)
+# (srun's first launch: seen over 4 s on 2 quiet cores; wait up to 25 s,
+# within the step's own 30 s timeout)
 for ((i = 0; i < 2500; i++)); do [ "$(grep -c 'registered:' "$S/log/n1.agent.log")" -ge $((r0 + 1)) ] && break; sleep 0.01; done
 stalled_job=$(grep 'registered:' "$S/log/n1.agent.log" | tail -1 | sed -n 's/.*step \([0-9]*\)\.0 registered:.*/\1/p')
 [ -n "$stalled_job" ] || diag "no step registered on n1 in 25 s: $(tail -3 "$S/srun.out" | tr '\n' ' ')"
