@@ -9,7 +9,9 @@
 # 200mbit; off: unshaped) with a queue bound of BENCH_INCAST_QUEUE_MS (default 50 ms:
 # a deep switch buffer at this rate). Each sender n2.. runs fq-incast (one
 # connection, the plugin's default 2 lanes, every byte checked) to n1 for
-# BENCH_INCAST_SECONDS (default 10); the receiver counts the payload from
+# BENCH_INCAST_SECONDS (default 20: the receiver counts whole messages, and
+# one 4 MiB message is 2.5 % of a sender's share of a 7 s window, 1 % of a
+# 17 s one); the receiver counts the payload from
 # BENCH_INCAST_WARMUP (default 3 s) on. The queueing delay is that of a
 # ping from n1 to its leaf port every 10 ms during the window: its reply
 # waits in the same leaf egress queue as the senders' data; delay = RTT -
@@ -28,7 +30,7 @@ export FQTB_HELPERS="$top_builddir/tests/testbed"
 RATE=${BENCH_INCAST_RATE:-200mbit}
 QMS=${BENCH_INCAST_QUEUE_MS:-50}
 SENDERS=${BENCH_INCAST_SENDERS:-4}
-SECS=${BENCH_INCAST_SECONDS:-10}
+SECS=${BENCH_INCAST_SECONDS:-20}
 WARM=${BENCH_INCAST_WARMUP:-3}
 ROUNDS=${BENCH_INCAST_ROUNDS:-3}
 SIZE=${BENCH_INCAST_SIZE:-4194304}

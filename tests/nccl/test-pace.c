@@ -14,7 +14,7 @@
 #define MS(x)   ((int64_t)(x)*1000000)
 #define STEP_NS MS(1)
 
-/* Default params with bad value k (0..10) set; its name in *what. */
+/* Default params with bad value k (0..12) set; its name in *what. */
 static void bad_params(struct fqn_pace_params *p, int k, const char **what)
 {
 	fqn_pace_params_default(p);
@@ -59,6 +59,14 @@ static void bad_params(struct fqn_pace_params *p, int k, const char **what)
 		p->floor = 0;
 		*what = "floor 0";
 		break;
+	case 10:
+		p->lead = -0.5;
+		*what = "lead < 0";
+		break;
+	case 11:
+		p->lead = 5;
+		*what = "lead > 4";
+		break;
 	default:
 		p->ceiling = p->floor;
 		*what = "ceiling at the floor";
@@ -75,7 +83,7 @@ static void test_params(void)
 	fqn_pace_params_default(&p);
 	is_int(fqn_pace_create(0, &p, 0, &s), -EINVAL, "0 lanes refused");
 	is_int(fqn_pace_create(FQN_MAX_LANES + 1, &p, 0, &s), -EINVAL, "17 lanes refused");
-	for (int k = 0; k <= 10; k++) {
+	for (int k = 0; k <= 12; k++) {
 		bad_params(&p, k, &what);
 		is_int(fqn_pace_create(2, &p, 0, &s), -EINVAL, "bad params refused: %s", what);
 	}
@@ -155,6 +163,100 @@ static void test_rules(void)
 		is_int(fqn_pace_update(s, now + MS(10)), 0, "nothing before an update period has passed");
 		ok(fqn_pace_rate(s, 0) == r, "the rate is kept until then");
 	}
+	fqn_pace_destroy(s);
+}
+
+/* One update of two lanes: each lane's RTT over a 100 us base (0: the
+ * lane carried nothing and is not observed) and bytes acked. */
+static void step2(struct fqn_pace *s, int64_t *now, uint32_t rtt0, uint64_t b0, uint32_t rtt1, uint64_t b1)
+{
+	struct fqn_pace_sample s0 = {.rtt_us = rtt0, .min_rtt_us = 100, .bytes = b0};
+	struct fqn_pace_sample s1 = {.rtt_us = rtt1, .min_rtt_us = 100, .bytes = b1};
+
+	*now += MS(50);
+	if (rtt0)
+		fqn_pace_observe(s, 0, &s0);
+	if (rtt1)
+		fqn_pace_observe(s, 1, &s1);
+	fqn_pace_update(s, *now);
+}
+
+/* The signal is late (an update or so): the law acts on a rising queue
+ * extrapolated lead updates ahead, on a falling one as it stands. */
+static void test_trend(void)
+{
+	struct fqn_pace_params p;
+	struct fqn_pace *s;
+	int64_t now = 0;
+	double r, q;
+
+	fqn_pace_params_default(&p);
+	fqn_pace_create(1, &p, 0, &s);
+	step1(s, &now, 100 + 1000, 500000);
+	is_int(step1(s, &now, 100 + 1800, 500000), 1,
+	       "a queue rising to 1.8 ms (under the 2 ms target): paced");
+	q = 1.8 + p.lead * 0.8; /* ms, where it will be */
+	ok(fabs(fqn_pace_rate(s, 0) - (10e6 * (1 - p.gain * (q - 2) / 50) + p.ai)) < 1e3,
+	   "cut for the queue %.1f updates ahead (%.1f ms): %.0f B/s", p.lead, q, fqn_pace_rate(s, 0));
+	step1(s, &now, 100 + 10000, 500000);
+	step1(s, &now, 100 + 6000, 500000);
+	ok(fabs(fqn_pace_rate(s, 0) - (10e6 * (1 - p.gain * 4 / 50) + p.ai)) < 1,
+	   "a queue falling from 10 to 6 ms is cut for the 6 ms that stand, no less (%.0f B/s)",
+	   fqn_pace_rate(s, 0));
+	step1(s, &now, 100 + 200000, 0); /* no traffic: no sample */
+	r = fqn_pace_rate(s, 0);
+	step1(s, &now, 100 + 1900, 500000);
+	ok(fabs(fqn_pace_rate(s, 0) - (r + p.ai)) < 1,
+	   "no trend across an update without a sample: 1.9 ms is under the target");
+	fqn_pace_destroy(s);
+}
+
+/* A connection moves its chunks between its lanes: their rates follow. */
+static void test_follow(void)
+{
+	struct fqn_pace_params p;
+	struct fqn_pace *s;
+	int64_t now = 0;
+	double r0, r1, cut;
+
+	fqn_pace_params_default(&p);
+	fqn_pace_create(2, &p, 0, &s);
+	cut = p.gain * 2.0 / 50; /* a steady 4 ms queue, 2 ms above the target */
+	step2(s, &now, 100 + 4000, 500000, 100 + 4000, 250000);
+	r0 = 10e6 * (1 - cut) + p.ai;
+	r1 = 5e6 * (1 - cut) + p.ai;
+	ok(fabs(fqn_pace_rate(s, 0) - r0) < 1 && fabs(fqn_pace_rate(s, 1) - r1) < 1,
+	   "both lanes paced (%.0f, %.0f B/s)", fqn_pace_rate(s, 0), fqn_pace_rate(s, 1));
+	step2(s, &now, 100 + 4000, 500000, 0, 0);
+	ok(fabs(fqn_pace_rate(s, 0) - (r0 + r1)) < 1,
+	   "a lane gone idle gives its rate to its busy sibling (%.0f = %.0f + %.0f)", fqn_pace_rate(s, 0),
+	   r0, r1);
+	ok(fabs(fqn_pace_rate(s, 1) - r1) < 1, "and keeps its own, under the busy lanes' mean");
+	step2(s, &now, 100 + 4000, 500000, 100 + 4000, 250000);
+	ok(fabs(fqn_pace_rate(s, 0) - r0 + r1) < 1 && fabs(fqn_pace_rate(s, 1) - r1) < 1,
+	   "back, it takes its rate from the sibling (%.0f, %.0f)", fqn_pace_rate(s, 0), fqn_pace_rate(s, 1));
+	fqn_pace_destroy(s);
+
+	/* an idle lane at a rate above what the busy lanes now have */
+	fqn_pace_create(2, &p, 0, &s);
+	now = 0;
+	step2(s, &now, 100 + 4000, 100000, 100 + 4000, 1000000);
+	r0 = 2e6 * (1 - cut) + p.ai;
+	r1 = 20e6 * (1 - cut) + p.ai;
+	step2(s, &now, 100 + 4000, 100000, 0, 0);
+	ok(fabs(fqn_pace_rate(s, 1) - r0) < 1,
+	   "an idle lane keeps no rate above the busy lanes' own (%.0f, was %.0f): no burst when it is back",
+	   fqn_pace_rate(s, 1), r1);
+	ok(fabs(fqn_pace_rate(s, 0) - (r0 + r1)) < 1, "its old rate went to the sibling (%.0f)",
+	   fqn_pace_rate(s, 0));
+	fqn_pace_destroy(s);
+
+	/* nothing paced: nothing moves */
+	fqn_pace_create(2, &p, 0, &s);
+	now = 0;
+	step2(s, &now, 100 + 1000, 500000, 100 + 1000, 500000);
+	step2(s, &now, 100 + 1000, 500000, 0, 0);
+	ok(fqn_pace_rate(s, 0) == 0 && fqn_pace_rate(s, 1) == 0, "unpaced lanes stay unpaced when one idles");
 	fqn_pace_destroy(s);
 }
 
@@ -391,6 +493,8 @@ int main(void)
 {
 	test_params();
 	test_rules();
+	test_trend();
+	test_follow();
 	test_bottleneck();
 	test_fairness();
 	test_reaction();
