@@ -12,6 +12,12 @@
  * low is a path with room. */
 #define MI_AFTER 3
 
+/* Updates without a call (the transport drives them while the connection
+ * has requests) after which its lanes start unpaced: a collective's
+ * iterations leave a connection idle between them, and a rate cut at one
+ * iteration's end (its queue full) held the next one's start back. */
+#define IDLE_UPDATES 2
+
 struct pace_lane {
 	double rate;    /* bytes/s; 0: unpaced */
 	int fresh;      /* an observation with traffic and an RTT since the last update */
@@ -182,6 +188,15 @@ int fqn_pace_update(struct fqn_pace *s, int64_t now)
 
 	if (now - s->last_update < s->p.update_ns)
 		return 0;
+	if (now - s->last_update > IDLE_UPDATES * s->p.update_ns) {
+		/* not driven for that long: the connection had nothing to send */
+		s->last_update = now;
+		for (int i = 0; i < s->n; i++) {
+			changed |= s->l[i].rate != 0;
+			s->l[i] = (struct pace_lane){0};
+		}
+		return changed;
+	}
 	s->last_update = now;
 	for (int i = 0; i < s->n; i++) {
 		struct pace_lane *l = &s->l[i];

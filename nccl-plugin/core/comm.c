@@ -52,7 +52,10 @@ void fqn_comm_tick(struct fqn_comm *c, int i, int64_t now, int force)
 		st->interval_start = now;
 		return;
 	}
-	if (force ? st->chunks == 0 : now - st->interval_start < c->interval_ns)
+	/* the last interval, at close: only if it has something to say (a
+	 * lane capped while idle has its time capped) */
+	if (force ? st->chunks == 0 && !st->throttled_ns && !st->assigned_ns
+		  : now - st->interval_start < c->interval_ns)
 		return;
 	memset(&s, 0, offsetof(struct fqn_lane_sample, owd));
 	s.conn_id = c->conn_id;

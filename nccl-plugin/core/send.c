@@ -579,6 +579,8 @@ int fqn_close_send(struct fqn_send *s)
 		return 0;
 	if (s->c.control)
 		ev_flush(s, fq_clock_ns(CLOCK_MONOTONIC)); /* a failover whose resend had not finished */
+	if (s->st)
+		send_steer_account(s, fq_clock_ns(CLOCK_MONOTONIC)); /* capped since the last update */
 	if (s->c.control && (s->c.failovers || s->c.failbacks))
 		FQN_INFO("connection %llx: %llu failover(s), %llu failback(s)",
 			 (unsigned long long)s->c.conn_id, (unsigned long long)s->c.failovers,

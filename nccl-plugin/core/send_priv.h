@@ -97,6 +97,10 @@ void send_steer_lane_state(struct fqn_send *s, int i, int up, int64_t now);
 int send_steer_allows(struct fqn_send *s, int i);
 /* Lane i took chunk c (resent: a resend, which ignores weights). */
 void send_steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int resent, int64_t now);
+/* Count each up lane's time capped (pacing's rate, the controller's) since
+ * the last update into its stats (the tick does; the close, for the time
+ * after the last tick, before the final interval is reported). */
+void send_steer_account(struct fqn_send *s, int64_t now);
 /* Every progress call: feed the controllers, move a lane if due, pace. */
 void send_steer_tick(struct fqn_send *s, int64_t now);
 /* The periodic update for control-mode comm s: steering if steer (and

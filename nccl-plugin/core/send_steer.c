@@ -299,7 +299,7 @@ static void rates_apply(struct fqn_send *s, int64_t now)
  * since the last update counts the time since (telemetry reports it per
  * interval, LaneReport.throttled_ns), and the time it had a rate from
  * the controller (assigned_ns). */
-static void pace_account(struct fqn_send *s, int64_t now)
+void send_steer_account(struct fqn_send *s, int64_t now)
 {
 	struct steer_state *st = s->st;
 
@@ -338,7 +338,7 @@ void send_steer_tick(struct fqn_send *s, int64_t now)
 	if (now < st->next_ns)
 		return;
 	st->next_ns = now + (int64_t)FQN_STEER_UPDATE_MS * 1000000;
-	pace_account(s, now);
+	send_steer_account(s, now);
 	rates_read(s);
 	if (st->vt[0] > 1e15) /* keep the virtual clocks small: only their differences count */
 		for (int i = s->c.nlanes - 1; i >= 0; i--)

@@ -251,6 +251,22 @@ static void test_follow(void)
 	   fqn_pace_rate(s, 0));
 	fqn_pace_destroy(s);
 
+	/* not driven for more than two updates: the connection was idle */
+	fqn_pace_create(2, &p, 0, &s);
+	now = 0;
+	step2(s, &now, 100 + 4000, 500000, 100 + 4000, 500000);
+	ok(fqn_pace_rate(s, 0) > 0 && fqn_pace_rate(s, 1) > 0, "both lanes paced");
+	now += MS(50);
+	step2(s, &now, 100 + 4000, 500000, 100 + 4000, 500000);
+	ok(fqn_pace_rate(s, 0) > 0 && fqn_pace_rate(s, 1) > 0,
+	   "an update 100 ms after the last: still paced");
+	now += MS(110);
+	is_int(fqn_pace_update(s, now + MS(50)), 1,
+	       "the first update after 160 ms without one changes the rates");
+	ok(fqn_pace_rate(s, 0) == 0 && fqn_pace_rate(s, 1) == 0 && fqn_pace_delay(s, 0) == 0,
+	   "and both lanes start unpaced: a rate cut at an iteration's end does not hold the next one back");
+	fqn_pace_destroy(s);
+
 	/* nothing paced: nothing moves */
 	fqn_pace_create(2, &p, 0, &s);
 	now = 0;
