@@ -92,8 +92,8 @@
  * cannot take the part a sibling flow leaves when it ends first, until
  * additive steps find it (hundreds of ms); a collective whose iteration
  * moves a few MB through the bottleneck loses that at every iteration.
- * The same alltoall took 0.57-0.61 s an iteration paced against 0.35 s
- * unpaced (bench-incast's flows are long-lived: there it pays).
+ * The same alltoall took 0.57-0.66 s an iteration paced against
+ * 0.35-0.37 s unpaced (bench-incast's flows are long-lived: there it pays).
  *
  * Default constants (struct fqn_pace_params) and why:
  *   update 50 ms: the steering tick (no second timer). Coarse against a
@@ -115,8 +115,9 @@
  *   lead 1.5 updates, on a rising queue only: bench-incast (4 senders x
  *     2 lanes into 200 Mbit/s, against the unpaced queue's p99 and
  *     throughput in the same run, 3 rounds of 20 s, the lanes following
- *     their data as above): 0.171x the queue's p99 at 0.979x the
- *     throughput. No lead: 0.238x at 0.979x. Lead 1.5 both ways: 0.203x
+ *     their data as above): 0.171x, 0.179x and 0.192x the queue's p99 at
+ *     0.979x the throughput (three runs, the last two with the idle rule
+ *     above). No lead: 0.238x at 0.979x. Lead 1.5 both ways: 0.203x
  *     at 0.989x, 0.203x at 0.969x, 0.192x at 0.980x, and the slower
  *     drain above. Before the lanes followed their data, lead (both
  *     ways) moved little: 0 0.257x at 0.975x, 1 0.251x at 1.00x, 1.5
