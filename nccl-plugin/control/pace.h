@@ -61,7 +61,8 @@
  * queue settles: above the target by n x ai x update / (gain x C) for n
  * lanes on a link of capacity C (2 ms for 4 lanes on 200 Mbit/s; 16 us
  * on 25 Gbit/s). A lane that comes back up (a failback, a move to a new
- * path) starts unpaced.
+ * path) forgets its history: unpaced, or, while its siblings are paced,
+ * at their mean (the idle lanes' rule below) until it carries traffic.
  * The lanes of a connection: the chunk scheduler moves the connection's
  * data between them (steering's weights), so a lane can go idle while its
  * siblings carry its part, and come back. Their rates follow the data,
