@@ -251,6 +251,18 @@ static void test_follow(void)
 	   fqn_pace_rate(s, 0));
 	fqn_pace_destroy(s);
 
+	/* a lane back up (failback, move) while its sibling is paced */
+	fqn_pace_create(2, &p, 0, &s);
+	now = 0;
+	step2(s, &now, 100 + 4000, 500000, 100 + 4000, 500000);
+	fqn_pace_reset(s, 1);
+	ok(fqn_pace_rate(s, 1) == 0, "a lane back up forgets its rate");
+	step2(s, &now, 100 + 4000, 500000, 0, 0);
+	ok(fabs(fqn_pace_rate(s, 1) - fqn_pace_rate(s, 0)) < 1,
+	   "until it carries traffic it is held at its paced sibling's rate (%.0f), not unpaced",
+	   fqn_pace_rate(s, 1));
+	fqn_pace_destroy(s);
+
 	/* not driven for more than two updates: the connection was idle */
 	fqn_pace_create(2, &p, 0, &s);
 	now = 0;
