@@ -193,7 +193,7 @@ int fqn_pace_update(struct fqn_pace *s, int64_t now)
 		s->last_update = now;
 		for (int i = 0; i < s->n; i++) {
 			changed |= s->l[i].rate != 0;
-			s->l[i] = (struct pace_lane){0};
+			fqn_pace_reset(s, i);
 		}
 		return changed;
 	}
