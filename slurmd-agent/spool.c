@@ -155,16 +155,6 @@ static int open_acked(struct fq_spool *s)
 	return 0;
 }
 
-static void write_acked(struct fq_spool *s)
-{
-	char text[32];
-	int n = snprintf(text, sizeof(text), "%020" PRIu64 "\n", s->acked);
-
-	if (pwrite(s->ack_fd, text, (size_t)n, 0) != n)
-		fq_log_rl(FQ_LOG_ERROR, "spool: cannot write %s/acked: %s", s->dir, strerror(errno));
-	s->ack_dirty = true;
-}
-
 static int load(struct fq_spool *s)
 {
 	DIR *d = opendir(s->dir);
@@ -455,8 +445,15 @@ static int seg_for(struct fq_spool *s, size_t len)
 
 	if (s->cur && s->seg[s->nseg - 1].bytes + FQ_RECLOG_HDR + len <= s->seg_limit)
 		return 0;
-	if (s->cur)
+	if (s->cur) {
+		/* full: what it holds is written first, waiting for a flush
+		 * that syncs it (a segment's worth held: the loop waits) */
+		if ((rc = spool_write_held(s)) < 0) {
+			s->io_errors++;
+			fq_log_rl(FQ_LOG_ERROR, "spool: write failed: %s", strerror(-rc));
+		}
 		retire(s);
+	}
 	if ((rc = add_seg(s, s->next_seq)) < 0)
 		return rc;
 	rc = seg_open(s, s->next_seq, FQ_RECLOG_CREATE | FQ_RECLOG_TRUNC, &s->cur);
@@ -469,6 +466,18 @@ static int seg_for(struct fq_spool *s, size_t len)
 	}
 	s->dir_dirty = true;
 	return 0;
+}
+
+/* The record just appended to the current segment's log (rec bytes): held
+ * there while a flush syncs the segment, up to seg_limit, else written
+ * with those held before it. 0 or -errno (nothing of the buffer kept). */
+static int append_write(struct fq_spool *s, uint64_t rec)
+{
+	if (spool_syncing_cur(s) && s->held + rec <= s->seg_limit) {
+		s->held += rec;
+		return 0;
+	}
+	return spool_write_held(s);
 }
 
 int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
@@ -490,8 +499,9 @@ int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
 	iov[0] = (struct iovec){.iov_base = pfx, .iov_len = REC_PFX};
 	iov[1] = (struct iovec){.iov_base = frame, .iov_len = len};
 	g = &s->seg[s->nseg - 1];
-	/* written at once: in the page cache, an agent crash keeps it */
-	if ((rc = fq_reclog_append(s->cur, iov, 2)) < 0 || (rc = fq_reclog_write(s->cur)) < 0) {
+	/* written at once: in the page cache, an agent crash keeps it; held
+	 * while a flush syncs the segment (spool_int.h) */
+	if ((rc = fq_reclog_append(s->cur, iov, 2)) < 0 || (rc = append_write(s, REC_HDR + len)) < 0) {
 		s->io_errors++;
 		fq_log_rl(FQ_LOG_ERROR, "spool: write failed: %s", strerror(-rc));
 		/* start a new segment (the records before are synced by the next flush) */
@@ -517,7 +527,10 @@ void fq_spool_ack(struct fq_spool *s, uint64_t seq)
 	if (seq <= s->acked)
 		return;
 	s->acked = seq;
-	write_acked(s);
+	if (s->flushing && s->flushing->ack)
+		s->ack_held = true; /* its file is being synced: written once that is done */
+	else
+		spool_write_acked(s);
 	if (s->skip_upto < seq)
 		s->skip_upto = seq;
 	/* every segment entirely acknowledged, except the one being written */
@@ -544,7 +557,8 @@ int64_t fq_spool_next(struct fq_spool *s, uint8_t *buf, size_t cap, uint64_t *se
 		int64_t n;
 		int rc;
 
-		if (s->cur_off >= g->bytes) {
+		/* (the segment being written: not its held records) */
+		if (s->cur_off >= g->bytes - (s->cur_seg + 1 == s->nseg && s->cur ? s->held : 0)) {
 			if (s->cur_seg + 1 == s->nseg)
 				return 0; /* caught up with the writer */
 			s->cur_seg++;

@@ -31,6 +31,28 @@ int spool_store_lease(const char *dir, uint64_t end)
 	return rc;
 }
 
+void spool_write_acked(struct fq_spool *s)
+{
+	char text[32];
+	int n = snprintf(text, sizeof(text), "%020" PRIu64 "\n", s->acked);
+
+	if (pwrite(s->ack_fd, text, (size_t)n, 0) != n)
+		fq_log_rl(FQ_LOG_ERROR, "spool: cannot write %s/acked: %s", s->dir, strerror(errno));
+	s->ack_dirty = true;
+}
+
+int spool_write_held(struct fq_spool *s)
+{
+	int rc = s->cur ? fq_reclog_write(s->cur) : 0;
+
+	if (rc < 0) { /* the segment ends where its file does */
+		s->seg[s->nseg - 1].bytes -= s->held;
+		s->total_bytes -= s->held;
+	}
+	s->held = 0;
+	return rc;
+}
+
 static void flush_run(struct fq_job *j)
 {
 	struct flush_job *f = (struct flush_job *)j;
@@ -67,10 +89,19 @@ static void flush_done(struct fq_job *j, bool ran)
 {
 	struct flush_job *f = (struct flush_job *)j;
 	struct fq_spool *s = f->s;
+	int rc;
 
 	if (!ran) /* the worker went away first: inline, now */
 		flush_run(j);
 	s->flushing = NULL;
+	if (s->held && (rc = spool_write_held(s)) < 0) { /* what the loop appended while it ran */
+		s->io_errors++;
+		fq_log_rl(FQ_LOG_ERROR, "spool: write failed: %s", strerror(-rc));
+	}
+	if (s->ack_held) {
+		s->ack_held = false;
+		spool_write_acked(s);
+	}
 	if (f->rc == 0) {
 		if (f->upto > s->durable)
 			s->durable = f->upto;
@@ -111,12 +142,14 @@ static struct flush_job *flush_job_new(struct fq_spool *s)
 	if (s->nretired)
 		memcpy(f->fds, s->retired, s->nretired * sizeof(int));
 	f->nfds = s->nretired;
-	if (current && (f->fds[f->nfds] = dup(fq_reclog_fd(s->cur))) >= 0)
+	if (current && (f->fds[f->nfds] = dup(fq_reclog_fd(s->cur))) >= 0) {
 		f->nfds++;
-	else if (current)
+		f->cur = true;
+	} else if (current)
 		f->rc = -errno;
 	if (s->ack_dirty && (f->fds[f->nfds] = dup(s->ack_fd)) >= 0) {
 		f->nfds++;
+		f->ack = true;
 		f->acked = s->acked;
 		s->ack_dirty = false;
 	}

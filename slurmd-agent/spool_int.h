@@ -65,6 +65,16 @@ struct fq_spool {
 	int ack_fd;
 	bool ack_dirty;         /* written since the last flush began */
 	uint64_t acked_durable; /* what DIR/acked holds on stable storage */
+	/* While a flush syncs the segment being written (or DIR/acked), the
+	 * loop does not write to it: on some filesystems a write waits for a
+	 * pending fsync of its file (FUSE and btrfs hold the inode's lock
+	 * through it), and a disk that does not answer would stop the loop,
+	 * the step registrations with it. The records wait in the segment's
+	 * record log (held bytes, at most seg_limit, and not past the
+	 * segment's end: beyond, the loop writes and waits), the ack in
+	 * acked, until the flush is done. */
+	uint64_t held;
+	bool ack_held;
 };
 
 /* A flush, run on the worker: its inputs are its own, never the spool's. */
@@ -77,8 +87,26 @@ struct flush_job {
 	bool dir_sync;
 	uint64_t lease, upto;
 	uint64_t acked; /* durable once done, when ack_fd is one of fds */
+	bool cur, ack;  /* it syncs the segment being written, DIR/acked */
 	int rc;
 };
+
+/* Does the flush in flight sync the segment being written (so that a write
+ * to it now could wait for the disk)? */
+static inline bool spool_syncing_cur(const struct fq_spool *s)
+{
+	return s->flushing && s->flushing->cur;
+}
+
+/* Write the current segment's record log's buffer: the held records and
+ * any appended after them. On failure none of it is kept, and the held
+ * records leave the segment's byte count (its frame counts keep them).
+ * Held is 0 after. 0 or -errno. */
+int spool_write_held(struct fq_spool *s);
+
+/* Write the acknowledged seq to DIR/acked (made durable by the next
+ * flush); spool_flush.c, which writes a held one when its flush is done. */
+void spool_write_acked(struct fq_spool *s);
 
 /* Write DIR/lease (the first seq a restarted agent may use), synced
  * (spool_flush.c: a flush writes it too). 0 or a negative errno. */

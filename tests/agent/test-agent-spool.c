@@ -389,11 +389,88 @@ static void test_spool_event_durable(void)
 		diag("cleanup failed");
 }
 
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static unsigned long long acked_on_disk(const char *dir)
+{
+	char path[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/acked", dir);
+	if ((f = fopen(path, "re")) && fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* While a flush syncs the segment being written (or DIR/acked), the loop
+ * writes neither: a write can wait for a pending fsync of its file (FUSE,
+ * btrfs), and a disk that does not answer must not stop the loop. What it
+ * appends meanwhile is held, not sent, and written once the flush is done. */
+static void test_spool_held(void)
+{
+	char dir[] = "/tmp/fq-spool-held.XXXXXX", seg[256];
+	struct event_base *base = event_base_new();
+	struct fq_spool *s;
+	uint8_t buf[8192];
+	uint64_t seq = 0;
+	off_t size0;
+	int64_t n;
+
+	if (!mkdtemp(dir) || fq_spool_open(dir, 1 << 22, &s) < 0 || fq_spool_attach(s, base) < 0) {
+		ok(0, "open a spool with a worker");
+		return;
+	}
+	snprintf(seg, sizeof(seg), "%s/%020d.seg", dir, 1);
+	append_kind(s, PROBE);
+	append_kind(s, PROBE);
+	fq_spool_ack(s, 1);
+	fq_spool_flush(s); /* in flight until the loop runs its end */
+	size0 = file_size(seg);
+	append_kind(s, PROBE);
+	append_kind(s, LINK);
+	fq_spool_ack(s, 2);
+	ok(size0 > 0 && file_size(seg) == size0 && acked_on_disk(dir) == 1,
+	   "a flush syncing the segment and the ack: two frames appended and an ack meanwhile are not "
+	   "written (%lld bytes, acked %llu)",
+	   (long long)file_size(seg), acked_on_disk(dir));
+	is_int((int)fq_spool_next(s, buf, sizeof(buf), &seq), 0,
+	       "the acknowledged frames are not sent, nor the held ones");
+	for (int i = 0; i < 500 && fq_spool_durable_seq(s) < 2; i++)
+		event_base_loop(base, EVLOOP_ONCE);
+	ok(file_size(seg) > size0 && acked_on_disk(dir) == 2,
+	   "the flush done: both written (%lld bytes, acked %llu)", (long long)file_size(seg),
+	   acked_on_disk(dir));
+	n = fq_spool_next(s, buf, sizeof(buf), &seq);
+	ok(n > 0 && seq == 3 && fq_spool_next(s, buf, sizeof(buf), &seq) == 0,
+	   "... the held probe report is sent (seq %llu), the event waits for its flush",
+	   (unsigned long long)seq);
+	fq_spool_flush(s);
+	for (int i = 0; i < 500 && fq_spool_durable_seq(s) < 4; i++)
+		event_base_loop(base, EVLOOP_ONCE);
+	n = fq_spool_next(s, buf, sizeof(buf), &seq);
+	ok(n > 0 && seq == 4, "... and goes once a flush made it durable (seq %llu)",
+	   (unsigned long long)seq);
+	fq_spool_close(s);
+	event_base_free(base);
+	snprintf((char *)buf, sizeof(buf), "rm -rf '%s'", dir);
+	if (system((char *)buf) != 0)
+		diag("cleanup failed");
+}
+
 int main(void)
 {
 	test_spool();
 	test_spool_event_durable();
 	test_spool_durable();
 	test_spool_priority();
+	test_spool_held();
 	return done_testing();
 }

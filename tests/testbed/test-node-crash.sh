@@ -120,6 +120,11 @@ t0=$SECONDS
 # it resends from seq 1, which must not read as a lost spool.
 r0=$(grep -c 'registered:' "$S/log/n1.agent.log")
 kill -USR2 "$(cat "$S/daemons/n1.crashfs.pid")"
+# two report windows first: the agent's flushes stall, and its loop must
+# still take the step (it wrote to the segment being synced, and on FUSE
+# a write waits for a pending fsync of its file: the loop stopped, and
+# the step was never read)
+sleep 2.5
 step sh -c 'echo "job $SLURM_JOB_ID"' &
 LOOP=$!
 # (srun's first launch: seen over 4 s on 2 quiet cores; wait up to 25 s,
