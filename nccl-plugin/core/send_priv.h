@@ -45,6 +45,9 @@ struct steer_state {
 	 * 20), read each update; the lane's rate is the lower of it and
 	 * pacing's (FABRICIQ_PACE), so it applies with pacing off too. */
 	uint64_t assigned[FQN_MAX_LANES]; /* bytes/s; 0: none */
+	/* Their sum while every up lane has one, else 0: then the rates, not
+	 * steering's weights, split the chunks (send_steer.c, lane_share). */
+	uint64_t given;
 	uint64_t rate_logged[FQN_MAX_LANES];
 	int64_t logged_ns[FQN_MAX_LANES];
 	int rate_err; /* a set_rate failed: warned once */

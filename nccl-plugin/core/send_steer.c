@@ -23,6 +23,8 @@ void send_steer_lane_state(struct fqn_send *s, int i, int up, int64_t now)
 
 	if (!st)
 		return;
+	/* steering splits the chunks until the next update has every up lane's rate */
+	st->given = 0;
 	if (up) { /* a new socket: unpaced (the next update gives it its rate), its own byte count */
 		if (st->pace)
 			fqn_pace_reset(st->pace, i);
@@ -36,6 +38,19 @@ void send_steer_lane_state(struct fqn_send *s, int i, int up, int64_t now)
 			vmin = st->vt[k];
 	st->vt[i] = vmin < 0 ? 0 : vmin; /* back: no burst to catch up */
 	fqn_hist_reset(&st->lat[i]);
+}
+
+/* Lane i's share of the connection's chunks. While the controller gives
+ * every up lane a rate, the rates: each lane drains no faster than its
+ * rate, and their ratio is the split that uses all of them. Steering's
+ * weights, from delays that the caps' own queues make alike, split them
+ * unevenly: one lane held at its rate while its sibling used part of its
+ * own. Otherwise, and from a lane's change of state to the next update,
+ * steering's weight. */
+static double lane_share(const struct steer_state *st, int i)
+{
+	return st->given && st->assigned[i] ? (double)st->assigned[i] / (double)st->given
+					    : fqn_steer_weight(st->ctl, i);
 }
 
 /* May UP lane i take a new chunk? (Its virtual clock is within one chunk
@@ -52,7 +67,7 @@ int send_steer_allows(struct fqn_send *s, int i)
 	for (int k = 0; k < s->c.nlanes; k++)
 		if (k != i && k != st->move && s->c.lc[k].fsm.state == FQN_LANE_UP && st->vt[k] < vmin)
 			vmin = st->vt[k];
-	return st->vt[i] - vmin <= (double)s->c.chunk_size / fqn_steer_weight(st->ctl, i) + 1;
+	return st->vt[i] - vmin <= (double)s->c.chunk_size / lane_share(st, i) + 1;
 }
 
 void send_steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int resent, int64_t now)
@@ -64,7 +79,7 @@ void send_steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int re
 	(void)resent;
 	if (!st->ctl)
 		return;
-	w = fqn_steer_weight(st->ctl, i);
+	w = lane_share(st, i);
 	st->push_ns[i][s->txq[i]->pushed % FQN_TXQ_MAX] = now;
 	st->vt[i] += len / (w > 0 ? w : 1e-3);
 	st->sent_bytes[i] += len;
@@ -217,7 +232,9 @@ static void rates_read(struct fqn_send *s)
 	struct steer_state *st = s->st;
 	struct fq_path_page_reader *r = __atomic_load_n(&s->c.ctx->paths, __ATOMIC_ACQUIRE);
 	int64_t raw = fq_now_ns();
+	int unrated = 0;
 
+	st->given = 0;
 	for (int i = 0; i < s->c.nlanes; i++) {
 		struct fq_path_rate x;
 		uint64_t a = 0, was = st->assigned[i];
@@ -227,6 +244,10 @@ static void rates_read(struct fqn_send *s)
 			a = x.rate;
 		st->assigned[i] = a;
 		s->c.stats[i].assigned_rate = a;
+		if (s->c.lc[i].fsm.state == FQN_LANE_UP) {
+			st->given += a;
+			unrated |= !a;
+		}
 		if (a == was)
 			continue;
 		if (a)
@@ -240,6 +261,8 @@ static void rates_read(struct fqn_send *s)
 				 (unsigned long long)s->c.conn_id, i, s->c.lc[i].nic, s->c.lc[i].local,
 				 s->c.lc[i].peer);
 	}
+	if (unrated)
+		st->given = 0;
 }
 
 /* Lane i's rate: the lower of pacing's and the controller's (0: none). */
