@@ -43,7 +43,7 @@ void send_steer_lane_state(struct fqn_send *s, int i, int up, int64_t now)
 /* Lane i's share of the connection's chunks. While the controller gives
  * every up lane a rate, the rates: each lane drains no faster than its
  * rate, and their ratio is the split that uses all of them. Steering's
- * weights, from delays that the caps' own queues make alike, split them
+ * weights follow the lanes' delays, not their caps, and split them
  * unevenly: one lane held at its rate while its sibling used part of its
  * own. Otherwise, and from a lane's change of state to the next update,
  * steering's weight. */
