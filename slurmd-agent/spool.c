@@ -448,10 +448,7 @@ static int seg_for(struct fq_spool *s, size_t len)
 	if (s->cur) {
 		/* full: what it holds is written first, waiting for a flush
 		 * that syncs it (a segment's worth held: the loop waits) */
-		if ((rc = spool_write_held(s)) < 0) {
-			s->io_errors++;
-			fq_log_rl(FQ_LOG_ERROR, "spool: write failed: %s", strerror(-rc));
-		}
+		spool_write_held(s);
 		retire(s);
 	}
 	if ((rc = add_seg(s, s->next_seq)) < 0)
@@ -501,10 +498,13 @@ int fq_spool_append(struct fq_spool *s, Fabriciq__Envelope *env)
 	g = &s->seg[s->nseg - 1];
 	/* written at once: in the page cache, an agent crash keeps it; held
 	 * while a flush syncs the segment (spool_int.h) */
-	if ((rc = fq_reclog_append(s->cur, iov, 2)) < 0 || (rc = append_write(s, REC_HDR + len)) < 0) {
+	if ((rc = fq_reclog_append(s->cur, iov, 2)) < 0) {
 		s->io_errors++;
 		fq_log_rl(FQ_LOG_ERROR, "spool: write failed: %s", strerror(-rc));
-		/* start a new segment (the records before are synced by the next flush) */
+	} else {
+		rc = append_write(s, REC_HDR + len); /* a failed write is counted there */
+	}
+	if (rc < 0) { /* start a new segment (the records before are synced by the next flush) */
 		retire(s);
 		goto out;
 	}

@@ -48,6 +48,8 @@ int spool_write_held(struct fq_spool *s)
 	if (rc < 0) { /* the segment ends where its file does */
 		s->seg[s->nseg - 1].bytes -= s->held;
 		s->total_bytes -= s->held;
+		s->io_errors++;
+		fq_log_rl(FQ_LOG_ERROR, "spool: write failed: %s", strerror(-rc));
 	}
 	s->held = 0;
 	return rc;
@@ -89,15 +91,12 @@ static void flush_done(struct fq_job *j, bool ran)
 {
 	struct flush_job *f = (struct flush_job *)j;
 	struct fq_spool *s = f->s;
-	int rc;
 
 	if (!ran) /* the worker went away first: inline, now */
 		flush_run(j);
 	s->flushing = NULL;
-	if (s->held && (rc = spool_write_held(s)) < 0) { /* what the loop appended while it ran */
-		s->io_errors++;
-		fq_log_rl(FQ_LOG_ERROR, "spool: write failed: %s", strerror(-rc));
-	}
+	if (s->held) /* what the loop appended while it ran */
+		spool_write_held(s);
 	if (s->ack_held) {
 		s->ack_held = false;
 		spool_write_acked(s);

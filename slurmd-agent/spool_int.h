@@ -99,9 +99,10 @@ static inline bool spool_syncing_cur(const struct fq_spool *s)
 }
 
 /* Write the current segment's record log's buffer: the held records and
- * any appended after them. On failure none of it is kept, and the held
- * records leave the segment's byte count (its frame counts keep them).
- * Held is 0 after. 0 or -errno. */
+ * any appended after them. On failure none of it is kept, the held
+ * records leave the segment's byte count (its frame counts keep them), and
+ * the failure is counted (io_errors) and logged. Held is 0 after. 0 or
+ * -errno. */
 int spool_write_held(struct fq_spool *s);
 
 /* Write the acknowledged seq to DIR/acked (made durable by the next
