@@ -82,20 +82,7 @@ trap 'exit 130' INT TERM
 	--spine-rate "$RATE" --services none --clock-offsets zero >"$tmp/up.log" 2>&1 ||
 	{ echo "bench-ecmp: testbed up failed"; sed 's/^/  /' "$tmp/up.log" | tail -5; exit 1; }
 
-leaf_of() { echo $((($1 - 1) * LEAVES / HOSTS + 1)); }
 coll_of() { [ $(($1 % 2)) -eq 0 ] && echo alltoall || echo allreduce; }
-
-# Table 100+S on every leaf: every host under another leaf over spine S.
-for ((l = 1; l <= LEAVES; l++)); do
-	for ((s = 1; s <= SPINES; s++)); do
-		for ((i = 1; i <= HOSTS; i++)); do
-			[ "$(leaf_of $i)" -eq "$l" ] && continue
-			for ((r = 0; r < RAILS; r++)); do
-				echo "route replace 198.19.$r.$((2 * i))/31 via 198.18.$((100 + l)).$((2 * s - 1)) dev s$s table $((100 + s))"
-			done
-		done
-	done | "$TB" exec "leaf$l" ip -batch - || { echo "bench-ecmp: spine tables failed on leaf$l"; exit 1; }
-done
 jobargs=()
 for ((r = 0; r < RAILS; r++)); do jobargs+=(--job "$r:$(coll_of $r)"); done
 
@@ -110,38 +97,19 @@ lanes_now() {
 	done
 }
 
-unpin() {
-	local l
-	[ -s "$tmp/place" ] || return 0
-	for ((l = 1; l <= LEAVES; l++)); do
-		awk -v l="$l" '$1 == l { printf "rule del from %s to %s ipproto tcp sport %s dport %s lookup %d pref 1000\n", $2, $4, $3, $5, 100 + $6 }' \
-			"$tmp/place" | "$TB" exec "leaf$l" ip -force -batch - 2>/dev/null
-	done
-	rm -f "$tmp/place"
-}
+unpin() { "$TB" pin --clear; }
 
-# pin MODE SEED: one rule per lane on its source leaf, each checked with
-# `ip route get` (its 5-tuple, in at its host port); prints "PINNED SKEW":
-# the lanes pinned and the busiest link's active lanes / the mean
+# pin MODE SEED: each lane to its spine (fabriciq-testbed pin: a rule on its
+# source leaf, checked in the leaf's FIB); prints "PINNED SKEW": the lanes
+# pinned and the busiest link's active lanes / the mean
 pin() {
-	local l
+	local n
 	lanes_now >"$tmp/lanes"
 	python3 "$PLACE" --mode "$1" --seed "$2" --hosts "$HOSTS" --leaves "$LEAVES" --spines "$SPINES" \
 		"${jobargs[@]}" --summary "$tmp/skew" <"$tmp/lanes" >"$tmp/place" || return 1
-	for ((l = 1; l <= LEAVES; l++)); do
-		awk -v l="$l" '$1 == l { printf "rule add from %s to %s ipproto tcp sport %s dport %s lookup %d pref 1000\n", $2, $4, $3, $5, 100 + $6 }' \
-			"$tmp/place" | "$TB" exec "leaf$l" ip -batch - || return 1
-	done
-	# the FIB agrees: each lane's route on its leaf leaves by its spine
-	for ((l = 1; l <= LEAVES; l++)); do
-		awk -v l="$l" '$1 == l { split($2, a, "."); printf "route get to %s from %s iif n%dr%d ipproto tcp sport %s dport %s\n", $4, $2, (a[4] - 1) / 2, a[3], $3, $5 }' \
-			"$tmp/place" | "$TB" exec "leaf$l" ip -batch - 2>&1 | grep -o ' dev s[0-9]*' | sed 's/ dev s//'
-	done >"$tmp/fib"
-	for ((l = 1; l <= LEAVES; l++)); do awk -v l="$l" '$1 == l { print $6 }' "$tmp/place"; done | cmp -s - "$tmp/fib" || {
-		echo "bench-ecmp: the leaves' FIB does not send the lanes where they were pinned" >&2
-		return 1
-	}
-	echo "$(wc -l <"$tmp/place") $(awk '{ print $1 }' "$tmp/skew")"
+	n=$(awk '{ print $2, $3, $4, $5, $6 }' "$tmp/place" | "$TB" pin) || return 1
+	[ "$n" -eq "$(wc -l <"$tmp/place")" ] || return 1
+	echo "$n $(awk '{ print $1 }' "$tmp/skew")"
 }
 
 port=$((33000 + $$ % 1000))

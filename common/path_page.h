@@ -38,11 +38,13 @@
 #define FQ_PATH_PAGE_SIZE    (64 + FQ_PATH_PAGE_MAX * 128 + FQ_PATH_PAGE_RATES * 48)
 
 /* Advice from the controller about a path (issue: steering). The controller
- * sees the lane delays of every job; when two jobs collide on a path it
- * picks one of them and tells the agents on that job's nodes, which put it
- * here. A job process whose lane runs over this path and whose job id
- * matches advice_job should move that lane's traffic elsewhere: lower its
- * weight, or re-open it on a new source port (a new ECMP hash). The advice
+ * sees the lane delays of every job; when two jobs collide (on a NIC, or on
+ * a switch link their lanes' traced routes share) it picks one of them and
+ * tells the agents on that job's nodes, which put it here. A job process
+ * whose lane runs over this path, whose job id matches advice_job and, if
+ * advice_port is not 0, whose local port is advice_port should move that
+ * lane's traffic elsewhere: re-open it on a new source port (a new ECMP
+ * hash). The advice
  * holds until advice_until_ns (local CLOCK_MONOTONIC_RAW); a new advice
  * gets a new advice_gen, so a reader acts once per generation. */
 enum fq_path_advice {
@@ -69,7 +71,7 @@ struct fq_path_entry {
 	uint32_t advice_job;     /* the job the advice is for (0: every job) */
 	int64_t advice_until_ns; /* local raw clock; the advice lapses after it */
 	uint32_t advice_gen;     /* bumped for each new advice */
-	uint32_t advice_pad;     /* 0 */
+	uint32_t advice_port;    /* the lane to move, by its local source port (0: any lane of the path) */
 };
 
 _Static_assert(sizeof(struct fq_path_entry) == 128, "path page entry is 128 bytes");

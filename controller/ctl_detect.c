@@ -274,7 +274,7 @@ static bool apply_action(struct ctl *c, struct fq_db *db, const struct fq_det_ac
 
 		if (ag && ag->sess && left > 0)
 			fq_session_send_advice(ag->sess, a->job_id, a->nic, a->remote_node, a->remote_nic,
-					       left, a->other_job, a->reason, now);
+					       a->port, left, a->other_job, a->reason, now);
 		return true; /* nothing to store: the anomaly carries it */
 	}
 	case FQ_DET_HINT: { /* a node's drain or resume, or a fabric hint (component: what to check) */

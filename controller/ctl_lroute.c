@@ -26,6 +26,7 @@
 struct lane_route {
 	uint64_t job;
 	uint32_t step, src_rank, dst_rank, lane;
+	uint16_t local_port; /* the lane's source port (0: unknown) */
 	char node[64], nic[32];
 	char hops[FQ_TOPO_MAX_HOPS][48]; /* "" where no router answered */
 	size_t n_hops;
@@ -100,6 +101,19 @@ static void feed_rates(struct ctl *c, const struct lane_route *r)
 	ctl_rates_lane_route(c, &m, hops, r->n_hops);
 }
 
+/* The port of an "a.b.c.d:port" address; 0 if it has none. */
+static uint16_t lane_port(const char *address)
+{
+	const char *colon = address ? strrchr(address, ':') : NULL;
+	char *end;
+	unsigned long port;
+
+	if (!colon || !colon[1])
+		return 0;
+	port = strtoul(colon + 1, &end, 10);
+	return *end || port > 65535 ? 0 : (uint16_t)port;
+}
+
 static void feed(struct ctl *c, const struct lane_route *r, int64_t now)
 {
 	const char *comps[MAX_COMPS];
@@ -109,6 +123,7 @@ static void feed(struct ctl *c, const struct lane_route *r, int64_t now)
 				      .src_rank = r->src_rank,
 				      .dst_rank = r->dst_rank,
 				      .lane = r->lane,
+				      .local_port = r->local_port,
 				      .comps = comps,
 				      .now_ns = now};
 
@@ -147,6 +162,7 @@ void ctl_lane_route(struct ctl *c, const char *node, const Fabriciq__LaneRoute *
 				 .src_rank = m->src_rank,
 				 .dst_rank = m->dst_rank,
 				 .lane = m->lane};
+	r->local_port = lane_port(m->local_address);
 	snprintf(r->node, sizeof(r->node), "%s", node); /* the sending end's agent: the route's source */
 	snprintf(r->nic, sizeof(r->nic), "%s", m->local_nic);
 	for (size_t k = 0; k < m->n_hops; k++)

@@ -23,9 +23,11 @@ enum fq_det_action_kind {
 	/* collision advice: job_id is the job to move; send an Advice to the
 	 * agent on node: move off nic -> remote_node/remote_nic, for
 	 * end_ns - start_ns (advice_lifetime_ns); handle: the collision
-	 * anomaly; reason: the shared NIC ("node/nic"); other_job: the job it
-	 * collides with; summary: why. Repeated each tick while the collision lasts
-	 * (the agent renews it in place). */
+	 * anomaly; reason: where they collide (a NIC "node/nic" or a switch
+	 * link "leaf1>spine2"); port: the lane to move, by its source port (0:
+	 * the path's, any); other_job: the job it collides with; summary: why.
+	 * Repeated each tick while the collision lasts (the agent renews it in
+	 * place). */
 	FQ_DET_ADVICE = 5,
 	FQ_DET_UPDATE = 6, /* a link episode's DOWNs: handle, events, end_ns (its last DOWN), summary */
 	FQ_DET_MEMBER = 7, /* anomaly handle is now a member of incident (its jobs are the incident's) */
@@ -45,6 +47,7 @@ struct fq_det_action {
 	const char *evidence_json;
 	uint64_t job_id;
 	uint64_t other_job; /* FQ_DET_ADVICE: the job collided with */
+	uint16_t port;      /* FQ_DET_ADVICE: the lane's source port (0: any lane of the path) */
 	uint32_t step_id;
 	const uint32_t *ranks;
 	size_t nranks;

@@ -143,6 +143,12 @@ static bool is_path_place(const struct anom_ent *a)
 	return !nic_empty(&a->k.b);
 }
 
+/* A collision on a switch link: its place is the link's name, no NIC. */
+static bool is_link_collision(uint64_t kind, const struct nic_key *a)
+{
+	return kind == K_COLLISION && !a->nic[0];
+}
+
 /* Did this lane cross the anomaly's place (kind-specific)? */
 static bool lane_matches(struct fq_detector *d, const struct anom_ent *a, const struct step_key *sk,
 			 const struct lane_rec *l)
@@ -168,6 +174,9 @@ static bool lane_matches(struct fq_detector *d, const struct anom_ent *a, const 
 	case K_INBAND:
 		return nic_eq(s, x) && nic_eq(t, y);
 	case K_COLLISION:
+		if (is_link_collision(a->k.kind, x)) /* the lane's own route crosses it that way */
+			return det_lane_crosses(d, sk, l, x->node, false);
+		/* fall through */
 	case K_LINK_DOWN:
 	case K_FLAPPING:
 		if (!is_path_place(a))
@@ -206,7 +215,7 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 	struct anom_ent *e, *inc;
 	const char *component = NULL;
 	char nicname[NODE_LEN + NIC_LEN + 2];
-	bool created;
+	bool created, no_node = det_no_node(kind) || is_link_collision(kind, a);
 
 	memset(&key, 0, sizeof(key));
 	key.kind = kind;
@@ -237,7 +246,7 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 	 * unless the NIC said it was disabled or is gone */
 	if ((kind == K_LINK_DOWN || kind == K_FLAPPING) && !(b && !nic_empty(b)))
 		component = det_nic_component(d, a, nicname, sizeof(nicname));
-	else if (det_is_fabric(kind))
+	else if (det_is_fabric(kind) || is_link_collision(kind, a))
 		component = a->node;
 	det_push(d, &(struct fq_det_action){.kind = FQ_DET_OPEN,
 					    .handle = e->handle,
@@ -246,8 +255,8 @@ struct anom_ent *det_anom_member(struct fq_detector *d, enum kind kind, int seve
 					    .anomaly_kind = kind_names[kind],
 					    .severity = severity,
 					    .start_ns = e->start_ns,
-					    .node = det_no_node(kind) ? NULL : a->node,
-					    .nic = det_no_node(kind) || !a->nic[0] ? NULL : a->nic,
+					    .node = no_node ? NULL : a->node,
+					    .nic = no_node || !a->nic[0] ? NULL : a->nic,
 					    .remote_node = b && b->node[0] ? b->node : NULL,
 					    .remote_nic = b && b->nic[0] ? b->nic : NULL,
 					    .component = component,

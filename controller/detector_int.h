@@ -194,6 +194,7 @@ struct lroute_ent {
 	struct lroute_key k;
 	char **route; /* as a path's (path_ent.route); owned */
 	size_t nroute;
+	uint16_t local_port; /* the lane's source port as traced (0: unknown) */
 };
 
 struct step_ent {
@@ -296,11 +297,11 @@ struct fq_detector {
 	struct topo_diff *tdiffs;    /* the topology's differences now (fq_detector_topology) */
 	size_t ntdiffs;
 	size_t scratch_cap;
-	/* the job advised per shared NIC while its advice holds: in any
-	 * collision it is part of, it stays the one to move
+	/* the job advised per place (a NIC or a switch link) while its advice
+	 * holds: in any collision it is part of, it stays the one to move
 	 * (fq_rule_collision_keep) */
 	struct {
-		char nic[NODE_LEN + NIC_LEN + 1];
+		char place[NODE_LEN + NIC_LEN + 1];
 		uint64_t job;
 		int64_t until_ns;
 	} advised[16];
@@ -457,6 +458,9 @@ void det_routes_free(char **r, size_t n);
 const struct path_ent *det_reverse_of(struct fq_detector *d, const struct path_ent *p);
 
 /* detector_lroute.c */
+/* The lane's own route, if it has one that starts at its sending NIC. */
+const struct lroute_ent *det_lane_route(struct fq_detector *d, const struct step_key *sk,
+					const struct lane_rec *l);
 void det_lroute_drop(void *ctx, struct fq_captab_ent *e);
 /* Did lane l of step sk cross comp: by its own route where it has one
  * (loss: or its acks' way back, the NIC pair's reverse route), else by its

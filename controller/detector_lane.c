@@ -293,14 +293,32 @@ void det_check_step_outliers(struct fq_detector *d, struct step_ent *s)
 
 /* ---- collision ------------------------------------------------------------- */
 
+#define COLL_LINKS 8 /* a lane's switch links kept for the rule (a 3-tier Clos crosses 4) */
+
 struct coll_lane {
 	const struct lane_rec *l;
 	char src[NODE_LEN + NIC_LEN + 1], dst[NODE_LEN + NIC_LEN + 1];
+	const char *links[COLL_LINKS]; /* into its lroute_ent: valid for the tick */
+	uint16_t port;                 /* its source port as traced (0: unknown) */
 };
+
+/* The switch links ("A>B") of the lane's own route into c; c->port. */
+static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struct coll_lane *c)
+{
+	const struct lroute_ent *r = det_lane_route(d, sk, c->l);
+	size_t n = 0;
+
+	c->port = r ? r->local_port : 0;
+	for (size_t i = 0; r && i < r->nroute && n < COLL_LINKS; i++)
+		if (!strchr(r->route[i], '/') && strchr(r->route[i], '>'))
+			c->links[n++] = r->route[i];
+	return n;
+}
 
 /* Gather the newest interval's lanes of every step seen in the last
  * COLL_STALE_NS that have a delay sample and a known far end, with their
- * NIC pair's probe delay (the path's probe p50, else its baseline). Each
+ * NIC pair's probe delay (the path's probe p50, else its baseline) and
+ * the switch links of their own traced routes. Each
  * record holds its lane's newest interval, and the receiving ranks' timers
  * have their own phases: a lane counts when it ended within an interval
  * and a half of the step's newest. 0, or -ENOMEM. */
@@ -341,13 +359,18 @@ static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **cl
 			cl[n].l = l;
 			snprintf(cl[n].src, sizeof(cl[n].src), "%s/%s", l->p.src.node, l->p.src.nic);
 			snprintf(cl[n].dst, sizeof(cl[n].dst), "%s/%s", l->p.dst.node, l->p.dst.nic);
-			in[n] = (struct fq_rule_clane){s->k.job, NULL, NULL, l->p99_ns,
-						       p ? (p->p50_ns > 0 ? p->p50_ns : p->baseline_ns) : 0};
+			in[n] = (struct fq_rule_clane){s->k.job,
+						       NULL,
+						       NULL,
+						       l->p99_ns,
+						       p ? (p->p50_ns > 0 ? p->p50_ns : p->baseline_ns) : 0,
+						       NULL,
+						       coll_links(d, &s->k, &cl[n])};
 			n++;
 		}
 	}
 	for (size_t i = 0; i < n; i++)
-		in[i].src_nic = cl[i].src, in[i].dst_nic = cl[i].dst;
+		in[i].src_nic = cl[i].src, in[i].dst_nic = cl[i].dst, in[i].links = cl[i].links;
 	*clp = cl, *inp = in, *np = n;
 	return 0;
 fail:
@@ -356,28 +379,28 @@ fail:
 	return -ENOMEM;
 }
 
-/* Remember (or renew) job as advised off nic until until_ns: its entry, an
- * expired one, else the one that lapses first. */
-static void note_advised(struct fq_detector *d, const char *nic, uint64_t job, int64_t until_ns)
+/* Remember (or renew) job as advised off place until until_ns: its entry,
+ * an expired one, else the one that lapses first. */
+static void note_advised(struct fq_detector *d, const char *place, uint64_t job, int64_t until_ns)
 {
 	size_t k = 0, n = sizeof(d->advised) / sizeof(d->advised[0]);
 
 	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(d->advised[i].nic, nic)) {
+		if (!strcmp(d->advised[i].place, place)) {
 			k = i;
 			break;
 		}
 		if (d->advised[i].until_ns < d->advised[k].until_ns)
 			k = i;
 	}
-	snprintf(d->advised[k].nic, sizeof(d->advised[k].nic), "%s", nic);
+	snprintf(d->advised[k].place, sizeof(d->advised[k].place), "%s", place);
 	d->advised[k].job = job;
 	d->advised[k].until_ns = until_ns;
 }
 
 /* The open collision incident of jobs[0] and jobs[1] (an anomaly that is
- * no other's member): NULL if none. Two jobs that collide on several NICs
- * at once collide as one incident, the first NIC's, the others its
+ * no other's member): NULL if none. Two jobs that collide at several places
+ * at once collide as one incident, the first place's, the others its
  * members. */
 static struct anom_ent *collision_incident(struct fq_detector *d, const uint64_t jobs[2])
 {
@@ -391,18 +414,20 @@ static struct anom_ent *collision_incident(struct fq_detector *d, const uint64_t
 }
 
 /* The collision rule over all steps' newest lanes: on a collision, the
- * anomaly on the shared NIC (attached to every step whose lanes cross it)
- * and one advice per path of the moved job's outlier lanes through it. */
+ * anomaly at the shared place (a NIC, or a switch link the lanes' own
+ * routes cross; attached to every step whose lanes cross it) and one
+ * advice per lane of the moved job's outliers there (by its source port;
+ * one per path for lanes whose port is not known). */
 void det_check_collisions(struct fq_detector *d, int64_t now)
 {
 	struct coll_lane *cl = NULL;
 	struct fq_rule_clane *in = NULL;
 	struct fq_rule_collision r;
-	const struct nic_key *shared = NULL;
-	char summary[384], evidence[384];
+	struct nic_key place;
+	char summary[384], evidence[384], where[NODE_LEN + NIC_LEN + 2];
 	struct anom_ent *a, *root;
 	uint64_t pair[2];
-	bool *out = NULL, opened;
+	bool *out = NULL, opened, link;
 	size_t n = 0;
 
 	if (coll_gather(d, now, &cl, &in, &n) < 0 || !n || !(out = calloc(n, sizeof(*out))) ||
@@ -411,36 +436,49 @@ void det_check_collisions(struct fq_detector *d, int64_t now)
 	for (size_t i = 0; i < sizeof(d->advised) / sizeof(d->advised[0]); i++)
 		if (d->advised[i].until_ns > now && fq_rule_collision_keep(in, n, out, d->advised[i].job, &r))
 			break;
-	note_advised(d, r.nic, r.move_job, now + d->c.advice_lifetime_ns);
-	for (size_t i = 0; i < n && !shared; i++)
-		shared = !strcmp(cl[i].src, r.nic)   ? &cl[i].l->p.src
-			 : !strcmp(cl[i].dst, r.nic) ? &cl[i].l->p.dst
-						     : NULL;
+	note_advised(d, r.place, r.move_job, now + d->c.advice_lifetime_ns);
+	/* the anomaly's place: the NIC, or the link as a component (its name, no NIC) */
+	link = true;
+	memset(&place, 0, sizeof(place));
+	for (size_t i = 0; i < n && link; i++) {
+		const struct nic_key *k = !strcmp(cl[i].src, r.place)   ? &cl[i].l->p.src
+					  : !strcmp(cl[i].dst, r.place) ? &cl[i].l->p.dst
+									: NULL;
+		if (k)
+			place = *k, link = false;
+	}
+	if (link)
+		snprintf(place.node, sizeof(place.node), "%s", r.place);
 	snprintf(summary, sizeof(summary),
 		 "jobs %" PRIu64 " and %" PRIu64 " collide on %s: %zu and %zu lanes above %.1fx their probe "
 		 "delay; job %" PRIu64 " advised to move",
-		 r.move_job, r.other_job, r.nic, r.move_lanes, r.other_lanes, d->c.collision_factor,
+		 r.move_job, r.other_job, r.place, r.move_lanes, r.other_lanes, d->c.collision_factor,
 		 r.move_job);
 	snprintf(evidence, sizeof(evidence),
-		 "{\"nic\":\"%s\",\"move_job\":%" PRIu64 ",\"other_job\":%" PRIu64
+		 "{\"%s\":\"%s\",\"move_job\":%" PRIu64 ",\"other_job\":%" PRIu64
 		 ",\"move_lanes\":%zu,\"other_lanes\":%zu,\"jobs\":%zu,\"factor\":%.2f,"
 		 "\"rule\":\"fewest affected lanes, ties the higher job id\"}",
-		 r.nic, r.move_job, r.other_job, r.move_lanes, r.other_lanes, r.jobs, d->c.collision_factor);
+		 link ? "link" : "nic", r.place, r.move_job, r.other_job, r.move_lanes, r.other_lanes, r.jobs,
+		 d->c.collision_factor);
 	pair[0] = r.move_job < r.other_job ? r.move_job : r.other_job;
 	pair[1] = r.move_job < r.other_job ? r.other_job : r.move_job;
 	root = collision_incident(d, pair);
-	a = det_anom_member(d, K_COLLISION, SEV_WARNING, shared, NULL, now, now, summary, evidence, &opened,
+	a = det_anom_member(d, K_COLLISION, SEV_WARNING, &place, NULL, now, now, summary, evidence, &opened,
 			    root);
 	if (a && opened)
 		memcpy(a->jobs, pair, sizeof(pair));
-	if (a && opened && root) { /* the incident counts its NICs */
+	if (a && opened && root) { /* the incident counts its places */
 		root->events++;
 		root->last_ns = max64(root->last_ns, now);
+		if (root->k.a.nic[0])
+			snprintf(where, sizeof(where), "%s/%s", root->k.a.node, root->k.a.nic);
+		else
+			snprintf(where, sizeof(where), "%s", root->k.a.node);
 		snprintf(summary, sizeof(summary),
-			 "jobs %" PRIu64 " and %" PRIu64 " collide on %s/%s and %u more NIC%s; job %" PRIu64
+			 "jobs %" PRIu64 " and %" PRIu64 " collide on %s and %u more place%s; job %" PRIu64
 			 " advised to move",
-			 r.move_job, r.other_job, root->k.a.node, root->k.a.nic, root->events - 1,
-			 root->events == 2 ? "" : "s", r.move_job);
+			 r.move_job, r.other_job, where, root->events - 1, root->events == 2 ? "" : "s",
+			 r.move_job);
 		det_push(d, &(struct fq_det_action){.kind = FQ_DET_UPDATE,
 						    .handle = root->handle,
 						    .events = root->events,
@@ -451,11 +489,11 @@ void det_check_collisions(struct fq_detector *d, int64_t now)
 		const struct lane_rec *l = cl[i].l;
 		bool dup = false;
 
-		if (!out[i] || in[i].job_id != r.move_job ||
-		    (strcmp(cl[i].src, r.nic) != 0 && strcmp(cl[i].dst, r.nic) != 0))
+		if (!out[i] || in[i].job_id != r.move_job || !fq_rule_clane_at(&in[i], r.place))
 			continue;
-		for (size_t j = 0; j < i && !dup; j++) /* one advice per path */
-			dup = out[j] && in[j].job_id == r.move_job && !strcmp(cl[j].src, cl[i].src) &&
+		for (size_t j = 0; j < i && !dup; j++) /* one advice per lane (per path where no port) */
+			dup = out[j] && in[j].job_id == r.move_job && fq_rule_clane_at(&in[j], r.place) &&
+			      cl[j].port == cl[i].port && !strcmp(cl[j].src, cl[i].src) &&
 			      !strcmp(cl[j].dst, cl[i].dst);
 		if (dup)
 			continue;
@@ -464,13 +502,14 @@ void det_check_collisions(struct fq_detector *d, int64_t now)
 						    .handle = a ? a->handle : 0,
 						    .job_id = r.move_job,
 						    .other_job = r.other_job,
+						    .port = cl[i].port,
 						    .start_ns = now,
 						    .end_ns = now + d->c.advice_lifetime_ns,
 						    .node = l->p.src.node,
 						    .nic = l->p.src.nic,
 						    .remote_node = l->p.dst.node,
 						    .remote_nic = l->p.dst.nic,
-						    .reason = r.nic,
+						    .reason = r.place,
 						    .summary = summary});
 	}
 done:

@@ -45,6 +45,7 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l);
 struct fq_det_lane_route {
 	uint64_t job_id;
 	uint32_t step_id, src_rank, dst_rank, lane;
+	uint16_t local_port; /* its source port (0: unknown): collision advice names the lane by it */
 	const char *const *comps;
 	size_t n;
 	int64_t now_ns;

@@ -30,9 +30,8 @@ static struct lroute_key lroute_key(const struct step_key *sk, const struct lane
 				   .lane = l->lane};
 }
 
-/* The lane's own route, if it has one that starts at its sending NIC. */
-static const struct lroute_ent *own_route(struct fq_detector *d, const struct step_key *sk,
-					  const struct lane_rec *l)
+const struct lroute_ent *det_lane_route(struct fq_detector *d, const struct step_key *sk,
+					const struct lane_rec *l)
 {
 	struct lroute_key k = lroute_key(sk, l);
 	const struct lroute_ent *r = (const struct lroute_ent *)fq_captab_find(&d->lroutes, &k);
@@ -47,7 +46,7 @@ static const struct lroute_ent *own_route(struct fq_detector *d, const struct st
 bool det_lane_crosses(struct fq_detector *d, const struct step_key *sk, const struct lane_rec *l,
 		      const char *comp, bool loss)
 {
-	const struct lroute_ent *r = own_route(d, sk, l);
+	const struct lroute_ent *r = det_lane_route(d, sk, l);
 	const struct path_ent *p = (const struct path_ent *)fq_captab_find(&d->paths, &l->p);
 	const struct path_ent *back;
 
@@ -87,6 +86,7 @@ void fq_detector_lane_route(struct fq_detector *d, const struct fq_det_lane_rout
 	det_routes_free(r->route, r->nroute);
 	r->route = route;
 	r->nroute = m;
+	r->local_port = lr->local_port;
 	/* the open fabric incidents this lane crosses now get its step */
 	sk = (struct step_key){.job = lr->job_id, .step = lr->step_id};
 	if (!(s = (struct step_ent *)fq_captab_find(&d->steps, &sk)))

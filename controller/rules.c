@@ -316,34 +316,39 @@ static bool clane_outlier(const struct fq_detector_config *c, const struct fq_ru
 	return (double)l->owd_p99_ns > scaled(l->probe_ns, c->collision_factor);
 }
 
-static bool touches(const struct fq_rule_clane *l, const char *nic)
+bool fq_rule_clane_at(const struct fq_rule_clane *l, const char *place)
 {
-	return strcmp(l->src_nic, nic) == 0 || strcmp(l->dst_nic, nic) == 0;
+	if (strcmp(l->src_nic, place) == 0 || strcmp(l->dst_nic, place) == 0)
+		return true;
+	for (size_t i = 0; i < l->nlinks; i++)
+		if (l->links[i] && strcmp(l->links[i], place) == 0)
+			return true;
+	return false;
 }
 
-/* The jobs with outlier lanes on nic: how many, and the one to move and
+/* The jobs with outlier lanes at place: how many, and the one to move and
  * the other (most lanes) as the rule says. */
-static size_t collide_on(const struct fq_rule_clane *l, size_t n, const bool *out, const char *nic,
+static size_t collide_on(const struct fq_rule_clane *l, size_t n, const bool *out, const char *place,
 			 struct fq_rule_collision *r)
 {
 	size_t jobs = 0, total = 0;
 
 	memset(r, 0, sizeof(*r));
-	r->nic = nic;
+	r->place = place;
 	for (size_t i = 0; i < n; i++) {
 		size_t k = 0;
 		bool first = true;
 
-		if (!out[i] || !touches(&l[i], nic))
+		if (!out[i] || !fq_rule_clane_at(&l[i], place))
 			continue;
 		total++;
 		for (size_t j = 0; j < i && first; j++)
-			if (out[j] && touches(&l[j], nic) && l[j].job_id == l[i].job_id)
+			if (out[j] && fq_rule_clane_at(&l[j], place) && l[j].job_id == l[i].job_id)
 				first = false;
 		if (!first)
 			continue;
 		for (size_t j = i; j < n; j++)
-			k += out[j] && touches(&l[j], nic) && l[j].job_id == l[i].job_id;
+			k += out[j] && fq_rule_clane_at(&l[j], place) && l[j].job_id == l[i].job_id;
 		jobs++;
 		if (jobs == 1 || k < r->move_lanes || (k == r->move_lanes && l[i].job_id > r->move_job)) {
 			r->move_job = l[i].job_id;
@@ -363,10 +368,10 @@ bool fq_rule_collision_keep(const struct fq_rule_clane *l, size_t n, const bool 
 {
 	size_t k = 0;
 
-	if (!job || !outlier || !r->nic)
+	if (!job || !outlier || !r->place)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		k += outlier[i] && l[i].job_id == job && touches(&l[i], r->nic);
+		k += outlier[i] && l[i].job_id == job && fq_rule_clane_at(&l[i], r->place);
 	if (!k)
 		return false; /* not there: the rule's choice stands */
 	if (job == r->move_job)
@@ -397,11 +402,16 @@ bool fq_rule_collision(const struct fq_detector_config *c, const struct fq_rule_
 	for (size_t i = 0; i < n; i++)
 		o[i] = clane_outlier(c, &l[i]);
 	for (size_t i = 0; i < n; i++) {
-		const char *nics[2] = {l[i].src_nic, l[i].dst_nic};
+		for (size_t s = 0; o[i] && s < 2 + l[i].nlinks; s++) {
+			const char *place = s == 0 ? l[i].src_nic : s == 1 ? l[i].dst_nic : l[i].links[s - 2];
+			bool seen = false;
+			size_t t;
 
-		for (int s = 0; o[i] && s < 2; s++) {
-			size_t t = collide_on(l, n, o, nics[s], &r);
-
+			for (size_t j = 0; place && j < i && !seen; j++) /* each place once */
+				seen = o[j] && fq_rule_clane_at(&l[j], place);
+			if (!place || seen)
+				continue;
+			t = collide_on(l, n, o, place, &r);
 			if (t > best) {
 				best = t;
 				if (out)

@@ -143,44 +143,55 @@ bool fq_rule_slow_nic(const struct fq_detector_config *c, size_t paths, size_t e
 
 /* One lane of one job in one detector window, with the probe delay of its
  * NIC pair (the out-of-band baseline: what the path gives without the
- * jobs' traffic). NIC keys are "node/nic" strings; equal keys are one NIC. */
+ * jobs' traffic). NIC keys are "node/nic" strings; equal keys are one NIC.
+ * links: the switch-to-switch links the lane's own traced route crosses,
+ * each as the route names it, directed ("leaf1>spine3": a queue of
+ * leaf1's); none where the lane has no traced route (an IB lane, one not
+ * traced yet), which then meets others only on its NICs. */
 struct fq_rule_clane {
 	uint64_t job_id;
 	const char *src_nic, *dst_nic;
 	int64_t owd_p99_ns; /* the lane's p99 one-way delay; <= 0: no sample */
 	int64_t probe_ns;   /* the NIC pair's probe owd (p50 baseline); <= 0: unknown */
+	const char *const *links;
+	size_t nlinks;
 };
 
 struct fq_rule_collision {
 	uint64_t move_job;  /* the job advised to move */
 	uint64_t other_job; /* the job it collides with (the one with the most lanes affected) */
-	const char *nic;    /* the shared NIC key (points into the input) */
-	size_t move_lanes;  /* outlier lanes of move_job on that NIC */
+	const char *place;  /* where: a NIC key, or a link as the lanes name it (points into the input) */
+	size_t move_lanes;  /* outlier lanes of move_job there */
 	size_t other_lanes; /* ... of other_job */
-	size_t jobs;        /* jobs with outlier lanes on that NIC (>= 2) */
+	size_t jobs;        /* jobs with outlier lanes there (>= 2) */
 };
 
 /*
  * Collision: in one window, lanes of two or more jobs are delay outliers
  * (p99 above collision_factor x their NIC pair's probe delay and above
- * delay_floor_ns) on paths that share a NIC (as source or destination).
- * Where several NICs qualify, the one with the most outlier lanes wins
- * (ties: the first in input order). The job to move is the one with the
- * fewest outlier lanes on it (the cheaper one to disturb; ties: the higher
- * job id, the younger job). outlier[i] (may be NULL) is set per lane.
- * Returns true and *out on a collision; lanes without both NIC keys or a
- * probe delay never count.
+ * delay_floor_ns) on paths that share a place: a NIC (as source or
+ * destination), or a switch link their own routes cross the same way (two
+ * lanes that ECMP hashed onto one spine). Where several places qualify,
+ * the one with the most outlier lanes wins (ties: the first in input
+ * order, a lane's NICs before its links). The job to move is the one with
+ * the fewest outlier lanes there (the cheaper one to disturb; ties: the
+ * higher job id, the younger job). outlier[i] (may be NULL) is set per
+ * lane. Returns true and *out on a collision; lanes without both NIC keys
+ * or a probe delay never count.
  */
 bool fq_rule_collision(const struct fq_detector_config *c, const struct fq_rule_clane *l, size_t n,
 		       bool *outlier, struct fq_rule_collision *out);
 
+/* Does lane l cross place (a NIC key or a link, as the rule's)? */
+bool fq_rule_clane_at(const struct fq_rule_clane *l, const char *place);
+
 /*
  * The same collision, when `job` was advised to move before and its advice
- * still holds: if it has outlier lanes on r->nic (outlier as
+ * still holds: if it has outlier lanes at r->place (outlier as
  * fq_rule_collision set it), it stays the job to move, and the rule's
  * choice becomes the other job if `job` was that; returns true. Without it
  * the choice flips as the moving job's lanes settle (fewest outlier lanes),
- * or as the two ends of the same paths take turns as the busiest NIC, and
+ * or as the two ends of the same paths take turns as the busiest place, and
  * both jobs end up moving. False, nothing changed, when job is 0 or has no
  * outlier lane there.
  */

@@ -155,8 +155,8 @@ int fq_session_send(struct fq_session *s, const Fabriciq__Envelope *env)
 }
 
 int fq_session_send_advice(struct fq_session *s, uint64_t job, const char *local_nic, const char *remote_node,
-			   const char *remote_nic, int64_t lifetime_ns, uint64_t other_job,
-			   const char *shared_nic, int64_t now_ns)
+			   const char *remote_nic, uint16_t port, int64_t lifetime_ns, uint64_t other_job,
+			   const char *shared, int64_t now_ns)
 {
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__Advice a = FABRICIQ__ADVICE__INIT;
@@ -167,8 +167,12 @@ int fq_session_send_advice(struct fq_session *s, uint64_t job, const char *local
 	a.remote_node = (char *)(remote_node ? remote_node : "");
 	a.remote_nic = (char *)(remote_nic ? remote_nic : "");
 	a.lifetime_ns = lifetime_ns;
+	a.local_port = port;
 	a.collides_with_job = other_job;
-	a.shared_nic = (char *)(shared_nic ? shared_nic : "");
+	if (shared && strchr(shared, '>'))
+		a.shared_link = (char *)shared;
+	else
+		a.shared_nic = (char *)(shared ? shared : "");
 	env.version = FQ_PROTOCOL_VERSION;
 	env.sent_ns = now_ns;
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_ADVICE;

@@ -96,13 +96,15 @@ void fq_session_close(struct fq_session *s, const char *why);
 /* Sends one envelope; 0 or a negative errno (the session is then closing). */
 int fq_session_send(struct fq_session *s, const Fabriciq__Envelope *env);
 int fq_session_ack(struct fq_session *s, uint64_t seq);
-/* Collision advice to this agent: job `job` should move its lanes off
- * local_nic -> remote_node/remote_nic for lifetime_ns from receipt; the
- * jobs collide on shared_nic with other_job (proto Advice). 0 or a
- * negative errno, as fq_session_send. */
+/* Collision advice to this agent: job `job` should move its lane with
+ * source port `port` (0: one of them) off local_nic ->
+ * remote_node/remote_nic for lifetime_ns from receipt; the jobs collide
+ * with other_job at `shared`: a NIC "node/nic" (proto Advice.shared_nic)
+ * or a switch link "A>B" (shared_link). 0 or a negative errno, as
+ * fq_session_send. */
 int fq_session_send_advice(struct fq_session *s, uint64_t job, const char *local_nic, const char *remote_node,
-			   const char *remote_nic, int64_t lifetime_ns, uint64_t other_job,
-			   const char *shared_nic, int64_t now_ns);
+			   const char *remote_nic, uint16_t port, int64_t lifetime_ns, uint64_t other_job,
+			   const char *shared, int64_t now_ns);
 
 /* Does h's node_signature sign this connection's hello for h->node with
  * the key public (common/signkey.h: FQ_SIGN_NODE_HELLO over our Challenge

@@ -20,13 +20,15 @@ int fq_advice_take(struct fq_advice_table *t, const Fabriciq__Advice *a, int64_t
 
 	if (!a->kind || (strcmp(a->kind, "move") != 0 && strcmp(a->kind, "rate") != 0) || !a->job_id ||
 	    a->job_id > UINT32_MAX || !fits(a->local_nic, sizeof(e->local_nic)) || !*a->local_nic ||
-	    a->lifetime_ns <= 0 || !fits(rn, sizeof(e->remote_node)) || !fits(rnic, sizeof(e->remote_nic)))
+	    a->lifetime_ns <= 0 || !fits(rn, sizeof(e->remote_node)) || !fits(rnic, sizeof(e->remote_nic)) ||
+	    a->local_port > UINT16_MAX)
 		return -EINVAL;
 	rate = !strcmp(a->kind, "rate");
 	for (size_t i = 0; i < t->n; i++)
 		if (t->e[i].job == a->job_id && !strcmp(t->e[i].local_nic, a->local_nic) &&
 		    !strcmp(t->e[i].remote_node, rn) && !strcmp(t->e[i].remote_nic, rnic) &&
-		    t->e[i].until_ns > now_ns && !t->e[i].rate == !rate) {
+		    t->e[i].until_ns > now_ns && !t->e[i].rate == !rate &&
+		    (rate || t->e[i].port == a->local_port)) {
 			if (rate && !a->rate_bytes_per_s) { /* lifted */
 				t->e[i] = t->e[--t->n];
 				return FQ_ADVICE_LIFTED;
@@ -56,6 +58,7 @@ int fq_advice_take(struct fq_advice_table *t, const Fabriciq__Advice *a, int64_t
 	e->until_ns = now_ns + a->lifetime_ns;
 	e->gen = ++t->next_gen ? t->next_gen : ++t->next_gen; /* 0 is "none" to a reader */
 	e->rate = rate ? a->rate_bytes_per_s : 0;
+	e->port = rate ? 0 : (uint16_t)a->local_port;
 	return 1;
 }
 
@@ -86,7 +89,7 @@ size_t fq_advice_fill(struct fq_advice_table *t, struct fq_path_entry *e, size_t
 		e[k].advice_job = best ? best->job : 0;
 		e[k].advice_until_ns = best ? best->until_ns : 0;
 		e[k].advice_gen = best ? best->gen : 0;
-		e[k].advice_pad = 0;
+		e[k].advice_port = best ? best->port : 0;
 		with += best != NULL;
 	}
 	return with;

@@ -4,12 +4,13 @@
  * advice_until_ns, advice_gen). Pure: no I/O, the clock is a parameter,
  * so tests feed it frames and times.
  *
- * An advice names a local NIC, a remote node and NIC ("" = any) and a job;
- * it holds for its lifetime from receipt. The same (job, local NIC,
- * remote node, remote NIC) again renews it in place (its generation
- * stays: the job has acted on it already); a new one takes a new
- * generation, so a reader acts once per generation. The table is bounded:
- * when full, the entry that expires first is replaced.
+ * An advice names a local NIC, a remote node and NIC ("" = any), a job
+ * and the lane to move by its source port (0: any lane of the path); it
+ * holds for its lifetime from receipt. The same (job, local NIC, remote
+ * node, remote NIC, port) again renews it in place (its generation stays:
+ * the job has acted on it already); a new one takes a new generation, so
+ * a reader acts once per generation. The table is bounded: when full, the
+ * entry that expires first is replaced.
  *
  * A rate (kind "rate", issue 20: the job's lanes share a congested link
  * with a higher network class's) names the same places and carries a
@@ -35,6 +36,7 @@ struct fq_advice {
 	int64_t until_ns; /* local CLOCK_MONOTONIC_RAW */
 	uint32_t gen;
 	uint64_t rate; /* bytes/s a lane: a rate; 0: a move */
+	uint16_t port; /* a move: the lane's source port (0: any lane of the path) */
 };
 
 struct fq_advice_table {
@@ -53,7 +55,9 @@ int fq_advice_take(struct fq_advice_table *t, const Fabriciq__Advice *a, int64_t
 /* Drop expired advice; then set the advice fields of every path entry a
  * move advice matches (local NIC equal; remote node and NIC equal or the
  * advice's ""), clear the others. Where several match, the one that lasts
- * longest. Returns the number of entries with advice. */
+ * longest (the controller renews the lanes it still sees colliding, so a
+ * lane that moved away gives way to them). Returns the number of entries
+ * with advice. */
 size_t fq_advice_fill(struct fq_advice_table *t, struct fq_path_entry *e, size_t n, int64_t now_ns);
 
 /* The rates in force at now_ns onto the page's rates: one per (rate,

@@ -692,14 +692,22 @@ static void on_advice(void *arg, const Fabriciq__Advice *adv)
 			    (long long)(adv->lifetime_ns / 1000000),
 			    (unsigned long long)adv->collides_with_job,
 			    adv->shared_link ? adv->shared_link : "?", (double)adv->link_capacity * 8 / 1e6);
-	} else if (rc == 1)
+	} else if (rc == 1) {
+		const char *at = adv->shared_link && *adv->shared_link ? adv->shared_link
+				 : adv->shared_nic && *adv->shared_nic ? adv->shared_nic
+								       : "?";
+		char lane[32] = "";
+
+		if (adv->local_port)
+			snprintf(lane, sizeof(lane), "the lane from port %u, ", adv->local_port);
 		fq_info(
-		    "controller advice: job %llu move off %s -> %s:%s for %lld ms (collides with job %llu "
+		    "controller advice: job %llu move off %s -> %s:%s for %lld ms (%scollides with job %llu "
 		    "on %s)",
 		    (unsigned long long)adv->job_id, adv->local_nic,
 		    *adv->remote_node ? adv->remote_node : "*", *adv->remote_nic ? adv->remote_nic : "*",
-		    (long long)(adv->lifetime_ns / 1000000), (unsigned long long)adv->collides_with_job,
-		    adv->shared_nic ? adv->shared_nic : "?");
+		    (long long)(adv->lifetime_ns / 1000000), lane, (unsigned long long)adv->collides_with_job,
+		    at);
+	}
 	publish_paths(a, now);
 }
 

@@ -85,9 +85,18 @@ void send_steer_took(struct fqn_send *s, int i, const struct fqn_cref *c, int re
 	st->sent_bytes[i] += len;
 }
 
-/* Path page advice: MOVE for our job on lane i's path, a generation not
- * acted on yet (*gen: it, to be marked once the move is under way: an
- * advice that meets a trial or the cooldown stays pending). */
+/* The port of an "addr:port" lane name; 0 if none. */
+static uint32_t lane_port(const char *name)
+{
+	const char *colon = strrchr(name, ':');
+
+	return colon ? (uint32_t)strtoul(colon + 1, NULL, 10) : 0;
+}
+
+/* Path page advice: MOVE for our job on lane i's path (for lane i itself
+ * where it names a lane by its source port), a generation not acted on yet
+ * (*gen: it, to be marked once the move is under way: an advice that
+ * meets a trial or the cooldown stays pending). */
 static int steer_advised(struct fqn_send *s, int i, uint32_t *gen)
 {
 	struct fq_path_page_reader *r = __atomic_load_n(&s->c.ctx->paths, __ATOMIC_ACQUIRE);
@@ -97,7 +106,8 @@ static int steer_advised(struct fqn_send *s, int i, uint32_t *gen)
 	    fq_path_page_lookup(r, s->c.lc[i].nic, s->c.lc[i].remote_ipv4, &e) < 0)
 		return 0;
 	if (e.advice != FQ_PATH_ADVICE_MOVE || e.advice_gen == s->st->advice_gen[i] ||
-	    (e.advice_job && e.advice_job != s->st->job) || e.advice_until_ns < fq_now_ns())
+	    (e.advice_job && e.advice_job != s->st->job) || e.advice_until_ns < fq_now_ns() ||
+	    (e.advice_port && e.advice_port != lane_port(s->c.lc[i].local)))
 		return 0;
 	*gen = e.advice_gen;
 	return 1;
@@ -352,10 +362,11 @@ void send_steer_tick(struct fqn_send *s, int64_t now)
 		st->move = -1; /* the other lanes failed while it drained: keep it */
 	if (st->move >= 0 && s->c.lc[st->move].fsm.state == FQN_LANE_UP && !s->txq[st->move]->count &&
 	    !s->busy[st->move]) {
-		char what[32];
+		char what[112];
 
+		snprintf(what, sizeof(what), "move by=%s lane=%d from=%s", st->move_why, st->move,
+			 s->c.lc[st->move].local);
 		steer_move_out(s, st->move, now);
-		snprintf(what, sizeof(what), "move by=%s", st->move_why);
 		steer_trace(s, what);
 	}
 	if (now < st->next_ns)

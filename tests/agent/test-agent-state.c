@@ -443,8 +443,39 @@ static void test_advice(void)
 		b.lifetime_ns = 1000;
 		b.local_nic = "a-nic-name-far-too-long";
 		is_int(fq_advice_take(&t, &b, now), -EINVAL, "a NIC name too long: refused");
+		b.local_nic = "rail1";
+		b.local_port = 70000;
+		is_int(fq_advice_take(&t, &b, now), -EINVAL, "a port over 65535: refused");
 	}
 	fabriciq__envelope__free_unpacked(f, NULL);
+
+	/* lanes named by their source ports: one advice per lane, the page
+	 * shows the one that lasts longest (the one the controller renewed) */
+	memset(&t, 0, sizeof(t));
+	{
+		Fabriciq__Advice b = FABRICIQ__ADVICE__INIT;
+
+		b.job_id = 4243, b.kind = "move", b.local_nic = "rail1", b.remote_node = "n2",
+		b.remote_nic = "";
+		b.lifetime_ns = 30000000000LL;
+		b.local_port = 41000;
+		is_int(fq_advice_take(&t, &b, now), 1, "a lane's advice (port 41000): new");
+		fq_advice_fill(&t, e, 3, now);
+		ok(e[0].advice == FQ_PATH_ADVICE_MOVE && e[0].advice_port == 41000 && e[1].advice_port == 0,
+		   "the path's entry names the lane by its port");
+		b.local_port = 41001;
+		is_int(fq_advice_take(&t, &b, now + 1000), 1,
+		       "another lane of the path (port 41001): a new advice");
+		is_int((long long)t.n, 2, "kept apart from the first");
+		fq_advice_fill(&t, e, 3, now + 1000);
+		ok(e[0].advice_port == 41001 && e[0].advice_gen == 2,
+		   "the page shows the newer (it lasts longest)");
+		b.local_port = 41000;
+		is_int(fq_advice_take(&t, &b, now + 2000), 0, "port 41000 again: renewed in place");
+		fq_advice_fill(&t, e, 3, now + 2000);
+		ok(e[0].advice_port == 41000 && e[0].advice_gen == 1,
+		   "renewed, it lasts longest again: its port and its generation (%u)", e[0].advice_gen);
+	}
 	for (int i = 0; i < FQ_ADVICE_MAX + 5; i++) {
 		char nic[16];
 		Fabriciq__Advice a = FABRICIQ__ADVICE__INIT;

@@ -27,7 +27,7 @@ void collect(struct fq_detector *d)
 
 		memset(r, 0, sizeof(*r));
 		r->kind = a.kind, r->handle = a.handle, r->job = a.job_id, r->step = a.step_id;
-		r->incident = a.incident, r->events = a.events;
+		r->incident = a.incident, r->events = a.events, r->port = a.port;
 		r->severity = a.severity, r->start = a.start_ns, r->end = a.end_ns, r->resume = a.resume;
 		for (size_t i = 0; i < a.nranks && i < 8; i++)
 			r->ranks[r->nranks++] = a.ranks[i];

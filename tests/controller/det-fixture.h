@@ -29,6 +29,7 @@ struct rec {
 	bool resume;
 	char akind[32], node[80], nic[48], rnode[80], rnic[48], summary[512], evidence[1024], reason[512];
 	char component[80];
+	uint16_t port; /* ADVICE: the lane's source port */
 };
 
 /* The actions collected since the last reset (at most 4096). */

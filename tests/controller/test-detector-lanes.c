@@ -277,6 +277,97 @@ static void test_collision(void)
 	fq_detector_destroy(d);
 }
 
+/* A lane's own route from leaf1 over spine sp to leaf2, as its agent
+ * traced it (the trace stops at the far leaf), from source port port. */
+static void lane_route(struct fq_detector *d, uint64_t job, uint32_t sr, uint32_t dr, uint32_t ln,
+		       const char *sn, const char *snic, int sp, uint16_t port, double t)
+{
+	char nic[32], up[32], spine[16], dn[32], down[32];
+	const char *comps[7] = {nic, up, "leaf1", dn, spine, down, "leaf2"};
+
+	snprintf(nic, sizeof(nic), "%s/%s", sn, snic);
+	snprintf(up, sizeof(up), "%s/%s~leaf1", sn, snic);
+	snprintf(spine, sizeof(spine), "spine%d", sp);
+	snprintf(dn, sizeof(dn), "leaf1~spine%d", sp);
+	snprintf(down, sizeof(down), "leaf2~spine%d", sp);
+	fq_detector_lane_route(d, &(struct fq_det_lane_route){.job_id = job,
+							      .src_rank = sr,
+							      .dst_rank = dr,
+							      .lane = ln,
+							      .local_port = port,
+							      .comps = comps,
+							      .n = 7,
+							      .now_ns = S(t)});
+}
+
+/* Two jobs on disjoint NICs whose lanes ECMP hashed onto one spine: job
+ * 500 from n1/rail0 to n3/rail0, one lane over spine2 and one over
+ * spine1; job 600 from n2/rail1 to n4/rail1, both lanes over spine2. The
+ * lanes' own routes meet on leaf1>spine2: the collision is there, and the
+ * advice names job 500's lane on it by its source port. */
+static void test_collision_link(void)
+{
+	struct fq_detector_config c;
+	struct fq_detector *d;
+	const struct rec *o, *adv = NULL;
+	size_t nadv = 0;
+
+	fq_detector_config_defaults(&c);
+	c.collision_advice = true;
+	d = fq_detector_create(&c);
+	reset();
+	for (int t = 1; t <= 3; t++) {
+		probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
+		probe(d, "n2", "rail1", "n4", "rail1", t, 20, 30);
+	}
+	lane(d, 500, 0, 1, 0, "n1", "rail0", "n3", "rail0", 3, 200, 400);
+	lane(d, 500, 0, 1, 1, "n1", "rail0", "n3", "rail0", 3, 150, 300);
+	lane(d, 600, 0, 1, 0, "n2", "rail1", "n4", "rail1", 3, 250, 500);
+	lane(d, 600, 0, 1, 1, "n2", "rail1", "n4", "rail1", 3, 200, 450);
+	fq_detector_tick(d, S(3.2));
+	collect(d);
+	ok(!find_open("collision", NULL, NULL),
+	   "before the lanes' routes are traced: no shared NIC, no collision");
+	lane_route(d, 500, 0, 1, 0, "n1", "rail0", 2, 41000, 3.3);
+	lane_route(d, 500, 0, 1, 1, "n1", "rail0", 1, 41001, 3.3);
+	lane_route(d, 600, 0, 1, 0, "n2", "rail1", 2, 42000, 3.3);
+	lane_route(d, 600, 0, 1, 1, "n2", "rail1", 2, 42001, 3.3);
+	reset();
+	fq_detector_tick(d, S(3.5));
+	collect(d);
+	o = find_open("collision", NULL, NULL);
+	ok(o && !*o->node && !*o->nic && !strcmp(o->component, "leaf1>spine2"),
+	   "a collision on the link leaf1>spine2, named as a component (%s)", o ? o->summary : "none");
+	ok(o && strstr(o->evidence, "\"link\":\"leaf1>spine2\"") && strstr(o->evidence, "\"move_job\":500"),
+	   "its evidence names the link and the job to move (500: 1 lane there against 2)");
+	ok(o && attached(o->handle, 500, 0) >= 0 && attached(o->handle, 600, 0) >= 0,
+	   "attached to both jobs, whose lanes cross it");
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].kind == FQ_DET_ADVICE) {
+			adv = &recs[i];
+			nadv++;
+		}
+	ok(nadv == 1 && adv->job == 500 && adv->port == 41000 && !strcmp(adv->node, "n1") &&
+	       !strcmp(adv->nic, "rail0") && !strcmp(adv->rnode, "n3") && !strcmp(adv->rnic, "rail0") &&
+	       !strcmp(adv->reason, "leaf1>spine2"),
+	   "one advice: job 500's lane from port 41000 (over spine2, not its lane over spine1) off "
+	   "n1/rail0 -> n3/rail0 (%zu advice)",
+	   nadv);
+	/* the advised lane moved: re-opened on a new port, traced over spine3 */
+	lane_route(d, 500, 0, 1, 0, "n1", "rail0", 3, 41002, 4.2);
+	lane(d, 500, 0, 1, 0, "n1", "rail0", "n3", "rail0", 4, 20, 30);
+	lane(d, 500, 0, 1, 1, "n1", "rail0", "n3", "rail0", 4, 150, 300);
+	lane(d, 600, 0, 1, 0, "n2", "rail1", "n4", "rail1", 4, 100, 200);
+	lane(d, 600, 0, 1, 1, "n2", "rail1", "n4", "rail1", 4, 100, 200);
+	probe(d, "n1", "rail0", "n3", "rail0", 4, 20, 30);
+	probe(d, "n2", "rail1", "n4", "rail1", 4, 20, 30);
+	reset();
+	fq_detector_tick(d, S(4.5));
+	collect(d);
+	is_int((long long)count(FQ_DET_ADVICE, NULL), 0, "the lane moved off the link: no advice");
+	fq_detector_destroy(d);
+}
+
 /* Jobs 4242 and 4243 collide on n2/rail1, then (the first collision still
  * open) on n2/rail0: one incident, the second its member; jobs 4244 and
  * 4245 colliding on n6/rail0 meanwhile are an incident of their own. */
@@ -320,7 +411,7 @@ static void test_collision_incident(void)
 	for (size_t i = 0; i < nrecs; i++)
 		if (recs[i].kind == FQ_DET_UPDATE && first && recs[i].handle == first->handle)
 			upd = &recs[i];
-	ok(upd && upd->events == 2 && strstr(upd->summary, "collide on n2/rail1 and 1 more NIC;"),
+	ok(upd && upd->events == 2 && strstr(upd->summary, "collide on n2/rail1 and 1 more place;"),
 	   "... which now counts 2 NICs: %s", upd ? upd->summary : "no update");
 	lane(d, 4244, 0, 1, 0, "n5", "rail0", "n6", "rail0", 5, 60, 400);
 	lane(d, 4245, 5, 6, 0, "n7", "rail0", "n6", "rail0", 5, 90, 120);
@@ -425,6 +516,7 @@ int main(void)
 	test_inband();
 	test_collision();
 	test_collision_incident();
+	test_collision_link();
 	test_unverified_lane();
 	test_rdma_config();
 	return done_testing();

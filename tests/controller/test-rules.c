@@ -200,11 +200,11 @@ static void test_slow_nic(const struct fq_detector_config *c)
 static void test_collision(const struct fq_detector_config *c)
 {
 	struct fq_rule_clane l[] = {
-	    {4242, "n1/rail1", "n2/rail1", US(94), US(20)},  /* outlier */
-	    {4242, "n3/rail1", "n2/rail1", US(400), US(22)}, /* outlier */
-	    {4242, "n1/rail0", "n2/rail0", US(4), US(18)},   /* quiet */
-	    {4243, "n4/rail1", "n2/rail1", US(120), US(21)}, /* outlier */
-	    {4243, "n4/rail0", "n3/rail0", US(30), US(19)},  /* quiet */
+	    {4242, "n1/rail1", "n2/rail1", US(94), US(20), NULL, 0},  /* outlier */
+	    {4242, "n3/rail1", "n2/rail1", US(400), US(22), NULL, 0}, /* outlier */
+	    {4242, "n1/rail0", "n2/rail0", US(4), US(18), NULL, 0},   /* quiet */
+	    {4243, "n4/rail1", "n2/rail1", US(120), US(21), NULL, 0}, /* outlier */
+	    {4243, "n4/rail0", "n3/rail0", US(30), US(19), NULL, 0},  /* quiet */
 	};
 	struct fq_rule_collision r;
 	bool out[8];
@@ -212,7 +212,7 @@ static void test_collision(const struct fq_detector_config *c)
 	ok(fq_rule_collision(c, l, 5, out, &r), "two jobs' outlier lanes share n2/rail1: collision");
 	ok(out[0] && out[1] && !out[2] && out[3] && !out[4],
 	   "outliers: the lanes above 3x their probe delay");
-	is_str(r.nic, "n2/rail1", "the shared NIC");
+	is_str(r.place, "n2/rail1", "the shared NIC");
 	is_int((long long)r.move_job, 4243, "move the job with fewer affected lanes (1 vs 2)");
 	is_int((long long)r.other_job, 4242, "the other job");
 	ok(r.move_lanes == 1 && r.other_lanes == 2 && r.jobs == 2, "lane counts 1 and 2, 2 jobs");
@@ -234,25 +234,61 @@ static void test_collision(const struct fq_detector_config *c)
 	l[3].dst_nic = "n5/rail1"; /* a path that shares no NIC with the others */
 	ok(!fq_rule_collision(c, l, 5, NULL, &r), "outliers on disjoint NICs: no collision");
 	l[3].src_nic = "n3/rail1"; /* shares n3/rail1 as the source of 4242's second lane */
-	ok(fq_rule_collision(c, l, 5, NULL, &r) && !strcmp(r.nic, "n3/rail1"),
-	   "a shared source NIC counts too (%s)", r.nic);
+	ok(fq_rule_collision(c, l, 5, NULL, &r) && !strcmp(r.place, "n3/rail1"),
+	   "a shared source NIC counts too (%s)", r.place);
 
 	struct fq_rule_clane tie[] = {
-	    {7, "a/r1", "b/r1", US(300), US(20)},
-	    {9, "c/r1", "b/r1", US(300), US(20)},
-	    {8, "d/r1", "b/r1", US(300), US(20)},
+	    {7, "a/r1", "b/r1", US(300), US(20), NULL, 0},
+	    {9, "c/r1", "b/r1", US(300), US(20), NULL, 0},
+	    {8, "d/r1", "b/r1", US(300), US(20), NULL, 0},
 	};
 	ok(fq_rule_collision(c, tie, 3, NULL, &r) && r.move_job == 9 && r.other_job == 7 && r.jobs == 3,
 	   "equal lane counts: move the highest job id (9), other the lowest (7)");
 
 	struct fq_rule_clane bad[] = {
-	    {1, NULL, "b/r1", US(300), US(20)}, {2, "c/r1", "", US(300), US(20)},
-	    {3, "d/r1", "b/r1", US(300), 0},    {4, "e/r1", "b/r1", 0, US(20)},
-	    {5, "f/r1", "b/r1", US(40), US(1)}, /* 40x, but under the 50 us floor */
+	    {1, NULL, "b/r1", US(300), US(20), NULL, 0}, {2, "c/r1", "", US(300), US(20), NULL, 0},
+	    {3, "d/r1", "b/r1", US(300), 0, NULL, 0},    {4, "e/r1", "b/r1", 0, US(20), NULL, 0},
+	    {5, "f/r1", "b/r1", US(40), US(1), NULL, 0}, /* 40x, but under the 50 us floor */
 	};
 	ok(!fq_rule_collision(c, bad, 5, out, &r) && !out[0] && !out[1] && !out[2] && !out[3] && !out[4],
 	   "missing NIC, no probe delay, no sample, under the floor: never outliers");
 	ok(!fq_rule_collision(c, NULL, 0, NULL, NULL), "no lanes");
+}
+
+/* Lanes that share no NIC but were hashed onto one spine: their own routes
+ * cross the same switch link the same way. */
+static void test_collision_link(const struct fq_detector_config *c)
+{
+	const char *a1[] = {"leaf1>spine2", "spine2>leaf2"}, *a2[] = {"leaf1>spine1", "spine1>leaf2"};
+	const char *b1[] = {"leaf1>spine2", "spine2>leaf3"}, *b2[] = {"leaf1>spine2", "spine2>leaf3"};
+	const char *back[] = {"leaf2>spine2", "spine2>leaf1"};
+	struct fq_rule_clane l[] = {
+	    {11, "n1/rail0", "n3/rail0", US(400), US(20), a1, 2},   /* outlier, via spine2 */
+	    {11, "n1/rail0", "n3/rail0", US(300), US(20), a2, 2},   /* outlier, via spine1 */
+	    {12, "n2/rail1", "n5/rail1", US(500), US(20), b1, 2},   /* outlier, via spine2 */
+	    {12, "n2/rail1", "n5/rail1", US(450), US(20), b2, 2},   /* outlier, via spine2 */
+	    {13, "n4/rail0", "n2/rail0", US(900), US(20), back, 2}, /* the way back over spine2 */
+	};
+	struct fq_rule_collision r;
+	bool out[5], hit;
+
+	ok(fq_rule_collision(c, l, 5, out, &r), "two jobs' lanes hashed onto leaf1>spine2: collision");
+	is_str(r.place, "leaf1>spine2", "the shared link, the way the lanes cross it");
+	ok(r.move_job == 11 && r.move_lanes == 1 && r.other_job == 12 && r.other_lanes == 2 && r.jobs == 2,
+	   "job 11 (1 lane there) moves, job 12 (2 lanes) stays; job 13 crosses spine2 the other way");
+	ok(fq_rule_clane_at(&l[0], "leaf1>spine2") && !fq_rule_clane_at(&l[1], "leaf1>spine2") &&
+	       fq_rule_clane_at(&l[1], "n1/rail0") && !fq_rule_clane_at(&l[4], "leaf1>spine2"),
+	   "a lane is at its NICs and its links, not at a link's reverse");
+	l[0].nlinks = 0; /* its route not traced yet */
+	ok(!fq_rule_collision(c, l, 5, out, &r),
+	   "without its traced route job 11's lane meets job 12's nowhere");
+	l[0].nlinks = 2;
+	l[2].dst_nic = l[3].dst_nic = "n3/rail0"; /* job 12 now ends on job 11's NIC too */
+	hit = fq_rule_collision(c, l, 5, out, &r);
+	ok(hit && !strcmp(r.place, "n3/rail0") && r.move_job == 12 && r.move_lanes == 2 && r.other_lanes == 2,
+	   "a NIC with more outlier lanes (4) than the link (3) wins (%s), equal counts: the higher job "
+	   "moves",
+	   r.place);
 }
 
 static void test_text(void)
@@ -286,6 +322,7 @@ int main(void)
 	test_inband(&c);
 	test_slow_nic(&c);
 	test_collision(&c);
+	test_collision_link(&c);
 	test_text();
 	return done_testing();
 }

@@ -2,9 +2,11 @@
  * test-steer-move: a new ECMP hash on the path page's advice, end to end in
  * one process over loopback (a path page and an agent socket stand in for
  * the node agent). Advice to MOVE for another job changes nothing; advice
- * for this job (FABRICIQ_JOB_ID) re-opens a lane on a new source port
- * through the rejoin listener while messages keep flowing intact, without
- * a failover; the agent gets a FailoverEvent with cause "steer".
+ * for this job (FABRICIQ_JOB_ID) naming a source port none of its lanes
+ * has changes nothing either; advice for this job naming lane 1's port
+ * re-opens lane 1 on a new source port through the rejoin listener while
+ * messages keep flowing intact, without a failover; the agent gets a
+ * FailoverEvent with cause "steer".
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +25,7 @@
 #include "common/path_page.h"
 #include "nccl-plugin/core/comm.h"
 #include "nccl-plugin/core/progress.h"
+#include "nccl-plugin/core/send_priv.h"
 #include "nccl-plugin/core/wire.h"
 #include "nccl-plugin/hello.h"
 #include "nccl-plugin/plog.h"
@@ -40,7 +43,7 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
 
 static struct fq_path_page_writer *page;
 
-static void advise(uint32_t job, uint32_t gen)
+static void advise(uint32_t job, uint32_t gen, uint32_t port)
 {
 	struct fq_path_entry e;
 	int64_t now = fq_now_ns();
@@ -54,6 +57,7 @@ static void advise(uint32_t job, uint32_t gen)
 	e.advice = FQ_PATH_ADVICE_MOVE;
 	e.advice_job = job;
 	e.advice_gen = gen;
+	e.advice_port = port;
 	e.advice_until_ns = now + 30LL * 1000000000;
 	/* published now: the plugin ignores a stale page */
 	fq_path_page_publish(page, &e, 1, NULL, 0, now);
@@ -76,7 +80,7 @@ static int count_lines(const char *path, const char *word)
 int main(void)
 {
 	char dir[] = "/tmp/nccl-plugin-steer-XXXXXX", sock[256], paths[256], trace[256],
-	     handle[NCCL_NET_HANDLE_MAXSIZE], buf[65536];
+	     handle[NCCL_NET_HANDLE_MAXSIZE], buf[65536], want[160];
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct fq_frame_decoder *dec = fq_frame_decoder_create(0);
 	struct fqn_listen *l = NULL;
@@ -97,7 +101,7 @@ int main(void)
 	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
 	ok(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0, "agent socket listens");
 	ok(fq_path_page_writer_open(paths, &page) == 0, "a path page exists");
-	advise(99, 1); /* another job's advice */
+	advise(99, 1, 0); /* another job's advice */
 	setenv("FABRICIQ_MODE", "control", 1);
 	setenv("FABRICIQ_IFACES", "lo", 1);
 	setenv("FABRICIQ_LANES", "2", 1);
@@ -123,14 +127,22 @@ int main(void)
 	rc = loopback_traffic(s, r, 0.6, &n);
 	ok(rc && n > 0, "messages flow intact (%d)", n);
 	is_int(count_lines(trace, " move "), 0, "advice for another job: no move");
-	advise(4242, 2);
+	/* a port that is neither lane's: the listener's, which no lane dials from */
+	advise(4242, 2, strchr(s->c.lc[0].peer, ':') ? (uint32_t)atoi(strrchr(s->c.lc[0].peer, ':') + 1) : 1);
+	rc = loopback_traffic(s, r, 0.6, &n);
+	is_int(count_lines(trace, " move "), 0,
+	       "advice for this job naming a port no lane of it has: no move");
+	snprintf(want, sizeof(want), " move by=advice lane=1 from=%s ", s->c.lc[1].local);
+	advise(4242, 3, (uint32_t)atoi(strrchr(s->c.lc[1].local, ':') + 1));
 	n0 = n;
 	rc = loopback_traffic(s, r, 1.5, &n);
 	ok(rc && n > n0, "advice for this job: messages keep flowing intact (%d)", n - n0);
 	ok(count_lines(trace, " move ") >= 1, "a lane was re-opened on a new source port (%d move(s))",
 	   count_lines(trace, " move "));
 	is_int(count_lines(trace, " move by=advice "), 1, "the first move says why: by=advice");
-	advise(4242, 3); /* a new advice while the episode (trials, then the cooldown) runs */
+	is_int(count_lines(trace, want), 1, "the lane moved is the one the advice named by its port:%s",
+	       want);
+	advise(4242, 4, 0); /* a new advice while the episode (trials, then the cooldown) runs */
 	n0 = n;
 	rc = loopback_traffic(s, r, 1.0, &n);
 	ok(rc && count_lines(trace, " move by=advice ") == 1,

@@ -187,6 +187,83 @@ net_up() {
 	return 0
 }
 
+# Pins: TCP flows sent over a chosen spine, as if the fabric's L4 hash had
+# put them there. Each leaf gets, per spine S, table 100+S: every host
+# under another leaf over S. A pin is a policy rule on the flow's source
+# leaf (from, to, ipproto tcp, sport, dport) into its spine's table; what
+# matches no rule (a lane re-opened on a new source port) takes the main
+# table's ECMP hash. Pins are recorded ("LEAF SRC SPORT DST DPORT SPINE")
+# in $TB_STATE/pins for pin_clear.
+pin_tables() {
+	local l s i r
+	for ((l = 1; l <= TB_LEAVES; l++)); do
+		for ((s = 1; s <= TB_SPINES; s++)); do
+			for ((i = 1; i <= TB_HOSTS; i++)); do
+				[ "$(host_leaf "$i")" -eq "$l" ] && continue
+				for ((r = 0; r < TB_RAILS; r++)); do
+					echo "route replace 198.19.$r.$((2 * i))/31 via $(ls_spine_ip "$l" "$s") dev s$s table $((100 + s))"
+				done
+			done
+		done | ip -n "$(ns_of "leaf$l")" -batch - || return 1
+	done
+}
+
+# The host index of a rail address 198.19.R.(2I+1); empty if it is none.
+host_of_ip() {
+	local a b c d
+	IFS=. read -r a b c d <<<"$1"
+	[ "$a.$b" = 198.19 ] && is_uint "$c" && [ "$c" -lt "$TB_RAILS" ] && is_uint "$d" && [ $((d % 2)) -eq 1 ] &&
+		[ $(((d - 1) / 2)) -ge 1 ] && [ $(((d - 1) / 2)) -le "$TB_HOSTS" ] && echo $(((d - 1) / 2))
+}
+
+# Pin the flows on stdin ("SRC SPORT DST DPORT SPINE"): rules added in one
+# batch per leaf, then each checked with `ip route get` (its 5-tuple, in at
+# its host port) to leave by its spine. Prints how many; 1 on a bad line or
+# a FIB that disagrees.
+pin_flows() {
+	local src sport dst dport s i j l n=0 want got
+	pin_tables || return 1
+	: >"$TB_STATE/pins.new"
+	while read -r src sport dst dport s; do
+		[ -n "$src" ] || continue
+		i=$(host_of_ip "$src") j=$(host_of_ip "$dst")
+		if [ -z "$i" ] || [ -z "$j" ] || ! is_uint "$sport" || ! is_uint "$dport" || ! is_uint "$s" ||
+			[ "$s" -lt 1 ] || [ "$s" -gt "$TB_SPINES" ]; then
+			echo "pin: bad line '$src $sport $dst $dport $s' (SRC SPORT DST DPORT SPINE, rail addresses, spine 1-$TB_SPINES)" >&2
+			return 1
+		fi
+		l=$(host_leaf "$i")
+		[ "$l" -ne "$(host_leaf "$j")" ] || { echo "pin: $src and $dst are under one leaf: no spine to pin" >&2; return 1; }
+		echo "$l $src $sport $dst $dport $s" >>"$TB_STATE/pins.new"
+	done
+	for ((l = 1; l <= TB_LEAVES; l++)); do
+		awk -v l="$l" '$1 == l { printf "rule add from %s to %s ipproto tcp sport %s dport %s lookup %d pref 1000\n", $2, $4, $3, $5, 100 + $6 }' \
+			"$TB_STATE/pins.new" | ip -n "$(ns_of "leaf$l")" -batch - || return 1
+	done
+	cat "$TB_STATE/pins.new" >>"$TB_STATE/pins"
+	for ((l = 1; l <= TB_LEAVES; l++)); do
+		want=$(awk -v l="$l" '$1 == l { print $6 }' "$TB_STATE/pins.new")
+		[ -n "$want" ] || continue
+		got=$(awk -v l="$l" '$1 == l { split($2, a, "."); printf "route get to %s from %s iif n%dr%d ipproto tcp sport %s dport %s\n", $4, $2, (a[4] - 1) / 2, a[3], $3, $5 }' \
+			"$TB_STATE/pins.new" | ip -n "$(ns_of "leaf$l")" -batch - 2>&1 | grep -o ' dev s[0-9]*' | sed 's/ dev s//')
+		[ "$want" = "$got" ] || { echo "pin: leaf$l's FIB does not send the flows where they were pinned" >&2; return 1; }
+		n=$((n + $(wc -l <<<"$want")))
+	done
+	rm -f "$TB_STATE/pins.new"
+	echo "$n"
+}
+
+# Remove every pin (the tables stay: without rules nothing looks them up).
+pin_clear() {
+	local l
+	[ -s "$TB_STATE/pins" ] || return 0
+	for ((l = 1; l <= TB_LEAVES; l++)); do
+		awk -v l="$l" '$1 == l { printf "rule del from %s to %s ipproto tcp sport %s dport %s lookup %d pref 1000\n", $2, $4, $3, $5, 100 + $6 }' \
+			"$TB_STATE/pins" | ip -n "$(ns_of "leaf$l")" -force -batch - 2>/dev/null
+	done
+	rm -f "$TB_STATE/pins"
+}
+
 # Routers touched by a link, to re-apply their routes when it comes back.
 link_nodes() { # NS_A NS_B -> node names
 	echo "${1#"$TB_PREFIX"-} ${2#"$TB_PREFIX"-}"
