@@ -5,7 +5,13 @@
 #   ecmp-1     static ECMP, one lane per connection (NCCL's default)
 #   ecmp-K     static ECMP, K lanes split evenly (NCCL_IB_QPS_PER_CONNECTION=K)
 #   steer      fabriciq control mode with steering (weights from delay, a
-#              congested lane moved to a new source port), K lanes
+#              congested lane moved to a new source port), K lanes: the
+#              plugin alone
+#   steer-ctl  the same with the controller's collision advice: the jobs
+#              launched by `srun --fabriciq=control` (the SPANK plugin),
+#              an agent per host tracing each lane's route, the controller
+#              advising a job whose lanes collide with another's on a
+#              switch link to move them, by their source ports
 #   optimum    the same K lanes, each connection's on distinct spines,
 #              placed to keep the busiest leaf-spine link as low as it can
 #              be, split evenly: the ceiling of a static placement
@@ -33,22 +39,30 @@
 # no rule and takes the fabric's own L4 hash. The optimum is pinned the
 # same way (bench/ecmp-place.py).
 #
+# With steer-ctl among the variants the cluster runs munge, Slurm,
+# PostgreSQL, the controller and the agents throughout (every variant pays
+# for them); without, none of them.
+#
 # Printed: each trial's aggregate busbw (the jobs' busbw summed, MB/s, from
 # each job's time: nccl-tests' bus factors) per variant, the busiest link's
 # active lanes against the mean under the seed's draw (1 lane, K lanes) and
 # the trial's seconds; then per variant the mean
 # and p10 over trials, the ratio of steering to each, the fraction of the
 # optimum reached, and the trials where steering lost to static ECMP.
-# Goals: steer >= 1.25x ecmp-1 (mean), >= 0.9 of the ceiling (opt-steer).
+# Goals: fabriciq's steering (steer-ctl, else steer) >= 1.25x ecmp-1
+# (mean), >= 0.9 of the ceiling (opt-steer).
 # Needs root and namespaces (the emulated cluster); says why and exits 0 if not.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
 CB="$top_builddir/tools/collbench/fabriciq-collbench"
 SO="$top_builddir/nccl-plugin/.libs/libnccl-net-fabriciq.so"
-TB="$top_srcdir/tests/testbed/fabriciq-testbed"
+SPANK_SO="$top_builddir/spank/.libs/spank_fabriciq.so"
+CTL="$top_builddir/controller/fabriciq-controller"
+AGENT="$top_builddir/slurmd-agent/fabriciq-agent"
 PLACE="$top_srcdir/bench/ecmp-place.py"
-export FQTB_HELPERS="$top_builddir/tests/testbed"
+diag() { printf '  %s\n' "$*"; }
+. "$top_srcdir/tests/testbed/lib/testlib.sh" # TB, FQTB_HELPERS; the controller's and agents' start
 HOSTS=${BENCH_ECMP_HOSTS:-8}
 LEAVES=${BENCH_ECMP_LEAVES:-4}
 SPINES=${BENCH_ECMP_SPINES:-4}
@@ -59,10 +73,10 @@ SIZE=${BENCH_ECMP_SIZE:-4M}
 ITERS=${BENCH_ECMP_ITERS:-5}
 TRIALS=${BENCH_ECMP_TRIALS:-20}
 SEED=${BENCH_ECMP_SEED:-1}
-VARIANTS=${BENCH_ECMP_VARIANTS:-"ecmp-1 ecmp-K steer optimum opt-steer"}
+VARIANTS=${BENCH_ECMP_VARIANTS:-"ecmp-1 ecmp-K steer steer-ctl optimum opt-steer"}
 SOCKBUF=${BENCH_ECMP_SOCKBUF:-128K} # the lanes' own backlog small, as at these rates a switch's buffer is
 PREFIX=${BENCH_ECMP_PREFIX:-ecb}
-for f in "$CB" "$SO" "$PLACE"; do [ -e "$f" ] || { echo "bench-ecmp: $f not built"; exit 1; }; done
+for f in "$CB" "$SO" "$PLACE" "$SPANK_SO" "$CTL" "$AGENT"; do [ -e "$f" ] || { echo "bench-ecmp: $f not built"; exit 1; }; done
 if [ "$(id -u)" -ne 0 ] || ! unshare --net true 2>/dev/null || [ ! -x "$FQTB_HELPERS/tb-hostns" ]; then
 	echo "bench-ecmp: skipped (needs root, network namespaces and the testbed helpers)"
 	exit 0
@@ -78,9 +92,25 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+ctl=false services=(--services none)
+if [[ " $VARIANTS " == *" steer-ctl "* ]]; then
+	ctl=true
+	spank="optional $SPANK_SO libdir=$top_builddir/nccl-plugin/.libs monitor_via=net"
+	spank+=" step_socket=$FQTB_STATE/run/%n/agent-step.sock"
+	services=(--plugstack "$spank")
+fi
 "$TB" up --prefix "$PREFIX" --hosts "$HOSTS" --leaves "$LEAVES" --spines "$SPINES" --rails "$RAILS" \
-	--spine-rate "$RATE" --services none --clock-offsets zero >"$tmp/up.log" 2>&1 ||
+	--spine-rate "$RATE" "${services[@]}" --clock-offsets zero >"$tmp/up.log" 2>&1 ||
 	{ echo "bench-ecmp: testbed up failed"; sed 's/^/  /' "$tmp/up.log" | tail -5; exit 1; }
+if $ctl; then
+	"$TB" expected >"$FQTB_STATE/topology.conf" # the switches' names, for the collisions' links
+	tb_controller_start "$CTL" -s "topology_file=$FQTB_STATE/topology.conf" ||
+		{ echo "bench-ecmp: the controller did not start"; exit 1; }
+	sleep 1
+	tb_agents_start "$AGENT" -s controller=198.18.0.1:7100 -s "munge_socket=$FQTB_STATE/munge/munge.socket" &&
+		tb_agents_ready >"$tmp/ready.log" ||
+		{ echo "bench-ecmp: the agents are not ready"; sed 's/^/  /' "$tmp/ready.log"; exit 1; }
+fi
 
 coll_of() { [ $(($1 % 2)) -eq 0 ] && echo alltoall || echo allreduce; }
 jobargs=()
@@ -112,20 +142,35 @@ pin() {
 	echo "$n $(awk '{ print $1 }' "$tmp/skew")"
 }
 
+# the collision advice the agents took so far (their logs)
+advice_lines() { cat "$FQTB_STATE"/log/n*.agent.log 2>/dev/null | grep -c 'controller advice: '; }
+
 port=$((33000 + $$ % 1000))
 # run VARIANT SEED: every job at once; prints "SUM_MBPS BUSIEST/MEAN" or FAILED
 run() {
-	local v=$1 seed=$2 lanes=$LANES steer=off mode=seed r k rc=0 want got=0 skew= npinned sum=0 bw
+	local v=$1 seed=$2 lanes=$LANES steer=off mode=seed r k rc=0 want got=0 skew= npinned sum=0 bw srun=false a0
 	case $v in
 	ecmp-1) lanes=1 ;;
 	steer) steer=on ;;
+	steer-ctl) steer=on srun=true ;;
 	optimum) mode=optimum ;;
 	opt-steer) mode=optimum steer=on ;;
 	esac
-	rm -f "$tmp/go" "$tmp"/out.* "$tmp"/err.*
+	rm -f "$tmp/go" "$tmp"/out.* "$tmp"/err.* "$tmp"/srun.*
+	a0=$(advice_lines)
 	pids=()
 	for ((r = 0; r < RAILS; r++)); do
 		port=$((port + 1))
+		if $srun; then # one step a job, a rank a host in order (rank 0 on n1: the bootstrap)
+			"$TB" slurm srun -w "n[1-$HOSTS]" -N"$HOSTS" -n"$HOSTS" --fabriciq=control -o "$tmp/out.$r.%t" \
+				-e "$tmp/err.$r.%t" env FABRICIQ_STEER=on FABRICIQ_IFACES="rail$r" FABRICIQ_LANES="$lanes" \
+				FABRICIQ_CHUNK_SIZE=64K FABRICIQ_SOCKET_BUFFER="$SOCKBUF" \
+				timeout 400 "$CB" --bootstrap "198.18.0.11:$port" \
+				--coll "$(coll_of $r)" -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 1 --timeout 300 \
+				--start-file "$tmp/go" >"$tmp/srun.$r" 2>&1 &
+			pids+=($!)
+			continue
+		fi
 		for ((k = HOSTS - 1; k >= 0; k--)); do
 			"$TB" exec "n$((k + 1))" env FABRICIQ_MODE=control FABRICIQ_STEER="$steer" FABRICIQ_IFACES="rail$r" \
 				FABRICIQ_LANES="$lanes" FABRICIQ_TELEMETRY=0 FABRICIQ_CHUNK_SIZE=64K \
@@ -137,7 +182,7 @@ run() {
 		done
 	done
 	want=$((RAILS * HOSTS * (HOSTS - 1) * lanes))
-	for ((k = 0; k < 120; k++)); do # every job connected, every lane up (at most 60 s)
+	for ((k = 0; k < 160; k++)); do # every job connected, every lane up (at most 80 s)
 		if [ "$(cat "$tmp"/out.*.0 2>/dev/null | grep -c '^# connected')" -eq "$RAILS" ]; then
 			got=$(lanes_now | wc -l)
 			[ "$got" -eq "$want" ] && break
@@ -156,10 +201,11 @@ run() {
 	fi
 	for p in "${pids[@]}"; do wait "$p" || rc=1; done
 	pids=()
+	$srun && echo "# $v seed $seed: $(($(advice_lines) - a0)) advice" >>"$tmp/log"
 	unpin
 	[ $rc -eq 0 ] || {
 		echo FAILED
-		grep -h . "$tmp"/err.* | grep -v '^#' | head -4 | sed 's/^/  /' >&2
+		grep -h . "$tmp"/err.* "$tmp"/srun.* 2>/dev/null | grep -v '^#\|INFO' | head -4 | sed 's/^/  /' >&2
 		return 1
 	}
 	for ((r = 0; r < RAILS; r++)); do
@@ -193,7 +239,7 @@ for ((t = 0; t < TRIALS; t++)); do
 done
 
 [ -n "${BENCH_ECMP_VERBOSE:-}" ] && cat "$tmp/log"
-awk '{ s += $5; n++ } END { printf "lanes pinned to their spines, each checked in its leaf'"'"'s FIB: %d over %d runs\n", s, n }' "$tmp/log"
+awk '/ pinned / { s += $5; n++ } END { printf "lanes pinned to their spines, each checked in its leaf'"'"'s FIB: %d over %d runs\n", s, n }' "$tmp/log"
 
 # mean and p10 of each variant; ratios; steering's losses
 for v in $VARIANTS; do
@@ -205,22 +251,28 @@ for v in $VARIANTS; do
 		END { k = int(0.1 * NR + 0.999); if (k < 1) k = 1; printf "  %-8s mean %8.2f  p10 %8.2f\n", v, s / NR, x[k] }'
 done
 mean() { awk '{ s += $1 } END { printf "%.4f", NR ? s / NR : 0 }' "$tmp/col.$1"; }
-if [[ " $VARIANTS " == *" steer "* ]]; then
-	ms=$(mean steer)
+# the ratios of each steering variant (steer-ctl is fabriciq's: the goals)
+for sv in steer steer-ctl; do
+	[[ " $VARIANTS " == *" $sv "* ]] || continue
+	ms=$(mean "$sv")
 	for v in $VARIANTS; do
-		[ "$v" = steer ] && continue
+		[ "$v" = "$sv" ] && continue
+		[ "$sv" = steer ] && [ "$v" = steer-ctl ] && continue
 		mv=$(mean "$v")
 		case $v in
-		optimum) awk -v s="$ms" -v o="$mv" 'BEGIN { printf "steer / optimum: %.3f (the static optimum placement, split evenly)\n", (o > 0 ? s / o : 0) }' ;;
-		opt-steer) awk -v s="$ms" -v o="$mv" 'BEGIN { printf "steer / opt-steer: %.3f (fraction of the ceiling reached; goal >= 0.9)\n", (o > 0 ? s / o : 0) }' ;;
-		ecmp-1) awk -v s="$ms" -v o="$mv" 'BEGIN { printf "steer / ecmp-1: %.3fx (goal >= 1.25x)\n", (o > 0 ? s / o : 0) }' ;;
-		*) awk -v s="$ms" -v o="$mv" -v v="$v" 'BEGIN { printf "steer / %s: %.3fx\n", v, (o > 0 ? s / o : 0) }' ;;
+		optimum) awk -v s="$ms" -v o="$mv" -v sv="$sv" 'BEGIN { printf "%s / optimum: %.3f (the static optimum placement, split evenly)\n", sv, (o > 0 ? s / o : 0) }' ;;
+		opt-steer) awk -v s="$ms" -v o="$mv" -v sv="$sv" 'BEGIN { printf "%s / opt-steer: %.3f (fraction of the ceiling reached; goal >= 0.9)\n", sv, (o > 0 ? s / o : 0) }' ;;
+		ecmp-1) awk -v s="$ms" -v o="$mv" -v sv="$sv" 'BEGIN { printf "%s / ecmp-1: %.3fx (goal >= 1.25x)\n", sv, (o > 0 ? s / o : 0) }' ;;
+		*) awk -v s="$ms" -v o="$mv" -v v="$v" -v sv="$sv" 'BEGIN { printf "%s / %s: %.3fx\n", sv, v, (o > 0 ? s / o : 0) }' ;;
 		esac
 	done
-	for v in ecmp-1 ecmp-K; do
+	for v in ecmp-1 ecmp-K $([ "$sv" = steer-ctl ] && echo steer); do
 		[[ " $VARIANTS " == *" $v "* ]] || continue
-		paste "$tmp/col.steer" "$tmp/col.$v" | awk -v v="$v" -v seed="$SEED" '
+		paste "$tmp/col.$sv" "$tmp/col.$v" | awk -v v="$v" -v sv="$sv" -v seed="$SEED" '
 			$1 < $2 { n++; w = w sprintf(" %d (%.0f%%)", seed + NR - 1, 100 * ($1 / $2 - 1)) }
-			END { printf "trials where steer < %s: %d of %d%s\n", v, n, NR, n ? ":" w : "" }'
+			END { printf "trials where %s < %s: %d of %d%s\n", sv, v, n, NR, n ? ":" w : "" }'
 	done
+done
+if [[ " $VARIANTS " == *" steer-ctl "* ]]; then
+	awk '$2 == "steer-ctl" && / advice$/ { a += $(NF - 1); n++ } END { printf "the controller'"'"'s collision advice in steer-ctl: %d taken by the agents over %d runs\n", a, n }' "$tmp/log"
 fi
