@@ -359,13 +359,11 @@ static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **cl
 			cl[n].l = l;
 			snprintf(cl[n].src, sizeof(cl[n].src), "%s/%s", l->p.src.node, l->p.src.nic);
 			snprintf(cl[n].dst, sizeof(cl[n].dst), "%s/%s", l->p.dst.node, l->p.dst.nic);
-			in[n] = (struct fq_rule_clane){s->k.job,
-						       NULL,
-						       NULL,
-						       l->p99_ns,
-						       p ? (p->p50_ns > 0 ? p->p50_ns : p->baseline_ns) : 0,
-						       NULL,
-						       coll_links(d, &s->k, &cl[n])};
+			in[n] = (struct fq_rule_clane){
+			    .job_id = s->k.job,
+			    .owd_p99_ns = l->p99_ns,
+			    .probe_ns = p ? (p->p50_ns > 0 ? p->p50_ns : p->baseline_ns) : 0,
+			    .nlinks = coll_links(d, &s->k, &cl[n])};
 			n++;
 		}
 	}

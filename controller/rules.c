@@ -326,41 +326,59 @@ bool fq_rule_clane_at(const struct fq_rule_clane *l, const char *place)
 	return false;
 }
 
-/* The jobs with outlier lanes at place: how many, and the one to move and
- * the other (most lanes) as the rule says. */
-static size_t collide_on(const struct fq_rule_clane *l, size_t n, const bool *out, const char *place,
-			 struct fq_rule_collision *r)
+/* One place of one outlier lane; sorted by place, job, lane. order: the
+ * place's position in the input (lanes in order, a lane's NICs before its
+ * links), which breaks ties between places. */
+struct cpair {
+	const char *place;
+	uint64_t job;
+	size_t lane, order;
+};
+
+static int cpair_cmp(const void *a, const void *b)
 {
-	size_t jobs = 0, total = 0;
+	const struct cpair *x = a, *y = b;
+	int c = strcmp(x->place, y->place);
+
+	if (c)
+		return c;
+	if (x->job != y->job)
+		return x->job < y->job ? -1 : 1;
+	return x->lane < y->lane ? -1 : x->lane > y->lane;
+}
+
+/* The place of pairs [g, e) (one place, sorted by job and lane): its
+ * outlier lanes (each once), its jobs, the one to move and the other as
+ * the rule says, and its first position in the input (*first). */
+static size_t collide_at(const struct cpair *p, size_t g, size_t e, struct fq_rule_collision *r,
+			 size_t *first)
+{
+	size_t total = 0, b;
 
 	memset(r, 0, sizeof(*r));
-	r->place = place;
-	for (size_t i = 0; i < n; i++) {
+	r->place = p[g].place;
+	*first = p[g].order;
+	for (size_t a = g; a < e; a = b) {
 		size_t k = 0;
-		bool first = true;
 
-		if (!out[i] || !fq_rule_clane_at(&l[i], place))
-			continue;
-		total++;
-		for (size_t j = 0; j < i && first; j++)
-			if (out[j] && fq_rule_clane_at(&l[j], place) && l[j].job_id == l[i].job_id)
-				first = false;
-		if (!first)
-			continue;
-		for (size_t j = i; j < n; j++)
-			k += out[j] && fq_rule_clane_at(&l[j], place) && l[j].job_id == l[i].job_id;
-		jobs++;
-		if (jobs == 1 || k < r->move_lanes || (k == r->move_lanes && l[i].job_id > r->move_job)) {
-			r->move_job = l[i].job_id;
+		/* a lane whose both ends are one NIC is there once */
+		for (b = a; b < e && p[b].job == p[a].job; b++) {
+			k += b == a || p[b].lane != p[b - 1].lane;
+			if (p[b].order < *first)
+				*first = p[b].order;
+		}
+		total += k;
+		r->jobs++;
+		if (r->jobs == 1 || k < r->move_lanes || (k == r->move_lanes && p[a].job > r->move_job)) {
+			r->move_job = p[a].job;
 			r->move_lanes = k;
 		}
-		if (jobs == 1 || k > r->other_lanes || (k == r->other_lanes && l[i].job_id < r->other_job)) {
-			r->other_job = l[i].job_id;
+		if (r->jobs == 1 || k > r->other_lanes || (k == r->other_lanes && p[a].job < r->other_job)) {
+			r->other_job = p[a].job;
 			r->other_lanes = k;
 		}
 	}
-	r->jobs = jobs; /* all counts equal: move the highest id, the other is the lowest */
-	return jobs >= 2 ? total : 0;
+	return r->jobs >= 2 ? total : 0; /* all counts equal: move the highest id, the other is the lowest */
 }
 
 bool fq_rule_collision_keep(const struct fq_rule_clane *l, size_t n, const bool *outlier, uint64_t job,
@@ -389,36 +407,46 @@ bool fq_rule_collision(const struct fq_detector_config *c, const struct fq_rule_
 		       bool *outlier, struct fq_rule_collision *out)
 {
 	bool *o = outlier;
-	size_t best = 0;
-	struct fq_rule_collision r;
+	size_t best = 0, best_first = 0, m = 0, np = 0, e;
+	struct cpair *p = NULL;
 
 	if (!l || !n)
 		return false;
-	if (!o) {
-		o = calloc(n, sizeof(*o));
-		if (!o)
-			return false;
-	}
+	if (!o && !(o = calloc(n, sizeof(*o))))
+		return false;
 	for (size_t i = 0; i < n; i++)
-		o[i] = clane_outlier(c, &l[i]);
-	for (size_t i = 0; i < n; i++) {
-		for (size_t s = 0; o[i] && s < 2 + l[i].nlinks; s++) {
+		if ((o[i] = clane_outlier(c, &l[i])))
+			np += 2 + l[i].nlinks;
+	/* every (place, lane) of the outliers, grouped by place: a place's
+	 * lanes are counted in one pass, not against every other lane */
+	if (np && !(p = calloc(np, sizeof(*p))))
+		goto done;
+	for (size_t i = 0, order = 0; i < n; i++) {
+		for (size_t s = 0; o[i] && s < 2 + l[i].nlinks; s++, order++) {
 			const char *place = s == 0 ? l[i].src_nic : s == 1 ? l[i].dst_nic : l[i].links[s - 2];
-			bool seen = false;
-			size_t t;
 
-			for (size_t j = 0; place && j < i && !seen; j++) /* each place once */
-				seen = o[j] && fq_rule_clane_at(&l[j], place);
-			if (!place || seen)
-				continue;
-			t = collide_on(l, n, o, place, &r);
-			if (t > best) {
-				best = t;
-				if (out)
-					*out = r;
-			}
+			if (place)
+				p[m++] = (struct cpair){place, l[i].job_id, i, order};
 		}
 	}
+	if (m)
+		qsort(p, m, sizeof(*p), cpair_cmp);
+	for (size_t g = 0; g < m; g = e) {
+		struct fq_rule_collision r;
+		size_t first, t;
+
+		for (e = g + 1; e < m && !strcmp(p[e].place, p[g].place); e++)
+			;
+		t = collide_at(p, g, e, &r, &first);
+		if (t && (t > best || (t == best && first < best_first))) {
+			best = t;
+			best_first = first;
+			if (out)
+				*out = r;
+		}
+	}
+done:
+	free(p);
 	if (o != outlier)
 		free(o);
 	return best > 0;

@@ -289,6 +289,36 @@ static void test_collision_link(const struct fq_detector_config *c)
 	   "a NIC with more outlier lanes (4) than the link (3) wins (%s), equal counts: the higher job "
 	   "moves",
 	   r.place);
+
+	struct fq_rule_clane self[] = {
+	    {21, "n9/r0", "n9/r0", US(400), US(20), NULL, 0}, /* both ends one NIC */
+	    {22, "n9/r0", "n8/r0", US(400), US(20), NULL, 0},
+	};
+	hit = fq_rule_collision(c, self, 2, NULL, &r);
+	ok(hit && !strcmp(r.place, "n9/r0") && r.move_lanes == 1 && r.other_lanes == 1 && r.move_job == 22,
+	   "a lane whose both ends are one NIC is there once (%zu and %zu lanes)", r.move_lanes,
+	   r.other_lanes);
+
+	/* 500 lanes on 500 NIC pairs, all over one link: counted exactly */
+	enum {
+		MANY = 500
+	};
+	struct fq_rule_clane *many = calloc(MANY, sizeof(*many));
+	char(*names)[2][16] = calloc(MANY, sizeof(*names));
+	const char *via[] = {"leaf3>spine4"};
+
+	for (int i = 0; many && names && i < MANY; i++) {
+		snprintf(names[i][0], sizeof(names[i][0]), "h%d/r0", i);
+		snprintf(names[i][1], sizeof(names[i][1]), "g%d/r0", i);
+		many[i] = (struct fq_rule_clane){
+		    i % 5 < 3 ? 1 : 2, names[i][0], names[i][1], US(400), US(20), via, 1};
+	}
+	hit = many && names && fq_rule_collision(c, many, MANY, NULL, &r);
+	ok(hit && !strcmp(r.place, "leaf3>spine4") && r.move_job == 2 && r.move_lanes == 200 &&
+	       r.other_job == 1 && r.other_lanes == 300 && r.jobs == 2,
+	   "500 lanes over one link: job 2 (200 lanes) moves, job 1 (300) stays");
+	free(many);
+	free(names);
 }
 
 static void test_text(void)
