@@ -71,6 +71,7 @@ RATE=${BENCH_ECMP_RATE:-40mbit}
 LANES=${BENCH_ECMP_LANES:-4}
 SIZE=${BENCH_ECMP_SIZE:-4M}
 ITERS=${BENCH_ECMP_ITERS:-5}
+TIMEOUT=${BENCH_ECMP_TIMEOUT:-300} # a collective's, in seconds
 TRIALS=${BENCH_ECMP_TRIALS:-20}
 SEED=${BENCH_ECMP_SEED:-1}
 VARIANTS=${BENCH_ECMP_VARIANTS:-"ecmp-1 ecmp-K steer steer-ctl optimum opt-steer"}
@@ -85,8 +86,10 @@ command -v python3 >/dev/null || { echo "bench-ecmp: skipped (needs python3)"; e
 export FQTB_STATE="${TMPDIR:-/tmp}/fqtb-ecmpbench-$$"
 tmp=$(mktemp -d)
 pids=()
+# BENCH_ECMP_KEEP=DIR: the runs' output and the cluster's logs kept there
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	[ -n "${BENCH_ECMP_KEEP:-}" ] && mkdir -p "$BENCH_ECMP_KEEP" && cp -r "$tmp" "$FQTB_STATE/log" "$BENCH_ECMP_KEEP" 2>/dev/null
 	"$TB" down >/dev/null 2>&1
 	rm -rf "$tmp"
 }
@@ -164,9 +167,9 @@ run() {
 		if $srun; then # one step a job, a rank a host in order (rank 0 on n1: the bootstrap)
 			"$TB" slurm srun -w "n[1-$HOSTS]" -N"$HOSTS" -n"$HOSTS" --fabriciq=control -o "$tmp/out.$r.%t" \
 				-e "$tmp/err.$r.%t" env FABRICIQ_STEER=on FABRICIQ_IFACES="rail$r" FABRICIQ_LANES="$lanes" \
-				FABRICIQ_CHUNK_SIZE=64K FABRICIQ_SOCKET_BUFFER="$SOCKBUF" \
+				FABRICIQ_CHUNK_SIZE=64K FABRICIQ_SOCKET_BUFFER="$SOCKBUF" ${NCCL_DEBUG:+NCCL_DEBUG=$NCCL_DEBUG} \
 				timeout 400 "$CB" --bootstrap "198.18.0.11:$port" \
-				--coll "$(coll_of $r)" -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 1 --timeout 300 \
+				--coll "$(coll_of $r)" -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 1 --timeout "$TIMEOUT" \
 				--start-file "$tmp/go" >"$tmp/srun.$r" 2>&1 &
 			pids+=($!)
 			continue
@@ -176,7 +179,7 @@ run() {
 				FABRICIQ_LANES="$lanes" FABRICIQ_TELEMETRY=0 FABRICIQ_CHUNK_SIZE=64K \
 				FABRICIQ_SOCKET_BUFFER="$SOCKBUF" FABRICIQ_PATH_PAGE="$tmp/none" \
 				timeout 400 "$CB" -p "$SO" --rank "$k" --nranks "$HOSTS" --bootstrap "198.18.0.11:$port" \
-				--coll "$(coll_of $r)" -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 1 --timeout 300 \
+				--coll "$(coll_of $r)" -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 1 --timeout "$TIMEOUT" \
 				--start-file "$tmp/go" >"$tmp/out.$r.$k" 2>"$tmp/err.$r.$k" &
 			pids+=($!)
 		done

@@ -17,6 +17,7 @@
 #include "nccl-plugin/core/comm.h"
 #include "nccl-plugin/core/ctx.h"
 #include "nccl-plugin/core/net.h"
+#include "nccl-plugin/core/progress.h"
 #include "nccl-plugin/core/rejoin.h"
 #include "nccl-plugin/core/setup.h"
 #include "nccl-plugin/lanes/lane_drv.h"
@@ -200,6 +201,12 @@ static int init_once(struct fqn_ctx *g)
 			g->drv->close(g->nics, g->nnics);
 			return rc;
 		}
+		/* a peer's send waits for our acks even while NCCL calls nothing here */
+		rc = fqn_progress_start(g);
+		if (rc < 0)
+			FQN_WARN("control mode: cannot start the progress thread (%s): an idle "
+				 "receiver acks only when NCCL calls the plugin",
+				 strerror(-rc));
 		rc = fq_path_page_reader_open(g->cfg.path_page, &g->paths);
 		if (rc < 0) {
 			g->paths = NULL;
@@ -241,6 +248,7 @@ void fqn_fini(void)
 		struct fqn_ctx *g = fqn_g;
 
 		__atomic_store_n(&fqn_g, NULL, __ATOMIC_RELEASE);
+		fqn_progress_stop(g);
 		fqn_telemetry_stop(g->telemetry);
 		fq_clock_page_reader_close(g->clock);
 		if (g->paths)

@@ -8,11 +8,22 @@
 #include "nccl-plugin/core/recv.h"
 #include "nccl-plugin/core/send.h"
 
-#define IDLE_SERVE_NS (1LL * 1000000) /* idle receive comms: served every 1 ms at most */
+#define IDLE_SERVE_NS (1LL * 1000000)  /* idle receive comms: served every 1 ms at most */
+#define IDLE_WAKE_NS  (10LL * 1000000) /* ... and by the thread every 10 ms, calls or not */
 
 static void serve_idle(struct fqn_ctx *ctx)
 {
 	fqn_idle_sweep(&ctx->idle, fq_clock_ns(CLOCK_MONOTONIC), IDLE_SERVE_NS, fqn_recv_serve);
+}
+
+int fqn_progress_start(struct fqn_ctx *ctx)
+{
+	return fqn_idle_start(&ctx->idle, IDLE_WAKE_NS, IDLE_SERVE_NS, fqn_recv_serve);
+}
+
+void fqn_progress_stop(struct fqn_ctx *ctx)
+{
+	fqn_idle_stop(&ctx->idle);
 }
 
 int fqn_send_progress(struct fqn_send *s)

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Scenario: two jobs that ECMP hashed onto one spine. 4 hosts x 1 rail on 2
-# leaves and 2 spines; job A on n1 n3, job B on n2 n4: no NIC in common,
-# so only the fabric can bring them together. Each runs an allreduce in
-# control mode with 2 lanes a connection; once connected, every lane of
-# both is pinned to spine1 (fabriciq-testbed pin: as if the leaves' L4 hash
-# had put them all there), and leaf1-spine1 is shaped to 20 Mbit/s with a
-# short queue (2 ms, so the plugin's own rule, 10 ms over the RTT's base,
-# starts no move).
+# Scenario: two jobs that ECMP hashed onto one spine. By default 4 hosts x
+# 1 rail on 2 leaves and 2 spines (FQ_COLL="HOSTS RAILS LEAVES SPINES"
+# sets others, FQ_COLL_PREFIX the testbed's prefix); job A on the first
+# host of the first and of the last leaf (n1 n3), job B on the second of
+# each (n2 n4): no NIC in common, so only the fabric can bring them
+# together. Each runs an allreduce in control mode with 2 lanes a
+# connection (over every rail); once connected, every lane of both is
+# pinned to spine1 (fabriciq-testbed pin: as if the leaves' L4 hash had put
+# them all there), and leaf1-spine1 is shaped to 20 Mbit/s with a short
+# queue (2 ms, so the plugin's own rule, 10 ms over the RTT's base, starts
+# no move).
 #
 # The agents trace each lane's own route (its 5-tuple), the controller sees
 # both jobs' lanes delayed on the same switch links and opens a collision
@@ -19,34 +22,43 @@
 # through the database, the agents' logs, the ranks' traces and `fabriciq
 # --json job`.
 . "$(dirname "$0")/scenario.sh"
-sc_require scsp
+read -r HOSTS RAILS LEAVES SPINES <<<"${FQ_COLL:-4 1 2 2}"
+sc_require "${FQ_COLL_PREFIX:-scsp}"
 plan 11
-sc_up 4 1 2 2 -s "topology_file=$S/topology.conf"
-ok $? "up: 4 hosts x 1 rail, 2 leaves, 2 spines; controller and 4 agents reporting"
+sc_up "$HOSTS" "$RAILS" "$LEAVES" "$SPINES" -s "topology_file=$S/topology.conf"
+ok $? "up: $HOSTS hosts x $RAILS rail(s), $LEAVES leaves, $SPINES spines; controller and $HOSTS agents reporting"
 sc_topology_file >"$S/topology.conf" # the switches' names
+# the first two hosts of the first and of the last leaf (as the testbed
+# hangs host i off leaf (i-1)*LEAVES/HOSTS+1)
+leaf_of() { echo $((($1 - 1) * LEAVES / HOSTS + 1)); }
+hosts_of() { for ((i = 1; i <= HOSTS; i++)); do [ "$(leaf_of $i)" -eq "$1" ] && echo "$i"; done | head -2; }
+mapfile -t first < <(hosts_of 1)
+mapfile -t last < <(hosts_of "$LEAVES")
+# a host's rail addresses
+addrs() { for ((r = 0; r < RAILS; r++)); do printf '198.19.%d.%d ' "$r" $((2 * $1 + 1)); done; }
 
 # job NAME NODES PORT: an allreduce in control mode, 2 lanes a connection,
 # waiting after connecting for $S/go; its ranks trace their steering to
 # $S/trace.NAME.RANK
 job() {
-	local first=${2%%,*}
+	local boot=${2%%,*}
 	timeout 300 "$TB" slurm srun -w "$2" -N2 -n2 -J "$1" --fabriciq=control sh -c '
 		[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"
 		name=$1; shift
 		FABRICIQ_LANES=2 FABRICIQ_STEER_TRACE=$0/trace.$name.$SLURM_PROCID "$@" 2>&1 | sed -u "s/^/[r$SLURM_PROCID] /"' \
-		"$S" "$1" "$CB" --bootstrap "198.19.0.$((2 * ${first#n} + 1)):$3" --coll allreduce -b 1M -e 1M -n 20 -w 1 \
+		"$S" "$1" "$CB" --bootstrap "198.19.0.$((2 * ${boot#n} + 1)):$3" --coll allreduce -b 1M -e 1M -n 20 -w 1 \
 		--timeout 150 --timeline 1000 --start-file "$S/go" >"$S/$1.out" 2>&1 &
 	echo $! >"$S/$1.pid"
 }
 pa=$(free_port) pb=$(free_port)
-job A n1,n3 "$pa"
-job B n2,n4 "$pb"
+job A "n${first[0]},n${last[0]}" "$pa"
+job B "n${first[1]},n${last[1]}" "$pb"
 # the dialing side's connections of both jobs ("SRC SPORT DST DPORT"): the
 # rail connections whose local port listens nowhere, but the bootstraps':
 # the lanes, and collbench's own between its ranks
 lanes() {
 	local i
-	for i in 1 2 3 4; do
+	for i in "${first[@]}" "${last[@]}"; do
 		tb exec "n$i" ss -Htn state established 2>/dev/null |
 			awk -v lp="$(tb exec "n$i" ss -Htln 2>/dev/null | awk '{ n = split($4, a, ":"); printf "%s,", a[n] }')" \
 				-v pa="$pa" -v pb="$pb" '
@@ -70,15 +82,15 @@ touch "$S/go"
 sc_job_wait A; ra=$? ja=$SC_JOB
 sc_job_wait B; rb=$? jb=$SC_JOB
 sc_verified A && sc_verified B && [ "$ra $rb" = "0 0" ]
-ok $? "jobs $ja (n1 n3) and $jb (n2 n4): both allreduces complete, every interval verified" ||
+ok $? "jobs $ja (n${first[0]} n${last[0]}) and $jb (n${first[1]} n${last[1]}): both allreduces complete, every interval verified" ||
 	diag "$(tail -n 4 "$S/A.out" "$S/B.out")"
 sleep 2
 # the job to move: the higher id (their lanes there are as many); its
 # name, its ranks' addresses; the other
 if [ "$jb" -gt "$ja" ]; then
-	mv=$jb m=B msrc="198.19.0.5 198.19.0.9" ot=$ja o=A
+	mv=$jb m=B msrc="$(addrs "${first[1]}")$(addrs "${last[1]}")" ot=$ja o=A
 else
-	mv=$ja m=A msrc="198.19.0.3 198.19.0.7" ot=$jb o=B
+	mv=$ja m=A msrc="$(addrs "${first[0]}")$(addrs "${last[0]}")" ot=$jb o=B
 fi
 
 # 1. the controller: collisions on links of spine1, job B (the higher id)
@@ -88,7 +100,7 @@ rows=$(psql_ctl "select component, evidence->>'link', evidence->>'move_job', evi
 	coalesce(node, '-'), coalesce(incident_id::text, 'incident') from fabriciq.anomalies where kind = 'collision' order by id")
 links=$(cut -d'|' -f1 <<<"$rows" | sort -u | paste -sd' ')
 inc=$(awk -F'|' '$6 == "incident" { print $1 }' <<<"$rows")
-bad=$(awk -F'|' -v m="$mv" -v o="$ot" '$1 !~ /^(leaf[12]>spine1|spine1>leaf[12])$/ || $2 != $1 || $3 != m || $4 != o || $5 != "-"' <<<"$rows")
+bad=$(awk -F'|' -v m="$mv" -v o="$ot" -v l="$LEAVES" '$1 !~ "^(leaf(1|" l ")>spine1|spine1>leaf(1|" l "))$" || $2 != $1 || $3 != m || $4 != o || $5 != "-"' <<<"$rows")
 [ -n "$rows" ] && [ -z "$bad" ] && [ "$(grep -c . <<<"$inc")" = 1 ] &&
 	[ "$(psql_ctl "select count(*) from fabriciq.anomalies where kind = 'collision' and incident_id is distinct from
 		(select id from fabriciq.anomalies where kind = 'collision' and incident_id is null)")" = 1 ]
@@ -102,7 +114,7 @@ is "$(psql_ctl "select string_agg(distinct job_id::text, ' ' order by job_id::te
 # on those links; a port is one of its lanes: pinned at the start, or
 # re-opened by a move (its steering trace names each lane's socket,
 # path=LOCAL>PEER)
-adv=$(grep -h "controller advice: job $mv move off rail0 -> " "$S"/log/n*.agent.log)
+adv=$(grep -h "controller advice: job $mv move off rail[0-9]* -> " "$S"/log/n*.agent.log)
 ports=$(grep -o 'the lane from port [0-9]*' <<<"$adv" | awk '{ print $NF }' | sort -u)
 {
 	awk -v src=" $msrc " 'index(src, " " $1 " ") { print $2 }' "$S/lanes"
