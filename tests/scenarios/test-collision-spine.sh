@@ -14,7 +14,7 @@
 # The agents trace each lane's own route (its 5-tuple), the controller sees
 # both jobs' lanes delayed on the same switch links and opens a collision
 # on one of them (a component: the link, no NIC), attached to both jobs,
-# and advises one job (the higher id: equal lanes there) to move its lanes
+# and advises one job (the one with fewer lanes there) to move its lanes
 # on it, each by its source port; that job's agents put the advice on
 # their path pages and its plugin re-opens exactly those lanes on new
 # source ports ("move by=advice lane=K from=ADDR:PORT" in its steering
@@ -85,9 +85,12 @@ sc_verified A && sc_verified B && [ "$ra $rb" = "0 0" ]
 ok $? "jobs $ja (n${first[0]} n${last[0]}) and $jb (n${first[1]} n${last[1]}): both allreduces complete, every interval verified" ||
 	diag "$(tail -n 4 "$S/A.out" "$S/B.out")"
 sleep 2
-# the job to move: the higher id (their lanes there are as many); its
-# name, its ranks' addresses; the other
-if [ "$jb" -gt "$ja" ]; then
+# the job to move: the incident's (the rule's choice, controller/rules.h:
+# the fewer lanes there, ties the higher id); its name, its ranks'
+# addresses; the other
+mv=$(psql_ctl "select evidence->>'move_job' from fabriciq.anomalies where kind = 'collision' and incident_id is null
+	order by id limit 1")
+if [ "$mv" = "$jb" ]; then
 	mv=$jb m=B msrc="$(addrs "${first[1]}")$(addrs "${last[1]}")" ot=$ja o=A
 else
 	mv=$ja m=A msrc="$(addrs "${first[0]}")$(addrs "${last[0]}")" ot=$jb o=B
