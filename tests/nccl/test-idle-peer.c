@@ -101,6 +101,10 @@ static int child(int to_parent, int from_parent)
 		return 6;
 	sleep(4); /* the launcher's barrier: nothing of the plugin is called */
 	(void)!read(from_parent, &go, 1);
+	fqn_close_recv(r);
+	fqn_close_listen(l);
+	fqn_fini();
+	free(buf);
 	return 0;
 }
 
@@ -161,6 +165,8 @@ int main(void)
 	   (now_s() - t0) * 1e3, rc);
 	(void)!write(down[1], "e", 1);
 	waitpid(pid, &st, 0);
+	fqn_close_send(s);
+	fqn_fini();
 	is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0, "the child received the chunk intact and exited 0");
 	free(buf);
 	return done_testing();
