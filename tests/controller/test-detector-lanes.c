@@ -185,6 +185,31 @@ static void test_inband(void)
 	}
 }
 
+/* The newest ADVICE collected, and how many there are (*n, may be NULL). */
+static const struct rec *last_advice(size_t *n)
+{
+	const struct rec *adv = NULL;
+
+	if (n)
+		*n = 0;
+	for (size_t i = 0; i < nrecs; i++)
+		if (recs[i].kind == FQ_DET_ADVICE) {
+			adv = &recs[i];
+			if (n)
+				(*n)++;
+		}
+	return adv;
+}
+
+/* A detector with the collision rule and its advice on. */
+static struct fq_detector *collision_detector(struct fq_detector_config *c)
+{
+	fq_detector_config_defaults(c);
+	c->collision_advice = true;
+	reset();
+	return fq_detector_create(c);
+}
+
 /* Two jobs through n2/rail1 (the TBF spine's far end): probe owd of every
  * NIC pair ~20 us; job 4242's two lanes into n2/rail1 at 94 and 400 us,
  * job 4243's one lane at 120 us; quiet lanes elsewhere. */
@@ -195,10 +220,7 @@ static void test_collision(void)
 	const struct rec *o, *adv = NULL;
 	size_t nadv = 0;
 
-	fq_detector_config_defaults(&c);
-	c.collision_advice = true;
-	d = fq_detector_create(&c);
-	reset();
+	d = collision_detector(&c);
 	for (int t = 1; t <= 3; t++) {
 		probe(d, "n1", "rail1", "n2", "rail1", t, 20, 30);
 		probe(d, "n3", "rail1", "n2", "rail1", t, 22, 30);
@@ -215,11 +237,7 @@ static void test_collision(void)
 	ok(o != NULL, "collision anomaly on n2/rail1 (%s)", o ? o->summary : "none");
 	ok(o && attached(o->handle, 4242, 0) >= 0 && attached(o->handle, 4243, 0) >= 0,
 	   "attached to both jobs");
-	for (size_t i = 0; i < nrecs; i++)
-		if (recs[i].kind == FQ_DET_ADVICE) {
-			adv = &recs[i];
-			nadv++;
-		}
+	adv = last_advice(&nadv);
 	ok(nadv == 1 && adv->job == 4243 && !strcmp(adv->node, "n4") && !strcmp(adv->nic, "rail1") &&
 	       !strcmp(adv->rnode, "n2") && !strcmp(adv->rnic, "rail1"),
 	   "one advice: job 4243 (fewer lanes) to move n4/rail1 -> n2/rail1 (%zu advice)", nadv);
@@ -247,10 +265,7 @@ static void test_collision(void)
 	reset();
 	fq_detector_tick(d, S(5.5));
 	collect(d);
-	adv = NULL;
-	for (size_t i = 0; i < nrecs; i++)
-		if (recs[i].kind == FQ_DET_ADVICE)
-			adv = &recs[i];
+	adv = last_advice(NULL);
 	ok(adv && adv->job == 4243 && count(FQ_DET_ADVICE, NULL) >= 1,
 	   "the advised job stays the one to move while its advice holds (job %llu), though it now has more "
 	   "lanes there",
@@ -312,10 +327,7 @@ static void test_collision_link(void)
 	const struct rec *o, *adv = NULL;
 	size_t nadv = 0;
 
-	fq_detector_config_defaults(&c);
-	c.collision_advice = true;
-	d = fq_detector_create(&c);
-	reset();
+	d = collision_detector(&c);
 	for (int t = 1; t <= 3; t++) {
 		probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
 		probe(d, "n2", "rail1", "n4", "rail1", t, 20, 30);
@@ -342,11 +354,7 @@ static void test_collision_link(void)
 	   "its evidence names the link and the job to move (500: 1 lane there against 2)");
 	ok(o && attached(o->handle, 500, 0) >= 0 && attached(o->handle, 600, 0) >= 0,
 	   "attached to both jobs, whose lanes cross it");
-	for (size_t i = 0; i < nrecs; i++)
-		if (recs[i].kind == FQ_DET_ADVICE) {
-			adv = &recs[i];
-			nadv++;
-		}
+	adv = last_advice(&nadv);
 	ok(nadv == 1 && adv->job == 500 && adv->port == 41000 && !strcmp(adv->node, "n1") &&
 	       !strcmp(adv->nic, "rail0") && !strcmp(adv->rnode, "n3") && !strcmp(adv->rnic, "rail0") &&
 	       !strcmp(adv->reason, "leaf1>spine2"),
@@ -377,10 +385,7 @@ static void test_collision_incident(void)
 	struct fq_detector *d;
 	const struct rec *first, *second, *other, *upd;
 
-	fq_detector_config_defaults(&c);
-	c.collision_advice = true;
-	d = fq_detector_create(&c);
-	reset();
+	d = collision_detector(&c);
 	for (int t = 1; t <= 3; t++) {
 		probe(d, "n1", "rail1", "n2", "rail1", t, 20, 30);
 		probe(d, "n4", "rail1", "n2", "rail1", t, 21, 30);
@@ -434,10 +439,7 @@ static void test_unverified_lane(void)
 	struct fq_detector_config c;
 	struct fq_detector *d;
 
-	fq_detector_config_defaults(&c);
-	c.collision_advice = true;
-	d = fq_detector_create(&c);
-	reset();
+	d = collision_detector(&c);
 	for (int t = 1; t <= 3; t++) {
 		probe(d, "n1", "rail1", "n2", "rail1", t, 20, 30);
 		probe(d, "n4", "rail1", "n2", "rail1", t, 21, 30);

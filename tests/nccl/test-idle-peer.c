@@ -21,8 +21,8 @@
 
 #include "nccl-plugin/core/comm.h"
 #include "nccl-plugin/core/net.h"
-#include "nccl-plugin/core/send_priv.h"
 #include "nccl-plugin/plog.h"
+#include "tests/nccl/nccl-cut.h"
 #include "tests/nccl/nccl-test.h"
 #include "tests/unit/tap.h"
 
@@ -31,43 +31,6 @@
 static void logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...)
 {
 	(void)level, (void)flags, (void)file, (void)line, (void)fmt;
-}
-
-/* The parent's lanes run through these ops, which fail a lane once cut. */
-static const struct fqn_lane_ops *real_ops;
-static struct fqn_lane_ops cut_ops;
-static int cut[FQN_MAX_LANES], last_lane = -1;
-
-static int cut_tx_chunk(struct fqn_lane *l, const struct fqn_chunk_hdr *h, const void *p, void *cookie)
-{
-	int rc = cut[l->index] ? -ECONNRESET : real_ops->tx_chunk(l, h, p, cookie);
-
-	if (rc == 0)
-		last_lane = l->index;
-	return rc;
-}
-
-static int cut_tx_progress(struct fqn_lane *l, void **cookie)
-{
-	return cut[l->index] ? -ECONNRESET : real_ops->tx_progress(l, cookie);
-}
-
-static int cut_rx_ctrl(struct fqn_lane *l, uint8_t rec[FQN_CTRL_SIZE])
-{
-	return cut[l->index] ? -ECONNRESET : real_ops->rx_ctrl(l, rec);
-}
-
-static void cut_install(struct fqn_send *s)
-{
-	for (int i = 0; i < s->c.nlanes; i++)
-		if (s->c.lanes[i] && s->c.lanes[i]->ops != &cut_ops) {
-			real_ops = s->c.lanes[i]->ops;
-			s->c.lanes[i]->ops = &cut_ops;
-		}
-	cut_ops = *real_ops;
-	cut_ops.tx_chunk = cut_tx_chunk;
-	cut_ops.tx_progress = cut_tx_progress;
-	cut_ops.rx_ctrl = cut_rx_ctrl;
 }
 
 /* The receiver: listen, hand the handle over, take one chunk, say so,
