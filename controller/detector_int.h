@@ -486,6 +486,10 @@ static inline bool det_no_node(uint64_t kind)
 void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
 /* The same for one of its flows. */
 void det_flow_loss(struct path_flow *f, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
+/* Is the switch link ("A>B", as routes name it) queueing by the probes: a
+ * probed path or flow that crosses it that way delayed now (its `slow`,
+ * localisation's: over its threshold LOCATE_STREAK windows in a row)? */
+bool det_link_congested(struct fq_detector *d, const char *link, int64_t now);
 /* Is every flow of p with a recent window delayed (true for a path
  * without flows)? A slow NIC delays all the flows of its paths; a queue in
  * the fabric those routed through it, so the NIC rules count a path

@@ -302,15 +302,39 @@ struct coll_lane {
 	uint16_t port;                 /* its source port as traced (0: unknown) */
 };
 
-/* The switch links ("A>B") of the lane's own route into c; c->port. */
-static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struct coll_lane *c)
+/* Switch links judged this tick: congested by the probes or not. */
+struct link_memo {
+	const char *link[64];
+	bool congested[64];
+	size_t n;
+};
+
+static bool link_congested(struct fq_detector *d, struct link_memo *m, const char *link, int64_t now)
+{
+	bool c;
+
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->link[i], link))
+			return m->congested[i];
+	c = det_link_congested(d, link, now);
+	if (m->n < sizeof(m->link) / sizeof(m->link[0]))
+		m->link[m->n] = link, m->congested[m->n++] = c;
+	return c;
+}
+
+/* The switch links ("A>B") of the lane's own route that the probes find
+ * queueing (a lane's own delay includes its sender's socket queue: two
+ * busy jobs over one idle link are no collision) into c; c->port. */
+static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struct coll_lane *c,
+			 struct link_memo *m, int64_t now)
 {
 	const struct lroute_ent *r = det_lane_route(d, sk, c->l);
 	size_t n = 0;
 
 	c->port = r ? r->local_port : 0;
 	for (size_t i = 0; r && i < r->nroute && n < COLL_LINKS; i++)
-		if (!strchr(r->route[i], '/') && strchr(r->route[i], '>'))
+		if (!strchr(r->route[i], '/') && strchr(r->route[i], '>') &&
+		    link_congested(d, m, r->route[i], now))
 			c->links[n++] = r->route[i];
 	return n;
 }
@@ -318,7 +342,8 @@ static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struc
 /* Gather the newest interval's lanes of every step seen in the last
  * COLL_STALE_NS that have a delay sample and a known far end, with their
  * NIC pair's probe delay (the path's probe p50, else its baseline) and
- * the switch links of their own traced routes. Each
+ * the switch links of their own traced routes that the probes find
+ * queueing. Each
  * record holds its lane's newest interval, and the receiving ranks' timers
  * have their own phases: a lane counts when it ended within an interval
  * and a half of the step's newest. 0, or -ENOMEM. */
@@ -327,6 +352,7 @@ static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **cl
 {
 	struct coll_lane *cl = NULL;
 	struct fq_rule_clane *in = NULL;
+	struct link_memo memo = {.n = 0};
 	size_t n = 0, cap = 0;
 
 	FQ_CAPTAB_FOREACH(&d->steps, struct step_ent, s, nx)
@@ -363,7 +389,7 @@ static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **cl
 			    .job_id = s->k.job,
 			    .owd_p99_ns = l->p99_ns,
 			    .probe_ns = p ? (p->p50_ns > 0 ? p->p50_ns : p->baseline_ns) : 0,
-			    .nlinks = coll_links(d, &s->k, &cl[n])};
+			    .nlinks = coll_links(d, &s->k, &cl[n], &memo, now)};
 			n++;
 		}
 	}

@@ -450,6 +450,17 @@ static void unit_of(const struct path_ent *p, unsigned k, struct unit *u)
 	for (unsigned k_##u = 0, n_##u = n_units(p_##u); k_##u < n_##u; k_##u++)                             \
 		for (struct unit s_##u, *u = (unit_of(p_##u, k_##u, &s_##u), &s_##u); u; u = NULL)
 
+bool det_link_congested(struct fq_detector *d, const char *link, int64_t now)
+{
+	FOR_UNITS(d, u)
+	{
+		if (u->slow && u->nroute && !older_than(now, u->last_end_ns, RECENT_NS) &&
+		    det_in_route(u->route, u->nroute, link))
+			return true;
+	}
+	return false;
+}
+
 /* Does a unit's route at time t (the one before, if it changed since) cross comp? */
 static bool unit_route_at_crosses(const struct unit *u, int64_t t, const char *comp)
 {

@@ -101,6 +101,7 @@ struct fqn_recv {
 	/* control mode: the owner's calls and fqn_recv_serve (from any
 	 * thread) take lock; idle links it into its context's idle set */
 	pthread_mutex_t lock;
+	int serving; /* in fqn_recv_serve: its owner is not calling */
 	struct fqn_idle_link idle;
 };
 
@@ -504,7 +505,10 @@ static int ctl_recv_lane(struct fqn_recv *r, int i, const struct fqn_req *until,
 	if (rc >= 0)
 		rc = ctl_ack(r, i);
 	if (rc < 0)
-		ctl_lane_drop(r, i, "socket-error", rc, now);
+		/* served while idle (fqn_recv_serve), a lane its peer closed is
+		 * most often the peer's job ending first: no failover said,
+		 * its error kept for the owner's next call (fqn_ctl_check_grace) */
+		ctl_lane_drop(r, i, r->serving && rc == -ECONNRESET ? NULL : "socket-error", rc, now);
 	return 0;
 }
 
@@ -597,7 +601,7 @@ static int ctl_recv_progress(struct fqn_recv *r, const struct fqn_req *until)
 			break;
 		}
 	}
-	return fqn_ctl_check_grace(&r->c, now);
+	return r->serving ? 0 : fqn_ctl_check_grace(&r->c, now); /* the owner's calls judge */
 }
 
 int fqn_recv_enable_control(struct fqn_recv *r, uint64_t token)
@@ -635,8 +639,11 @@ void fqn_recv_serve(struct fqn_idle_link *m)
 	/* Only a comm with no receive pending: serving it completes no
 	 * request, so its owner's unlocked look at a request's state
 	 * (fqn_test) never races with this thread. */
-	if (!r->c.err && !r->pending_msgs)
+	if (!r->c.err && !r->pending_msgs) {
+		r->serving = 1;
 		ctl_recv_progress(r, NULL);
+		r->serving = 0;
+	}
 	pthread_mutex_unlock(&r->lock);
 }
 

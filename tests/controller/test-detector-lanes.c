@@ -315,6 +315,23 @@ static void lane_route(struct fq_detector *d, uint64_t job, uint32_t sr, uint32_
 							      .now_ns = S(t)});
 }
 
+/* A NIC pair's probe route from leaf1 over spine sp to leaf2, at t. */
+static void probe_route(struct fq_detector *d, const char *sn, const char *snic, const char *dn,
+			const char *dnic, int sp, double t)
+{
+	char a[32], up[32], spine[16], ls[32], sl[32], down[32], b[32];
+	const char *comps[9] = {a, up, "leaf1", ls, spine, sl, "leaf2", down, b};
+
+	snprintf(a, sizeof(a), "%s/%s", sn, snic);
+	snprintf(up, sizeof(up), "%s/%s~leaf1", sn, snic);
+	snprintf(ls, sizeof(ls), "leaf1~spine%d", sp);
+	snprintf(spine, sizeof(spine), "spine%d", sp);
+	snprintf(sl, sizeof(sl), "leaf2~spine%d", sp);
+	snprintf(down, sizeof(down), "%s/%s~leaf2", dn, dnic);
+	snprintf(b, sizeof(b), "%s/%s", dn, dnic);
+	fq_detector_route(d, sn, snic, dn, dnic, comps, 9, S(t));
+}
+
 /* Two jobs on disjoint NICs whose lanes ECMP hashed onto one spine: job
  * 500 from n1/rail0 to n3/rail0, one lane over spine2 and one over
  * spine1; job 600 from n2/rail1 to n4/rail1, both lanes over spine2. The
@@ -328,6 +345,8 @@ static void test_collision_link(void)
 	size_t nadv = 0;
 
 	d = collision_detector(&c);
+	probe_route(d, "n1", "rail0", "n3", "rail0", 1, 0.5); /* the pairs' probes: spine1 and spine2 */
+	probe_route(d, "n2", "rail1", "n4", "rail1", 2, 0.5);
 	for (int t = 1; t <= 3; t++) {
 		probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
 		probe(d, "n2", "rail1", "n4", "rail1", t, 20, 30);
@@ -347,9 +366,25 @@ static void test_collision_link(void)
 	reset();
 	fq_detector_tick(d, S(3.5));
 	collect(d);
+	ok(!find_open("collision", NULL, NULL),
+	   "the lanes meet on leaf1>spine2 but its probes are not delayed: no collision (their delays "
+	   "are their senders' own queues)");
+	/* spine2 queues: the probes over it are delayed two windows in a row */
+	for (int t = 4; t <= 5; t++) {
+		probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
+		probe(d, "n2", "rail1", "n4", "rail1", t, 3000, 4000);
+	}
+	lane(d, 500, 0, 1, 0, "n1", "rail0", "n3", "rail0", 5, 200, 400);
+	lane(d, 500, 0, 1, 1, "n1", "rail0", "n3", "rail0", 5, 150, 300);
+	lane(d, 600, 0, 1, 0, "n2", "rail1", "n4", "rail1", 5, 9000, 12000);
+	lane(d, 600, 0, 1, 1, "n2", "rail1", "n4", "rail1", 5, 8000, 11000);
+	reset();
+	fq_detector_tick(d, S(5.5));
+	collect(d);
 	o = find_open("collision", NULL, NULL);
 	ok(o && !*o->node && !*o->nic && !strcmp(o->component, "leaf1>spine2"),
-	   "a collision on the link leaf1>spine2, named as a component (%s)", o ? o->summary : "none");
+	   "now queueing by the probes: a collision on the link leaf1>spine2, named as a component (%s)",
+	   o ? o->summary : "none");
 	ok(o && strstr(o->evidence, "\"link\":\"leaf1>spine2\"") && strstr(o->evidence, "\"move_job\":500"),
 	   "its evidence names the link and the job to move (500: 1 lane there against 2)");
 	ok(o && attached(o->handle, 500, 0) >= 0 && attached(o->handle, 600, 0) >= 0,
@@ -362,15 +397,15 @@ static void test_collision_link(void)
 	   "n1/rail0 -> n3/rail0 (%zu advice)",
 	   nadv);
 	/* the advised lane moved: re-opened on a new port, traced over spine3 */
-	lane_route(d, 500, 0, 1, 0, "n1", "rail0", 3, 41002, 4.2);
-	lane(d, 500, 0, 1, 0, "n1", "rail0", "n3", "rail0", 4, 20, 30);
-	lane(d, 500, 0, 1, 1, "n1", "rail0", "n3", "rail0", 4, 150, 300);
-	lane(d, 600, 0, 1, 0, "n2", "rail1", "n4", "rail1", 4, 100, 200);
-	lane(d, 600, 0, 1, 1, "n2", "rail1", "n4", "rail1", 4, 100, 200);
-	probe(d, "n1", "rail0", "n3", "rail0", 4, 20, 30);
-	probe(d, "n2", "rail1", "n4", "rail1", 4, 20, 30);
+	lane_route(d, 500, 0, 1, 0, "n1", "rail0", 3, 41002, 6.2);
+	lane(d, 500, 0, 1, 0, "n1", "rail0", "n3", "rail0", 6, 20, 30);
+	lane(d, 500, 0, 1, 1, "n1", "rail0", "n3", "rail0", 6, 150, 300);
+	lane(d, 600, 0, 1, 0, "n2", "rail1", "n4", "rail1", 6, 9000, 12000);
+	lane(d, 600, 0, 1, 1, "n2", "rail1", "n4", "rail1", 6, 8000, 11000);
+	probe(d, "n1", "rail0", "n3", "rail0", 6, 20, 30);
+	probe(d, "n2", "rail1", "n4", "rail1", 6, 3000, 4000);
 	reset();
-	fq_detector_tick(d, S(4.5));
+	fq_detector_tick(d, S(6.5));
 	collect(d);
 	is_int((long long)count(FQ_DET_ADVICE, NULL), 0, "the lane moved off the link: no advice");
 	fq_detector_destroy(d);
