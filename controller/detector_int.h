@@ -486,9 +486,11 @@ static inline bool det_no_node(uint64_t kind)
 void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
 /* The same for one of its flows. */
 void det_flow_loss(struct path_flow *f, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
-/* Is the switch link ("A>B", as routes name it) queueing by the probes: a
- * probed path or flow that crosses it that way delayed now (its `slow`,
- * localisation's: over its threshold LOCATE_STREAK windows in a row)? */
+/* Is the switch link ("A>B", as routes name it) queueing by the probes:
+ * probed paths or flows that cross it that way delayed now (their `slow`,
+ * localisation's: over the threshold LOCATE_STREAK windows in a row), and
+ * no NIC common to them all (a flapping NIC delays every path of its own,
+ * whatever links they cross)? A leaf with one host cannot show it. */
 bool det_link_congested(struct fq_detector *d, const char *link, int64_t now);
 /* Is every flow of p with a recent window delayed (true for a path
  * without flows)? A slow NIC delays all the flows of its paths; a queue in

@@ -452,11 +452,25 @@ static void unit_of(const struct path_ent *p, unsigned k, struct unit *u)
 
 bool det_link_congested(struct fq_detector *d, const char *link, int64_t now)
 {
+	const struct nic_key *common[2] = {NULL, NULL}; /* NICs every slow unit so far has */
+	unsigned slow = 0;
+
 	FOR_UNITS(d, u)
 	{
-		if (u->slow && u->nroute && !older_than(now, u->last_end_ns, RECENT_NS) &&
-		    det_in_route(u->route, u->nroute, link))
-			return true;
+		const struct nic_key *s = &u->p->k.src, *t = &u->p->k.dst;
+
+		if (!u->slow || !u->nroute || older_than(now, u->last_end_ns, RECENT_NS) ||
+		    !det_in_route(u->route, u->nroute, link))
+			continue;
+		if (!slow++) {
+			common[0] = s, common[1] = t;
+			continue;
+		}
+		for (int k = 0; k < 2; k++)
+			if (common[k] && !nic_eq(common[k], s) && !nic_eq(common[k], t))
+				common[k] = NULL;
+		if (!common[0] && !common[1])
+			return true; /* slow paths over it with no NIC in common: the link queues */
 	}
 	return false;
 }

@@ -347,9 +347,11 @@ static void test_collision_link(void)
 	d = collision_detector(&c);
 	probe_route(d, "n1", "rail0", "n3", "rail0", 1, 0.5); /* the pairs' probes: spine1 and spine2 */
 	probe_route(d, "n2", "rail1", "n4", "rail1", 2, 0.5);
+	probe_route(d, "n5", "rail0", "n6", "rail0", 2, 0.5); /* a pair of no job's, over spine2 too */
 	for (int t = 1; t <= 3; t++) {
 		probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
 		probe(d, "n2", "rail1", "n4", "rail1", t, 20, 30);
+		probe(d, "n5", "rail0", "n6", "rail0", t, 20, 30);
 	}
 	lane(d, 500, 0, 1, 0, "n1", "rail0", "n3", "rail0", 3, 200, 400);
 	lane(d, 500, 0, 1, 1, "n1", "rail0", "n3", "rail0", 3, 150, 300);
@@ -369,10 +371,13 @@ static void test_collision_link(void)
 	ok(!find_open("collision", NULL, NULL),
 	   "the lanes meet on leaf1>spine2 but its probes are not delayed: no collision (their delays "
 	   "are their senders' own queues)");
-	/* spine2 queues: the probes over it are delayed two windows in a row */
+	/* spine2 queues: the probes over it are delayed two windows in a row,
+	 * on pairs with no NIC in common (one NIC's own trouble, a flap,
+	 * delays only its own paths, whatever links they cross) */
 	for (int t = 4; t <= 5; t++) {
 		probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
 		probe(d, "n2", "rail1", "n4", "rail1", t, 3000, 4000);
+		probe(d, "n5", "rail0", "n6", "rail0", t, 3000, 4000);
 	}
 	lane(d, 500, 0, 1, 0, "n1", "rail0", "n3", "rail0", 5, 200, 400);
 	lane(d, 500, 0, 1, 1, "n1", "rail0", "n3", "rail0", 5, 150, 300);
@@ -404,6 +409,7 @@ static void test_collision_link(void)
 	lane(d, 600, 0, 1, 1, "n2", "rail1", "n4", "rail1", 6, 8000, 11000);
 	probe(d, "n1", "rail0", "n3", "rail0", 6, 20, 30);
 	probe(d, "n2", "rail1", "n4", "rail1", 6, 3000, 4000);
+	probe(d, "n5", "rail0", "n6", "rail0", 6, 3000, 4000);
 	reset();
 	fq_detector_tick(d, S(6.5));
 	collect(d);
