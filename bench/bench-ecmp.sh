@@ -12,6 +12,9 @@
 #              an agent per host tracing each lane's route, the controller
 #              advising a job whose lanes collide with another's on a
 #              switch link to move them, by their source ports
+#   steer-noadv  steer-ctl with the advice left alone (FABRICIQ_ADVICE=off):
+#              everything of steer-ctl (SPANK, path page, telemetry) but
+#              the advice, so steer-ctl against it is the advice's own gain
 #   optimum    the same K lanes, each connection's on distinct spines,
 #              placed to keep the busiest leaf-spine link as low as it can
 #              be, split evenly: the ceiling of a static placement
@@ -39,7 +42,7 @@
 # no rule and takes the fabric's own L4 hash. The optimum is pinned the
 # same way (bench/ecmp-place.py).
 #
-# With steer-ctl among the variants the cluster runs munge, Slurm,
+# With steer-ctl or steer-noadv among the variants the cluster runs munge, Slurm,
 # PostgreSQL, the controller and the agents throughout (every variant pays
 # for them); without, none of them.
 #
@@ -74,7 +77,7 @@ ITERS=${BENCH_ECMP_ITERS:-5}
 TIMEOUT=${BENCH_ECMP_TIMEOUT:-300} # a collective's, in seconds
 TRIALS=${BENCH_ECMP_TRIALS:-20}
 SEED=${BENCH_ECMP_SEED:-1}
-VARIANTS=${BENCH_ECMP_VARIANTS:-"ecmp-1 ecmp-K steer steer-ctl optimum opt-steer"}
+VARIANTS=${BENCH_ECMP_VARIANTS:-"ecmp-1 ecmp-K steer steer-noadv steer-ctl optimum opt-steer"}
 SOCKBUF=${BENCH_ECMP_SOCKBUF:-128K} # the lanes' own backlog small, as at these rates a switch's buffer is
 PREFIX=${BENCH_ECMP_PREFIX:-ecb}
 for f in "$CB" "$SO" "$PLACE" "$SPANK_SO" "$CTL" "$AGENT"; do [ -e "$f" ] || { echo "bench-ecmp: $f not built"; exit 1; }; done
@@ -96,7 +99,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 ctl=false services=(--services none)
-if [[ " $VARIANTS " == *" steer-ctl "* ]]; then
+if [[ " $VARIANTS " == *" steer-ctl "* || " $VARIANTS " == *" steer-noadv "* ]]; then
 	ctl=true
 	spank="optional $SPANK_SO libdir=$top_builddir/nccl-plugin/.libs monitor_via=net"
 	spank+=" step_socket=$FQTB_STATE/run/%n/agent-step.sock"
@@ -151,11 +154,12 @@ advice_lines() { cat "$FQTB_STATE"/log/n*.agent.log 2>/dev/null | grep -c 'contr
 port=$((33000 + $$ % 1000))
 # run VARIANT SEED: every job at once; prints "SUM_MBPS BUSIEST/MEAN" or FAILED
 run() {
-	local v=$1 seed=$2 lanes=$LANES steer=off mode=seed r k rc=0 want got=0 skew= npinned sum=0 bw srun=false a0
+	local v=$1 seed=$2 lanes=$LANES steer=off mode=seed r k rc=0 want got=0 skew= npinned sum=0 bw srun=false a0 advice=on
 	case $v in
 	ecmp-1) lanes=1 ;;
 	steer) steer=on ;;
 	steer-ctl) steer=on srun=true ;;
+	steer-noadv) steer=on srun=true advice=off ;;
 	optimum) mode=optimum ;;
 	opt-steer) mode=optimum steer=on ;;
 	esac
@@ -167,7 +171,7 @@ run() {
 		if $srun; then # one step a job, a rank a host in order (rank 0 on n1: the bootstrap)
 			"$TB" slurm srun -w "n[1-$HOSTS]" -N"$HOSTS" -n"$HOSTS" --fabriciq=control -o "$tmp/out.$r.%t" \
 				-e "$tmp/err.$r.%t" env FABRICIQ_STEER=on FABRICIQ_IFACES="rail$r" FABRICIQ_LANES="$lanes" \
-				FABRICIQ_CHUNK_SIZE=64K FABRICIQ_SOCKET_BUFFER="$SOCKBUF" ${NCCL_DEBUG:+NCCL_DEBUG=$NCCL_DEBUG} \
+				FABRICIQ_ADVICE=$advice FABRICIQ_CHUNK_SIZE=64K FABRICIQ_SOCKET_BUFFER="$SOCKBUF" ${NCCL_DEBUG:+NCCL_DEBUG=$NCCL_DEBUG} \
 				timeout 400 "$CB" --bootstrap "198.18.0.11:$port" \
 				--coll "$(coll_of $r)" -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 1 --timeout "$TIMEOUT" \
 				--start-file "$tmp/go" >"$tmp/srun.$r" 2>&1 &
@@ -223,7 +227,7 @@ run() {
 echo "bench-ecmp: $HOSTS hosts, $LEAVES leaves, $SPINES spines at $RATE, $RAILS jobs (one per rail:" \
 	"$(for ((r = 0; r < RAILS; r++)); do printf '%s ' "$(coll_of $r)"; done| sed 's/ $//')), $SIZE x $ITERS, K = $LANES lanes, $TRIALS trials from seed $SEED"
 printf "%-6s" trial
-for v in $VARIANTS; do printf " %10s" "$v"; done
+for v in $VARIANTS; do printf " %11s" "$v"; done
 printf " %8s %8s %6s\n" "skew-1" "skew-K" "secs"
 declare -A res
 for ((t = 0; t < TRIALS; t++)); do
@@ -236,7 +240,7 @@ for ((t = 0; t < TRIALS; t++)); do
 		res[$v,$t]=$sum
 		[ "$v" = ecmp-1 ] && sk1=$skew
 		[ "$v" = ecmp-K ] && skk=$skew
-		printf " %10s" "$sum"
+		printf " %11s" "$sum"
 	done
 	printf " %8s %8s %6s\n" "$sk1" "$skk" $((SECONDS - t0))
 done
@@ -251,7 +255,7 @@ done
 echo "aggregate busbw over $TRIALS trials (MB/s):"
 for v in $VARIANTS; do
 	sort -g "$tmp/col.$v" | awk -v v="$v" '{ x[NR] = $1; s += $1 }
-		END { k = int(0.1 * NR + 0.999); if (k < 1) k = 1; printf "  %-8s mean %8.2f  p10 %8.2f\n", v, s / NR, x[k] }'
+		END { k = int(0.1 * NR + 0.999); if (k < 1) k = 1; printf "  %-11s mean %8.2f  p10 %8.2f\n", v, s / NR, x[k] }'
 done
 mean() { awk '{ s += $1 } END { printf "%.4f", NR ? s / NR : 0 }' "$tmp/col.$1"; }
 # the ratios of each steering variant (steer-ctl is fabriciq's: the goals)
@@ -260,22 +264,24 @@ for sv in steer steer-ctl; do
 	ms=$(mean "$sv")
 	for v in $VARIANTS; do
 		[ "$v" = "$sv" ] && continue
-		[ "$sv" = steer ] && [ "$v" = steer-ctl ] && continue
+		[ "$sv" = steer ] && [[ $v == steer-* ]] && continue
 		mv=$(mean "$v")
 		case $v in
 		optimum) awk -v s="$ms" -v o="$mv" -v sv="$sv" 'BEGIN { printf "%s / optimum: %.3f (the static optimum placement, split evenly)\n", sv, (o > 0 ? s / o : 0) }' ;;
 		opt-steer) awk -v s="$ms" -v o="$mv" -v sv="$sv" 'BEGIN { printf "%s / opt-steer: %.3f (fraction of the ceiling reached; goal >= 0.9)\n", sv, (o > 0 ? s / o : 0) }' ;;
 		ecmp-1) awk -v s="$ms" -v o="$mv" -v sv="$sv" 'BEGIN { printf "%s / ecmp-1: %.3fx (goal >= 1.25x)\n", sv, (o > 0 ? s / o : 0) }' ;;
+		steer-noadv) awk -v s="$ms" -v o="$mv" -v sv="$sv" 'BEGIN { printf "%s / steer-noadv: %.3fx (the advice'"'"'s own gain)\n", sv, (o > 0 ? s / o : 0) }' ;;
 		*) awk -v s="$ms" -v o="$mv" -v v="$v" -v sv="$sv" 'BEGIN { printf "%s / %s: %.3fx\n", sv, v, (o > 0 ? s / o : 0) }' ;;
 		esac
 	done
-	for v in ecmp-1 ecmp-K $([ "$sv" = steer-ctl ] && echo steer); do
+	for v in ecmp-1 ecmp-K $([ "$sv" = steer-ctl ] && echo steer steer-noadv); do
 		[[ " $VARIANTS " == *" $v "* ]] || continue
 		paste "$tmp/col.$sv" "$tmp/col.$v" | awk -v v="$v" -v sv="$sv" -v seed="$SEED" '
 			$1 < $2 { n++; w = w sprintf(" %d (%.0f%%)", seed + NR - 1, 100 * ($1 / $2 - 1)) }
 			END { printf "trials where %s < %s: %d of %d%s\n", sv, v, n, NR, n ? ":" w : "" }'
 	done
 done
-if [[ " $VARIANTS " == *" steer-ctl "* ]]; then
-	awk '$2 == "steer-ctl" && / advice$/ { a += $(NF - 1); n++ } END { printf "the controller'"'"'s collision advice in steer-ctl: %d taken by the agents over %d runs\n", a, n }' "$tmp/log"
-fi
+for sv in steer-ctl steer-noadv; do
+	[[ " $VARIANTS " == *" $sv "* ]] || continue
+	awk -v sv="$sv" '$2 == sv && / advice$/ { a += $(NF - 1); n++ } END { printf "the controller'"'"'s collision advice in %s: %d taken by the agents over %d runs%s\n", sv, a, n, sv == "steer-noadv" ? " (left alone by the plugin)" : "" }' "$tmp/log"
+done

@@ -123,7 +123,9 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("inband_floor", FQ_CFG_DURATION, inband_floor, "300us", 0, 60e9, "... and more than this above it"),
     OPT("slow_nic_share", FQ_CFG_DOUBLE, slow_nic_share, "0.8", 0.01, 1,
 	"slow_sender/receiver: this share of a NIC's paths elevated ..."),
-    OPT("slow_nic_min_paths", FQ_CFG_UINT, slow_nic_min_paths, "3", 1, 1e6, "... out of at least this many"),
+    OPT("slow_nic_min_paths", FQ_CFG_UINT, slow_nic_min_paths, "3", 1, 1e6,
+	"... out of at least this many, while at most half the NICs so judged (or one) are slow: more is the "
+	"fabric's queue"),
     OPT("peer_slow_factor", FQ_CFG_DOUBLE, peer_slow_factor, "4", 1.5, 1e6,
 	"peer_slow (NCCL profiler): a rank's transfers to a peer below other ranks' median rate / this ..."),
     OPT("peer_slow_persist", FQ_CFG_UINT, peer_slow_persist, "3", 1, 1000,

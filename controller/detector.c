@@ -64,9 +64,42 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 
 /* ---- tick ----------------------------------------------------------------- */
 
-static void check_slow_nics(struct fq_detector *d, int64_t now)
+/* Is p's delay the fabric's: does each of its flows (p alone, without
+ * flows) cross a switch link the probes find queueing? Such a link's
+ * delayed flows have no NIC common to them all (det_link_congested); a
+ * slow NIC's own paths all share it, so none of their links qualifies on
+ * their account. */
+static bool delay_in_fabric(struct fq_detector *d, const struct path_ent *p, struct det_link_memo *m,
+			    int64_t now)
+{
+	unsigned n = p->flows && p->nflows ? p->nflows : 1;
+
+	for (unsigned k = 0; k < n; k++) {
+		char *const *route = k ? p->flows[k].route : p->route;
+		size_t nroute = k ? p->flows[k].nroute : p->route ? p->nroute : 0;
+		bool queueing = false;
+
+		for (size_t i = 0; i < nroute && !queueing; i++)
+			queueing = !strchr(route[i], '/') &&
+				   (strchr(route[i], '>') || strchr(route[i], '~')) &&
+				   det_link_congested(d, m, route[i], now);
+		if (!queueing)
+			return false;
+	}
+	return true;
+}
+
+/* slow_sender / slow_receiver: a NIC most of whose paths (slow_nic_share)
+ * from it / to it are elevated, on every flow. A path whose every flow
+ * crosses a queueing switch link is the fabric's, not the NIC's: it is
+ * left out of its NICs' counts (with every spine congested, each NIC's
+ * paths but those within its leaf were elevated, and NICs were named slow
+ * that were not). Of the NICs that are then slow one way, at most half
+ * of those judged that way (or one) are named: a slow NIC is an outlier. */
+static void check_slow_nics(struct fq_detector *d, struct det_link_memo *memo, int64_t now)
 {
 	char summary[256], evidence[256];
+	size_t judged[2] = {0, 0}, slow[2] = {0, 0};
 
 	FQ_CAPTAB_FOREACH(&d->nics, struct nic_ent, n, nx)
 	{
@@ -82,10 +115,24 @@ static void check_slow_nics(struct fq_detector *d, int64_t now)
 		/* a path probed over flows counts elevated when all its flows
 		 * are: a spine delays only the flows it carries */
 		elevated = p->elevated && det_path_delayed_everywhere(p, now);
+		if (elevated && delay_in_fabric(d, p, memo, now))
+			continue;
 		if ((s = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.src)))
 			s->tx_paths++, s->tx_elev += elevated;
 		if ((t = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.dst)))
 			t->rx_paths++, t->rx_elev += elevated;
+	}
+	/* per direction: the NICs judged, and those the share makes slow */
+	FQ_CAPTAB_FOREACH(&d->nics, struct nic_ent, n, nx)
+	{
+		for (int dir = 0; dir < 2; dir++) {
+			unsigned paths = dir ? n->rx_paths : n->tx_paths,
+				 elev = dir ? n->rx_elev : n->tx_elev;
+
+			judged[dir] += paths && paths >= d->c.slow_nic_min_paths;
+			n->slow[dir] = fq_rule_slow_nic(&d->c, paths, elev);
+			slow[dir] += n->slow[dir];
+		}
 	}
 	FQ_CAPTAB_FOREACH(&d->nics, struct nic_ent, n, nx)
 	{
@@ -93,7 +140,7 @@ static void check_slow_nics(struct fq_detector *d, int64_t now)
 			unsigned paths = dir ? n->rx_paths : n->tx_paths,
 				 elev = dir ? n->rx_elev : n->tx_elev;
 
-			if (!fq_rule_slow_nic(&d->c, paths, elev))
+			if (!n->slow[dir] || !fq_rule_slow_nics_few(slow[dir], judged[dir]))
 				continue;
 			snprintf(summary, sizeof(summary), "%s of %s slow %s: %u of %u paths %s it elevated",
 				 n->k.nic, n->k.node, dir ? "receiver" : "sender", elev, paths,
@@ -212,9 +259,11 @@ static void sweep(struct fq_detector *d, int64_t now)
 
 void fq_detector_tick(struct fq_detector *d, int64_t now_ns)
 {
+	struct det_link_memo links = {0}; /* the tick's queueing links: one pass, two rules */
+
 	if (!d || now_ns <= 0)
 		return;
-	check_slow_nics(d, now_ns);
+	check_slow_nics(d, &links, now_ns);
 	FQ_CAPTAB_FOREACH(&d->steps, struct step_ent, s, nx)
 	{
 		if (s->newest_end_ns > s->evaluated_ns) {
@@ -230,7 +279,8 @@ void fq_detector_tick(struct fq_detector *d, int64_t now_ns)
 		}
 	}
 	if (d->c.collision_advice)
-		det_check_collisions(d, now_ns);
+		det_check_collisions(d, &links, now_ns);
+	det_link_memo_free(&links);
 	check_dead_nics(d, now_ns);
 	close_quiet(d, now_ns); /* first: an episode over is not extended by held DOWNs */
 	det_promote_paths(d, now_ns);

@@ -162,6 +162,7 @@ struct nic_ent {
 	int64_t down_since;
 	char said[12]; /* what the NIC said of its link at its last NIC-level DOWN (fq_det_link) */
 	unsigned tx_paths, tx_elev, rx_paths, rx_elev; /* tick scratch */
+	bool slow[2];                                  /* ... fq_rule_slow_nic, sending and receiving */
 };
 
 struct node_ent {
@@ -211,11 +212,14 @@ struct step_ent {
 struct pchan {
 	uint64_t comm;
 	uint32_t rank, peer;
+	bool recv;           /* the rank's receives from peer (step_recv), not its sends */
 	char node[NODE_LEN]; /* the rank's */
 	int64_t start_ns, end_ns;
 	struct fq_rule_xfer x;
-	int64_t judged_end_ns; /* the last interval judged for peer_slow, */
-	unsigned runs;         /* and how many in a row were slow */
+	int64_t prev_end_ns;        /* the interval before (a receiver's, matched to a */
+	struct fq_rule_xfer prev_x; /* sender's that ends near it) */
+	int64_t judged_end_ns;      /* the last interval judged for peer_slow, */
+	unsigned runs;              /* and how many in a row were slow */
 };
 struct pqp {
 	uint64_t comm;
@@ -435,7 +439,8 @@ void det_promote_paths(struct fq_detector *d, int64_t now);
 /* lane_outlier over the step's newest intervals. */
 void det_check_step_outliers(struct fq_detector *d, struct step_ent *s);
 /* collision (and its advice) over the steps' fresh lanes (collision_advice). */
-void det_check_collisions(struct fq_detector *d, int64_t now);
+struct det_link_memo;
+void det_check_collisions(struct fq_detector *d, struct det_link_memo *links, int64_t now);
 
 /* ---- detector_prof.c: job steps' profiler channels --------------------------- */
 
@@ -486,12 +491,25 @@ static inline bool det_no_node(uint64_t kind)
 void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
 /* The same for one of its flows. */
 void det_flow_loss(struct path_flow *f, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
-/* Is the switch link ("A>B", as routes name it) queueing by the probes:
- * probed paths or flows that cross it that way delayed now (their `slow`,
- * localisation's: over the threshold LOCATE_STREAK windows in a row), and
- * no NIC common to them all (a flapping NIC delays every path of its own,
- * whatever links they cross)? A leaf with one host cannot show it. */
-bool det_link_congested(struct fq_detector *d, const char *link, int64_t now);
+/* The switch links queueing by the probes, judged once a tick: the
+ * slow recent units (probed paths or their flows: `slow`, localisation's,
+ * over the threshold LOCATE_STREAK windows in a row) of every route
+ * counted per link in one pass at the first question (its table; zero it
+ * before, free it after). */
+struct link_stat;
+struct det_link_memo {
+	struct link_stat *tab;
+	size_t cap;
+	bool built;
+};
+/* Is the switch link ("A>B" that way, "A~B" either way, as routes name
+ * them) queueing: units that cross it delayed now, and no node common to
+ * them all (a flapping NIC delays every path of its own, whatever links
+ * they cross; a host that cannot keep up, every path into any of its
+ * NICs, and where the spines carry every rail those meet on the spines'
+ * links)? A leaf with one host cannot show it. */
+bool det_link_congested(struct fq_detector *d, struct det_link_memo *t, const char *link, int64_t now);
+void det_link_memo_free(struct det_link_memo *t);
 /* Is every flow of p with a recent window delayed (true for a path
  * without flows)? A slow NIC delays all the flows of its paths; a queue in
  * the fabric those routed through it, so the NIC rules count a path

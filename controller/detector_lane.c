@@ -302,31 +302,11 @@ struct coll_lane {
 	uint16_t port;                 /* its source port as traced (0: unknown) */
 };
 
-/* Switch links judged this tick: congested by the probes or not. */
-struct link_memo {
-	const char *link[64];
-	bool congested[64];
-	size_t n;
-};
-
-static bool link_congested(struct fq_detector *d, struct link_memo *m, const char *link, int64_t now)
-{
-	bool c;
-
-	for (size_t i = 0; i < m->n; i++)
-		if (!strcmp(m->link[i], link))
-			return m->congested[i];
-	c = det_link_congested(d, link, now);
-	if (m->n < sizeof(m->link) / sizeof(m->link[0]))
-		m->link[m->n] = link, m->congested[m->n++] = c;
-	return c;
-}
-
 /* The switch links ("A>B") of the lane's own route that the probes find
  * queueing (a lane's own delay includes its sender's socket queue: two
  * busy jobs over one idle link are no collision) into c; c->port. */
 static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struct coll_lane *c,
-			 struct link_memo *m, int64_t now)
+			 struct det_link_memo *m, int64_t now)
 {
 	const struct lroute_ent *r = det_lane_route(d, sk, c->l);
 	size_t n = 0;
@@ -334,7 +314,7 @@ static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struc
 	c->port = r ? r->local_port : 0;
 	for (size_t i = 0; r && i < r->nroute && n < COLL_LINKS; i++)
 		if (!strchr(r->route[i], '/') && strchr(r->route[i], '>') &&
-		    link_congested(d, m, r->route[i], now))
+		    det_link_congested(d, m, r->route[i], now))
 			c->links[n++] = r->route[i];
 	return n;
 }
@@ -347,12 +327,11 @@ static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struc
  * record holds its lane's newest interval, and the receiving ranks' timers
  * have their own phases: a lane counts when it ended within an interval
  * and a half of the step's newest. 0, or -ENOMEM. */
-static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **clp, struct fq_rule_clane **inp,
-		       size_t *np)
+static int coll_gather(struct fq_detector *d, struct det_link_memo *memo, int64_t now, struct coll_lane **clp,
+		       struct fq_rule_clane **inp, size_t *np)
 {
 	struct coll_lane *cl = NULL;
 	struct fq_rule_clane *in = NULL;
-	struct link_memo memo = {.n = 0};
 	size_t n = 0, cap = 0;
 
 	FQ_CAPTAB_FOREACH(&d->steps, struct step_ent, s, nx)
@@ -389,7 +368,7 @@ static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **cl
 			    .job_id = s->k.job,
 			    .owd_p99_ns = l->p99_ns,
 			    .probe_ns = p ? (p->p50_ns > 0 ? p->p50_ns : p->baseline_ns) : 0,
-			    .nlinks = coll_links(d, &s->k, &cl[n], &memo, now)};
+			    .nlinks = coll_links(d, &s->k, &cl[n], memo, now)};
 			n++;
 		}
 	}
@@ -442,7 +421,7 @@ static struct anom_ent *collision_incident(struct fq_detector *d, const uint64_t
  * routes cross; attached to every step whose lanes cross it) and one
  * advice per lane of the moved job's outliers there (by its source port;
  * one per path for lanes whose port is not known). */
-void det_check_collisions(struct fq_detector *d, int64_t now)
+void det_check_collisions(struct fq_detector *d, struct det_link_memo *links, int64_t now)
 {
 	struct coll_lane *cl = NULL;
 	struct fq_rule_clane *in = NULL;
@@ -454,7 +433,7 @@ void det_check_collisions(struct fq_detector *d, int64_t now)
 	bool *out = NULL, opened, link;
 	size_t n = 0;
 
-	if (coll_gather(d, now, &cl, &in, &n) < 0 || !n || !(out = calloc(n, sizeof(*out))) ||
+	if (coll_gather(d, links, now, &cl, &in, &n) < 0 || !n || !(out = calloc(n, sizeof(*out))) ||
 	    !fq_rule_collision(&d->c, in, n, out, &r))
 		goto done;
 	for (size_t i = 0; i < sizeof(d->advised) / sizeof(d->advised[0]); i++)

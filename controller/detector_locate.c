@@ -450,29 +450,126 @@ static void unit_of(const struct path_ent *p, unsigned k, struct unit *u)
 	for (unsigned k_##u = 0, n_##u = n_units(p_##u); k_##u < n_##u; k_##u++)                             \
 		for (struct unit s_##u, *u = (unit_of(p_##u, k_##u, &s_##u), &s_##u); u; u = NULL)
 
-bool det_link_congested(struct fq_detector *d, const char *link, int64_t now)
+/* A switch link's slow units: how many, and the nodes common to them all
+ * (the first's two ends, dropped as units without them come). */
+struct link_stat {
+	const char *name; /* as the routes name it: "A>B" or "A~B" */
+	unsigned slow;
+	const char *common[2];
+};
+
+static bool switch_link(const char *c)
 {
-	const struct nic_key *common[2] = {NULL, NULL}; /* NICs every slow unit so far has */
-	unsigned slow = 0;
+	return !strchr(c, '/') && (strchr(c, '>') || strchr(c, '~'));
+}
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* The slot of name in t's table: its own, or the empty one it would take. */
+static struct link_stat *link_slot(struct det_link_memo *t, const char *name)
+{
+	size_t i = (size_t)name_hash(name) & (t->cap - 1);
+
+	while (t->tab[i].name && strcmp(t->tab[i].name, name))
+		i = (i + 1) & (t->cap - 1);
+	return &t->tab[i];
+}
+
+/* Folds the slow units of from (their count, the nodes common to them)
+ * into into's. */
+static void common_merge(struct link_stat *into, const struct link_stat *from)
+{
+	if (!from->slow)
+		return;
+	if (!into->slow)
+		into->common[0] = from->common[0], into->common[1] = from->common[1];
+	else
+		for (int k = 0; k < 2; k++)
+			if (into->common[k] &&
+			    !(from->common[0] && !strcmp(into->common[k], from->common[0])) &&
+			    !(from->common[1] && !strcmp(into->common[k], from->common[1])))
+				into->common[k] = NULL;
+	into->slow += from->slow;
+}
+
+/* Every switch link of the recent slow units' routes, in one pass. */
+static int links_build(struct fq_detector *d, struct det_link_memo *t, int64_t now)
+{
+	size_t n = 0;
 
 	FOR_UNITS(d, u)
 	{
-		const struct nic_key *s = &u->p->k.src, *t = &u->p->k.dst;
-
-		if (!u->slow || !u->nroute || older_than(now, u->last_end_ns, RECENT_NS) ||
-		    !det_in_route(u->route, u->nroute, link))
-			continue;
-		if (!slow++) {
-			common[0] = s, common[1] = t;
-			continue;
-		}
-		for (int k = 0; k < 2; k++)
-			if (common[k] && !nic_eq(common[k], s) && !nic_eq(common[k], t))
-				common[k] = NULL;
-		if (!common[0] && !common[1])
-			return true; /* slow paths over it with no NIC in common: the link queues */
+		if (u->slow && u->nroute && !older_than(now, u->last_end_ns, RECENT_NS))
+			n += u->nroute;
 	}
-	return false;
+	for (t->cap = 16; t->cap < 2 * n + 2; t->cap *= 2)
+		;
+	if (!(t->tab = calloc(t->cap, sizeof(*t->tab))))
+		return -1;
+	FOR_UNITS(d, u)
+	{
+		const char *ends[2] = {u->p->k.src.node, u->p->k.dst.node};
+
+		if (!u->slow || !u->nroute || older_than(now, u->last_end_ns, RECENT_NS))
+			continue;
+		for (size_t i = 0; i < u->nroute; i++) {
+			struct link_stat *l, one = {.slow = 1, .common = {ends[0], ends[1]}};
+			bool again = false;
+
+			if (!switch_link(u->route[i]))
+				continue;
+			for (size_t j = 0; j < i && !again; j++) /* a route crossing it twice: once */
+				again = !strcmp(u->route[j], u->route[i]);
+			if (again)
+				continue;
+			l = link_slot(t, u->route[i]);
+			l->name = u->route[i];
+			common_merge(l, &one);
+		}
+	}
+	return 0;
+}
+
+bool det_link_congested(struct fq_detector *d, struct det_link_memo *t, const char *link, int64_t now)
+{
+	struct link_stat pool = {0};
+	const char *tilde = strchr(link, '~');
+	char way[2][2 * NODE_LEN + 2];
+	size_t la;
+
+	if (!switch_link(link))
+		return false;
+	if (!t->built) {
+		t->built = true;
+		if (links_build(d, t, now) < 0)
+			t->cap = 0;
+	}
+	if (!t->cap)
+		return false; /* out of memory: no link is said to queue */
+	common_merge(&pool, link_slot(t, link));
+	/* "A~B" is the link either way: its entries as "A>B" and "B>A" too */
+	la = tilde ? (size_t)(tilde - link) : 0;
+	if (tilde && la < NODE_LEN && strlen(tilde + 1) < NODE_LEN) {
+		snprintf(way[0], sizeof(way[0]), "%.*s>%s", (int)la, link, tilde + 1);
+		snprintf(way[1], sizeof(way[1]), "%s>%.*s", tilde + 1, (int)la, link);
+		common_merge(&pool, link_slot(t, way[0]));
+		common_merge(&pool, link_slot(t, way[1]));
+	}
+	/* slow paths over it with no node in common: the link queues */
+	return pool.slow >= 2 && !pool.common[0] && !pool.common[1];
+}
+
+void det_link_memo_free(struct det_link_memo *t)
+{
+	free(t->tab);
+	*t = (struct det_link_memo){0};
 }
 
 /* Does a unit's route at time t (the one before, if it changed since) cross comp? */

@@ -92,7 +92,7 @@ static bool add_interval(int64_t *start, int64_t *end, struct fq_rule_xfer *x, c
 }
 
 static void add_chan(struct fq_detector *d, struct pstep_ent *s, const struct fq_det_prof *r,
-		     const struct fq_det_prof_window *w)
+		     const struct fq_det_prof_window *w, bool recv)
 {
 	struct pchan *c = NULL;
 	size_t oldest = 0;
@@ -102,7 +102,7 @@ static void add_chan(struct fq_detector *d, struct pstep_ent *s, const struct fq
 		return;
 	for (size_t i = 0; i < s->n && !c; i++) {
 		if (s->ch[i].comm == r->comm_hash && s->ch[i].rank == r->rank &&
-		    s->ch[i].peer == (uint32_t)w->id)
+		    s->ch[i].peer == (uint32_t)w->id && s->ch[i].recv == recv)
 			c = &s->ch[i];
 		else if (s->ch[i].end_ns < s->ch[oldest].end_ns)
 			oldest = i;
@@ -116,13 +116,18 @@ static void add_chan(struct fq_detector *d, struct pstep_ent *s, const struct fq
 			c = &s->ch[s->n++];
 			d->nprof++;
 		}
-		*c = (struct pchan){.comm = r->comm_hash, .rank = r->rank, .peer = (uint32_t)w->id};
+		*c = (struct pchan){
+		    .comm = r->comm_hash, .rank = r->rank, .peer = (uint32_t)w->id, .recv = recv};
 	}
 	/* an interval that does not follow the last one (the channel was
 	 * idle, or reports were lost) starts the streak again: "in a row" */
 	if (c->end_ns && r->end_ns != c->end_ns && older_than(r->start_ns, c->end_ns, len / 2))
 		c->runs = 0;
 	copy_name(c->node, NODE_LEN, r->node);
+	if (r->end_ns > c->end_ns && c->end_ns) {
+		c->prev_end_ns = c->end_ns;
+		c->prev_x = c->x;
+	}
 	add_interval(&c->start_ns, &c->end_ns, &c->x, r, w);
 }
 
@@ -183,8 +188,8 @@ void fq_detector_profiler(struct fq_detector *d, const struct fq_det_prof *r)
 
 		if (!w->kind)
 			continue;
-		if (!strcmp(w->kind, "step_send"))
-			add_chan(d, s, r, w);
+		if (!strcmp(w->kind, "step_send") || !strcmp(w->kind, "step_recv"))
+			add_chan(d, s, r, w, w->kind[5] == 'r');
 		else if (!strcmp(w->kind, "net_ib"))
 			add_qp(d, s, r, w);
 	}
@@ -272,6 +277,31 @@ static void raise_peer_slow(struct fq_detector *d, struct pstep_ent *s, const st
 		det_anom_attach(d, e, s->k.job, (uint32_t)s->k.step, ranks, c->rank == c->peer ? 1 : 2);
 }
 
+/* Did the peer's receives of c's interval run at more than
+ * RECV_PACED_FACTOR x c's rate? Then the transfers waited for the peer to
+ * post them (a rank behind its peers, not the network): once it asked,
+ * the bytes came fast. Its interval nearest c's, within half an interval;
+ * none there: not known, false. */
+#define RECV_PACED_FACTOR 2
+
+static bool receiver_paced(const struct pstep_ent *s, const struct pchan *c, int64_t len)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct pchan *r = &s->ch[i];
+		const struct fq_rule_xfer *x = NULL;
+
+		if (!r->recv || r->comm != c->comm || r->rank != c->peer || r->peer != c->rank)
+			continue;
+		if (!older_than(r->end_ns, c->end_ns, len / 2) && !older_than(c->end_ns, r->end_ns, len / 2))
+			x = &r->x;
+		else if (r->prev_end_ns && !older_than(r->prev_end_ns, c->end_ns, len / 2) &&
+			 !older_than(c->end_ns, r->prev_end_ns, len / 2))
+			x = &r->prev_x;
+		return x && (double)rate_of(x) > RECV_PACED_FACTOR * (double)rate_of(&c->x);
+	}
+	return false;
+}
+
 /* peer_slow among the channels of the step's newest interval: those whose
  * interval ended within one interval of the newest (the ranks report on
  * their own phases). A channel's interval is judged once, at the first
@@ -293,7 +323,7 @@ void det_check_prof_step(struct fq_detector *d, struct pstep_ent *s)
 	if (!x || !out || !idx)
 		goto done;
 	for (size_t i = 0; i < s->n; i++) {
-		if (s->ch[i].end_ns >= from) {
+		if (!s->ch[i].recv && s->ch[i].end_ns >= from) {
 			x[k] = s->ch[i].x;
 			x[k].rank = s->ch[i].rank;
 			x[k].peer = s->ch[i].peer;
@@ -308,6 +338,8 @@ void det_check_prof_step(struct fq_detector *d, struct pstep_ent *s)
 		if (v == FQ_PEER_UNJUDGED || c->end_ns == c->judged_end_ns)
 			continue; /* no verdict yet, or this interval already judged */
 		c->judged_end_ns = c->end_ns;
+		if (v == FQ_PEER_SLOW && receiver_paced(s, c, len))
+			v = FQ_PEER_NORMAL; /* the wire was quick once the peer took them */
 		if (v == FQ_PEER_NORMAL)
 			c->runs = 0;
 		if (v == FQ_PEER_SLOW && ++c->runs >= d->c.peer_slow_persist)

@@ -18,7 +18,13 @@
  * IB queue pairs in that interval (net_ib windows that carried bytes) go
  * into the evidence, slowest first: NCCL's QP events name no peer, but a
  * ring's rank sends to one. Only the sending side is judged: a receive is
- * timed from when it was posted, which is waiting, not the network. A
+ * timed from when it was posted, which is waiting, not the network. But
+ * a slow interval whose peer received the same transfers (its step_recv
+ * windows from the rank, the interval nearest) at more than twice their
+ * rate is no slowness of the network: the transfers waited for the peer
+ * to post its receives (a rank behind, as after a slow phase, when the
+ * ranks' loops fall out of step), and came quickly once it did. It
+ * counts as a normal interval. A
  * step's channels are judged once per interval at the tick, like its lanes
  * (intervals of the ranks' own phases within one of the newest), at the
  * first tick that has enough of the other ranks' intervals to judge by. Reports

@@ -259,6 +259,11 @@ bool fq_rule_slow_nic(const struct fq_detector_config *c, size_t paths, size_t e
 	return (double)elevated >= c->slow_nic_share * (double)paths - 1e-9;
 }
 
+bool fq_rule_slow_nics_few(size_t slow, size_t judged)
+{
+	return slow <= 1 || slow <= judged / 2;
+}
+
 char *fq_rule_format_duration(int64_t ns, char *buf, size_t len)
 {
 	static const struct {

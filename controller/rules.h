@@ -139,6 +139,14 @@ bool fq_rule_inband_mismatch(const struct fq_detector_config *c, int64_t lane_mi
  * least slow_nic_min_paths. */
 bool fq_rule_slow_nic(const struct fq_detector_config *c, size_t paths, size_t elevated);
 
+/* A slow NIC is one among many: with `slow` of the `judged` NICs (those
+ * with slow_nic_min_paths paths in that direction) passing
+ * fq_rule_slow_nic, they are blamed only while they are at most half of
+ * them, or one. When most NICs' paths are elevated the queue is the
+ * fabric's (every spine congested: each path delayed on every flow, as a
+ * slow NIC's are), which the localisation judges, not each NIC. */
+bool fq_rule_slow_nics_few(size_t slow, size_t judged);
+
 /* ---- collision -------------------------------------------------------- */
 
 /* One lane of one job in one detector window, with the probe delay of its

@@ -49,6 +49,7 @@ static const struct fqn_env_var fqn_env_vars[] = {
     {"FABRICIQ_IB_RETRY_CNT", FQN_ENV_INT, "7", 0, 7, OFF(ib_retry_cnt)},
     {"FABRICIQ_STEER", FQN_ENV_STR, "", 0, 8, OFF(steer_str)},
     {"FABRICIQ_STEER_TRACE", FQN_ENV_STR, "", 0, FQN_PATH_MAX, OFF(steer_trace)},
+    {"FABRICIQ_ADVICE", FQN_ENV_STR, "on", 1, 8, OFF(advice_str)},
     {"FABRICIQ_PACE", FQN_ENV_STR, "off", 1, 8, OFF(pace_str)},
     {"FABRICIQ_PACE_TARGET_US", FQN_ENV_INT, "2000", 100, 1000000, OFF(pace_target_us)},
     {"FABRICIQ_JOB_ID", FQN_ENV_STR, "", 0, 24, OFF(job_id)},
@@ -107,7 +108,7 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 {
 	static const char *const modes[] = {"monitor", "control", NULL};
 	static const char *const transports[] = {"tcp", "ib", "auto", NULL};
-	static const char *const steers[] = {"on", "off", NULL};
+	static const char *const on_off[] = {"on", "off", NULL};
 	static const char *const paces[] = {"off", "delay", NULL};
 	size_t i;
 	int rc, k;
@@ -153,7 +154,7 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 	if (!*cfg->steer_str) {
 		cfg->steer = cfg->control;
 	} else {
-		if ((rc = env_choice("FABRICIQ_STEER", cfg->steer_str, steers, &k, err, errlen)) < 0)
+		if ((rc = env_choice("FABRICIQ_STEER", cfg->steer_str, on_off, &k, err, errlen)) < 0)
 			return rc;
 		cfg->steer = k == 0;
 		if (cfg->steer && !cfg->control) {
@@ -162,6 +163,11 @@ int fqn_config_load(struct fqn_config *cfg, fqn_getenv_fn lookup, char *err, siz
 			return -EINVAL;
 		}
 	}
+	/* "off": steering leaves the controller's move advice alone (its own
+	 * moves and the path page's failovers and rates stay). */
+	if ((rc = env_choice("FABRICIQ_ADVICE", cfg->advice_str, on_off, &k, err, errlen)) < 0)
+		return rc;
+	cfg->advice = k == 0;
 	/* Pacing runs on the control mode's periodic update (the steering
 	 * tick), which monitor mode has not. */
 	if ((rc = env_choice("FABRICIQ_PACE", cfg->pace_str, paces, &k, err, errlen)) < 0)

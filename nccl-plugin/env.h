@@ -45,6 +45,8 @@ struct fqn_config {
 	char steer_str[8];              /* FABRICIQ_STEER: "on", "off", "" (= on in control mode) */
 	int steer;                      /* weights lanes by their delay (control mode only) */
 	char steer_trace[FQN_PATH_MAX]; /* FABRICIQ_STEER_TRACE: append weight changes here ("" none) */
+	char advice_str[8];             /* FABRICIQ_ADVICE: "on" (default) or "off" */
+	int advice;                     /* steering takes the controller's move advice (path page) */
 	char pace_str[8];               /* FABRICIQ_PACE: "off" (default) or "delay" */
 	int pace;                       /* paces lanes by their queueing delay (control mode only) */
 	int pace_target_us;             /* FABRICIQ_PACE_TARGET_US, 100..1000000, default 2000 */

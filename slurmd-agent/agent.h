@@ -83,6 +83,7 @@ struct agent {
 	/* global timeline */
 	struct fq_timeline timeline;
 	const char *time_source; /* "reference", "controller", "peer", "none" */
+	char sched[24];          /* the loop's scheduling: "fifo:N" or "other" (agent.rt_priority) */
 	char reference[64];
 	bool have_correction;
 	Fabriciq__ClockCorrection corr; /* strings not kept */

@@ -45,6 +45,10 @@ static const struct fq_cfg_option agent_options[] = {
     OPT("status_file", FQ_CFG_STRING, status_file, "/run/fabriciq/agent-status.json", 0, 0, NULL,
 	"where the agent writes its state each report window"),
     OPT("log_level", FQ_CFG_ENUM, log_level, "info", 0, 0, log_levels, "error, warn, info or debug"),
+    OPT("rt_priority", FQ_CFG_UINT, rt_priority, "1", 0, 99, NULL,
+	"the agent's loop (probes, answers, liveness) runs SCHED_FIFO at this priority, so a job that "
+	"fills the cores cannot hold its answers back (its peers would see its paths silent, DOWN); its "
+	"worker threads keep the scheduling it was started with; 0: the loop keeps it too"),
     OPT("controller", FQ_CFG_STRING, controller, "", 0, 0, NULL,
 	"the controller, HOST[:PORT] (port 7100); empty: run without one"),
     OPT("munge_socket", FQ_CFG_STRING, munge_socket, "", 0, 0, NULL,

@@ -26,6 +26,7 @@ struct agent_config {
 	char *spool_dir;
 	uint64_t spool_max, publish_interval, max_slew;
 	uint64_t controller_uid;
+	uint64_t rt_priority;
 	char *node_key, *controller_key;
 	uint64_t step_max_connections, telemetry_max_connections, telemetry_max_per_uid;
 	uint64_t telemetry_idle_timeout, frame_timeout;

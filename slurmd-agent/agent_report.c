@@ -121,11 +121,6 @@ void agent_link_event(void *arg, const char *local_nic, const char *peer_node, c
 	Fabriciq__Envelope env = FABRICIQ__ENVELOPE__INIT;
 	Fabriciq__LinkEvent ev = FABRICIQ__LINK_EVENT__INIT;
 
-	if (up)
-		fq_warn("path %s -> %s:%s is UP", local_nic, peer_node, peer_nic);
-	else
-		fq_warn("path %s -> %s:%s is DOWN (silent for %.1f ms)", local_nic, peer_node, peer_nic,
-			(double)(detected_ns - since_ns) / 1e6);
 	json_object_object_add(e, "local_nic", json_object_new_string(local_nic));
 	json_object_object_add(e, "peer_node", json_object_new_string(peer_node));
 	json_object_object_add(e, "peer_nic", json_object_new_string(peer_nic));
@@ -147,6 +142,13 @@ void agent_link_event(void *arg, const char *local_nic, const char *peer_node, c
 	env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LINK;
 	env.link = &ev;
 	agent_send(a, &env);
+	/* logged once in the spool: a line in the log is an event the agent
+	 * sends again after a crash, never one it lost */
+	if (up)
+		fq_warn("path %s -> %s:%s is UP", local_nic, peer_node, peer_nic);
+	else
+		fq_warn("path %s -> %s:%s is DOWN (silent for %.1f ms)", local_nic, peer_node, peer_nic,
+			(double)(detected_ns - since_ns) / 1e6);
 	path_page_transition(a, local_nic, peer_node, peer_nic, up, up ? since_ns : detected_ns);
 	if (up)
 		fq_tracer_poke(a->tracer, local_nic, peer_node, peer_nic);
@@ -280,9 +282,6 @@ static void nic_level_check(struct agent *a, const char *local_nic, int64_t now)
 
 		n->all_down = down == total;
 		ev.nic_state = n->all_down ? (char *)fq_nics_link_state(local_nic) : "";
-		fq_warn("NIC %s: %s%s%s%s", local_nic,
-			n->all_down ? "every path is DOWN: NIC-down" : "answering again: NIC up",
-			*ev.nic_state ? " (the NIC says: " : "", ev.nic_state, *ev.nic_state ? ")" : "");
 		ev.local_nic = (char *)local_nic;
 		ev.remote_node = "";
 		ev.remote_nic = "";
@@ -292,7 +291,10 @@ static void nic_level_check(struct agent *a, const char *local_nic, int64_t now)
 		ev.nic_level = true;
 		env.payload_case = FABRICIQ__ENVELOPE__PAYLOAD_LINK;
 		env.link = &ev;
-		agent_send(a, &env);
+		agent_send(a, &env); /* spooled, then logged (agent_link_event) */
+		fq_warn("NIC %s: %s%s%s%s", local_nic,
+			n->all_down ? "every path is DOWN: NIC-down" : "answering again: NIC up",
+			*ev.nic_state ? " (the NIC says: " : "", ev.nic_state, *ev.nic_state ? ")" : "");
 	}
 }
 

@@ -129,6 +129,7 @@ void agent_write_status(struct agent *a)
 	json_object_object_add(st, "node", json_object_new_string(a->cfg.node));
 	json_object_object_add(st, "agent_version", json_object_new_string(PACKAGE_VERSION));
 	json_object_object_add(st, "pid", json_object_new_int(getpid()));
+	json_object_object_add(st, "scheduling", json_object_new_string(a->sched));
 	json_object_object_add(st, "realtime_ns", json_object_new_int64(fq_realtime_ns()));
 	json_object_object_add(st, "uptime_s",
 			       json_object_new_double((double)(fq_now_ns() - a->started_raw) / 1e9));

@@ -65,6 +65,8 @@ struct fqn_rmsg {
 	 * landing: a lane may be mid-payload while another lands the last */
 	int covered;
 	unsigned landing;
+	/* when its receive was posted, on the global timeline (owd_from) */
+	int64_t post_ns;
 };
 
 struct fqn_rlane {
@@ -214,6 +216,18 @@ static int recv_accept_hdr(struct fqn_recv *r, int i, const struct fqn_chunk_hdr
 	return 1;
 }
 
+/* Where a chunk's one-way delay starts: when it was sent, or, for a
+ * chunk sent before its receive was posted and seen only after that, at
+ * the post. Such a chunk waited in sockets for the receiver (its rank held
+ * up downstream, say by a slow peer): time no link added, and not the
+ * lane's delay. What is left is the delay from when both ends were ready
+ * (at most the network's; the network's whole when the receiver was
+ * first). A chunk seen before its post keeps its whole delay. */
+static int64_t owd_from(const struct fqn_rlane *rl, const struct fqn_rmsg *m, const struct fqn_chunk_hdr *h)
+{
+	return m->post_ns > h->send_ns && m->post_ns < rl->seen_ns ? m->post_ns : h->send_ns;
+}
+
 static void recv_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hdr *h)
 {
 	struct fqn_rlane *rl = &r->rl[i];
@@ -223,7 +237,7 @@ static void recv_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hd
 	st->bytes += h->len;
 	st->chunks++;
 	if (rl->seen_sync) /* a delay across two clocks is no delay */
-		fqn_hist_add(&st->owd, rl->seen_ns - h->send_ns);
+		fqn_hist_add(&st->owd, rl->seen_ns - owd_from(rl, m, h));
 	fqn_comm_tick(&r->c, i, rl->seen_ns, 0);
 	rl->accepted = 0;
 	rl->seen_ns = 0;
@@ -364,7 +378,7 @@ static void ctl_chunk_done(struct fqn_recv *r, int i, const struct fqn_chunk_hdr
 	st->bytes += h->len;
 	st->chunks++;
 	if (rl->seen_sync) /* a delay across two clocks is no delay */
-		fqn_hist_add(&st->owd, rl->seen_ns - h->send_ns);
+		fqn_hist_add(&st->owd, rl->seen_ns - owd_from(rl, m, h));
 	fqn_comm_tick(&r->c, i, rl->seen_ns, 0);
 	rl->seen_ns = 0;
 	if (fqn_seen_mark(&m->reasm.cov, rl->cur_idx, &complete) == 0)
@@ -690,6 +704,8 @@ static int recv_post(struct fqn_recv *r, int n, void **data, const size_t *sizes
 		     struct fqn_req **out)
 {
 	struct fqn_req *q;
+	int64_t now;
+	int sync;
 
 	*out = NULL;
 	if (r->c.err)
@@ -705,6 +721,7 @@ static int recv_post(struct fqn_recv *r, int n, void **data, const size_t *sizes
 		if (r->msgs[(r->post_seq + (uint64_t)j) % FQN_SEND_SLOTS].active)
 			return 0; /* only if the caller holds completed requests untested */
 	}
+	now = fqn_clock_now(r->c.ctx, &sync);
 	memset(q, 0, sizeof(*q));
 	q->kind = FQN_REQ_RECV;
 	q->comm = &r->c;
@@ -723,6 +740,7 @@ static int recv_post(struct fqn_recv *r, int n, void **data, const size_t *sizes
 		m->elem = -1;
 		m->covered = 0;
 		m->landing = 0;
+		m->post_ns = sync ? now : 0; /* off the global timeline: not compared */
 	}
 	q->state = FQN_REQ_ACTIVE;
 	r->post_seq += (uint64_t)n;

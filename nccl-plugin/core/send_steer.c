@@ -102,7 +102,7 @@ static int steer_advised(struct fqn_send *s, int i, uint32_t *gen)
 	struct fq_path_page_reader *r = __atomic_load_n(&s->c.ctx->paths, __ATOMIC_ACQUIRE);
 	struct fq_path_entry e;
 
-	if (!r || !s->c.lc[i].remote_ipv4 ||
+	if (!r || !s->c.ctx->cfg.advice || !s->c.lc[i].remote_ipv4 ||
 	    fq_path_page_lookup(r, s->c.lc[i].nic, s->c.lc[i].remote_ipv4, &e) < 0)
 		return 0;
 	if (e.advice != FQ_PATH_ADVICE_MOVE || e.advice_gen == s->st->advice_gen[i] ||

@@ -96,8 +96,10 @@ struct fqn_lane_ops {
 	int (*rx_ctrl)(struct fqn_lane *l, uint8_t rec[FQN_CTRL_SIZE]);
 	int (*info)(struct fqn_lane *l, struct fqn_lane_info *out);
 	/* Optional (NULL: none). When the current chunk (the one rx_header
-	 * returned) was stamped by the NIC on completion: CLOCK_MONOTONIC_RAW
-	 * ns, or 0 when unknown (the receiver then stamps it itself). */
+	 * returned) arrived, as the NIC (IB: its completion) or the kernel
+	 * (TCP: its receive stamp of the header) saw it, not when the rank
+	 * read it: CLOCK_MONOTONIC_RAW ns, or 0 when unknown (the receiver
+	 * then stamps it itself). */
 	int64_t (*rx_stamp)(struct fqn_lane *l);
 	/* The traffic class (0..255: DSCP << 2, the byte NCCL's trafficClass
 	 * carries) of the lane's packets from now on: IP_TOS or IPV6_TCLASS

@@ -17,8 +17,8 @@
 #include "nccl-plugin/plog.h"
 #include "nccl-plugin/telemetry/telemetry.h"
 
-#define RING_SLOTS   256 /* a power of two; ~1 MiB */
-#define RECONNECT_NS (5LL * 1000000000)
+#define RING_SLOTS   256                /* a power of two; ~1 MiB */
+#define RECONNECT_NS (1LL * 1000000000) /* an agent restarted is back in a second or two */
 #define FRAME_MAX    4096
 
 /* Vyukov's bounded MPMC queue: each slot's sequence number says whose turn

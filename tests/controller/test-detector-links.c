@@ -304,6 +304,29 @@ static void test_slow_nic(void)
 	}
 }
 
+/* Every NIC's paths elevated (every spine congested: each path delayed as
+ * a slow NIC's would be): a slow NIC is an outlier among NICs, so none is
+ * blamed. */
+static void test_slow_everywhere(void)
+{
+	static const char *hosts[] = {"n1", "n2", "n3", "n4", "n5", "n6"};
+	struct fq_detector *d = make();
+
+	reset();
+	for (int t = 1; t <= 7; t++)
+		for (int a = 0; a < 6; a++)
+			for (int b = 0; b < 6; b++)
+				if (a != b)
+					probe(d, hosts[a], "rail0", hosts[b], "rail0", t, t == 7 ? 200 : 20,
+					      t == 7 ? 400 : 30);
+	fq_detector_tick(d, S(7.5));
+	collect(d);
+	is_int(count(FQ_DET_OPEN, "path_delay"), 30, "all 30 paths of 6 NICs elevated");
+	is_int(count(FQ_DET_OPEN, "slow_sender") + count(FQ_DET_OPEN, "slow_receiver"), 0,
+	       "no NIC blamed: every NIC's paths are elevated, the queue is not a NIC's");
+	fq_detector_destroy(d);
+}
+
 static void test_link_down(void)
 {
 	struct fq_detector *d = make();
@@ -723,6 +746,7 @@ int main(void)
 	test_tail();
 	test_unget();
 	test_slow_nic();
+	test_slow_everywhere();
 	test_link_down();
 	test_incident_nic();
 	test_incident_path();

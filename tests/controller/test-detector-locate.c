@@ -8,7 +8,10 @@
  *     path_delay a member, the steps whose NIC pairs cross it attached;
  *   - one link (leaf1~spine2) congested -> that link, not the spine or
  *     the leaf it hangs off;
- *   - every path into one NIC delayed (a slow receiver) -> no fabric blame;
+ *   - every path into one NIC delayed (a slow receiver) -> no fabric blame,
+ *     that NIC a slow receiver;
+ *   - a spine queueing -> no NIC named slow, though two send most of
+ *     their paths over it;
  *   - two delayed paths, no common component -> none;
  *   - the congestion gone -> the incident closes;
  * and loss (probes lost on a round trip, or paths DOWN):
@@ -159,6 +162,11 @@ static bool via_leaf1_spine2(int i, int j)
 static bool spine2_some_ways(int i, int j)
 {
 	return via_spine2(i, j) && (leaf_of(i) == 1 || leaf_of(j) == 3);
+}
+
+static bool via_spine1(int i, int j)
+{
+	return leaf_of(i) != leaf_of(j) && spine_of(i, j) == 1;
 }
 
 static bool into_n3(int i, int j)
@@ -408,11 +416,32 @@ static void test_spine_some_ways(void)
 static void test_not_fabric(void)
 {
 	struct fq_detector *d = fabric();
+	size_t nslow;
 
 	for (int t = 9; t <= 14; t++)
 		second(d, t, into_n3);
 	is_int(count(FQ_DET_OPEN, "path_delay"), HOSTS - 1, "every path into n3 delayed");
 	is_int(count(FQ_DET_OPEN, "fabric_delay"), 0, "one NIC's paths: the NIC rules', no fabric blame");
+	ok(find_open("slow_receiver", "n3", "rail0") && count(FQ_DET_OPEN, "slow_receiver") == 1 &&
+	       count(FQ_DET_OPEN, "slow_sender") == 0,
+	   "... n3/rail0 a slow receiver, the one slow NIC");
+	fq_detector_destroy(d);
+
+	/* spine1 queueing: the pairs' hash sends everything n3 and n6 send to
+	 * other leaves over it (6 of their 7 paths), but each such path
+	 * crosses a link queueing for others' paths too: the fabric's delay,
+	 * not theirs, and no NIC is named slow */
+	d = fabric();
+	for (int t = 9; t <= 14; t++)
+		second(d, t, via_spine1);
+	is_int(count(FQ_DET_OPEN, "path_delay"), count_delayed(via_spine1),
+	       "spine1 queueing: every path over it delayed");
+	ok(find_open("fabric_delay", NULL, NULL) != NULL, "... blamed on the fabric");
+	nslow = count(FQ_DET_OPEN, "slow_receiver") + count(FQ_DET_OPEN, "slow_sender");
+	is_int(nslow, 0, "no NIC named slow (n3, n6: 6 of 7 paths from them delayed)");
+	for (size_t i = 0; nslow && i < nrecs; i++)
+		if (recs[i].kind == FQ_DET_OPEN && strstr(recs[i].akind, "slow_"))
+			diag("%s", recs[i].summary);
 	fq_detector_destroy(d);
 
 	d = fabric();

@@ -4,9 +4,10 @@
  * (fq_rule_peer_slow) on numbers, then the detector fed ranks' reports
  * one by one as the agents send them (each rank on its own phase, a
  * report a second). A healthy ring, small or idle channels, warm-up, two
- * ranks, an interrupted streak and unsynchronised clocks give nothing; a
- * slow peer gives exactly one anomaly, attached to its step and its two
- * ranks, with the rank's QPs in the evidence, and closes once quiet.
+ * ranks, an interrupted streak, unsynchronised clocks and sends that only
+ * waited for their receivers give nothing; a slow peer gives exactly one
+ * anomaly, attached to its step and its two ranks, with the rank's QPs in
+ * the evidence, and closes once quiet.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -244,40 +245,56 @@ static void test_slow_peer(void)
 	fq_detector_destroy(d);
 }
 
-/* An alltoall of 4 ranks (every rank to every peer, 4 MiB a second each)
- * whose rank 2 (n3) sends slowly to everyone: one anomaly per peer, each
- * on rank 2 and its peer. */
-static void test_alltoall(void)
+/* 8 s of an alltoall of 4 ranks (every rank to every peer, 4 MiB a second
+ * each; job `job`), rank r's reports r/8 s after the second, from t = 3 on
+ * rank `slow`'s sends at 0.02 GB/s, the others' at 0.5-0.8. With recv, each
+ * rank reports its receives too (step_recv): from `slow` at recv_gbs, from
+ * the others at their send rate. */
+static void alltoall(struct fq_detector *d, uint64_t job, uint32_t slow, bool recv, double recv_gbs)
 {
-	struct fq_detector *d = fq_detector_create(NULL);
-	int found = 0;
-
-	reset();
 	for (int t = 1; t <= 8; t++) {
 		for (uint32_t r = 0; r < 4; r++) {
-			struct fq_det_prof_window w[3];
+			struct fq_det_prof_window w[6];
 			struct fq_det_prof q = {.node = nodes[r],
-						.job_id = 80,
+						.job_id = job,
 						.rank = r,
 						.comm_hash = 9,
 						.start_ns = S(t - 1 + r / 8.0),
 						.end_ns = S(t + r / 8.0),
 						.synchronised = true,
 						.windows = w,
-						.nwindows = 3};
+						.nwindows = recv ? 6 : 3};
 
 			for (uint32_t k = 0, p = 0; p < 4; p++) {
-				double g = r == 2 && t >= 3 ? 0.02 : 0.5 + 0.1 * ((t + (int)p) % 4);
+				double g = r == slow && t >= 3 ? 0.02 : 0.5 + 0.1 * ((t + (int)p) % 4);
+				double in = p == slow && t >= 3 ? recv_gbs : 0.5 + 0.1 * ((t + (int)r) % 4);
 
-				if (p != r)
-					w[k++] = (struct fq_det_prof_window){
-					    "step_send", -1, 0, p, 4, 4 * MIB, (int64_t)(MIB / g)};
+				if (p == r)
+					continue;
+				w[k] = (struct fq_det_prof_window){"step_send",       -1, 0, p, 4, 4 * MIB,
+								   (int64_t)(MIB / g)};
+				w[3 + k++] = (struct fq_det_prof_window){
+				    "step_recv", -1, 0, p, 4, 4 * MIB, (int64_t)(MIB / in)};
 			}
 			fq_detector_profiler(d, &q);
 		}
 		fq_detector_tick(d, S(t + 1));
 		collect(d);
 	}
+}
+
+/* An alltoall whose rank 2 (n3) sends slowly to everyone: one anomaly per
+ * peer, each on rank 2 and its peer; so too when the peers' receives from
+ * it crawl as well (they waited on the wire). But when they came at full
+ * speed, rank 2's sends waited for its peers to post them (a rank ahead of
+ * the others, as in test-profiler-slow once the slow phase ended): none. */
+static void test_alltoall(void)
+{
+	struct fq_detector *d = fq_detector_create(NULL);
+	int found = 0;
+
+	reset();
+	alltoall(d, 80, 2, false, 0);
 	is_int(count(FQ_DET_OPEN, NULL), 3, "alltoall, rank 2 slow to all 3 peers: three anomalies");
 	for (size_t i = 0; i < nrecs; i++) {
 		const struct rec *o = &recs[i];
@@ -288,6 +305,24 @@ static void test_alltoall(void)
 			 attached(o->handle, 80, 0) == ((1 << 2) | (1 << (o->rnode[1] - '1')));
 	}
 	is_int(found, 3, "... each from n3 to one peer's node, on rank 2 and that peer's rank");
+	fq_detector_destroy(d);
+	d = fq_detector_create(NULL);
+	reset();
+	alltoall(d, 81, 2, true, 0.025);
+	is_int(count(FQ_DET_OPEN, NULL), 3,
+	       "the peers' receives from rank 2 as slow (0.025 GB/s): the same three");
+	fq_detector_destroy(d);
+	d = fq_detector_create(NULL);
+	reset();
+	alltoall(d, 82, 1, true, 0.6);
+	is_int(count(FQ_DET_OPEN, NULL), 0,
+	       "rank 1's sends at 0.02 GB/s, its peers' receives of them at 0.6: they waited for the peers, "
+	       "none");
+	fq_detector_destroy(d);
+	d = fq_detector_create(NULL);
+	reset();
+	alltoall(d, 83, 1, true, 0.039);
+	is_int(count(FQ_DET_OPEN, NULL), 3, "... at 0.039 (under twice the sends' rate): judged slow, three");
 	fq_detector_destroy(d);
 }
 

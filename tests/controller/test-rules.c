@@ -192,6 +192,13 @@ static void test_slow_nic(const struct fq_detector_config *c)
 	ok(!fq_rule_slow_nic(c, 10, 7), "7 of 10: not");
 	ok(fq_rule_slow_nic(c, 10, 8), "8 of 10: slow");
 	ok(!fq_rule_slow_nic(c, 3, 9), "more elevated than paths: refused");
+	ok(fq_rule_slow_nics_few(1, 8), "1 slow NIC of 8 judged: blamed");
+	ok(fq_rule_slow_nics_few(4, 8), "4 of 8: half, blamed");
+	ok(!fq_rule_slow_nics_few(5, 8), "5 of 8: most NICs, the fabric's queue, not theirs");
+	ok(fq_rule_slow_nics_few(1, 2), "1 of 2: blamed");
+	ok(fq_rule_slow_nics_few(1, 1), "the only NIC judged: blamed (one slow NIC is one)");
+	ok(!fq_rule_slow_nics_few(2, 3), "2 of 3: most");
+	ok(fq_rule_slow_nics_few(0, 0), "none slow: nothing to refuse");
 }
 
 /* Two jobs' lanes in one window through a TBF-shaped spine: probe owd of

@@ -103,6 +103,13 @@ int main(void)
 	ok(load(&c, err, (const char *const[]){"FABRICIQ_TRANSPORT", "udp", NULL}) == -EINVAL &&
 	       strcmp(err, "FABRICIQ_TRANSPORT='udp': must be tcp, ib or auto") == 0,
 	   "%s", err);
+	ok(load(&c, err, (const char *const[]){NULL}) == 0 && c.advice,
+	   "the controller's advice taken by default");
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_ADVICE", "off", NULL}) == 0 && !c.advice,
+	   "FABRICIQ_ADVICE=off: not taken");
+	ok(load(&c, err, (const char *const[]){"FABRICIQ_ADVICE", "no", NULL}) == -EINVAL &&
+	       strcmp(err, "FABRICIQ_ADVICE='no': must be on or off") == 0,
+	   "%s", err);
 	ok(load(&c, err, (const char *const[]){NULL}) == 0 && !c.pace && c.pace_target_us == 2000,
 	   "pacing off by default, target 2000 us");
 	ok(load(&c, err,

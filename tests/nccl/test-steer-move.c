@@ -3,7 +3,8 @@
  * one process over loopback (a path page and an agent socket stand in for
  * the node agent). Advice to MOVE for another job changes nothing; advice
  * for this job (FABRICIQ_JOB_ID) naming a source port none of its lanes
- * has changes nothing either; advice for this job naming lane 1's port
+ * has changes nothing either, nor advice naming its lane with
+ * FABRICIQ_ADVICE=off; advice for this job naming lane 1's port
  * re-opens lane 1 on a new source port through the rejoin listener while
  * messages keep flowing intact, without a failover; the agent gets a
  * FailoverEvent with cause "steer".
@@ -24,6 +25,7 @@
 #include "common/frame.h"
 #include "common/path_page.h"
 #include "nccl-plugin/core/comm.h"
+#include "nccl-plugin/core/ctx.h"
 #include "nccl-plugin/core/progress.h"
 #include "nccl-plugin/core/send_priv.h"
 #include "nccl-plugin/core/wire.h"
@@ -132,6 +134,12 @@ int main(void)
 	rc = loopback_traffic(s, r, 0.6, &n);
 	is_int(count_lines(trace, " move "), 0,
 	       "advice for this job naming a port no lane of it has: no move");
+	/* FABRICIQ_ADVICE=off, as fqn_config_load sets it: the advice is not taken */
+	s->c.ctx->cfg.advice = 0;
+	advise(4242, 3, (uint32_t)atoi(strrchr(s->c.lc[1].local, ':') + 1));
+	rc = loopback_traffic(s, r, 0.6, &n);
+	is_int(count_lines(trace, " move "), 0, "advice for this job with FABRICIQ_ADVICE=off: no move");
+	s->c.ctx->cfg.advice = 1;
 	snprintf(want, sizeof(want), " move by=advice lane=1 from=%s ", s->c.lc[1].local);
 	advise(4242, 3, (uint32_t)atoi(strrchr(s->c.lc[1].local, ':') + 1));
 	n0 = n;

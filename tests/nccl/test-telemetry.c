@@ -1,13 +1,15 @@
 /*
  * test-telemetry: per-lane reports reach a unix-socket listener (standing
  * in for the node agent: the real frame decoder reads them), byte counts
- * add up, delays are ordered, the clock page marks them synchronised;
+ * add up, delays are ordered, the clock page marks them synchronised; a
+ * receiver that posts late adds nothing to the delays;
  * without an agent the data path goes on, one WARN says so; a full ring
  * drops without blocking; a batch an agent that went away never took is
  * counted dropped, not sent, and so is every frame an agent that stops
  * refuses.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,6 +18,9 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/errqueue.h> /* struct scm_timestamping, after time.h */
+#include <linux/net_tstamp.h>
 
 #include "common/clock_page.h"
 #include "common/frame.h"
@@ -69,8 +74,18 @@ static void test_ring_full(void)
 	free(s);
 }
 
+/* How traffic() receives: posts first and reads at once, posts each
+ * receive late_ms after its send (a rank held up downstream: the chunks
+ * wait for it), or posts first and reads late_ms late (a rank off the CPU
+ * when they arrive). */
+enum rx_mode {
+	RX_ON_TIME,
+	RX_POST_LATE,
+	RX_READ_LATE
+};
+
 /* Run traffic through one 2-lane connection: n messages of size bytes. */
-static int traffic(int n, size_t size, double spread_s)
+static int traffic(int n, size_t size, double spread_s, enum rx_mode mode, int late_ms)
 {
 	char handle[NCCL_NET_HANDLE_MAXSIZE];
 	struct fqn_listen *l;
@@ -93,8 +108,15 @@ static int traffic(int n, size_t size, double spread_s)
 		int tag = 0, sd = 0, rd = 0;
 		void *data = rb;
 
-		fqn_irecv(r, 1, &data, &size, &tag, &rq);
+		if (mode != RX_POST_LATE)
+			fqn_irecv(r, 1, &data, &size, &tag, &rq);
 		fqn_isend(s, sb, size, tag, &sq);
+		if (mode != RX_ON_TIME) /* the sender goes on alone meanwhile */
+			for (double at = now_s() + late_ms / 1e3; now_s() < at;)
+				if (!sd && fqn_test(sq, &sd, NULL, NULL) < 0)
+					goto out;
+		if (mode == RX_POST_LATE)
+			fqn_irecv(r, 1, &data, &size, &tag, &rq);
 		while ((!sd || !rd) && now_s() < end) {
 			if ((!sd && fqn_test(sq, &sd, NULL, NULL) < 0) ||
 			    (!rd && fqn_test(rq, &rd, NULL, NULL) < 0))
@@ -112,7 +134,17 @@ out:
 	return rc;
 }
 
-static void test_agent(const char *dir)
+/* What an agent's socket took from one run of traffic(). */
+struct taken {
+	uint64_t bytes, reports, recv_reports, ordered, tcp, sync;
+	int64_t owd_max_ns; /* over every receiver's report */
+};
+
+/* Publish a clock page 5 s off the raw clock, listen as an agent at
+ * dir/name.sock, run traffic(n, size, 0.3 s, mode, late_ms) and decode
+ * what the plugin sent there. */
+static void traffic_to_agent(const char *dir, const char *name, int n, size_t size, enum rx_mode mode,
+			     int late_ms, struct taken *t)
 {
 	char sock[256], page[256];
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -123,14 +155,14 @@ static void test_agent(const char *dir)
 				   .valid_until_ns = INT64_MAX};
 	struct fq_frame_decoder *dec = fq_frame_decoder_create(0);
 	Fabriciq__Envelope *env;
-	uint64_t bytes = 0, reports = 0, ordered = 1, tcp = 1, sync = 1, recv_reports = 0;
-	int lfd, afd = -1, n = 40;
-	size_t size = 256 * 1024;
+	int lfd, afd = -1;
 	char buf[65536];
 	ssize_t got;
 
-	snprintf(sock, sizeof(sock), "%s/agent.sock", dir);
-	snprintf(page, sizeof(page), "%s/clock", dir);
+	memset(t, 0, sizeof(*t));
+	t->ordered = t->tcp = t->sync = 1;
+	snprintf(sock, sizeof(sock), "%s/%s.sock", dir, name);
+	snprintf(page, sizeof(page), "%s/%s.clock", dir, name);
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
 	ok(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0, "agent socket listens");
@@ -140,7 +172,11 @@ static void test_agent(const char *dir)
 	setenv("FABRICIQ_CLOCK_PAGE", page, 1);
 	setenv("FABRICIQ_TELEMETRY_INTERVAL_MS", "20", 1);
 	ok(fqn_init(logger) == 0, "plugin init with telemetry on");
-	ok(traffic(n, size, 0.3) == 0, "%d messages of %zu bytes over 0.3 s", n, size);
+	ok(traffic(n, size, 0.3, mode, late_ms) == 0, "%d messages of %zu bytes over 0.3 s, receives %s", n,
+	   size,
+	   mode == RX_POST_LATE   ? "posted late"
+	   : mode == RX_READ_LATE ? "read late"
+				  : "on time");
 	fqn_fini(); /* flushes the ring */
 	struct pollfd pfd = {lfd, POLLIN, 0};
 	if (poll(&pfd, 1, 2000) == 1)
@@ -152,30 +188,135 @@ static void test_agent(const char *dir)
 		Fabriciq__LaneReport *r = env->lane;
 
 		if (env->payload_case == FABRICIQ__ENVELOPE__PAYLOAD_LANE) {
-			reports++;
-			bytes += r->bytes;
-			tcp &= strcmp(r->lane_kind, "tcp") == 0 && strcmp(r->local_nic, "lo") == 0;
-			sync &= r->synchronised;
-			ordered &= r->interval_end_ns >= r->interval_start_ns;
+			t->reports++;
+			t->bytes += r->bytes;
+			t->tcp &= strcmp(r->lane_kind, "tcp") == 0 && strcmp(r->local_nic, "lo") == 0;
+			t->sync &= r->synchronised;
+			t->ordered &= r->interval_end_ns >= r->interval_start_ns;
 			if (r->owd_max_ns > 0) {
-				recv_reports++;
-				ordered &= r->owd_min_ns <= r->owd_p50_ns && r->owd_p50_ns <= r->owd_p99_ns &&
-					   r->owd_p99_ns <= r->owd_max_ns && r->owd_max_ns < 1000000000;
+				t->recv_reports++;
+				t->ordered &= r->owd_min_ns <= r->owd_p50_ns &&
+					      r->owd_p50_ns <= r->owd_p99_ns &&
+					      r->owd_p99_ns <= r->owd_max_ns && r->owd_max_ns < 1000000000;
+				if (r->owd_max_ns > t->owd_max_ns)
+					t->owd_max_ns = r->owd_max_ns;
 			}
 		}
 		fq_frame_free(env);
 	}
-	diag("%llu reports, %llu with delays", (unsigned long long)reports, (unsigned long long)recv_reports);
-	ok(reports >= 4 && recv_reports >= 2, "lane reports from both sides, several intervals");
-	is_int(bytes, 2ull * (uint64_t)n * size, "bytes over all reports = sent + received");
-	ok(ordered,
-	   "intervals forward, min <= p50 <= p99 <= max, delays under 1 s despite a 5 s clock offset");
-	ok(tcp, "lane kind tcp, local NIC lo");
-	ok(sync, "stamps marked synchronised (clock page valid)");
 	close(afd);
 	close(lfd);
 	fq_frame_decoder_destroy(dec);
 	fq_clock_page_writer_close(w);
+}
+
+static void test_agent(const char *dir)
+{
+	size_t size = 256 * 1024;
+	struct taken t;
+	int n = 40;
+
+	traffic_to_agent(dir, "agent", n, size, RX_ON_TIME, 0, &t);
+	diag("%llu reports, %llu with delays", (unsigned long long)t.reports,
+	     (unsigned long long)t.recv_reports);
+	ok(t.reports >= 4 && t.recv_reports >= 2, "lane reports from both sides, several intervals");
+	is_int(t.bytes, 2ull * (uint64_t)n * size, "bytes over all reports = sent + received");
+	ok(t.ordered,
+	   "intervals forward, min <= p50 <= p99 <= max, delays under 1 s despite a 5 s clock offset");
+	ok(t.tcp, "lane kind tcp, local NIC lo");
+	ok(t.sync, "stamps marked synchronised (clock page valid)");
+}
+
+/* Two receivers late for their chunks, neither by the lanes' fault; the
+ * delays must stay the loopback's, far under the wait (counted from the
+ * send to the read, 30 ms and more):
+ * - one posts each receive 30 ms after the send (its rank held up
+ *   downstream). With socket buffers and chunks of 64 KiB, the sender's
+ *   later chunks cannot leave its socket before the receiver takes the
+ *   earlier ones: they arrive after the post, which is where their delay
+ *   starts (owd_from).
+ * - one posts first but reads 30 ms late (its rank off the CPU). The
+ *   chunks arrived long before (default buffers hold them): the kernel's
+ *   receive stamp says when. */
+/* The kernel stamps received packets only while some socket asks, and
+ * starts a little after the first does (a deferred switch); on a node the
+ * agent's probe sockets ask. Here a UDP socket of the test's asks: -1, or
+ * its fd once a packet it sent itself came back stamped (2 s at most). */
+static int stamping_on(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) < 0 ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+		goto fail;
+	for (int i = 0; i < 200; i++) {
+		union {
+			char buf[CMSG_SPACE(sizeof(struct scm_timestamping))];
+			struct cmsghdr align;
+		} ctl;
+		char b = 0;
+		struct iovec iov = {&b, 1};
+		struct msghdr msg = {.msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = ctl.buf,
+				     .msg_controllen = sizeof(ctl.buf)};
+
+		sendto(fd, &b, 1, 0, (struct sockaddr *)&a, sizeof(a));
+		usleep(10000);
+		while (recvmsg(fd, &msg, 0) == 1) {
+			for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+				struct scm_timestamping ts;
+
+				if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPING)
+					continue;
+				memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+				if (ts.ts[0].tv_sec)
+					return fd;
+			}
+			msg.msg_controllen = sizeof(ctl.buf);
+		}
+	}
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+static void test_late_receiver(const char *dir)
+{
+	int stamps = stamping_on();
+
+	static const struct {
+		enum rx_mode mode;
+		const char *name, *buf, *what;
+	} cases[] = {{RX_POST_LATE, "post-late", "64K", "the receiver took to post"},
+		     {RX_READ_LATE, "read-late", NULL, "the receiver took to read"}};
+	struct taken t;
+	int n = 10;
+
+	ok(stamps >= 0,
+	   "the kernel stamps received packets (a socket of the test's asks, as the agent's do)");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t size = 256 * 1024;
+
+		if (cases[i].buf) {
+			setenv("FABRICIQ_SOCKET_BUFFER", cases[i].buf, 1);
+			setenv("FABRICIQ_CHUNK_SIZE", cases[i].buf, 1);
+		}
+		traffic_to_agent(dir, cases[i].name, n, size, cases[i].mode, 30, &t);
+		unsetenv("FABRICIQ_SOCKET_BUFFER");
+		unsetenv("FABRICIQ_CHUNK_SIZE");
+		is_int(t.bytes, 2ull * (uint64_t)n * size, "every byte reported, sent and received");
+		ok(t.ordered && t.sync, "reports in order, synchronised");
+		ok(t.recv_reports >= 1 && t.owd_max_ns < 10000000,
+		   "delays measured (%llu reports), none counts the 30 ms %s (max %.2f ms)",
+		   (unsigned long long)t.recv_reports, cases[i].what, t.owd_max_ns / 1e6);
+	}
+	if (stamps >= 0)
+		close(stamps);
 }
 
 /* An agent that accepts and goes away without reading: the batch written
@@ -318,6 +459,7 @@ int main(void)
 	test_report_qpn();
 	test_report_pacing();
 	test_agent(dir);
+	test_late_receiver(dir);
 	test_agent_gone(dir);
 	test_agent_stops(dir);
 	{

@@ -27,7 +27,8 @@ sc_require() {
 
 # sc_up HOSTS RAILS LEAVES SPINES [CONTROLLER ARG...]: the cluster, the
 # controller and the agents; returns once the controller has every node's
-# probe windows and every agent publishes a corrected clock.
+# probe windows and every agent publishes a corrected clock. SC_TB_EXTRA:
+# more of `fabriciq-testbed up`'s options (e.g. --spine-rate).
 sc_up() {
 	local hosts=$1 rails=$2 leaves=$3 spines=$4 spank
 	shift 4
@@ -39,7 +40,7 @@ sc_up() {
 	spank+=" ${SC_SPANK_MONITOR-monitor_via=net}"
 	spank+=" ${SC_SPANK_EXTRA:-}" # e.g. the site's network classes (class=...)
 	tb up --prefix "$TB_PFX" --hosts "$hosts" --rails "$rails" --leaves "$leaves" --spines "$spines" \
-		--clock-offsets random --plugstack "$spank" >/dev/null || return 1
+		--clock-offsets random --plugstack "$spank" ${SC_TB_EXTRA:-} >/dev/null || return 1
 	sc_controller_start "$@" || return 1
 	sleep 1
 	sc_agents_start || return 1
@@ -50,6 +51,14 @@ SC_CTL_ARGS=()
 sc_controller_start() {
 	[ $# -gt 0 ] && SC_CTL_ARGS=("$@")
 	tb_controller_start "$CTL" "${SC_CTL_ARGS[@]}"
+}
+# sc_agent_pid NODE: the node's agent process (its pid file may hold its
+# namespace wrapper)
+sc_agent_pid() {
+	local p
+	p=$(cat "$S/daemons/$1.agent.pid")
+	[ "$(cat "/proc/$p/comm" 2>/dev/null)" = fabriciq-agent ] || p=$(pgrep -P "$p" -x fabriciq-agent | head -1)
+	echo "$p"
 }
 sc_agent_args=(-s controller=198.18.0.1:7100)
 sc_agents_start() { tb_agents_start "$AGENT" "${sc_agent_args[@]}" -s "munge_socket=$S/munge/munge.socket"; }

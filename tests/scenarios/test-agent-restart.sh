@@ -41,7 +41,8 @@ is "$stored" "$(awk '{ s += $1 } END { print s + 0 }' <<<"$sent")" \
 is "$(psql_ctl "select count(*) - count(distinct (interval_start, interval_end, src_rank, dst_rank, lane, bytes, chunks, owd_p50_ns, tcp_rtt_us))
 	from fabriciq.lane_windows where job_id = $hit")" 0 "no lane window of job $hit is stored twice"
 r2=$(grep -c '^\[r1\] .*telemetry: lost the node agent' "$S/hit.out") c2=$(grep -c '^\[r1\] .*telemetry: connected to the node agent' "$S/hit.out")
-is "$r2 $c2" "1 2" "rank 1 (n2) lost its agent once and connected twice"
+is "$r2 $c2" "1 2" "rank 1 (n2) lost its agent once and connected twice" ||
+	diag "rank 1's telemetry lines: $(grep '^\[r1\] .*telemetry' "$S/hit.out" | tail -4)"
 diag "lane windows of job $hit from n2: $(psql_ctl "select count(*) filter (where interval_end < to_timestamp($t_stop)) || ' before the stop, '
 	|| count(*) filter (where interval_start > to_timestamp($t_start)) || ' after the restart'
 	from fabriciq.lane_windows where job_id = $hit and 'n2' in (src_node, dst_node)")"
@@ -50,7 +51,17 @@ diag "lane windows of job $hit from n2: $(psql_ctl "select count(*) filter (wher
 # is the detector's own matter: test-healthy.)
 is "$(sc_anomalies "kind in ('link_down', 'flapping') or 'n2' in (node, remote_node)
 	or id in (select anomaly_id from fabriciq.anomaly_jobs)")" "" \
-	"no anomaly of n2's paths or on the job, no link down: n2's paths went unanswered for 3 s" ||
+	"no anomaly of n2's paths or on the job, no link down: n2's paths went unanswered for 3 s" || {
 	diag "$(psql_ctl "select kind, severity, summary from fabriciq.anomalies order by id")"
+	diag "a lane outlier's windows, in s from the agent's stop (its start: $(awk -v a="$t_start" -v b="$t_stop" 'BEGIN { printf "%.1f", a - b }') s):"
+	diag "$(psql_ctl "select format('%s.%s rank %s->%s lane %s: %s', w.job_id, w.step_id, w.src_rank, w.dst_rank, w.lane,
+		string_agg(format('%s..%s p50 %s p99 %s us', round(extract(epoch from w.interval_start) - $t_stop, 1),
+		round(extract(epoch from w.interval_end) - $t_stop, 1), w.owd_p50_ns / 1000, w.owd_p99_ns / 1000), '; '
+		order by w.interval_start)) from fabriciq.anomalies a join fabriciq.lane_windows w
+		on w.job_id = (a.evidence->>'job_id')::bigint and w.src_rank = (a.evidence->>'src_rank')::int
+		and w.dst_rank = (a.evidence->>'dst_rank')::int and w.lane = (a.evidence->>'lane')::int
+		and w.owd_p99_ns is not null
+		where a.kind = 'lane_outlier' group by w.job_id, w.step_id, w.src_rank, w.dst_rank, w.lane")"
+}
 other=$(sc_anomalies "not (kind in ('link_down', 'flapping') or 'n2' in (node, remote_node))")
 [ -z "$other" ] || diag "other anomalies (not of this scenario): $other"$'\n'"$(sc_delay_evidence "'n2' not in (a.node, a.remote_node)")"

@@ -11,15 +11,8 @@ plan 6
 sc_up 5 2 3 2
 ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents reporting"
 
-# the agent's own process (the pid file may hold its namespace wrapper)
-agent_pid() {
-	local p
-	p=$(cat "$S/daemons/$1.agent.pid")
-	[ "$(cat "/proc/$p/comm" 2>/dev/null)" = fabriciq-agent ] || p=$(pgrep -P "$p" -x fabriciq-agent | head -1)
-	echo "$p"
-}
 sleep 2
-p4=$(agent_pid n4)
+p4=$(sc_agent_pid n4)
 kill -STOP "$p4" && sleep 1.5 && kill -CONT "$p4"
 ok $? "n4's agent stood still for 1.5 s (SIGSTOP, its session open)"
 sleep 6 # the peers' DOWNs, their settle time, the report
@@ -30,7 +23,7 @@ is "$(sc_anomalies "kind in ('link_down', 'flapping') or 'n4' in (node, remote_n
 	"no link down, no anomaly of n4: n4's agent stood still, no link went down" ||
 	diag "$(psql_ctl "select kind, severity, summary from fabriciq.anomalies order by id")"
 
-p5=$(agent_pid n5)
+p5=$(sc_agent_pid n5)
 kill -STOP "$p5" && tb link down n5 0 >/dev/null
 sleep 1.5
 kill -CONT "$p5"

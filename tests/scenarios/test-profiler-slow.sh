@@ -32,6 +32,10 @@
 # share by RTT, the one to n4 (its own leaf) ends first, n4 starts its
 # next alltoall and its sends wait for n1 and n2 to post, so n4's
 # transfers look slow too (seen once in 5 runs: a peer_slow n4 -> n2).
+# The ranks' loops still fall out of step once n3 is fast again: a rank
+# ahead waits for its peers to post (n2 -> n1 at 0.02-0.03 GB/s, while
+# n1 received the same transfers at 0.09-0.10). The rule knows that from
+# the receivers' own windows (detector_prof.h), so no peer_slow of it.
 . "$(dirname "$0")/scenario.sh"
 sc_require scps
 NET=$B/nccl-plugin/.libs/libnccl-net-fabriciq.so
@@ -158,7 +162,11 @@ into=$(grep -c -- '-> n3 ' <<<"$slow")
 is "$(grep -v -- '-> n3 ' <<<"$slow" | tr '\n' ' ')" "n3 -> n1 - n3 -> n2 - n3 -> n4 - " \
 	"three peer_slow from n3: n3 -> n1, n2 and n4, no NIC; none but those and $into to n3" ||
 	diag "$(psql_ctl "select summary, evidence from fabriciq.anomalies where kind = 'peer_slow'")
-hit job $hit's step_send windows: $(timeline "$hit")"
+hit job $hit's step_send windows: $(timeline "$hit")
+the agents' CPU (s) and loop stalls: $(for i in 1 2 3 4; do p=$(sc_agent_pid "n$i")
+	printf 'n%d %s %s, ' "$i" "$(awk -v t="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / t }' "/proc/$p/stat" 2>&1)" \
+		"$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["counters"]["loop_stalls"])' "$S/agent-n$i.json" 2>&1)"
+done)"
 attached="from fabriciq.anomaly_jobs aj join fabriciq.anomalies a on a.id = aj.anomaly_id where aj.job_id = $hit"
 is "$(psql_ctl "select a.kind || ' ' || (select array_agg(x order by x) from unnest(aj.ranks) x)::text
 	$attached and a.remote_node is distinct from 'n3' order by 1" | tr '\n' ' ')/$(psql_ctl "select count(*)

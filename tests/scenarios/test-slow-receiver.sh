@@ -31,6 +31,14 @@ diag "anomalies: $(sc_anomalies | awk '{ print $1 }' | uniq -c | xargs)"
 is "$(sc_anomalies "kind = 'slow_receiver'")" $'slow_receiver n3/rail0 -\nslow_receiver n3/rail1 -' \
 	"n3's two NICs are named slow receivers"
 is "$(sc_anomalies "kind = 'slow_sender'")" "" "no slow sender"
+# The lanes' delays per node pair, their windows' p99 (median / max, ms):
+# away from n3 a lane's chunks count from the kernel's stamp of their
+# arrival, not from when a rank busy on 2 shared cores read them (one
+# read late gave a lane_outlier n1 -> n2 on CI).
+diag "job $hit lanes, p99 median/max: $(psql_ctl "select string_agg(x, ', ' order by x) from (
+	select src_node || '>' || dst_node || ' ' || round((percentile_cont(0.5) within group (order by owd_p99_ns) / 1e6)::numeric, 2)
+		|| '/' || round(max(owd_p99_ns) / 1e6, 2) x
+	from fabriciq.lane_windows where job_id = $hit and owd_p99_ns > 0 group by src_node, dst_node) y")"
 is "$(sc_anomalies "node is distinct from 'n3' and remote_node is distinct from 'n3'")" "" "every anomaly names n3" ||
 	diag "$(sc_anomalies)"$'\n'"$(sc_delay_evidence "a.node <> 'n3' and a.remote_node <> 'n3'")"
 r3=$(psql_ctl "select rank from fabriciq.ranks where job_id = $hit and node = 'n3'")

@@ -36,7 +36,12 @@ tb_controller_start "$CTL" -s advice_lifetime=30s
 sleep 1
 tb_agents_start "$B/slurmd-agent/fabriciq-agent" -s controller=198.18.0.1:7100 -s "munge_socket=$S/munge/munge.socket"
 tb_agents_ready
-ok $? "controller, PostgreSQL and both agents up: probe windows from n1 and n2, clock pages published"
+rc=$?
+# and each path's one-way delays measured: check 5 judges every window of
+# the jobs' time, so they start only once both paths have delays (a slow
+# machine takes tens of seconds for the pairwise offsets)
+[ $rc = 0 ] && tb_delays_ready 120
+ok $? "controller, PostgreSQL and both agents up: probe windows from n1 and n2 with delays, clock pages published"
 
 tb shape n1-rail0 20mbit --latency 2 >/dev/null
 ok $? "n1's rail0 link shaped to 20 Mbit/s, 2 ms of queue"

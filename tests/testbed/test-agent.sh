@@ -10,7 +10,7 @@ tb_require
 tb_setup ta
 AGENT="$top_builddir/slurmd-agent/fabriciq-agent"
 [ -x "$AGENT" ] || skip_all "fabriciq-agent not built"
-plan 13
+plan 14
 
 check "up: 4 hosts x 2 rails, random offsets up to 100 ms" tb up --prefix "$TB_PFX" --services none --max-offset 100ms
 status() { "$AGENT" -c /dev/null -s "status_file=$FQTB_STATE/agent-$1.json" --status --json; }
@@ -26,6 +26,14 @@ for ((t = 0; t < 60; t++)); do
 	sleep 0.5
 done
 diag "clock estimates after $((t / 2)).$((t % 2 * 5)) s of waiting: $(estimates)"
+
+# each agent's loop runs SCHED_FIFO 1 (agent.rt_priority), by the status
+# file and by the kernel (ps: class FF, priority 1)
+sched=$(for i in 1 2 3 4; do status "n$i" | tr -d ' \n' | grep -o '"scheduling":"[a-z0-9:]*"' | cut -d'"' -f4; done | sort | uniq -c | xargs)
+kern=$(for i in 1 2 3 4; do ps -o cls=,rtprio= -p "$(status "n$i" | tr -d ' \n' | grep -o '"pid":[0-9]*' | cut -d: -f2)"; done |
+	xargs -n2 | sort | uniq -c | xargs)
+[ "$sched" = "4 fifo:1" ] && [ "$kern" = "4 FF 1" ]
+ok $? "the agents' loops run SCHED_FIFO 1: status $sched; kernel $kern"
 
 # offsets: every (host, path) estimate against truth
 declare -A truth

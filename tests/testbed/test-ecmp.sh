@@ -2,8 +2,8 @@
 # bench/bench-ecmp.sh at a small size (issue 20's fair ECMP benchmark):
 # 4 hosts under 2 leaves, 2 equal spines at 40 Mbit/s, two jobs (an
 # alltoall on rail 0, a ring allreduce on rail 1), 2 lanes per connection,
-# 2 trials of the six variants (steer-ctl's jobs under srun with the
-# agents and the controller). Checks the mechanics, not the ratios
+# 2 trials of the seven variants (steer-noadv's and steer-ctl's jobs
+# under srun with the agents and the controller). Checks the mechanics, not the ratios
 # (those are the benchmark's): every run completes with every iteration
 # verified, every lane that crosses the spines is pinned by its seed and
 # the leaf's FIB routes it there, the optimum's placement is perfectly
@@ -23,27 +23,29 @@ rc=$?
 sed 's/^/# /' "$out"
 ok $rc "the benchmark ran every variant of every trial (exit $rc)"
 
-# 2 trials x 6 variants, each a positive aggregate busbw
-rows=$(awk '$1 ~ /^[0-9]+$/ && NF == 10 && $2 > 0 && $3 > 0 && $4 > 0 && $5 > 0 && $6 > 0 && $7 > 0' "$out" | wc -l)
+# 2 trials x 7 variants, each a positive aggregate busbw
+rows=$(awk '$1 ~ /^[0-9]+$/ && NF == 11 && $2 > 0 && $3 > 0 && $4 > 0 && $5 > 0 && $6 > 0 && $7 > 0 && $8 > 0' "$out" | wc -l)
 is "$rows" 2 "a row per trial, every variant with a busbw"
 
 # Lanes crossing the spines: each host's 2 peers under the other leaf, per
 # job: 4 x 2 = 8 connections a job, 16 for two; ecmp-1 a lane each, the
-# other five variants 2 each: 16 + 5 x 32 = 176 a trial.
+# other six variants 2 each: 16 + 6 x 32 = 208 a trial.
 n=$(grep -c ' lanes pinned and verified in the FIB' "$out")
-is "$n" 12 "each of the 12 runs pinned its lanes"
+is "$n" 14 "each of the 14 runs pinned its lanes"
 sum=$(grep -o ': [0-9]* lanes pinned and verified' "$out" | awk '{ s += $2 } END { print s + 0 }')
-is "$sum" 352 "every lane that crosses the spines pinned and found in its leaf's FIB (16 + 5 x 32 per trial)"
+is "$sum" 416 "every lane that crosses the spines pinned and found in its leaf's FIB (16 + 6 x 32 per trial)"
 
 # The optimum's skew is 1.00 (each connection's 2 lanes on the 2 spines);
 # the seed draw's busiest link is at least the mean.
 opt=$(grep -c '^# opt[a-z-]* seed [0-9]*: 32 lanes pinned and verified in the FIB (busiest link / mean 1.00)' "$out")
 is "$opt" 4 "the optimum (split evenly and steered) pinned all 32 lanes in both trials, every link as loaded as the mean"
-skews=$(awk '$1 ~ /^[0-9]+$/ && NF == 10 && $8 >= 1 && $9 >= 1' "$out" | wc -l)
+skews=$(awk '$1 ~ /^[0-9]+$/ && NF == 11 && $9 >= 1 && $10 >= 1' "$out" | wc -l)
 is "$skews" 2 "the seed's draws: busiest link >= mean in both trials"
 
 grep -q '^steer / opt-steer: ' "$out" && grep -q '^steer / ecmp-1: ' "$out" &&
 	grep -q '^trials where steer < ecmp-1: [0-9]* of 2' "$out" && grep -q '^steer-ctl / opt-steer: ' "$out" &&
 	grep -q '^steer-ctl / steer: ' "$out" && grep -q '^trials where steer-ctl < steer: [0-9]* of 2' "$out" &&
-	grep -q "^the controller's collision advice in steer-ctl: [0-9]* taken by the agents over 2 runs" "$out"
-ok $? "the summary: both steering variants against each baseline, their losses, the advice taken"
+	grep -q '^steer-ctl / steer-noadv: ' "$out" && grep -q '^trials where steer-ctl < steer-noadv: [0-9]* of 2' "$out" &&
+	grep -q "^the controller's collision advice in steer-ctl: [0-9]* taken by the agents over 2 runs" "$out" &&
+	grep -q "^the controller's collision advice in steer-noadv: [0-9]* taken by the agents over 2 runs" "$out"
+ok $? "the summary: the steering variants against each baseline, their losses, the advice taken"

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib/testlib.sh"
 tb_require
 tb_setup tf
-plan 26
+plan 30
 
 printf '# host offsets\nn1 -12.5ms\nn2 0.0421\nn4 750us\n' >"$FQTB_STATE.offsets"
 check "up: fabric only (4 hosts, 2 rails, 2 leaves, 2 spines), offsets from a file" \
@@ -83,6 +83,29 @@ tb link up leaf1-spine2
 diag "RTT under two-flow load: unshaped $base ms, shaped $shaped ms"
 awk -v b="$base" -v s="$shaped" 'BEGIN { exit !(s - b >= 5) }'; ok $? "the shaped spine link queues (>= 5 ms more RTT)"
 awk -v b="$base" 'BEGIN { exit !(b < 5) }'; ok $? "the unshaped links do not (< 5 ms RTT under the same load)"
+
+# --- the TBF's bucket: link_burst's by default, --burst's when given (an
+# idle link passes a bucket at once), both ends; a bucket under a packet
+# refused. tc keeps a bucket in its clock's ticks at the rate: within 16 bytes.
+tbf_bursts() { # tbf_bursts WANT: both ends' bucket of leaf1-spine1 within 16 bytes of WANT; prints them
+	local got
+	got=$(for ns in leaf1 spine1; do
+		tb exec "$ns" tc qdisc show | awk '$2 == "tbf" { for (i = 1; i < NF; i++) if ($i == "burst") print $(i + 1) }'
+	done | paste -sd' ')
+	echo "$got"
+	awk -v w="$1" -v g="$got" 'BEGIN { n = split(g, v, " "); for (i = 1; i <= n; i++) { sub(/b$/, "", v[i]); d = v[i] - w
+		if (v[i] !~ /^[0-9]+$/ || d > 16 || d < -16) exit 1 } exit n != 2 }'
+}
+tb shape leaf1-spine1 200mbit && got=$(tbf_bursts 100000)
+ok $? "shape: the bucket is 4 ms of the rate by default (100000 bytes at 200mbit), both ends ($got)"
+tb shape leaf1-spine1 200mbit --latency 5 --burst 3028 && got=$(tbf_bursts 3028)
+ok $? "shape --burst 3028: both ends' bucket ($got)"
+tb qos leaf1-spine1 200mbit --burst 3028 --latency 5 "lat,dscp=46,prio=0" && got=$(tbf_bursts 3028)
+ok $? "qos --burst 3028 (options in either order): both ends' bucket ($got)"
+out=$(tb shape leaf1-spine1 200mbit --burst 1000 2>&1)
+[ $? -ne 0 ] && [[ "$out" == *"--burst must be 1514-67108864 bytes"* ]]
+ok $? "shape --burst 1000: refused, says why" || diag "$out"
+tb shape leaf1-spine1 off
 
 # --- flap: N down/up cycles, each an event
 check "flap n2 0 --count 3 --period 100" tb flap n2 0 --count 3 --period 100

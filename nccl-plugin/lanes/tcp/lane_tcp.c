@@ -16,15 +16,25 @@
  * the reply has gone, or by the delayed-ACK timer. A lane whose last chunk
  * was larger than FQN_TCP_PEEK_MAX reads plainly: there the extra call
  * costs more than it saves.
+ *
+ * A chunk's arrival is the kernel's receive stamp of its header
+ * (SO_TIMESTAMPING, software): a rank that was off the CPU when the header
+ * came, or busy elsewhere, reads it late, and that wait is not the lane's
+ * delay. After a chunk larger than the staging buffer the next header is
+ * read alone, so that the stamp (the read's last segment's) is the
+ * header's, not that of the payload streaming in behind it.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/errqueue.h> /* struct scm_timestamping */
+#include <linux/net_tstamp.h>
 #include <linux/tcp.h> /* struct tcp_info with tcpi_delivered_ce; glibc's lags */
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nccl-plugin/lanes/lane.h"
@@ -45,8 +55,12 @@ struct fqn_lane_tcp {
 	size_t rx_off, rx_len;
 	size_t rx_peeked; /* staged by MSG_PEEK: still in the kernel's queue */
 	int rx_small;     /* the last chunk was small: stage by peeking */
+	int rx_big;       /* ... larger than the stage: read the next header alone */
 	int rx_have_hdr;
 	struct fqn_chunk_hdr rx_hdr;
+	int64_t
+	    rx_read_rt; /* the kernel's stamp of the last read's last segment (CLOCK_REALTIME ns; 0: none) */
+	int64_t rx_hdr_rt; /* ... of the read that completed the current header */
 	size_t rx_got;
 	/* control records the receiving end sends back: a record's unsent tail */
 	uint8_t ctl_tx[FQN_CTRL_SIZE];
@@ -175,11 +189,30 @@ static ssize_t tcp_recv(struct fqn_lane_tcp *t, void *buf, size_t len, int peek)
 			return -errno;
 	}
 	for (;;) {
-		ssize_t n = recv(t->fd, buf, len, MSG_DONTWAIT | (peek ? MSG_PEEK : 0));
+		union {
+			char buf[CMSG_SPACE(sizeof(struct scm_timestamping))];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = {.iov_base = buf, .iov_len = len};
+		struct msghdr msg = {.msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = ctl.buf,
+				     .msg_controllen = sizeof(ctl.buf)};
+		ssize_t n = recvmsg(t->fd, &msg, MSG_DONTWAIT | (peek ? MSG_PEEK : 0));
 
 		if (n > 0) {
 			if (peek)
 				t->rx_peeked = (size_t)n;
+			t->rx_read_rt = 0;
+			for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+				if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING) {
+					struct scm_timestamping ts;
+
+					memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+					t->rx_read_rt =
+					    (int64_t)ts.ts[0].tv_sec * 1000000000 + ts.ts[0].tv_nsec;
+				}
+			}
 			return n;
 		}
 		if (n == 0)
@@ -204,6 +237,7 @@ static int tcp_rx_header(struct fqn_lane *l, struct fqn_chunk_hdr *h, const char
 			t->rx_off += FQN_CHUNK_HDR_SIZE;
 			t->rx_have_hdr = 1;
 			t->rx_small = t->rx_hdr.len <= FQN_TCP_PEEK_MAX;
+			t->rx_big = t->rx_hdr.len > FQN_TCP_STAGE;
 			t->rx_got = 0;
 			break;
 		}
@@ -212,13 +246,35 @@ static int tcp_rx_header(struct fqn_lane *l, struct fqn_chunk_hdr *h, const char
 			t->rx_len -= t->rx_off;
 			t->rx_off = 0;
 		}
-		n = tcp_recv(t, t->rx_stage + t->rx_len, FQN_TCP_STAGE - t->rx_len, t->rx_small);
+		/* after a large chunk, the header alone: its stamp is then its own */
+		n = tcp_recv(t, t->rx_stage + t->rx_len,
+			     (t->rx_big ? FQN_CHUNK_HDR_SIZE : FQN_TCP_STAGE) - t->rx_len, t->rx_small);
 		if (n <= 0)
 			return (int)n;
 		t->rx_len += (size_t)n;
+		t->rx_hdr_rt = t->rx_read_rt;
 	}
 	*h = t->rx_hdr;
 	return 1;
+}
+
+/* The current header's arrival (lane.h): the kernel's stamp of the read
+ * that completed it, from CLOCK_REALTIME to CLOCK_MONOTONIC_RAW; 0 when
+ * there is none, or when it is not a time in the last minute (no stamp
+ * the kernel should give). */
+static int64_t tcp_rx_stamp(struct fqn_lane *l)
+{
+	struct fqn_lane_tcp *t = TCP(l);
+	struct timespec rt, raw;
+	int64_t at, now;
+
+	if (!t->rx_have_hdr || !t->rx_hdr_rt)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &raw);
+	clock_gettime(CLOCK_REALTIME, &rt);
+	now = (int64_t)raw.tv_sec * 1000000000 + raw.tv_nsec;
+	at = t->rx_hdr_rt - ((int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - now);
+	return at <= now && at > now - 60LL * 1000000000 ? at : 0;
 }
 
 static int tcp_rx_payload(struct fqn_lane *l, void *dst)
@@ -376,6 +432,7 @@ static const struct fqn_lane_ops fqn_lane_tcp_ops = {
     .tx_progress = tcp_tx_progress,
     .rx_header = tcp_rx_header,
     .rx_payload = tcp_rx_payload,
+    .rx_stamp = tcp_rx_stamp,
     .tx_ctrl = tcp_tx_ctrl,
     .rx_ctrl = tcp_rx_ctrl,
     .info = tcp_info,
@@ -420,6 +477,9 @@ static struct fqn_lane_tcp *tcp_new(int fd)
 	}
 	t->fd = fd;
 	t->rx_small = 1;
+	/* Best effort: without stamps the receiver stamps headers as it reads them. */
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING,
+		   &(int){SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE}, sizeof(int));
 	t->base.ops = &fqn_lane_tcp_ops;
 	t->base.nic = -1;
 	strcpy(t->base.local, "?");

@@ -360,13 +360,13 @@ rate_bps() {
 link_burst() { local b=$(($1 / 8 / 250)); echo $((b > 16384 ? b : 16384)); }
 
 # TBF on both ends of a link: a real bottleneck with a real queue, its
-# burst link_burst's; `latency` bounds the queue, so the delay a loaded
-# link adds.
-link_shape() { # link_shape NAME RATE|off [LATENCY_MS]
-	local bps burst lat=${3:-20}
+# burst BURST_BYTES (- or none: link_burst's); `latency` bounds the queue,
+# so the delay a loaded link adds.
+link_shape() { # link_shape NAME RATE|off [LATENCY_MS [BURST_BYTES|-]]
+	local bps burst=${4:--} lat=${3:-20}
 	[ "$2" = off ] && { link_both "$1" off; return; }
 	bps=$(rate_bps "$2") || die "bad rate '$2' (examples: 200mbit, 1gbit, 500kbit)"
-	burst=$(link_burst "$bps")
+	[ "$burst" = - ] && burst=$(link_burst "$bps")
 	link_both "$1" tbf_set "$2" "$burst" "${lat}ms"
 }
 
@@ -393,12 +393,13 @@ link_loss() { # link_loss NAME PCT|off
 	link_both "$1" loss_set "$2"
 }
 
-# qos_set NS DEV RATE LAT_MS CLASS...: the link shaped to RATE as by
-# link_shape, with the scheduling a switch port gives fabriciq's network
-# classes (spank_fabriciq(8)), from their plugstack words
+# qos_set NS DEV RATE LAT_MS BURST|- CLASS...: the link shaped to RATE as by
+# link_shape (its bucket BURST bytes, - for link_burst's), with the
+# scheduling a switch port gives fabriciq's network classes
+# (spank_fabriciq(8)), from their plugstack words
 # "NAME,dscp=D,prio=P" or "NAME,dscp=D,weight=W" (other keys ignored).
 # The kernel here has HTB, TBF and u32 but no prio, ETS or DRR qdisc. The
-# link is a TBF (its rate a hard cap, burst link_burst's); under it an
+# link is a TBF (its rate a hard cap); under it an
 # HTB that shapes nothing (every class far above the link's rate, so always
 # within its rate) only orders the packets: by HTB priority first (a prio
 # class at P, the weighted classes and unmarked packets at 7), then round
@@ -408,12 +409,13 @@ link_loss() { # link_loss NAME PCT|off
 # it. Each class queues in its own bfifo of LAT_MS at line rate (TBF's
 # queue bound); u32 sends each DSCP to its class.
 qos_set() {
-	local ns=$1 dev=$2 rate=$3 lat=$4 bps k=10 c dscp prio weight
-	shift 4
+	local ns=$1 dev=$2 rate=$3 lat=$4 burst=$5 bps k=10 c dscp prio weight
+	shift 5
 	bps=$(rate_bps "$rate") || return 1
+	[ "$burst" = - ] && burst=$(link_burst "$bps")
 	ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null
 	{
-		qos_head "$dev" "$bps" "$lat"
+		qos_head "$dev" "$bps" "$lat" "$burst"
 		qos_class "$dev" 99 7 1 "$((bps / 8 * lat / 1000))"
 		for c in "$@"; do
 			dscp=$(qos_key "$c" dscp) || return 1
@@ -452,7 +454,7 @@ qos_class() {
 }
 
 # Both ends of a link scheduled by class (qos_set).
-link_qos() { # link_qos NAME RATE LAT_MS CLASS...
+link_qos() { # link_qos NAME RATE LAT_MS BURST|- CLASS...
 	link_both "$1" qos_set "${@:2}"
 }
 

@@ -143,6 +143,37 @@ tb_agents_ready() {
 	return $rc
 }
 
+# tb_delays_ready [SECONDS]: waits (60 s unless told) until every host has
+# stored a probe window with one-way delays both ways: a path's delays come a
+# few windows after its first answers, once its pairwise offset is
+# estimated. Says how long it took, or what it had when it gave up.
+tb_delays_ready() {
+	local limit=${1:-60} hosts have t0=$SECONDS
+	hosts=$(awk -F= '$1 == "TB_HOSTS" { print $2 }' "$FQTB_STATE/topology.env")
+	while :; do
+		have=$(psql_ctl "select count(distinct src_node) from fabriciq.probe_windows
+			where owd_fwd_p50_ns is not null and owd_rev_p50_ns is not null" 2>/dev/null)
+		[ "$have" = "$hosts" ] && break
+		[ $((SECONDS - t0)) -ge "$limit" ] && break
+		sleep 0.5
+	done
+	if [ "$have" = "$hosts" ]; then
+		diag "one-way delays from all $hosts hosts in $((SECONDS - t0)) s"
+		return 0
+	fi
+	diag "one-way delays from ${have:-?} of $hosts hosts after $((SECONDS - t0)) s; the last windows:" \
+		"$(psql_ctl "select window_start::time, src_node, dst_node, answered, owd_fwd_p50_ns, owd_rev_p50_ns
+			from fabriciq.probe_windows order by window_start desc limit 6" 2>&1)"
+	# what each agent's prober has: the probe pairs that passed its filter
+	# each way (its clock fit's samples), whether it has an estimate
+	diag "the agents' paths (sent answered pure_fwd pure_rev synchronised rtt_p50):" \
+		"$(for f in "$FQTB_STATE"/agent-*.json; do python3 -c 'import json, sys
+for p in json.load(open(sys.argv[1])).get("paths", []):
+	print(sys.argv[2], p["local_nic"], "->", p["peer_node"], p["peer_nic"], p["sent"], p["answered"], p["pure_fwd"],
+		p["pure_rev"], p["synchronised"], p.get("rtt_ns", {}).get("p50"))' "$f" "${f##*/agent-}" 2>&1; done)"
+	return 1
+}
+
 # tb_offsets_match TOLERANCE_NS: every host's MONOTONIC_RAW differs from the
 # machine's by its `truth` offset within the tolerance (read by setns, not
 # by starting a process). Prints a diag line per host that does not.
