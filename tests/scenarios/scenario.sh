@@ -68,6 +68,8 @@ sc_agent_start() { tb_agent_start "$1" "$AGENT" "${sc_agent_args[@]}" -s "munge_
 # job on NODELIST (n[1-3]), a rank per node, in the background; its output
 # (every line tagged with the rank) in $S/NAME.out, its srun pid in
 # $S/NAME.pid. The bootstrap is on the list's first node, rail0.
+# SC_JOB_EXTRA: more of fabriciq-collbench's options (e.g. --gap-us, a pace
+# that makes the job's length the same on a fast machine and a slow one).
 sc_job() {
 	local name=$1 mode=$2 nodes=$3 coll=$4 bytes=$5 iters=$6 port=$7 n first
 	n=$("$TB" slurm scontrol show hostnames "$nodes" | wc -l)
@@ -75,7 +77,7 @@ sc_job() {
 	timeout 300 "$TB" slurm srun -w "$nodes" -N"$n" -n"$n" -J "$name" --fabriciq="$mode" sh -c \
 		'[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@" 2>&1 | sed -u "s/^/[r$SLURM_PROCID] /"' sh \
 		"$CB" --bootstrap "198.19.0.$((2 * ${first#n} + 1)):$port" --coll "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5 \
-		--timeout 120 --timeline 1000 >"$S/$name.out" 2>&1 &
+		--timeout 120 --timeline 1000 ${SC_JOB_EXTRA:-} >"$S/$name.out" 2>&1 &
 	echo $! >"$S/$name.pid"
 }
 

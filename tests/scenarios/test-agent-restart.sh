@@ -12,7 +12,11 @@ plan 10
 sc_up 5 2 3 2
 ok $? "up: 5 hosts x 2 rails, 3 leaves, 2 spines; controller and 5 agents reporting"
 
-NCCL_DEBUG=INFO sc_job hit control 'n[1-3]' allreduce 1M 1000 17381
+# Paced (8 ms between iterations, at least 11.2 s in all) so that the job
+# still runs when the new agent has been up 2 s on a machine of any speed:
+# 1000 unpaced iterations took 11 s here and ended before the check on a
+# faster one (the step unregistered, the check found no step).
+SC_JOB_EXTRA="--gap-us 8000" NCCL_DEBUG=INFO sc_job hit control 'n[1-3]' allreduce 512K 1400 17381
 sc_job_running hit && sleep 3
 tb daemon stop n2 agent >/dev/null
 t_stop=$(date +%s.%N)
@@ -22,8 +26,11 @@ sc_agent_start n2
 ok $? "n2's agent stopped for 3 s mid-job and started again"
 t_start=$(date +%s.%N)
 sleep 2
-is "$(json '" ".join(str(s["job_id"]) for s in j["steps"])' <"$S/agent-n2.json")" "$(awk '/^job / { print $2 }' "$S/hit.out")" \
-	"the new agent restored the job's step from steps.json"
+running=$(kill -0 "$(cat "$S/hit.pid")" 2>/dev/null && echo running || echo ended)
+is "$(sed -n 's/.*info: \([0-9]*\) step(s) restored from .*steps.json$/\1/p' "$S/log/n2.agent.log") \
+$(json '" ".join(str(s["job_id"]) for s in j["steps"])' <"$S/agent-n2.json") $running" \
+	"1 $(awk '/^job / { print $2 }' "$S/hit.out") running" \
+	"the new agent restored the job's step from steps.json, and the job still runs"
 sc_job_wait hit; rc=$?; hit=$SC_JOB
 ok $rc "the job on n1-n3 (job $hit) outlives it" || diag "$(grep WARN "$S/hit.out" | tail -5)"
 sc_verified hit; ok $? "verified every interval"
