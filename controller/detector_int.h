@@ -49,6 +49,7 @@
 #include "controller/captab.h"
 #include "controller/detector.h"
 #include "controller/rules.h"
+#include "controller/strmap.h"
 
 #define NODE_LEN      64
 #define NIC_LEN       32
@@ -496,11 +497,9 @@ void det_flow_loss(struct path_flow *f, uint32_t sent, uint32_t lost, int64_t st
  * over the threshold LOCATE_STREAK windows in a row) of every route
  * counted per link in one pass at the first question (its table; zero it
  * before, free it after). */
-struct link_stat;
 struct det_link_memo {
-	struct link_stat *tab;
-	size_t cap;
-	bool built;
+	struct fq_strmap links; /* link name -> struct link_stat (its slow units) */
+	bool built, failed;     /* failed: out of memory, no link said to queue */
 };
 /* Is the switch link ("A>B" that way, "A~B" either way, as routes name
  * them) queueing: units that cross it delayed now, and no node common to

@@ -453,7 +453,6 @@ static void unit_of(const struct path_ent *p, unsigned k, struct unit *u)
 /* A switch link's slow units: how many, and the nodes common to them all
  * (the first's two ends, dropped as units without them come). */
 struct link_stat {
-	const char *name; /* as the routes name it: "A>B" or "A~B" */
 	unsigned slow;
 	const char *common[2];
 };
@@ -463,30 +462,11 @@ static bool switch_link(const char *c)
 	return !strchr(c, '/') && (strchr(c, '>') || strchr(c, '~'));
 }
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
-	return h;
-}
-
-/* The slot of name in t's table: its own, or the empty one it would take. */
-static struct link_stat *link_slot(struct det_link_memo *t, const char *name)
-{
-	size_t i = (size_t)name_hash(name) & (t->cap - 1);
-
-	while (t->tab[i].name && strcmp(t->tab[i].name, name))
-		i = (i + 1) & (t->cap - 1);
-	return &t->tab[i];
-}
-
 /* Folds the slow units of from (their count, the nodes common to them)
- * into into's. */
+ * into into's; from may be NULL (no slow unit). */
 static void common_merge(struct link_stat *into, const struct link_stat *from)
 {
-	if (!from->slow)
+	if (!from || !from->slow)
 		return;
 	if (!into->slow)
 		into->common[0] = from->common[0], into->common[1] = from->common[1];
@@ -502,17 +482,6 @@ static void common_merge(struct link_stat *into, const struct link_stat *from)
 /* Every switch link of the recent slow units' routes, in one pass. */
 static int links_build(struct fq_detector *d, struct det_link_memo *t, int64_t now)
 {
-	size_t n = 0;
-
-	FOR_UNITS(d, u)
-	{
-		if (u->slow && u->nroute && !older_than(now, u->last_end_ns, RECENT_NS))
-			n += u->nroute;
-	}
-	for (t->cap = 16; t->cap < 2 * n + 2; t->cap *= 2)
-		;
-	if (!(t->tab = calloc(t->cap, sizeof(*t->tab))))
-		return -1;
 	FOR_UNITS(d, u)
 	{
 		const char *ends[2] = {u->p->k.src.node, u->p->k.dst.node};
@@ -520,7 +489,8 @@ static int links_build(struct fq_detector *d, struct det_link_memo *t, int64_t n
 		if (!u->slow || !u->nroute || older_than(now, u->last_end_ns, RECENT_NS))
 			continue;
 		for (size_t i = 0; i < u->nroute; i++) {
-			struct link_stat *l, one = {.slow = 1, .common = {ends[0], ends[1]}};
+			struct link_stat one = {.slow = 1, .common = {ends[0], ends[1]}};
+			struct fq_strmap_entry *e;
 			bool again = false;
 
 			if (!switch_link(u->route[i]))
@@ -529,9 +499,10 @@ static int links_build(struct fq_detector *d, struct det_link_memo *t, int64_t n
 				again = !strcmp(u->route[j], u->route[i]);
 			if (again)
 				continue;
-			l = link_slot(t, u->route[i]);
-			l->name = u->route[i];
-			common_merge(l, &one);
+			e = fq_strmap_upsert(&t->links, u->route[i]);
+			if (!e || (!e->value && !(e->value = calloc(1, sizeof(struct link_stat)))))
+				return -1;
+			common_merge(e->value, &one);
 		}
 	}
 	return 0;
@@ -548,19 +519,18 @@ bool det_link_congested(struct fq_detector *d, struct det_link_memo *t, const ch
 		return false;
 	if (!t->built) {
 		t->built = true;
-		if (links_build(d, t, now) < 0)
-			t->cap = 0;
+		t->failed = links_build(d, t, now) < 0;
 	}
-	if (!t->cap)
-		return false; /* out of memory: no link is said to queue */
-	common_merge(&pool, link_slot(t, link));
+	if (t->failed)
+		return false;
+	common_merge(&pool, fq_strmap_get(&t->links, link));
 	/* "A~B" is the link either way: its entries as "A>B" and "B>A" too */
 	la = tilde ? (size_t)(tilde - link) : 0;
 	if (tilde && la < NODE_LEN && strlen(tilde + 1) < NODE_LEN) {
 		snprintf(way[0], sizeof(way[0]), "%.*s>%s", (int)la, link, tilde + 1);
 		snprintf(way[1], sizeof(way[1]), "%s>%.*s", tilde + 1, (int)la, link);
-		common_merge(&pool, link_slot(t, way[0]));
-		common_merge(&pool, link_slot(t, way[1]));
+		common_merge(&pool, fq_strmap_get(&t->links, way[0]));
+		common_merge(&pool, fq_strmap_get(&t->links, way[1]));
 	}
 	/* slow paths over it with no node in common: the link queues */
 	return pool.slow >= 2 && !pool.common[0] && !pool.common[1];
@@ -568,7 +538,7 @@ bool det_link_congested(struct fq_detector *d, struct det_link_memo *t, const ch
 
 void det_link_memo_free(struct det_link_memo *t)
 {
-	free(t->tab);
+	fq_strmap_clear(&t->links, free);
 	*t = (struct det_link_memo){0};
 }
 

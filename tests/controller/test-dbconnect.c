@@ -78,7 +78,10 @@ int main(void)
 	ok(took < 0.2, "start and poll returned at once (%.1f ms), the server silent", took * 1e3);
 	rc = wait_open(c, 10, &db, err, sizeof(err));
 	took = now_s() - t0;
-	ok(rc == 1 && !db && took > 1.5, "the open ends with no connection at its timeout, %.1f s: %s", took,
+	/* libpq 15 sets its deadline in whole seconds (time(2)): "2" ends
+	 * after 1 to 2 s, 1.0 s when the clock's second turned between its
+	 * deadline and its wait (seen on a loaded machine) */
+	ok(rc == 1 && !db && took > 0.9, "the open ends with no connection at its timeout, %.1f s: %s", took,
 	   err);
 
 	/* given up while it waits: it ends on its thread, and frees itself */
