@@ -13,8 +13,11 @@
  *   detector_act.c      the action queue, nodes and their drain hints
  *   detector_topodiff.c differences from the expected topology
  *                       (topology_mismatch)
- *   detector_locate.c   paths' routes; delayed or lossy paths blamed on the
- *                       component they share (fabric_delay, fabric_loss)
+ *   detector_qlink.c    the switch links queueing by the probes, judged
+ *                       once a tick (slow NICs and collisions ask)
+ *   detector_locate.c   paths' routes and their units (probe flows);
+ *                       delayed or lossy paths blamed on the component
+ *                       they share (fabric_delay, fabric_loss)
  *
  * State, each in a hash table with a size cap (config max_*) and expiry:
  *   paths     directed NIC pair -> delay baseline, last window, link state
@@ -492,29 +495,11 @@ static inline bool det_no_node(uint64_t kind)
 void det_path_loss(struct path_ent *p, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
 /* The same for one of its flows. */
 void det_flow_loss(struct path_flow *f, uint32_t sent, uint32_t lost, int64_t start_ns, int64_t end_ns);
-/* The switch links queueing by the probes, judged once a tick: the
- * slow recent units (probed paths or their flows: `slow`, localisation's,
- * over the threshold LOCATE_STREAK windows in a row) of every route
- * counted per link in one pass at the first question (its table; zero it
- * before, free it after). */
-struct det_link_memo {
-	struct fq_strmap links; /* link name -> struct link_stat (its slow units) */
-	bool built, failed;     /* failed: out of memory, no link said to queue */
-};
-/* Is the switch link ("A>B" that way, "A~B" either way, as routes name
- * them) queueing: units that cross it delayed now, and no node common to
- * them all (a flapping NIC delays every path of its own, whatever links
- * they cross; a host that cannot keep up, every path into any of its
- * NICs, and where the spines carry every rail those meet on the spines'
- * links)? A leaf with one host cannot show it. */
-bool det_link_congested(struct fq_detector *d, struct det_link_memo *t, const char *link, int64_t now);
-void det_link_memo_free(struct det_link_memo *t);
 /* Is every flow of p with a recent window delayed (true for a path
  * without flows)? A slow NIC delays all the flows of its paths; a queue in
  * the fabric those routed through it, so the NIC rules count a path
  * elevated only when it is delayed on every flow. */
 bool det_path_delayed_everywhere(const struct path_ent *p, int64_t now);
-#define LOCATE_RECENT_NS (5 * 1000000000LL) /* the localisation's recent window */
 /* p's flows (allocated on first use; NULL: out of memory). */
 struct path_flow *det_path_flows(struct path_ent *p);
 /* Frees p's routes and flows. */
@@ -533,6 +518,55 @@ const char *det_nic_component(struct fq_detector *d, const struct nic_key *nic, 
 const char *det_nic_said(struct fq_detector *d, const struct nic_key *nic);
 /* Blame delayed paths, and lossy ones, on the one component they share (each tick). */
 void det_locate(struct fq_detector *d, int64_t now);
+
+/* detector_locate.c: the tomography's units */
+/*
+ * One probe flow of a path, the tomography's unit: its own 5-tuple, so its
+ * own route, and its own loss and delay. A path whose agent probes over
+ * one flow (or one before flows) is one unit with the path's figures.
+ */
+struct det_unit {
+	const struct path_ent *p;
+	unsigned flow;
+	char *const *route, *const *old_route;
+	size_t nroute, old_nroute;
+	int64_t route_since_ns;
+	int64_t seen_ns, loss_first_ns, loss_last_ns;
+	uint32_t loss_lost, loss_sent;
+	int64_t tail_ns, last_end_ns, streak_start;
+	bool slow;
+};
+static inline unsigned det_n_units(const struct path_ent *p)
+{
+	return p->flows && p->nflows ? p->nflows : 1;
+}
+/* Unit k (< det_n_units(p)) of p into u. */
+void det_unit_of(const struct path_ent *p, unsigned k, struct det_unit *u);
+/* For every unit u of every path of d: the body (u a const struct det_unit *). */
+#define DET_FOR_UNITS(d, u)                                                                                  \
+	FQ_CAPTAB_FOREACH(&(d)->paths, struct path_ent, p_##u, nx_##u)                                       \
+	for (unsigned k_##u = 0, n_##u = det_n_units(p_##u); k_##u < n_##u; k_##u++)                         \
+		for (struct det_unit s_##u, *u = (det_unit_of(p_##u, k_##u, &s_##u), &s_##u); u; u = NULL)
+#define LOCATE_RECENT_NS (5 * 1000000000LL) /* a unit's recent window (slow, lossy) */
+
+/* detector_qlink.c */
+/* The switch links queueing by the probes, judged once a tick: the
+ * slow recent units (probed paths or their flows: `slow`, localisation's,
+ * over the threshold LOCATE_STREAK windows in a row) of every route
+ * counted per link in one pass at the first question (its table; zero it
+ * before, free it after). */
+struct det_link_memo {
+	struct fq_strmap links; /* link name -> struct link_stat (its slow units) */
+	bool built, failed;     /* failed: out of memory, no link said to queue */
+};
+/* Is the switch link ("A>B" that way, "A~B" either way, as routes name
+ * them) queueing: units that cross it delayed now, and no node common to
+ * them all (a flapping NIC delays every path of its own, whatever links
+ * they cross; a host that cannot keep up, every path into any of its
+ * NICs, and where the spines carry every rail those meet on the spines'
+ * links)? A leaf with one host cannot show it. */
+bool det_link_congested(struct fq_detector *d, struct det_link_memo *t, const char *link, int64_t now);
+void det_link_memo_free(struct det_link_memo *t);
 
 /* detector_topodiff.c */
 /* Opens the topology's differences that have lasted TOPO_SETTLE_NS (each tick). */

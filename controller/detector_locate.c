@@ -54,7 +54,7 @@
 
 #define MAX_ROUTE         32
 #define MAX_CAND          256
-#define RECENT_NS         (5 * 1000000000LL)
+#define RECENT_NS         LOCATE_RECENT_NS
 #define LOCATE_MIN_SHARE  0.6
 #define LOCATE_MIN_COVER  0.8
 #define LOCATE_LINK_SHARE 0.9 /* a link bad for this share of its paths, explaining the rest: that link */
@@ -384,30 +384,8 @@ static double share(const struct cand *c)
 	return c->bad + c->good ? (double)c->bad / (double)(c->bad + c->good) : 0;
 }
 
-/*
- * One probe flow of a path, the tomography's unit: its own 5-tuple, so its
- * own route, and its own loss and delay. A path whose agent probes over
- * one flow (or one before flows) is one unit with the path's figures.
- */
-struct unit {
-	const struct path_ent *p;
-	unsigned flow;
-	char *const *route, *const *old_route;
-	size_t nroute, old_nroute;
-	int64_t route_since_ns;
-	int64_t seen_ns, loss_first_ns, loss_last_ns;
-	uint32_t loss_lost, loss_sent;
-	int64_t tail_ns, last_end_ns, streak_start;
-	bool slow;
-};
-
-static unsigned n_units(const struct path_ent *p)
-{
-	return p->flows && p->nflows ? p->nflows : 1;
-}
-
 /* Flow k's route of p (and the one before, and since when) into u. */
-static void flow_route(const struct path_ent *p, unsigned k, struct unit *u)
+static void flow_route(const struct path_ent *p, unsigned k, struct det_unit *u)
 {
 	const struct path_flow *f = k && p->flows ? &p->flows[k] : NULL;
 
@@ -422,12 +400,11 @@ static void flow_route(const struct path_ent *p, unsigned k, struct unit *u)
 	}
 }
 
-/* Unit k (< n_units(p)) of p into u. */
-static void unit_of(const struct path_ent *p, unsigned k, struct unit *u)
+void det_unit_of(const struct path_ent *p, unsigned k, struct det_unit *u)
 {
 	const struct path_flow *f;
 
-	*u = (struct unit){.p = p, .flow = k};
+	*u = (struct det_unit){.p = p, .flow = k};
 	flow_route(p, k, u);
 	if (!p->flows || !p->nflows) {
 		u->seen_ns = p->seen_ns, u->loss_first_ns = p->loss_first_ns,
@@ -444,106 +421,8 @@ static void unit_of(const struct path_ent *p, unsigned k, struct unit *u)
 	u->slow = f->slow;
 }
 
-/* For every unit u of every path: the body (u a const struct unit *). */
-#define FOR_UNITS(d, u)                                                                                      \
-	FQ_CAPTAB_FOREACH(&(d)->paths, struct path_ent, p_##u, nx_##u)                                       \
-	for (unsigned k_##u = 0, n_##u = n_units(p_##u); k_##u < n_##u; k_##u++)                             \
-		for (struct unit s_##u, *u = (unit_of(p_##u, k_##u, &s_##u), &s_##u); u; u = NULL)
-
-/* A switch link's slow units: how many, and the nodes common to them all
- * (the first's two ends, dropped as units without them come). */
-struct link_stat {
-	unsigned slow;
-	const char *common[2];
-};
-
-static bool switch_link(const char *c)
-{
-	return !strchr(c, '/') && (strchr(c, '>') || strchr(c, '~'));
-}
-
-/* Folds the slow units of from (their count, the nodes common to them)
- * into into's; from may be NULL (no slow unit). */
-static void common_merge(struct link_stat *into, const struct link_stat *from)
-{
-	if (!from || !from->slow)
-		return;
-	if (!into->slow)
-		into->common[0] = from->common[0], into->common[1] = from->common[1];
-	else
-		for (int k = 0; k < 2; k++)
-			if (into->common[k] &&
-			    !(from->common[0] && !strcmp(into->common[k], from->common[0])) &&
-			    !(from->common[1] && !strcmp(into->common[k], from->common[1])))
-				into->common[k] = NULL;
-	into->slow += from->slow;
-}
-
-/* Every switch link of the recent slow units' routes, in one pass. */
-static int links_build(struct fq_detector *d, struct det_link_memo *t, int64_t now)
-{
-	FOR_UNITS(d, u)
-	{
-		const char *ends[2] = {u->p->k.src.node, u->p->k.dst.node};
-
-		if (!u->slow || !u->nroute || older_than(now, u->last_end_ns, RECENT_NS))
-			continue;
-		for (size_t i = 0; i < u->nroute; i++) {
-			struct link_stat one = {.slow = 1, .common = {ends[0], ends[1]}};
-			struct fq_strmap_entry *e;
-			bool again = false;
-
-			if (!switch_link(u->route[i]))
-				continue;
-			for (size_t j = 0; j < i && !again; j++) /* a route crossing it twice: once */
-				again = !strcmp(u->route[j], u->route[i]);
-			if (again)
-				continue;
-			e = fq_strmap_upsert(&t->links, u->route[i]);
-			if (!e || (!e->value && !(e->value = calloc(1, sizeof(struct link_stat)))))
-				return -1;
-			common_merge(e->value, &one);
-		}
-	}
-	return 0;
-}
-
-bool det_link_congested(struct fq_detector *d, struct det_link_memo *t, const char *link, int64_t now)
-{
-	struct link_stat pool = {0};
-	const char *tilde = strchr(link, '~');
-	char way[2][2 * NODE_LEN + 2];
-	size_t la;
-
-	if (!switch_link(link))
-		return false;
-	if (!t->built) {
-		t->built = true;
-		t->failed = links_build(d, t, now) < 0;
-	}
-	if (t->failed)
-		return false;
-	common_merge(&pool, fq_strmap_get(&t->links, link));
-	/* "A~B" is the link either way: its entries as "A>B" and "B>A" too */
-	la = tilde ? (size_t)(tilde - link) : 0;
-	if (tilde && la < NODE_LEN && strlen(tilde + 1) < NODE_LEN) {
-		snprintf(way[0], sizeof(way[0]), "%.*s>%s", (int)la, link, tilde + 1);
-		snprintf(way[1], sizeof(way[1]), "%s>%.*s", tilde + 1, (int)la, link);
-		common_merge(&pool, fq_strmap_get(&t->links, way[0]));
-		common_merge(&pool, fq_strmap_get(&t->links, way[1]));
-	}
-	/* slow paths over it with no node in common: the link queues */
-	return pool.slow >= 2 && !pool.common[0] && !pool.common[1];
-}
-
-void det_link_memo_free(struct det_link_memo *t)
-{
-	fq_strmap_clear(&t->links, free);
-	*t = (struct det_link_memo){0};
-}
-
 /* Does a unit's route at time t (the one before, if it changed since) cross comp? */
-static bool unit_route_at_crosses(const struct unit *u, int64_t t, const char *comp)
+static bool unit_route_at_crosses(const struct det_unit *u, int64_t t, const char *comp)
 {
 	if (u->old_nroute && t < u->route_since_ns)
 		return det_in_route(u->old_route, u->old_nroute, comp);
@@ -552,18 +431,18 @@ static bool unit_route_at_crosses(const struct unit *u, int64_t t, const char *c
 
 /* The same flow of the reverse path (its probes' way back: the far end
  * answers from the port the flow came to), NULL route where none. */
-static bool reverse_unit(struct fq_detector *d, const struct unit *u, struct unit *r)
+static bool reverse_unit(struct fq_detector *d, const struct det_unit *u, struct det_unit *r)
 {
 	const struct path_ent *rp = det_reverse_of(d, u->p);
 
 	if (!rp)
 		return false;
-	*r = (struct unit){.p = rp, .flow = u->flow};
+	*r = (struct det_unit){.p = rp, .flow = u->flow};
 	flow_route(rp, u->flow, r);
 	return true;
 }
 
-static bool usable(const struct sym *y, const struct unit *u)
+static bool usable(const struct sym *y, const struct det_unit *u)
 {
 	if (is_loss(y))
 		return (u->nroute || u->old_nroute) && u->seen_ns > 0 &&
@@ -571,21 +450,21 @@ static bool usable(const struct sym *y, const struct unit *u)
 	return u->nroute && u->tail_ns > 0 && !older_than(y->now, u->last_end_ns, RECENT_NS);
 }
 
-static bool bad(const struct sym *y, const struct unit *u)
+static bool bad(const struct sym *y, const struct det_unit *u)
 {
 	if (is_loss(y))
 		return u->loss_last_ns > 0 && !older_than(y->now, u->loss_last_ns, RECENT_NS);
 	return u->slow;
 }
 
-static int64_t bad_since(const struct sym *y, const struct unit *u)
+static int64_t bad_since(const struct sym *y, const struct det_unit *u)
 {
 	return is_loss(y) ? u->loss_first_ns : u->streak_start;
 }
 
-static bool crosses(const struct sym *y, const struct unit *u, const char *comp)
+static bool crosses(const struct sym *y, const struct det_unit *u, const char *comp)
 {
-	struct unit r;
+	struct det_unit r;
 
 	if (!is_loss(y))
 		return det_in_route(u->route, u->nroute, comp);
@@ -599,10 +478,10 @@ static bool crosses(const struct sym *y, const struct unit *u, const char *comp)
  * members)? */
 static bool path_bad_through(const struct sym *y, const struct path_ent *p, const char *comp)
 {
-	for (unsigned k = 0, n = n_units(p); k < n; k++) {
-		struct unit u;
+	for (unsigned k = 0, n = det_n_units(p); k < n; k++) {
+		struct det_unit u;
 
-		unit_of(p, k, &u);
+		det_unit_of(p, k, &u);
 		if (usable(y, &u) && bad(y, &u) && crosses(y, &u, comp))
 			return true;
 	}
@@ -659,7 +538,7 @@ static void add_route(const struct sym *y, char *const *route, size_t n, struct 
 }
 
 /* u's route at time t into the candidates. */
-static void add_route_at(const struct sym *y, const struct unit *u, int64_t t, struct cand *c, size_t *nc)
+static void add_route_at(const struct sym *y, const struct det_unit *u, int64_t t, struct cand *c, size_t *nc)
 {
 	if (u->old_nroute && t < u->route_since_ns)
 		add_route(y, u->old_route, u->old_nroute, c, nc);
@@ -680,10 +559,10 @@ static unsigned gather(const struct sym *y, struct cand *c, size_t *nc, bool *on
 	const struct path_ent *first = NULL;
 	bool same_src = true, same_dst = true;
 	unsigned nbad = 0;
-	struct unit r;
+	struct det_unit r;
 
 	*nc = 0;
-	FOR_UNITS(y->d, u)
+	DET_FOR_UNITS(y->d, u)
 	{
 		const struct path_ent *p = u->p;
 
@@ -710,7 +589,7 @@ static unsigned gather(const struct sym *y, struct cand *c, size_t *nc, bool *on
 
 static void count(const struct sym *y, struct cand *c, size_t nc)
 {
-	FOR_UNITS(y->d, u)
+	DET_FOR_UNITS(y->d, u)
 	{
 		bool b;
 		int64_t since;
@@ -823,7 +702,7 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 	unsigned down = 0;
 	bool opened;
 
-	FOR_UNITS(d, u)
+	DET_FOR_UNITS(d, u)
 	{
 		const struct path_ent *p = u->p;
 
@@ -834,7 +713,7 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 		if (listed < 6 && n + 140 < sizeof(paths)) {
 			char fl[16] = "";
 
-			if (n_units(p) > 1)
+			if (det_n_units(p) > 1)
 				snprintf(fl, sizeof(fl), "#%u", u->flow);
 			n += (size_t)snprintf(paths + n, sizeof(paths) - n, "%s\"%s/%s->%s/%s%s\"",
 					      listed ? "," : "", p->k.src.node, p->k.src.nic, p->k.dst.node,
@@ -961,7 +840,7 @@ static unsigned through_any(const struct sym *y, const struct cand *c, const siz
 {
 	unsigned nbad = 0;
 
-	FOR_UNITS(y->d, u)
+	DET_FOR_UNITS(y->d, u)
 	{
 		bool hit = false;
 
