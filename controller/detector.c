@@ -66,26 +66,17 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 
 /* Is p's delay the fabric's: does each of its flows (p alone, without
  * flows) cross a switch link the probes find queueing? Such a link's
- * delayed flows have no NIC common to them all (det_link_congested); a
+ * delayed flows have no node common to them all (det_link_congested); a
  * slow NIC's own paths all share it, so none of their links qualifies on
  * their account. */
-static bool delay_in_fabric(struct fq_detector *d, const struct path_ent *p, struct det_link_memo *m,
-			    int64_t now)
+static bool delay_in_fabric(struct fq_detector *d, const struct path_ent *p, int64_t now)
 {
 	unsigned n = p->flows && p->nflows ? p->nflows : 1;
 
-	for (unsigned k = 0; k < n; k++) {
-		char *const *route = k ? p->flows[k].route : p->route;
-		size_t nroute = k ? p->flows[k].nroute : p->route ? p->nroute : 0;
-		bool queueing = false;
-
-		for (size_t i = 0; i < nroute && !queueing; i++)
-			queueing = !strchr(route[i], '/') &&
-				   (strchr(route[i], '>') || strchr(route[i], '~')) &&
-				   det_link_congested(d, m, route[i], now);
-		if (!queueing)
+	for (unsigned k = 0; k < n; k++)
+		if (!(k ? det_route_queueing(d, p->flows[k].route, p->flows[k].nroute, now)
+			: det_route_queueing(d, p->route, p->route ? p->nroute : 0, now)))
 			return false;
-	}
 	return true;
 }
 
@@ -96,7 +87,7 @@ static bool delay_in_fabric(struct fq_detector *d, const struct path_ent *p, str
  * paths but those within its leaf were elevated, and NICs were named slow
  * that were not). Of the NICs that are then slow one way, at most half
  * of those judged that way (or one) are named: a slow NIC is an outlier. */
-static void check_slow_nics(struct fq_detector *d, struct det_link_memo *memo, int64_t now)
+static void check_slow_nics(struct fq_detector *d, int64_t now)
 {
 	char summary[256], evidence[256];
 	size_t judged[2] = {0, 0}, slow[2] = {0, 0};
@@ -115,7 +106,7 @@ static void check_slow_nics(struct fq_detector *d, struct det_link_memo *memo, i
 		/* a path probed over flows counts elevated when all its flows
 		 * are: a spine delays only the flows it carries */
 		elevated = p->elevated && det_path_delayed_everywhere(p, now);
-		if (elevated && delay_in_fabric(d, p, memo, now))
+		if (elevated && delay_in_fabric(d, p, now))
 			continue;
 		if ((s = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.src)))
 			s->tx_paths++, s->tx_elev += elevated;
@@ -259,11 +250,10 @@ static void sweep(struct fq_detector *d, int64_t now)
 
 void fq_detector_tick(struct fq_detector *d, int64_t now_ns)
 {
-	struct det_link_memo links = {0}; /* the tick's queueing links: one pass, two rules */
-
 	if (!d || now_ns <= 0)
 		return;
-	check_slow_nics(d, &links, now_ns);
+	det_qlinks_reset(d); /* the queueing links judged anew, once, at the first question */
+	check_slow_nics(d, now_ns);
 	FQ_CAPTAB_FOREACH(&d->steps, struct step_ent, s, nx)
 	{
 		if (s->newest_end_ns > s->evaluated_ns) {
@@ -279,8 +269,7 @@ void fq_detector_tick(struct fq_detector *d, int64_t now_ns)
 		}
 	}
 	if (d->c.collision_advice)
-		det_check_collisions(d, &links, now_ns);
-	det_link_memo_free(&links);
+		det_check_collisions(d, now_ns);
 	check_dead_nics(d, now_ns);
 	close_quiet(d, now_ns); /* first: an episode over is not extended by held DOWNs */
 	det_promote_paths(d, now_ns);
@@ -346,6 +335,7 @@ void fq_detector_destroy(struct fq_detector *d)
 	fq_captab_free(&d->paths);
 	fq_captab_free(&d->nics);
 	fq_captab_free(&d->nodes);
+	det_qlinks_reset(d);
 	det_actions_free(d);
 	free(d->scratch_p99);
 	free(d->scratch_idx);

@@ -287,8 +287,19 @@ struct qact {
 	uint32_t *ranks;
 };
 
+/* The switch links queueing by the probes (detector_qlink.c), judged once
+ * a tick: the slow recent units (probed paths or their flows: `slow`,
+ * localisation's, over the threshold LOCATE_STREAK windows in a row) of
+ * every route counted per link in one pass at the first question after
+ * the tick began; lane reports between ticks ask the same table. */
+struct det_qlinks {
+	struct fq_strmap links; /* link name -> struct link_stat (its slow units; owned) */
+	bool built, failed;     /* failed: out of memory, no link said to queue */
+};
+
 struct fq_detector {
 	struct fq_detector_config c;
+	struct det_qlinks qlinks;
 	struct fq_captab paths, nics, nodes, steps, anoms;
 	struct fq_captab lroutes; /* lanes' own routes (detector_lroute.c) */
 	struct fq_captab psteps;  /* job steps' profiler channels (detector_prof.c) */
@@ -443,8 +454,7 @@ void det_promote_paths(struct fq_detector *d, int64_t now);
 /* lane_outlier over the step's newest intervals. */
 void det_check_step_outliers(struct fq_detector *d, struct step_ent *s);
 /* collision (and its advice) over the steps' fresh lanes (collision_advice). */
-struct det_link_memo;
-void det_check_collisions(struct fq_detector *d, struct det_link_memo *links, int64_t now);
+void det_check_collisions(struct fq_detector *d, int64_t now);
 
 /* ---- detector_prof.c: job steps' profiler channels --------------------------- */
 
@@ -549,24 +559,19 @@ void det_unit_of(const struct path_ent *p, unsigned k, struct det_unit *u);
 		for (struct det_unit s_##u, *u = (det_unit_of(p_##u, k_##u, &s_##u), &s_##u); u; u = NULL)
 #define LOCATE_RECENT_NS (5 * 1000000000LL) /* a unit's recent window (slow, lossy) */
 
-/* detector_qlink.c */
-/* The switch links queueing by the probes, judged once a tick: the
- * slow recent units (probed paths or their flows: `slow`, localisation's,
- * over the threshold LOCATE_STREAK windows in a row) of every route
- * counted per link in one pass at the first question (its table; zero it
- * before, free it after). */
-struct det_link_memo {
-	struct fq_strmap links; /* link name -> struct link_stat (its slow units) */
-	bool built, failed;     /* failed: out of memory, no link said to queue */
-};
+/* detector_qlink.c (the table: struct det_qlinks) */
 /* Is the switch link ("A>B" that way, "A~B" either way, as routes name
  * them) queueing: units that cross it delayed now, and no node common to
  * them all (a flapping NIC delays every path of its own, whatever links
  * they cross; a host that cannot keep up, every path into any of its
  * NICs, and where the spines carry every rail those meet on the spines'
- * links)? A leaf with one host cannot show it. */
-bool det_link_congested(struct fq_detector *d, struct det_link_memo *t, const char *link, int64_t now);
-void det_link_memo_free(struct det_link_memo *t);
+ * links)? A leaf with one host cannot show it. Judged from the table of
+ * the current tick, built at the first question (now: its time). */
+bool det_link_congested(struct fq_detector *d, const char *link, int64_t now);
+/* Does a route (path_ent.route's form) cross a switch link that queues? */
+bool det_route_queueing(struct fq_detector *d, char *const *route, size_t n, int64_t now);
+/* A new tick: the table is judged anew at its first question. */
+void det_qlinks_reset(struct fq_detector *d);
 
 /* detector_topodiff.c */
 /* Opens the topology's differences that have lasted TOPO_SETTLE_NS (each tick). */

@@ -80,16 +80,25 @@ static int64_t lane_base_delay(const struct lane_rec *l)
 	return l->rtt_floor_ns ? l->rtt_floor_ns / 2 : l->min_ns;
 }
 
+/* inband_mismatch: the lane's base delay far above its NIC pair's probes.
+ * Not where the lane's own route (as its agent traced it) crosses a switch
+ * link the probes find queueing: its 5-tuple hashed onto a congested
+ * spine that the probes' flows miss, which is the fabric's delay (a
+ * fabric_delay or a collision says so), not in-band traffic misconfigured
+ * (seen on the testbed's congested spines: 1-2 such guesses a run). */
 static void check_inband(struct fq_detector *d, const struct step_ent *s, const struct lane_rec *l)
 {
 	struct path_key k = l->p;
 	struct path_ent *p = (struct path_ent *)fq_captab_find(&d->paths, &k);
+	const struct lroute_ent *r;
 	int64_t base = lane_base_delay(l);
 	const char *what = l->rtt_floor_ns ? "TCP RTT floor / 2" : "lane min";
 	char summary[384], evidence[256];
 
 	if (!p || nic_empty(&l->p.dst) || older_than(l->end_ns, p->last_end_ns, d->c.quiet_close_ns) ||
 	    !fq_rule_inband_mismatch(&d->c, base, p->p50_ns))
+		return;
+	if ((r = det_lane_route(d, &s->k, l)) && det_route_queueing(d, r->route, r->nroute, l->end_ns))
 		return;
 	snprintf(summary, sizeof(summary),
 		 "%s/%s -> %s/%s: %s %.1f us vs probe p50 %.1f us (job %" PRIu64 ".%" PRIu64
@@ -305,8 +314,7 @@ struct coll_lane {
 /* The switch links ("A>B") of the lane's own route that the probes find
  * queueing (a lane's own delay includes its sender's socket queue: two
  * busy jobs over one idle link are no collision) into c; c->port. */
-static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struct coll_lane *c,
-			 struct det_link_memo *m, int64_t now)
+static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struct coll_lane *c, int64_t now)
 {
 	const struct lroute_ent *r = det_lane_route(d, sk, c->l);
 	size_t n = 0;
@@ -314,7 +322,7 @@ static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struc
 	c->port = r ? r->local_port : 0;
 	for (size_t i = 0; r && i < r->nroute && n < COLL_LINKS; i++)
 		if (!strchr(r->route[i], '/') && strchr(r->route[i], '>') &&
-		    det_link_congested(d, m, r->route[i], now))
+		    det_link_congested(d, r->route[i], now))
 			c->links[n++] = r->route[i];
 	return n;
 }
@@ -327,8 +335,8 @@ static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struc
  * record holds its lane's newest interval, and the receiving ranks' timers
  * have their own phases: a lane counts when it ended within an interval
  * and a half of the step's newest. 0, or -ENOMEM. */
-static int coll_gather(struct fq_detector *d, struct det_link_memo *memo, int64_t now, struct coll_lane **clp,
-		       struct fq_rule_clane **inp, size_t *np)
+static int coll_gather(struct fq_detector *d, int64_t now, struct coll_lane **clp, struct fq_rule_clane **inp,
+		       size_t *np)
 {
 	struct coll_lane *cl = NULL;
 	struct fq_rule_clane *in = NULL;
@@ -368,7 +376,7 @@ static int coll_gather(struct fq_detector *d, struct det_link_memo *memo, int64_
 			    .job_id = s->k.job,
 			    .owd_p99_ns = l->p99_ns,
 			    .probe_ns = p ? (p->p50_ns > 0 ? p->p50_ns : p->baseline_ns) : 0,
-			    .nlinks = coll_links(d, &s->k, &cl[n], memo, now)};
+			    .nlinks = coll_links(d, &s->k, &cl[n], now)};
 			n++;
 		}
 	}
@@ -421,7 +429,7 @@ static struct anom_ent *collision_incident(struct fq_detector *d, const uint64_t
  * routes cross; attached to every step whose lanes cross it) and one
  * advice per lane of the moved job's outliers there (by its source port;
  * one per path for lanes whose port is not known). */
-void det_check_collisions(struct fq_detector *d, struct det_link_memo *links, int64_t now)
+void det_check_collisions(struct fq_detector *d, int64_t now)
 {
 	struct coll_lane *cl = NULL;
 	struct fq_rule_clane *in = NULL;
@@ -433,7 +441,7 @@ void det_check_collisions(struct fq_detector *d, struct det_link_memo *links, in
 	bool *out = NULL, opened, link;
 	size_t n = 0;
 
-	if (coll_gather(d, links, now, &cl, &in, &n) < 0 || !n || !(out = calloc(n, sizeof(*out))) ||
+	if (coll_gather(d, now, &cl, &in, &n) < 0 || !n || !(out = calloc(n, sizeof(*out))) ||
 	    !fq_rule_collision(&d->c, in, n, out, &r))
 		goto done;
 	for (size_t i = 0; i < sizeof(d->advised) / sizeof(d->advised[0]); i++)

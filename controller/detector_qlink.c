@@ -1,7 +1,7 @@
 /*
  * detector_qlink: the switch links queueing by the probes (detector_int.h),
- * judged once a tick for the rules that ask (localisation's slow NICs,
- * the collision rule): one pass over the recent slow units' routes counts
+ * judged once a tick for the rules that ask (slow NICs, collisions,
+ * in-band mismatch): one pass over the recent slow units' routes counts
  * each switch link's slow units and the nodes common to them all.
  */
 #include <stdio.h>
@@ -11,15 +11,22 @@
 #include "controller/detector_int.h"
 
 /* A switch link's slow units: how many, and the nodes common to them all
- * (the first's two ends, dropped as units without them come). */
+ * (the first's two ends, dropped as units without them come; "" for
+ * none). Copies: the table outlives the tick's inputs, which may drop
+ * the paths it was built from. */
 struct link_stat {
 	unsigned slow;
-	const char *common[2];
+	char common[2][NODE_LEN];
 };
 
 static bool switch_link(const char *c)
 {
 	return !strchr(c, '/') && (strchr(c, '>') || strchr(c, '~'));
+}
+
+static bool is_common(const struct link_stat *s, const char *node)
+{
+	return *node && (!strcmp(s->common[0], node) || !strcmp(s->common[1], node));
 }
 
 /* Folds the slow units of from (their count, the nodes common to them)
@@ -29,27 +36,26 @@ static void common_merge(struct link_stat *into, const struct link_stat *from)
 	if (!from || !from->slow)
 		return;
 	if (!into->slow)
-		into->common[0] = from->common[0], into->common[1] = from->common[1];
+		memcpy(into->common, from->common, sizeof(into->common));
 	else
 		for (int k = 0; k < 2; k++)
-			if (into->common[k] &&
-			    !(from->common[0] && !strcmp(into->common[k], from->common[0])) &&
-			    !(from->common[1] && !strcmp(into->common[k], from->common[1])))
-				into->common[k] = NULL;
+			if (!is_common(from, into->common[k]))
+				into->common[k][0] = '\0';
 	into->slow += from->slow;
 }
 
 /* Every switch link of the recent slow units' routes, in one pass. */
-static int links_build(struct fq_detector *d, struct det_link_memo *t, int64_t now)
+static int links_build(struct fq_detector *d, int64_t now)
 {
 	DET_FOR_UNITS(d, u)
 	{
-		const char *ends[2] = {u->p->k.src.node, u->p->k.dst.node};
+		struct link_stat one = {.slow = 1};
 
 		if (!u->slow || !u->nroute || older_than(now, u->last_end_ns, LOCATE_RECENT_NS))
 			continue;
+		snprintf(one.common[0], NODE_LEN, "%s", u->p->k.src.node);
+		snprintf(one.common[1], NODE_LEN, "%s", u->p->k.dst.node);
 		for (size_t i = 0; i < u->nroute; i++) {
-			struct link_stat one = {.slow = 1, .common = {ends[0], ends[1]}};
 			struct fq_strmap_entry *e;
 			bool again = false;
 
@@ -59,7 +65,7 @@ static int links_build(struct fq_detector *d, struct det_link_memo *t, int64_t n
 				again = !strcmp(u->route[j], u->route[i]);
 			if (again)
 				continue;
-			e = fq_strmap_upsert(&t->links, u->route[i]);
+			e = fq_strmap_upsert(&d->qlinks.links, u->route[i]);
 			if (!e || (!e->value && !(e->value = calloc(1, sizeof(struct link_stat)))))
 				return -1;
 			common_merge(e->value, &one);
@@ -68,8 +74,9 @@ static int links_build(struct fq_detector *d, struct det_link_memo *t, int64_t n
 	return 0;
 }
 
-bool det_link_congested(struct fq_detector *d, struct det_link_memo *t, const char *link, int64_t now)
+bool det_link_congested(struct fq_detector *d, const char *link, int64_t now)
 {
+	struct det_qlinks *t = &d->qlinks;
 	struct link_stat pool = {0};
 	const char *tilde = strchr(link, '~');
 	char way[2][2 * NODE_LEN + 2];
@@ -79,7 +86,7 @@ bool det_link_congested(struct fq_detector *d, struct det_link_memo *t, const ch
 		return false;
 	if (!t->built) {
 		t->built = true;
-		t->failed = links_build(d, t, now) < 0;
+		t->failed = links_build(d, now) < 0;
 	}
 	if (t->failed)
 		return false;
@@ -93,11 +100,19 @@ bool det_link_congested(struct fq_detector *d, struct det_link_memo *t, const ch
 		common_merge(&pool, fq_strmap_get(&t->links, way[1]));
 	}
 	/* slow paths over it with no node in common: the link queues */
-	return pool.slow >= 2 && !pool.common[0] && !pool.common[1];
+	return pool.slow >= 2 && !pool.common[0][0] && !pool.common[1][0];
 }
 
-void det_link_memo_free(struct det_link_memo *t)
+bool det_route_queueing(struct fq_detector *d, char *const *route, size_t n, int64_t now)
 {
-	fq_strmap_clear(&t->links, free);
-	*t = (struct det_link_memo){0};
+	for (size_t i = 0; i < n; i++)
+		if (det_link_congested(d, route[i], now))
+			return true;
+	return false;
+}
+
+void det_qlinks_reset(struct fq_detector *d)
+{
+	fq_strmap_clear(&d->qlinks.links, free);
+	d->qlinks = (struct det_qlinks){0};
 }

@@ -185,6 +185,45 @@ static void test_inband(void)
 	}
 }
 
+static void lane_route(struct fq_detector *d, uint64_t job, uint32_t sr, uint32_t dr, uint32_t ln,
+		       const char *sn, const char *snic, int sp, uint16_t port, double t);
+static void probe_route(struct fq_detector *d, const char *sn, const char *snic, const char *dn,
+			const char *dnic, int sp, double t);
+
+/* A lane far slower than its NIC pair's probes, its own route traced over
+ * spine2, whose links queue by the probes (pairs with no node in common
+ * delayed over it), while its pair's probes take spine1: the fabric's
+ * delay, no inband_mismatch. The same lane traced over the idle spine1:
+ * inband_mismatch. */
+static void test_inband_queueing(void)
+{
+	for (int sp = 2; sp >= 1; sp--) {
+		struct fq_detector *d = make();
+
+		reset();
+		probe_route(d, "n1", "rail0", "n3", "rail0", 1, 0.5);
+		probe_route(d, "n2", "rail1", "n4", "rail1", 2, 0.5);
+		probe_route(d, "n5", "rail0", "n6", "rail0", 2, 0.5);
+		for (int t = 1; t <= 5; t++) {
+			probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
+			probe(d, "n2", "rail1", "n4", "rail1", t, t < 4 ? 20 : 3000, t < 4 ? 30 : 4000);
+			probe(d, "n5", "rail0", "n6", "rail0", t, t < 4 ? 20 : 3000, t < 4 ? 30 : 4000);
+		}
+		fq_detector_tick(d, S(5.5));
+		lane_route(d, 700, 0, 1, 0, "n1", "rail0", sp, 43000, 5.6);
+		lane(d, 700, 0, 1, 0, "n1", "rail0", "n3", "rail0", 6, 410, 500);
+		collect(d);
+		if (sp == 2)
+			ok(!find_open("inband_mismatch", NULL, NULL),
+			   "a lane (min 410 us, probes 20 us) routed over spine2, which queues: no "
+			   "inband_mismatch");
+		else
+			ok(find_open("inband_mismatch", "n1", "rail0") != NULL,
+			   "the same lane routed over spine1, which does not: inband_mismatch");
+		fq_detector_destroy(d);
+	}
+}
+
 /* The newest ADVICE collected, and how many there are (*n, may be NULL). */
 static const struct rec *last_advice(size_t *n)
 {
@@ -557,6 +596,7 @@ int main(void)
 {
 	test_lane_outlier();
 	test_inband();
+	test_inband_queueing();
 	test_collision();
 	test_collision_incident();
 	test_collision_link();
