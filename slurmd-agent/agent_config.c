@@ -27,7 +27,7 @@ static const struct fq_cfg_option agent_options[] = {
 	"round-robin, traced apart), so every fabric link is crossed by more probe paths; a peer with "
 	"fewer is probed over those it answers"),
     OPT("probe_interval", FQ_CFG_DURATION, probe_interval, "20ms", 1e6, 10e9, NULL,
-	"time between probe pairs on one path"),
+	"mean time between probe pairs on one path (each tick drawn from half to 1.5x its mean)"),
     OPT("guard", FQ_CFG_DURATION, guard, "4us", 0, 1e9, NULL,
 	"a probe pair counts for clock estimation only if its receive gap is within this of its send gap"),
     OPT("window", FQ_CFG_DURATION, window, "4s", 0.5e9, 600e9, NULL, "sliding window of the clock fit"),

@@ -42,6 +42,7 @@ struct fq_prober *fq_prober_create(struct event_base *base, const struct fq_prob
 	if (getrandom(&p->session, sizeof(p->session), 0) != sizeof(p->session))
 		p->session = (uint32_t)fq_now_ns() ^ (uint32_t)getpid();
 	p->next_pair = 1;
+	p->rnd = ((uint64_t)p->session << 32 | (uint64_t)getpid()) | 1; /* xorshift never leaves 0 */
 	return p;
 }
 
@@ -186,22 +187,39 @@ int fq_prober_nic_address(const struct fq_prober *p, const char *nic, char *buf,
 	return -ENODEV;
 }
 
-/* Recompute the probe tick: one pair per path per probe_interval, spread. */
-static void retime(struct fq_prober *p)
+/* Arm the next probe tick, uniform in [tick/2, 3 tick/2): one pair per path
+ * per probe_interval on average. Strictly periodic ticks locked into one
+ * phase with the peers' on the emulated cluster, whose hosts share a clock:
+ * a pair whose two probes were always split by the peer's own traffic
+ * never passed the purity guard, and that path had no one-way delays for
+ * minutes. Random ticks leave no phase to lock into (real hosts' clocks
+ * drift apart, but a host's other periodic work does not). */
+static void arm_tick(struct fq_prober *p)
 {
-	unsigned live = 0;
 	int64_t per;
 	struct timeval tick;
 
-	for (unsigned i = 0; i < p->n_paths; i++)
-		live += p->paths[i].nic != NULL;
-	per = live ? p->cfg.probe_interval_ns / live : p->cfg.probe_interval_ns;
-	if (per < 1000)
-		per = 1000;
+	p->rnd ^= p->rnd << 13;
+	p->rnd ^= p->rnd >> 7;
+	p->rnd ^= p->rnd << 17;
+	per = p->tick_ns / 2 + (int64_t)(p->rnd % (uint64_t)p->tick_ns);
 	tick.tv_sec = per / 1000000000;
 	tick.tv_usec = (per % 1000000000) / 1000;
 	if (p->probe_ev)
 		event_add(p->probe_ev, &tick);
+}
+
+/* Recompute the probe tick's mean: probe_interval spread over the live paths. */
+static void retime(struct fq_prober *p)
+{
+	unsigned live = 0;
+
+	for (unsigned i = 0; i < p->n_paths; i++)
+		live += p->paths[i].nic != NULL;
+	p->tick_ns = live ? p->cfg.probe_interval_ns / live : p->cfg.probe_interval_ns;
+	if (p->tick_ns < 2000)
+		p->tick_ns = 2000;
+	arm_tick(p);
 }
 
 int fq_prober_add_peer(struct fq_prober *p, const char *local_nic, const char *peer_node,
@@ -403,6 +421,7 @@ static void on_probe_timer(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	arm_tick(p);
 	/* Each tick probes one path: paths are spread over the interval
 	 * rather than bursting all at once. */
 	for (unsigned tries = 0; tries < p->n_paths; tries++) {
@@ -739,7 +758,7 @@ int fq_prober_start(struct fq_prober *p)
 		for (unsigned k = 0; k < p->nics[i].n_flows; k++)
 			if (event_add(p->nics[i].flow_sock[k]->ev, NULL) < 0)
 				return -EIO;
-	p->probe_ev = event_new(p->base, -1, EV_PERSIST, on_probe_timer, p);
+	p->probe_ev = evtimer_new(p->base, on_probe_timer, p);
 	p->check_ev = event_new(p->base, -1, EV_PERSIST, on_check_timer, p);
 	if (!p->probe_ev || !p->check_ev || event_add(p->check_ev, &check) < 0)
 		return -ENOMEM;

@@ -153,6 +153,12 @@ struct fq_prober {
 	struct path paths[MAX_PATHS];
 	unsigned n_paths, next_probe;
 	struct event *probe_ev, *check_ev;
+	/* The probe tick's mean (probe_interval over the live paths); each
+	 * tick is drawn uniformly from half to one and a half of it (rnd: its
+	 * xorshift state), so that agents sharing one clock do not lock their
+	 * pairs into a fixed phase with each other's. */
+	int64_t tick_ns;
+	uint64_t rnd;
 	uint64_t bad_packets, unknown_sender, stale_session, no_tx_stamp, tx_key_mismatch;
 	/* The check tick's own lateness: a loop that did not run (the host
 	 * starved the agent) neither probed nor read answers, so its silence
