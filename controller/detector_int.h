@@ -560,6 +560,12 @@ void det_unit_of(const struct path_ent *p, unsigned k, struct det_unit *u);
 #define LOCATE_RECENT_NS (5 * 1000000000LL) /* a unit's recent window (slow, lossy) */
 
 /* detector_qlink.c (the table: struct det_qlinks) */
+/* A switch-to-switch link as routes name it ("A>B" as crossed, "A~B" the
+ * cable), not a host's ("n3/rail1~leaf2") nor a switch. */
+static inline bool det_is_switch_link(const char *c)
+{
+	return !strchr(c, '/') && (strchr(c, '>') || strchr(c, '~'));
+}
 /* Is the switch link ("A>B" that way, "A~B" either way, as routes name
  * them) queueing: units that cross it delayed now, and no node common to
  * them all (a flapping NIC delays every path of its own, whatever links

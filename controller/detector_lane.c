@@ -321,8 +321,7 @@ static size_t coll_links(struct fq_detector *d, const struct step_key *sk, struc
 
 	c->port = r ? r->local_port : 0;
 	for (size_t i = 0; r && i < r->nroute && n < COLL_LINKS; i++)
-		if (!strchr(r->route[i], '/') && strchr(r->route[i], '>') &&
-		    det_link_congested(d, r->route[i], now))
+		if (strchr(r->route[i], '>') && det_link_congested(d, r->route[i], now))
 			c->links[n++] = r->route[i];
 	return n;
 }

@@ -496,11 +496,6 @@ static bool fabric_component(const char *c)
 	return !strchr(c, '/');
 }
 
-static bool is_link(const char *c)
-{
-	return fabric_component(c) && (strchr(c, '>') || strchr(c, '~'));
-}
-
 /* The ends of a link "A>B" or "A~B" into a, b (false: not a link, or too long). */
 static bool link_ends(const char *c, char *a, char *b, size_t len)
 {
@@ -760,7 +755,7 @@ static void blame(const struct sym *y, const struct cand *b, unsigned total, con
 		return;
 	if (opened && !a->incident)
 		det_hint_fabric(d, a->handle, a->k.a.node, is_loss(y),
-				!is_link(a->k.a.node) && serves_hosts(d, a->k.a.node), y->now);
+				!det_is_switch_link(a->k.a.node) && serves_hosts(d, a->k.a.node), y->now);
 	/* a switch takes in the open blames of its links, either symptom (a
 	 * loaded spine drops and queues on its busiest link first), with their
 	 * members */
@@ -869,7 +864,7 @@ static void locate(const struct sym *y, struct cand *c)
 	 * (both ways) or the switch they all hang off, if together they
 	 * explain them. */
 	for (size_t j = 0; j < nc; j++)
-		if (is_link(c[j].name) && c[j].bad && share(&c[j]) >= LOCATE_MIN_SHARE) {
+		if (det_is_switch_link(c[j].name) && c[j].bad && share(&c[j]) >= LOCATE_MIN_SHARE) {
 			links[nl++] = j;
 			if ((double)c[j].bad >= LOCATE_MIN_COVER * total &&
 			    (!best || c[j].bad > best->bad ||
@@ -889,8 +884,8 @@ static void locate(const struct sym *y, struct cand *c)
 		 * paths (two leaves: every path over a spine crosses both its
 		 * cables): then the switch, its links the ambiguity */
 		for (size_t j = 0; j < nc; j++)
-			if (!is_link(c[j].name) && c[j].bad == best->bad && c[j].good == best->good &&
-			    related(c[j].name, best->name)) {
+			if (!det_is_switch_link(c[j].name) && c[j].bad == best->bad &&
+			    c[j].good == best->good && related(c[j].name, best->name)) {
 				best = &c[j];
 				break;
 			}

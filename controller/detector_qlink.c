@@ -19,11 +19,6 @@ struct link_stat {
 	char common[2][NODE_LEN];
 };
 
-static bool switch_link(const char *c)
-{
-	return !strchr(c, '/') && (strchr(c, '>') || strchr(c, '~'));
-}
-
 static bool is_common(const struct link_stat *s, const char *node)
 {
 	return *node && (!strcmp(s->common[0], node) || !strcmp(s->common[1], node));
@@ -59,7 +54,7 @@ static int links_build(struct fq_detector *d, int64_t now)
 			struct fq_strmap_entry *e;
 			bool again = false;
 
-			if (!switch_link(u->route[i]))
+			if (!det_is_switch_link(u->route[i]))
 				continue;
 			for (size_t j = 0; j < i && !again; j++) /* a route crossing it twice: once */
 				again = !strcmp(u->route[j], u->route[i]);
@@ -82,7 +77,7 @@ bool det_link_congested(struct fq_detector *d, const char *link, int64_t now)
 	char way[2][2 * NODE_LEN + 2];
 	size_t la;
 
-	if (!switch_link(link))
+	if (!det_is_switch_link(link))
 		return false;
 	if (!t->built) {
 		t->built = true;

@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/rand.h"
 #include "slurmd-agent/probe_wire.h"
 
 #define TICK_NS       (100 * 1000000LL)
@@ -74,10 +75,7 @@ static int parse_address(const char *s, uint32_t *ip, uint16_t *port)
 
 static uint32_t next_seq(struct fq_lanetrace *lt)
 {
-	lt->rnd ^= lt->rnd << 13;
-	lt->rnd ^= lt->rnd >> 7;
-	lt->rnd ^= lt->rnd << 17;
-	return (uint32_t)(lt->rnd >> 16);
+	return (uint32_t)(fq_xorshift64(&lt->rnd) >> 16);
 }
 
 static void remember(struct fq_lanetrace *lt, const struct fq_lane_route *r)

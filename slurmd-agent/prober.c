@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/rand.h"
 #include "slurmd-agent/path.h"
 #include "slurmd-agent/probe_open.h"
 #include "slurmd-agent/probe_transport.h"
@@ -199,10 +200,7 @@ static void arm_tick(struct fq_prober *p)
 	int64_t per;
 	struct timeval tick;
 
-	p->rnd ^= p->rnd << 13;
-	p->rnd ^= p->rnd >> 7;
-	p->rnd ^= p->rnd << 17;
-	per = p->tick_ns / 2 + (int64_t)(p->rnd % (uint64_t)p->tick_ns);
+	per = p->tick_ns / 2 + (int64_t)(fq_xorshift64(&p->rnd) % (uint64_t)p->tick_ns);
 	tick.tv_sec = per / 1000000000;
 	tick.tv_usec = (per % 1000000000) / 1000;
 	if (p->probe_ev)

@@ -34,9 +34,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "nccl-plugin/lanes/lane.h"
 #include "nccl-plugin/lanes/lane_drv.h"
 #include "nccl-plugin/nic.h"
@@ -60,7 +60,8 @@ struct fqn_lane_tcp {
 	struct fqn_chunk_hdr rx_hdr;
 	int64_t
 	    rx_read_rt; /* the kernel's stamp of the last read's last segment (CLOCK_REALTIME ns; 0: none) */
-	int64_t rx_hdr_rt; /* ... of the read that completed the current header */
+	int64_t rx_hdr_rt;      /* ... of the read that completed the current header */
+	struct fq_xstamp rx_xs; /* REALTIME - MONOTONIC_RAW for those stamps, taken each second */
 	size_t rx_got;
 	/* control records the receiving end sends back: a record's unsent tail */
 	uint8_t ctl_tx[FQN_CTRL_SIZE];
@@ -209,8 +210,7 @@ static ssize_t tcp_recv(struct fqn_lane_tcp *t, void *buf, size_t len, int peek)
 					struct scm_timestamping ts;
 
 					memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-					t->rx_read_rt =
-					    (int64_t)ts.ts[0].tv_sec * 1000000000 + ts.ts[0].tv_nsec;
+					t->rx_read_rt = fq_timespec_to_ns(&ts.ts[0]);
 				}
 			}
 			return n;
@@ -259,22 +259,22 @@ static int tcp_rx_header(struct fqn_lane *l, struct fqn_chunk_hdr *h, const char
 }
 
 /* The current header's arrival (lane.h): the kernel's stamp of the read
- * that completed it, from CLOCK_REALTIME to CLOCK_MONOTONIC_RAW; 0 when
- * there is none, or when it is not a time in the last minute (no stamp
- * the kernel should give). */
+ * that completed it, mapped from CLOCK_REALTIME onto CLOCK_MONOTONIC_RAW
+ * by the lane's cross-stamp (common/clock.h, measured again each second:
+ * NTP slews the two apart); 0 when there is none, or when it is not a time
+ * in the last minute (no stamp the kernel should give). */
 static int64_t tcp_rx_stamp(struct fqn_lane *l)
 {
 	struct fqn_lane_tcp *t = TCP(l);
-	struct timespec rt, raw;
 	int64_t at, now;
 
 	if (!t->rx_have_hdr || !t->rx_hdr_rt)
 		return 0;
-	clock_gettime(CLOCK_MONOTONIC_RAW, &raw);
-	clock_gettime(CLOCK_REALTIME, &rt);
-	now = (int64_t)raw.tv_sec * 1000000000 + raw.tv_nsec;
-	at = t->rx_hdr_rt - ((int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - now);
-	return at <= now && at > now - 60LL * 1000000000 ? at : 0;
+	now = fq_now_ns();
+	if (fq_xstamp_refresh(&t->rx_xs, now, FQ_NSEC_PER_SEC, 4) < 0)
+		return 0;
+	at = fq_realtime_to_raw(&t->rx_xs, t->rx_hdr_rt);
+	return at <= now && at > now - 60 * FQ_NSEC_PER_SEC ? at : 0;
 }
 
 static int tcp_rx_payload(struct fqn_lane *l, void *dst)
