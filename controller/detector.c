@@ -80,22 +80,50 @@ static bool delay_in_fabric(struct fq_detector *d, const struct path_ent *p, int
 	return true;
 }
 
+/* Has any of p's flows (p alone, without flows) no route yet? */
+static bool route_unknown(const struct path_ent *p)
+{
+	unsigned n = p->flows && p->nflows ? p->nflows : 1;
+
+	for (unsigned k = 0; k < n; k++)
+		if (!(k ? p->flows[k].nroute : p->route ? p->nroute : 0))
+			return true;
+	return false;
+}
+
+/* Does any path have a route (are routes traced on this fabric)? */
+static bool any_route(struct fq_detector *d)
+{
+	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
+	{
+		if (p->nroute)
+			return true;
+	}
+	return false;
+}
+
 /* slow_sender / slow_receiver: a NIC most of whose paths (slow_nic_share)
  * from it / to it are elevated, on every flow. A path whose every flow
  * crosses a queueing switch link is the fabric's, not the NIC's: it is
  * left out of its NICs' counts (with every spine congested, each NIC's
  * paths but those within its leaf were elevated, and NICs were named slow
- * that were not). Of the NICs that are then slow one way, at most half
+ * that were not). Where routes are traced, an elevated path with a flow
+ * whose route is not known yet is left out for ROUTE_WAIT_NS after it was first heard of (8 NICs
+ * named slow receivers at once on congested spines, test-busy-hosts on
+ * CI: the routes that would have blamed the spines came in seconds
+ * after the first anomalies). Of the NICs that are then slow one way, at most half
  * of those judged that way (or one) are named: a slow NIC is an outlier. */
 static void check_slow_nics(struct fq_detector *d, int64_t now)
 {
 	char summary[256], evidence[256];
 	size_t judged[2] = {0, 0}, slow[2] = {0, 0};
+	bool traced = any_route(d); /* routes come on this fabric: a path without one may soon */
 
 	FQ_CAPTAB_FOREACH(&d->nics, struct nic_ent, n, nx)
 	{
 		n->tx_paths = n->tx_elev = n->rx_paths = n->rx_elev = 0;
 	}
+
 	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
 	{
 		struct nic_ent *s, *t;
@@ -106,7 +134,9 @@ static void check_slow_nics(struct fq_detector *d, int64_t now)
 		/* a path probed over flows counts elevated when all its flows
 		 * are: a spine delays only the flows it carries */
 		elevated = p->elevated && det_path_delayed_everywhere(p, now);
-		if (elevated && delay_in_fabric(d, p, now))
+		if (elevated &&
+		    (delay_in_fabric(d, p, now) ||
+		     (traced && route_unknown(p) && !older_than(now, p->first_ns, ROUTE_WAIT_NS))))
 			continue;
 		if ((s = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.src)))
 			s->tx_paths++, s->tx_elev += elevated;

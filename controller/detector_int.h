@@ -148,6 +148,7 @@ struct path_ent {
 	char **old_route; /* the route before (a loss that began on it is judged on it); owned */
 	size_t old_nroute;
 	int64_t route_since_ns;              /* when route replaced old_route */
+	int64_t first_ns;                    /* when the detector first heard of it */
 	int64_t seen_ns;                     /* the end of its last probe window, UP or DOWN */
 	int64_t loss_first_ns, loss_last_ns; /* probes lost (DOWN: all), first and last window of */
 	uint32_t loss_lost, loss_sent;       /* ... a loss streak (windows no further apart than 5 s) */
@@ -186,6 +187,7 @@ struct lane_rec {
 	int64_t rtt_floor_ns;   /* the smallest TCP RTT floor either end reported; 0: none */
 	int64_t outlier_end_ns; /* the last interval judged for lane_outlier, */
 	unsigned outlier_runs;  /* and how many in a row were outliers */
+	bool inband_held;       /* inband_mismatch waits for its own route (det_lane_judge_inband) */
 };
 
 /* A lane's own route (fq_detector_lane_route): its TCP 5-tuple's, which
@@ -445,12 +447,23 @@ bool det_episode_over(struct fq_detector *d, const struct anom_ent *a, int64_t n
 
 /* ---- detector_link.c: NICs and paths ---------------------------------------- */
 
+/* Path src -> dst, created (first_ns = now) if new; NULL: no room. */
+struct path_ent *det_path_get(struct fq_detector *d, const struct nic_key *src, const struct nic_key *dst,
+			      int64_t now);
 /* Paths whose held DOWNs no NIC explained after incident_settle_ns, nor a
  * stall of the far agent (or stall_wait_ns for its report): their own episodes. */
 void det_promote_paths(struct fq_detector *d, int64_t now);
 
 /* ---- detector_lane.c: job steps' lanes ---------------------------------------- */
 
+/* inband_mismatch on lane l of step s: its base delay far above its NIC
+ * pair's probes, unless its own route crosses a switch link that queues.
+ * A TCP lane whose NIC pair's route is known but its own not yet (its
+ * agent traces it within seconds) is held, l->inband_held, for
+ * ROUTE_WAIT_NS from its first interval: judged again when its
+ * route comes (fq_detector_lane_route), at its next interval after the
+ * wait, or when its step ends (final: judged on what is known). */
+void det_lane_judge_inband(struct fq_detector *d, const struct step_ent *s, struct lane_rec *l, bool final);
 /* lane_outlier over the step's newest intervals. */
 void det_check_step_outliers(struct fq_detector *d, struct step_ent *s);
 /* collision (and its advice) over the steps' fresh lanes (collision_advice). */
@@ -558,6 +571,11 @@ void det_unit_of(const struct path_ent *p, unsigned k, struct det_unit *u);
 	for (unsigned k_##u = 0, n_##u = det_n_units(p_##u); k_##u < n_##u; k_##u++)                         \
 		for (struct det_unit s_##u, *u = (det_unit_of(p_##u, k_##u, &s_##u), &s_##u); u; u = NULL)
 #define LOCATE_RECENT_NS (5 * 1000000000LL) /* a unit's recent window (slow, lossy) */
+/* A route is awaited this long after its path or lane is first heard of
+ * before a rule that needs it judges without: agents trace a path when
+ * first probed and a TCP lane when first reported, and a trace with hops
+ * missing (answers lost on a congested link) is tried again after 10 s. */
+#define ROUTE_WAIT_NS (12 * 1000000000LL)
 
 /* detector_qlink.c (the table: struct det_qlinks) */
 /* A switch-to-switch link as routes name it ("A>B" as crossed, "A~B" the

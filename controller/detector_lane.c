@@ -84,9 +84,8 @@ static int64_t lane_base_delay(const struct lane_rec *l)
  * Not where the lane's own route (as its agent traced it) crosses a switch
  * link the probes find queueing: its 5-tuple hashed onto a congested
  * spine that the probes' flows miss, which is the fabric's delay (a
- * fabric_delay or a collision says so), not in-band traffic misconfigured
- * (seen on the testbed's congested spines: 1-2 such guesses a run). */
-static void check_inband(struct fq_detector *d, const struct step_ent *s, const struct lane_rec *l)
+ * fabric_delay or a collision says so), not in-band traffic misconfigured. */
+void det_lane_judge_inband(struct fq_detector *d, const struct step_ent *s, struct lane_rec *l, bool final)
 {
 	struct path_key k = l->p;
 	struct path_ent *p = (struct path_ent *)fq_captab_find(&d->paths, &k);
@@ -95,10 +94,20 @@ static void check_inband(struct fq_detector *d, const struct step_ent *s, const 
 	const char *what = l->rtt_floor_ns ? "TCP RTT floor / 2" : "lane min";
 	char summary[384], evidence[256];
 
+	l->inband_held = false;
 	if (!p || nic_empty(&l->p.dst) || older_than(l->end_ns, p->last_end_ns, d->c.quiet_close_ns) ||
 	    !fq_rule_inband_mismatch(&d->c, base, p->p50_ns))
 		return;
-	if ((r = det_lane_route(d, &s->k, l)) && det_route_queueing(d, r->route, r->nroute, l->end_ns))
+	/* its route not traced yet: a lane judged without its route was
+	 * named "in-band misconfigured" where its 5-tuple had hashed onto a
+	 * congested spine (test-busy-hosts: routes came up to 6 s after) */
+	r = det_lane_route(d, &s->k, l);
+	if (!r && !final && l->rtt_floor_ns && p->nroute &&
+	    !older_than(l->end_ns, l->first_ns, ROUTE_WAIT_NS)) {
+		l->inband_held = true;
+		return;
+	}
+	if (r && det_route_queueing(d, r->route, r->nroute, l->end_ns))
 		return;
 	snprintf(summary, sizeof(summary),
 		 "%s/%s -> %s/%s: %s %.1f us vs probe p50 %.1f us (job %" PRIu64 ".%" PRIu64
@@ -148,8 +157,14 @@ void fq_detector_step_end(struct fq_detector *d, uint64_t job, uint32_t step)
 	struct step_key k = {.job = job, .step = step};
 	struct fq_captab_ent *e;
 
-	if (d && (e = fq_captab_find(&d->steps, &k)))
+	if (d && (e = fq_captab_find(&d->steps, &k))) {
+		struct step_ent *s = (struct step_ent *)e;
+
+		for (size_t i = 0; i < s->n; i++) /* lanes still waiting for their routes */
+			if (s->lanes[i].inband_held)
+				det_lane_judge_inband(d, s, &s->lanes[i], true);
 		fq_captab_unlink(&d->steps, e);
+	}
 	if (d && (e = fq_captab_find(&d->psteps, &k))) /* its profiler channels too */
 		fq_captab_unlink(&d->psteps, e);
 }
@@ -218,7 +233,7 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 		s->newest_end_ns = r->end_ns;
 		s->newest_len_ns = fq_rule_sat_sub(r->end_ns, r->start_ns);
 	}
-	check_inband(d, s, r);
+	det_lane_judge_inband(d, s, r, false);
 attach:
 	FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
 	{

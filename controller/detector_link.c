@@ -120,12 +120,17 @@ void det_path_drop(void *ctx, struct fq_captab_ent *e)
 		n->paths_down--;
 }
 
-static struct path_ent *path_get(struct fq_detector *d, const struct nic_key *src, const struct nic_key *dst,
-				 int64_t now)
+struct path_ent *det_path_get(struct fq_detector *d, const struct nic_key *src, const struct nic_key *dst,
+			      int64_t now)
 {
 	struct path_key k = {*src, *dst};
+	struct path_ent *p;
+	bool created;
 
-	return (struct path_ent *)fq_captab_get(&d->paths, &k, now, true, NULL);
+	p = (struct path_ent *)fq_captab_get(&d->paths, &k, now, true, &created);
+	if (p && created)
+		p->first_ns = now;
+	return p;
 }
 
 /* A path's DOWN at t: nothing more when a NIC episode at either end
@@ -492,7 +497,7 @@ void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p)
 	nic_key_set(&b, p->remote_node, p->remote_nic);
 	nic_get(d, &a, p->end_ns);
 	nic_get(d, &b, p->end_ns);
-	fwd = path_get(d, &a, &b, p->end_ns);
+	fwd = det_path_get(d, &a, &b, p->end_ns);
 	if (!fwd)
 		return;
 	path_set_state(d, fwd, p->up ? ST_UP : ST_DOWN, p->up ? start : p->end_ns);
@@ -503,7 +508,7 @@ void fq_detector_probe(struct fq_detector *d, const struct fq_det_probe *p)
 						 : 1),
 		      start, p->end_ns);
 	rev = p->up && (p->owd_rev_p50_ns > 0 || p->owd_rev_p90_ns > 0 || p->owd_rev_p99_ns > 0 || p->n_flows)
-		  ? path_get(d, &b, &a, p->end_ns)
+		  ? det_path_get(d, &b, &a, p->end_ns)
 		  : NULL;
 	path_flows(d, p, fwd, rev, start);
 	if (!p->up)
@@ -552,7 +557,7 @@ void fq_detector_link(struct fq_detector *d, const struct fq_det_link *e)
 	}
 	nic_key_set(&b, e->remote_node, e->remote_nic);
 	nic_get(d, &b, e->time_ns);
-	p = path_get(d, &a, &b, e->time_ns);
+	p = det_path_get(d, &a, &b, e->time_ns);
 	if (p)
 		path_set_state(d, p, e->up ? ST_UP : ST_DOWN, e->time_ns);
 }

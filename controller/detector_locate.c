@@ -232,7 +232,7 @@ void fq_detector_flow_route(struct fq_detector *d, const char *node, const char 
 	}
 	nic_key_set(&k.src, node, nic);
 	nic_key_set(&k.dst, remote_node, remote_nic);
-	if (!(p = (struct path_ent *)fq_captab_get(&d->paths, &k, now_ns, true, NULL)))
+	if (!(p = det_path_get(d, &k.src, &k.dst, now_ns)))
 		return;
 	if (flow && !det_path_flows(p))
 		return;

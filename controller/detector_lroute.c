@@ -87,15 +87,18 @@ void fq_detector_lane_route(struct fq_detector *d, const struct fq_det_lane_rout
 	r->route = route;
 	r->nroute = m;
 	r->local_port = lr->local_port;
-	/* the open fabric incidents this lane crosses now get its step */
+	/* the open fabric incidents this lane crosses now get its step, and
+	 * its held inband judgement is made */
 	sk = (struct step_key){.job = lr->job_id, .step = lr->step_id};
 	if (!(s = (struct step_ent *)fq_captab_find(&d->steps, &sk)))
 		return;
 	for (size_t i = 0; i < s->n; i++) {
-		const struct lane_rec *l = &s->lanes[i];
+		struct lane_rec *l = &s->lanes[i];
 
 		if (l->src_rank != lr->src_rank || l->dst_rank != lr->dst_rank || l->lane != lr->lane)
 			continue;
+		if (l->inband_held)
+			det_lane_judge_inband(d, s, l, false);
 		FQ_CAPTAB_FOREACH(&d->anoms, struct anom_ent, a, nx)
 		{
 			if (det_is_fabric(a->k.kind))

@@ -224,6 +224,84 @@ static void test_inband_queueing(void)
 	}
 }
 
+/* A TCP lane of job from n1/rail0 to n3/rail0 (receiver's report, an RTT
+ * floor of 820 us: a base delay of 410 us) for the second before t. */
+static void tcp_lane(struct fq_detector *d, uint64_t job, double t)
+{
+	fq_detector_lane(d, &(struct fq_det_lane){.job_id = job,
+						  .dst_rank = 1,
+						  .src_node = "n1",
+						  .src_nic = "rail0",
+						  .dst_node = "n3",
+						  .dst_nic = "rail0",
+						  .start_ns = S(t - 1),
+						  .end_ns = S(t),
+						  .owd_p50_ns = US(600),
+						  .owd_p99_ns = US(900),
+						  .owd_min_ns = US(450),
+						  .tcp_min_rtt_ns = US(820)});
+}
+
+/* A TCP lane is traced by its agent within seconds of its first report:
+ * until its route comes (or LANE_ROUTE_WAIT_NS, or its step's end) its
+ * inband judgement waits, so a lane hashed onto a queueing spine is not
+ * named misconfigured for want of its route. */
+static void test_inband_waits_route(void)
+{
+	for (int c = 0; c < 4; c++) {
+		struct fq_detector *d = make();
+		double t = 6;
+
+		reset();
+		probe_route(d, "n1", "rail0", "n3", "rail0", 1, 0.5);
+		probe_route(d, "n2", "rail1", "n4", "rail1", 2, 0.5);
+		probe_route(d, "n5", "rail0", "n6", "rail0", 2, 0.5);
+		for (int s = 1; s <= 5; s++) {
+			probe(d, "n1", "rail0", "n3", "rail0", s, 20, 30);
+			probe(d, "n2", "rail1", "n4", "rail1", s, s < 4 ? 20 : 3000, s < 4 ? 30 : 4000);
+			probe(d, "n5", "rail0", "n6", "rail0", s, s < 4 ? 20 : 3000, s < 4 ? 30 : 4000);
+		}
+		fq_detector_tick(d, S(5.5));
+		tcp_lane(d, 800, t);
+		collect(d);
+		ok(!find_open("inband_mismatch", NULL, NULL),
+		   "case %d: a TCP lane (base 410 us, probes 20 us) before its route: held", c);
+		switch (c) {
+		case 0:
+			lane_route(d, 800, 0, 1, 0, "n1", "rail0", 2, 43000, 6.5);
+			collect(d);
+			ok(!find_open("inband_mismatch", NULL, NULL),
+			   "its route comes, over spine2, which queues: no inband_mismatch");
+			break;
+		case 1:
+			lane_route(d, 800, 0, 1, 0, "n1", "rail0", 1, 43000, 6.5);
+			collect(d);
+			ok(find_open("inband_mismatch", "n1", "rail0") != NULL,
+			   "its route comes, over spine1, which does not: inband_mismatch then");
+			break;
+		case 2:
+			fq_detector_step_end(d, 800, 0);
+			collect(d);
+			ok(find_open("inband_mismatch", "n1", "rail0") != NULL,
+			   "its step ends before its route: judged on what is known, inband_mismatch");
+			break;
+		case 3:
+			for (t = 7; t <= 18; t++) {
+				probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
+				tcp_lane(d, 800, t);
+				collect(d);
+				if (find_open("inband_mismatch", NULL, NULL))
+					break;
+			}
+			is_int((int)t, 18,
+			       "no route ever: judged at its first interval ending over 12 s after its first "
+			       "began");
+			break;
+		}
+		fq_detector_destroy(d);
+	}
+}
+
 /* The newest ADVICE collected, and how many there are (*n, may be NULL). */
 static const struct rec *last_advice(size_t *n)
 {
@@ -597,6 +675,7 @@ int main(void)
 	test_lane_outlier();
 	test_inband();
 	test_inband_queueing();
+	test_inband_waits_route();
 	test_collision();
 	test_collision_incident();
 	test_collision_link();

@@ -82,6 +82,7 @@ static size_t route(int i, int j, char names[9][64], const char *comps[9])
 }
 
 static int avoid_leaf, avoid_spine; /* a cable down: routes re-converged around it */
+static int untraced[2];             /* hosts whose paths' routes are not known yet (0: none) */
 
 static void routes_at(struct fq_detector *d, int t)
 {
@@ -91,7 +92,8 @@ static void routes_at(struct fq_detector *d, int t)
 			const char *comps[9];
 			size_t n;
 
-			if (i == j)
+			if (i == j || i == untraced[0] || j == untraced[0] || i == untraced[1] ||
+			    j == untraced[1])
 				continue;
 			n = route(i, j, names, comps);
 			snprintf(ni, sizeof(ni), "n%d", i);
@@ -413,6 +415,48 @@ static void test_spine_some_ways(void)
 	fq_detector_destroy(d);
 }
 
+/* Routes come seconds after the first probe windows (agents trace each
+ * path when first probed; an answer lost on a congested link is tried
+ * again 10 s later). spine1 queueing as above while n3's and n6's paths
+ * have no route yet: their delay cannot be told from their NICs', so
+ * they wait ROUTE_WAIT_NS (12 s) from when first heard of (t = 1): with
+ * the routes at t = 11, no NIC is named slow; without them, n3 and n6
+ * from the first tick past the wait (t = 13, 12 s and a nanosecond on),
+ * judged on what is known. */
+static void test_routes_late(void)
+{
+	for (int late = 0; late < 2; late++) {
+		struct fq_detector *d = make();
+		int named_at = 0;
+
+		reset();
+		untraced[0] = 3, untraced[1] = 6;
+		routes(d);
+		for (int t = 1; t <= 5; t++)
+			second(d, t, NULL);
+		for (int t = 6; t <= 16 && !named_at; t++) {
+			if (t == 11 && !late) {
+				untraced[0] = untraced[1] = 0;
+				routes_at(d, t);
+			}
+			second(d, t, via_spine1);
+			if (count(FQ_DET_OPEN, "slow_receiver") + count(FQ_DET_OPEN, "slow_sender"))
+				named_at = t;
+		}
+		if (!late)
+			is_int(named_at, 0,
+			       "spine1 queueing, n3's and n6's routes at t = 11: no NIC named slow");
+		else
+			ok(named_at == 13 && find_open("slow_sender", "n3", "rail0") &&
+			       find_open("slow_sender", "n6", "rail0"),
+			   "their routes never come: n3, n6 named slow senders at t = 13 (%d), judged "
+			   "without",
+			   named_at);
+		untraced[0] = untraced[1] = 0;
+		fq_detector_destroy(d);
+	}
+}
+
 static void test_not_fabric(void)
 {
 	struct fq_detector *d = fabric();
@@ -660,6 +704,7 @@ int main(void)
 	test_leaf();
 	test_spine_some_ways();
 	test_not_fabric();
+	test_routes_late();
 	test_loss();
 	test_topology_mismatch();
 	return done_testing();
