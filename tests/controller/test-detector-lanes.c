@@ -250,6 +250,7 @@ static void test_inband_waits_route(void)
 {
 	for (int c = 0; c < 4; c++) {
 		struct fq_detector *d = make();
+		const struct rec *o;
 		double t = 6;
 
 		reset();
@@ -276,14 +277,19 @@ static void test_inband_waits_route(void)
 		case 1:
 			lane_route(d, 800, 0, 1, 0, "n1", "rail0", 1, 43000, 6.5);
 			collect(d);
-			ok(find_open("inband_mismatch", "n1", "rail0") != NULL,
-			   "its route comes, over spine1, which does not: inband_mismatch then");
+			o = find_open("inband_mismatch", "n1", "rail0");
+			ok(o != NULL, "its route comes, over spine1, which does not: inband_mismatch then");
+			is_int(o ? attached(o->handle, 800, 0) : -1, 3,
+			       "... in job 800.0's report, ranks 0, 1");
 			break;
 		case 2:
 			fq_detector_step_end(d, 800, 0);
 			collect(d);
-			ok(find_open("inband_mismatch", "n1", "rail0") != NULL,
+			o = find_open("inband_mismatch", "n1", "rail0");
+			ok(o != NULL,
 			   "its step ends before its route: judged on what is known, inband_mismatch");
+			is_int(o ? attached(o->handle, 800, 0) : -1, 3,
+			       "... in job 800.0's report, ranks 0, 1");
 			break;
 		case 3:
 			for (t = 7; t <= 18; t++) {
