@@ -76,13 +76,18 @@ static void test_ring_full(void)
 
 /* How traffic() receives: posts first and reads at once, posts each
  * receive late_ms after its send (a rank held up downstream: the chunks
- * wait for it), or posts first and reads late_ms late (a rank off the CPU
- * when they arrive). */
+ * wait for it), posts first and reads late_ms late (a rank off the CPU
+ * when they arrive), or as the last while the clock page steps back
+ * late_ms between each send and its read (clock_w, clock_m: the two
+ * ends' clock models disagreeing by more than the delay). */
 enum rx_mode {
 	RX_ON_TIME,
 	RX_POST_LATE,
-	RX_READ_LATE
+	RX_READ_LATE,
+	RX_CLOCK_STEP
 };
+static struct fq_clock_page_writer *clock_w;
+static struct fq_clock_model clock_m;
 
 /* Run traffic through one 2-lane connection: n messages of size bytes. */
 static int traffic(int n, size_t size, double spread_s, enum rx_mode mode, int late_ms)
@@ -110,11 +115,22 @@ static int traffic(int n, size_t size, double spread_s, enum rx_mode mode, int l
 
 		if (mode != RX_POST_LATE)
 			fqn_irecv(r, 1, &data, &size, &tag, &rq);
+		if (mode == RX_CLOCK_STEP) {
+			struct fq_clock_model m = clock_m;
+
+			fq_clock_page_publish(clock_w, &m);
+		}
 		fqn_isend(s, sb, size, tag, &sq);
 		if (mode != RX_ON_TIME) /* the sender goes on alone meanwhile */
 			for (double at = now_s() + late_ms / 1e3; now_s() < at;)
 				if (!sd && fqn_test(sq, &sd, NULL, NULL) < 0)
 					goto out;
+		if (mode == RX_CLOCK_STEP) { /* its chunks were sent on the model before */
+			struct fq_clock_model m = clock_m;
+
+			m.offset_ns -= late_ms * 1000000LL;
+			fq_clock_page_publish(clock_w, &m);
+		}
 		if (mode == RX_POST_LATE)
 			fqn_irecv(r, 1, &data, &size, &tag, &rq);
 		while ((!sd || !rd) && now_s() < end) {
@@ -137,7 +153,8 @@ out:
 /* What an agent's socket took from one run of traffic(). */
 struct taken {
 	uint64_t bytes, reports, recv_reports, ordered, tcp, sync;
-	int64_t owd_max_ns; /* over every receiver's report */
+	int64_t owd_max_ns;    /* over every receiver's report */
+	uint64_t owd_negative; /* reports with a delay below zero */
 };
 
 /* Publish a clock page 5 s off the raw clock, listen as an agent at
@@ -168,15 +185,18 @@ static void traffic_to_agent(const char *dir, const char *name, int n, size_t si
 	ok(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0, "agent socket listens");
 	ok(fq_clock_page_writer_open(page, &w) == 0, "a clock page exists");
 	fq_clock_page_publish(w, &m);
+	clock_w = w;
+	clock_m = m;
 	setenv("FABRICIQ_AGENT_SOCKET", sock, 1);
 	setenv("FABRICIQ_CLOCK_PAGE", page, 1);
 	setenv("FABRICIQ_TELEMETRY_INTERVAL_MS", "20", 1);
 	ok(fqn_init(logger) == 0, "plugin init with telemetry on");
 	ok(traffic(n, size, 0.3, mode, late_ms) == 0, "%d messages of %zu bytes over 0.3 s, receives %s", n,
 	   size,
-	   mode == RX_POST_LATE   ? "posted late"
-	   : mode == RX_READ_LATE ? "read late"
-				  : "on time");
+	   mode == RX_POST_LATE    ? "posted late"
+	   : mode == RX_READ_LATE  ? "read late"
+	   : mode == RX_CLOCK_STEP ? "read after the clock stepped back"
+				   : "on time");
 	fqn_fini(); /* flushes the ring */
 	struct pollfd pfd = {lfd, POLLIN, 0};
 	if (poll(&pfd, 1, 2000) == 1)
@@ -193,6 +213,7 @@ static void traffic_to_agent(const char *dir, const char *name, int n, size_t si
 			t->tcp &= strcmp(r->lane_kind, "tcp") == 0 && strcmp(r->local_nic, "lo") == 0;
 			t->sync &= r->synchronised;
 			t->ordered &= r->interval_end_ns >= r->interval_start_ns;
+			t->owd_negative += r->owd_min_ns < 0 || r->owd_p50_ns < 0 || r->owd_max_ns < 0;
 			if (r->owd_max_ns > 0) {
 				t->recv_reports++;
 				t->ordered &= r->owd_min_ns <= r->owd_p50_ns &&
@@ -317,6 +338,28 @@ static void test_late_receiver(const char *dir)
 	}
 	if (stamps >= 0)
 		close(stamps);
+}
+
+/* The two ends' clock models disagree by more than a chunk's delay (the
+ * page steps back 20 ms between each send and its read, as an agent's
+ * estimate off for a moment would): each chunk is seen before it was
+ * sent by the clocks. No report may carry a delay below zero; such
+ * chunks are left out and the rank's log says so at close. */
+static void test_clock_disagrees(const char *dir)
+{
+	size_t size = 64 * 1024;
+	struct taken t;
+	int n = 10;
+
+	warns = 0;
+	last_warn[0] = '\0';
+	traffic_to_agent(dir, "clock-step", n, size, RX_CLOCK_STEP, 20, &t);
+	is_int(t.bytes, 2ull * (uint64_t)n * size, "every byte reported, sent and received");
+	is_int(t.owd_negative, 0, "no report has a delay below zero (%llu reports)",
+	       (unsigned long long)t.reports);
+	is_int(t.recv_reports, 0, "nor any delay: every chunk was seen before it was sent");
+	like(last_warn, "chunk(s) seen before they were sent by the two hosts' clocks",
+	     "the rank's log says so at close: %s", last_warn);
 }
 
 /* An agent that accepts and goes away without reading: the batch written
@@ -460,6 +503,7 @@ int main(void)
 	test_report_pacing();
 	test_agent(dir);
 	test_late_receiver(dir);
+	test_clock_disagrees(dir);
 	test_agent_gone(dir);
 	test_agent_stops(dir);
 	{
