@@ -68,6 +68,13 @@
 # (against 2.45x), the bulk job slower alone (15.8 against 17-18 MB/s):
 # every packet waits on the link's timer, late on these busy cores. The
 # gap is not the bucket's.
+# The rate: at BENCH_QOS_RATE=1gbit (session 23, one round) the bulk job
+# alone moved 46.9 MB/s, under half the link: these 2 cores, not the
+# link, bound it, and the latency job's p99 beside it was 10.7x alone
+# without QoS, 11.5x with it and 12.4x with the rates (the ping's p99
+# 2.7x in all three): no queue on the link to schedule, the ranks'
+# CPU is the tail. At 200 Mbit/s the link is the bottleneck, which is
+# what the classes and rates can act on.
 # Needs root and namespaces (the emulated cluster); says why and exits 0 if not.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
