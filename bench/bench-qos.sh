@@ -94,6 +94,7 @@ ITERS=${BENCH_QOS_ITERS:-8000}
 GAP=${BENCH_QOS_GAP_US:-1000}
 BULK_ITERS=${BENCH_QOS_BULK_ITERS:-14} # beside the latency job: longer than its window
 WARMUP=${BENCH_QOS_WARMUP:-2000}
+read -r -a CTL_SETTINGS <<<"${BENCH_QOS_CTL:-}" # more controller settings ("-s rates_util=0.8")
 LAT_CLASS="latency,dscp=46,prio=0"
 BULK_CLASS="bulk,dscp=10,weight=4"
 BULK_BYTES=$((64 << 20))
@@ -124,7 +125,7 @@ spank+=" step_socket=$FQTB_STATE/run/%n/agent-step.sock class=$LAT_CLASS class=$
 for l in leaf1-spine1 leaf2-spine1; do
 	"$TB" qos "$l" "$RATE" --latency "$QMS" ${BURST:+--burst "$BURST"} "$LAT_CLASS" "$BULK_CLASS" || exit 1
 done
-tb_controller_start "$CTL" || { echo "bench-qos: the controller did not start"; exit 1; }
+tb_controller_start "$CTL" "${CTL_SETTINGS[@]}" || { echo "bench-qos: the controller did not start"; exit 1; }
 sleep 1
 tb_agents_start "$AGENT" -s controller=198.18.0.1:7100 -s "munge_socket=$FQTB_STATE/munge/munge.socket" &&
 	tb_agents_ready >"$tmp/ready.log" || { echo "bench-qos: the agents are not ready"; sed 's/^/  /' "$tmp/ready.log"; exit 1; }

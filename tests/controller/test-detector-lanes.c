@@ -190,6 +190,26 @@ static void lane_route(struct fq_detector *d, uint64_t job, uint32_t sr, uint32_
 static void probe_route(struct fq_detector *d, const char *sn, const char *snic, const char *dn,
 			const char *dnic, int sp, double t);
 
+/* A detector after 5 s of probes: n1/rail0 -> n3/rail0 over spine1 at
+ * 20 us, and two pairs with no node in common over spine2 delayed from
+ * t = 4 (spine2's links queue by the probes); ticked at 5.5 s. */
+static struct fq_detector *spine2_queueing(void)
+{
+	struct fq_detector *d = make();
+
+	reset();
+	probe_route(d, "n1", "rail0", "n3", "rail0", 1, 0.5);
+	probe_route(d, "n2", "rail1", "n4", "rail1", 2, 0.5);
+	probe_route(d, "n5", "rail0", "n6", "rail0", 2, 0.5);
+	for (int t = 1; t <= 5; t++) {
+		probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
+		probe(d, "n2", "rail1", "n4", "rail1", t, t < 4 ? 20 : 3000, t < 4 ? 30 : 4000);
+		probe(d, "n5", "rail0", "n6", "rail0", t, t < 4 ? 20 : 3000, t < 4 ? 30 : 4000);
+	}
+	fq_detector_tick(d, S(5.5));
+	return d;
+}
+
 /* A lane far slower than its NIC pair's probes, its own route traced over
  * spine2, whose links queue by the probes (pairs with no node in common
  * delayed over it), while its pair's probes take spine1: the fabric's
@@ -198,18 +218,8 @@ static void probe_route(struct fq_detector *d, const char *sn, const char *snic,
 static void test_inband_queueing(void)
 {
 	for (int sp = 2; sp >= 1; sp--) {
-		struct fq_detector *d = make();
+		struct fq_detector *d = spine2_queueing();
 
-		reset();
-		probe_route(d, "n1", "rail0", "n3", "rail0", 1, 0.5);
-		probe_route(d, "n2", "rail1", "n4", "rail1", 2, 0.5);
-		probe_route(d, "n5", "rail0", "n6", "rail0", 2, 0.5);
-		for (int t = 1; t <= 5; t++) {
-			probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
-			probe(d, "n2", "rail1", "n4", "rail1", t, t < 4 ? 20 : 3000, t < 4 ? 30 : 4000);
-			probe(d, "n5", "rail0", "n6", "rail0", t, t < 4 ? 20 : 3000, t < 4 ? 30 : 4000);
-		}
-		fq_detector_tick(d, S(5.5));
 		lane_route(d, 700, 0, 1, 0, "n1", "rail0", sp, 43000, 5.6);
 		lane(d, 700, 0, 1, 0, "n1", "rail0", "n3", "rail0", 6, 410, 500);
 		collect(d);
@@ -243,26 +253,16 @@ static void tcp_lane(struct fq_detector *d, uint64_t job, double t)
 }
 
 /* A TCP lane is traced by its agent within seconds of its first report:
- * until its route comes (or LANE_ROUTE_WAIT_NS, or its step's end) its
+ * until its route comes (or ROUTE_WAIT_NS, or its step's end) its
  * inband judgement waits, so a lane hashed onto a queueing spine is not
  * named misconfigured for want of its route. */
 static void test_inband_waits_route(void)
 {
 	for (int c = 0; c < 4; c++) {
-		struct fq_detector *d = make();
+		struct fq_detector *d = spine2_queueing();
 		const struct rec *o;
 		double t = 6;
 
-		reset();
-		probe_route(d, "n1", "rail0", "n3", "rail0", 1, 0.5);
-		probe_route(d, "n2", "rail1", "n4", "rail1", 2, 0.5);
-		probe_route(d, "n5", "rail0", "n6", "rail0", 2, 0.5);
-		for (int s = 1; s <= 5; s++) {
-			probe(d, "n1", "rail0", "n3", "rail0", s, 20, 30);
-			probe(d, "n2", "rail1", "n4", "rail1", s, s < 4 ? 20 : 3000, s < 4 ? 30 : 4000);
-			probe(d, "n5", "rail0", "n6", "rail0", s, s < 4 ? 20 : 3000, s < 4 ? 30 : 4000);
-		}
-		fq_detector_tick(d, S(5.5));
 		tcp_lane(d, 800, t);
 		collect(d);
 		ok(!find_open("inband_mismatch", NULL, NULL),
