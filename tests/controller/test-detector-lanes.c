@@ -234,12 +234,13 @@ static void test_inband_queueing(void)
 	}
 }
 
-/* A TCP lane of job from n1/rail0 to n3/rail0 (receiver's report, an RTT
- * floor of 820 us: a base delay of 410 us) for the second before t. */
-static void tcp_lane(struct fq_detector *d, uint64_t job, double t)
+/* TCP lane ln of job from n1/rail0 to n3/rail0 (the receiver's report,
+ * an RTT floor of floor_us) for the second before t. */
+static void tcp_lane(struct fq_detector *d, uint64_t job, uint32_t ln, double floor_us, double t)
 {
 	fq_detector_lane(d, &(struct fq_det_lane){.job_id = job,
 						  .dst_rank = 1,
+						  .lane = ln,
 						  .src_node = "n1",
 						  .src_nic = "rail0",
 						  .dst_node = "n3",
@@ -249,7 +250,34 @@ static void tcp_lane(struct fq_detector *d, uint64_t job, double t)
 						  .owd_p50_ns = US(600),
 						  .owd_p99_ns = US(900),
 						  .owd_min_ns = US(450),
-						  .tcp_min_rtt_ns = US(820)});
+						  .tcp_min_rtt_ns = US(floor_us)});
+}
+
+/* One connection's 4 lanes on n1/rail0 -> n3/rail0 (probes 20 us, no
+ * routes: nothing held): a misconfigured class holds them all, a lane
+ * whose own route (or its ACKs') queues is one of them. inband_mismatch
+ * only where most of the pair's lanes are over the probes. */
+static void test_inband_siblings(void)
+{
+	static const struct {
+		unsigned bad;
+		bool named;
+	} cases[] = {{1, false}, {2, false}, {3, true}, {4, true}};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct fq_detector *d = make();
+
+		reset();
+		for (int t = 1; t <= 5; t++)
+			probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
+		for (uint32_t ln = 0; ln < 4; ln++) /* the bad ones last, as in a steady state */
+			tcp_lane(d, 900, ln, ln >= 4 - cases[c].bad ? 8200 : 40, 6);
+		collect(d);
+		ok(!find_open("inband_mismatch", NULL, NULL) == !cases[c].named,
+		   "%u of 4 lanes with an RTT floor of 8.2 ms, the others 40 us, probes 20 us: %s",
+		   cases[c].bad, cases[c].named ? "inband_mismatch" : "none");
+		fq_detector_destroy(d);
+	}
 }
 
 /* A TCP lane is traced by its agent within seconds of its first report:
@@ -263,7 +291,7 @@ static void test_inband_waits_route(void)
 		const struct rec *o;
 		double t = 6;
 
-		tcp_lane(d, 800, t);
+		tcp_lane(d, 800, 0, 820, t);
 		collect(d);
 		ok(!find_open("inband_mismatch", NULL, NULL),
 		   "case %d: a TCP lane (base 410 us, probes 20 us) before its route: held", c);
@@ -294,7 +322,7 @@ static void test_inband_waits_route(void)
 		case 3:
 			for (t = 7; t <= 18; t++) {
 				probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
-				tcp_lane(d, 800, t);
+				tcp_lane(d, 800, 0, 820, t);
 				collect(d);
 				if (find_open("inband_mismatch", NULL, NULL))
 					break;
@@ -682,6 +710,7 @@ int main(void)
 	test_inband();
 	test_inband_queueing();
 	test_inband_waits_route();
+	test_inband_siblings();
 	test_collision();
 	test_collision_incident();
 	test_collision_link();
