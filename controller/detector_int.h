@@ -457,8 +457,8 @@ void det_promote_paths(struct fq_detector *d, int64_t now);
 /* ---- detector_lane.c: job steps' lanes ---------------------------------------- */
 
 /* inband_mismatch on lane l of step s: its base delay far above its NIC
- * pair's probes, as most of the step's lanes on that pair are, unless its
- * own route crosses a switch link that queues.
+ * pair's probes, unless the probes find the pair delayed either way (an
+ * open path_delay) or its own route crosses a switch link that queues.
  * A TCP lane whose NIC pair's route is known but its own not yet (its
  * agent traces it within seconds) is held, l->inband_held, for
  * ROUTE_WAIT_NS from its first interval: judged again when its

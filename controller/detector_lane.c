@@ -80,31 +80,6 @@ static int64_t lane_base_delay(const struct lane_rec *l)
 	return l->rtt_floor_ns ? l->rtt_floor_ns / 2 : l->min_ns;
 }
 
-/* A misconfigured traffic class holds every lane of a NIC pair; one lane
- * among its siblings queued is its own 5-tuple's ECMP route, or its ACKs'
- * (an RTT floor counts the way back, which no trace covers): test-busy-hosts
- * on a full make check named lane 3 of 4 of a connection, its RTT floor
- * 8.2 ms against probes of 10 us. Do most of the step's lanes on l's NIC
- * pair with a base delay, in l's last two intervals, pass the rule? (A
- * lane alone on its pair: it alone.) */
-static bool pair_mismatched(const struct fq_detector *d, const struct step_ent *s, const struct lane_rec *l,
-			    int64_t probe_p50_ns)
-{
-	unsigned n = 0, bad = 0;
-
-	for (size_t i = 0; i < s->n; i++) {
-		const struct lane_rec *o = &s->lanes[i];
-		int64_t base = lane_base_delay(o);
-
-		if (!base || memcmp(&o->p, &l->p, sizeof(o->p)) != 0 ||
-		    older_than(l->end_ns, o->end_ns, COLL_STALE_NS))
-			continue;
-		n++;
-		bad += fq_rule_inband_mismatch(&d->c, base, probe_p50_ns);
-	}
-	return 2 * bad > n;
-}
-
 /* inband_mismatch: the lane's base delay far above its NIC pair's probes.
  * Not where the lane's own route (as its agent traced it) crosses a switch
  * link the probes find queueing: its 5-tuple hashed onto a congested
@@ -121,7 +96,14 @@ void det_lane_judge_inband(struct fq_detector *d, const struct step_ent *s, stru
 
 	l->inband_held = false;
 	if (!p || nic_empty(&l->p.dst) || older_than(l->end_ns, p->last_end_ns, d->c.quiet_close_ns) ||
-	    !fq_rule_inband_mismatch(&d->c, base, p->p50_ns) || !pair_mismatched(d, s, l, p->p50_ns))
+	    !fq_rule_inband_mismatch(&d->c, base, p->p50_ns))
+		return;
+	/* the probes find the pair delayed, either way (an RTT floor counts
+	 * the way back): the fabric's congestion, which path_delay reports,
+	 * not the lane's class against the probes' (test-busy-hosts, spines
+	 * congested: a connection's lanes with RTT floors of 8-17 ms against
+	 * a probe p50 of 10-13 us, its path_delay open on the probes' p90) */
+	if (det_anom_find(d, K_PATH_DELAY, &k.src, &k.dst) || det_anom_find(d, K_PATH_DELAY, &k.dst, &k.src))
 		return;
 	/* its route not traced yet: a lane judged without its route was
 	 * named "in-band misconfigured" where its 5-tuple had hashed onto a

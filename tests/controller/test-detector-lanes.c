@@ -253,29 +253,51 @@ static void tcp_lane(struct fq_detector *d, uint64_t job, uint32_t ln, double fl
 						  .tcp_min_rtt_ns = US(floor_us)});
 }
 
-/* One connection's 4 lanes on n1/rail0 -> n3/rail0 (probes 20 us, no
- * routes: nothing held): a misconfigured class holds them all, a lane
- * whose own route (or its ACKs') queues is one of them. inband_mismatch
- * only where most of the pair's lanes are over the probes. */
-static void test_inband_siblings(void)
+/* A TCP lane on n1/rail0 -> n3/rail0 (RTT floor 8.2 ms) whose NIC pair's
+ * probes keep a p50 of 20 us: an in-band mismatch while the probes find
+ * the pair healthy; none while their p90 has the pair delayed (an open
+ * path_delay), this way or the way back, which an RTT floor counts: the
+ * fabric's congestion, reported as such. */
+static void test_inband_pair_delayed(void)
 {
-	static const struct {
-		unsigned bad;
-		bool named;
-	} cases[] = {{1, false}, {2, false}, {3, true}, {4, true}};
+	static const char *what[] = {"neither way", "this way", "the way back"};
 
-	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+	for (int c = 0; c < 3; c++) {
 		struct fq_detector *d = make();
 
 		reset();
-		for (int t = 1; t <= 5; t++)
-			probe(d, "n1", "rail0", "n3", "rail0", t, 20, 30);
-		for (uint32_t ln = 0; ln < 4; ln++) /* the bad ones last, as in a steady state */
-			tcp_lane(d, 900, ln, ln >= 4 - cases[c].bad ? 8200 : 40, 6);
+		for (int t = 1; t <= 8; t++) {
+			bool late = t > 5;
+
+			fq_detector_probe(
+			    d, &(struct fq_det_probe){.node = "n1",
+						      .nic = "rail0",
+						      .remote_node = "n3",
+						      .remote_nic = "rail0",
+						      .start_ns = S(t - 1),
+						      .end_ns = S(t),
+						      .sent = 100,
+						      .answered = 100,
+						      .owd_fwd_p50_ns = US(20),
+						      .owd_fwd_p90_ns = US(late && c == 1 ? 4000 : 25),
+						      .owd_fwd_p99_ns = US(late && c == 1 ? 5000 : 30),
+						      .owd_rev_p50_ns = US(20),
+						      .owd_rev_p90_ns = US(late && c == 2 ? 4000 : 25),
+						      .owd_rev_p99_ns = US(late && c == 2 ? 5000 : 30),
+						      .up = true});
+		}
+		fq_detector_tick(d, S(8.5));
+		tcp_lane(d, 900, 0, 8200, 9);
 		collect(d);
-		ok(!find_open("inband_mismatch", NULL, NULL) == !cases[c].named,
-		   "%u of 4 lanes with an RTT floor of 8.2 ms, the others 40 us, probes 20 us: %s",
-		   cases[c].bad, cases[c].named ? "inband_mismatch" : "none");
+		if (c)
+			ok(find_open("path_delay", NULL, NULL) && !find_open("inband_mismatch", NULL, NULL),
+			   "the pair's probes delayed %s (p90 4 ms, p50 20 us): path_delay, no "
+			   "inband_mismatch",
+			   what[c]);
+		else
+			ok(!find_open("path_delay", NULL, NULL) &&
+			       find_open("inband_mismatch", "n1", "rail0"),
+			   "the pair's probes delayed %s: inband_mismatch", what[c]);
 		fq_detector_destroy(d);
 	}
 }
@@ -710,7 +732,7 @@ int main(void)
 	test_inband();
 	test_inband_queueing();
 	test_inband_waits_route();
-	test_inband_siblings();
+	test_inband_pair_delayed();
 	test_collision();
 	test_collision_incident();
 	test_collision_link();
