@@ -187,7 +187,9 @@ struct lane_rec {
 	int64_t rtt_floor_ns;   /* the smallest TCP RTT floor either end reported; 0: none */
 	int64_t outlier_end_ns; /* the last interval judged for lane_outlier, */
 	unsigned outlier_runs;  /* and how many in a row were outliers */
-	bool inband_held;       /* inband_mismatch waits for its own route (det_lane_judge_inband) */
+	int64_t inband_end_ns;  /* the last interval judged for inband_mismatch, */
+	unsigned inband_runs;   /* and how many in a row were over the probes */
+	bool inband_held;       /* inband_mismatch waits (det_lane_judge_inband) */
 };
 
 /* A lane's own route (fq_detector_lane_route): its TCP 5-tuple's, which
@@ -457,13 +459,16 @@ void det_promote_paths(struct fq_detector *d, int64_t now);
 /* ---- detector_lane.c: job steps' lanes ---------------------------------------- */
 
 /* inband_mismatch on lane l of step s: its base delay far above its NIC
- * pair's probes, unless the probes find the pair delayed either way (an
- * open path_delay) or its own route crosses a switch link that queues.
- * A TCP lane whose NIC pair's route is known but its own not yet (its
- * agent traces it within seconds) is held, l->inband_held, for
- * ROUTE_WAIT_NS from its first interval: judged again when its
- * route comes (fq_detector_lane_route), at its next interval after the
- * wait, or when its step ends (final: judged on what is known). */
+ * pair's probes in delay_persist_windows intervals in a row (the probes'
+ * verdict on the pair takes as many windows), unless the probes find the
+ * pair delayed either way (an open path_delay) or its own route crosses
+ * a switch link that queues. A TCP lane whose NIC pair's route is known
+ * but its own not yet (its agent traces it within seconds) waits for
+ * ROUTE_WAIT_NS from its first interval. A waiting lane is held,
+ * l->inband_held: judged again when its route comes
+ * (fq_detector_lane_route), at its next interval, or when its step ends
+ * (final: judged on what is known, one interval over the probes
+ * enough). */
 void det_lane_judge_inband(struct fq_detector *d, const struct step_ent *s, struct lane_rec *l, bool final);
 /* lane_outlier over the step's newest intervals. */
 void det_check_step_outliers(struct fq_detector *d, struct step_ent *s);

@@ -94,17 +94,31 @@ void det_lane_judge_inband(struct fq_detector *d, const struct step_ent *s, stru
 	const char *what = l->rtt_floor_ns ? "TCP RTT floor / 2" : "lane min";
 	char summary[384], evidence[256];
 
+	bool over;
+
 	l->inband_held = false;
-	if (!p || nic_empty(&l->p.dst) || older_than(l->end_ns, p->last_end_ns, d->c.quiet_close_ns) ||
-	    !fq_rule_inband_mismatch(&d->c, base, p->p50_ns))
+	over = p && !nic_empty(&l->p.dst) && !older_than(l->end_ns, p->last_end_ns, d->c.quiet_close_ns) &&
+	       fq_rule_inband_mismatch(&d->c, base, p->p50_ns);
+	if (l->end_ns != l->inband_end_ns) { /* each interval counted once */
+		l->inband_end_ns = l->end_ns;
+		l->inband_runs = over ? l->inband_runs + 1 : 0;
+	}
+	if (!over)
 		return;
 	/* the probes find the pair delayed, either way (an RTT floor counts
 	 * the way back): the fabric's congestion, which path_delay reports,
 	 * not the lane's class against the probes' (test-busy-hosts, spines
 	 * congested: a connection's lanes with RTT floors of 8-17 ms against
-	 * a probe p50 of 10-13 us, its path_delay open on the probes' p90) */
+	 * a probe p50 of 10-13 us, its path_delay open on the probes' p90).
+	 * Congestion that came with the job is over a lane's RTT floor at
+	 * once, and over the probes' only after their persistence: the lane
+	 * waits as long. */
 	if (det_anom_find(d, K_PATH_DELAY, &k.src, &k.dst) || det_anom_find(d, K_PATH_DELAY, &k.dst, &k.src))
 		return;
+	if (!final && l->inband_runs < d->c.delay_persist_windows) {
+		l->inband_held = true;
+		return;
+	}
 	/* its route not traced yet: a lane judged without its route was
 	 * named "in-band misconfigured" where its 5-tuple had hashed onto a
 	 * congested spine (test-busy-hosts: routes came up to 6 s after) */
@@ -233,6 +247,8 @@ void fq_detector_lane(struct fq_detector *d, const struct fq_det_lane *l)
 			return; /* an older interval than the one kept */
 		key.outlier_end_ns = r->outlier_end_ns;
 		key.outlier_runs = r->outlier_runs;
+		key.inband_end_ns = r->inband_end_ns;
+		key.inband_runs = r->inband_runs;
 		*r = key;
 		r->first_ns = first;
 	}

@@ -302,6 +302,61 @@ static void test_inband_pair_delayed(void)
 	}
 }
 
+/* Probe windows of n1/rail0 -> n3/rail0 for t = from .. to: p50 20 us,
+ * p90 25 us or, congested, 4 ms (the tail the path_delay rule reads). */
+static void probes_13(struct fq_detector *d, int from, int to, bool congested)
+{
+	for (int t = from; t <= to; t++)
+		fq_detector_probe(d, &(struct fq_det_probe){.node = "n1",
+							    .nic = "rail0",
+							    .remote_node = "n3",
+							    .remote_nic = "rail0",
+							    .start_ns = S(t - 1),
+							    .end_ns = S(t),
+							    .sent = 100,
+							    .answered = 100,
+							    .owd_fwd_p50_ns = US(20),
+							    .owd_fwd_p90_ns = US(congested ? 4000 : 25),
+							    .owd_fwd_p99_ns = US(congested ? 5000 : 30),
+							    .up = true});
+}
+
+/* With path_delay's persistence of 3 windows (the default), a lane waits
+ * as many intervals over the probes: congestion that comes with a job is
+ * over its lanes' RTT floors at once and over the probes' only after
+ * their persistence. A lane over them from t = 6 with the probes healthy:
+ * inband_mismatch at its third interval (t = 8), not before. The same
+ * with the probes' tail congested from t = 6: path_delay at t = 8, and no
+ * inband_mismatch ever. */
+static void test_inband_persists(void)
+{
+	for (int congested = 0; congested < 2; congested++) {
+		struct fq_detector_config c;
+		struct fq_detector *d;
+		int named = 0;
+
+		fq_detector_config_defaults(&c);
+		d = fq_detector_create(&c);
+		reset();
+		probes_13(d, 1, 5, false);
+		for (int t = 6; t <= 10; t++) {
+			probes_13(d, t, t, congested);
+			tcp_lane(d, 910, 0, 8200, t);
+			collect(d);
+			if (!named && find_open("inband_mismatch", NULL, NULL))
+				named = t;
+		}
+		if (congested)
+			ok(find_open("path_delay", NULL, NULL) && !named,
+			   "the probes' tail congested with the job: path_delay, no inband_mismatch (%d)",
+			   named);
+		else
+			is_int(named, 8,
+			       "the probes healthy: inband_mismatch at the lane's third interval over them");
+		fq_detector_destroy(d);
+	}
+}
+
 /* A TCP lane is traced by its agent within seconds of its first report:
  * until its route comes (or ROUTE_WAIT_NS, or its step's end) its
  * inband judgement waits, so a lane hashed onto a queueing spine is not
@@ -733,6 +788,7 @@ int main(void)
 	test_inband_queueing();
 	test_inband_waits_route();
 	test_inband_pair_delayed();
+	test_inband_persists();
 	test_collision();
 	test_collision_incident();
 	test_collision_link();
