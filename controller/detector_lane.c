@@ -93,7 +93,6 @@ void det_lane_judge_inband(struct fq_detector *d, const struct step_ent *s, stru
 	int64_t base = lane_base_delay(l);
 	const char *what = l->rtt_floor_ns ? "TCP RTT floor / 2" : "lane min";
 	char summary[384], evidence[256];
-
 	bool over;
 
 	l->inband_held = false;
@@ -181,7 +180,7 @@ void fq_detector_step_end(struct fq_detector *d, uint64_t job, uint32_t step)
 	if (d && (e = fq_captab_find(&d->steps, &k))) {
 		struct step_ent *s = (struct step_ent *)e;
 
-		for (size_t i = 0; i < s->n; i++) /* lanes still waiting for their routes */
+		for (size_t i = 0; i < s->n; i++) /* lanes still waiting: judged on what is known */
 			if (s->lanes[i].inband_held)
 				det_lane_judge_inband(d, s, &s->lanes[i], true);
 		fq_captab_unlink(&d->steps, e);
