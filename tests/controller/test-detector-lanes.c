@@ -253,6 +253,29 @@ static void tcp_lane(struct fq_detector *d, uint64_t job, uint32_t ln, double fl
 						  .tcp_min_rtt_ns = US(floor_us)});
 }
 
+/* Probe windows of n1/rail0 -> n3/rail0 for t = from .. to, both ways:
+ * p50 20 us, p90 25 us or, congested that way, 4 ms (the tail the
+ * path_delay rule reads). */
+static void probes_13(struct fq_detector *d, int from, int to, bool fwd, bool rev)
+{
+	for (int t = from; t <= to; t++)
+		fq_detector_probe(d, &(struct fq_det_probe){.node = "n1",
+							    .nic = "rail0",
+							    .remote_node = "n3",
+							    .remote_nic = "rail0",
+							    .start_ns = S(t - 1),
+							    .end_ns = S(t),
+							    .sent = 100,
+							    .answered = 100,
+							    .owd_fwd_p50_ns = US(20),
+							    .owd_fwd_p90_ns = US(fwd ? 4000 : 25),
+							    .owd_fwd_p99_ns = US(fwd ? 5000 : 30),
+							    .owd_rev_p50_ns = US(20),
+							    .owd_rev_p90_ns = US(rev ? 4000 : 25),
+							    .owd_rev_p99_ns = US(rev ? 5000 : 30),
+							    .up = true});
+}
+
 /* A TCP lane on n1/rail0 -> n3/rail0 (RTT floor 8.2 ms) whose NIC pair's
  * probes keep a p50 of 20 us: an in-band mismatch while the probes find
  * the pair healthy; none while their p90 has the pair delayed (an open
@@ -266,26 +289,8 @@ static void test_inband_pair_delayed(void)
 		struct fq_detector *d = make();
 
 		reset();
-		for (int t = 1; t <= 8; t++) {
-			bool late = t > 5;
-
-			fq_detector_probe(
-			    d, &(struct fq_det_probe){.node = "n1",
-						      .nic = "rail0",
-						      .remote_node = "n3",
-						      .remote_nic = "rail0",
-						      .start_ns = S(t - 1),
-						      .end_ns = S(t),
-						      .sent = 100,
-						      .answered = 100,
-						      .owd_fwd_p50_ns = US(20),
-						      .owd_fwd_p90_ns = US(late && c == 1 ? 4000 : 25),
-						      .owd_fwd_p99_ns = US(late && c == 1 ? 5000 : 30),
-						      .owd_rev_p50_ns = US(20),
-						      .owd_rev_p90_ns = US(late && c == 2 ? 4000 : 25),
-						      .owd_rev_p99_ns = US(late && c == 2 ? 5000 : 30),
-						      .up = true});
-		}
+		probes_13(d, 1, 5, false, false);
+		probes_13(d, 6, 8, c == 1, c == 2);
 		fq_detector_tick(d, S(8.5));
 		tcp_lane(d, 900, 0, 8200, 9);
 		collect(d);
@@ -300,25 +305,6 @@ static void test_inband_pair_delayed(void)
 			   "the pair's probes delayed %s: inband_mismatch", what[c]);
 		fq_detector_destroy(d);
 	}
-}
-
-/* Probe windows of n1/rail0 -> n3/rail0 for t = from .. to: p50 20 us,
- * p90 25 us or, congested, 4 ms (the tail the path_delay rule reads). */
-static void probes_13(struct fq_detector *d, int from, int to, bool congested)
-{
-	for (int t = from; t <= to; t++)
-		fq_detector_probe(d, &(struct fq_det_probe){.node = "n1",
-							    .nic = "rail0",
-							    .remote_node = "n3",
-							    .remote_nic = "rail0",
-							    .start_ns = S(t - 1),
-							    .end_ns = S(t),
-							    .sent = 100,
-							    .answered = 100,
-							    .owd_fwd_p50_ns = US(20),
-							    .owd_fwd_p90_ns = US(congested ? 4000 : 25),
-							    .owd_fwd_p99_ns = US(congested ? 5000 : 30),
-							    .up = true});
 }
 
 /* With path_delay's persistence of 3 windows (the default), a lane waits
@@ -338,9 +324,9 @@ static void test_inband_persists(void)
 		fq_detector_config_defaults(&c);
 		d = fq_detector_create(&c);
 		reset();
-		probes_13(d, 1, 5, false);
+		probes_13(d, 1, 5, false, false);
 		for (int t = 6; t <= 10; t++) {
-			probes_13(d, t, t, congested);
+			probes_13(d, t, t, congested, false);
 			tcp_lane(d, 910, 0, 8200, t);
 			collect(d);
 			if (!named && find_open("inband_mismatch", NULL, NULL))
