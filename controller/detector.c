@@ -108,22 +108,22 @@ static bool any_route(struct fq_detector *d)
  * left out of its NICs' counts (with every spine congested, each NIC's
  * paths but those within its leaf were elevated, and NICs were named slow
  * that were not). Where routes are traced, an elevated path with a flow
- * whose route is not known yet is left out for ROUTE_WAIT_NS after it was first heard of (8 NICs
- * named slow receivers at once on congested spines, test-busy-hosts on
- * CI: the routes that would have blamed the spines came in seconds
- * after the first anomalies). Of the NICs that are then slow one way, at most half
- * of those judged that way (or one) are named: a slow NIC is an outlier. */
+ * whose route is not known yet is left out for ROUTE_WAIT_NS after it
+ * was first heard of (8 NICs named slow receivers at once on congested
+ * spines, test-busy-hosts on CI: the routes that would have blamed the
+ * spines came seconds after the first anomalies). Of the NICs that are
+ * then slow one way, at most half of those judged that way (or one) are
+ * named: a slow NIC is an outlier. */
 static void check_slow_nics(struct fq_detector *d, int64_t now)
 {
 	char summary[256], evidence[256];
 	size_t judged[2] = {0, 0}, slow[2] = {0, 0};
-	bool traced = any_route(d); /* routes come on this fabric: a path without one may soon */
+	int traced = -1; /* any_route(), asked only for a path that waits on a route; -1: not yet */
 
 	FQ_CAPTAB_FOREACH(&d->nics, struct nic_ent, n, nx)
 	{
 		n->tx_paths = n->tx_elev = n->rx_paths = n->rx_elev = 0;
 	}
-
 	FQ_CAPTAB_FOREACH(&d->paths, struct path_ent, p, nx)
 	{
 		struct nic_ent *s, *t;
@@ -134,9 +134,9 @@ static void check_slow_nics(struct fq_detector *d, int64_t now)
 		/* a path probed over flows counts elevated when all its flows
 		 * are: a spine delays only the flows it carries */
 		elevated = p->elevated && det_path_delayed_everywhere(p, now);
-		if (elevated &&
-		    (delay_in_fabric(d, p, now) ||
-		     (traced && route_unknown(p) && !older_than(now, p->first_ns, ROUTE_WAIT_NS))))
+		if (elevated && (delay_in_fabric(d, p, now) ||
+				 (route_unknown(p) && !older_than(now, p->first_ns, ROUTE_WAIT_NS) &&
+				  (traced < 0 ? (traced = any_route(d)) : traced))))
 			continue;
 		if ((s = (struct nic_ent *)fq_captab_find(&d->nics, &p->k.src)))
 			s->tx_paths++, s->tx_elev += elevated;
