@@ -64,6 +64,7 @@ void ctl_feed_rates(struct ctl *c, const char *node, const Fabriciq__Envelope *e
 					  .bytes = l->bytes,
 					  .rtt_us = l->tcp_rtt_us,
 					  .min_rtt_us = l->tcp_min_rtt_us,
+					  .acked_bytes = l->tcp_bytes_acked,
 					  .now_ns = fq_realtime_ns()};
 
 		if (fq_rates_lane(c->rates, &d) == -ENOSPC)

@@ -39,6 +39,8 @@ struct lane {
 	char node[NAME_LEN], nic[NIC_LEN], rnode[NAME_LEN], rnic[NIC_LEN];
 	struct route route; /* its own (LaneRoute); n 0: none */
 	bool routed;
+	bool acked;                       /* its sending end reports what the far end acknowledged */
+	bool rx_known;                    /* a delivered figure came once */
 	uint64_t acc_bytes, acc_rx_bytes; /* since the last tick: sent, delivered */
 	int64_t acc_ns, acc_rx_ns, qdelay_ns, seen_ns;
 	/* the last tick's */
@@ -66,6 +68,7 @@ struct link {
 	/* this tick's */
 	double sum, rx_sum, rank_sum[MAX_RANKS]; /* sent; delivered (capacity_sample) */
 	bool congested;
+	bool partial; /* rx_sum counts a figure of another tick's, or one sent: no sample */
 	int top;
 	uint64_t top_job;
 	struct link_class cls[LINK_CLASS];
@@ -228,6 +231,11 @@ int fq_rates_lane(struct fq_rates *r, const struct fq_rates_lane *m)
 	strcpy(l->rnic, m->remote_nic);
 	l->acc_bytes += m->bytes;
 	l->acc_ns += span;
+	if (m->acked_bytes) {
+		l->acc_rx_bytes += m->acked_bytes;
+		l->acc_rx_ns += span;
+		l->acked = true;
+	}
 	if (m->rtt_us && m->min_rtt_us && m->rtt_us > m->min_rtt_us) {
 		int64_t q = (int64_t)(m->rtt_us - m->min_rtt_us) * 1000;
 
@@ -250,6 +258,8 @@ int fq_rates_lane_delivered(struct fq_rates *r, uint64_t job, uint32_t step, uin
 	l = fq_strmap_get(&r->lanes, lane_key(key, sizeof(key), job, step, src_rank, dst_rank, lane));
 	if (!l || !l->seen_ns)
 		return -ENOENT; /* its links are named by the sending end's report */
+	if (l->acked)
+		return 0; /* counted as its sender's transport saw it acknowledged */
 	l->acc_rx_bytes += bytes;
 	l->acc_rx_ns += end_ns - start_ns;
 	return 0;
@@ -377,14 +387,15 @@ static void lane_sample(struct fq_strmap_entry *e, void *arg)
 		l->missed = 0;
 		l->rate = (double)l->acc_bytes * 1e9 / (double)l->acc_ns;
 		l->rx_rate = l->acc_rx_ns > 0 ? (double)l->acc_rx_bytes * 1e9 / (double)l->acc_rx_ns : -1;
-	} else if (++l->missed > 1) {
+		l->rx_known |= l->rx_rate >= 0;
+		l->acc_bytes = l->acc_rx_bytes = 0;
+		l->acc_ns = l->acc_rx_ns = 0;
+	} else if (++l->missed > 1) { /* a delivered report that came is kept for the next */
 		l->rate = 0;
 		l->rx_rate = -1;
 	}
 	l->active = l->rate >= (double)t->r->cfg.active_rate;
 	l->st = fq_strmap_get(&t->r->steps, fq_strmap_step_key(key, l->job, l->step));
-	l->acc_bytes = l->acc_rx_bytes = 0;
-	l->acc_ns = l->acc_rx_ns = 0;
 }
 
 static void link_reset(struct fq_strmap_entry *e, void *arg)
@@ -419,6 +430,8 @@ static void lane_to_links(struct fq_strmap_entry *e, void *arg)
 		k->seen_ns = t->now;
 		k->sum += l->rate;
 		k->rx_sum += l->rx_rate >= 0 ? l->rx_rate : l->rate; /* not reported delivered: sent */
+		if (l->rate > 0 && (l->missed || (l->rx_rate < 0 && l->rx_known)))
+			k->partial = true;
 		if (l->qdelay_ns > t->r->cfg.congest_delay_ns)
 			k->congested = true;
 		if (!l->active || !l->st)
@@ -484,7 +497,7 @@ static void link_judge(struct fq_strmap_entry *e, void *arg)
 			shared = true;
 			k->wsum += k->cls[c].st->weight;
 		}
-	if (k->congested && k->rx_sum > 0)
+	if (k->congested && k->rx_sum > 0 && !k->partial)
 		capacity_sample(k, k->rx_sum);
 	if (shared) {
 		k->shared_ns = t->now;

@@ -27,8 +27,13 @@
  *     active beside it;
  *   - congested when a lane on it had a queueing delay above
  *     congest_delay_ns; its capacity estimate C is the largest but one of
- *     its last 9 congested ticks' sums of what its lanes delivered (the
- *     receiving ends' reports; a lane without one counts what it sent);
+ *     its last 9 congested ticks' sums of what its lanes delivered (what
+ *     the far end's transport acknowledged, as the sending end reports
+ *     it; else the receiving end's report; a lane with neither counts
+ *     what it sent). A tick that counts a lane's figure of an earlier
+ *     tick (its report late) or what a lane sent where its delivered
+ *     figure is late is no sample: two intervals' peaks on top of each
+ *     other read above the link;
  *   - a shared link that is congested becomes managed, and stays so while
  *     it is shared (hold_ns past the last shared tick: a latency job
  *     between two bursts is still there): the lower ranks' lanes get, all
@@ -96,15 +101,23 @@ struct fq_rates_lane {
 	int64_t start_ns, end_ns;                          /* the interval (its length is what counts) */
 	uint64_t bytes;
 	uint32_t rtt_us, min_rtt_us; /* the socket's srtt and min_rtt; 0: unknown */
-	int64_t now_ns;              /* when it arrived */
+	/* the bytes the far end's transport acknowledged in the interval
+	 * (TCP: tcpi_bytes_acked's growth; 0: not known): what the lane
+	 * delivered, which the capacity estimate reads before the receiving
+	 * end's report */
+	uint64_t acked_bytes;
+	int64_t now_ns; /* when it arrived */
 };
 /* 0, -EINVAL (no job, names missing or too long), -ENOSPC (max_lanes), -ENOMEM. */
 int fq_rates_lane(struct fq_rates *r, const struct fq_rates_lane *l);
 
 /* One interval of a lane from its receiving end's report: the bytes it
- * delivered, which only the capacity estimate reads. 0, -EINVAL, or
- * -ENOENT: the lane's sending end has not reported (its links are not
- * known), the bytes are not kept. */
+ * delivered, which only the capacity estimate reads, and only for a lane
+ * whose sending end does not report them acknowledged (an IB lane: what
+ * the receiving process got, when it got to it). 0 (taken or, the sender
+ * counting them, not needed), -EINVAL, or -ENOENT: the lane's sending
+ * end has not reported (its links are not known), the bytes are not
+ * kept. */
 int fq_rates_lane_delivered(struct fq_rates *r, uint64_t job, uint32_t step, uint32_t src_rank,
 			    uint32_t dst_rank, uint32_t lane, int64_t start_ns, int64_t end_ns,
 			    uint64_t bytes);

@@ -79,6 +79,12 @@ void fqn_comm_tick(struct fqn_comm *c, int i, int64_t now, int force)
 	s.assigned_ns =
 	    st->assigned_ns < now - st->interval_start ? st->assigned_ns : now - st->interval_start;
 	l->ops->info(l, &s.info); /* one getsockopt per lane per interval */
+	if (c->is_send) {
+		if (st->acked_lane == l && s.info.bytes_acked >= st->acked_base)
+			s.acked = s.info.bytes_acked - st->acked_base; /* 0 where unknown */
+		st->acked_base = s.info.bytes_acked;
+		st->acked_lane = l;
+	}
 	s.owd = st->owd;
 	fqn_telemetry_push(ctx->telemetry, &s);
 	st->bytes = st->chunks = st->msgs = 0;

@@ -27,7 +27,11 @@ struct fqn_lane_stats {
 	int64_t throttled_ns;   /* sender: time in the interval its rate was capped (pacing) */
 	uint64_t assigned_rate; /* sender: the controller's rate for it now, bytes/s (0: none) */
 	int64_t assigned_ns;    /* sender: time in the interval it had one */
-	struct fqn_hist owd;    /* receiver only */
+	/* sender: the lane's bytes_acked (fqn_lane_info) at the interval's
+	 * start, and which lane read it (one replaced starts anew) */
+	uint64_t acked_base;
+	const struct fqn_lane *acked_lane;
+	struct fqn_hist owd; /* receiver only */
 };
 
 enum fqn_req_kind {

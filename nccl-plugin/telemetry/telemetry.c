@@ -142,6 +142,7 @@ void fqn_lane_report_fill(Fabriciq__LaneReport *r, const struct fqn_lane_sample 
 		r->throttled_ns = s->throttled_ns;
 		r->assigned_rate = s->assigned_rate;
 		r->assigned_ns = s->assigned_ns;
+		r->tcp_bytes_acked = s->acked;
 	}
 	r->local_qpn = s->info.local_qpn; /* an IB lane's, 0 on TCP */
 	r->remote_qpn = s->info.remote_qpn;

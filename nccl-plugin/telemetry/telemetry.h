@@ -43,6 +43,7 @@ struct fqn_lane_sample {
 	int64_t throttled_ns;   /* sender: time in the interval its rate was capped */
 	uint64_t assigned_rate; /* sender: the controller's rate at the interval's end (0: none) */
 	int64_t assigned_ns;    /* sender: time in the interval it had one */
+	uint64_t acked;         /* sender on TCP: the bytes the peer acknowledged in it (0: unknown) */
 	struct fqn_lane_info info;
 	struct fqn_hist owd; /* receiver side; empty on a sender */
 };

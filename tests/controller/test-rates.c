@@ -22,9 +22,10 @@
 static const char *const R_UP[] = {"leaf1", "spine1", "leaf2"};
 static const char *const R_DOWN[] = {"leaf2", "spine1", "leaf1"};
 
-/* One second's report of a lane ending at t: rate bytes/s, queue q us. */
-static void feed(struct fq_rates *r, uint64_t job, uint32_t lane, const char *node, const char *rnode,
-		 double rate, unsigned q, int64_t t)
+/* One second's report of a lane ending at t: rate bytes/s, of them acked
+ * acknowledged (0: not said), queue q us. */
+static void feed_acked(struct fq_rates *r, uint64_t job, uint32_t lane, const char *node, const char *rnode,
+		       double rate, double acked, unsigned q, int64_t t)
 {
 	struct fq_rates_lane l = {.job = job,
 				  .step = 0,
@@ -40,9 +41,16 @@ static void feed(struct fq_rates *r, uint64_t job, uint32_t lane, const char *no
 				  .bytes = (uint64_t)rate,
 				  .rtt_us = BASE + q,
 				  .min_rtt_us = BASE,
+				  .acked_bytes = (uint64_t)acked,
 				  .now_ns = t};
 	if (fq_rates_lane(r, &l) < 0)
 		diag("lane %llu/%u refused", (unsigned long long)job, lane);
+}
+
+static void feed(struct fq_rates *r, uint64_t job, uint32_t lane, const char *node, const char *rnode,
+		 double rate, unsigned q, int64_t t)
+{
+	feed_acked(r, job, lane, node, rnode, rate, 0, q, t);
 }
 
 /* The advice of the last tick: count, and the one for job (rate, -1 none). */
@@ -101,7 +109,7 @@ int main(void)
 	int64_t rate, t = S(100);
 	int n;
 
-	plan(26);
+	plan(27);
 	fq_rates_config_defaults(&c);
 	c.util = 1.5;
 	ok(!fq_rates_create(&c), "a util above 1 is refused");
@@ -172,9 +180,11 @@ int main(void)
 	/* 4b. A tick that finds no report of two of the bulk job's lanes
 	 * (they come on their own clocks, and the next tick brings two):
 	 * they keep their rate that tick, so the other two are not given
-	 * theirs as well. Two ticks without: idle. */
+	 * theirs as well (nor is that tick a capacity sample: two ticks of
+	 * 24 MB/s read before it). Two ticks without: idle. */
 	fq_rates_destroy(r);
 	r = setup();
+	second(r, 4 * MBS, 5 * MBS, 10000, t += S(1));
 	second(r, 4 * MBS, 5 * MBS, 10000, t += S(1));
 	take(r, 2, &rate, NULL);
 	feed(r, 1, 0, "n1", "n3", 4 * MBS, 50, t + S(1));
@@ -283,6 +293,42 @@ int main(void)
 	ok(fq_rates_lane_delivered(r, 2, 0, 0, 1, 7, t, t + S(1), MBS) == -ENOENT,
 	   "a delivered report of a lane its sender has not reported: not kept");
 	ok(fq_rates_lane_delivered(r, 2, 0, 0, 1, 0, t, t, MBS) == -EINVAL, "an empty interval: refused");
+	fq_rates_destroy(r);
+
+	/* 8b. What the far end acknowledged, as the sending end reports it
+	 * (TCP), before the receiving end's report: a receiving rank that
+	 * stalled reads its socket's backlog in the next interval, above the
+	 * link (7.5 MB/s a lane on a 20 MB/s link). A tick that counts a
+	 * lane's figure of the tick before (two lanes' reports late, the
+	 * other two at their peak: 30) is no sample. */
+	r = setup();
+	{
+		const double full[4] = {5 * MBS, 5 * MBS, 5 * MBS, 5 * MBS},
+			     half[4] = {10 * MBS, 10 * MBS, 0, 0};
+		const double *seq[] = {full, full, half, full, half};
+		int taken = 0;
+
+		for (size_t k = 0; k < sizeof(seq) / sizeof(seq[0]); k++) {
+			for (uint32_t l = 0; l < 4; l++)
+				if (seq[k][l] > 0) {
+					feed_acked(r, 2, l, "n2", "n4", seq[k][l], seq[k][l], 10000,
+						   t + S(1));
+					taken += fq_rates_lane_delivered(r, 2, 0, 0, 1, l, t, t + S(1),
+									 1.5 * seq[k][l]) == 0;
+				}
+			fq_rates_tick(r, t += S(1));
+		}
+		feed_acked(r, 1, 0, "n1", "n3", 4 * MBS, 4 * MBS, 50, t + S(1));
+		for (uint32_t l = 0; l < 4; l++)
+			feed_acked(r, 2, l, "n2", "n4", 4 * MBS, 4 * MBS, 10000, t + S(1));
+		fq_rates_tick(r, t += S(1));
+		take(r, 2, &rate, &a);
+		ok(rate == 3750000 && a.capacity == 20000000 && taken == 16,
+		   "capacity 20 MB/s from what was acknowledged (the receiving ends' 30 not needed: %d "
+		   "answered 0), the ticks with two lanes late not read; (0.95 x 20 - 4) / 4 = 3.75 MB/s a "
+		   "lane (%lld, %llu)",
+		   taken, (long long)rate, (unsigned long long)a.capacity);
+	}
 	fq_rates_destroy(r);
 
 	/* 9. A step the controller has no class for takes no part. */

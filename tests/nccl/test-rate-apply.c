@@ -88,8 +88,9 @@ int main(void)
 	struct fqn_listen *l = NULL;
 	struct fqn_send *s = NULL;
 	struct fqn_recv *r = NULL;
-	int lfd, afd = -1, n = 0, n0, rc, given = 0, other = 0;
+	int lfd, afd = -1, n = 0, n0, rc, given = 0, other = 0, sends = 0, acked_n = 0;
 	int64_t given_ns = 0;
+	uint64_t acked = 0, acked_sent = 0;
 	double end, t0, mbs;
 	Fabriciq__Envelope *env;
 	ssize_t got;
@@ -160,6 +161,12 @@ int main(void)
 			given += env->lane->assigned_rate == RATE;
 			other += env->lane->assigned_rate && env->lane->assigned_rate != RATE;
 			given_ns += env->lane->assigned_ns;
+			if (env->lane->tcp_bytes_acked) { /* not the first interval of a lane */
+				acked += env->lane->tcp_bytes_acked;
+				acked_sent += env->lane->bytes;
+				acked_n++;
+			}
+			sends++;
 		}
 		fq_frame_free(env);
 	}
@@ -167,6 +174,11 @@ int main(void)
 	   other);
 	ok(given_ns > 1500000000LL && given_ns < 2 * 3000000000LL,
 	   "... and the time it held: %.2f lane-s (2 lanes, about 2.5 s)", (double)given_ns / 1e9);
+	ok(acked_n >= sends - 2 && acked_sent > 0 && acked >= 0.9 * (double)acked_sent &&
+	       acked <= 1.1 * (double)acked_sent,
+	   "the sending intervals but each lane's first say what the peer acknowledged (%d of %d): %.0f kB "
+	   "of %.0f kB sent in them",
+	   acked_n, sends, (double)acked / 1e3, (double)acked_sent / 1e3);
 	close(afd);
 	close(lfd);
 	fq_frame_decoder_destroy(dec);
