@@ -121,8 +121,9 @@ static const struct fq_cfg_option ctl_options[] = {
     OPT("inband_factor", FQ_CFG_DOUBLE, inband_factor, "5", 1, 1e6,
 	"inband_mismatch: a lane's minimum delay above this factor times the probes' p50 ..."),
     OPT("inband_floor", FQ_CFG_DURATION, inband_floor, "300us", 0, 60e9, "... and more than this above it"),
-    OPT("slow_nic_share", FQ_CFG_DOUBLE, slow_nic_share, "0.8", 0.01, 1,
-	"slow_sender/receiver: this share of a NIC's paths elevated ..."),
+    OPT("slow_nic_share", FQ_CFG_DOUBLE, slow_nic_share, "1", 0.01, 1,
+	"slow_sender/receiver: this share of a NIC's paths elevated (by default every one: a slow NIC slows "
+	"every path through it, and one that is not elevated clears it) ..."),
     OPT("slow_nic_min_paths", FQ_CFG_UINT, slow_nic_min_paths, "3", 1, 1e6,
 	"... out of at least this many, while at most half the NICs so judged (or one) are slow: more is the "
 	"fabric's queue"),

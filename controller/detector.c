@@ -27,7 +27,7 @@ void fq_detector_config_defaults(struct fq_detector_config *c)
 	    .lane_outlier_persist = 3,
 	    .inband_factor = 5.0,
 	    .inband_floor_ns = 300000,
-	    .slow_nic_share = 0.8,
+	    .slow_nic_share = 1.0,
 	    .slow_nic_min_paths = 3,
 	    .resume_after_ns = 600000000000LL,
 	    .quiet_close_ns = 30000000000LL,

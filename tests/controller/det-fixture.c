@@ -105,11 +105,18 @@ void reset(void)
  * (test_persistence checks the default of 3 in a row). */
 struct fq_detector *make(void)
 {
+	return make_share(0);
+}
+
+struct fq_detector *make_share(double slow_nic_share)
+{
 	struct fq_detector_config c;
 
 	fq_detector_config_defaults(&c);
 	c.delay_persist_windows = 1;
 	c.lane_outlier_persist = 1;
+	if (slow_nic_share > 0)
+		c.slow_nic_share = slow_nic_share;
 	return fq_detector_create(&c);
 }
 

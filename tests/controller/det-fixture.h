@@ -58,6 +58,8 @@ size_t count_place(enum fq_det_action_kind kind, bool path);
 /* The defaults, but a path's delay and a lane's outlier count from their
  * first elevated window (test_persistence checks the default of 3 in a row). */
 struct fq_detector *make(void);
+/* ... with that share of a NIC's paths enough to name it slow (0: the default) */
+struct fq_detector *make_share(double slow_nic_share);
 /* Feeds the lines of a fixture with a time <= until_s into d (ticks too). */
 void replay(struct fq_detector *d, const char *name, double until_s);
 /* One probe window of NIC pair (n, nic) -> (rn, rnic) ending at t. */

@@ -420,13 +420,15 @@ static void test_spine_some_ways(void)
  * again 10 s later). spine1 queueing as above while n3's and n6's paths
  * have no route yet: their delay cannot be told from their NICs', so
  * they wait ROUTE_WAIT_NS (12 s) from when first heard of (t = 1): with
- * the routes at t = 11, no NIC is named slow; without them, n3 and n6
- * from the first tick past the wait (t = 13, 12 s and a nanosecond on),
- * judged on what is known. */
+ * the routes at t = 11, no NIC is named slow; without them, judged on
+ * what is known from the first tick past the wait (t = 13, 12 s and a
+ * nanosecond on): by default their paths within their leaves, not
+ * delayed, clear them; where a share of a NIC's paths is enough
+ * (slow_nic_share 0.8), n3 and n6 are named then. */
 static void test_routes_late(void)
 {
-	for (int late = 0; late < 2; late++) {
-		struct fq_detector *d = make();
+	for (int late = 0; late < 3; late++) {
+		struct fq_detector *d = make_share(late == 2 ? 0.8 : 0);
 		int named_at = 0;
 
 		reset();
@@ -446,10 +448,13 @@ static void test_routes_late(void)
 		if (!late)
 			is_int(named_at, 0,
 			       "spine1 queueing, n3's and n6's routes at t = 11: no NIC named slow");
+		else if (late == 1)
+			is_int(named_at, 0,
+			       "their routes never come: no NIC named slow, their healthy paths clear them");
 		else
 			ok(named_at == 13 && find_open("slow_sender", "n3", "rail0") &&
 			       find_open("slow_sender", "n6", "rail0"),
-			   "their routes never come: n3, n6 named slow senders at t = 13 (%d), judged "
+			   "... at slow_nic_share 0.8: n3, n6 named slow senders at t = 13 (%d), judged "
 			   "without",
 			   named_at);
 		untraced[0] = untraced[1] = 0;

@@ -183,8 +183,13 @@ static void test_inband(const struct fq_detector_config *c)
 	ok(!fq_rule_inband_mismatch(c, INT64_MAX, INT64_MIN), "hostile values");
 }
 
-static void test_slow_nic(const struct fq_detector_config *c)
+static void test_slow_nic(const struct fq_detector_config *dflt)
 {
+	struct fq_detector_config share = *dflt, *c = &share;
+
+	ok(!fq_rule_slow_nic(dflt, 5, 4) && fq_rule_slow_nic(dflt, 5, 5),
+	   "by default every path elevated: 4 of 5 not slow, 5 of 5 slow");
+	share.slow_nic_share = 0.8;
 	ok(fq_rule_slow_nic(c, 5, 4), "4 of 5 paths elevated: slow (0.8)");
 	ok(!fq_rule_slow_nic(c, 5, 3), "3 of 5: not");
 	ok(fq_rule_slow_nic(c, 3, 3), "3 of 3: slow");
