@@ -24,7 +24,7 @@
 . "$(dirname "$0")/scenario.sh"
 read -r HOSTS RAILS LEAVES SPINES <<<"${FQ_BUSY:-8 2 4 4}"
 sc_require scbz
-plan 7
+plan $((5 + RAILS)) # a job per rail
 sc_agent_args+=(-s "rt_priority=${FQ_BUSY_RT:-1}")
 SC_TB_EXTRA="--spine-rate ${FQ_BUSY_RATE:-40mbit}" sc_up "$HOSTS" "$RAILS" "$LEAVES" "$SPINES"
 ok $? "up: $HOSTS hosts x $RAILS rails, $LEAVES leaves, $SPINES spines; controller and $HOSTS agents reporting"
