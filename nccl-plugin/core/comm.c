@@ -50,6 +50,7 @@ void fqn_comm_tick(struct fqn_comm *c, int i, int64_t now, int force)
 		return;
 	if (now < st->interval_start) { /* the clock page came or went: restart */
 		st->interval_start = now;
+		st->acked_lane = NULL; /* its acked bytes span more than the new interval */
 		return;
 	}
 	/* the last interval, at close: only if it has something to say (a
