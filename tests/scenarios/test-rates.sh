@@ -51,14 +51,15 @@ fabric
 ok $? "leaf1's and leaf$LEAVES's links to the spine at 100 Mbit/s scheduled by class; the bulk hosts (n$b1, n$b2) on cubic; MTU packets"
 
 # job NAME CLASS NODES PORT ARGS...: `srun --fabriciq=control,class=CLASS`,
-# a rank per node, in the background (output as sc_job's)
+# a rank per node, a lane per rail (2 at least, the plugin's default), in
+# the background (output as sc_job's)
 job() {
 	local name=$1 cls=$2 nodes=$3 port=$4 first
 	shift 4
 	first=$("$TB" slurm scontrol show hostnames "$nodes" | head -1)
 	timeout 300 "$TB" slurm srun -w "$nodes" -N2 -n2 -J "$name" --fabriciq="control,class=$cls" sh -c \
 		'[ "$SLURM_PROCID" = 0 ] && echo "job $SLURM_JOB_ID"; exec "$@" 2>&1 | sed -u "s/^/[r$SLURM_PROCID] /"' sh \
-		"$CB" --bootstrap "198.19.0.$((2 * ${first#n} + 1)):$port" "$@" --timeout 120 --timeline 1000 \
+		env FABRICIQ_LANES=$((RAILS > 2 ? RAILS : 2)) "$CB" --bootstrap "198.19.0.$((2 * ${first#n} + 1)):$port" "$@" --timeout 120 --timeline 1000 \
 		>"$S/$name.out" 2>&1 &
 	echo $! >"$S/$name.pid"
 }
