@@ -46,6 +46,7 @@ struct lane {
 	/* the last tick's */
 	double rate, rx_rate; /* rx_rate < 0: the receiving end reported nothing */
 	bool active;
+	int64_t active_ns;     /* the last tick it was active (0: never) */
 	unsigned missed;       /* ticks in a row without its report */
 	const struct step *st; /* NULL: its step's class unknown: no part in the rule */
 	uint64_t cap;          /* bytes/s; 0: none */
@@ -56,7 +57,8 @@ struct lane {
 
 struct link_class {
 	const struct step *st;
-	unsigned nlanes;
+	unsigned nlanes; /* its lanes active within hold_ns: each gets a share */
+	bool active;     /* one of them active this tick */
 };
 
 struct link {
@@ -395,6 +397,8 @@ static void lane_sample(struct fq_strmap_entry *e, void *arg)
 		l->rx_rate = -1;
 	}
 	l->active = l->rate >= (double)t->r->cfg.active_rate;
+	if (l->active)
+		l->active_ns = t->now;
 	l->st = fq_strmap_get(&t->r->steps, fq_strmap_step_key(key, l->job, l->step));
 }
 
@@ -434,18 +438,28 @@ static void lane_to_links(struct fq_strmap_entry *e, void *arg)
 			k->partial = true;
 		if (l->qdelay_ns > t->r->cfg.congest_delay_ns)
 			k->congested = true;
-		if (!l->active || !l->st)
+		/* A lane idle this tick but active within hold_ns keeps its
+		 * share: an alltoall's lanes pause between iterations, and one
+		 * counted idle left its class's count, so the lanes active
+		 * that tick were each given more (test-rates on 4 rails: one
+		 * lane given the whole budget, then the next, 159 Mbit/s of
+		 * rates together on a 100 Mbit/s link). */
+		if (!l->st || !l->active_ns || t->now - l->active_ns > t->r->cfg.hold_ns)
 			continue;
-		k->rank_sum[l->st->rank] += l->rate;
-		if (l->st->rank < k->top) {
-			k->top = l->st->rank;
-			k->top_job = l->job;
+		if (l->active) {
+			k->rank_sum[l->st->rank] += l->rate;
+			if (l->st->rank < k->top) {
+				k->top = l->st->rank;
+				k->top_job = l->job;
+			}
 		}
 		for (c = 0; c < k->ncls && strcmp(k->cls[c].st->cls, l->st->cls); c++)
 			;
 		if (c == k->ncls && k->ncls < LINK_CLASS)
 			k->cls[k->ncls++].st = l->st;
-		k->cls[c < k->ncls ? c : k->ncls - 1].nlanes++;
+		c = c < k->ncls ? c : k->ncls - 1;
+		k->cls[c].nlanes++;
+		k->cls[c].active |= l->active;
 	}
 	l->qdelay_ns = 0;
 }
@@ -493,8 +507,8 @@ static void link_judge(struct fq_strmap_entry *e, void *arg)
 		return;
 	}
 	for (size_t c = 0; c < k->ncls; c++)
-		if (k->cls[c].st->rank > k->top) {
-			shared = true;
+		if (k->cls[c].st->rank > k->top) { /* below the best active class */
+			shared |= k->cls[c].active;
 			k->wsum += k->cls[c].st->weight;
 		}
 	if (k->congested && k->rx_sum > 0 && !k->partial)
