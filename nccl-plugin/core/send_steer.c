@@ -25,10 +25,17 @@ void send_steer_lane_state(struct fqn_send *s, int i, int up, int64_t now)
 		return;
 	/* steering splits the chunks until the next update has every up lane's rate */
 	st->given = 0;
-	if (up) { /* a new socket: unpaced (the next update gives it its rate), its own byte count */
+	if (up) { /* a new socket: unpaced (the next update gives it pacing's rate), its own byte count */
+		struct fqn_lane *l = s->c.lanes[i];
+
 		if (st->pace)
 			fqn_pace_reset(st->pace, i);
 		st->rate_set[i] = st->tx_acked[i] = 0;
+		/* ... but the controller's rate at once: its lane windows say
+		 * it is in force (test-rates on 4 rails: a re-dialed lane's
+		 * window ended unpaced under a rate given) */
+		if (st->assigned[i] && l && l->ops->set_rate && l->ops->set_rate(l, st->assigned[i]) == 0)
+			st->rate_set[i] = st->assigned[i];
 	}
 	if (!st->ctl)
 		return;
