@@ -40,7 +40,8 @@
  *     together, B = max(min_share x C, util x C - T), T the top rank's
  *     throughput on it; B is split between the lower classes by weight
  *     (a priority class below the top weighs 1) and within a class evenly
- *     between its lanes on the link. Once capped the link is no longer
+ *     between its lanes on the link that were active within hold_ns (a
+ *     lane idle a tick keeps its share). Once capped the link is no longer
  *     congested, which is the point: it stays managed by being shared.
  * A lane's rate is the least of its managed links'; a lane that no
  * managed link gives one keeps its last for hold_ns, then none. The
