@@ -101,6 +101,19 @@ static void second(struct fq_rates *r, double lat, double bulk, unsigned q, int6
 	fq_rates_tick(r, t);
 }
 
+/* A new one whose bulk path has 4.7 MB/s a lane: two ticks shared and
+ * congested (24 MB/s), the advice taken. */
+static struct fq_rates *capped(int64_t *t)
+{
+	struct fq_rates *r = setup();
+	int64_t rate;
+
+	second(r, 4 * MBS, 5 * MBS, 10000, *t += S(1));
+	second(r, 4 * MBS, 5 * MBS, 10000, *t += S(1));
+	take(r, 2, &rate, NULL);
+	return r;
+}
+
 int main(void)
 {
 	struct fq_rates *r;
@@ -186,10 +199,7 @@ int main(void)
 	 * iterations); past it, or gone (stale_ns), the two left share the
 	 * budget. */
 	fq_rates_destroy(r);
-	r = setup();
-	second(r, 4 * MBS, 5 * MBS, 10000, t += S(1));
-	second(r, 4 * MBS, 5 * MBS, 10000, t += S(1));
-	take(r, 2, &rate, NULL);
+	r = capped(&t);
 	feed(r, 1, 0, "n1", "n3", 4 * MBS, 50, t + S(1));
 	for (uint32_t k = 0; k < 2; k++)
 		feed(r, 2, k, "n2", "n4", 5 * MBS, 10000, t + S(1));
@@ -219,10 +229,7 @@ int main(void)
 	 * below active_rate) keep their share: the one active lane of four
 	 * is not given the whole budget. */
 	fq_rates_destroy(r);
-	r = setup();
-	second(r, 4 * MBS, 5 * MBS, 10000, t += S(1));
-	second(r, 4 * MBS, 5 * MBS, 10000, t += S(1));
-	take(r, 2, &rate, NULL);
+	r = capped(&t);
 	feed(r, 1, 0, "n1", "n3", 4 * MBS, 50, t + S(1));
 	feed(r, 2, 0, "n2", "n4", 4.7 * MBS, 10000, t + S(1));
 	for (uint32_t l = 1; l < 4; l++)
